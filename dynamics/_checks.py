@@ -1,0 +1,40 @@
+"""Input validation shared by the public functions: cheap shape and type checks.
+
+Finiteness is checked inside the compiled kernels (``all_finite``), where it costs
+nanoseconds; here only what Python must see: array type, dtype and shape.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .model import Frame, Model
+
+
+def as_vector(x, n: int, name: str) -> np.ndarray:
+    """``x`` as a C-contiguous float64 array of shape (n,), else ValueError naming it."""
+    if type(x) is not np.ndarray or x.dtype != np.float64 or not x.flags.c_contiguous:
+        try:
+            x = np.ascontiguousarray(x, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name}: expected {n} real numbers, got {x!r}") from None
+    if x.shape != (n,):
+        raise ValueError(f"{name}: expected shape ({n},), got shape {x.shape}")
+    return x
+
+
+def as_batch(x, n: int, name: str) -> np.ndarray:
+    """``x`` as a C-contiguous float64 array of shape (K, n) (leading axis = knots)."""
+    try:
+        x = np.ascontiguousarray(x, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}: expected an array of shape (K, {n}), got {x!r}") from None
+    if x.ndim != 2 or x.shape[1] != n:
+        raise ValueError(f"{name}: expected shape (K, {n}), got shape {x.shape}")
+    return x
+
+
+def check_frame(model: Model, frame: str) -> Frame:
+    """The model frame named ``frame`` (ValueError listing known names otherwise)."""
+    if not isinstance(frame, str):
+        raise ValueError(f"frame: expected a frame name (str), got {frame!r}")
+    return model.frame(frame)

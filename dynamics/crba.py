@@ -1,0 +1,44 @@
+"""Composite rigid-body algorithm (CRBA): the joint-space inertia matrix M(q).
+
+Featherstone Table 6.2 in ground coordinates, where no transforms are needed:
+
+    I_i^C = I_i + Σ_{children c} I_c^C
+    F = I_i^C S_i,  M_ii = S_iᵀ F,  M_ij = M_ji = S_jᵀ F  for every ancestor j of i.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ._checks import as_vector
+from .kinematics import all_finite, kinematics_and_inertias
+from .model import PARENT, Model
+from .spatial import dot6, mat6_vec
+
+
+@njit(cache=True)
+def crba_kernel(topology, joint_placement, axis, inertia, q):
+    """M (n, n), full symmetric, and the composite inertias I^C (n, 6, 6)."""
+    if not all_finite(q):
+        raise ValueError("q: expected finite values, got NaN or inf")
+    _, _, S, IC = kinematics_and_inertias(topology, joint_placement, axis, inertia, q)
+    n = topology.shape[0]
+    M = np.zeros((n, n))
+    F = np.empty(6)
+    for i in range(n - 1, -1, -1):
+        mat6_vec(IC[i], S[i], F)
+        M[i, i] = dot6(S[i], F)
+        j = topology[i, PARENT]
+        while j >= 0:
+            M[i, j] = M[j, i] = dot6(S[j], F)
+            j = topology[j, PARENT]
+        lam = topology[i, PARENT]
+        if lam >= 0:
+            IC[lam] += IC[i]
+    return M, IC
+
+
+def crba(model: Model, q) -> np.ndarray:
+    """Joint-space inertia matrix M(q) (nv, nv), full and symmetric."""
+    q = as_vector(q, model.nq, "q")
+    return crba_kernel(model.topology, model.joint_placement, model.axis, model.inertia, q)[0]

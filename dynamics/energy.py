@@ -1,0 +1,48 @@
+"""Kinetic and potential energy of the tree.
+
+T = ½ Σ_i v_iᵀ I_i v_i (world spatial velocities and inertias),
+V = −Σ_i m_i gᵀ c_i (c_i the world centre of mass of body i).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ._checks import as_vector
+from .kinematics import all_finite, kinematics_and_inertias
+from .model import PARENT, Model
+from .spatial import dot6, mat6_vec
+
+
+@njit(cache=True)
+def _energies(topology, joint_placement, axis, inertia, gravity, q, v):
+    if not (all_finite(q) and all_finite(v)):
+        raise ValueError("q, v: expected finite values, got NaN or inf")
+    R, p, S, I = kinematics_and_inertias(topology, joint_placement, axis, inertia, q)
+    n = topology.shape[0]
+    vel = np.zeros((n, 6))
+    h = np.empty(6)
+    T = V = 0.0
+    for i in range(n):
+        lam = topology[i, PARENT]
+        for k in range(6):
+            vel[i, k] = (0.0 if lam < 0 else vel[lam, k]) + S[i, k] * v[i]
+        mat6_vec(I[i], vel[i], h)
+        T += 0.5 * dot6(vel[i], h)
+        for r in range(3):
+            c = p[i, r] + R[i, r, 0] * inertia[i, 1] + R[i, r, 1] * inertia[i, 2] + R[i, r, 2] * inertia[i, 3]
+            V -= inertia[i, 0] * gravity[r] * c
+    return T, V
+
+
+def kinetic_energy(model: Model, q, v) -> float:
+    """Kinetic energy ½ vᵀ M(q) v, J."""
+    q, v = as_vector(q, model.nq, "q"), as_vector(v, model.nv, "v")
+    return _energies(model.topology, model.joint_placement, model.axis, model.inertia, model.gravity, q, v)[0]
+
+
+def potential_energy(model: Model, q) -> float:
+    """Gravitational potential energy −Σ m_i gᵀ c_i (zero at the world origin), J."""
+    q = as_vector(q, model.nq, "q")
+    z = np.zeros(model.nv)
+    return _energies(model.topology, model.joint_placement, model.axis, model.inertia, model.gravity, q, z)[1]

@@ -1,0 +1,103 @@
+"""Forward kinematics in world coordinates, frame placements and frame Jacobians.
+
+``forward_kinematics`` is the first pass shared by every algorithm: for each body i it
+computes the world pose ⁰T_i of joint frame i, the world motion subspace S_i and the
+spatial inertia I_i at the world origin (Featherstone ch. 4, in ground coordinates as in
+seed 004 Sec. II).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ._checks import as_vector, check_frame
+from .model import JTYPE, PARENT, Model
+from .spatial import joint_transform, motion_subspace, world_inertia
+
+
+@njit(cache=True)
+def all_finite(x) -> bool:
+    """True if no entry of the array is NaN or ±inf (compiled, allocation-free)."""
+    for e in x.ravel():
+        if not np.isfinite(e):
+            return False
+    return True
+
+
+@njit(cache=True)
+def forward_kinematics(topology, joint_placement, axis, q, R, p, S):
+    """World poses (R (n,3,3), p (n,3)) of the joint frames and world S (n, 6)."""
+    n = topology.shape[0]
+    eye, zero = np.eye(3), np.zeros(3)
+    for i in range(n):
+        lam = topology[i, PARENT]
+        if lam < 0:
+            joint_transform(topology[i, JTYPE], axis[i], q[i], joint_placement[i], eye, zero, R[i], p[i])
+        else:
+            joint_transform(topology[i, JTYPE], axis[i], q[i], joint_placement[i], R[lam], p[lam], R[i], p[i])
+        motion_subspace(topology[i, JTYPE], axis[i], R[i], p[i], S[i])
+
+
+@njit(cache=True)
+def kinematics_and_inertias(topology, joint_placement, axis, inertia, q):
+    """Forward kinematics plus world spatial inertias I (n, 6, 6); returns (R, p, S, I)."""
+    n = topology.shape[0]
+    R, p = np.empty((n, 3, 3)), np.empty((n, 3))
+    S, I = np.empty((n, 6)), np.empty((n, 6, 6))
+    forward_kinematics(topology, joint_placement, axis, q, R, p, S)
+    for i in range(n):
+        world_inertia(inertia[i], R[i], p[i], I[i])
+    return R, p, S, I
+
+
+@njit(cache=True)
+def _frame_pose(topology, joint_placement, axis, q, body, placement):
+    if not all_finite(q):
+        raise ValueError("q: expected finite values, got NaN or inf")
+    n = topology.shape[0]
+    R, p, S = np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((n, 6))
+    forward_kinematics(topology, joint_placement, axis, q, R, p, S)
+    Rb, pb = (np.eye(3), np.zeros(3)) if body < 0 else (R[body], p[body])
+    Rf, pf = np.empty((3, 3)), np.empty(3)
+    for r in range(3):
+        pf[r] = pb[r]
+        for c in range(3):
+            pf[r] += Rb[r, c] * placement[c, 3]
+            Rf[r, c] = Rb[r, 0] * placement[0, c] + Rb[r, 1] * placement[1, c] + Rb[r, 2] * placement[2, c]
+    return Rf, pf, S
+
+
+@njit(cache=True)
+def _frame_jacobian(topology, joint_placement, axis, q, body, placement):
+    """World-aligned Jacobian (6, n) of the frame origin, rows [linear; angular]."""
+    Rf, pf, S = _frame_pose(topology, joint_placement, axis, q, body, placement)
+    n = topology.shape[0]
+    J = np.zeros((6, n))
+    j = body
+    while j >= 0:
+        w, vo = S[j, :3], S[j, 3:]
+        J[0, j] = vo[0] + w[1] * pf[2] - w[2] * pf[1]
+        J[1, j] = vo[1] + w[2] * pf[0] - w[0] * pf[2]
+        J[2, j] = vo[2] + w[0] * pf[1] - w[1] * pf[0]
+        J[3:, j] = w
+        j = topology[j, PARENT]
+    return J
+
+
+def frame_placement(model: Model, q, frame: str) -> tuple[np.ndarray, np.ndarray]:
+    """World rotation (3, 3) and position (3,) of the frame named ``frame``."""
+    q = as_vector(q, model.nq, "q")
+    f = check_frame(model, frame)
+    R, p, _ = _frame_pose(model.topology, model.joint_placement, model.axis, q, f.body, f.placement)
+    return R, p
+
+
+def frame_jacobian(model: Model, q, frame: str) -> np.ndarray:
+    """Jacobian (6, nv) of frame ``frame``: world-aligned, rows [linear; angular].
+
+    Column j is the velocity of the frame origin and the angular velocity, both in
+    world axes, caused by unit velocity of joint j (Pinocchio's LOCAL_WORLD_ALIGNED).
+    """
+    q = as_vector(q, model.nq, "q")
+    f = check_frame(model, frame)
+    return _frame_jacobian(model.topology, model.joint_placement, model.axis, q, f.body, f.placement)
