@@ -18,7 +18,7 @@ from ._checks import as_vector
 from .kinematics import kinematics_and_inertias
 from .model import PARENT, Model
 from .rnea import check_state
-from .spatial import crf, crm, dot6, mat6_vec
+from .spatial import crf_at, crm_at, dot6_at, mat6_vec_at
 
 
 @njit(cache=True)
@@ -27,44 +27,42 @@ def aba_kernel(topology, joint_placement, axis, inertia, gravity, q, v, tau):
     check_state(q, v, tau, "tau: expected finite values, got NaN or inf")
     _, _, S, IA = kinematics_and_inertias(topology, joint_placement, axis, inertia, q)
     n = topology.shape[0]
-    vel, c, pA = np.zeros((n, 6)), np.empty((n, 6)), np.empty((n, 6))
+    vel, c, pA = np.empty((n, 6)), np.empty((n, 6)), np.empty((n, 6))
     U, D, u = np.empty((n, 6)), np.empty(n), np.empty(n)
-    h = np.empty(6)
+    h = np.empty((1, 6))
     for i in range(n):
         lam = topology[i, PARENT]
         for k in range(6):
             vel[i, k] = (0.0 if lam < 0 else vel[lam, k]) + S[i, k] * v[i]
-        crm(vel[i], S[i], c[i])
-        c[i] *= v[i]
-        mat6_vec(IA[i], vel[i], h)
-        crf(vel[i], h, pA[i])
+        crm_at(vel, i, S, i, c, i)
+        for k in range(6):
+            c[i, k] *= v[i]
+        mat6_vec_at(IA, i, vel, i, h, 0)
+        crf_at(vel, i, h, 0, pA, i)
     for i in range(n - 1, -1, -1):
-        mat6_vec(IA[i], S[i], U[i])
-        D[i] = dot6(S[i], U[i])
+        mat6_vec_at(IA, i, S, i, U, i)
+        D[i] = dot6_at(S, i, U, i)
         if not D[i] > 0.0:
             raise ValueError("model: articulated inertia about a joint axis is not positive (massless leaf?)")
-        u[i] = tau[i] - dot6(S[i], pA[i])
+        u[i] = tau[i] - dot6_at(S, i, pA, i)
         lam = topology[i, PARENT]
         if lam < 0:
             continue
         for r in range(6):
             for k in range(6):
                 IA[i, r, k] -= U[i, r] * U[i, k] / D[i]
-        mat6_vec(IA[i], c[i], h)
+        mat6_vec_at(IA, i, c, i, h, 0)
         for r in range(6):
-            pA[lam, r] += pA[i, r] + h[r] + U[i, r] * u[i] / D[i]
+            pA[lam, r] += pA[i, r] + h[0, r] + U[i, r] * u[i] / D[i]
             for k in range(6):
                 IA[lam, r, k] += IA[i, r, k]
     qdd = np.empty(n)
-    acc = np.empty((n, 6))
-    a0 = np.zeros(6)
-    a0[3:] = -gravity
+    acc = c  # a_i overwrites c_i once used
     for i in range(n):
         lam = topology[i, PARENT]
-        a_lam = a0 if lam < 0 else acc[lam]
         for k in range(6):
-            acc[i, k] = a_lam[k] + c[i, k]
-        qdd[i] = (u[i] - dot6(U[i], acc[i])) / D[i]
+            acc[i, k] += acc[lam, k] if lam >= 0 else (-gravity[k - 3] if k >= 3 else 0.0)
+        qdd[i] = (u[i] - dot6_at(U, i, acc, i)) / D[i]
         for k in range(6):
             acc[i, k] += S[i, k] * qdd[i]
     return qdd

@@ -13,7 +13,7 @@ from numba import njit
 from ._checks import as_vector
 from .kinematics import all_finite, kinematics_and_inertias
 from .model import PARENT, Model
-from .spatial import dot6, mat6_vec
+from .spatial import dot6_at, mat6_vec_at
 
 
 @njit(cache=True)
@@ -24,17 +24,19 @@ def crba_kernel(topology, joint_placement, axis, inertia, q):
     _, _, S, IC = kinematics_and_inertias(topology, joint_placement, axis, inertia, q)
     n = topology.shape[0]
     M = np.zeros((n, n))
-    F = np.empty(6)
+    F = np.empty((1, 6))
     for i in range(n - 1, -1, -1):
-        mat6_vec(IC[i], S[i], F)
-        M[i, i] = dot6(S[i], F)
+        mat6_vec_at(IC, i, S, i, F, 0)
+        M[i, i] = dot6_at(S, i, F, 0)
         j = topology[i, PARENT]
         while j >= 0:
-            M[i, j] = M[j, i] = dot6(S[j], F)
+            M[i, j] = M[j, i] = dot6_at(S, j, F, 0)
             j = topology[j, PARENT]
         lam = topology[i, PARENT]
         if lam >= 0:
-            IC[lam] += IC[i]
+            for r in range(6):
+                for c in range(6):
+                    IC[lam, r, c] += IC[i, r, c]
     return M, IC
 
 

@@ -11,7 +11,7 @@ from numba import njit
 from ._checks import as_vector
 from .kinematics import all_finite, kinematics_and_inertias
 from .model import PARENT, Model
-from .spatial import dot6, mat6_vec
+from .spatial import dot6_at, mat6_vec_at
 
 
 @njit(cache=True)
@@ -21,14 +21,14 @@ def _energies(topology, joint_placement, axis, inertia, gravity, q, v):
     R, p, S, I = kinematics_and_inertias(topology, joint_placement, axis, inertia, q)
     n = topology.shape[0]
     vel = np.zeros((n, 6))
-    h = np.empty(6)
+    h = np.empty((1, 6))
     T = V = 0.0
     for i in range(n):
         lam = topology[i, PARENT]
         for k in range(6):
             vel[i, k] = (0.0 if lam < 0 else vel[lam, k]) + S[i, k] * v[i]
-        mat6_vec(I[i], vel[i], h)
-        T += 0.5 * dot6(vel[i], h)
+        mat6_vec_at(I, i, vel, i, h, 0)
+        T += 0.5 * dot6_at(vel, i, h, 0)
         for r in range(3):
             c = p[i, r] + R[i, r, 0] * inertia[i, 1] + R[i, r, 1] * inertia[i, 2] + R[i, r, 2] * inertia[i, 3]
             V -= inertia[i, 0] * gravity[r] * c

@@ -11,7 +11,7 @@ import numpy as np
 from numba import njit
 
 from ._checks import as_vector, check_frame
-from .model import JTYPE, PARENT, Model
+from .model import PARENT, Model
 from .spatial import joint_transform, motion_subspace, world_inertia
 
 
@@ -27,15 +27,9 @@ def all_finite(x) -> bool:
 @njit(cache=True)
 def forward_kinematics(topology, joint_placement, axis, q, R, p, S):
     """World poses (R (n,3,3), p (n,3)) of the joint frames and world S (n, 6)."""
-    n = topology.shape[0]
-    eye, zero = np.eye(3), np.zeros(3)
-    for i in range(n):
-        lam = topology[i, PARENT]
-        if lam < 0:
-            joint_transform(topology[i, JTYPE], axis[i], q[i], joint_placement[i], eye, zero, R[i], p[i])
-        else:
-            joint_transform(topology[i, JTYPE], axis[i], q[i], joint_placement[i], R[lam], p[lam], R[i], p[i])
-        motion_subspace(topology[i, JTYPE], axis[i], R[i], p[i], S[i])
+    for i in range(topology.shape[0]):
+        joint_transform(topology, joint_placement, axis, q, i, R, p)
+        motion_subspace(topology, axis, i, R, p, S)
 
 
 @njit(cache=True)
@@ -46,7 +40,7 @@ def kinematics_and_inertias(topology, joint_placement, axis, inertia, q):
     S, I = np.empty((n, 6)), np.empty((n, 6, 6))
     forward_kinematics(topology, joint_placement, axis, q, R, p, S)
     for i in range(n):
-        world_inertia(inertia[i], R[i], p[i], I[i])
+        world_inertia(inertia, i, R, p, I)
     return R, p, S, I
 
 

@@ -20,7 +20,7 @@ from numba import njit
 from ._checks import as_vector
 from .kinematics import all_finite, kinematics_and_inertias
 from .model import PARENT, SUBTREE_END, Model
-from .spatial import dot6, mat6_vec
+from .spatial import dot6_at, mat6_vec_at
 
 
 @njit(cache=True)
@@ -34,8 +34,8 @@ def minv_kernel(topology, joint_placement, axis, inertia, q):
     F, P = np.zeros((n, 6, n)), np.zeros((n, 6, n))
     U, D = np.empty((n, 6)), np.empty(n)
     for i in range(n - 1, -1, -1):
-        mat6_vec(IA[i], S[i], U[i])
-        D[i] = dot6(S[i], U[i])
+        mat6_vec_at(IA, i, S, i, U, i)
+        D[i] = dot6_at(S, i, U, i)
         if not D[i] > 0.0:
             raise ValueError("model: articulated inertia about a joint axis is not positive (massless leaf?)")
         end = topology[i, SUBTREE_END]

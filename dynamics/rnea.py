@@ -18,7 +18,7 @@ from numba import njit
 from ._checks import as_vector
 from .kinematics import all_finite, kinematics_and_inertias
 from .model import PARENT, Model
-from .spatial import crf, crm, dot6, mat6_vec
+from .spatial import crf_at, crm_at, dot6_at, mat6_vec_at
 
 
 @njit(cache=True)
@@ -40,26 +40,28 @@ def rnea_passes(topology, joint_placement, axis, inertia, gravity, q, v, a):
     """
     R, p, S, I = kinematics_and_inertias(topology, joint_placement, axis, inertia, q)
     n = topology.shape[0]
-    vel, acc, fC = np.zeros((n, 6)), np.zeros((n, 6)), np.empty((n, 6))
-    a0 = np.zeros(6)
-    a0[3:] = -gravity
-    vS, h = np.empty(6), np.empty(6)
+    vel, acc, fC = np.empty((n, 6)), np.empty((n, 6)), np.empty((n, 6))
+    work = np.empty((2, 6))
     for i in range(n):
         lam = topology[i, PARENT]
-        a_lam = a0 if lam < 0 else acc[lam]
         for k in range(6):
-            vel[i, k] = (0.0 if lam < 0 else vel[lam, k]) + S[i, k] * v[i]
-        crm(vel[i], S[i], vS)
+            if lam < 0:
+                vel[i, k] = S[i, k] * v[i]
+                acc[i, k] = S[i, k] * a[i] - (gravity[k - 3] if k >= 3 else 0.0)
+            else:
+                vel[i, k] = vel[lam, k] + S[i, k] * v[i]
+                acc[i, k] = acc[lam, k] + S[i, k] * a[i]
+        crm_at(vel, i, S, i, work, 0)
         for k in range(6):
-            acc[i, k] = a_lam[k] + S[i, k] * a[i] + vS[k] * v[i]
-        mat6_vec(I[i], acc[i], fC[i])
-        mat6_vec(I[i], vel[i], h)
-        crf(vel[i], h, vS)
+            acc[i, k] += work[0, k] * v[i]
+        mat6_vec_at(I, i, acc, i, fC, i)
+        mat6_vec_at(I, i, vel, i, work, 0)
+        crf_at(vel, i, work, 0, work, 1)
         for k in range(6):
-            fC[i, k] += vS[k]
+            fC[i, k] += work[1, k]
     tau = np.empty(n)
     for i in range(n - 1, -1, -1):
-        tau[i] = dot6(S[i], fC[i])
+        tau[i] = dot6_at(S, i, fC, i)
         lam = topology[i, PARENT]
         if lam >= 0:
             for k in range(6):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .model import PRISMATIC
+from .model import JTYPE, PARENT, PRISMATIC
 
 
 @njit(cache=True, inline="always")
@@ -103,95 +103,139 @@ def dot6(a, b):
 
 
 @njit(cache=True)
-def joint_transform(jtype, axis, q, T_tree, R_parent, p_parent, R_out, p_out):
-    """World pose of joint frame i: ⁰T_i = ⁰T_λ(i) · X_T(i) · X_J(q_i).
+def joint_transform(topology, joint_placement, axis, q, i, R, p):
+    """World pose (R[i], p[i]) of joint frame i: ⁰T_i = ⁰T_λ(i) · X_T(i) · X_J(q_i).
 
-    ``T_tree`` (4, 4) is the fixed tree transform X_T(i); the joint transform X_J is a
-    rotation of angle q about ``axis`` (Rodrigues' formula) or a translation q·axis.
+    X_T(i) = ``joint_placement[i]``; X_J is a rotation of angle q_i about ``axis[i]``
+    (Rodrigues' formula) or a translation q_i·axis[i]. Rows of the stacked arrays are
+    addressed by index (no views) so the recursion does no reference counting.
     """
+    lam = topology[i, PARENT]
     for r in range(3):
-        for c in range(3):
-            R_out[r, c] = (R_parent[r, 0] * T_tree[0, c] + R_parent[r, 1] * T_tree[1, c]
-                           + R_parent[r, 2] * T_tree[2, c])
-        p_out[r] = p_parent[r] + (R_parent[r, 0] * T_tree[0, 3] + R_parent[r, 1] * T_tree[1, 3]
-                                  + R_parent[r, 2] * T_tree[2, 3])
-    x, y, z = axis[0], axis[1], axis[2]
-    if jtype == PRISMATIC:
+        for c in range(4):
+            if lam < 0:
+                x = joint_placement[i, r, c]
+            else:
+                x = (R[lam, r, 0] * joint_placement[i, 0, c] + R[lam, r, 1] * joint_placement[i, 1, c]
+                     + R[lam, r, 2] * joint_placement[i, 2, c])
+            if c < 3:
+                R[i, r, c] = x
+            else:
+                p[i, r] = x + (p[lam, r] if lam >= 0 else 0.0)
+    x, y, z = axis[i, 0], axis[i, 1], axis[i, 2]
+    if topology[i, JTYPE] == PRISMATIC:
         for r in range(3):
-            p_out[r] += q * (R_out[r, 0] * x + R_out[r, 1] * y + R_out[r, 2] * z)
+            p[i, r] += q[i] * (R[i, r, 0] * x + R[i, r, 1] * y + R[i, r, 2] * z)
         return
-    s, co = np.sin(q), np.cos(q)
+    s, co = np.sin(q[i]), np.cos(q[i])
     t = 1.0 - co
     j00, j01, j02 = co + x * x * t, x * y * t - z * s, x * z * t + y * s
     j10, j11, j12 = y * x * t + z * s, co + y * y * t, y * z * t - x * s
     j20, j21, j22 = z * x * t - y * s, z * y * t + x * s, co + z * z * t
     for r in range(3):
-        a0, a1, a2 = R_out[r, 0], R_out[r, 1], R_out[r, 2]
-        R_out[r, 0] = a0 * j00 + a1 * j10 + a2 * j20
-        R_out[r, 1] = a0 * j01 + a1 * j11 + a2 * j21
-        R_out[r, 2] = a0 * j02 + a1 * j12 + a2 * j22
+        a0, a1, a2 = R[i, r, 0], R[i, r, 1], R[i, r, 2]
+        R[i, r, 0] = a0 * j00 + a1 * j10 + a2 * j20
+        R[i, r, 1] = a0 * j01 + a1 * j11 + a2 * j21
+        R[i, r, 2] = a0 * j02 + a1 * j12 + a2 * j22
 
 
 @njit(cache=True)
-def motion_subspace(jtype, axis, R, p, S_out):
-    """World motion subspace S_i (6,) of a 1-DoF joint at world pose (R, p).
+def motion_subspace(topology, axis, i, R, p, S):
+    """World motion subspace S[i] (6,) of 1-DoF joint i at world pose (R[i], p[i]).
 
     Revolute: S = [z; p × z] with z = R·axis; prismatic: S = [0; R·axis].
     """
-    z0 = R[0, 0] * axis[0] + R[0, 1] * axis[1] + R[0, 2] * axis[2]
-    z1 = R[1, 0] * axis[0] + R[1, 1] * axis[1] + R[1, 2] * axis[2]
-    z2 = R[2, 0] * axis[0] + R[2, 1] * axis[1] + R[2, 2] * axis[2]
-    if jtype == PRISMATIC:
-        S_out[0] = S_out[1] = S_out[2] = 0.0
-        S_out[3], S_out[4], S_out[5] = z0, z1, z2
+    z0 = R[i, 0, 0] * axis[i, 0] + R[i, 0, 1] * axis[i, 1] + R[i, 0, 2] * axis[i, 2]
+    z1 = R[i, 1, 0] * axis[i, 0] + R[i, 1, 1] * axis[i, 1] + R[i, 1, 2] * axis[i, 2]
+    z2 = R[i, 2, 0] * axis[i, 0] + R[i, 2, 1] * axis[i, 1] + R[i, 2, 2] * axis[i, 2]
+    if topology[i, JTYPE] == PRISMATIC:
+        S[i, 0] = S[i, 1] = S[i, 2] = 0.0
+        S[i, 3], S[i, 4], S[i, 5] = z0, z1, z2
         return
-    S_out[0], S_out[1], S_out[2] = z0, z1, z2
-    S_out[3] = p[1] * z2 - p[2] * z1
-    S_out[4] = p[2] * z0 - p[0] * z2
-    S_out[5] = p[0] * z1 - p[1] * z0
+    S[i, 0], S[i, 1], S[i, 2] = z0, z1, z2
+    S[i, 3] = p[i, 1] * z2 - p[i, 2] * z1
+    S[i, 4] = p[i, 2] * z0 - p[i, 0] * z2
+    S[i, 5] = p[i, 0] * z1 - p[i, 1] * z0
 
 
 @njit(cache=True)
-def world_inertia(params, R, p, I_out):
-    """Spatial inertia (6, 6) at the world origin of a body at world pose (R, p).
+def world_inertia(inertia, i, R, p, I):
+    """Spatial inertia I[i] (6, 6) at the world origin of body i at pose (R[i], p[i]).
 
-    ``params`` is a row of ``Model.inertia`` (mass, CoM, I_com). With c the world CoM
+    ``inertia[i]`` holds mass, CoM and I_com in the body frame. With c the world CoM
     and I_c = R·I_com·Rᵀ (Featherstone eq. 2.63):
     I = [[I_c + m·c×·c×ᵀ, m·c×], [m·c×ᵀ, m·1]].
     """
-    m = params[0]
-    c0 = p[0] + R[0, 0] * params[1] + R[0, 1] * params[2] + R[0, 2] * params[3]
-    c1 = p[1] + R[1, 0] * params[1] + R[1, 1] * params[2] + R[1, 2] * params[3]
-    c2 = p[2] + R[2, 0] * params[1] + R[2, 1] * params[2] + R[2, 2] * params[3]
+    m = inertia[i, 0]
+    c0 = p[i, 0] + R[i, 0, 0] * inertia[i, 1] + R[i, 0, 1] * inertia[i, 2] + R[i, 0, 2] * inertia[i, 3]
+    c1 = p[i, 1] + R[i, 1, 0] * inertia[i, 1] + R[i, 1, 1] * inertia[i, 2] + R[i, 1, 2] * inertia[i, 3]
+    c2 = p[i, 2] + R[i, 2, 0] * inertia[i, 1] + R[i, 2, 1] * inertia[i, 2] + R[i, 2, 2] * inertia[i, 3]
     for r in range(3):
         for k in range(r, 3):
             s = 0.0
             for a in range(3):
-                s += R[r, a] * (params[4 + 3 * a] * R[k, 0] + params[5 + 3 * a] * R[k, 1]
-                                + params[6 + 3 * a] * R[k, 2])
-            I_out[r, k] = s
-            I_out[k, r] = s
-            I_out[r, 3 + k] = 0.0
-            I_out[k, 3 + r] = 0.0
-            I_out[3 + r, k] = 0.0
-            I_out[3 + k, r] = 0.0
-            I_out[3 + r, 3 + k] = 0.0
-            I_out[3 + k, 3 + r] = 0.0
+                s += R[i, r, a] * (inertia[i, 4 + 3 * a] * R[i, k, 0] + inertia[i, 5 + 3 * a] * R[i, k, 1]
+                                   + inertia[i, 6 + 3 * a] * R[i, k, 2])
+            I[i, r, k] = I[i, k, r] = s
+            I[i, r, 3 + k] = I[i, k, 3 + r] = I[i, 3 + r, k] = I[i, 3 + k, r] = 0.0
+            I[i, 3 + r, 3 + k] = I[i, 3 + k, 3 + r] = 0.0
     cc = c0 * c0 + c1 * c1 + c2 * c2
-    I_out[0, 0] += m * (cc - c0 * c0)
-    I_out[1, 1] += m * (cc - c1 * c1)
-    I_out[2, 2] += m * (cc - c2 * c2)
-    I_out[0, 1] -= m * c0 * c1
-    I_out[1, 0] -= m * c0 * c1
-    I_out[0, 2] -= m * c0 * c2
-    I_out[2, 0] -= m * c0 * c2
-    I_out[1, 2] -= m * c1 * c2
-    I_out[2, 1] -= m * c1 * c2
-    I_out[3, 3] = I_out[4, 4] = I_out[5, 5] = m
+    I[i, 0, 0] += m * (cc - c0 * c0)
+    I[i, 1, 1] += m * (cc - c1 * c1)
+    I[i, 2, 2] += m * (cc - c2 * c2)
+    I[i, 0, 1] -= m * c0 * c1
+    I[i, 1, 0] -= m * c0 * c1
+    I[i, 0, 2] -= m * c0 * c2
+    I[i, 2, 0] -= m * c0 * c2
+    I[i, 1, 2] -= m * c1 * c2
+    I[i, 2, 1] -= m * c1 * c2
+    I[i, 3, 3] = I[i, 4, 4] = I[i, 5, 5] = m
     # upper-right block m·c×, lower-left block its transpose
-    I_out[0, 4] = I_out[4, 0] = -m * c2
-    I_out[0, 5] = I_out[5, 0] = m * c1
-    I_out[1, 3] = I_out[3, 1] = m * c2
-    I_out[1, 5] = I_out[5, 1] = -m * c0
-    I_out[2, 3] = I_out[3, 2] = -m * c1
-    I_out[2, 4] = I_out[4, 2] = m * c0
+    I[i, 0, 4] = I[i, 4, 0] = -m * c2
+    I[i, 0, 5] = I[i, 5, 0] = m * c1
+    I[i, 1, 3] = I[i, 3, 1] = m * c2
+    I[i, 1, 5] = I[i, 5, 1] = -m * c0
+    I[i, 2, 3] = I[i, 3, 2] = -m * c1
+    I[i, 2, 4] = I[i, 4, 2] = m * c0
+
+
+# Row-addressed forms of the products above for the O(n) recursions: operands are rows
+# of stacked (n, 6) / (n, 6, 6) arrays, so no view (and no reference count) is created.
+
+@njit(cache=True)
+def crm_at(m, i, u, j, out, k):
+    """out[k] = (m[i]×) u[j]."""
+    out[k, 0] = m[i, 1] * u[j, 2] - m[i, 2] * u[j, 1]
+    out[k, 1] = m[i, 2] * u[j, 0] - m[i, 0] * u[j, 2]
+    out[k, 2] = m[i, 0] * u[j, 1] - m[i, 1] * u[j, 0]
+    out[k, 3] = m[i, 1] * u[j, 5] - m[i, 2] * u[j, 4] + m[i, 4] * u[j, 2] - m[i, 5] * u[j, 1]
+    out[k, 4] = m[i, 2] * u[j, 3] - m[i, 0] * u[j, 5] + m[i, 5] * u[j, 0] - m[i, 3] * u[j, 2]
+    out[k, 5] = m[i, 0] * u[j, 4] - m[i, 1] * u[j, 3] + m[i, 3] * u[j, 1] - m[i, 4] * u[j, 0]
+
+
+@njit(cache=True)
+def crf_at(m, i, f, j, out, k):
+    """out[k] = (m[i]×*) f[j]."""
+    out[k, 0] = m[i, 1] * f[j, 2] - m[i, 2] * f[j, 1] + m[i, 4] * f[j, 5] - m[i, 5] * f[j, 4]
+    out[k, 1] = m[i, 2] * f[j, 0] - m[i, 0] * f[j, 2] + m[i, 5] * f[j, 3] - m[i, 3] * f[j, 5]
+    out[k, 2] = m[i, 0] * f[j, 1] - m[i, 1] * f[j, 0] + m[i, 3] * f[j, 4] - m[i, 4] * f[j, 3]
+    out[k, 3] = m[i, 1] * f[j, 5] - m[i, 2] * f[j, 4]
+    out[k, 4] = m[i, 2] * f[j, 3] - m[i, 0] * f[j, 5]
+    out[k, 5] = m[i, 0] * f[j, 4] - m[i, 1] * f[j, 3]
+
+
+@njit(cache=True)
+def mat6_vec_at(A, i, x, j, out, k):
+    """out[k] = A[i] x[j] for stacked (6, 6) matrices and 6-vectors."""
+    for r in range(6):
+        s = 0.0
+        for c in range(6):
+            s += A[i, r, c] * x[j, c]
+        out[k, r] = s
+
+
+@njit(cache=True)
+def dot6_at(a, i, b, j):
+    """a[i]ᵀ b[j] for stacked 6-vectors."""
+    return (a[i, 0] * b[j, 0] + a[i, 1] * b[j, 1] + a[i, 2] * b[j, 2]
+            + a[i, 3] * b[j, 3] + a[i, 4] * b[j, 4] + a[i, 5] * b[j, 5])
