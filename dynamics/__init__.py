@@ -17,9 +17,11 @@ from .kinematics import frame_jacobian, frame_placement
 from .minv import minv
 from .model import Frame, Geometry, Model
 from .rnea import gravity_torques, nonlinear_effects, rnea
+from .urdf import load_urdf
+from . import models
 
 __all__ = [
-    "Model", "ModelBuilder", "Frame", "Geometry",
+    "Model", "ModelBuilder", "Frame", "Geometry", "load_urdf", "models",
     "rnea", "aba", "crba", "minv", "nonlinear_effects", "gravity_torques",
     "kinetic_energy", "potential_energy", "frame_placement", "frame_jacobian",
 ]

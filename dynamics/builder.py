@@ -73,6 +73,8 @@ class ModelBuilder:
         if why:
             raise ValueError(f"link {name!r}: {why}")
         origin = np.eye(4) if inertial_origin is None else np.array(inertial_origin, dtype=float)
+        if origin.shape != (4, 4) or not np.all(np.isfinite(origin)):
+            raise ValueError(f"link {name!r}: inertial_origin must be a finite 4×4 transform")
         self._links[name] = _Link(name, float(mass), origin, inertia, list(visuals or []), list(collisions or []))
 
     def add_joint(
@@ -106,6 +108,8 @@ class ModelBuilder:
             raise ValueError(f"joint {name!r}: axis must be a non-zero 3-vector, got {axis}")
         if kind == "continuous":
             lower, upper = -np.inf, np.inf
+        if np.isnan([lower, upper, velocity, effort]).any():
+            raise ValueError(f"joint {name!r}: limits must be numbers, got NaN")
         if lower > upper:
             raise ValueError(f"joint {name!r}: limit lower={lower} > upper={upper}")
         origin = np.eye(4) if origin is None else np.array(origin, dtype=float)

@@ -1,0 +1,65 @@
+"""Shared helpers of the benchmark scripts: timing, machine description, BENCHMARKS.md sections.
+
+Each script owns one section of BENCHMARKS.md delimited by ``<!-- name:start -->`` and
+``<!-- name:end -->`` and rewrites only that section, so scripts can run independently.
+"""
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import re
+import timeit
+from pathlib import Path
+
+import numpy as np
+
+BENCHMARKS_MD = Path(__file__).resolve().parent.parent / "BENCHMARKS.md"
+
+
+def per_call_us(f, min_time: float = 0.2, repeat: int = 5) -> float:
+    """Best-of-``repeat`` time per call of ``f()`` in µs (warm: ``f`` is called first)."""
+    f()
+    timer = timeit.Timer(f)
+    number, _ = timer.autorange()
+    number = max(1, int(number * min_time / 0.2))
+    return min(timer.repeat(repeat=repeat, number=number)) / number * 1e6
+
+
+def loglog_slope(ns, times) -> float:
+    """Least-squares slope of log(time) against log(n)."""
+    return float(np.polyfit(np.log(ns), np.log(times), 1)[0])
+
+
+def machine() -> str:
+    """One line naming the date, CPU, core count and Python."""
+    cpu = platform.processor() or "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    date = datetime.date.today().isoformat()
+    return f"{date}, {cpu}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+def table(header: list[str], rows: list[list]) -> str:
+    """A Markdown table."""
+    def fmt(x):
+        return f"{x:.3g}" if isinstance(x, float) else str(x)
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    lines += ["| " + " | ".join(fmt(x) for x in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def write_section(name: str, body: str) -> None:
+    """Replace (or append) the section ``name`` of BENCHMARKS.md with ``body``."""
+    start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
+    block = f"{start}\n{body.strip()}\n{end}"
+    text = BENCHMARKS_MD.read_text() if BENCHMARKS_MD.exists() else "# Benchmarks\n"
+    pattern = re.compile(re.escape(start) + ".*?" + re.escape(end), re.S)
+    text = pattern.sub(lambda _: block, text) if pattern.search(text) else text.rstrip() + "\n\n" + block + "\n"
+    BENCHMARKS_MD.write_text(text)
+    print(body)

@@ -1,0 +1,208 @@
+"""Load a robot from a URDF description into a :class:`~dynamics.model.Model`.
+
+The parser reads the URDF XML (ROS URDF specification, http://wiki.ros.org/urdf/XML)
+with :mod:`xml.etree.ElementTree` and fills a :class:`~dynamics.builder.ModelBuilder`,
+which checks the tree, numbers the joints depth-first from the root and merges the links
+of fixed joints into their moving parent body.
+
+Defaults follow the specification:
+
+* a missing ``<origin>`` is the identity, missing ``xyz``/``rpy`` are zeros;
+* a missing ``<axis>`` is (1, 0, 0);
+* a link without ``<inertial>`` is massless (it still gets a frame);
+* ``<limit>``: missing ``lower``/``upper`` are 0 (as the specification says), missing
+  ``velocity``/``effort`` are unbounded (+inf); a revolute or prismatic joint without
+  ``<limit>`` is unbounded; continuous joints are always unbounded;
+* a ``<mesh>`` without ``scale`` has scale (1, 1, 1).
+
+Every link becomes a frame of the model; visual and collision shapes (box, cylinder,
+sphere, mesh) are kept with their colour, which may name a ``<material>`` defined at
+robot level (or earlier in a visual). ``<mimic>`` is ignored: mimic joints are loaded
+as independent joints, as Pinocchio does by default. ``<transmission>``, ``<gazebo>``,
+``<dynamics>`` (damping, friction) and ``<safety_controller>`` are ignored. Floating and
+planar joints are refused.
+
+Any problem with the description raises ``ValueError`` naming the element and what was
+expected.
+"""
+from __future__ import annotations
+
+import os
+import xml.etree.ElementTree as ET
+
+import numpy as np
+
+from .builder import ModelBuilder
+from .model import Geometry, Model, rpy_matrix, transform
+
+_SHAPES = ("box", "cylinder", "sphere", "mesh")
+
+
+def load_urdf(source: str | os.PathLike) -> Model:
+    """Model described by a URDF file path or URDF XML string.
+
+    A string whose first non-blank character is ``<`` is parsed as XML, anything else is
+    a path to a file.
+    """
+    if isinstance(source, str) and source.lstrip().startswith("<"):
+        text, where = source, "URDF string"
+    else:
+        try:
+            path = os.fspath(source)
+        except TypeError:
+            raise ValueError(f"urdf: expected a file path or an XML string, got {source!r}") from None
+        if not os.path.isfile(path):
+            raise ValueError(f"urdf: file {path!r} not found")
+        with open(path, encoding="utf-8-sig") as fh:
+            text, where = fh.read(), path
+    try:
+        root = ET.fromstring(text.lstrip())
+    except ET.ParseError as e:
+        raise ValueError(f"urdf: malformed XML in {where}: {e}") from None
+    if root.tag != "robot":
+        raise ValueError(f"urdf: root element must be <robot>, got <{root.tag}>")
+    return _RobotParser(root).build()
+
+
+class _RobotParser:
+    """Reads the children of ``<robot>`` into a ModelBuilder."""
+
+    def __init__(self, robot: ET.Element) -> None:
+        self.robot = robot
+        self.builder = ModelBuilder(robot.get("name", "robot"))
+        self.materials: dict[str, tuple[float, float, float, float]] = {}
+
+    def build(self) -> Model:
+        for m in self.robot.findall("material"):
+            self._material(m, "robot")
+        for link in self.robot.findall("link"):
+            self._link(link)
+        for joint in self.robot.findall("joint"):
+            self._joint(joint)
+        return self.builder.build()
+
+    def _link(self, el: ET.Element) -> None:
+        name = _required(el, "name", "<link>")
+        where = f"link {name!r}"
+        mass, inertia, origin = 0.0, None, None
+        inertial = el.find("inertial")
+        if inertial is not None:
+            mass_el = inertial.find("mass")
+            if mass_el is None:
+                raise ValueError(f"{where}: <inertial> needs a <mass value=...> element")
+            mass = _number(mass_el, "value", f"{where} <mass>")
+            origin = _origin(inertial.find("origin"), f"{where} <inertial>")
+            inertia = _inertia(inertial.find("inertia"), where)
+        self.builder.add_link(
+            name, mass, inertia, origin,
+            visuals=[self._geometry(v, name, "visual") for v in el.findall("visual")],
+            collisions=[self._geometry(c, name, "collision") for c in el.findall("collision")],
+        )
+
+    def _joint(self, el: ET.Element) -> None:
+        name = _required(el, "name", "<joint>")
+        where = f"joint {name!r}"
+        kind = _required(el, "type", f"{where}:")
+        links = []
+        for role in ("parent", "child"):
+            sub = el.find(role)
+            if sub is None or not sub.get("link"):
+                raise ValueError(f"{where}: expected a <{role} link=...> element")
+            links.append(sub.get("link"))
+        axis_el = el.find("axis")
+        axis = (1.0, 0.0, 0.0) if axis_el is None else _vector(axis_el, "xyz", 3, f"{where} <axis>", "1 0 0")
+        limits = {}
+        limit = el.find("limit")
+        if limit is not None:
+            tag = f"{where} <limit>"
+            limits = {"lower": _number(limit, "lower", tag, "0"), "upper": _number(limit, "upper", tag, "0"),
+                      "velocity": _number(limit, "velocity", tag, "inf", unbounded=True),
+                      "effort": _number(limit, "effort", tag, "inf", unbounded=True)}
+        self.builder.add_joint(name, kind, links[0], links[1], _origin(el.find("origin"), where), axis, **limits)
+
+    def _geometry(self, el: ET.Element, link: str, role: str) -> Geometry:
+        where = f"link {link!r} <{role}>"
+        geom = el.find("geometry")
+        shapes = [] if geom is None else [s for s in geom if s.tag in _SHAPES]
+        if len(shapes) != 1:
+            found = [] if geom is None else [f"<{s.tag}>" for s in geom]
+            raise ValueError(
+                f"{where}: expected <geometry> with one of <box>, <cylinder>, <sphere>, <mesh>, got {found}"
+            )
+        shape = shapes[0]
+        tag = f"{where} <{shape.tag}>"
+        placement = _origin(el.find("origin"), where)
+        material = el.find("material")
+        rgba = None if material is None or role != "visual" else self._material(material, where)
+        if shape.tag == "box":
+            return Geometry("box", link, placement, tuple(map(float, _vector(shape, "size", 3, tag))), rgba=rgba)
+        if shape.tag == "cylinder":
+            size = (_number(shape, "radius", tag), _number(shape, "length", tag))
+            return Geometry("cylinder", link, placement, size, rgba=rgba)
+        if shape.tag == "sphere":
+            return Geometry("sphere", link, placement, (_number(shape, "radius", tag),), rgba=rgba)
+        scale = tuple(map(float, _vector(shape, "scale", 3, tag, "1 1 1")))
+        return Geometry("mesh", link, placement, filename=_required(shape, "filename", tag), scale=scale, rgba=rgba)
+
+    def _material(self, el: ET.Element, where: str) -> tuple[float, float, float, float] | None:
+        """Colour of a <material>: its own <color rgba>, else the one registered under its name."""
+        name = el.get("name", "")
+        color = el.find("color")
+        if color is not None:
+            rgba = tuple(map(float, _vector(color, "rgba", 4, f"{where} <material {name!r}> <color>")))
+            if name:
+                self.materials[name] = rgba
+            return rgba
+        if name in self.materials:
+            return self.materials[name]
+        if el.find("texture") is not None:
+            return None
+        raise ValueError(f"{where}: material {name!r} has no <color> and is not defined at robot level")
+
+
+def _required(el: ET.Element, attr: str, where: str) -> str:
+    value = el.get(attr)
+    if value is None or not value.strip():
+        raise ValueError(f"{where} needs a non-empty {attr!r} attribute")
+    return value
+
+
+def _vector(el: ET.Element, attr: str, n: int, where: str, default: str | None = None,
+            unbounded: bool = False) -> np.ndarray:
+    """Attribute ``attr`` of ``el`` as n finite numbers (``default`` if absent, else required).
+
+    ``unbounded`` also accepts +inf (limits).
+    """
+    text = el.get(attr, default)
+    if text is None:
+        raise ValueError(f"{where}: expected attribute {attr!r} with {n} numbers")
+    try:
+        values = np.array([float(s) for s in text.split()])
+    except ValueError:
+        raise ValueError(f"{where}: attribute {attr}={text!r} is not {n} numbers") from None
+    if values.shape != (n,) or not np.all(np.isfinite(values) | (unbounded & (values == np.inf))):
+        raise ValueError(f"{where}: attribute {attr}={text!r}: expected {n} finite numbers")
+    return values
+
+
+def _number(el: ET.Element, attr: str, where: str, default: str | None = None,
+            unbounded: bool = False) -> float:
+    return float(_vector(el, attr, 1, where, default, unbounded)[0])
+
+
+def _origin(el: ET.Element | None, where: str) -> np.ndarray:
+    """Homogeneous transform (4, 4) of an <origin xyz rpy> element (identity if absent)."""
+    if el is None:
+        return np.eye(4)
+    xyz = _vector(el, "xyz", 3, f"{where} <origin>", "0 0 0")
+    rpy = _vector(el, "rpy", 3, f"{where} <origin>", "0 0 0")
+    return transform(rpy_matrix(*rpy), xyz)
+
+
+def _inertia(el: ET.Element | None, where: str) -> np.ndarray:
+    """Symmetric (3, 3) rotational inertia of an <inertia ixx ixy ixz iyy iyz izz> element."""
+    if el is None:
+        raise ValueError(f"{where}: <inertial> needs an <inertia ixx=... izz=...> element")
+    tag = f"{where} <inertia>"
+    ixx, ixy, ixz, iyy, iyz, izz = (_number(el, a, tag) for a in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz"))
+    return np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])

@@ -1,0 +1,52 @@
+"""Shared fixtures: the model zoo the core tests are parametrised over.
+
+Models are built once per session (they are immutable; tests that change gravity build
+their own). ``random_state`` draws a reproducible (q, v, a) for a model.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+import dynamics as dyn
+import dynamics.models  # noqa: F401  (makes dyn.models available)
+
+# (family, n, seed): UR5, chains and branching trees up to 15 bodies, several seeds.
+MODEL_SPECS = [
+    ("ur5", 6, 0),
+    ("serial_chain", 1, 0),
+    ("serial_chain", 7, 1),
+    ("serial_chain", 15, 2),
+    ("binary_tree", 7, 0),
+    ("binary_tree", 15, 3),
+    ("binary_tree", 12, 5),
+]
+MODEL_IDS = [f"{f}-{n}-s{s}" if f != "ur5" else f for f, n, s in MODEL_SPECS]
+
+
+@functools.lru_cache(maxsize=None)
+def make_model(family: str, n: int = 0, seed: int = 0) -> dyn.Model:
+    """The zoo model ``family`` (ur5, serial_chain, binary_tree), cached."""
+    if family == "ur5":
+        return dyn.models.ur5()
+    return getattr(dyn.models, family)(n, seed=seed)
+
+
+@pytest.fixture(scope="session", params=MODEL_SPECS, ids=MODEL_IDS)
+def model(request) -> dyn.Model:
+    return make_model(*request.param)
+
+
+@pytest.fixture(scope="session")
+def ur5() -> dyn.Model:
+    return make_model("ur5")
+
+
+def random_state(model: dyn.Model, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Reproducible q ∈ [−π, π]ⁿ (prismatic joints ±0.5 m), v and a ~ N(0, 1)."""
+    rng = np.random.default_rng(seed)
+    bound = np.minimum(model.upper_limit, np.pi)
+    q = rng.uniform(-1.0, 1.0, model.nq) * bound
+    return q, rng.normal(size=model.nv), rng.normal(size=model.nv)

@@ -1,0 +1,159 @@
+"""Built-in models: published UR5 parameters, random families, pendulums."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dynamics as dyn
+from dynamics.model import PARENT, SUBTREE_END, spatial_inertia_is_valid
+
+UR5_JOINTS = ("shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joint", "wrist_2_joint",
+              "wrist_3_joint")
+UR5_FRAMES = {"world", "base_link", "base", "shoulder_link", "upper_arm_link", "forearm_link", "wrist_1_link",
+              "wrist_2_link", "wrist_3_link", "ee_link", "tool0"}
+
+
+def cylinder_inertia(m, r, l):
+    """Diagonal inertia of ur_description's "cylinder_inertial" macro (factor 0.0833333 as published)."""
+    side = 0.0833333 * m * (3 * r * r + l * l)
+    return np.diag([side, side, 0.5 * m * r * r])
+
+
+def test_ur5_structure_and_published_parameters(ur5):
+    assert ur5.name == "ur5" and ur5.nq == ur5.nv == 6
+    assert ur5.joint_names == UR5_JOINTS
+    assert set(ur5.frame_names) == UR5_FRAMES
+    np.testing.assert_array_equal(ur5.parent, [-1, 0, 1, 2, 3, 4])
+    np.testing.assert_array_equal(ur5.inertia[:, 0], [3.7, 8.393, 2.275, 1.219, 1.219, 0.1879])
+    np.testing.assert_array_equal(ur5.inertia[:, 1:4], [[0, 0, 0], [0, 0, 0.28], [0, 0, 0.25], [0, 0, 0], [0, 0, 0],
+                                                        [0, 0, 0]])
+    # cylinder approximations (radius, length) of ur5.urdf.xacro
+    for i, (r, l) in enumerate([(0.06, 0.15), (0.06, 0.56), (0.06, 0.5), (0.6, 0.12), (0.6, 0.12), (0.6, 0.12)]):
+        np.testing.assert_allclose(ur5.inertia[i, 4:].reshape(3, 3), cylinder_inertia(ur5.inertia[i, 0], r, l),
+                                   rtol=1e-10, atol=0)
+    np.testing.assert_allclose(ur5.upper_limit, [2 * np.pi, 2 * np.pi, np.pi, 2 * np.pi, 2 * np.pi, 2 * np.pi],
+                               rtol=1e-11)
+    np.testing.assert_array_equal(ur5.lower_limit, -ur5.upper_limit)
+    np.testing.assert_array_equal(ur5.effort_limit, [150, 150, 150, 28, 28, 28])
+    np.testing.assert_array_equal(ur5.velocity_limit, [3.15, 3.15, 3.15, 3.2, 3.2, 3.2])
+    assert ur5.visuals and all(g.kind in ("box", "cylinder", "sphere") and g.rgba is not None for g in ur5.visuals)
+    assert {g.frame for g in ur5.visuals} >= {"base_link", "shoulder_link", "upper_arm_link", "forearm_link",
+                                             "wrist_1_link", "wrist_2_link", "wrist_3_link"}
+
+
+def ur5_dh_tool0(q):
+    """Pose of tool0 in the UR 'base' frame from the UR5 DH table (urcontrol.conf)."""
+    a = [0.0, -0.425, -0.39225, 0.0, 0.0, 0.0]
+    d = [0.089159, 0.0, 0.0, 0.10915, 0.09465, 0.0823]
+    alpha = [np.pi / 2, 0.0, 0.0, np.pi / 2, -np.pi / 2, 0.0]
+    T = np.eye(4)
+    for th, ai, di, al in zip(q, a, d, alpha):
+        ct, st, ca, sa = np.cos(th), np.sin(th), np.cos(al), np.sin(al)
+        T = T @ np.array([[ct, -st * ca, st * sa, ai * ct], [st, ct * ca, -ct * sa, ai * st],
+                          [0, sa, ca, di], [0, 0, 0, 1]])
+    return T
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_ur5_kinematics_match_the_dh_table(ur5, seed):
+    q = np.zeros(6) if seed == 0 else np.random.default_rng(seed).uniform(-np.pi, np.pi, 6)
+    Rb, pb = dyn.frame_placement(ur5, q, "base")
+    Rt, pt = dyn.frame_placement(ur5, q, "tool0")
+    T = ur5_dh_tool0(q)
+    np.testing.assert_allclose(Rb.T @ (pt - pb), T[:3, 3], atol=1e-9)
+    np.testing.assert_allclose(Rb.T @ Rt, T[:3, :3], atol=1e-9)
+
+
+def test_ur5_zero_pose(ur5):
+    _, p = dyn.frame_placement(ur5, np.zeros(6), "tool0")
+    np.testing.assert_allclose(p, [0.81725, 0.19145, -0.005491], atol=1e-9)
+
+
+def test_ur5_returns_fresh_models():
+    a, b = dyn.models.ur5(), dyn.models.ur5()
+    a.gravity = (0, 0, 0)
+    np.testing.assert_array_equal(b.gravity, [0, 0, -9.81])
+
+
+def check_tree_layout(model):
+    n = model.nv
+    parent, end = model.topology[:, PARENT], model.topology[:, SUBTREE_END]
+    for i in range(n):
+        assert parent[i] < i
+        # ν(i) = i..end-1 is contiguous: exactly the bodies whose support contains i
+        subtree = [k for k in range(n) if i in model.support(k)]
+        assert subtree == list(range(i, end[i]))
+
+
+@pytest.mark.parametrize("family", ["serial_chain", "binary_tree"])
+@pytest.mark.parametrize("n", [1, 2, 15, 60])
+def test_random_families_are_valid_depth_first_trees(family, n):
+    model = getattr(dyn.models, family)(n, seed=n)
+    assert model.nv == n
+    check_tree_layout(model)
+    for i in range(n):
+        m, I = model.inertia[i, 0], model.inertia[i, 4:].reshape(3, 3)
+        assert 0.5 <= m <= 3.0
+        assert spatial_inertia_is_valid(m, I) == ""
+        assert np.linalg.eigvalsh(I)[0] > 0
+        assert 0.1 - 1e-12 <= np.linalg.norm(model.joint_placement[i, :3, 3]) <= 0.5 + 1e-12
+    np.testing.assert_allclose(np.linalg.norm(model.axis, axis=1), 1.0, rtol=1e-14)
+    q = np.random.default_rng(0).uniform(-1, 1, n)
+    M = dyn.crba(model, q)
+    assert np.linalg.cond(M) < 1e8
+    tau = np.random.default_rng(1).normal(size=n)
+    assert np.max(np.abs(dyn.rnea(model, q, q, dyn.aba(model, q, q, tau)) - tau)) < 1e-9
+
+
+def test_serial_chain_is_a_chain_of_mixed_joints():
+    model = dyn.models.serial_chain(30, seed=1)
+    np.testing.assert_array_equal(model.parent, np.arange(30) - 1)
+    assert model.joint_names == tuple(f"joint{i}" for i in range(1, 31))
+    assert set(model.topology[:, 1]) == {0, 1}  # revolute and prismatic
+
+
+def test_binary_tree_is_breadth_first_by_name_and_depth_first_by_index():
+    n = 15
+    model = dyn.models.binary_tree(n, seed=2)
+    by_name = {name: i for i, name in enumerate(model.joint_names)}
+    for b in range(1, n):  # body b (joint b+1) hangs from body (b-1)//2
+        assert model.parent[by_name[f"joint{b + 1}"]] == by_name[f"joint{(b - 1) // 2 + 1}"]
+    assert model.joint_names[:4] == ("joint1", "joint2", "joint4", "joint8")
+    check_tree_layout(model)
+
+
+@pytest.mark.parametrize("family", ["serial_chain", "binary_tree"])
+def test_random_families_are_seeded(family):
+    make = getattr(dyn.models, family)
+    a, b, c = make(10, seed=3), make(10, seed=3), make(10, seed=4)
+    for attr in ("topology", "joint_placement", "axis", "inertia"):
+        np.testing.assert_array_equal(getattr(a, attr), getattr(b, attr))
+    assert not np.array_equal(a.inertia, c.inertia)
+
+
+@pytest.mark.parametrize("n", [0, -3, 2.5, "7", True, None])
+def test_random_families_reject_bad_sizes(n):
+    for make in (dyn.models.serial_chain, dyn.models.binary_tree):
+        with pytest.raises(ValueError, match="n: expected a positive integer"):
+            make(n)
+
+
+def test_pendulum_models():
+    dp = dyn.models.double_pendulum(1.0, 2.0, 0.5, 0.8)
+    assert dp.joint_names == ("joint1", "joint2")
+    assert {"base", "link1", "link2", "tip"} <= set(dp.frame_names)
+    np.testing.assert_array_equal(dp.inertia[:, :4], [[1, 0, 0, -0.5], [2, 0, 0, -0.8]])
+    np.testing.assert_array_equal(dp.inertia[:, 4:], 0)
+    np.testing.assert_array_equal(dp.axis, [[0, 1, 0], [0, 1, 0]])
+    assert dyn.models.pendulum().nv == 1
+    # at rest hanging down is an equilibrium
+    np.testing.assert_array_equal(dyn.gravity_torques(dp, np.zeros(2)), 0)
+
+
+@pytest.mark.parametrize("kwargs, name", [({"m1": 0.0}, "m1"), ({"l2": -1.0}, "l2"), ({"m2": np.nan}, "m2"),
+                                          ({"l1": "1"}, "l1")])
+def test_double_pendulum_rejects_bad_parameters(kwargs, name):
+    with pytest.raises(ValueError, match=rf"^{name}: expected a positive"):
+        dyn.models.double_pendulum(**kwargs)
+    with pytest.raises(ValueError, match=r"^l: expected a positive"):
+        dyn.models.pendulum(l=0.0)
