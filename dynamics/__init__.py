@@ -10,13 +10,19 @@ Public API (see DESIGN.md)::
     Minv = dyn.minv(model, q)                # its analytical inverse (Carpentier)
 """
 from .aba import aba
+from .aba_derivatives import aba_derivatives
+from .aba_second_derivatives import aba_second_derivatives
 from .builder import ModelBuilder
 from .crba import crba
 from .energy import kinetic_energy, potential_energy
 from .kinematics import frame_jacobian, frame_placement
+from .kinematics_derivatives import point_hessian, point_jacobian, point_position
+from . import batch
 from .minv import minv
 from .model import Frame, Geometry, Model
 from .rnea import gravity_torques, nonlinear_effects, rnea
+from .rnea_derivatives import rnea_derivatives
+from .rnea_second_derivatives import rnea_second_derivatives
 from .urdf import load_urdf
 from . import models
 
@@ -24,4 +30,6 @@ __all__ = [
     "Model", "ModelBuilder", "Frame", "Geometry", "load_urdf", "models",
     "rnea", "aba", "crba", "minv", "nonlinear_effects", "gravity_torques",
     "kinetic_energy", "potential_energy", "frame_placement", "frame_jacobian",
+    "rnea_derivatives", "aba_derivatives", "rnea_second_derivatives", "aba_second_derivatives",
+    "point_position", "point_jacobian", "point_hessian", "batch",
 ]

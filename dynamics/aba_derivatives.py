@@ -1,0 +1,87 @@
+"""Analytical first-order partial derivatives of forward dynamics q̈ = FD(q, q̇, τ).
+
+Seed 000 eq. 24 (Carpentier & Mansard): differentiating ID(q, q̇, FD(q, q̇, τ)) = τ gives
+
+    ∂FD/∂u = −M⁻¹(q) · ∂ID/∂u |_(q, q̇, q̈ = FD(q, q̇, τ)),   u ∈ {q, q̇},
+    ∂FD/∂τ = M⁻¹(q)                                                    (eq. 17)
+
+so one run of Carpentier's M⁻¹ algorithm (seed 001) and one pass of the RNEA
+derivatives (:mod:`dynamics.rnea_derivatives`) evaluated at q̈ give all three.
+
+q̈ itself comes from the same RNEA run: ID is affine in q̈, so the RNEA is run once at
+q̈ = 0, giving the bias b = ID(q, q̇, 0) and FD = M⁻¹ (τ − b); its accelerations and
+composite forces are then moved to q̈ by adding the joint-acceleration terms
+Δa_i = Δa_λ(i) + S_i q̈_i and Δf_i^C = Σ_{k ⪰ i} I_k Δa_k. This replaces a separate ABA
+and one more forward-kinematics pass.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ._checks import as_vector
+from .minv import minv_kernel
+from .model import PARENT, Model
+from .rnea import check_state, rnea_passes
+from .rnea_derivatives import rnea_derivative_passes
+from .spatial import mat6_vec_at
+
+
+@njit(cache=True)
+def add_joint_acceleration(topology, S, I, qdd, acc, fC):
+    """Move RNEA accelerations ``acc`` and composite forces ``fC`` (n, 6), computed at
+    q̈ = 0, to joint accelerations ``qdd`` (ID is affine in q̈)."""
+    n = topology.shape[0]
+    work = np.empty((2, n, 6))
+    da, dfC = work[0], work[1]
+    for i in range(n):
+        lam = topology[i, PARENT]
+        for k in range(6):
+            da[i, k] = S[i, k] * qdd[i] + (da[lam, k] if lam >= 0 else 0.0)
+            acc[i, k] += da[i, k]
+        mat6_vec_at(I, i, da, i, dfC, i)
+    for i in range(n - 1, -1, -1):
+        lam = topology[i, PARENT]
+        for k in range(6):
+            fC[i, k] += dfC[i, k]
+            if lam >= 0:
+                dfC[lam, k] += dfC[i, k]
+
+
+@njit(cache=True)
+def aba_derivatives_kernel(topology, joint_placement, axis, inertia, gravity, q, v, tau):
+    """(q̈ (n,), ∂q̈/∂q (n, n), ∂q̈/∂q̇ (n, n), M⁻¹ (n, n)), inputs checked for NaN/inf."""
+    check_state(q, v, tau, "tau: expected finite values, got NaN or inf")
+    n = topology.shape[0]
+    Minv = minv_kernel(topology, joint_placement, axis, inertia, q)
+    S, I, vel, acc, fC, b = rnea_passes(topology, joint_placement, axis, inertia, gravity, q, v, np.zeros(n))
+    qdd = np.empty(n)
+    for r in range(n):  # FD = M⁻¹ (τ − b)
+        s = 0.0
+        for k in range(n):
+            s += Minv[r, k] * (tau[k] - b[k])
+        qdd[r] = s
+    add_joint_acceleration(topology, S, I, qdd, acc, fC)
+    out = np.empty((4, n, n))
+    dtau_dq, dtau_dv, dqdd_dq, dqdd_dv = out[0], out[1], out[2], out[3]
+    rnea_derivative_passes(topology, gravity, S, I, vel, acc, fC, dtau_dq, dtau_dv)
+    for r in range(n):  # eq. 24: −M⁻¹ ∂ID/∂u
+        for c in range(n):
+            sq = sv = 0.0
+            for k in range(n):
+                sq += Minv[r, k] * dtau_dq[k, c]
+                sv += Minv[r, k] * dtau_dv[k, c]
+            dqdd_dq[r, c], dqdd_dv[r, c] = -sq, -sv
+    return qdd, dqdd_dq, dqdd_dv, Minv
+
+
+def aba_derivatives(model: Model, q, v, tau) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Partial derivatives of forward dynamics q̈ = FD(q, v, τ), gravity included.
+
+    Returns ``(dqdd_dq, dqdd_dv, dqdd_dtau)``, each (nv, nv) with
+    ``dqdd_dq[i, j] = ∂q̈_i/∂q_j``; ``dqdd_dtau`` = M(q)⁻¹ (symmetric).
+    """
+    q, v, tau = as_vector(q, model.nq, "q"), as_vector(v, model.nv, "v"), as_vector(tau, model.nv, "tau")
+    _, dqdd_dq, dqdd_dv, Minv = aba_derivatives_kernel(model.topology, model.joint_placement, model.axis,
+                                                       model.inertia, model.gravity, q, v, tau)
+    return dqdd_dq, dqdd_dv, Minv

@@ -1,0 +1,100 @@
+"""FDSVA-SO: second-order partial derivatives of forward dynamics (seed 004 Sec. VI).
+
+Differentiating ID(q, v, FD(q, v, τ)) = τ twice gives, with all ID terms evaluated at
+q̈ = FD(q, v, τ) (eq. 46, u, w ∈ {q, v}):
+
+    ∂²FD/∂u∂w = −M⁻¹ [ ∂²ID/∂u∂w + (∂M/∂w) ∂FD/∂u + ((∂M/∂u) ∂FD/∂w)^R ]
+
+where the bracket is the *Inner-Term*, (∂M/∂u) X is the tensor with pages
+(∂M/∂u_j) X and ^R swaps its columns and pages. M does not depend on v, so the cases are
+
+    q, q:  −M⁻¹ [∂²ID/∂q² + P + Pᴿ],  P[:, j, k] = (∂M/∂q_j) ∂FD/∂q[:, k]   (eq. 46)
+    v, v:  −M⁻¹ ∂²ID/∂v²                                                (eq. 47)
+    q, v:  −M⁻¹ [∂²ID/∂q∂v + (∂M/∂q_j) ∂FD/∂v]                          (eq. 48–49)
+    q, τ:  ∂M⁻¹/∂q_j = −M⁻¹ (∂M/∂q_j) M⁻¹                               (eq. 44)
+
+The ingredients come from :mod:`dynamics.aba_derivatives` (q̈, M⁻¹ by Carpentier's
+algorithm, ∂FD/∂q, ∂FD/∂v) and :mod:`dynamics.rnea_second_derivatives` (IDSVA-SO at
+(q, v, q̈), which also gives ∂M/∂q). The Inner- and Outer-Terms are formed by direct
+tensor–matrix products (the seed's DTM, the fastest choice below ~40 joints), O(n⁴).
+:func:`fdsva_so_terms` starts from first-order results the caller already holds.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ._checks import as_vector
+from .aba_derivatives import aba_derivatives_kernel
+from .model import Model
+from .rnea_second_derivatives import idsva_so_kernel
+
+
+@njit(cache=True)
+def _add_dM_times(dM, X, out, swap):
+    """out[a, j, k] += Σ_l ∂M_al/∂q_j X[l, k]; with ``swap`` into out[a, k, j] instead."""
+    n = dM.shape[0]
+    for a in range(n):
+        for j in range(n):
+            for k in range(n):
+                s = 0.0
+                for l in range(n):
+                    s += dM[a, l, j] * X[l, k]
+                if swap:
+                    out[a, k, j] += s
+                else:
+                    out[a, j, k] += s
+
+
+@njit(cache=True)
+def _outer_term(Minv, inner):
+    """−M⁻¹ applied to the rows of ``inner`` (n, n, n): out[i] = −Σ_a M⁻¹[i, a] inner[a]."""
+    n = Minv.shape[0]
+    out = np.zeros_like(inner)
+    for i in range(n):
+        for a in range(n):
+            m = Minv[i, a]
+            for j in range(n):
+                for k in range(n):
+                    out[i, j, k] -= m * inner[a, j, k]
+    return out
+
+
+@njit(cache=True)
+def fdsva_so_terms(topology, joint_placement, axis, inertia, gravity, q, v, qdd, dqdd_dq, dqdd_dv, Minv):
+    """FDSVA-SO from the first-order results at (q, v, τ): q̈, ∂q̈/∂q, ∂q̈/∂v, M⁻¹ (n, n).
+
+    For callers that already ran :func:`dynamics.aba_derivatives.aba_derivatives_kernel`.
+    Returns (d2qdd_dq2, d2qdd_dv2, d2qdd_dqdv, d2qdd_dqdtau), each (n, n, n); inputs are
+    not checked.
+    """
+    d2tau_dq2, d2tau_dv2, d2tau_dqdv, dM_dq = idsva_so_kernel(topology, joint_placement, axis, inertia,
+                                                              gravity, q, v, qdd)
+    _add_dM_times(dM_dq, dqdd_dq, d2tau_dq2, False)  # Inner-Terms, in place
+    _add_dM_times(dM_dq, dqdd_dq, d2tau_dq2, True)
+    _add_dM_times(dM_dq, dqdd_dv, d2tau_dqdv, False)
+    dM_Minv = np.zeros_like(dM_dq)
+    _add_dM_times(dM_dq, Minv, dM_Minv, False)
+    return (_outer_term(Minv, d2tau_dq2), _outer_term(Minv, d2tau_dv2),
+            _outer_term(Minv, d2tau_dqdv), _outer_term(Minv, dM_Minv))
+
+
+@njit(cache=True)
+def fdsva_so_kernel(topology, joint_placement, axis, inertia, gravity, q, v, tau):
+    """(d2qdd_dq2, d2qdd_dv2, d2qdd_dqdv, d2qdd_dqdtau), each (n, n, n); inputs checked."""
+    qdd, dqdd_dq, dqdd_dv, Minv = aba_derivatives_kernel(topology, joint_placement, axis, inertia,
+                                                         gravity, q, v, tau)
+    return fdsva_so_terms(topology, joint_placement, axis, inertia, gravity, q, v,
+                          qdd, dqdd_dq, dqdd_dv, Minv)
+
+
+def aba_second_derivatives(model: Model, q, v, tau) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Second-order partials of q̈ = FD(q, v, τ) by FDSVA-SO (seed 004 eq. 44–49).
+
+    Returns ``(d2qdd_dq2, d2qdd_dv2, d2qdd_dqdv, d2qdd_dqdtau)``, each (nv, nv, nv), laid
+    out T[i, j, k] = ∂²q̈_i/∂y_j∂z_k: d2qdd_dqdv[i, j, k] = ∂²q̈_i/∂q_j∂v_k and
+    d2qdd_dqdtau[i, j, k] = ∂²q̈_i/∂q_j∂τ_k = ∂(M⁻¹)_ik/∂q_j. (∂²q̈/∂τ² = ∂²q̈/∂v∂τ = 0.)
+    """
+    q, v, tau = as_vector(q, model.nq, "q"), as_vector(v, model.nv, "v"), as_vector(tau, model.nv, "tau")
+    return fdsva_so_kernel(model.topology, model.joint_placement, model.axis, model.inertia,
+                           model.gravity, q, v, tau)

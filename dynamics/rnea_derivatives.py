@@ -1,0 +1,191 @@
+"""Analytical first-order partial derivatives of the RNEA: ∂τ/∂q and ∂τ/∂q̇.
+
+The recursive form of seed 004 Sec. II (eq. 12–15, after Singh & Wensing's IDSVA), in
+ground (world) coordinates like every kernel of this package. With the RNEA quantities
+v_i, a_i (gravity included as a_0 = [0; −g]) and f_i^C, and
+
+    B_k = B(I_k, v_k) = ½ [(v_k ×*) I_k − I_k (v_k ×) + (I_k v_k) ×̄*]      (eq. 14)
+    I_i^C = Σ_{k ⪰ i} I_k,   B_i^C = Σ_{k ⪰ i} B_k                     (composites)
+    Ψ̇_j = v_λ(j) × S_j,   Ψ̈_j = a_λ(j) × S_j + v_λ(j) × Ψ̇_j,   Ṡ_j = v_j × S_j   (eq. 15)
+
+the partials are, for j ⪯ i (j on the path from i to the root),
+
+    ∂τ_i/∂q_j = S_iᵀ [2 B_i^C Ψ̇_j + I_i^C Ψ̈_j]                              (12a)
+    ∂τ_j/∂q_i = S_jᵀ [2 B_i^C Ψ̇_i + I_i^C Ψ̈_i + f_i^C ×̄* S_i],  j ≺ i        (12b)
+    ∂τ_i/∂q̇_j = S_iᵀ [2 B_i^C S_j + I_i^C (Ψ̇_j + Ṡ_j)]                        (13a)
+    ∂τ_j/∂q̇_i = S_jᵀ [2 B_i^C S_i + I_i^C (Ψ̇_i + Ṡ_i)],  j ≺ i                (13b)
+
+and zero for pairs of joints on different branches. One forward pass (the RNEA's, plus
+Ψ̇, Ψ̈, Ṡ and B_k) and one backward pass (composites, then a walk up the support of each
+body) give both matrices in O(n·d) (d = depth of the tree). For 1-DoF joints the Lie
+derivatives of the seed are ordinary partial derivatives with respect to q_j.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ._checks import as_vector
+from .model import PARENT, Model
+from .rnea import check_state, rnea_passes
+from .spatial import crf_at, crm_at, dot6_at, mat6_vec_at
+
+
+@njit(cache=True)
+def body_coriolis(I, vel, k, B):
+    """B[k] = B(I[k], v[k]) of eq. 14.
+
+    With X = (v×*) I and I symmetric, −I (v×) = Xᵀ, so B = ½ (X + Xᵀ + (I v) ×̄*),
+    where h ×̄* = −[[n×, f×], [f×, 0]] for h = [n; f] (the matrix of m ↦ m ×* h).
+    """
+    w0, w1, w2, u0, u1, u2 = vel[k, 0], vel[k, 1], vel[k, 2], vel[k, 3], vel[k, 4], vel[k, 5]
+    for c in range(6):  # X[:, c] = v ×* I[:, c], written into B[k]
+        f0, f1, f2, f3, f4, f5 = I[k, 0, c], I[k, 1, c], I[k, 2, c], I[k, 3, c], I[k, 4, c], I[k, 5, c]
+        B[k, 0, c] = w1 * f2 - w2 * f1 + u1 * f5 - u2 * f4
+        B[k, 1, c] = w2 * f0 - w0 * f2 + u2 * f3 - u0 * f5
+        B[k, 2, c] = w0 * f1 - w1 * f0 + u0 * f4 - u1 * f3
+        B[k, 3, c] = w1 * f5 - w2 * f4
+        B[k, 4, c] = w2 * f3 - w0 * f5
+        B[k, 5, c] = w0 * f4 - w1 * f3
+    for r in range(6):  # ½ (X + Xᵀ)
+        for c in range(r + 1, 6):
+            B[k, r, c] = B[k, c, r] = 0.5 * (B[k, r, c] + B[k, c, r])
+    n0 = n1 = n2 = g0 = g1 = g2 = 0.0  # h = I v
+    for c in range(6):
+        n0 += I[k, 0, c] * vel[k, c]
+        n1 += I[k, 1, c] * vel[k, c]
+        n2 += I[k, 2, c] * vel[k, c]
+        g0 += I[k, 3, c] * vel[k, c]
+        g1 += I[k, 4, c] * vel[k, c]
+        g2 += I[k, 5, c] * vel[k, c]
+    _add_half_skew(-n0, -n1, -n2, B, k, 0, 0)  # + ½ h ×̄*
+    _add_half_skew(-g0, -g1, -g2, B, k, 0, 3)
+    _add_half_skew(-g0, -g1, -g2, B, k, 3, 0)
+
+
+@njit(cache=True, inline="always")
+def _add_half_skew(x, y, z, B, k, r, c):
+    """B[k, r:r+3, c:c+3] += ½ [x, y, z]×."""
+    B[k, r, c + 1] -= 0.5 * z
+    B[k, r, c + 2] += 0.5 * y
+    B[k, r + 1, c] += 0.5 * z
+    B[k, r + 1, c + 2] -= 0.5 * x
+    B[k, r + 2, c] -= 0.5 * y
+    B[k, r + 2, c + 1] += 0.5 * x
+
+
+@njit(cache=True)
+def rnea_derivatives_into(topology, joint_placement, axis, inertia, gravity, q, v, a, dtau_dq, dtau_dv):
+    """Write ∂τ/∂q and ∂τ/∂q̇ (n, n) at (q, v, a) into ``dtau_dq`` and ``dtau_dv``.
+
+    Inputs are not checked (see :func:`rnea_derivatives_kernel`).
+    """
+    S, I, vel, acc, fC, _ = rnea_passes(topology, joint_placement, axis, inertia, gravity, q, v, a)
+    rnea_derivative_passes(topology, gravity, S, I, vel, acc, fC, dtau_dq, dtau_dv)
+
+
+# rows of the per-joint work array of the backward pass
+G, H, E, D, TMP, TMP2 = range(6)
+
+
+@njit(cache=True)
+def rnea_derivative_passes(topology, gravity, S, IC, vel, acc, fC, dtau_dq, dtau_dv):
+    """Eq. 12–15 from the outputs of :func:`dynamics.rnea.rnea_passes`.
+
+    S, vel, acc, fC (n, 6) and the body inertias ``IC`` (n, 6, 6), all in world
+    coordinates; ``IC`` is overwritten by the composite inertias I^C. Writes ∂τ/∂q and
+    ∂τ/∂q̇ (n, n) into ``dtau_dq`` and ``dtau_dv``.
+    """
+    n = topology.shape[0]
+    work, BC, t = np.empty((3, n, 6)), np.empty((n, 6, 6)), np.empty((6, 6))
+    Psid, Psidd, Sd = work[0], work[1], work[2]
+    subspace_rates(topology, gravity, S, vel, acc, Psid, Psidd, Sd)
+    for k in range(n):
+        body_coriolis(IC, vel, k, BC)
+    dtau_dq[:, :] = 0.0
+    dtau_dv[:, :] = 0.0
+    for i in range(n - 1, -1, -1):  # I^C, B^C of ν(i) are complete here
+        joint_terms(i, S, IC, BC, Psid, Psidd, Sd, fC, t)
+        j = i
+        while j >= 0:  # j ⪯ i
+            dtau_dq[i, j] = dot6_at(t, G, Psid, j) + dot6_at(t, H, Psidd, j)  # (12a)
+            dtau_dv[i, j] = dot6_at(t, G, S, j) + dot6_at(t, H, Psid, j) + dot6_at(t, H, Sd, j)  # (13a)
+            if j != i:
+                dtau_dq[j, i] = dot6_at(S, j, t, E)  # (12b)
+                dtau_dv[j, i] = dot6_at(S, j, t, D)  # (13b)
+            j = topology[j, PARENT]
+        lam = topology[i, PARENT]
+        if lam >= 0:
+            for r in range(6):
+                for c in range(6):
+                    IC[lam, r, c] += IC[i, r, c]
+                    BC[lam, r, c] += BC[i, r, c]
+
+
+@njit(cache=True)
+def subspace_rates(topology, gravity, S, vel, acc, Psid, Psidd, Sd):
+    """Write Ψ̇, Ψ̈ and Ṡ (n, 6) of eq. 15; at the root v_λ = 0 and a_λ = a_0 = [0; −g]."""
+    w = np.zeros((2, 6))  # row 0: a_0, row 1: scratch
+    w[0, 3:] = -gravity
+    for j in range(topology.shape[0]):
+        lam = topology[j, PARENT]
+        crm_at(vel, j, S, j, Sd, j)  # Ṡ_j = v_j × S_j
+        if lam < 0:
+            Psid[j, :] = 0.0
+            crm_at(w, 0, S, j, Psidd, j)
+            continue
+        crm_at(vel, lam, S, j, Psid, j)  # Ψ̇_j = v_λ × S_j
+        crm_at(acc, lam, S, j, Psidd, j)  # Ψ̈_j = a_λ × S_j + v_λ × Ψ̇_j
+        crm_at(vel, lam, Psid, j, w, 1)
+        for k in range(6):
+            Psidd[j, k] += w[1, k]
+
+
+@njit(cache=True)
+def joint_terms(i, S, IC, BC, Psid, Psidd, Sd, fC, t):
+    """Rows G, H, E, D of ``t`` (6, 6): the vectors of joint i in eq. 12–13.
+
+        g = 2 B_i^Cᵀ S_i,  h = I_i^C S_i        so that for j ⪯ i
+            ∂τ_i/∂q_j = g·Ψ̇_j + h·Ψ̈_j,   ∂τ_i/∂q̇_j = g·S_j + h·(Ψ̇_j + Ṡ_j)
+        e = 2 B_i^C Ψ̇_i + I_i^C Ψ̈_i + S_i ×* f_i^C     (bracket of 12b: f ×̄* S = S ×* f)
+        d = 2 B_i^C S_i + I_i^C (Ψ̇_i + Ṡ_i)            (bracket of 13b)
+    """
+    for r in range(6):
+        g = e = d = 0.0
+        for c in range(6):
+            g += BC[i, c, r] * S[i, c]
+            e += BC[i, r, c] * Psid[i, c]
+            d += BC[i, r, c] * S[i, c]
+        t[G, r], t[E, r], t[D, r] = 2.0 * g, 2.0 * e, 2.0 * d
+        t[TMP2, r] = Psid[i, r] + Sd[i, r]
+    mat6_vec_at(IC, i, S, i, t, H)
+    mat6_vec_at(IC, i, Psidd, i, t, TMP)
+    for r in range(6):
+        t[E, r] += t[TMP, r]
+    crf_at(S, i, fC, i, t, TMP)
+    for r in range(6):
+        t[E, r] += t[TMP, r]
+    mat6_vec_at(IC, i, t, TMP2, t, TMP)
+    for r in range(6):
+        t[D, r] += t[TMP, r]
+
+
+@njit(cache=True)
+def rnea_derivatives_kernel(topology, joint_placement, axis, inertia, gravity, q, v, a):
+    """(∂τ/∂q, ∂τ/∂q̇), each (n, n), inputs checked for NaN/inf."""
+    check_state(q, v, a, "a: expected finite values, got NaN or inf")
+    n = topology.shape[0]
+    dtau_dq, dtau_dv = np.empty((n, n)), np.empty((n, n))
+    rnea_derivatives_into(topology, joint_placement, axis, inertia, gravity, q, v, a, dtau_dq, dtau_dv)
+    return dtau_dq, dtau_dv
+
+
+def rnea_derivatives(model: Model, q, v, a) -> tuple[np.ndarray, np.ndarray]:
+    """Partial derivatives of inverse dynamics τ = ID(q, v, a), gravity included.
+
+    Returns ``(dtau_dq, dtau_dv)``, each (nv, nv) with ``dtau_dq[i, j] = ∂τ_i/∂q_j``.
+    ∂τ/∂a is M(q) (:func:`dynamics.crba`).
+    """
+    q, v, a = as_vector(q, model.nq, "q"), as_vector(v, model.nv, "v"), as_vector(a, model.nv, "a")
+    return rnea_derivatives_kernel(model.topology, model.joint_placement, model.axis, model.inertia,
+                                   model.gravity, q, v, a)

@@ -1,0 +1,232 @@
+"""IDSVA-SO: second-order partial derivatives of inverse dynamics (seed 004, Alg. 1).
+
+For τ = ID(q, v, a) (gravity included) this computes, in one forward and one backward
+pass over the tree,
+
+    d2tau_dq2[i, j, k]  = ∂²τ_i/∂q_j∂q_k        d2tau_dv2[i, j, k] = ∂²τ_i/∂v_j∂v_k
+    d2tau_dqdv[i, j, k] = ∂²τ_i/∂q_j∂v_k        dM_dq[i, j, k]     = ∂M_ij/∂q_k
+
+(∂²τ/∂q∂a = ∂M/∂q; ∂²τ/∂a² = ∂²τ/∂v∂a = 0). Everything is in ground coordinates with
+Featherstone's [ω; v] ordering, the setting of the seed.
+
+Notation (seed 004 Sec. II, eq. 14–15, as in :mod:`dynamics.rnea_derivatives`, whose
+forward pass and per-joint vectors are reused here):
+
+    Ψ̇_i = v_λ(i) × S_i,   Ψ̈_i = a_λ(i) × S_i + v_λ(i) × Ψ̇_i,   Ṡ_i = v_i × S_i
+    B(I, u) = ½ [u×* I − I u× + (I u) ×̄*]                 (body-Coriolis matrix, eq. 14)
+    I_i^C = Σ_{l∈ν(i)} I_l,  B_i^C = Σ_{l∈ν(i)} B(I_l, v_l),  f_i^C = Σ_{l∈ν(i)} f_l
+
+Backward pass (Alg. 1, 1-DoF joints): for every body i (leaves first), every j on the
+path from i to the root and every k on the path from j to the root (k ⪯ j ⪯ i), each
+nonzero entry is one dot product of a k-quantity (S_k, Ψ̇_k, Ψ̈_k, Ψ̇_k + Ṡ_k) with a
+vector u_1 … u_11 that depends on (i, j) only. Entries whose three joints do not lie on
+one path from the root are zero (branch-induced sparsity), so the cost is O(N·d²) with d
+the depth of the tree. With the per-body terms (App. C "common terms")
+
+    A1 = S_i×* I_i^C − I_i^C S_i×                          (𝒜₂ of App. C, symmetric)
+    A3 = 2 [B(I_i^C, Ψ̇_i) + S_i×* B_i^C − B_i^C S_i×]     (2 (𝓑(I_i^C, Ψ̇_i) + 𝒜₁))
+    Bs = 2 B(I_i^C, S_i) = A1 + (I_i^C S_i) ×̄*
+    h = I_i^C S_i,   g = 2 B_i^Cᵀ S_i
+    e = 2 B_i^C Ψ̇_i + I_i^C Ψ̈_i + S_i ×* f_i^C            (bracket of eq. 12b)
+    d = 2 B_i^C S_i + I_i^C (Ψ̇_i + Ṡ_i)                    (bracket of eq. 13b)
+
+the (i, j) vectors are
+
+    u1 = A3ᵀ S_j          u2 = A1 S_j            u3 = A3 Ψ̇_j + A1 Ψ̈_j + S_j ×* e
+    u5 = S_j ×* g − Bs Ψ̇_j + 2 Ψ̇_j ×* h          u6 = Bs Ψ̇_j + S_j ×* d
+    u7 = A3 S_j + A1 (Ψ̇_j + Ṡ_j)       u8 = S_j ×* g − Bsᵀ Ψ̇_j       u9 = S_j ×* h
+    u10 = Bs S_j                      u11 = Bsᵀ S_j
+
+and the entries read (Alg. 1 lines 42–66, App. C; x·y = xᵀy):
+
+    ∂²τ_i/∂q_j∂q_k = u8·Ψ̇_k + u9·Ψ̈_k          ∂²τ_i/∂q_k∂v_j = −u11·Ψ̇_k
+    k ≺ j:  ∂²τ_i/∂v_j∂v_k = −u11·S_k          ∂²τ_i/∂q_j∂v_k = u5·S_k + u9·(Ψ̇_k + Ṡ_k)
+            ∂²τ_k/∂q_i∂q_j = u3·S_k            ∂²τ_k/∂q_j∂v_i = u6·S_k
+            ∂M_ki/∂q_j = u9·S_k                ∂²τ_k/∂v_i∂v_i = 2 u9·S_k   (j = i)
+            ∂²τ_k/∂v_i∂v_j = u10·S_k (j ≺ i)   ∂²τ_k/∂q_i∂v_j = u7·S_k     (j ≺ i)
+    j ≺ i:  ∂²τ_j/∂q_k∂q_i = u1·Ψ̇_k + u2·Ψ̈_k  ∂²τ_j/∂v_k∂v_i = u11·S_k
+            ∂²τ_j/∂q_k∂v_i = u11·Ψ̇_k          ∂²τ_j/∂q_i∂v_k = u1·S_k + u2·(Ψ̇_k + Ṡ_k)
+            ∂M_kj/∂q_i = u2·S_k
+    k = j:  ∂²τ_i/∂v_j∂v_j = −u2·S_j
+
+plus the mirror images given by the symmetry of second derivatives and of M (all
+joints are 1-DoF, so the tensor transposes of App. C reduce to index swaps). The OCR of
+Alg. 1 is partly garbled; the forms above were settled against the authors' MATLAB
+(ID_SO_derivatives.m) and are checked against differences in the tests.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ._checks import as_vector
+from .model import PARENT, Model
+from .rnea import check_state, rnea_passes
+from .rnea_derivatives import D, E, G, H, body_coriolis, joint_terms, subspace_rates
+from .spatial import crf_at, dot6_at, mat6_vec_at
+
+A1, A3, BS = 0, 1, 2  # rows of the per-body matrix workspace
+U1, U2, U3, U5, U6, U7, U8, U9, U10, U11, TMP = range(11)  # rows of the (i, j) vectors (+2 scratch)
+
+
+@njit(cache=True)
+def _commutator(u, b, X, x, out, o, tmp):
+    """out[o] = u[b]×* X[x] − X[x] u[b]×: the change of X[x] under motion u[b] (eq. K5).
+
+    Column c is u ×* X[:, c]; row r of −X u× is u ×* X[r, :] since (u×)ᵀ = −u×*.
+    Rows TMP and TMP + 1 of ``tmp`` are scratch.
+    """
+    for c in range(6):
+        for r in range(6):
+            tmp[TMP, r] = X[x, r, c]
+        crf_at(u, b, tmp, TMP, tmp, TMP + 1)
+        for r in range(6):
+            out[o, r, c] = tmp[TMP + 1, r]
+    for r in range(6):
+        for c in range(6):
+            tmp[TMP, c] = X[x, r, c]
+        crf_at(u, b, tmp, TMP, tmp, TMP + 1)
+        for c in range(6):
+            out[o, r, c] += tmp[TMP + 1, c]
+
+
+@njit(cache=True)
+def _matT_vec(X, x, y, b, out, o):
+    """out[o] = X[x]ᵀ y[b]."""
+    for r in range(6):
+        s = 0.0
+        for c in range(6):
+            s += X[x, c, r] * y[b, c]
+        out[o, r] = s
+
+
+@njit(cache=True)
+def _add_mat_vec(X, x, y, b, out, o):
+    """out[o] += X[x] y[b]."""
+    for r in range(6):
+        s = 0.0
+        for c in range(6):
+            s += X[x, r, c] * y[b, c]
+        out[o, r] += s
+
+
+@njit(cache=True)
+def _add_crf(m, i, f, j, out, o):
+    """out[o] += m[i] ×* f[j] (row TMP of ``out`` is scratch)."""
+    crf_at(m, i, f, j, out, TMP)
+    for r in range(6):
+        out[o, r] += out[TMP, r]
+
+
+@njit(cache=True)
+def _body_matrices(i, S, IC, BC, Psid, Bpsi, Bs, Am, w):
+    """A1, A3 and Bs of body i into rows of ``Am`` (Bpsi, Bs (n, 6, 6) are workspaces)."""
+    body_coriolis(IC, Psid, i, Bpsi)  # B(I_i^C, Ψ̇_i)
+    body_coriolis(IC, S, i, Bs)  # B(I_i^C, S_i)
+    _commutator(S, i, BC, i, Am, A3, w)
+    for r in range(6):
+        for c in range(6):
+            Am[A3, r, c] = 2.0 * (Am[A3, r, c] + Bpsi[i, r, c])
+            Am[BS, r, c] = 2.0 * Bs[i, r, c]
+            Am[A1, r, c] = Bs[i, r, c] + Bs[i, c, r]  # (I S) ×̄* is skew, the rest symmetric
+
+
+@njit(cache=True)
+def _pair_vectors(j, S, Psid, Psidd, PsidSd, Am, t, w):
+    """The (i, j) vectors u1 … u11 of Alg. 1 into ``w`` from body i's Am and g, h, e, d (t)."""
+    _matT_vec(Am, A3, S, j, w, U1)
+    mat6_vec_at(Am, A1, S, j, w, U2)
+    mat6_vec_at(Am, A3, Psid, j, w, U3)
+    _add_mat_vec(Am, A1, Psidd, j, w, U3)
+    _add_crf(S, j, t, E, w, U3)
+    mat6_vec_at(Am, A3, S, j, w, U7)
+    _add_mat_vec(Am, A1, PsidSd, j, w, U7)
+    mat6_vec_at(Am, BS, S, j, w, U10)
+    _matT_vec(Am, BS, S, j, w, U11)
+    crf_at(S, j, t, H, w, U9)
+    crf_at(S, j, t, G, w, U8)
+    crf_at(Psid, j, t, H, w, U5)
+    mat6_vec_at(Am, BS, Psid, j, w, U6)
+    for r in range(6):
+        w[U5, r] = w[U8, r] - w[U6, r] + 2.0 * w[U5, r]
+    _add_crf(S, j, t, D, w, U6)
+    _matT_vec(Am, BS, Psid, j, w, TMP)
+    for r in range(6):
+        w[U8, r] -= w[TMP, r]
+
+
+@njit(cache=True)
+def _triple(i, j, k, S, Psid, Psidd, PsidSd, w, d2q, d2v, dqdv, dM):
+    """Write every entry of the triple k ⪯ j ⪯ i (Alg. 1 lines 42–66)."""
+    d2q[i, j, k] = d2q[i, k, j] = dot6_at(w, U8, Psid, k) + dot6_at(w, U9, Psidd, k)
+    dqdv[i, k, j] = -dot6_at(w, U11, Psid, k)
+    if k < j:
+        d2v[i, j, k] = d2v[i, k, j] = -dot6_at(w, U11, S, k)
+        dqdv[i, j, k] = dot6_at(w, U5, S, k) + dot6_at(w, U9, PsidSd, k)
+        d2q[k, i, j] = d2q[k, j, i] = dot6_at(w, U3, S, k)
+        dqdv[k, j, i] = dot6_at(w, U6, S, k)
+        dM[k, i, j] = dM[i, k, j] = dot6_at(w, U9, S, k)
+        if j < i:
+            d2v[k, i, j] = d2v[k, j, i] = dot6_at(w, U10, S, k)
+            dqdv[k, i, j] = dot6_at(w, U7, S, k)
+        else:
+            d2v[k, i, i] = 2.0 * dot6_at(w, U9, S, k)
+    else:
+        d2v[i, j, j] = -dot6_at(w, U2, S, j)
+    if j < i:
+        d2q[j, k, i] = d2q[j, i, k] = dot6_at(w, U1, Psid, k) + dot6_at(w, U2, Psidd, k)
+        d2v[j, k, i] = d2v[j, i, k] = dot6_at(w, U11, S, k)
+        dqdv[j, k, i] = dot6_at(w, U11, Psid, k)
+        dqdv[j, i, k] = dot6_at(w, U1, S, k) + dot6_at(w, U2, PsidSd, k)
+        dM[k, j, i] = dM[j, k, i] = dot6_at(w, U2, S, k)
+
+
+@njit(cache=True)
+def idsva_so_kernel(topology, joint_placement, axis, inertia, gravity, q, v, a):
+    """IDSVA-SO (seed 004 Alg. 1): (d2tau_dq2, d2tau_dv2, d2tau_dqdv, dM_dq), each (n, n, n).
+
+    Inputs are checked for NaN/inf.
+    """
+    check_state(q, v, a, "a: expected finite values, got NaN or inf")
+    S, IC, vel, acc, fC, _ = rnea_passes(topology, joint_placement, axis, inertia, gravity, q, v, a)
+    n = topology.shape[0]
+    Psid, Psidd, Sd, PsidSd = np.empty((n, 6)), np.empty((n, 6)), np.empty((n, 6)), np.empty((n, 6))
+    subspace_rates(topology, gravity, S, vel, acc, Psid, Psidd, Sd)
+    BC, Bpsi, Bs = np.empty((n, 6, 6)), np.empty((n, 6, 6)), np.empty((n, 6, 6))
+    for i in range(n):
+        body_coriolis(IC, vel, i, BC)
+        for r in range(6):
+            PsidSd[i, r] = Psid[i, r] + Sd[i, r]
+    Am, t, w = np.empty((3, 6, 6)), np.empty((6, 6)), np.empty((TMP + 2, 6))
+    d2q, d2v = np.zeros((n, n, n)), np.zeros((n, n, n))
+    dqdv, dM = np.zeros((n, n, n)), np.zeros((n, n, n))
+    for i in range(n - 1, -1, -1):  # I^C, B^C of ν(i) are complete here
+        joint_terms(i, S, IC, BC, Psid, Psidd, Sd, fC, t)
+        _body_matrices(i, S, IC, BC, Psid, Bpsi, Bs, Am, w)
+        j = i
+        while j >= 0:
+            _pair_vectors(j, S, Psid, Psidd, PsidSd, Am, t, w)
+            k = j
+            while k >= 0:
+                _triple(i, j, k, S, Psid, Psidd, PsidSd, w, d2q, d2v, dqdv, dM)
+                k = topology[k, PARENT]
+            j = topology[j, PARENT]
+        lam = topology[i, PARENT]
+        if lam >= 0:
+            for r in range(6):
+                for c in range(6):
+                    IC[lam, r, c] += IC[i, r, c]
+                    BC[lam, r, c] += BC[i, r, c]
+    return d2q, d2v, dqdv, dM
+
+
+def rnea_second_derivatives(model: Model, q, v, a) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Second-order partials of τ = ID(q, v, a) by IDSVA-SO (seed 004 Alg. 1).
+
+    Returns ``(d2tau_dq2, d2tau_dv2, d2tau_dqdv, dM_dq)``, each (nv, nv, nv), laid out
+    T[i, j, k] = ∂²τ_i/∂y_j∂z_k: d2tau_dqdv[i, j, k] = ∂²τ_i/∂q_j∂v_k and
+    dM_dq[i, j, k] = ∂M_ij/∂q_k (= ∂²τ_i/∂q_k∂a_j).
+    """
+    q, v, a = as_vector(q, model.nq, "q"), as_vector(v, model.nv, "v"), as_vector(a, model.nv, "a")
+    return idsva_so_kernel(model.topology, model.joint_placement, model.axis, model.inertia,
+                           model.gravity, q, v, a)
