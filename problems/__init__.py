@@ -1,0 +1,101 @@
+"""Ready-made optimal-control problems, by name.
+
+    import problems
+    problems.names()                                   # ['arm-obstacle', 'double-pendulum', ...]
+    prob = problems.get("arm-obstacle", scenario="bent")
+    prob = problems.arm_obstacle.make(scenario="straight")   # the module directly
+
+Names use dashes (underscores are accepted too). Each entry names the module and
+factory that builds it, a one-line description and its scenarios (values of the
+factory's ``scenario`` parameter, empty if it has none). Modules are imported only when
+a problem is requested, so the registry works even if one of them is missing.
+"""
+from __future__ import annotations
+
+import importlib
+import inspect
+from dataclasses import dataclass
+
+
+class ParameterError(ValueError, TypeError):
+    """A keyword the problem's factory does not take (a ValueError, and a TypeError as
+    Python itself would raise)."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A registered problem: ``module.factory(**params)`` builds it."""
+
+    module: str
+    factory: str
+    description: str
+    scenarios: tuple[str, ...] = ()
+
+
+REGISTRY: dict[str, Entry] = {
+    "arm-obstacle": Entry(
+        "arm_obstacle", "make",
+        "UR5 moves between two rest configurations around a spherical obstacle "
+        "(seed 003 Sec. IV-B): 4 s, 20 intervals × 4 RK4 steps, collision points on the last three links.",
+        ("bent", "straight")),
+    "ur5-reach": Entry(
+        "ur5_reach", "make",
+        "UR5 brings tool0 to a Cartesian target from rest (the DDP/iLQR speed reference)."),
+    "pendulum": Entry(
+        "pendulum", "make_pendulum", "Single pendulum swing-up."),
+    "double-pendulum": Entry(
+        "pendulum", "make_double_pendulum", "Double pendulum swing-up."),
+}
+
+MODULES = frozenset(e.module for e in REGISTRY.values())
+
+
+def names() -> list[str]:
+    """Registered problem names, sorted."""
+    return sorted(REGISTRY)
+
+
+def entry(name: str) -> Entry:
+    """Registry entry of ``name`` (dashes or underscores); ValueError listing names otherwise."""
+    key = name.replace("_", "-") if isinstance(name, str) else name
+    if key not in REGISTRY:
+        raise ValueError(f"name: unknown problem {name!r}; known problems: {', '.join(names())}")
+    return REGISTRY[key]
+
+
+def describe(name: str) -> str:
+    """One-line description of problem ``name`` with its scenarios."""
+    e = entry(name)
+    return e.description + (f" Scenarios: {', '.join(e.scenarios)}." if e.scenarios else "")
+
+
+def get(name: str, **params):
+    """Build problem ``name`` with the factory's keyword parameters (e.g. ``scenario="bent"``).
+
+    Unknown names and parameters raise ValueError listing the known ones.
+    """
+    e = entry(name)
+    try:
+        module = importlib.import_module(f"{__name__}.{e.module}")
+    except ModuleNotFoundError as err:
+        if err.name != f"{__name__}.{e.module}":
+            raise
+        raise ValueError(f"name: problem {name!r} is registered but its module "
+                         f"problems.{e.module} is not available") from None
+    factory = getattr(module, e.factory)
+    accepted = inspect.signature(factory).parameters
+    unknown = sorted(set(params) - set(accepted))
+    if unknown:
+        raise ParameterError(f"params: problem {name!r} takes no parameter {', '.join(map(repr, unknown))}; "
+                             f"its parameters: {', '.join(accepted)}")
+    return factory(**params)
+
+
+def __getattr__(attr: str):
+    """``problems.arm_obstacle`` etc. import their module on first access."""
+    if attr in MODULES:
+        return importlib.import_module(f"{__name__}.{attr}")
+    raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
+
+
+__all__ = ["Entry", "ParameterError", "REGISTRY", "names", "entry", "describe", "get"]

@@ -1,0 +1,138 @@
+"""Augmented-Lagrangian DDP/iLQR for path inequalities and terminal equalities.
+
+The outer loop of AL-iLQR (Howell, Jackson & Manchester, ALTRO, IROS 2019, Alg. 1–2):
+each outer iteration minimises, by DDP or iLQR (:mod:`optdyn.ddp`, control bounds kept
+inside the box QP), the augmented Lagrangian
+
+    L_A = J(X, U) + Σ_{k=1..N} Σ_i ψ(c_i(x_k); λ_ki, ρ) + Σ_j [μ_j h_j(x_N) + ½ρ h_j(x_N)²]
+
+with the Powell–Hestenes–Rockafellar term for c ≥ 0 (smooth, λ ≥ 0)
+
+    ψ(c; λ, ρ) = (max(0, λ − ρc)² − λ²) / (2ρ),   ψ' = −max(0, λ − ρc),   ψ'' = ρ·[λ > ρc]
+
+then updates the multipliers λ ← max(0, λ − ρc), μ ← μ + ρh (ALTRO eq. 8–9) and, when the
+violation did not shrink by ``decrease`` (0.25), the penalty ρ ← φρ. It stops when the
+inner solve converged and the largest violation is ≤ ``constraint_tol``.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .ddp import Log, Objective, Options, initial_controls, iterate
+from .problem import Problem
+from .result import Result
+
+
+def _phr(c, lam, rho):
+    """ψ, ψ', ψ'' of the inequality term (module docstring), elementwise."""
+    t = np.maximum(0.0, lam - rho * c)
+    return (t * t - lam * lam) / (2.0 * rho), -t, rho * (t > 0.0)
+
+
+def _add_penalty(terms_x, c, cx, cxx, d1, d2, d0):
+    """Add Σ_i ψ_i to (l, lx, lxx) given ψ (d0), ψ' (d1), ψ'' (d2) per constraint row."""
+    l, lx, lxx = terms_x
+    l += np.sum(d0, axis=-1)
+    lx += np.einsum("...i,...ia->...a", d1, cx)
+    lxx += np.einsum("...i,...ia,...ib->...ab", d2, cx, cx) + np.einsum("...i,...iab->...ab", d1, cxx)
+
+
+class ALObjective(Objective):
+    """The augmented Lagrangian L_A for fixed multipliers and penalty.
+
+    lam (N, nc): multipliers of the path inequalities at nodes 1..N; mu (nh,): of the
+    terminal equalities; rho: penalty.
+    """
+
+    exact = False
+
+    def __init__(self, problem: Problem, lam: np.ndarray, mu: np.ndarray, rho: float) -> None:
+        super().__init__(problem)
+        self.lam, self.mu, self.rho = lam, mu, rho
+
+    def running(self, xs, us):
+        l, lx, lu, lxx, lux, luu = (t.copy() for t in self.problem.running_cost_terms(xs, us))
+        if self.problem.nc:
+            c, cx, cxx = self.problem.path_constraint_terms(xs[1:])
+            d0, d1, d2 = _phr(c, self.lam[:-1], self.rho)
+            _add_penalty((l[1:], lx[1:], lxx[1:]), c, cx, cxx, d1, d2, d0)
+        return l, lx, lu, lxx, lux, luu
+
+    def terminal(self, x):
+        l, lx, lxx = self.problem.terminal_cost_terms(x)
+        l, lx, lxx = np.array([l]), lx.copy(), lxx.copy()
+        if self.problem.nc:
+            c, cx, cxx = (t[0] for t in self.problem.path_constraint_terms(x[None]))
+            d0, d1, d2 = _phr(c, self.lam[-1], self.rho)
+            _add_penalty((l, lx, lxx), c, cx, cxx, d1, d2, d0)
+        if self.problem.nh:
+            h, hx, hxx = self.problem.terminal_constraint_terms(x)
+            d1 = self.mu + self.rho * h
+            _add_penalty((l, lx, lxx), h, hx, hxx, d1, np.full_like(h, self.rho),
+                         self.mu * h + 0.5 * self.rho * h * h)
+        return float(l[0]), lx, lxx
+
+    def value(self, xs, us) -> float:
+        total = self.problem.cost(xs, us)
+        if self.problem.nc:
+            total += float(np.sum(_phr(self.problem.path_constraint_terms(xs[1:])[0], self.lam, self.rho)[0]))
+        if self.problem.nh:
+            h = self.problem.terminal_constraint_terms(xs[-1])[0]
+            total += float(self.mu @ h + 0.5 * self.rho * h @ h)
+        return total
+
+    def update(self, xs) -> None:
+        """First-order multiplier update (ALTRO eq. 8–9) at the states xs (N+1, nx)."""
+        if self.problem.nc:
+            c = self.problem.path_constraint_terms(xs[1:])[0]
+            self.lam = np.maximum(0.0, self.lam - self.rho * c)
+        if self.problem.nh:
+            self.mu = self.mu + self.rho * self.problem.terminal_constraint_terms(xs[-1])[0]
+
+
+def solve_al(problem: Problem, second_order: bool = True, us_init=None, constraint_tol: float = 1e-6,
+             rho_init: float = 1.0, rho_factor: float = 10.0, rho_max: float = 1e10, decrease: float = 0.25,
+             max_outer: int = 30, **options) -> Result:
+    """Constrained DDP (``second_order``) or iLQR by the augmented-Lagrangian outer loop.
+
+    ``options`` are those of :class:`optdyn.ddp.Options`; ``max_iter`` bounds the total
+    number of inner iterations. The result's cost is the true objective J; its extra
+    holds the multipliers ("lambda" (N, nc), "mu" (nh,)), the final penalty "rho" and
+    "outer_iterations".
+    """
+    o = Options(**options)
+    name = "ddp" if second_order else "ilqr"
+    log = Log(name, o.callback, o.verbose)
+    objective = ALObjective(problem, np.zeros((problem.N, problem.nc)), np.zeros(problem.nh), rho_init)
+    us, origin = initial_controls(problem, us_init)
+    steps, previous, outer = 0, np.inf, 0
+    status, message, converged = "max_iter", f"iteration limit {o.max_iter} reached", False
+    for outer in range(1, max_outer + 1):
+        out = iterate(problem, objective, us, o, second_order, log, max_iter=o.max_iter - steps)
+        steps += out.iterations
+        us, xs = out.us, out.xs
+        violation = problem.violation(xs, us)
+        if out.converged and violation <= constraint_tol:
+            status, converged = "converged", True
+            message = f"inner solve converged with constraint violation {violation:.2e} ≤ {constraint_tol:g}"
+            break
+        if out.status == "user_stop" or (out.status in ("regularization_failed", "line_search_failed")
+                                         and violation <= constraint_tol):
+            status, message = out.status, out.message
+            break
+        if steps >= o.max_iter:
+            break
+        objective.update(xs)
+        if violation > decrease * previous:
+            objective.rho = min(objective.rho * rho_factor, rho_max)
+        previous = violation
+    else:
+        status, message = "max_outer", f"{max_outer} outer iterations without meeting constraint_tol"
+    return Result(xs=out.xs, us=out.us, cost=problem.cost(out.xs, out.us), converged=converged,
+                  iterations=steps, status=status, message=message, history=log.history(), solver=name,
+                  problem=problem.name, params=problem.params, wall_time=time.perf_counter() - log.t0,
+                  gains=out.K, extra={"lambda": objective.lam, "mu": objective.mu, "rho": objective.rho,
+                                      "outer_iterations": outer, "violation": problem.violation(out.xs, out.us),
+                                      "rejected_rollouts": log.rejected, "initial_guess": origin})

@@ -1,0 +1,295 @@
+"""The ``optdyn`` command line (also ``python -m optdyn``).
+
+    optdyn info                                   dynamics demo on the UR5, warm timings
+    optdyn list                                   problems and their scenarios
+    optdyn solve PROBLEM [--scenario S] [--solver ddp|ilqr|ipopt] [--max-iter N]
+                 [--param KEY=VALUE ...] [--save result.npz] [--html out.html] [--view]
+    optdyn compare PROBLEM [--scenario S] [--solvers ddp,ilqr,ipopt] [--plot out.png]
+    optdyn show result.npz [--html out.html] [--view]
+
+Exit code 0 on success; otherwise 1 with a one-line reason on stderr (unknown problem,
+bad file, bad option, solver failure). This module is the one place that knows all three
+packages (``dynamics``, ``optdyn``, ``problems``).
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+import dynamics as dyn
+import problems
+
+from .io import load_result, save_result
+from .result import Result
+
+COMPILE_NOTICE = "compiling kernels on first run, ~1 min; cached afterwards"
+
+
+class CommandError(Exception):
+    """A failure reported as one line on stderr with exit code 1."""
+
+
+def _kernel_cache_is_cold(package_dir: str, module: str) -> bool:
+    """True if numba has cached no kernel of ``module`` (in ``package_dir``) yet."""
+    cache = os.environ.get("NUMBA_CACHE_DIR") or os.path.join(package_dir, "__pycache__")
+    return not glob.glob(os.path.join(cache, "**", f"{module}.*.nbi"), recursive=True)
+
+
+def _notice_compilation(package_dir: str, module: str) -> None:
+    """Print the one-line first-run notice before the first heavy call on a cold cache."""
+    if _kernel_cache_is_cold(package_dir, module):
+        print(COMPILE_NOTICE, flush=True)
+
+
+# ----------------------------------------------------------------------------- info
+
+def _warm_time(fn: Callable, repeat: int = 200) -> float:
+    """Median wall time of ``fn()`` in µs after one warm-up call."""
+    fn()
+    samples = []
+    for _ in range(5):
+        t = time.perf_counter()
+        for _ in range(repeat):
+            fn()
+        samples.append((time.perf_counter() - t) / repeat)
+    return 1e6 * float(np.median(samples))
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    """Run each dynamics algorithm on the UR5 and print results and warm timings."""
+    from dynamics.aba_derivatives import aba_derivatives
+    from dynamics.aba_second_derivatives import aba_second_derivatives
+    from dynamics.rnea_derivatives import rnea_derivatives
+    from dynamics.rnea_second_derivatives import rnea_second_derivatives
+
+    _notice_compilation(os.path.dirname(dyn.__file__), "rnea_second_derivatives")
+    model = dyn.models.ur5()
+    rng = np.random.default_rng(0)
+    q, v, a = rng.uniform(-1, 1, model.nq), rng.normal(size=model.nv), rng.normal(size=model.nv)
+    tau = dyn.rnea(model, q, v, a)
+    runs = [
+        ("rnea", "τ = ID(q, v, a)", lambda: dyn.rnea(model, q, v, a)),
+        ("aba", "q̈ = FD(q, v, τ)", lambda: dyn.aba(model, q, v, tau)),
+        ("crba", "M(q)", lambda: dyn.crba(model, q)),
+        ("minv", "M⁻¹(q), Carpentier's algorithm", lambda: dyn.minv(model, q)),
+        ("rnea_derivatives", "∂τ/∂q, ∂τ/∂v", lambda: rnea_derivatives(model, q, v, a)),
+        ("aba_derivatives", "∂q̈/∂q, ∂q̈/∂v, ∂q̈/∂τ", lambda: aba_derivatives(model, q, v, tau)),
+        ("rnea_second_derivatives", "IDSVA-SO: ∂²τ/∂q², ∂²τ/∂v², ∂²τ/∂q∂v, ∂M/∂q",
+         lambda: rnea_second_derivatives(model, q, v, a)),
+        ("aba_second_derivatives", "FDSVA-SO: ∂²q̈/∂q², ∂²q̈/∂v², ∂²q̈/∂q∂v, ∂²q̈/∂q∂τ",
+         lambda: aba_second_derivatives(model, q, v, tau)),
+    ]
+    with np.printoptions(precision=4, suppress=True, linewidth=120):
+        print(f"{model!r}\nframes: {', '.join(model.frame_names)}")
+        print(f"q = {q}\nv = {v}\na = {a}\n\n{'algorithm':<25}{'warm time':>12}   computes")
+        out = {}
+        for name, what, fn in runs:
+            out[name] = fn()
+            print(f"{name:<25}{_warm_time(fn, 20 if 'second' in name else 200):>9.1f} µs   {what}")
+        M, Minv, qdd = out["crba"], out["minv"], out["aba"]
+        print(f"\nτ = rnea(q, v, a) = {tau}\nq̈ = aba(q, v, τ)  = {qdd}   (‖q̈ − a‖∞ = {np.max(np.abs(qdd - a)):.1e})")
+        print(f"diag M(q) = {np.diag(M)}\n‖M·minv(q) − 1‖∞ = {np.max(np.abs(M @ Minv - np.eye(model.nv))):.1e}")
+        print(f"gravity torques g(q) = {dyn.gravity_torques(model, q)}")
+    return 0
+
+
+# ----------------------------------------------------------------------------- list
+
+def cmd_list(args: argparse.Namespace) -> int:
+    """Print every registered problem, its description and scenarios."""
+    for name in problems.names():
+        entry = problems.entry(name)
+        scenarios = f"  [scenarios: {', '.join(entry.scenarios)}]" if entry.scenarios else ""
+        print(f"{name:<18}{entry.description}{scenarios}")
+    return 0
+
+
+# ---------------------------------------------------------------------------- solve
+
+def _parse_param(text: str) -> tuple[str, object]:
+    """``KEY=VALUE`` → (key, value); VALUE is read as JSON (numbers, lists, …) or a string."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    try:
+        return key, json.loads(value)
+    except json.JSONDecodeError:
+        return key, value
+
+
+def _make_problem(name: str, scenario: str | None, params: Sequence[tuple[str, object]]):
+    entry = problems.entry(name)  # ValueError listing the known names
+    kwargs = dict(params)
+    if scenario is not None:
+        if scenario not in entry.scenarios:
+            known = ", ".join(entry.scenarios) or "none"
+            raise CommandError(f"--scenario: problem {name!r} has no scenario {scenario!r}; scenarios: {known}")
+        kwargs["scenario"] = scenario
+    try:
+        return problems.get(name, **kwargs)
+    except TypeError as e:  # a --param the factory does not take
+        raise CommandError(f"--param: {e}") from None
+
+
+def _progress_line(row: dict) -> str:
+    """One line per solver iteration from a DDP/iLQR or IPOPT callback record."""
+    cost = row.get("cost", row.get("objective", np.nan))
+    violation = row.get("violation", row.get("inf_pr", np.nan))
+    gradient = row.get("gradient", row.get("inf_du", np.nan))
+    return (f"{int(row.get('iteration', -1)):5d}  cost {cost:.8e}  viol {violation:.2e}  "
+            f"grad {gradient:.2e}  t {row.get('time', np.nan):7.3f} s")
+
+
+def _progress(row: dict) -> None:
+    print(_progress_line(row), flush=True)
+
+
+def _summary(result: Result, problem=None) -> list[str]:
+    lines = [f"solver      {result.solver or '?'} on {result.problem or '?'} {result.params or ''}".rstrip(),
+             f"status      {result.status}" + (f" ({result.message})" if result.message else ""),
+             f"cost        {result.cost:.10g}",
+             f"iterations  {result.iterations}",
+             f"time        {result.wall_time:.3f} s"]
+    if problem is not None and getattr(problem, "obstacles", None):
+        from .clearance import clearances
+
+        try:
+            c = clearances(problem, result.xs, result.us)
+            lines.append(f"clearance   min {c.min:+.4f} m over every RK sub-step, {c.min_nodes:+.4f} m at the "
+                         f"nodes (required ≥ {c.margin:.4f} m)")
+        except ValueError as e:
+            lines.append(f"clearance   not computed: {e}")
+    return lines
+
+
+def _outputs(result: Result, problem, args: argparse.Namespace) -> None:
+    """Write --save/--html and serve --view as asked."""
+    if getattr(args, "save", None):
+        save_result(result, args.save)
+        print(f"saved       {args.save}")
+    if args.html or args.view:
+        from . import viz
+
+        if args.html:
+            viz.save_html(result, args.html, problem)
+            print(f"html        {args.html}")
+        if args.view:
+            viz.view(result, problem)
+            print("serving until Ctrl-C", flush=True)
+            try:
+                while True:
+                    time.sleep(1.0)
+            except KeyboardInterrupt:
+                pass
+
+
+def cmd_solve(args: argparse.Namespace) -> int:
+    """Build PROBLEM, solve it with live progress, print a summary, write outputs."""
+    problem = _make_problem(args.problem, args.scenario, args.param)
+    _notice_compilation(os.path.dirname(__file__), "integrators")
+    from .solve import solve
+
+    options = {"callback": _progress}
+    if args.max_iter is not None:
+        options["max_iter"] = args.max_iter
+    print(f"solving {args.problem} ({problem.N} intervals, T = {problem.T:g} s) with {args.solver}", flush=True)
+    result = solve(problem, solver=args.solver, **options)
+    print("\n".join(_summary(result, problem)))
+    _outputs(result, problem, args)
+    if not result.converged:
+        detail = f" ({result.message})" if result.message else ""
+        raise CommandError(f"solver did not converge: {result.status}{detail}")
+    return 0
+
+
+# -------------------------------------------------------------------------- compare
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """Solve PROBLEM with each solver and print the comparison table (and plot)."""
+    problem = _make_problem(args.problem, args.scenario, args.param)
+    _notice_compilation(os.path.dirname(__file__), "integrators")
+    from .compare import compare
+
+    options = {} if args.max_iter is None else {"max_iter": args.max_iter}
+    print(compare(problem, solvers=args.solvers.split(","), plot=args.plot, **options))
+    if args.plot:
+        print(f"plot        {args.plot}")
+    return 0
+
+
+# ----------------------------------------------------------------------------- show
+
+def cmd_show(args: argparse.Namespace) -> int:
+    """Summarise a saved result; rebuild its problem for clearance/HTML/viewer."""
+    result = load_result(args.file)
+    problem, why = None, "the result names no problem"
+    if result.problem:
+        try:
+            problem = problems.get(result.problem, **result.params)
+        except (ValueError, TypeError) as e:
+            why = f"cannot rebuild problem {result.problem!r} ({e})"
+    if problem is None and (args.html or args.view):
+        raise CommandError(f"{args.file}: {why}")
+    print("\n".join(_summary(result, problem)))
+    if problem is None:
+        print(f"note        {why}; clearance not checked")
+    _outputs(result, problem, args)
+    return 0
+
+
+# ----------------------------------------------------------------------------- main
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="optdyn", description="Trajectory optimisation for articulated robots.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub.add_parser("info", help="dynamics demo on the UR5 (results and warm timings)").set_defaults(func=cmd_info)
+    sub.add_parser("list", help="problems and their scenarios").set_defaults(func=cmd_list)
+
+    def problem_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument("problem", help="problem name, e.g. arm-obstacle (see `optdyn list`)")
+        p.add_argument("--scenario", help="scenario of the problem, e.g. bent")
+        p.add_argument("--param", action="append", default=[], type=_parse_param, metavar="KEY=VALUE",
+                       help="factory parameter (repeatable), e.g. --param intervals=80")
+
+    def output_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--html", help="write a self-contained HTML replay of the trajectory")
+        p.add_argument("--view", action="store_true", help="serve the trajectory in meshcat on 127.0.0.1")
+
+    solve = sub.add_parser("solve", help="solve a problem with live progress")
+    problem_args(solve)
+    solve.add_argument("--solver", choices=("ddp", "ilqr", "ipopt"), default="ddp")
+    solve.add_argument("--max-iter", type=int, help="iteration limit of the solver")
+    solve.add_argument("--save", help="write the result to this .npz file")
+    output_args(solve)
+    solve.set_defaults(func=cmd_solve)
+
+    compare = sub.add_parser("compare", help="compare DDP and iLQR (and IPOPT) on a problem")
+    problem_args(compare)
+    compare.add_argument("--solvers", default="ddp,ilqr", help="comma-separated solvers (default: ddp,ilqr)")
+    compare.add_argument("--max-iter", type=int, help="iteration limit of every solver")
+    compare.add_argument("--plot", help="write the convergence plot to this PNG file")
+    compare.set_defaults(func=cmd_compare)
+
+    show = sub.add_parser("show", help="summarise a saved result, optionally draw it")
+    show.add_argument("file", help="result .npz written by `optdyn solve --save`")
+    output_args(show)
+    show.set_defaults(func=cmd_show)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code (argparse usage errors exit with 2)."""
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (CommandError, ValueError, OSError, RuntimeError) as e:
+        reason = " ".join(str(e).split()) or type(e).__name__
+        print(f"optdyn {args.command}: error: {reason}", file=sys.stderr)
+        return 1

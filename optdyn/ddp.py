@@ -1,0 +1,548 @@
+"""Differential dynamic programming (DDP) and iLQR: one solver, one flag.
+
+Notation of Tassa, Erez & Todorov (IROS 2012) and Tassa, Mansard & Todorov (ICRA 2014).
+For the discrete problem of :class:`optdyn.problem.Problem` with dynamics
+x_{k+1} = F(x_k, u_k) (A = F_x, B = F_u) and stage cost ℓ_k (already weighted by dt),
+the backward pass forms at every knot, with V' = V_{k+1}:
+
+    Q_x  = ℓ_x + Aᵀ V'_x                 Q_u  = ℓ_u + Bᵀ V'_x
+    Q_xx = ℓ_xx + Aᵀ V'_xx A  [+ V'_x·F_xx]
+    Q_ux = ℓ_ux + Bᵀ V'_xx A  [+ V'_x·F_ux]
+    Q_uu = ℓ_uu + Bᵀ V'_xx B  [+ V'_x·F_uu]
+
+where the bracketed second-order dynamics terms are DDP's and are dropped by iLQR
+(``second_order=False``). Levenberg–Marquardt regularisation acts on V'_xx (Tassa 2012
+eq. 10): Q̃_uu = Q_uu + μ BᵀB, Q̃_ux = Q_ux + μ BᵀA, with the adaptive schedule of
+Sec. II-F. The control step comes from the box-constrained QP
+
+    k = argmin_{u_lo − u ≤ δu ≤ u_hi − u} ½ δuᵀ Q̃_uu δu + Q_uᵀ δu
+
+solved by projected Newton (Tassa 2014, Alg. 3); the gain is K_f = −Q̃_uu,ff⁻¹ Q̃_ux,f on the
+free controls and 0 on the clamped ones. The value function follows eq. 11:
+
+    ΔV   = α kᵀQ_u + ½ α² kᵀQ_uu k
+    V_x  = Q_x + KᵀQ_uu k + KᵀQ_u + Q_uxᵀ k
+    V_xx = Q_xx + KᵀQ_uu K + KᵀQ_ux + Q_uxᵀ K
+
+The forward pass x̂_0 = x_0, û_k = clamp(u_k + α k_k + K_k (x̂_k − x_k)),
+x̂_{k+1} = F(x̂_k, û_k) is accepted by backtracking on the ratio of actual to expected
+decrease. Backward and forward passes loop over knots inside compiled code.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from numba import njit
+
+from dynamics.rnea import gravity_torques
+
+from . import integrators
+from .problem import Problem
+from .result import Result
+
+# ---------------------------------------------------------------------------------------
+# compiled building blocks
+# ---------------------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def cholesky(H, idx, nf, L):
+    """Cholesky factor L (nf, nf) of H[idx[:nf], idx[:nf]]; False if not positive definite."""
+    for i in range(nf):
+        for j in range(i + 1):
+            s = H[idx[i], idx[j]]
+            for p in range(j):
+                s -= L[i, p] * L[j, p]
+            if i == j:
+                if not s > 1e-12 * (1.0 + abs(H[idx[i], idx[i]])):
+                    return False
+                L[i, i] = np.sqrt(s)
+            else:
+                L[i, j] = s / L[j, j]
+    return True
+
+
+@njit(cache=True)
+def cholesky_solve(L, nf, b):
+    """Solve (L Lᵀ) y = b in place for b (nf,)."""
+    for i in range(nf):
+        s = b[i]
+        for p in range(i):
+            s -= L[i, p] * b[p]
+        b[i] = s / L[i, i]
+    for i in range(nf - 1, -1, -1):
+        s = b[i]
+        for p in range(i + 1, nf):
+            s -= L[p, i] * b[p]
+        b[i] = s / L[i, i]
+
+
+@njit(cache=True)
+def _qp_value(H, g, x):
+    n = x.shape[0]
+    f = 0.0
+    for i in range(n):
+        f += g[i] * x[i]
+        for j in range(n):
+            f += 0.5 * x[i] * H[i, j] * x[j]
+    return f
+
+
+@njit(cache=True)
+def box_qp(H, g, lower, upper, x, idx, L):
+    """Projected-Newton box QP (Tassa, Mansard & Todorov 2014, Alg. 3).
+
+    Minimises ½ xᵀHx + gᵀx over lower ≤ x ≤ upper, starting from ``x`` (overwritten
+    with the solution). On return ``idx[:nf]`` are the free indices and L the Cholesky
+    factor of H restricted to them. Returns nf, or −1 if H_ff is not positive definite.
+    """
+    n = x.shape[0]
+    grad, dx, xn, b = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    for i in range(n):
+        x[i] = min(max(x[i], lower[i]), upper[i])
+    f = _qp_value(H, g, x)
+    nf = 0
+    for _ in range(100):
+        for i in range(n):
+            grad[i] = g[i]
+            for j in range(n):
+                grad[i] += H[i, j] * x[j]
+        nf = 0
+        for i in range(n):
+            if not ((x[i] <= lower[i] and grad[i] > 0.0) or (x[i] >= upper[i] and grad[i] < 0.0)):
+                idx[nf] = i
+                nf += 1
+        if not cholesky(H, idx, nf, L):
+            return -1
+        gnorm = 0.0
+        for a in range(nf):
+            gnorm = max(gnorm, abs(grad[idx[a]]))
+        if gnorm < 1e-12:
+            break
+        # Newton step on the free controls, clamped ones fixed: dx_f = −H_ff⁻¹ grad_f
+        for a in range(nf):
+            b[a] = grad[idx[a]]
+        cholesky_solve(L, nf, b)
+        dx[:] = 0.0
+        for a in range(nf):
+            dx[idx[a]] = -b[a]
+        sdotg = 0.0
+        for i in range(n):
+            sdotg += dx[i] * grad[i]
+        step, accepted = 1.0, False
+        while step > 1e-20:
+            for i in range(n):
+                xn[i] = min(max(x[i] + step * dx[i], lower[i]), upper[i])
+            f_new = _qp_value(H, g, xn)
+            if (f_new - f) / (step * sdotg) > 0.1:
+                accepted = True
+                break
+            step *= 0.6
+        if not accepted:
+            break
+        x[:] = xn
+        improvement = f - f_new
+        f = f_new
+        if improvement < 1e-14 * (1.0 + abs(f)):
+            break
+    return nf
+
+
+@njit(cache=True)
+def backward_pass(A, B, Fxx, Fxu, Fuu, lx, lu, lxx, lux, luu, VxN, VxxN, us, lower, upper, mu,
+                  second_order, k, K):
+    """Riccati-like sweep N−1 … 0 (equations of the module docstring).
+
+    Inputs per knot: A (N,nx,nx), B (N,nx,nu), Fxx (N,nx,nx,nx), Fxu (N,nx,nx,nu),
+    Fuu (N,nx,nu,nu) (ignored unless ``second_order``), cost terms lx (N,nx), lu (N,nu),
+    lxx (N,nx,nx), lux (N,nu,nx), luu (N,nu,nu), terminal V_x (nx,), V_xx (nx,nx).
+    Writes k (N,nu) (its input is the box-QP warm start) and K (N,nu,nx).
+    Returns (failed knot or −1, kᵀQ_u summed, ½kᵀQ_uu k summed).
+    """
+    N, nx, nu = B.shape
+    Vx, Vxx = VxN.copy(), VxxN.copy()
+    Qx, Qu = np.empty(nx), np.empty(nu)
+    Qxx, Qux, Quu = np.empty((nx, nx)), np.empty((nu, nx)), np.empty((nu, nu))
+    Qux_r, Quu_r = np.empty((nu, nx)), np.empty((nu, nu))
+    VA, VB = np.empty((nx, nx)), np.empty((nx, nu))
+    lo, hi = np.empty(nu), np.empty(nu)
+    idx, L, rhs = np.empty(nu, np.int64), np.empty((nu, nu)), np.empty(nu)
+    Kk, QuuK = np.empty((nu, nx)), np.empty((nu, nx))
+    dV1 = dV2 = 0.0
+    for t in range(N - 1, -1, -1):
+        At, Bt = A[t], B[t]
+        for i in range(nx):
+            for j in range(nx):
+                s = 0.0
+                for p in range(nx):
+                    s += Vxx[i, p] * At[p, j]
+                VA[i, j] = s
+            for j in range(nu):
+                s = 0.0
+                for p in range(nx):
+                    s += Vxx[i, p] * Bt[p, j]
+                VB[i, j] = s
+        for i in range(nx):
+            s = lx[t, i]
+            for p in range(nx):
+                s += At[p, i] * Vx[p]
+            Qx[i] = s
+            for j in range(nx):
+                s = lxx[t, i, j]
+                for p in range(nx):
+                    s += At[p, i] * VA[p, j]
+                Qxx[i, j] = s
+        for i in range(nu):
+            s = lu[t, i]
+            for p in range(nx):
+                s += Bt[p, i] * Vx[p]
+            Qu[i] = s
+            for j in range(nx):
+                s, r = lux[t, i, j], 0.0
+                for p in range(nx):
+                    s += Bt[p, i] * VA[p, j]
+                    r += Bt[p, i] * At[p, j]
+                Qux[i, j], Qux_r[i, j] = s, mu * r
+            for j in range(nu):
+                s, r = luu[t, i, j], 0.0
+                for p in range(nx):
+                    s += Bt[p, i] * VB[p, j]
+                    r += Bt[p, i] * Bt[p, j]
+                Quu[i, j], Quu_r[i, j] = s, mu * r
+        if second_order:
+            for p in range(nx):
+                w = Vx[p]
+                if w == 0.0:
+                    continue
+                for i in range(nx):
+                    for j in range(nx):
+                        Qxx[i, j] += w * Fxx[t, p, i, j]
+                for i in range(nu):
+                    for j in range(nx):
+                        Qux[i, j] += w * Fxu[t, p, j, i]
+                    for j in range(nu):
+                        Quu[i, j] += w * Fuu[t, p, i, j]
+        for i in range(nu):
+            for j in range(nx):
+                Qux_r[i, j] += Qux[i, j]
+            for j in range(nu):
+                Quu_r[i, j] += 0.5 * (Quu[i, j] + Quu[j, i])
+            lo[i], hi[i] = lower[i] - us[t, i], upper[i] - us[t, i]
+        nf = box_qp(Quu_r, Qu, lo, hi, k[t], idx, L)
+        if nf < 0:
+            return t, 0.0, 0.0
+        # K_f = −Q̃_uu,ff⁻¹ Q̃_ux,f ; clamped rows stay 0
+        Kk[:] = 0.0
+        for j in range(nx):
+            for a in range(nf):
+                rhs[a] = Qux_r[idx[a], j]
+            cholesky_solve(L, nf, rhs)
+            for a in range(nf):
+                Kk[idx[a], j] = -rhs[a]
+        K[t] = Kk
+        kt = k[t]
+        for i in range(nu):
+            dV1 += kt[i] * Qu[i]
+            for j in range(nu):
+                dV2 += 0.5 * kt[i] * Quu[i, j] * kt[j]
+        for i in range(nu):
+            for j in range(nx):
+                s = 0.0
+                for p in range(nu):
+                    s += Quu[i, p] * Kk[p, j]
+                QuuK[i, j] = s
+        for i in range(nx):
+            s = Qx[i]
+            for a in range(nu):
+                qk = 0.0
+                for p in range(nu):
+                    qk += Quu[a, p] * kt[p]
+                s += Kk[a, i] * (qk + Qu[a]) + Qux[a, i] * kt[a]
+            Vx[i] = s
+            for j in range(nx):
+                s = Qxx[i, j]
+                for a in range(nu):
+                    s += Kk[a, i] * QuuK[a, j] + Kk[a, i] * Qux[a, j] + Qux[a, i] * Kk[a, j]
+                Vxx[i, j] = s
+        for i in range(nx):
+            for j in range(i):
+                Vxx[i, j] = Vxx[j, i] = 0.5 * (Vxx[i, j] + Vxx[j, i])
+    return -1, dV1, dV2
+
+
+@njit(cache=True)
+def projected_gradient(A, B, lx, lu, VxN, us, lower, upper):
+    """‖∇_u J‖∞ of the shooting objective J(u_0..u_{N−1}) by the adjoint recursion
+    λ_N = ℓ_N,x, g_k = ℓ_u + B_kᵀλ_{k+1}, λ_k = ℓ_x + A_kᵀλ_{k+1}, with the components
+    pushing a control against its active bound removed (KKT residual of the box)."""
+    N, nx, nu = B.shape
+    lam, new = VxN.copy(), np.empty(nx)
+    gmax = 0.0
+    for t in range(N - 1, -1, -1):
+        for i in range(nu):
+            g = lu[t, i]
+            for p in range(nx):
+                g += B[t, p, i] * lam[p]
+            if (us[t, i] <= lower[i] and g > 0.0) or (us[t, i] >= upper[i] and g < 0.0):
+                g = 0.0
+            gmax = max(gmax, abs(g))
+        for i in range(nx):
+            s = lx[t, i]
+            for p in range(nx):
+                s += A[t, p, i] * lam[p]
+            new[i] = s
+        lam[:] = new
+    return gmax
+
+
+@njit(cache=True)
+def forward_pass(params, a, b, dt, m, xs, us, k, K, alpha, lower, upper, xs_new, us_new):
+    """Closed-loop rollout of the module docstring; False if the state became NaN/inf."""
+    N, nx = K.shape[0], xs.shape[1]
+    nu = us.shape[1]
+    dummy2, dummy3 = np.empty((0, 0)), np.empty((0, 0, 0))
+    xs_new[0] = xs[0]
+    for t in range(N):
+        for i in range(nu):
+            du = alpha * k[t, i]
+            for j in range(nx):
+                du += K[t, i, j] * (xs_new[t, j] - xs[t, j])
+            us_new[t, i] = min(max(us[t, i] + du, lower[i]), upper[i])
+        if not integrators.interval(params, a, b, xs_new[t], us_new[t], dt, m, 0, xs_new[t + 1],
+                                    dummy2, dummy3):
+            return False
+    return True
+
+
+# ---------------------------------------------------------------------------------------
+# objective seen by the solver and the iteration loop
+# ---------------------------------------------------------------------------------------
+
+
+class Objective:
+    """The cost DDP minimises: the problem's own (the augmented Lagrangian adds terms).
+
+    ``running(xs (N,nx), us (N,nu))`` returns the dt-weighted stage terms
+    (l, lx, lu, lxx, lux, luu) of knots 0..N−1, ``terminal(x)`` returns (l, lx, lxx)
+    and ``value(xs (N+1,nx), us)`` the total.
+    """
+
+    exact = True  # value() is the problem's objective itself
+
+    def __init__(self, problem: Problem) -> None:
+        self.problem = problem
+
+    def running(self, xs, us):
+        return self.problem.running_cost_terms(xs, us)
+
+    def terminal(self, x):
+        return self.problem.terminal_cost_terms(x)
+
+    def value(self, xs, us) -> float:
+        return self.problem.cost(xs, us)
+
+
+@dataclass
+class Options:
+    """DDP/iLQR settings (defaults follow Tassa 2012 Sec. II-F).
+
+    Converged when the expected decrease of a full step −ΔV(1) (the Newton decrement,
+    insensitive to the scaling of u) is ≤ tol·(1 + |J|), or the projected gradient
+    ‖∇_u J‖∞ ≤ gtol·(1 + |J|).
+    """
+
+    max_iter: int = 500
+    tol: float = 1e-10
+    gtol: float = 1e-8
+    mu_init: float = 0.0
+    mu_min: float = 1e-6
+    mu_max: float = 1e10
+    delta0: float = 2.0
+    c1: float = 1e-4
+    alphas: tuple = tuple(0.5 ** i for i in range(11))
+    verbose: bool = False
+    callback: object = None
+
+
+@dataclass
+class Log:
+    """Per-iteration history shared by the DDP loop and the augmented-Lagrangian loop.
+
+    Row i describes the trajectory after i steps: objective "cost", minimised function
+    "merit" (the augmented Lagrangian when constrained, else = cost), "gradient" (projected
+    ‖∇_u merit‖∞), "expected_decrease" −ΔV(1) of the next step, "step" α that led here,
+    "regularization" μ, "violation" (max constraint violation) and wall "time" (s).
+    """
+
+    solver: str
+    callback: object = None
+    verbose: bool = False
+    t0: float = field(default_factory=time.perf_counter)
+    rows: dict = field(default_factory=lambda: {k: [] for k in (
+        "cost", "merit", "expected_decrease", "step", "regularization", "violation", "gradient", "time")})
+
+    stopped: bool = False  # set when the callback returned False
+    rejected: int = 0  # forward passes rejected because the rollout diverged
+
+    def record(self, **row) -> None:
+        row["time"] = time.perf_counter() - self.t0
+        for key in self.rows:
+            self.rows[key].append(float(row[key]))
+        if self.verbose:
+            print(f"{self.solver:>5} {len(self.rows['cost']) - 1:4d}  cost {row['cost']:.8e}  "
+                  f"dV {row['expected_decrease']:.2e}  grad {row['gradient']:.2e}  step {row['step']:.3g}  "
+                  f"mu {row['regularization']:.1e}  viol {row['violation']:.2e}")
+        if self.callback is not None and self.callback(dict(row, iteration=len(self.rows["cost"]) - 1,
+                                                            solver=self.solver)) is False:
+            self.stopped = True
+
+    def history(self) -> dict[str, np.ndarray]:
+        return {k: np.array(v) for k, v in self.rows.items()}
+
+
+@dataclass
+class Outcome:
+    """State of the DDP loop when it stopped."""
+
+    xs: np.ndarray
+    us: np.ndarray
+    K: np.ndarray
+    cost: float
+    converged: bool
+    status: str
+    message: str
+    iterations: int
+    gradient: float = np.inf
+    mu: float = 0.0
+
+
+def _increase(mu: float, delta: float, o: Options) -> tuple[float, float]:
+    delta = max(o.delta0, delta * o.delta0)
+    return max(o.mu_min, mu * delta), delta
+
+
+def _decrease(mu: float, delta: float, o: Options) -> tuple[float, float]:
+    delta = min(1.0 / o.delta0, delta / o.delta0)
+    mu = mu * delta
+    return (mu if mu > o.mu_min else 0.0), delta
+
+
+def line_search(problem: Problem, objective: Objective, o: Options, xs, us, k, K, dV1: float, dV2: float,
+                J: float, xs_new, us_new, log: Log) -> tuple[float, float]:
+    """Backtracking on α: accept the first forward pass whose actual decrease exceeds
+    c1 × the expected one −(αΔV₁ + α²ΔV₂); diverged rollouts are rejected.
+
+    Returns (α, J_new) with the trajectory in xs_new/us_new, or (0, J) if none was accepted.
+    """
+    params, a, b, dt, m = problem.integration
+    for alpha in o.alphas:
+        if not forward_pass(params, a, b, dt, m, xs, us, k, K, alpha, problem.u_lower, problem.u_upper,
+                            xs_new, us_new):
+            log.rejected += 1  # diverged (NaN/inf states): try a shorter step
+            continue
+        J_new = objective.value(xs_new, us_new)
+        expected = -(alpha * dV1 + alpha * alpha * dV2)
+        if np.isfinite(J_new) and (J - J_new) > o.c1 * expected and (expected > 0 or J_new < J):
+            return alpha, J_new
+    return 0.0, J
+
+
+def iterate(problem: Problem, objective: Objective, us: np.ndarray, o: Options, second_order: bool,
+            log: Log, max_iter: int | None = None) -> Outcome:
+    """DDP (``second_order``) or iLQR iterations from controls us (N, nu).
+
+    Each iteration: linearise (and quadratise) along the trajectory, run the backward
+    pass (raising μ until Q̃_uu is positive definite), record the history row, test
+    convergence, then line-search the forward pass and adapt μ.
+    """
+    lower, upper = problem.u_lower, problem.u_upper
+    us = np.clip(np.array(us, dtype=float), lower, upper)
+    xs = problem.rollout(us)
+    if not np.all(np.isfinite(xs)):
+        raise ValueError("us_init: the rollout of the initial controls diverges (NaN/inf states)")
+    J = objective.value(xs, us)
+    N, nu, nx = problem.N, problem.nu, problem.nx
+    k, K = np.zeros((N, nu)), np.zeros((N, nu, nx))
+    xs_new, us_new = np.empty_like(xs), np.empty_like(us)
+    mu, delta = o.mu_init, 1.0
+    max_iter = o.max_iter if max_iter is None else max_iter
+    empty = np.empty((N, 0, 0, 0))
+    alpha, steps = 0.0, 0
+
+    def outcome(converged: bool, status: str, message: str) -> Outcome:
+        return Outcome(xs, us, K, J, converged, status, message, steps, gnorm, mu)
+
+    moved = True
+    while True:
+        if moved:  # after a rejected step the trajectory, hence its expansion, is unchanged
+            derivs = problem.step_derivatives(xs[:-1], us, second_order=second_order)
+            Fxx, Fxu, Fuu = derivs[2:] if second_order else (empty, empty, empty)
+            _, lx, lu, lxx, lux, luu = objective.running(xs[:-1], us)
+            _, VxN, VxxN = objective.terminal(xs[-1])
+            gnorm = projected_gradient(derivs[0], derivs[1], lx, lu, VxN, us, lower, upper)
+        while True:
+            k[:] = 0.0
+            failed, dV1, dV2 = backward_pass(derivs[0], derivs[1], Fxx, Fxu, Fuu, lx, lu, lxx, lux, luu,
+                                             VxN, VxxN, us, lower, upper, mu, second_order, k, K)
+            if failed < 0 or mu > o.mu_max:
+                break
+            mu, delta = _increase(mu, delta, o)
+        log.record(cost=J if objective.exact else problem.cost(xs, us), merit=J, expected_decrease=-(dV1 + dV2),
+                   step=alpha, regularization=mu, violation=problem.violation(xs, us), gradient=gnorm)
+        if failed >= 0:
+            return outcome(False, "regularization_failed",
+                           f"Q_uu stayed indefinite up to mu = {o.mu_max:g} (knot {failed})")
+        if log.stopped:
+            return outcome(False, "user_stop", "the callback returned False")
+        scale = 1.0 + abs(J)
+        if -(dV1 + dV2) <= o.tol * scale or gnorm <= o.gtol * scale:
+            return outcome(True, "converged",
+                           f"expected decrease {-(dV1 + dV2):.2e} or gradient {gnorm:.2e} below tolerance")
+        if steps == max_iter:
+            return outcome(False, "max_iter", f"iteration limit {max_iter} reached")
+        steps += 1
+        alpha, J_new = line_search(problem, objective, o, xs, us, k, K, dV1, dV2, J, xs_new, us_new, log)
+        moved = alpha > 0.0
+        if moved:
+            xs, xs_new, us, us_new, J = xs_new, xs, us_new, us, J_new
+            mu, delta = _decrease(mu, delta, o)
+        else:
+            mu, delta = _increase(mu, delta, o)
+            if mu > o.mu_max:
+                return outcome(False, "line_search_failed", f"no step decreased the cost up to mu = {o.mu_max:g}")
+
+
+def initial_controls(problem: Problem, us_init=None) -> tuple[np.ndarray, str]:
+    """Controls (N, nu) to start single shooting from, and where they came from.
+
+    ``us_init`` if given (ValueError if its rollout diverges); else the problem's guess,
+    or — when the rollout of that guess diverges (an open-loop guess made for multiple
+    shooting may do so) — rest: the gravity torques g(q0) at every interval.
+    """
+    if us_init is not None:
+        return np.clip(np.array(us_init, dtype=float), problem.u_lower, problem.u_upper), "us_init"
+    us = np.clip(problem.us_init, problem.u_lower, problem.u_upper)
+    if np.all(np.isfinite(problem.rollout(us))):
+        return us, "problem"
+    g0 = gravity_torques(problem.model, problem.x0[: problem.model.nq])
+    return np.tile(np.clip(g0, problem.u_lower, problem.u_upper), (problem.N, 1)), "rest"
+
+
+def solve_ddp(problem: Problem, second_order: bool = True, us_init=None, **options) -> Result:
+    """Solve ``problem`` (without path/terminal constraints) by DDP or iLQR.
+
+    ``options`` are the fields of :class:`Options`. Returns a :class:`Result` with the
+    feedback gains K (N, nu, nx) of the last backward pass.
+    """
+    o = Options(**options)
+    name = "ddp" if second_order else "ilqr"
+    log = Log(name, o.callback, o.verbose)
+    us0, origin = initial_controls(problem, us_init)
+    out = iterate(problem, Objective(problem), us0, o, second_order, log)
+    return Result(xs=out.xs, us=out.us, cost=out.cost, converged=out.converged, iterations=out.iterations,
+                  status=out.status, message=out.message, history=log.history(), solver=name,
+                  problem=problem.name, params=problem.params, wall_time=time.perf_counter() - log.t0,
+                  gains=out.K, extra={"regularization": out.mu, "gradient": out.gradient,
+                                                    "rejected_rollouts": log.rejected, "initial_guess": origin})

@@ -1,0 +1,263 @@
+"""Explicit Runge–Kutta integration of one interval with exact sensitivities.
+
+The continuous dynamics ẋ = f(x, u) of a robot is x = [q; v], ẋ = [v; FD(q, v, τ)].
+One interval of length dt is m explicit steps of h = dt/m with u held constant. An
+explicit Runge–Kutta step with Butcher tableau (a, b) reads
+
+    y_s = y + h Σ_{j<s} a_sj k_j,    k_s = f(y_s, u),    y⁺ = y + h Σ_s b_s k_s
+
+(RK4: a = subdiagonal (½, ½, 1), b = (1, 2, 2, 1)/6; Euler: one stage, b = 1).
+
+Sensitivities are propagated by the chain rule through every stage with respect to
+z = (x, u) (nz = nx + nu). With G_s = ∂(y_s, u)/∂z = [Y_s; 0 I] and H_s = ∂²y_s/∂z²:
+
+    ∂k_s/∂z   = f_z G_s
+    ∂²k_s/∂z² = Σ_pr f_zz[:, p, r] G_s[p, :] G_s[r, :]  +  f_x · H_s
+
+and Y, H accumulate exactly like y. The derivatives of f come from the analytical ABA
+derivatives (∂q̈/∂τ = M⁻¹, ∂²q̈/∂τ² = 0, ∂²q̈/∂v∂τ = 0). All knots of a trajectory are
+processed in one compiled call. Tensors are laid out T[i, j, l] = ∂²x⁺_i/∂z_j∂z_l.
+
+The continuous dynamics is :func:`robot_dynamics` ``(params, x, u, order, f, Fz, Fzz)``: it
+writes f (nx,), and for order ≥ 1 Fz (nx, nz), for order 2 Fzz (nx, nz, nz). It is called
+as a global of the compiled kernels (not passed as a function argument, which numba's
+on-disk cache cannot key reliably).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from dynamics.aba import aba_kernel
+from dynamics.aba_derivatives import aba_derivatives_kernel
+from dynamics.aba_second_derivatives import fdsva_so_kernel
+from dynamics.kinematics import all_finite
+from dynamics.model import Model
+
+_RK4 = (np.array([[0.0, 0.0, 0.0, 0.0], [0.5, 0.0, 0.0, 0.0], [0.0, 0.5, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]]),
+        np.array([1.0, 2.0, 2.0, 1.0]) / 6.0)
+_EULER = (np.zeros((1, 1)), np.ones(1))
+METHODS = {"rk4": _RK4, "euler": _EULER}
+"""Butcher tableaux (a (s, s) strictly lower triangular, b (s,)) by name."""
+
+
+def robot_params(model: Model) -> tuple:
+    """The model arrays passed to :func:`robot_dynamics`."""
+    return (model.topology, model.joint_placement, model.axis, model.inertia, model.gravity)
+
+
+@njit(cache=True)
+def robot_dynamics(params, x, u, order, f, Fz, Fzz):
+    """ẋ = [v; FD(q, v, τ)] and its first/second derivatives w.r.t. z = (q, v, τ)."""
+    topology, joint_placement, axis, inertia, gravity = params
+    n = topology.shape[0]
+    q, v = x[:n], x[n:]
+    f[:n] = v
+    if order == 0:
+        f[n:] = aba_kernel(topology, joint_placement, axis, inertia, gravity, q, v, u)
+        return
+    qdd, da_dq, da_dv, da_dtau = aba_derivatives_kernel(topology, joint_placement, axis, inertia, gravity, q, v, u)
+    f[n:] = qdd
+    Fz[:] = 0.0
+    for i in range(n):
+        Fz[i, n + i] = 1.0
+        for j in range(n):
+            Fz[n + i, j] = da_dq[i, j]
+            Fz[n + i, n + j] = da_dv[i, j]
+            Fz[n + i, 2 * n + j] = da_dtau[i, j]
+    if order < 2:
+        return
+    d2q, d2v, d2qv, d2qtau = fdsva_so_kernel(topology, joint_placement, axis, inertia, gravity, q, v, u)
+    Fzz[:] = 0.0
+    for i in range(n):
+        r = n + i
+        for j in range(n):
+            for k in range(n):
+                Fzz[r, j, k] = d2q[i, j, k]
+                Fzz[r, n + j, n + k] = d2v[i, j, k]
+                Fzz[r, j, n + k] = d2qv[i, j, k]
+                Fzz[r, n + k, j] = d2qv[i, j, k]
+                Fzz[r, j, 2 * n + k] = d2qtau[i, j, k]
+                Fzz[r, 2 * n + k, j] = d2qtau[i, j, k]
+
+
+@njit(cache=True)
+def _stage_jacobian(Fz, Ys, nx, Ks):
+    """Ks (nx, nz) = f_z G_s with G_s = [Ys; 0 I]."""
+    nz = Fz.shape[1]
+    for i in range(nx):
+        for c in range(nz):
+            Ks[i, c] = Fz[i, c] if c >= nx else 0.0
+        for p in range(nx):
+            fp = Fz[i, p]
+            if fp != 0.0:
+                for c in range(nz):
+                    Ks[i, c] += fp * Ys[p, c]
+
+
+@njit(cache=True)
+def _stage_hessian(Fz, Fzz, Ys, Hs, nx, T, K2s):
+    """K2s (nx, nz, nz) = Σ_pr f_zz[:, p, r] G_s[p] G_s[r] + f_x H_s (T: work (nz, nz)).
+
+    Both terms are symmetric in their last two indices: only c ≥ b is summed, then
+    mirrored. Zero entries of f_zz and f_x (most of a robot's) are skipped.
+    """
+    nz = Fz.shape[1]
+    for i in range(nx):
+        # T[p, c] = Σ_r f_zz[i, p, r] G[r, c]
+        T[:] = 0.0
+        nonzero = False
+        for p in range(nz):
+            for r in range(nz):
+                w = Fzz[i, p, r]
+                if w != 0.0:
+                    nonzero = True
+                    if r < nx:
+                        for c in range(nz):
+                            T[p, c] += w * Ys[r, c]
+                    else:
+                        T[p, r] += w
+        K = K2s[i]
+        K[:] = 0.0
+        if nonzero:
+            for p in range(nz):
+                if p < nx:
+                    for b in range(nz):
+                        g = Ys[p, b]
+                        if g != 0.0:
+                            for c in range(b, nz):
+                                K[b, c] += g * T[p, c]
+                else:
+                    for c in range(p, nz):
+                        K[p, c] += T[p, c]
+        for p in range(nx):
+            fp = Fz[i, p]
+            if fp != 0.0:
+                for b in range(nz):
+                    for c in range(b, nz):
+                        K[b, c] += fp * Hs[p, b, c]
+        for b in range(nz):
+            for c in range(b):
+                K[b, c] = K[c, b]
+
+
+@njit(cache=True)
+def _axpy(c, x, y):
+    """y += c·x for C-contiguous arrays of equal shape, without temporaries."""
+    xf, yf = x.reshape(-1), y.reshape(-1)
+    for i in range(xf.shape[0]):
+        yf[i] += c * xf[i]
+
+
+@njit(cache=True)
+def interval(params, a, b, x, u, dt, m, order, y, Y, H):
+    """One interval (m steps) from (x, u): writes y = x⁺, Y = ∂x⁺/∂z, H = ∂²x⁺/∂z².
+
+    Returns False (y set to NaN) if a stage state or derivative became non-finite.
+    """
+    nx, nz, s = x.shape[0], x.shape[0] + u.shape[0], b.shape[0]
+    h = dt / m
+    k = np.empty((s, nx))
+    ys = np.empty(nx)
+    f = np.empty(nx)
+    Fz = np.empty((nx, nz)) if order >= 1 else np.empty((0, 0))
+    Fzz = np.empty((nx, nz, nz)) if order >= 2 else np.empty((0, 0, 0))
+    Ks = np.empty((s, nx, nz)) if order >= 1 else np.empty((0, 0, 0))
+    K2s = np.empty((s, nx, nz, nz)) if order >= 2 else np.empty((0, 0, 0, 0))
+    Ys = np.empty((nx, nz)) if order >= 1 else np.empty((0, 0))
+    Hs = np.empty((nx, nz, nz)) if order >= 2 else np.empty((0, 0, 0))
+    T = np.empty((nz, nz))
+    y[:] = x
+    if order >= 1:
+        Y[:] = 0.0
+        for i in range(nx):
+            Y[i, i] = 1.0
+    if order >= 2:
+        H[:] = 0.0
+    for step in range(m):
+        for st in range(s):
+            ys[:] = y
+            if order >= 1:
+                Ys[:] = Y
+            if order >= 2:
+                Hs[:] = H
+            for j in range(st):
+                c = h * a[st, j]
+                if c != 0.0:
+                    _axpy(c, k[j], ys)
+                    if order >= 1:
+                        _axpy(c, Ks[j], Ys)
+                    if order >= 2:
+                        _axpy(c, K2s[j], Hs)
+            if not all_finite(ys):
+                y[:] = np.nan
+                return False
+            robot_dynamics(params, ys, u, order, f, Fz, Fzz)
+            k[st] = f
+            if step == 0 and st == 0:  # y_s = x: G_s = identity, H_s = 0
+                if order >= 1:
+                    Ks[st] = Fz
+                if order >= 2:
+                    K2s[st] = Fzz
+                continue
+            if order >= 1:
+                _stage_jacobian(Fz, Ys, nx, Ks[st])
+            if order >= 2:
+                _stage_hessian(Fz, Fzz, Ys, Hs, nx, T, K2s[st])
+        for st in range(s):
+            c = h * b[st]
+            _axpy(c, k[st], y)
+            if order >= 1:
+                _axpy(c, Ks[st], Y)
+            if order >= 2:
+                _axpy(c, K2s[st], H)
+    if not all_finite(y):
+        y[:] = np.nan
+        return False
+    return True
+
+
+@njit(cache=True)
+def step_batch(params, a, b, xs, us, dt, m):
+    """x⁺ (K, nx) of one interval from every (x_k, u_k); NaN rows where it diverged."""
+    K, nx = xs.shape
+    out = np.empty((K, nx))
+    dummy2, dummy3 = np.empty((0, 0)), np.empty((0, 0, 0))
+    for kk in range(K):
+        interval(params, a, b, xs[kk], us[kk], dt, m, 0, out[kk], dummy2, dummy3)
+    return out
+
+
+@njit(cache=True)
+def step_derivatives_batch(params, a, b, xs, us, dt, m, order):
+    """x⁺ (K, nx), Fz (K, nx, nz) and, for order 2, Fzz (K, nx, nz, nz) at every knot.
+
+    For order 1 the returned Fzz has shape (K, 0, 0, 0).
+    """
+    K, nx = xs.shape
+    nz = nx + us.shape[1]
+    y = np.empty((K, nx))
+    Fz = np.empty((K, nx, nz))
+    Fzz = np.empty((K, nx, nz, nz)) if order >= 2 else np.empty((K, 0, 0, 0))
+    dummy3 = np.empty((0, 0, 0))
+    for kk in range(K):
+        if order >= 2:
+            interval(params, a, b, xs[kk], us[kk], dt, m, order, y[kk], Fz[kk], Fzz[kk])
+        else:
+            interval(params, a, b, xs[kk], us[kk], dt, m, order, y[kk], Fz[kk], dummy3)
+    return y, Fz, Fzz
+
+
+@njit(cache=True)
+def rollout(params, a, b, x0, us, dt, m):
+    """States (N+1, nx) from x0 under us (N, nu); rows after a divergence are NaN."""
+    N, nx = us.shape[0], x0.shape[0]
+    xs = np.empty((N + 1, nx))
+    xs[0] = x0
+    dummy2, dummy3 = np.empty((0, 0)), np.empty((0, 0, 0))
+    for kk in range(N):
+        if not interval(params, a, b, xs[kk], us[kk], dt, m, 0, xs[kk + 1], dummy2, dummy3):
+            xs[kk + 1:] = np.nan
+            break
+    return xs
+

@@ -1,0 +1,145 @@
+"""Results on disk: one ``.npz`` file per :class:`~optdyn.result.Result`.
+
+Layout of the archive (read with ``np.load(path, allow_pickle=False)``)::
+
+    meta            0-d unicode string: JSON {"format": "optdyn.result", "version": 1,
+                    cost, converged, iterations, status, message, solver, problem,
+                    params, wall_time, extra (JSON-able entries), history (names),
+                    extra_arrays (names)}
+    xs (N+1, nx), us (N, nu), gains (N, nu, nx) if any
+    history/<name>  one array per history entry
+    extra/<name>    array-valued entries of ``extra`` (multipliers, ...)
+
+Entries of ``extra`` that are neither numeric arrays nor JSON values are stored as their
+``repr`` string. Anything that is not such a file — missing, truncated, corrupt, another
+program's npz — makes :func:`load_result` raise ``ValueError`` saying what is wrong.
+"""
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+import zlib
+
+import numpy as np
+
+from .result import Result
+
+FORMAT, VERSION = "optdyn.result", 1
+_SCALARS = {"cost": float, "converged": bool, "iterations": int, "status": str, "message": str,
+            "solver": str, "problem": str, "wall_time": float}
+
+
+def _jsonable(x):
+    """JSON-compatible copy of x (numpy scalars/arrays → numbers/lists), else TypeError."""
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, np.generic):
+        return x.item()
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if x is None or isinstance(x, (bool, int, float, str)):
+        return x
+    raise TypeError(f"not JSON-serialisable: {type(x).__name__}")
+
+
+def _is_numeric_array(x) -> bool:
+    return isinstance(x, np.ndarray) and x.dtype.kind in "biuf"
+
+
+def save_result(result: Result, path) -> None:
+    """Write ``result`` to ``path`` (an ``.npz`` archive, written as named; no pickles)."""
+    if not isinstance(result, Result):
+        raise ValueError(f"result: expected an optdyn Result, got {type(result).__name__}")
+    arrays = {"xs": np.asarray(result.xs, dtype=float), "us": np.asarray(result.us, dtype=float)}
+    if result.gains is not None:
+        arrays["gains"] = np.asarray(result.gains, dtype=float)
+    for name, values in result.history.items():
+        arrays[f"history/{name}"] = np.asarray(values)
+    extra, extra_arrays = {}, []
+    for name, value in result.extra.items():
+        if _is_numeric_array(value):
+            arrays[f"extra/{name}"] = value
+            extra_arrays.append(name)
+            continue
+        try:
+            extra[name] = _jsonable(value)
+        except TypeError:
+            extra[name] = repr(value)
+    try:
+        params = _jsonable(result.params)
+    except TypeError as e:
+        raise ValueError(f"result.params: cannot be saved ({e}); use numbers, strings, lists, arrays") from None
+    meta = {"format": FORMAT, "version": VERSION, "params": params, "extra": extra,
+            "history": list(result.history), "extra_arrays": extra_arrays}
+    meta.update({k: _jsonable(getattr(result, k)) for k in _SCALARS})
+    arrays["meta"] = np.array(json.dumps(meta, allow_nan=True))
+    with open(path, "wb") as f:
+        np.savez_compressed(f, **arrays)
+
+
+def _meta(archive, path) -> dict:
+    if "meta" not in archive.files:
+        raise ValueError(f"{path}: not an optdyn result file (no 'meta' entry; found {archive.files[:5]})")
+    try:
+        meta = json.loads(str(archive["meta"][()]))
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"{path}: corrupt result metadata ({e})") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        found = meta.get("format") if isinstance(meta, dict) else meta
+        raise ValueError(f"{path}: not an optdyn result file (format {found!r})")
+    if meta.get("version") != VERSION:
+        raise ValueError(f"{path}: result file version {meta.get('version')!r}, this optdyn reads version {VERSION}")
+    missing = [k for k in (*_SCALARS, "params", "extra", "history", "extra_arrays") if k not in meta]
+    if missing:
+        raise ValueError(f"{path}: corrupt result metadata, missing {missing}")
+    return meta
+
+
+def _arrays(archive, meta: dict, path) -> dict:
+    names = ["xs", "us", *(f"history/{h}" for h in meta["history"]), *(f"extra/{e}" for e in meta["extra_arrays"])]
+    names += ["gains"] if "gains" in archive.files else []
+    missing = [n for n in names if n not in archive.files]
+    if missing:
+        raise ValueError(f"{path}: corrupt result file, missing arrays {missing}")
+    arrays = {n: archive[n] for n in names}
+    xs, us = arrays["xs"], arrays["us"]
+    if xs.ndim != 2 or us.ndim != 2 or xs.shape[0] != us.shape[0] + 1:
+        raise ValueError(f"{path}: corrupt result file, xs {xs.shape} and us {us.shape} are not (N+1, nx), (N, nu)")
+    gains = arrays.get("gains")
+    if gains is not None and gains.shape != (us.shape[0], us.shape[1], xs.shape[1]):
+        raise ValueError(f"{path}: corrupt result file, gains {gains.shape} do not match xs {xs.shape}, us {us.shape}")
+    return arrays
+
+
+def load_result(path) -> Result:
+    """Read a result written by :func:`save_result`; ValueError if ``path`` is not one."""
+    if not os.path.isfile(path):
+        raise ValueError(f"{path}: no such file")
+    with open(path, "rb") as f:
+        if f.read(4) != b"PK\x03\x04":
+            raise ValueError(f"{path}: not an npz archive (no zip signature at the start)")
+    try:
+        archive = np.load(path, allow_pickle=False)
+    except (OSError, EOFError, ValueError, zipfile.BadZipFile) as e:
+        raise ValueError(f"{path}: not an npz archive ({e})") from None
+    try:
+        meta = _meta(archive, path)
+        arrays = _arrays(archive, meta, path)
+        scalars = {k: cast(meta[k]) for k, cast in _SCALARS.items()}
+    except (OSError, EOFError, zipfile.BadZipFile, zlib.error, KeyError, TypeError) as e:
+        raise ValueError(f"{path}: corrupt npz archive ({type(e).__name__}: {e})") from None
+    except ValueError as e:
+        if str(e).startswith(f"{path}:"):
+            raise
+        raise ValueError(f"{path}: corrupt npz archive ({e})") from None
+    finally:
+        archive.close()
+    extra = dict(meta["extra"])
+    extra.update({e: arrays[f"extra/{e}"] for e in meta["extra_arrays"]})
+    return Result(
+        xs=arrays["xs"], us=arrays["us"], history={h: arrays[f"history/{h}"] for h in meta["history"]},
+        params=meta["params"], gains=arrays.get("gains"), extra=extra, **scalars,
+    )

@@ -1,0 +1,360 @@
+"""Direct multiple shooting (Bock & Plitt) solved by IPOPT — seed 003, Sec. IV-B.
+
+The problem's own discretisation (N intervals, control held over each, ``substeps``
+integrator steps per interval: ``x⁺ = F(x, u)`` = ``problem.step``) is transcribed into
+the nonlinear program
+
+    z = (x_0, u_0, x_1, u_1, …, x_{N−1}, u_{N−1}, x_N)        (interleaved: banded KKT)
+
+    min_z  Σ_k dt·ℓ(x_k, u_k) + ℓ_N(x_N)
+    s.t.   d_k = x_{k+1} − F(x_k, u_k) = 0       k = 0 … N−1   (continuity "defects")
+           c(x_k) ≥ 0                           k = 1 … N     (path inequalities)
+           h(x_N) = 0                                          (terminal equalities)
+           x_0 = x̄_0,  u_lower ≤ u_k ≤ u_upper                (variable bounds)
+
+Constraint rows are ordered [d_0 … d_{N−1}, c(x_1) … c(x_N), h]. Every derivative is
+exact: the Jacobian blocks are (−A_k, −B_k, I) from ``step_derivatives`` and the
+constraint Jacobians; the Hessian of the Lagrangian
+
+    ∇²L = σ ∇²(cost) − Σ_k Σ_i λ_{k,i} ∇²F_i(x_k, u_k) + Σ μ ∇²c + Σ ν ∇²h
+
+is block diagonal — one dense (nx+nu)² block per interval and one nx² block for x_N —
+using the second-order RK4 tensors (Fxx, Fxu, Fuu). ``hessian="lbfgs"`` lets IPOPT build
+a limited-memory quasi-Newton approximation instead.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+
+import cyipopt
+import numpy as np
+
+from .problem import Problem
+from .result import Result
+
+INF = 2e19  # IPOPT treats |bound| ≥ 1e19 as "no bound"
+
+IPOPT_STATUS = {
+    0: "converged",
+    1: "acceptable",
+    2: "infeasible",
+    3: "search_direction_too_small",
+    4: "diverging",
+    5: "user_stop",
+    6: "feasible_point_found",
+    -1: "max_iter",
+    -2: "restoration_failed",
+    -3: "error_in_step_computation",
+    -4: "max_cpu_time",
+    -5: "max_wall_time",
+    -10: "not_enough_degrees_of_freedom",
+    -11: "invalid_problem_definition",
+    -12: "invalid_option",
+    -13: "invalid_number",
+    -100: "unrecoverable_exception",
+    -101: "nonipopt_exception",
+    -102: "insufficient_memory",
+    -199: "internal_error",
+}
+CONVERGED = (0, 1)
+LOG_FIELDS = ("alg_mod", "iteration", "objective", "inf_pr", "inf_du", "mu", "d_norm",
+              "regularization", "alpha_du", "alpha_pr", "ls_trials", "time")
+
+
+class MultipleShootingNLP:
+    """The NLP above, with the callbacks cyipopt expects.
+
+    With ``exact_hessian`` the Jacobian's (A, B) come from the second-order sensitivity
+    call that the Hessian needs at the same point (IPOPT asks for both at every iterate).
+
+    Attributes:
+        n, m: numbers of variables and constraints.
+        lb, ub (n,), cl, cu (m,): variable and constraint bounds.
+        log: per-iteration records of the ``intermediate`` callback (see ``LOG_FIELDS``).
+    """
+
+    def __init__(self, problem: Problem, exact_hessian: bool = True, callback=None) -> None:
+        self.problem, self.exact_hessian = problem, exact_hessian
+        self.nx, self.nu, self.N = problem.nx, problem.nu, problem.N
+        self.nw = self.nx + self.nu
+        self.nc, self.nh = problem.nc, problem.nh
+        self.n = self.N * self.nw + self.nx
+        self.m = self.N * self.nx + self.N * self.nc + self.nh
+        self._bounds()
+        self._jac_rows, self._jac_cols, self._n_identity = self._jacobian_pattern()
+        self._hess_rows, self._hess_cols = self._hessian_pattern()
+        self._cache_key, self._cache = None, {}
+        self.callback, self.nlp, self.log, self.t0 = callback, None, [], time.perf_counter()
+
+    # ------------------------------------------------------------------ layout
+    def pack(self, xs: np.ndarray, us: np.ndarray) -> np.ndarray:
+        """z (n,) from states xs (N+1, nx) and controls us (N, nu)."""
+        z = np.empty(self.n)
+        w = z[: self.N * self.nw].reshape(self.N, self.nw)
+        w[:, : self.nx], w[:, self.nx:] = xs[:-1], us
+        z[self.N * self.nw:] = xs[-1]
+        return z
+
+    def unpack(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """States xs (N+1, nx) and controls us (N, nu) of z (n,)."""
+        w = z[: self.N * self.nw].reshape(self.N, self.nw)
+        xs = np.empty((self.N + 1, self.nx))
+        xs[:-1], xs[-1] = w[:, : self.nx], z[self.N * self.nw:]
+        return xs, np.ascontiguousarray(w[:, self.nx:])
+
+    def _bounds(self) -> None:
+        p, N = self.problem, self.N
+        xs_lo = np.full((N + 1, self.nx), -INF)
+        xs_hi = np.full((N + 1, self.nx), INF)
+        xs_lo[0] = xs_hi[0] = p.x0
+        us_lo = np.broadcast_to(np.maximum(p.u_lower, -INF), (N, self.nu))
+        us_hi = np.broadcast_to(np.minimum(p.u_upper, INF), (N, self.nu))
+        self.lb, self.ub = self.pack(xs_lo, us_lo), self.pack(xs_hi, us_hi)
+        self.cl = np.zeros(self.m)
+        self.cu = np.zeros(self.m)
+        self.cu[N * self.nx: N * (self.nx + self.nc)] = INF
+
+    def _jacobian_pattern(self):
+        """Rows and columns of the blocks −A_k, −B_k, I, c_x(x_k), h_x (in this order).
+
+        Each block is listed row-major, as ``A.ravel()`` etc. lay out its values.
+        """
+        nx, nu, nw, nc, nh, N = self.nx, self.nu, self.nw, self.nc, self.nh, self.N
+        k = np.arange(N)[:, None, None]
+        defect_row = k * nx + np.arange(nx)[:, None]                       # (N, nx, 1)
+        path_row = N * nx + k * nc + np.arange(nc)[:, None]                # (N, nc, 1)
+        term_row = N * (nx + nc) + np.arange(nh)[:, None]                  # (nh, 1)
+        blocks = [
+            (defect_row, k * nw + np.arange(nx)),                          # −A_k  wrt x_k
+            (defect_row, k * nw + nx + np.arange(nu)),                     # −B_k  wrt u_k
+            (defect_row[:, :, 0], (k[:, :, 0] + 1) * nw + np.arange(nx)),  # +I    wrt x_{k+1}
+            (path_row, (k + 1) * nw + np.arange(nx)),                      # c_x(x_{k+1})
+            (term_row, N * nw + np.arange(nx)),                            # h_x(x_N)
+        ]
+        pairs = [np.broadcast_arrays(r, c) for r, c in blocks]
+        rows = np.concatenate([r.ravel() for r, _ in pairs]).astype(np.int32)
+        cols = np.concatenate([c.ravel() for _, c in pairs]).astype(np.int32)
+        return rows, cols, N * nx
+
+    def _hessian_pattern(self):
+        """Lower triangles of the N interval blocks (x_k, u_k)² and of the x_N block."""
+        nw, N = self.nw, self.N
+        self._tril_w, self._tril_x = np.tril_indices(nw), np.tril_indices(self.nx)
+        off = (np.arange(N) * nw)[:, None]
+        rows = np.concatenate([(off + self._tril_w[0]).ravel(), N * nw + self._tril_x[0]])
+        cols = np.concatenate([(off + self._tril_w[1]).ravel(), N * nw + self._tril_x[1]])
+        return rows.astype(np.int32), cols.astype(np.int32)
+
+    # ------------------------------------------------------ cached evaluations
+    def _get(self, z: np.ndarray, what: str):
+        """Problem evaluations at z, each computed once per point."""
+        if self._cache_key is None or not np.array_equal(z, self._cache_key):
+            self._cache_key, self._cache = z.copy(), {}
+        if what not in self._cache:
+            self._cache[what] = self._evaluate(z, what)
+        return self._cache[what]
+
+    def _evaluate(self, z: np.ndarray, what: str):
+        if what == "xu":
+            return self.unpack(z)
+        p, (xs, us) = self.problem, self._get(z, "xu")
+        evaluations = {
+            "step": lambda: p.step(xs[:-1], us),
+            "running_cost": lambda: p.running_cost_terms(xs[:-1], us),
+            "terminal_cost": lambda: p.terminal_cost_terms(xs[-1]),
+            "path_constraints": lambda: p.path_constraint_terms(xs[1:]),
+            "terminal_constraints": lambda: p.terminal_constraint_terms(xs[-1]),
+            # (A, B); with the exact Hessian, taken from the one second-order call
+            "first_order": lambda: (self._get(z, "second_order")[:2] if self.exact_hessian
+                                    else p.step_derivatives(xs[:-1], us)),
+            "second_order": lambda: p.step_derivatives(xs[:-1], us, second_order=True),
+        }
+        return evaluations[what]()
+
+    # ------------------------------------------------------- cyipopt callbacks
+    def objective(self, z: np.ndarray) -> float:
+        """Σ_k dt·ℓ(x_k, u_k) + ℓ_N(x_N)."""
+        return self.problem.cost(*self._get(z, "xu"))
+
+    def gradient(self, z: np.ndarray) -> np.ndarray:
+        """∇f (n,)."""
+        _, lx, lu = self._get(z, "running_cost")[:3]
+        g = np.empty(self.n)
+        w = g[: self.N * self.nw].reshape(self.N, self.nw)
+        w[:, : self.nx], w[:, self.nx:] = lx, lu
+        g[self.N * self.nw:] = self._get(z, "terminal_cost")[1]
+        return g
+
+    def constraints(self, z: np.ndarray) -> np.ndarray:
+        """[x_{k+1} − F(x_k, u_k)]_k, [c(x_k)]_{k=1..N}, h(x_N) stacked (m,)."""
+        xs, _ = self._get(z, "xu")
+        c, h = self._get(z, "path_constraints")[0], self._get(z, "terminal_constraints")[0]
+        return np.concatenate(((xs[1:] - self._get(z, "step")).ravel(), c.ravel(), h))
+
+    def jacobianstructure(self) -> tuple[np.ndarray, np.ndarray]:
+        return self._jac_rows, self._jac_cols
+
+    def jacobian(self, z: np.ndarray) -> np.ndarray:
+        """Values of the Jacobian in the order of ``jacobianstructure``."""
+        A, B = self._get(z, "first_order")
+        cx, hx = self._get(z, "path_constraints")[1], self._get(z, "terminal_constraints")[1]
+        return np.concatenate((-A.ravel(), -B.ravel(), np.ones(self._n_identity), cx.ravel(), hx.ravel()))
+
+    def hessianstructure(self) -> tuple[np.ndarray, np.ndarray]:
+        return self._hess_rows, self._hess_cols
+
+    def hessian(self, z: np.ndarray, lagrange: np.ndarray, obj_factor: float) -> np.ndarray:
+        """Lower triangle of ∇²L (see the module docstring), order of ``hessianstructure``."""
+        nx, N = self.nx, self.N
+        lam = lagrange[: N * nx].reshape(N, nx)
+        mu = lagrange[N * nx: N * (nx + self.nc)].reshape(N, self.nc)
+        nu_h = lagrange[N * (nx + self.nc):]
+        _, _, _, lxx, lux, luu = self._get(z, "running_cost")
+        _, _, Fxx, Fxu, Fuu = self._get(z, "second_order")
+        cxx = self._get(z, "path_constraints")[2]
+        W = np.empty((N, self.nw, self.nw))
+        W[:, :nx, :nx] = obj_factor * lxx - np.einsum("ki,kijl->kjl", lam, Fxx)
+        W[:, nx:, :nx] = obj_factor * lux - np.einsum("ki,kijl->klj", lam, Fxu)
+        W[:, :nx, nx:] = W[:, nx:, :nx].transpose(0, 2, 1)
+        W[:, nx:, nx:] = obj_factor * luu - np.einsum("ki,kijl->kjl", lam, Fuu)
+        Cxx = np.einsum("kr,krij->kij", mu, cxx)
+        W[1:, :nx, :nx] += Cxx[:-1]
+        WN = (obj_factor * self._get(z, "terminal_cost")[2] + Cxx[-1]
+              + np.einsum("r,rij->ij", nu_h, self._get(z, "terminal_constraints")[2]))
+        return np.concatenate((W[:, self._tril_w[0], self._tril_w[1]].ravel(),
+                               WN[self._tril_x[0], self._tril_x[1]]))
+
+    def intermediate(self, alg_mod, iter_count, obj_value, inf_pr, inf_du, mu, d_norm,
+                     regularization_size, alpha_du, alpha_pr, ls_trials) -> bool:
+        """Record one IPOPT iteration; a user callback returning False stops the solve."""
+        rec = dict(zip(LOG_FIELDS, (alg_mod, iter_count, obj_value, inf_pr, inf_du, mu, d_norm,
+                                    regularization_size, alpha_du, alpha_pr, ls_trials,
+                                    time.perf_counter() - self.t0)))
+        self.log.append(rec)
+        if self.callback is None:
+            return True
+        xs, us = self.unpack(self.nlp.get_current_iterate(scaled=False)["x"])
+        return self.callback(dict(rec, xs=xs, us=us)) is not False
+
+
+@contextmanager
+def _captured_stdout():
+    """Capture what C code writes to file descriptor 1 (IPOPT's option errors)."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    with tempfile.TemporaryFile(mode="w+") as tmp:
+        os.dup2(tmp.fileno(), 1)
+        out = []
+        try:
+            yield out
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+            tmp.seek(0)
+            out.append(tmp.read())
+
+
+def _add_options(nlp: cyipopt.Problem, options: dict) -> None:
+    """Set IPOPT options; an unknown name or a wrongly typed value raises ValueError."""
+    for name, value in options.items():
+        if isinstance(value, (bool, np.bool_)):
+            value = "yes" if value else "no"
+        elif isinstance(value, np.integer):
+            value = int(value)
+        elif isinstance(value, np.floating):
+            value = float(value)
+        with _captured_stdout() as out:
+            try:
+                nlp.add_option(name, value)
+                ok = True
+            except TypeError:
+                ok = False
+        if not ok:
+            why = " ".join(out[0].split()[:40]) if out and out[0].strip() else "rejected by IPOPT"
+            raise ValueError(f"ipopt option {name!r}={value!r}: {why}")
+
+
+def solve_ipopt(problem: Problem, hessian: str = "exact", max_iter: int = 500, tol: float = 1e-8,
+                print_level: int | None = None, verbose: bool = False, callback=None,
+                xs_init: np.ndarray | None = None, us_init: np.ndarray | None = None,
+                **ipopt_options) -> Result:
+    """Solve ``problem`` by direct multiple shooting with IPOPT.
+
+    Args:
+        problem: an ``optdyn.problem.Problem``.
+        hessian: "exact" (second-order RK4 tensors) or "lbfgs" (IPOPT's limited-memory
+            quasi-Newton, ``hessian_approximation=limited-memory``).
+        max_iter, tol: IPOPT's iteration cap and convergence tolerance.
+        print_level: IPOPT's console verbosity (0 = silent, the default unless ``verbose``
+            which selects 5).
+        callback: called once per iteration with a dict (the ``LOG_FIELDS`` and the
+            current ``xs``, ``us``); returning False stops the solve ("user_stop").
+        xs_init (N+1, nx), us_init (N, nu): initial guess (default: the problem's).
+        **ipopt_options: any further IPOPT option (e.g. ``max_cpu_time=10``,
+            ``mu_strategy="adaptive"``); unknown names raise ValueError.
+
+    Returns:
+        Result with solver="ipopt"; ``history`` has "cost", "violation" (inf_pr),
+        "gradient" (inf_du), "mu", "step" (alpha_pr), "time"; ``extra`` has
+        "status_code", "status_message", "log" (per-iteration dict of arrays),
+        "multipliers" ("defects" (N, nx), "path" (N, nc), "terminal" (nh,)) and
+        "nlp_size" (n, m).
+    """
+    if not isinstance(problem, Problem):
+        raise ValueError(f"problem: expected an optdyn.problem.Problem, got {type(problem).__name__}")
+    if hessian not in ("exact", "lbfgs"):
+        raise ValueError(f"hessian: expected 'exact' or 'lbfgs', got {hessian!r}")
+    if callback is not None and not callable(callback):
+        raise ValueError(f"callback: expected a callable or None, got {callback!r}")
+    xs0 = _guess(problem.xs_init if xs_init is None else xs_init, (problem.N + 1, problem.nx), "xs_init")
+    us0 = _guess(problem.us_init if us_init is None else us_init, (problem.N, problem.nu), "us_init")
+    t0 = time.perf_counter()
+    nlp = MultipleShootingNLP(problem, hessian == "exact", callback)
+    ipopt = cyipopt.Problem(n=nlp.n, m=nlp.m, problem_obj=nlp, lb=nlp.lb, ub=nlp.ub, cl=nlp.cl, cu=nlp.cu)
+    nlp.nlp = ipopt
+    options = {"sb": "yes", "print_level": (5 if verbose else 0) if print_level is None else print_level,
+               "max_iter": max_iter, "tol": tol}
+    if hessian == "lbfgs":
+        options["hessian_approximation"] = "limited-memory"
+    _add_options(ipopt, {**options, **ipopt_options})
+    nlp.t0 = time.perf_counter()
+    z, info = ipopt.solve(nlp.pack(xs0, us0))
+    wall = time.perf_counter() - t0
+    return _result(problem, nlp, z, info, hessian, wall)
+
+
+def _guess(a, shape: tuple[int, int], name: str) -> np.ndarray:
+    try:
+        a = np.array(a, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}: expected an array of shape {shape}") from None
+    if a.shape != shape or not np.all(np.isfinite(a)):
+        raise ValueError(f"{name}: expected finite values of shape {shape}, got shape {a.shape}")
+    return a
+
+
+def _result(problem, nlp: MultipleShootingNLP, z, info, hessian: str, wall: float) -> Result:
+    code = int(info["status"])
+    msg = info["status_msg"].decode() if isinstance(info["status_msg"], bytes) else str(info["status_msg"])
+    xs, us = nlp.unpack(z)
+    log = {f: np.array([r[f] for r in nlp.log]) for f in LOG_FIELDS}
+    lam = np.asarray(info["mult_g"])
+    N, nx, nc = nlp.N, nlp.nx, nlp.nc
+    return Result(
+        xs=xs, us=us, cost=float(problem.cost(xs, us)), converged=code in CONVERGED,
+        iterations=int(log["iteration"][-1]) if nlp.log else 0,
+        status=IPOPT_STATUS.get(code, f"ipopt_status_{code}"), message=msg,
+        history={"cost": log["objective"], "violation": log["inf_pr"], "gradient": log["inf_du"],
+                 "mu": log["mu"], "step": log["alpha_pr"], "time": log["time"]},
+        solver="ipopt", problem=getattr(problem, "name", ""), params=dict(getattr(problem, "params", {})),
+        wall_time=wall, gains=None,
+        extra={"status_code": code, "status_message": msg, "log": log, "hessian": hessian,
+               "nlp_size": (nlp.n, nlp.m),
+               "multipliers": {"defects": lam[: N * nx].reshape(N, nx),
+                               "path": lam[N * nx: N * (nx + nc)].reshape(N, nc),
+                               "terminal": lam[N * (nx + nc):]}},
+    )

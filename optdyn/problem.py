@@ -1,0 +1,256 @@
+"""The discrete-time optimal-control problem every solver sees (DDP, iLQR, IPOPT).
+
+State x = [q; v] (nx = 2·nv), control u = τ (nu = nv), N intervals of length ``dt``;
+interval k maps x_k to x_{k+1} = F(x_k, u_k) by ``substeps`` explicit RK4 (or Euler)
+steps of dt/substeps with u_k held constant (:mod:`optdyn.integrators`). The problem is
+
+    minimise   Σ_{k<N} dt·ℓ(x_k, u_k) + ℓ_N(x_N)
+    subject to x_0 = x0,  x_{k+1} = F(x_k, u_k),
+               u_lower ≤ u_k ≤ u_upper,
+               c(x_k) ≥ 0     at nodes k = 1..N   (path constraints),
+               h(x_N) = 0                          (terminal constraints).
+
+Every evaluation method is vectorised over knots (leading axis K) and computed in
+compiled code; second-order tensors follow ``T[k, i, j, l] = ∂²f_i/∂y_j∂z_l``.
+
+Writing one from a script::
+
+    prob = Problem(model, x0, N=50, dt=0.02,
+                   running_cost=StateCost(1e-2, x_ref) + ControlCost(1e-3),
+                   terminal_cost=StateCost(1e3, x_goal))
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from dynamics.model import Model
+
+from . import integrators
+from .constraints import Constraint, stack_constraints
+from .costs import Cost
+
+
+def _array(x, shape: tuple[int, ...], name: str, finite: bool = True) -> np.ndarray:
+    """``x`` as a float64 array of ``shape`` (ValueError naming ``name`` otherwise)."""
+    try:
+        a = np.array(x, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}: expected real numbers of shape {shape}, got {x!r}") from None
+    if a.shape != shape:
+        raise ValueError(f"{name}: expected shape {shape}, got shape {a.shape}")
+    if finite and not np.all(np.isfinite(a)):
+        raise ValueError(f"{name}: expected finite values, got NaN or inf")
+    if not finite and np.any(np.isnan(a)):
+        raise ValueError(f"{name}: expected numbers or ±inf, got NaN")
+    return a
+
+
+def _positive_int(n, name: str) -> int:
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"{name}: expected an integer ≥ 1, got {n!r}")
+    return int(n)
+
+
+class Problem:
+    """Optimal-control problem of a robot: dynamics, horizon, costs, constraints.
+
+    Args:
+        model: the robot (:class:`dynamics.Model`); x = [q; v], u = τ.
+        x0: initial state (nx,).
+        N: number of intervals (≥ 1); dt: interval length, s (> 0).
+        running_cost: :class:`~optdyn.costs.Cost` ℓ(x, u) (integrated: weighted by dt).
+        terminal_cost: :class:`~optdyn.costs.Cost` ℓ_N(x) (its control part is ignored).
+        substeps: integrator steps per interval (control held); integrator: "rk4" | "euler".
+        u_lower, u_upper: control bounds (nu,), ±inf allowed (default: unbounded).
+        path_constraints: constraints c(x) ≥ 0 imposed at nodes 1..N.
+        terminal_constraints: constraints h(x_N) = 0.
+        xs_init (N+1, nx), us_init (N, nu): initial guess (default: x0 repeated, zero u).
+        name: problem name; params: construction parameters (recorded in results).
+    """
+
+    def __init__(self, model: Model, x0, N: int, dt: float, running_cost: Cost | None = None,
+                 terminal_cost: Cost | None = None, *, substeps: int = 1, integrator: str = "rk4",
+                 u_lower=None, u_upper=None, path_constraints: Sequence[Constraint] = (),
+                 terminal_constraints: Sequence[Constraint] = (), xs_init=None, us_init=None,
+                 name: str = "custom", params: dict | None = None) -> None:
+        if not isinstance(model, Model):
+            raise ValueError(f"model: expected a dynamics.Model, got {type(model).__name__}")
+        self.model = model
+        nx, nu = 2 * model.nv, model.nv
+        self.x0 = _array(x0, (nx,), "x0")
+        self.N = _positive_int(N, "N")
+        if isinstance(dt, bool) or not (isinstance(dt, (int, float, np.integer, np.floating))
+                                        and np.isfinite(dt) and dt > 0):
+            raise ValueError(f"dt: expected a finite interval length > 0 s, got {dt!r}")
+        self.dt = float(dt)
+        self.substeps = _positive_int(substeps, "substeps")
+        if integrator not in integrators.METHODS:
+            raise ValueError(f"integrator: expected one of {sorted(integrators.METHODS)}, got {integrator!r}")
+        self.integrator = integrator
+        for cost, arg in ((running_cost, "running_cost"), (terminal_cost, "terminal_cost")):
+            if cost is not None and not isinstance(cost, Cost):
+                raise ValueError(f"{arg}: expected an optdyn.costs.Cost or None, got {type(cost).__name__}")
+            if cost is not None:
+                cost.check_dims(nx, nu, arg)
+        self.running_cost, self.terminal_cost = running_cost, terminal_cost
+        self.u_lower = _array(np.full(nu, -np.inf) if u_lower is None else u_lower, (nu,), "u_lower", False)
+        self.u_upper = _array(np.full(nu, np.inf) if u_upper is None else u_upper, (nu,), "u_upper", False)
+        if np.any(self.u_lower > self.u_upper):
+            raise ValueError(f"u_lower: expected u_lower ≤ u_upper elementwise, got {self.u_lower} > {self.u_upper}")
+        self.path_constraints = tuple(path_constraints)
+        self.terminal_constraints = tuple(terminal_constraints)
+        for cons, arg in ((self.path_constraints, "path_constraints"),
+                          (self.terminal_constraints, "terminal_constraints")):
+            for c in cons:
+                if not isinstance(c, Constraint):
+                    raise ValueError(f"{arg}: expected optdyn.constraints.Constraint objects, got {type(c).__name__}")
+                c.check_dims(nx, arg)
+        self.xs_init = (np.tile(self.x0, (self.N + 1, 1)) if xs_init is None
+                        else _array(xs_init, (self.N + 1, nx), "xs_init"))
+        self.us_init = (np.zeros((self.N, nu)) if us_init is None
+                        else _array(us_init, (self.N, nu), "us_init"))
+        if not isinstance(name, str):
+            raise ValueError(f"name: expected a string, got {name!r}")
+        self.name = name
+        self.params = dict(params or {})
+        self._params = integrators.robot_params(model)
+        self._tableau = integrators.METHODS[integrator]
+
+    # ---- sizes ---------------------------------------------------------------------
+    @property
+    def nx(self) -> int:
+        """State dimension 2·nv."""
+        return 2 * self.model.nv
+
+    @property
+    def nu(self) -> int:
+        """Control dimension nv."""
+        return self.model.nv
+
+    @property
+    def T(self) -> float:
+        """Horizon N·dt, s."""
+        return self.N * self.dt
+
+    @property
+    def nc(self) -> int:
+        """Number of path inequalities per node."""
+        return sum(c.size for c in self.path_constraints)
+
+    @property
+    def nh(self) -> int:
+        """Number of terminal equalities."""
+        return sum(c.size for c in self.terminal_constraints)
+
+    # ---- dynamics ------------------------------------------------------------------
+    @property
+    def integration(self) -> tuple:
+        """(params, a, b, dt, substeps): arguments of the compiled kernels of
+        :mod:`optdyn.integrators`, for solvers that integrate inside compiled code."""
+        a, b = self._tableau
+        return self._params, a, b, self.dt, self.substeps
+
+    def _xu(self, xs, us) -> tuple[np.ndarray, np.ndarray]:
+        xs, us = np.asarray(xs, dtype=float), np.asarray(us, dtype=float)
+        if xs.ndim != 2 or xs.shape[1] != self.nx:
+            raise ValueError(f"xs: expected shape (K, {self.nx}), got shape {xs.shape}")
+        if us.shape != (xs.shape[0], self.nu):
+            raise ValueError(f"us: expected shape ({xs.shape[0]}, {self.nu}), got shape {us.shape}")
+        return np.ascontiguousarray(xs), np.ascontiguousarray(us)
+
+    def step(self, xs, us) -> np.ndarray:
+        """x⁺ (K, nx) of one interval (``substeps`` integrator steps) from each (x_k, u_k)."""
+        xs, us = self._xu(xs, us)
+        a, b = self._tableau
+        return integrators.step_batch(self._params, a, b, xs, us,
+                                      self.dt, self.substeps)
+
+    def step_derivatives(self, xs, us, second_order: bool = False) -> tuple[np.ndarray, ...]:
+        """Exact sensitivities of one interval at each knot.
+
+        Returns (A (K,nx,nx), B (K,nx,nu)), and with ``second_order`` also
+        Fxx (K,nx,nx,nx), Fxu (K,nx,nx,nu), Fuu (K,nx,nu,nu), F[k,i,j,l] = ∂²x⁺_i/∂y_j∂z_l.
+        """
+        xs, us = self._xu(xs, us)
+        a, b = self._tableau
+        _, Fz, Fzz = integrators.step_derivatives_batch(
+            self._params, a, b, xs, us, self.dt, self.substeps,
+            2 if second_order else 1)
+        nx = self.nx
+        A, B = Fz[:, :, :nx], Fz[:, :, nx:]
+        if not second_order:
+            return np.ascontiguousarray(A), np.ascontiguousarray(B)
+        return (np.ascontiguousarray(A), np.ascontiguousarray(B), np.ascontiguousarray(Fzz[:, :, :nx, :nx]),
+                np.ascontiguousarray(Fzz[:, :, :nx, nx:]), np.ascontiguousarray(Fzz[:, :, nx:, nx:]))
+
+    def rollout(self, us, x0=None) -> np.ndarray:
+        """States xs (N+1, nx) from x0 (default ``self.x0``) under controls us (N, nu).
+
+        A diverging rollout yields NaN/inf rows (the caller decides; solvers reject them).
+        """
+        us = _array(us, (self.N, self.nu), "us")
+        x0 = self.x0 if x0 is None else _array(x0, (self.nx,), "x0")
+        a, b = self._tableau
+        return integrators.rollout(self._params, a, b, x0, us,
+                                   self.dt, self.substeps)
+
+    # ---- costs ---------------------------------------------------------------------
+    def running_cost_terms(self, xs, us) -> tuple[np.ndarray, ...]:
+        """dt·ℓ and its derivatives at each knot.
+
+        Returns (l (K,), lx (K,nx), lu (K,nu), lxx (K,nx,nx), lux (K,nu,nx), luu (K,nu,nu)).
+        """
+        xs, us = self._xu(xs, us)
+        K = xs.shape[0]
+        if self.running_cost is None:
+            nx, nu = self.nx, self.nu
+            return (np.zeros(K), np.zeros((K, nx)), np.zeros((K, nu)), np.zeros((K, nx, nx)),
+                    np.zeros((K, nu, nx)), np.zeros((K, nu, nu)))
+        return tuple(self.dt * t for t in self.running_cost.evaluate(xs, us))
+
+    def terminal_cost_terms(self, x) -> tuple[float, np.ndarray, np.ndarray]:
+        """ℓ_N(x) and its gradient (nx,) and Hessian (nx, nx)."""
+        x = _array(x, (self.nx,), "x", finite=False)
+        if self.terminal_cost is None:
+            return 0.0, np.zeros(self.nx), np.zeros((self.nx, self.nx))
+        l, lx, _, lxx, _, _ = self.terminal_cost.evaluate(x[None], np.zeros((1, self.nu)))
+        return float(l[0]), lx[0], lxx[0]
+
+    def cost(self, xs, us) -> float:
+        """Objective Σ_k dt·ℓ(x_k, u_k) + ℓ_N(x_N) of a trajectory (xs (N+1,nx), us (N,nu))."""
+        xs = _array(xs, (self.N + 1, self.nx), "xs", finite=False)
+        us = _array(us, (self.N, self.nu), "us", finite=False)
+        total = self.terminal_cost_terms(xs[-1])[0]
+        if self.running_cost is not None:
+            total += self.dt * float(np.sum(self.running_cost.value(xs[:-1], us)))
+        return float(total)
+
+    # ---- constraints ---------------------------------------------------------------
+    def path_constraint_terms(self, xs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """c (K,nc) ≥ 0, cx (K,nc,nx), cxx (K,nc,nx,nx) at each state of xs (K, nx)."""
+        xs = np.ascontiguousarray(np.asarray(xs, dtype=float))
+        if xs.ndim != 2 or xs.shape[1] != self.nx:
+            raise ValueError(f"xs: expected shape (K, {self.nx}), got shape {xs.shape}")
+        return stack_constraints(self.path_constraints, xs, self.nx)
+
+    def terminal_constraint_terms(self, x) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """h (nh,) = 0, hx (nh,nx), hxx (nh,nx,nx) at the final state x (nx,)."""
+        x = _array(x, (self.nx,), "x", finite=False)
+        h, hx, hxx = stack_constraints(self.terminal_constraints, x[None], self.nx)
+        return h[0], hx[0], hxx[0]
+
+    def violation(self, xs, us) -> float:
+        """Largest violation of bounds, path inequalities (nodes 1..N) and terminal equalities."""
+        xs, us = np.asarray(xs, dtype=float), np.asarray(us, dtype=float)
+        v = max(0.0, float(np.max(self.u_lower - us, initial=0.0)), float(np.max(us - self.u_upper, initial=0.0)))
+        if self.path_constraints:
+            v = max(v, float(np.max(-self.path_constraint_terms(xs[1:])[0], initial=0.0)))
+        if self.terminal_constraints:
+            v = max(v, float(np.max(np.abs(self.terminal_constraint_terms(xs[-1])[0]), initial=0.0)))
+        return v
+
+    def __repr__(self) -> str:
+        return (f"Problem({self.name!r}, model={self.model.name!r}, N={self.N}, dt={self.dt}, "
+                f"substeps={self.substeps}, integrator={self.integrator!r}, nc={self.nc}, nh={self.nh})")

@@ -1,0 +1,77 @@
+"""One entry point for every solver: ``solve(problem, solver="ddp"|"ilqr"|"ipopt")``.
+
+DDP and iLQR (:mod:`optdyn.ddp`) handle control bounds in their box-QP backward pass and,
+when the problem has path or terminal constraints, run inside the augmented-Lagrangian
+outer loop (:mod:`optdyn.augmented_lagrangian`), so all three solvers solve the same
+constrained discrete-time problem. IPOPT (:mod:`optdyn.ipopt`, direct multiple shooting)
+is imported only when asked for.
+"""
+from __future__ import annotations
+
+from dataclasses import fields
+
+import numpy as np
+
+from .augmented_lagrangian import solve_al
+from .ddp import Options, solve_ddp
+from .problem import Problem
+from .result import Result
+
+SOLVERS = ("ddp", "ilqr", "ipopt")
+AL_OPTIONS = ("constraint_tol", "rho_init", "rho_factor", "rho_max", "decrease", "max_outer")
+DDP_OPTIONS = tuple(f.name for f in fields(Options)) + ("xs_init", "us_init") + AL_OPTIONS
+
+
+def _check_ddp_options(problem: Problem, options: dict) -> None:
+    unknown = sorted(set(options) - set(DDP_OPTIONS))
+    if unknown:
+        raise ValueError(f"options: unknown option(s) {', '.join(unknown)} for DDP/iLQR; "
+                         f"known: {', '.join(DDP_OPTIONS)}")
+    for name in ("max_iter", "max_outer"):
+        n = options.get(name, 1)
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+            raise ValueError(f"{name}: expected an integer ≥ 0, got {n!r}")
+    for name in ("tol", "gtol", "constraint_tol", "rho_init", "rho_max", "mu_max", "delta0", "rho_factor"):
+        if name in options and not (np.isfinite(options[name]) and options[name] > 0):
+            raise ValueError(f"{name}: expected a finite number > 0, got {options[name]!r}")
+    cb = options.get("callback")
+    if cb is not None and not callable(cb):
+        raise ValueError(f"callback: expected a callable taking a dict, or None, got {cb!r}")
+    for name, shape in (("us_init", (problem.N, problem.nu)), ("xs_init", (problem.N + 1, problem.nx))):
+        if options.get(name) is not None:
+            a = np.asarray(options[name], dtype=float)
+            if a.shape != shape or not np.all(np.isfinite(a)):
+                raise ValueError(f"{name}: expected finite values of shape {shape}, got shape {a.shape}")
+
+
+def solve(problem: Problem, solver: str = "ddp", **options) -> Result:
+    """Solve ``problem`` with ``solver`` ("ddp", "ilqr" or "ipopt").
+
+    Common options: ``max_iter``, ``tol``, ``us_init``/``xs_init`` (warm start),
+    ``verbose``, ``callback`` (called with a dict once per iteration; returning False
+    stops the solve). DDP/iLQR are single-shooting methods: their states are always the
+    rollout of ``us_init`` from x0, so they check ``xs_init`` but do not use it (warm
+    start them with the previous result's ``us``).
+    DDP/iLQR accept the fields of :class:`optdyn.ddp.Options` and the augmented-Lagrangian
+    settings ``constraint_tol`` (1e-6), ``rho_init``, ``rho_factor``, ``rho_max``,
+    ``decrease``, ``max_outer``; IPOPT accepts ``hessian`` ("exact"|"lbfgs") and IPOPT
+    options (:func:`optdyn.ipopt.solve_ipopt`). Unknown solvers or options raise ValueError.
+    """
+    if not isinstance(problem, Problem):
+        raise ValueError(f"problem: expected an optdyn.problem.Problem, got {type(problem).__name__}")
+    if solver not in SOLVERS:
+        raise ValueError(f"solver: expected one of {', '.join(SOLVERS)}, got {solver!r}")
+    if solver == "ipopt":
+        if isinstance(options.get("max_iter", 0), (int, np.integer)) and options.get("max_iter", 0) < 0:
+            raise ValueError(f"max_iter: expected an integer ≥ 0, got {options['max_iter']!r}")
+        from .ipopt import solve_ipopt
+        return solve_ipopt(problem, **options)
+    _check_ddp_options(problem, options)
+    options.pop("xs_init", None)
+    second_order = solver == "ddp"
+    if problem.nc or problem.nh:
+        return solve_al(problem, second_order, **options)
+    al = sorted(set(options) & set(AL_OPTIONS))
+    for name in al:
+        options.pop(name)
+    return solve_ddp(problem, second_order, **options)

@@ -1,0 +1,442 @@
+"""Watch a trajectory in the browser: meshcat scenes, live viewer and offline HTML.
+
+A :class:`Scene` is built from any :class:`dynamics.Model` and records meshcat commands
+(``set_object``, ``set_transform``, ``set_property``, ``set_animation``) instead of
+sending them anywhere, so the same scene can be
+
+* served live on 127.0.0.1 by a meshcat server (:func:`view`), or
+* written as one self-contained HTML file (meshcat's bundled ``main.min.js`` plus the
+  msgpack-encoded commands, base64 in the page) that replays offline (:func:`save_html`).
+
+Scene tree (meshcat paths)::
+
+    /meshcat/robot/<body>            one node per moving body (and the base), animated
+    /meshcat/robot/<body>/visual_k   URDF visuals, or capsules when a body has none
+    /meshcat/robot/<body>/point_k    collision points;  .../triad_<frame>  frame triads
+    /meshcat/obstacles/obstacle_k    spheres, semi-transparent red
+    /meshcat/path                    end-effector path (line)
+
+A body node carries the world pose ⁰T_i of joint frame i (``forward_kinematics``); its
+children are fixed in that frame, so a URDF visual on link frame f sits at
+``f.placement @ visual.placement``. Meshcat cylinders are along y, URDF cylinders along z:
+cylinders get a +90° rotation about x. The trajectory is resampled at ``fps`` frames per
+second in real time (node k at t = k·dt) by cubic Hermite interpolation of (q, v).
+"""
+from __future__ import annotations
+
+import atexit
+import base64
+import contextlib
+import os
+import select
+import subprocess
+import sys
+from importlib import resources
+
+import meshcat
+import meshcat.geometry as mg
+import numpy as np
+import umsgpack
+from meshcat.animation import Animation
+from scipy.interpolate import CubicHermiteSpline
+
+from dynamics.kinematics import forward_kinematics
+from dynamics.model import Geometry, Model
+
+from .result import Result
+
+FPS = 30
+CAPSULE_RADIUS = 0.04
+CAPSULE_RGBA = (0.95, 0.55, 0.15, 1.0)
+DEFAULT_RGBA = (0.7, 0.7, 0.7, 1.0)
+OBSTACLE_RGBA = (0.9, 0.1, 0.1, 0.5)
+POINT_RGBA = (1.0, 0.85, 0.1, 1.0)
+PATH_RGBA = (0.1, 0.6, 0.2, 1.0)
+BACKGROUND = ([0.98, 0.98, 0.98], [0.80, 0.82, 0.86])  # top, bottom; RGB in [0, 1]
+MESH_FORMATS = {".stl": "stl", ".obj": "obj", ".dae": "dae"}
+_Y_TO_Z = np.array([[1.0, 0, 0, 0], [0, 0, -1, 0], [0, 1, 0, 0], [0, 0, 0, 1]])  # Rx(+90°)
+
+
+class _Recorder:
+    """A meshcat "window" that keeps the commands instead of sending them to a server."""
+
+    def __init__(self) -> None:
+        self.commands: list = []
+
+    def send(self, command) -> None:
+        self.commands.append(command)
+
+
+def _color(rgba) -> tuple[int, float]:
+    """meshcat colour int 0xRRGGBB and opacity from an (r, g, b, a) tuple in [0, 1]."""
+    r, g, b, a = (float(c) for c in rgba)
+    return (int(round(255 * r)) << 16) | (int(round(255 * g)) << 8) | int(round(255 * b)), a
+
+
+def _material(rgba) -> mg.MeshLambertMaterial:
+    color, opacity = _color(rgba)
+    return mg.MeshLambertMaterial(color=color, opacity=opacity)
+
+
+def _translation(p) -> np.ndarray:
+    T = np.eye(4)
+    T[:3, 3] = p
+    return T
+
+
+def _segment_pose(d: np.ndarray) -> np.ndarray:
+    """Pose (4, 4) of a meshcat cylinder (axis y) spanning the segment 0 → d."""
+    y = d / np.linalg.norm(d)
+    helper = np.eye(3)[np.argmin(np.abs(y))]
+    x = np.cross(helper, y)
+    x /= np.linalg.norm(x)
+    T = _translation(d / 2)
+    T[:3, :3] = np.column_stack([x, y, np.cross(x, y)])
+    return T
+
+
+def _shape(g: Geometry) -> tuple[mg.Geometry, np.ndarray] | None:
+    """meshcat geometry and its pose in the URDF shape frame; None if not drawable."""
+    if g.kind == "box":
+        return mg.Box(list(g.size)), np.eye(4)
+    if g.kind == "sphere":
+        return mg.Sphere(g.size[0]), np.eye(4)
+    if g.kind == "cylinder":
+        return mg.Cylinder(g.size[1], g.size[0]), _Y_TO_Z
+    fmt = MESH_FORMATS.get(os.path.splitext(g.filename)[1].lower())
+    if g.kind != "mesh" or fmt is None or not os.path.isfile(g.filename):
+        return None
+    loader = {"stl": mg.StlMeshGeometry, "obj": mg.ObjMeshGeometry, "dae": mg.DaeMeshGeometry}[fmt]
+    return loader.from_file(g.filename), np.diag([*g.scale, 1.0])
+
+
+def resample(xs: np.ndarray, dt: float, nq: int, fps: float = FPS) -> tuple[np.ndarray, np.ndarray]:
+    """Configurations at ``fps`` frames per second along a trajectory.
+
+    Args:
+        xs: node states (N+1, nx); q = xs[:, :nq], and v = xs[:, nq:2nq] if present.
+        dt: time between nodes, s.
+    Returns:
+        times (F,) from 0 to N·dt (last frame exactly at the end) and qs (F, nq):
+        cubic Hermite interpolation of (q, v) (linear in q if xs holds no velocities).
+    """
+    xs = np.asarray(xs, dtype=float)
+    if xs.ndim != 2 or xs.shape[1] < nq or xs.shape[0] < 1 or not np.all(np.isfinite(xs)):
+        raise ValueError(f"xs: expected finite states of shape (N+1, ≥{nq}), got shape {xs.shape}")
+    if not (np.isfinite(dt) and dt > 0) or not (np.isfinite(fps) and fps > 0):
+        raise ValueError(f"dt, fps: expected positive numbers, got dt={dt!r}, fps={fps!r}")
+    if xs.shape[0] == 1:
+        return np.zeros(1), xs[:, :nq].copy()
+    T = dt * (xs.shape[0] - 1)
+    times = np.arange(int(np.floor(T * fps + 1e-9)) + 1) / fps
+    if times[-1] < T - 1e-9:
+        times = np.append(times, T)
+    nodes = dt * np.arange(xs.shape[0])
+    if xs.shape[1] >= 2 * nq:
+        return times, CubicHermiteSpline(nodes, xs[:, :nq], xs[:, nq:2 * nq])(times)
+    return times, np.column_stack([np.interp(times, nodes, xs[:, j]) for j in range(nq)])
+
+
+def body_poses(model: Model, q: np.ndarray) -> np.ndarray:
+    """World poses (n, 4, 4) of the joint frames of all bodies at configuration q (nq,)."""
+    n = model.nv
+    R, p, S = np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((n, 6))
+    forward_kinematics(model.topology, model.joint_placement, model.axis, np.ascontiguousarray(q, float), R, p, S)
+    T = np.zeros((n, 4, 4))
+    T[:, :3, :3], T[:, :3, 3], T[:, 3, 3] = R, p, 1.0
+    return T
+
+
+class Scene:
+    """A meshcat scene of one robot, recorded as commands (see the module docstring).
+
+    Args:
+        model: the robot.
+        capsule_radius: radius of the capsules drawn for bodies without visuals, m.
+    """
+
+    def __init__(self, model: Model, capsule_radius: float = CAPSULE_RADIUS) -> None:
+        self.model = model
+        self.capsule_radius = float(capsule_radius)
+        self._recorder = _Recorder()
+        self.vis = meshcat.Visualizer(window=self._recorder)
+        base = next((f.name for f in model.frames if f.body < 0), "base")
+        self.body_paths = {-1: f"robot/{base}", **{i: f"robot/{b}" for i, b in enumerate(model.body_names)}}
+        self.objects: dict[str, str] = {}
+        self._seen: list[np.ndarray] = [np.zeros((1, 3))]  # points the camera must see
+        self.vis["/Background"].set_property("top_color", BACKGROUND[0])
+        self.vis["/Background"].set_property("bottom_color", BACKGROUND[1])
+        self.vis["/Grid"].set_property("visible", False)  # meshcat's grid is not drawn as a floor here
+        self._add_robot()
+
+    @property
+    def commands(self) -> list:
+        """Recorded meshcat command objects, in order (each has ``lower()``)."""
+        return self._recorder.commands
+
+    def _add(self, path: str, geometry, material, pose: np.ndarray, kind: str) -> None:
+        self.vis[path].set_object(geometry, material)
+        self.vis[path].set_transform(pose)
+        self.objects[path] = kind
+
+    def _add_robot(self) -> None:
+        """URDF visuals, capsules for bodies without any; robot posed at q = 0."""
+        drawn = set()
+        for k, g in enumerate(self.model.visuals):
+            shape = _shape(g)
+            if shape is None:
+                continue
+            frame = self.model.frame(g.frame)
+            rgba = g.rgba if g.rgba is not None else DEFAULT_RGBA
+            path = f"{self.body_paths[frame.body]}/visual_{k}"
+            self._add(path, shape[0], _material(rgba), frame.placement @ g.placement @ shape[1], g.kind)
+            drawn.add(frame.body)
+        for body in range(-1, self.model.nv):
+            if body not in drawn:
+                self._add_capsules(body)
+        self.pose(np.zeros(self.model.nq))
+
+    def _add_capsules(self, body: int) -> None:
+        """Capsules from the body's joint origin to its children's joints and frames."""
+        parent = self.model.topology[:, 0]
+        ends = [self.model.joint_placement[c][:3, 3] for c in np.flatnonzero(parent == body)]
+        ends += [f.placement[:3, 3] for f in self.model.frames if f.body == body]
+        ends = [d for d in ends if np.linalg.norm(d) > 1e-6]
+        if body < 0 and not ends:
+            return
+        material, r, root = _material(CAPSULE_RGBA), self.capsule_radius, self.body_paths[body]
+        self._add(f"{root}/capsule_joint", mg.Sphere(r), material, np.eye(4), "capsule")
+        for k, d in enumerate(ends):
+            self._add(f"{root}/capsule_{k}", mg.Cylinder(float(np.linalg.norm(d)), r), material,
+                      _segment_pose(d), "capsule")
+            self._add(f"{root}/capsule_{k}_end", mg.Sphere(r), material, _translation(d), "capsule")
+
+    def pose(self, q) -> None:
+        """Set every body node to its world pose at configuration q (nq,)."""
+        q = np.asarray(q, dtype=float)
+        if q.shape != (self.model.nq,) or not np.all(np.isfinite(q)):
+            raise ValueError(f"q: expected {self.model.nq} finite numbers, got shape {q.shape}")
+        for i, T in enumerate(body_poses(self.model, q)):
+            self.vis[self.body_paths[i]].set_transform(T)
+        self._seen.append(np.array([T[:3, 3] for T in body_poses(self.model, q)]))
+
+    def add_obstacles(self, obstacles) -> None:
+        """Spheres ``[(center (3,), radius), ...]``, semi-transparent red."""
+        for k, (center, radius) in enumerate(obstacles):
+            center, radius = np.asarray(center, dtype=float), float(radius)
+            if center.shape != (3,) or not np.all(np.isfinite(center)) or not radius > 0:
+                raise ValueError(f"obstacles[{k}]: expected (center (3,), radius > 0), got ({center}, {radius})")
+            self._add(f"obstacles/obstacle_{k}", mg.Sphere(radius), _material(OBSTACLE_RGBA),
+                      _translation(center), "obstacle")
+            self._seen.append(center + radius * np.vstack([np.eye(3), -np.eye(3)]))
+
+    def add_collision_points(self, points, radius: float = 0.015) -> None:
+        """Small spheres at ``[(frame_name, offset (3,) in that frame), ...]``."""
+        for k, (name, offset) in enumerate(points):
+            frame = self.model.frame(name)
+            pose = frame.placement @ _translation(np.asarray(offset, dtype=float).reshape(3))
+            self._add(f"{self.body_paths[frame.body]}/point_{k}", mg.Sphere(radius), _material(POINT_RGBA),
+                      pose, "point")
+
+    def add_triads(self, frames, scale: float = 0.1) -> None:
+        """Red/green/blue axes (x/y/z) at each named frame."""
+        for name in frames:
+            frame = self.model.frame(name)
+            self.vis[f"{self.body_paths[frame.body]}/triad_{name}"].set_object(mg.triad(scale))
+            self.vis[f"{self.body_paths[frame.body]}/triad_{name}"].set_transform(frame.placement)
+            self.objects[f"{self.body_paths[frame.body]}/triad_{name}"] = "triad"
+
+    def add_path(self, points: np.ndarray) -> None:
+        """Polyline through ``points`` (K, 3), e.g. the end-effector path."""
+        points = np.asarray(points, dtype=float)
+        if points.ndim != 2 or points.shape[1] != 3 or points.shape[0] < 2:
+            raise ValueError(f"points: expected shape (K ≥ 2, 3), got shape {points.shape}")
+        color, _ = _color(PATH_RGBA)
+        line = mg.Line(mg.PointsGeometry(points.T.astype(np.float32)), mg.LineBasicMaterial(color=color, linewidth=3))
+        self.vis["path"].set_object(line)
+        self.objects["path"] = "path"
+        self._seen.append(points)
+
+    def animate(self, times: np.ndarray, qs: np.ndarray, fps: float = FPS) -> None:
+        """Play configurations qs (F, nq) at ``times`` (F,), s; the scene starts at qs[0]."""
+        animation = Animation(default_framerate=fps)
+        for t, q in zip(times, qs):
+            frame = animation.at_frame(self.vis, float(t * fps))
+            for i, T in enumerate(body_poses(self.model, q)):
+                frame[self.body_paths[i]].set_transform(T)
+        self.pose(qs[0])
+        self.vis.set_animation(animation, play=True, repetitions=1)
+
+    def set_camera(self, direction=(1.0, -1.2, 0.8)) -> None:
+        """Place the default camera along ``direction`` (world) from the origin.
+
+        The viewer's camera always looks at the world origin, so it backs off until every
+        point added so far lies within 36° of the view axis (the field of view is 75°).
+        """
+        reach = max(0.25, float(np.max(np.linalg.norm(np.vstack(self._seen), axis=1))))
+        d = np.asarray(direction, dtype=float)
+        x, y, z = 1.4 * reach * d / np.linalg.norm(d)
+        # the camera lives in a frame rotated +90° about x (three.js is y-up)
+        self.vis["/Cameras/default/rotated/<object>"].set_property("position", [x, z, -y])
+
+    def html(self, title: str = "optdyn") -> str:
+        """Self-contained HTML page replaying the recorded scene offline."""
+        js = resources.files("meshcat").joinpath("viewer/dist/main.min.js").read_text(encoding="utf-8")
+        blobs = ",\n".join(f'"{base64.b64encode(umsgpack.packb(c.lower())).decode("ascii")}"' for c in self.commands)
+        title = title.replace("&", "&amp;").replace("<", "&lt;")
+        return _PAGE.format(title=title, mainminjs=js, commands=blobs)
+
+    def send_to(self, vis: meshcat.Visualizer) -> None:
+        """Replay the recorded commands into a live meshcat visualizer."""
+        for command in self.commands:
+            vis.window.send(command)
+
+
+_PAGE = """<!DOCTYPE html>
+<html>
+<head><meta charset="utf-8"><title>{title}</title>
+<style>body {{ margin: 0; }} #meshcat-pane {{ width: 100vw; height: 100vh; overflow: hidden; }}</style>
+</head>
+<body>
+<div id="meshcat-pane"></div>
+<script>
+{mainminjs}
+</script>
+<script>
+var viewer = new MeshCat.Viewer(document.getElementById("meshcat-pane"));
+var commands = [
+{commands}
+];
+for (const blob of commands) {{
+    const bytes = atob(blob);
+    const data = new Uint8Array(bytes.length);
+    for (let i = 0; i < bytes.length; i++) data[i] = bytes.charCodeAt(i);
+    viewer.handle_command_bytearray(data);
+}}
+</script>
+</body>
+</html>
+"""
+
+
+def _problem_of(result: Result):
+    """The problem ``result`` solved, rebuilt from its name and parameters.
+
+    The only place where :mod:`optdyn` reaches the ``problems`` registry; imported
+    lazily so that :mod:`optdyn` does not depend on ``problems`` at import time.
+    """
+    if not result.problem:
+        raise ValueError("problem: the result names no problem; pass problem=... explicitly")
+    import problems  # noqa: PLC0415 (lazy: problems depends on optdyn)
+
+    try:
+        return problems.get(result.problem, **result.params)
+    except TypeError as e:
+        raise ValueError(f"problem: cannot rebuild {result.problem!r} from the result's params ({e}); "
+                         "pass problem=... explicitly") from None
+
+
+def end_effector_frame(problem) -> str:
+    """The problem's end-effector frame: its ``ee_frame``, else "tool0", else the last frame."""
+    names = problem.model.frame_names
+    frame = getattr(problem, "ee_frame", None)
+    if frame:
+        return frame
+    return "tool0" if "tool0" in names else names[-1]
+
+
+def scene_of(result: Result, problem=None, fps: float = FPS, frames=(),
+             capsule_radius: float = CAPSULE_RADIUS) -> Scene:
+    """Scene of a solved problem: robot, obstacles, collision points, path, animation.
+
+    Args:
+        result: solver output; its states ``xs`` (N+1, nx) are played at node times k·dt.
+        problem: the problem solved (rebuilt from ``result.problem``/``result.params`` if None).
+        fps: animation frame rate; frames: names of frames to draw as triads.
+    """
+    problem = _problem_of(result) if problem is None else problem
+    model = problem.model
+    if np.shape(result.xs)[0] != problem.N + 1:
+        raise ValueError(f"result: xs has {np.shape(result.xs)[0]} nodes, the problem has N + 1 = {problem.N + 1}")
+    scene = Scene(model, capsule_radius)
+    scene.add_obstacles(getattr(problem, "obstacles", ()))
+    scene.add_collision_points(getattr(problem, "collision_points", ()))
+    scene.add_triads(frames)
+    times, qs = resample(result.xs, problem.dt, model.nq, fps)
+    ee = model.frame(end_effector_frame(problem))
+    path = [body_poses(model, q)[ee.body] @ ee.placement if ee.body >= 0 else ee.placement for q in qs]
+    if len(path) >= 2:
+        scene.add_path(np.array([T[:3, 3] for T in path]))
+    scene.animate(times, qs, fps)
+    scene.set_camera()
+    return scene
+
+
+def save_html(result: Result, path, problem=None, fps: float = FPS, frames=()) -> str:
+    """Write a self-contained HTML file replaying the trajectory offline; returns the path."""
+    scene = scene_of(result, problem, fps, frames)
+    name = result.problem or getattr(problem, "name", "") or "trajectory"
+    html = scene.html(f"optdyn: {name} ({result.solver or 'result'})")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(html)
+    return os.fspath(path)
+
+
+def serve_local(timeout: float = 20.0) -> meshcat.Visualizer:
+    """Start a meshcat server listening on 127.0.0.1 only and connect to it.
+
+    meshcat's own server binds its web port on every interface; this one runs the same
+    bridge with the HTTP/websocket port restricted to the loopback interface. The server
+    is a child process stopped at interpreter exit (``vis.window.server_proc``).
+    """
+    proc = subprocess.Popen(
+        [sys.executable, "-u", "-c", "from optdyn.viz import _run_local_server; _run_local_server()"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+    atexit.register(_stop, proc)
+    ready, _, _ = select.select([proc.stdout], [], [], timeout)
+    line = proc.stdout.readline().decode().strip() if ready else ""
+    if not line.startswith("zmq_url="):
+        _stop(proc)
+        raise RuntimeError(f"meshcat server did not start (exit code {proc.poll()})")
+    with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):  # view() prints the URL
+        vis = meshcat.Visualizer(zmq_url=line.split("=", 1)[1])
+    vis.window.server_proc = proc
+    return vis
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
+def _run_local_server() -> None:
+    """Entry point of the server child process started by :func:`serve_local`."""
+    from meshcat.servers.zmqserver import ZMQWebSocketBridge
+
+    class LocalBridge(ZMQWebSocketBridge):
+        def make_app(self):
+            app = super().make_app()
+            listen = app.listen
+            app.listen = lambda port, **kw: listen(port, address="127.0.0.1", **kw)
+            return app
+
+    bridge = LocalBridge(host="127.0.0.1")
+    print(f"zmq_url={bridge.zmq_url}", flush=True)
+    bridge.run()
+
+
+def view(result: Result, problem=None, open: bool = False, fps: float = FPS, frames=()) -> meshcat.Visualizer:
+    """Serve the trajectory on a local meshcat server (127.0.0.1) and print its URL.
+
+    Returns the connected visualizer; the server lives until this Python process exits
+    (or ``vis.window.server_proc`` is killed). ``open=True`` also opens a browser tab.
+    """
+    scene = scene_of(result, problem, fps, frames)
+    vis = serve_local()
+    scene.send_to(vis)
+    print(f"meshcat viewer: {vis.url()}", flush=True)
+    if open:
+        vis.open()
+    return vis

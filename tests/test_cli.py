@@ -1,0 +1,159 @@
+"""The command line, called in-process (``main(argv)``) and once as ``python -m optdyn``."""
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from matplotlib import image
+
+import problems
+from optdyn.cli import COMPILE_NOTICE, _kernel_cache_is_cold, _notice_compilation, _progress_line, main
+from optdyn.io import load_result, save_result
+from optdyn.result import Result
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_one_line_error(code, err, *words):
+    assert code != 0
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    for w in words:
+        assert w in lines[0], (w, lines[0])
+
+
+def test_list_names_problems_and_scenarios(capsys):
+    code, out, _ = run(capsys, "list")
+    assert code == 0
+    for name in problems.names():
+        assert re.search(rf"^{name}\s", out, flags=re.M), name
+    assert "bent, straight" in out
+
+
+@pytest.mark.parametrize("argv, words", [
+    (("solve", "no-such-problem"), ("unknown problem", "arm-obstacle")),
+    (("solve", "pendulum", "--scenario", "bent"), ("--scenario", "no scenario 'bent'")),
+    (("solve", "arm-obstacle", "--scenario", "curly"), ("scenarios: bent, straight",)),
+    (("solve", "pendulum", "--param", "colour=3"), ("--param", "colour")),
+    (("compare", "no-such-problem"), ("unknown problem",)),
+    (("compare", "pendulum", "--solvers", "ddp,newton"), ("solvers", "newton")),
+    (("show", "/nonexistent/result.npz"), ("no such file",)),
+])
+def test_bad_requests_fail_with_one_line(capsys, argv, words):
+    code, _, err = run(capsys, *argv)
+    assert_one_line_error(code, err, *words)
+
+
+def test_argparse_rejects_unknown_solver(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["solve", "pendulum", "--solver", "newton"])
+    assert e.value.code == 2
+
+
+def test_show_rejects_foreign_file(tmp_path, capsys):
+    path = tmp_path / "foreign.npz"
+    np.savez(path, a=np.ones(3))
+    code, _, err = run(capsys, "show", str(path))
+    assert_one_line_error(code, err, "not an optdyn result file")
+
+
+def test_show_summary_clearance_and_html(tmp_path, capsys):
+    prob = problems.get("arm-obstacle", scenario="bent")
+    res = Result(xs=prob.xs_init, us=prob.us_init, cost=prob.cost(prob.xs_init, prob.us_init), converged=False,
+                 iterations=0, status="max_iter", message="initial guess only", solver="ddp",
+                 problem="arm-obstacle", params=dict(prob.params), wall_time=0.5)
+    path, html = tmp_path / "guess.npz", tmp_path / "guess.html"
+    save_result(res, path)
+    code, out, err = run(capsys, "show", str(path), "--html", str(html))
+    assert code == 0, err
+    assert "max_iter (initial guess only)" in out and f"{res.cost:.10g}" in out
+    # the straight interpolation penetrates the obstacle: negative clearance reported
+    clearance = float(re.search(r"clearance\s+min ([-+0-9.]+) m", out).group(1))
+    assert clearance < 0
+    assert "MeshCat.Viewer" in html.read_text()
+
+
+def test_progress_line_reads_ddp_and_ipopt_records():
+    ddp = {"iteration": 3, "cost": 1.5, "violation": 1e-3, "gradient": 2e-4, "time": 0.25}
+    ipopt = {"iteration": 3, "objective": 1.5, "inf_pr": 1e-3, "inf_du": 2e-4, "time": 0.25}
+    assert _progress_line(ddp) == _progress_line(ipopt)
+    assert "1.50000000e+00" in _progress_line(ddp) and "1.00e-03" in _progress_line(ddp)
+
+
+@pytest.mark.parametrize("solver", ["ddp", "ilqr"])
+def test_solve_progress_summary_and_outputs(tmp_path, capsys, solver):
+    saved, html = tmp_path / "reach.npz", tmp_path / "reach.html"
+    code, out, err = run(capsys, "solve", "ur5-reach", "--solver", solver, "--param", "N=20", "--param", "dt=0.1",
+                         "--save", str(saved), "--html", str(html))
+    assert code == 0, err
+    res = load_result(saved)
+    assert res.converged and res.solver == solver and res.problem == "ur5-reach"
+    progress = [line for line in out.splitlines() if re.match(r"^\s+\d+\s+cost ", line)]
+    assert len(progress) == len(res.history["cost"])  # one live line per recorded iteration
+    assert f"{res.cost:.10g}" in out and f"iterations  {res.iterations}" in out
+    assert "MeshCat.Viewer" in html.read_text()
+    assert out.count(COMPILE_NOTICE) <= 1
+
+
+def test_solve_not_converged_is_a_failure_but_writes_outputs(tmp_path, capsys):
+    saved = tmp_path / "short.npz"
+    code, out, err = run(capsys, "solve", "ur5-reach", "--param", "N=20", "--max-iter", "1", "--save", str(saved))
+    assert_one_line_error(code, err, "did not converge")
+    assert not load_result(saved).converged
+
+
+def test_info_runs_every_algorithm(capsys):
+    code, out, err = run(capsys, "info")
+    assert code == 0, err
+    for name in ("rnea", "aba", "crba", "minv", "rnea_derivatives", "aba_derivatives",
+                 "rnea_second_derivatives", "aba_second_derivatives"):
+        assert re.search(rf"^{name}\s+[0-9.]+ µs ", out, flags=re.M), name
+    assert float(re.search(r"‖M·minv\(q\) − 1‖∞ = (\S+)", out).group(1)) < 1e-10
+    assert float(re.search(r"‖q̈ − a‖∞ = ([^)]+)\)", out).group(1)) < 1e-10
+
+
+def test_python_dash_m():
+    run_ = subprocess.run([sys.executable, "-m", "optdyn", "solve", "no-such-problem"], capture_output=True, text=True,
+                          timeout=120)
+    assert run_.returncode == 1 and run_.stderr.count("\n") == 1 and "unknown problem" in run_.stderr
+    run_ = subprocess.run([sys.executable, "-m", "optdyn", "list"], capture_output=True, text=True, timeout=120)
+    assert run_.returncode == 0 and "arm-obstacle" in run_.stdout
+
+
+def test_compile_notice_only_on_a_cold_cache(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    assert _kernel_cache_is_cold("/any", "integrators")
+    _notice_compilation("/any", "integrators")
+    assert capsys.readouterr().out == COMPILE_NOTICE + "\n"
+    (tmp_path / "work_main_optdyn").mkdir()
+    (tmp_path / "work_main_optdyn" / "integrators.rollout-228.py311.nbi").write_bytes(b"")
+    assert not _kernel_cache_is_cold("/any", "integrators")
+    _notice_compilation("/any", "integrators")
+    assert capsys.readouterr().out == ""
+
+
+def test_compare_table_and_plot(tmp_path, capsys):
+    png = tmp_path / "conv.png"
+    code, out, err = run(capsys, "compare", "ur5-reach", "--param", "N=20", "--param", "dt=0.1", "--plot", str(png))
+    assert code == 0, err
+    assert re.search(r"^\s*ddp\s", out, flags=re.M) and re.search(r"^\s*ilqr\s", out, flags=re.M)
+    assert "best cost J*" in out
+    pixels = image.imread(png)
+    assert pixels.ndim == 3 and pixels.shape[0] > 100 and pixels.std() > 0.01  # a drawn figure, not blank
+
+
+def test_show_unknown_problem_summary_only(tmp_path, capsys):
+    res = Result(xs=np.zeros((3, 2)), us=np.zeros((2, 1)), cost=2.0, converged=True, iterations=4,
+                 status="converged", problem="my-own-problem")
+    path = tmp_path / "own.npz"
+    save_result(res, path)
+    code, out, _ = run(capsys, "show", str(path))
+    assert code == 0 and "iterations  4" in out and "note" in out and "my-own-problem" in out
+    code, _, err = run(capsys, "show", str(path), "--html", str(tmp_path / "own.html"))
+    assert_one_line_error(code, err, "cannot rebuild problem 'my-own-problem'")
+    assert not (tmp_path / "own.html").exists()

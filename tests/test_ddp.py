@@ -1,0 +1,248 @@
+"""DDP / iLQR (one solver, one flag), the augmented-Lagrangian loop and ``solve``."""
+import numpy as np
+import pytest
+from scipy.optimize import lsq_linear
+
+from dynamics import ModelBuilder
+from dynamics.models import double_pendulum
+from optdyn.constraints import SphereClearance, StateEquality
+from optdyn.costs import ControlCost, StateCost
+from optdyn.ddp import box_qp
+from optdyn.problem import Problem
+from optdyn.solve import solve
+from problems import pendulum, ur5_reach
+
+MASS, DT, N, SUB = 2.0, 0.1, 15, 2
+WX, WU, WN = 1.0, 0.1, 100.0
+REF = np.array([1.0, 0.0])
+
+
+def slider(u_max=np.inf):
+    """A cart on a prismatic joint without gravity: s̈ = τ/m, a genuinely linear system."""
+    b = ModelBuilder("slider")
+    b.add_link("base")
+    b.add_link("cart", mass=MASS, inertia=0.1 * np.eye(3))
+    b.add_joint("slide", "prismatic", "base", "cart", axis=(1.0, 0.0, 0.0))
+    m = b.build()
+    m.gravity = (0.0, 0.0, 0.0)
+    return Problem(m, [0.0, 0.0], N=N, dt=DT, running_cost=StateCost(WX, REF) + ControlCost(WU, nu=1),
+                   terminal_cost=StateCost(WN, REF), substeps=SUB, u_lower=[-u_max], u_upper=[u_max])
+
+
+def exact_discretisation():
+    """Double integrator with u held over h: exact, hence what RK4 must reproduce."""
+    h = DT / SUB
+    A1, B1 = np.array([[1.0, h], [0.0, 1.0]]), np.array([[h * h / (2 * MASS)], [h / MASS]])
+    A, B = np.eye(2), np.zeros((2, 1))
+    for _ in range(SUB):
+        A, B = A1 @ A, A1 @ B + B1
+    return A, B
+
+
+def lq_least_squares(u_max):
+    """The LQ problem as a (bounded) linear least-squares problem in u (independent reference)."""
+    A, B = exact_discretisation()
+    Phi, Gam = [np.eye(2)], [np.zeros((2, N))]
+    for k in range(N):
+        Phi.append(A @ Phi[-1])
+        G = A @ Gam[-1]
+        G[:, k:k + 1] += B
+        Gam.append(G)
+    rows, rhs = [], []
+    for k in range(N + 1):
+        w = np.sqrt(DT * WX) if k < N else np.sqrt(WN)
+        rows.append(w * Gam[k])
+        rhs.append(w * (REF - Phi[k] @ np.zeros(2)))
+    rows.append(np.sqrt(DT * WU) * np.eye(N))
+    rhs.append(np.zeros(N))
+    res = lsq_linear(np.vstack(rows), np.concatenate(rhs), bounds=(-u_max, u_max), tol=1e-14,
+                     lsmr_tol="auto", method="bvls")
+    return res.x
+
+
+def riccati_gains():
+    A, B = exact_discretisation()
+    P, Ks = WN * np.eye(2), []
+    for _ in range(N):
+        K = -np.linalg.solve(DT * WU + B.T @ P @ B, B.T @ P @ A)
+        P = DT * WX * np.eye(2) + A.T @ P @ A + A.T @ P @ B @ K
+        Ks.append(K)
+    return np.array(Ks[::-1])
+
+
+@pytest.mark.parametrize("solver", ["ddp", "ilqr"])
+def test_linear_quadratic_problem_is_solved_in_one_iteration(solver):
+    prob = slider()
+    A, B = exact_discretisation()
+    Ak, Bk = prob.step_derivatives(np.zeros((1, 2)), np.zeros((1, 1)))
+    assert np.allclose(Ak[0], A, atol=1e-14) and np.allclose(Bk[0], B, atol=1e-14)
+    res = solve(prob, solver)
+    assert res.converged and res.iterations == 1
+    assert np.allclose(res.us[:, 0], lq_least_squares(np.inf), rtol=1e-8, atol=1e-8)
+    assert np.allclose(res.gains, riccati_gains(), rtol=1e-8, atol=1e-8)
+    assert res.gains.shape == (N, 1, 2)
+    lengths = {len(v) for v in res.history.values()}
+    assert lengths == {res.iterations + 1}
+
+
+@pytest.mark.parametrize("solver", ["ddp", "ilqr"])
+def test_control_limits_give_the_box_constrained_optimum(solver):
+    u_max = 1.5
+    reference = lq_least_squares(u_max)
+    assert np.abs(reference).max() == pytest.approx(u_max)  # the bound is active
+    res = solve(slider(u_max), solver)
+    assert res.converged
+    assert np.all(np.abs(res.us) <= u_max)
+    assert np.allclose(res.us[:, 0], reference, atol=1e-6)
+
+
+def test_box_qp_matches_bounded_least_squares():
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        R = rng.normal(size=(6, 4))
+        H = R.T @ R + 0.1 * np.eye(4)
+        g = rng.normal(size=4) * 3
+        lo, hi = -rng.uniform(0.1, 1, 4), rng.uniform(0.1, 1, 4)
+        x, idx, L = np.zeros(4), np.empty(4, np.int64), np.empty((4, 4))
+        nf = box_qp(H, g, lo, hi, x, idx, L)
+        Lh = np.linalg.cholesky(H)  # ½xᵀHx + gᵀx = ½‖Lhᵀx + Lh⁻¹g‖² + const
+        ref = lsq_linear(Lh.T, -np.linalg.solve(Lh, g), bounds=(lo, hi), method="bvls", tol=1e-14).x
+        assert nf >= 0 and np.allclose(x, ref, atol=1e-8)
+    H = np.diag([1.0, -1.0])
+    assert box_qp(H, np.ones(2), -np.ones(2) * np.inf, np.ones(2) * np.inf, np.zeros(2),
+                  np.empty(2, np.int64), np.empty((2, 2))) == -1
+
+
+@pytest.fixture(scope="module")
+def reach():
+    prob = ur5_reach.make()
+    return prob, solve(prob, "ddp"), solve(prob, "ilqr")
+
+
+def test_ur5_reach_ddp_and_ilqr_reach_the_same_optimum(reach):
+    prob, ddp, ilqr = reach
+    assert ddp.converged and ilqr.converged
+    assert ddp.cost == pytest.approx(ilqr.cost, rel=1e-7)
+    assert np.allclose(ddp.us, ilqr.us, atol=1e-3 * np.abs(ddp.us).max())
+    assert ddp.cost < 0.01 * prob.cost(prob.xs_init, prob.us_init)
+    assert np.allclose(prob.rollout(ddp.us), ddp.xs, atol=1e-12)
+    assert np.all(np.diff(ddp.history["cost"]) <= 1e-12)  # monotone descent
+    assert ddp.history["gradient"][-1] < 1e-2 * ddp.history["gradient"][0]
+
+
+def test_warm_start_from_the_optimum_stops_immediately(reach):
+    prob, ddp, _ = reach
+    res = solve(prob, "ddp", us_init=ddp.us)
+    assert res.converged and res.iterations == 0 and res.cost == pytest.approx(ddp.cost, rel=1e-12)
+
+
+def test_iteration_cap_and_callback(reach):
+    prob, _, _ = reach
+    rows = []
+    res = solve(prob, "ilqr", max_iter=2, callback=rows.append)
+    assert not res.converged and res.status == "max_iter" and res.iterations == 2
+    assert [r["iteration"] for r in rows] == [0, 1, 2]
+    assert {"cost", "gradient", "step", "regularization", "violation", "time", "solver"} <= set(rows[0])
+    stopped = solve(prob, "ddp", callback=lambda row: row["iteration"] < 1)
+    assert stopped.status == "user_stop" and stopped.iterations == 1 and not stopped.converged
+
+
+def test_diverging_rollouts_are_rejected_by_the_line_search():
+    prob = ur5_reach.make(N=8, dt=0.5)  # full Newton steps blow RK4 up at this step size
+    res = solve(prob, "ilqr", max_iter=100)
+    assert res.extra["rejected_rollouts"] > 0
+    assert res.converged and np.all(np.isfinite(res.xs)) and np.all(np.isfinite(res.us))
+    assert np.all(np.isfinite(res.history["cost"]))
+
+
+@pytest.mark.parametrize("terminal", ["constraint", "cost"])
+def test_pendulum_swing_up_with_torque_limits(terminal):
+    prob = pendulum.make_pendulum(terminal=terminal)
+    ddp, ilqr = solve(prob, "ddp", max_iter=500), solve(prob, "ilqr", max_iter=500)
+    for res in (ddp, ilqr):
+        assert res.converged, res.message
+        assert np.all(np.abs(res.us) <= 5.0 + 1e-12) and np.abs(res.us).max() == pytest.approx(5.0)
+        assert np.allclose(res.xs[-1], [np.pi, 0.0], atol=1e-6 if terminal == "constraint" else 1e-3)
+        assert prob.violation(res.xs, res.us) <= 1e-6
+    assert ddp.cost == pytest.approx(ilqr.cost, rel=1e-5)
+
+
+def test_constrained_double_pendulum_ends_collision_free_at_the_goal():
+    model = double_pendulum()
+    goal = np.array([np.pi, 0.0, 0.0, 0.0])
+    points = [("tip", (0.0, 0.0, 0.0)), ("link2", (0.0, 0.0, -0.5))]
+    common = dict(model=model, x0=np.zeros(4), N=40, dt=0.05,
+                  running_cost=ControlCost(1e-2, nu=2) + StateCost(1e-3, goal),
+                  terminal_constraints=[StateEquality(goal)])
+    free = solve(Problem(**common), "ddp", max_iter=300)
+    # a sphere centred on the unconstrained tip path, halfway
+    tip = SphereClearance(model, points[:1], (0.0, 0.0, 0.0), 0.0).points.positions(free.xs[20:21, :2])[0, 0]
+    sphere = SphereClearance(model, points, center=tip, radius=0.2, margin=0.05)
+    assert free.converged and sphere.clearance(free.xs).min() < -0.2  # the obstacle is in the way
+    prob = Problem(**common, path_constraints=[sphere])
+    for solver in ("ddp", "ilqr"):
+        res = solve(prob, solver, max_iter=1000)
+        # a KKT point of the same discrete problem: IPOPT (multiple shooting) started there,
+        # with a tiny barrier and no push into the interior, stays there
+        check = solve(prob, "ipopt", xs_init=res.xs, us_init=res.us, mu_init=1e-9, bound_push=1e-12,
+                      bound_frac=1e-12, slack_bound_push=1e-12, slack_bound_frac=1e-12)
+        assert check.converged and check.iterations <= 5
+        assert check.cost == pytest.approx(res.cost, rel=1e-6)
+        assert res.converged, res.message
+        assert sphere.clearance(res.xs[1:]).min() >= -1e-6
+        assert np.abs(res.xs[-1] - goal).max() <= 1e-6
+        assert prob.violation(res.xs, res.us) <= 1e-6
+        assert res.extra["lambda"].shape == (40, 2) and np.all(res.extra["lambda"] >= 0)
+        assert res.cost > free.cost
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(solver="sqp"), "solver"),
+    (dict(solver="ddp", max_iter=-1), "max_iter"),
+    (dict(solver="ilqr", max_iter=2.5), "max_iter"),
+    (dict(solver="ipopt", max_iter=-3), "max_iter"),
+    (dict(solver="ddp", learning_rate=0.1), "learning_rate"),
+    (dict(solver="ddp", tol=-1.0), "tol"),
+    (dict(solver="ddp", callback=3), "callback"),
+    (dict(solver="ilqr", us_init=np.zeros((3, 1))), "us_init"),
+    (dict(solver="ddp", us_init=np.full((N, 1), np.nan)), "us_init"),
+    (dict(solver="ddp", xs_init=np.zeros((N, 2))), "xs_init"),
+])
+def test_solve_rejects_bad_options(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        solve(slider(), **kwargs)
+
+
+def test_solve_rejects_non_problem_and_diverging_initial_guess():
+    with pytest.raises(ValueError, match="problem"):
+        solve("pendulum")
+    prob = ur5_reach.make(N=8, dt=0.5)
+    with pytest.raises(ValueError, match="us_init"):
+        solve(prob, "ddp", us_init=np.full((8, 6), 1e6))
+
+
+def test_a_diverging_problem_guess_falls_back_to_rest():
+    base = ur5_reach.make(N=8, dt=0.5)
+    prob = Problem(base.model, base.x0, base.N, base.dt, base.running_cost, base.terminal_cost,
+                   us_init=np.full((8, 6), 1e6))
+    assert not np.all(np.isfinite(prob.rollout(prob.us_init)))
+    res = solve(prob, "ilqr", max_iter=0)
+    assert res.extra["initial_guess"] == "rest"
+    assert np.allclose(res.xs, prob.x0, atol=1e-6)  # gravity compensation holds the arm at rest
+
+
+def test_compare_table_and_plot(tmp_path, reach):
+    from optdyn.compare import compare, local_iterations
+    prob, ddp, _ = reach
+    out = compare(prob, ("ddp", "ilqr"), plot=tmp_path / "conv.png")
+    assert [r["solver"] for r in out.rows] == ["ddp", "ilqr"]
+    assert all(r["converged"] for r in out.rows)
+    assert out.rows[0]["cost"] == pytest.approx(ddp.cost, rel=1e-9)
+    assert "ddp" in out.text and "ilqr" in out.text and "Local convergence" in out.text
+    assert (tmp_path / "conv.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    costs = np.array([10.0, 1.0 + 1e-2, 1.0 + 1e-4, 1.0 + 1e-8, 1.0 + 1e-12, 1.0])
+    fake = type(ddp)(xs=ddp.xs, us=ddp.us, cost=1.0, converged=True, iterations=5, status="converged",
+                     history={"cost": costs})
+    assert local_iterations(fake) == 2  # gap 5e-5 at row 2, ≤ 1e-9 first at row 4
+    with pytest.raises(ValueError, match="solvers"):
+        compare(prob, ("ddp", "newton"))
