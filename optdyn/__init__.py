@@ -1,0 +1,31 @@
+"""optdyn — optimal control of articulated robots on top of :mod:`dynamics`.
+
+    import optdyn, problems
+    prob = problems.arm_obstacle.make(scenario="bent")
+    res  = optdyn.solve(prob, solver="ddp")          # "ddp" | "ilqr" | "ipopt"
+    optdyn.compare(prob, solvers=("ddp", "ilqr"), plot="convergence.png")
+    optdyn.save_html(res, "arm.html", problem=prob)  # offline meshcat replay
+
+Problems own one discretisation (N intervals of m RK4 sub-steps, control held) that
+DDP, iLQR and the IPOPT multiple-shooting NLP all solve, so their optima coincide.
+"""
+from . import constraints, costs
+from .clearance import clearances
+from .compare import compare
+from .io import load_result, save_result
+from .problem import Problem
+from .result import Result
+from .solve import solve
+
+__all__ = [
+    "Problem", "Result", "solve", "compare", "costs", "constraints", "clearances",
+    "save_result", "load_result", "view", "save_html",
+]
+
+
+def __getattr__(name: str):
+    """``view`` and ``save_html`` load meshcat only when first used."""
+    if name in ("view", "save_html"):
+        from . import viz
+        return getattr(viz, name)
+    raise AttributeError(f"module 'optdyn' has no attribute {name!r}")
