@@ -224,7 +224,8 @@ def ur5_table() -> str:
         import pinocchio as pin
         pm = pin.buildModelFromUrdf(str(resources.files("dynamics.models") / "ur5.urdf"))
         pd = pm.createData()
-        pin_calls = {"rnea_derivatives": pin.computeRNEADerivatives, "aba_derivatives": pin.computeABADerivatives}
+        pin_calls = {"rnea_derivatives": pin.computeRNEADerivatives,
+                     "aba_derivatives": pin.computeABADerivatives}
         for name, f in pin_calls.items():
             pin_times[name] = per_call_us(lambda f=f: f(pm, pd, *X), **TIMING)
             pin_diff[name] = max(float(np.abs(p - o).max())
@@ -337,8 +338,8 @@ def main() -> None:
     body = "\n\n".join([
         "## Analytical derivatives (issue 3)",
         f"Machine: {machine()}. Script: `benchmarks/bench_derivatives.py`. Warm, per call from "
-        f"Python (input validation included), best of {TIMING['repeat']} repeats of ≥ {TIMING['min_time']:g} s; "
-        "random q, v, a (or τ) in [−1, 1].",
+        f"Python (input validation included), best of {TIMING['repeat']} repeats of "
+        f"≥ {TIMING['min_time']:g} s; random q, v, a (or τ) in [−1, 1].",
         "### UR5 per call\n\n" + ur5,
         "### Analytical vs central differences\n\n"
         "First order: differences of `rnea` / `aba`; second order: differences of the analytical "
@@ -354,7 +355,8 @@ def main() -> None:
         f"### Allocation of the SO outputs (n = {SIZES[-1]})\n\n"
         "The SO functions return four new n × n × n tensors per call (0.5 MB each at n = 40). "
         "Above glibc's mmap threshold every call gets fresh pages from the kernel and pays the "
-        "page faults, which inflates the large-n times and slopes above. Same calls in fresh "
+        "page faults; the threshold adapts to the process's allocation history, so whether the "
+        "large-n times above include this cost depends on what ran before. Same calls in fresh "
         "interpreters with glibc's defaults and with "
         + ", ".join(f"`{k}={v}`" for k, v in TUNED_MALLOC.items()) + " (memory kept in the process):\n\n"
         + allocator,

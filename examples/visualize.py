@@ -26,7 +26,7 @@ def main() -> None:
 
     if args.result:
         result = load_result(args.result)
-        problem = None  # save_html rebuilds it from result.problem and result.params
+        problem = problems.get(result.problem, **result.params)
     else:
         problem = problems.get("ur5-reach", N=40, dt=0.1)
         result = solve(problem, solver="ddp")

@@ -11,12 +11,15 @@ with the Powell–Hestenes–Rockafellar term for c ≥ 0 (smooth, λ ≥ 0)
     ψ(c; λ, ρ) = (max(0, λ − ρc)² − λ²) / (2ρ),   ψ' = −max(0, λ − ρc),   ψ'' = ρ·[λ > ρc]
 
 then updates the multipliers λ ← max(0, λ − ρc), μ ← μ + ρh (ALTRO eq. 8–9) and, when the
-violation did not shrink by ``decrease`` (0.25), the penalty ρ ← φρ. It stops when the
-inner solve converged and the largest violation is ≤ ``constraint_tol``.
+violation did not shrink by ``decrease`` (0.25), the penalty ρ ← φρ. As in ALTRO the early
+inner solves are loose: their tolerance starts at ``inner_tol0`` and shrinks by
+``inner_tol_factor`` per outer iteration down to the solver's ``tol``. It stops when an
+inner solve at full tolerance converged with the largest violation ≤ ``constraint_tol``.
 """
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 
@@ -94,7 +97,8 @@ class ALObjective(Objective):
 
 def solve_al(problem: Problem, second_order: bool = True, us_init=None, constraint_tol: float = 1e-6,
              rho_init: float = 1.0, rho_factor: float = 10.0, rho_max: float = 1e10, decrease: float = 0.25,
-             max_outer: int = 30, **options) -> Result:
+             max_outer: int = 30, inner_tol0: float = 1e-4, inner_tol_factor: float = 1e-2,
+             **options) -> Result:
     """Constrained DDP (``second_order``) or iLQR by the augmented-Lagrangian outer loop.
 
     ``options`` are those of :class:`optdyn.ddp.Options`; ``max_iter`` bounds the total
@@ -109,12 +113,14 @@ def solve_al(problem: Problem, second_order: bool = True, us_init=None, constrai
     us, origin = initial_controls(problem, us_init)
     steps, previous, outer = 0, np.inf, 0
     status, message, converged = "max_iter", f"iteration limit {o.max_iter} reached", False
+    inner_tol = max(o.tol, inner_tol0)
     for outer in range(1, max_outer + 1):
-        out = iterate(problem, objective, us, o, second_order, log, max_iter=o.max_iter - steps)
+        out = iterate(problem, objective, us, replace(o, tol=inner_tol), second_order, log,
+                      max_iter=o.max_iter - steps)
         steps += out.iterations
         us, xs = out.us, out.xs
         violation = problem.violation(xs, us)
-        if out.converged and violation <= constraint_tol:
+        if out.converged and violation <= constraint_tol and inner_tol <= o.tol:
             status, converged = "converged", True
             message = f"inner solve converged with constraint violation {violation:.2e} ≤ {constraint_tol:g}"
             break
@@ -124,6 +130,9 @@ def solve_al(problem: Problem, second_order: bool = True, us_init=None, constrai
             break
         if steps >= o.max_iter:
             break
+        inner_tol = max(o.tol, inner_tol * inner_tol_factor)
+        if violation <= constraint_tol:  # feasible: only the inner solve needs tightening
+            continue
         objective.update(xs)
         if violation > decrease * previous:
             objective.rho = min(objective.rho * rho_factor, rho_max)

@@ -30,7 +30,7 @@ from numba import njit
 
 from dynamics.aba import aba_kernel
 from dynamics.aba_derivatives import aba_derivatives_kernel
-from dynamics.aba_second_derivatives import fdsva_so_kernel
+from dynamics.aba_second_derivatives import fdsva_so_terms
 from dynamics.kinematics import all_finite
 from dynamics.model import Model
 
@@ -67,7 +67,8 @@ def robot_dynamics(params, x, u, order, f, Fz, Fzz):
             Fz[n + i, 2 * n + j] = da_dtau[i, j]
     if order < 2:
         return
-    d2q, d2v, d2qv, d2qtau = fdsva_so_kernel(topology, joint_placement, axis, inertia, gravity, q, v, u)
+    d2q, d2v, d2qv, d2qtau = fdsva_so_terms(topology, joint_placement, axis, inertia, gravity, q, v, qdd,
+                                            da_dq, da_dv, da_dtau)
     Fzz[:] = 0.0
     for i in range(n):
         r = n + i

@@ -27,6 +27,8 @@ class Result:
         wall_time: total solve time, s.
         gains: feedback gains K (N, nu, nx) of DDP/iLQR, None for IPOPT.
         extra: solver-specific data (IPOPT status code and log, multipliers, ...).
+        source: the Problem instance solved, set by :func:`optdyn.solve` so that a
+            fresh result can be viewed directly; not saved to disk.
     """
 
     xs: np.ndarray
@@ -43,6 +45,7 @@ class Result:
     wall_time: float = 0.0
     gains: np.ndarray | None = None
     extra: dict = field(default_factory=dict)
+    source: object = field(default=None, repr=False, compare=False)
 
     def __repr__(self) -> str:
         return (f"Result(solver={self.solver!r}, problem={self.problem!r}, status={self.status!r}, "

@@ -18,7 +18,8 @@ from .problem import Problem
 from .result import Result
 
 SOLVERS = ("ddp", "ilqr", "ipopt")
-AL_OPTIONS = ("constraint_tol", "rho_init", "rho_factor", "rho_max", "decrease", "max_outer")
+AL_OPTIONS = ("constraint_tol", "rho_init", "rho_factor", "rho_max", "decrease", "max_outer", "inner_tol0",
+              "inner_tol_factor")
 DDP_OPTIONS = tuple(f.name for f in fields(Options)) + ("xs_init", "us_init") + AL_OPTIONS
 
 
@@ -31,7 +32,8 @@ def _check_ddp_options(problem: Problem, options: dict) -> None:
         n = options.get(name, 1)
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
             raise ValueError(f"{name}: expected an integer ≥ 0, got {n!r}")
-    for name in ("tol", "gtol", "constraint_tol", "rho_init", "rho_max", "mu_max", "delta0", "rho_factor"):
+    for name in ("tol", "gtol", "constraint_tol", "rho_init", "rho_max", "mu_max", "delta0", "rho_factor",
+                 "inner_tol0", "inner_tol_factor"):
         if name in options and not (np.isfinite(options[name]) and options[name] > 0):
             raise ValueError(f"{name}: expected a finite number > 0, got {options[name]!r}")
     cb = options.get("callback")
@@ -54,9 +56,18 @@ def solve(problem: Problem, solver: str = "ddp", **options) -> Result:
     start them with the previous result's ``us``).
     DDP/iLQR accept the fields of :class:`optdyn.ddp.Options` and the augmented-Lagrangian
     settings ``constraint_tol`` (1e-6), ``rho_init``, ``rho_factor``, ``rho_max``,
-    ``decrease``, ``max_outer``; IPOPT accepts ``hessian`` ("exact"|"lbfgs") and IPOPT
-    options (:func:`optdyn.ipopt.solve_ipopt`). Unknown solvers or options raise ValueError.
+    ``decrease``, ``max_outer``, ``inner_tol0``, ``inner_tol_factor``; IPOPT accepts
+    ``hessian`` ("exact"|"lbfgs") and IPOPT options (:func:`optdyn.ipopt.solve_ipopt`).
+    Unknown solvers or options raise ValueError. The result carries the problem as
+    ``source`` (for plotting and visualisation).
     """
+    result = _dispatch(problem, solver, options)
+    result.source = problem
+    return result
+
+
+def _dispatch(problem: Problem, solver: str, options: dict) -> Result:
+    """Run the solver of :func:`solve`."""
     if not isinstance(problem, Problem):
         raise ValueError(f"problem: expected an optdyn.problem.Problem, got {type(problem).__name__}")
     if solver not in SOLVERS:

@@ -319,21 +319,14 @@ for (const blob of commands) {{
 """
 
 
-def _problem_of(result: Result):
-    """The problem ``result`` solved, rebuilt from its name and parameters.
-
-    The only place where :mod:`optdyn` reaches the ``problems`` registry; imported
-    lazily so that :mod:`optdyn` does not depend on ``problems`` at import time.
-    """
-    if not result.problem:
-        raise ValueError("problem: the result names no problem; pass problem=... explicitly")
-    import problems  # noqa: PLC0415 (lazy: problems depends on optdyn)
-
-    try:
-        return problems.get(result.problem, **result.params)
-    except TypeError as e:
-        raise ValueError(f"problem: cannot rebuild {result.problem!r} from the result's params ({e}); "
-                         "pass problem=... explicitly") from None
+def _problem_of(result: Result, problem):
+    """The problem ``result`` solved: ``problem`` if given, else the one :func:`solve` attached."""
+    problem = result.source if problem is None else problem
+    if problem is None:
+        raise ValueError(
+            "problem: this result carries no problem (results loaded from disk do not); pass "
+            f"problem=..., e.g. problems.get({result.problem!r}, **result.params)")
+    return problem
 
 
 def end_effector_frame(problem) -> str:
@@ -351,10 +344,10 @@ def scene_of(result: Result, problem=None, fps: float = FPS, frames=(),
 
     Args:
         result: solver output; its states ``xs`` (N+1, nx) are played at node times k·dt.
-        problem: the problem solved (rebuilt from ``result.problem``/``result.params`` if None).
+        problem: the problem solved (default: ``result.source``, set by :func:`optdyn.solve`).
         fps: animation frame rate; frames: names of frames to draw as triads.
     """
-    problem = _problem_of(result) if problem is None else problem
+    problem = _problem_of(result, problem)
     model = problem.model
     if np.shape(result.xs)[0] != problem.N + 1:
         raise ValueError(f"result: xs has {np.shape(result.xs)[0]} nodes, the problem has N + 1 = {problem.N + 1}")

@@ -35,4 +35,4 @@ def make(N: int = 80, dt: float = 0.05, target=TARGET) -> Problem:
     terminal = StateCost(w["terminal_state"], x0) + FramePositionCost(model, "tool0", target, w["terminal_position"])
     return Problem(model, x0, N, dt, running, terminal, substeps=1, integrator="rk4",
                    xs_init=np.tile(x0, (N + 1, 1)), us_init=np.tile(g0, (N, 1)), name="ur5-reach",
-                   params={"N": N, "dt": dt, "target": tuple(float(t) for t in target), "weights": dict(w)})
+                   params={"N": N, "dt": dt, "target": tuple(float(t) for t in target)})
