@@ -32,31 +32,40 @@ from .rnea_second_derivatives import idsva_so_kernel
 
 @njit(cache=True)
 def _add_dM_times(dM, X, out, swap):
-    """out[a, j, k] += Σ_l ∂M_al/∂q_j X[l, k]; with ``swap`` into out[a, k, j] instead."""
+    """out[a, j, k] += Σ_l ∂M_al/∂q_j X[l, k]; with ``swap`` into out[a, k, j] instead.
+
+    ∂M/∂q is sparse on branching trees (zero unless a, l, j share a path): zeros are skipped.
+    """
     n = dM.shape[0]
     for a in range(n):
         for j in range(n):
-            for k in range(n):
-                s = 0.0
-                for l in range(n):
-                    s += dM[a, l, j] * X[l, k]
-                if swap:
-                    out[a, k, j] += s
-                else:
-                    out[a, j, k] += s
+            for l in range(n):
+                d = dM[a, l, j]
+                if d == 0.0:
+                    continue
+                for k in range(n):
+                    if swap:
+                        out[a, k, j] += d * X[l, k]
+                    else:
+                        out[a, j, k] += d * X[l, k]
 
 
 @njit(cache=True)
 def _outer_term(Minv, inner):
-    """−M⁻¹ applied to the rows of ``inner`` (n, n, n): out[i] = −Σ_a M⁻¹[i, a] inner[a]."""
+    """−M⁻¹ applied to the rows of ``inner`` (n, n, n): out[i] = −Σ_a M⁻¹[i, a] inner[a].
+
+    Zero entries of ``inner`` (branch-induced sparsity) are skipped.
+    """
     n = Minv.shape[0]
     out = np.zeros_like(inner)
-    for i in range(n):
-        for a in range(n):
-            m = Minv[i, a]
-            for j in range(n):
-                for k in range(n):
-                    out[i, j, k] -= m * inner[a, j, k]
+    for a in range(n):
+        for j in range(n):
+            for k in range(n):
+                x = inner[a, j, k]
+                if x == 0.0:
+                    continue
+                for i in range(n):
+                    out[i, j, k] -= Minv[i, a] * x
     return out
 
 

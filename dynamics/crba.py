@@ -13,7 +13,7 @@ from numba import njit
 from ._checks import as_vector
 from .kinematics import all_finite, kinematics_and_inertias
 from .model import PARENT, Model
-from .spatial import dot6_at, mat6_vec_at
+from .spatial import add_to_parent, dot6_at, mat6_vec_at
 
 
 @njit(cache=True)
@@ -32,11 +32,7 @@ def crba_kernel(topology, joint_placement, axis, inertia, q):
         while j >= 0:
             M[i, j] = M[j, i] = dot6_at(S, j, F, 0)
             j = topology[j, PARENT]
-        lam = topology[i, PARENT]
-        if lam >= 0:
-            for r in range(6):
-                for c in range(6):
-                    IC[lam, r, c] += IC[i, r, c]
+        add_to_parent(topology, IC, i)
     return M, IC
 
 

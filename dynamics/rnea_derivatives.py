@@ -28,7 +28,7 @@ from numba import njit
 from ._checks import as_vector
 from .model import PARENT, Model
 from .rnea import check_state, rnea_passes
-from .spatial import crf_at, crm_at, dot6_at, mat6_vec_at
+from .spatial import add_to_parent, crf_at, crm_at, dot6_at, mat6_vec_at
 
 
 @njit(cache=True)
@@ -114,12 +114,8 @@ def rnea_derivative_passes(topology, gravity, S, IC, vel, acc, fC, dtau_dq, dtau
                 dtau_dq[j, i] = dot6_at(S, j, t, E)  # (12b)
                 dtau_dv[j, i] = dot6_at(S, j, t, D)  # (13b)
             j = topology[j, PARENT]
-        lam = topology[i, PARENT]
-        if lam >= 0:
-            for r in range(6):
-                for c in range(6):
-                    IC[lam, r, c] += IC[i, r, c]
-                    BC[lam, r, c] += BC[i, r, c]
+        add_to_parent(topology, IC, i)
+        add_to_parent(topology, BC, i)
 
 
 @njit(cache=True)

@@ -63,7 +63,7 @@ from ._checks import as_vector
 from .model import PARENT, Model
 from .rnea import check_state, rnea_passes
 from .rnea_derivatives import D, E, G, H, body_coriolis, joint_terms, subspace_rates
-from .spatial import crf_at, dot6_at, mat6_vec_at
+from .spatial import add_to_parent, crf_at, dot6_at, mat6_vec_at
 
 A1, A3, BS = 0, 1, 2  # rows of the per-body matrix workspace
 U1, U2, U3, U5, U6, U7, U8, U9, U10, U11, TMP = range(11)  # rows of the (i, j) vectors (+2 scratch)
@@ -211,12 +211,8 @@ def idsva_so_kernel(topology, joint_placement, axis, inertia, gravity, q, v, a):
                 _triple(i, j, k, S, Psid, Psidd, PsidSd, w, d2q, d2v, dqdv, dM)
                 k = topology[k, PARENT]
             j = topology[j, PARENT]
-        lam = topology[i, PARENT]
-        if lam >= 0:
-            for r in range(6):
-                for c in range(6):
-                    IC[lam, r, c] += IC[i, r, c]
-                    BC[lam, r, c] += BC[i, r, c]
+        add_to_parent(topology, IC, i)
+        add_to_parent(topology, BC, i)
     return d2q, d2v, dqdv, dM
 
 

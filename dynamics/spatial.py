@@ -239,3 +239,13 @@ def dot6_at(a, i, b, j):
     """a[i]ᵀ b[j] for stacked 6-vectors."""
     return (a[i, 0] * b[j, 0] + a[i, 1] * b[j, 1] + a[i, 2] * b[j, 2]
             + a[i, 3] * b[j, 3] + a[i, 4] * b[j, 4] + a[i, 5] * b[j, 5])
+
+
+@njit(cache=True)
+def add_to_parent(topology, X, i):
+    """X[λ(i)] += X[i] for stacked (6, 6) matrices: the composite sums I^C, B^C of a subtree."""
+    lam = topology[i, PARENT]
+    if lam >= 0:
+        for r in range(6):
+            for c in range(6):
+                X[lam, r, c] += X[i, r, c]

@@ -1,5 +1,6 @@
 """Costs and constraints: exact gradients/Hessians against central finite differences."""
 import numpy as np
+from numdiff import central
 import pytest
 
 from dynamics.models import ur5
@@ -15,14 +16,6 @@ XS = np.concatenate([rng.uniform(-1.5, 1.5, (4, NV)), rng.normal(size=(4, NV))],
 US = rng.normal(size=(4, NV)) * 5
 
 
-def fd(fun, z, eps=1e-6):
-    """Central differences of fun (array) w.r.t. the vector z; derivative index last."""
-    out = []
-    for j in range(z.size):
-        e = np.zeros_like(z)
-        e[j] = eps
-        out.append((fun(z + e) - fun(z - e)) / (2 * eps))
-    return np.stack(out, axis=-1)
 
 
 def _costs():
@@ -46,11 +39,11 @@ def test_cost_derivatives_match_finite_differences(name):
         x, u = XS[k], US[k]
         fx = lambda y: cost.evaluate(y[None], u[None])  # noqa: E731
         fu = lambda w: cost.evaluate(x[None], w[None])  # noqa: E731
-        assert np.allclose(lx[k], fd(lambda y: fx(y)[0][0], x), rtol=1e-6, atol=1e-6)
-        assert np.allclose(lu[k], fd(lambda w: fu(w)[0][0], u), rtol=1e-6, atol=1e-6)
-        assert np.allclose(lxx[k], fd(lambda y: fx(y)[1][0], x), rtol=1e-5, atol=1e-5)
-        assert np.allclose(luu[k], fd(lambda w: fu(w)[2][0], u), rtol=1e-5, atol=1e-5)
-        assert np.allclose(lux[k], fd(lambda y: fx(y)[2][0], x), rtol=1e-5, atol=1e-5)
+        assert np.allclose(lx[k], central(lambda y: fx(y)[0][0], x), rtol=1e-6, atol=1e-6)
+        assert np.allclose(lu[k], central(lambda w: fu(w)[0][0], u), rtol=1e-6, atol=1e-6)
+        assert np.allclose(lxx[k], central(lambda y: fx(y)[1][0], x), rtol=1e-5, atol=1e-5)
+        assert np.allclose(luu[k], central(lambda w: fu(w)[2][0], u), rtol=1e-5, atol=1e-5)
+        assert np.allclose(lux[k], central(lambda y: fx(y)[2][0], x), rtol=1e-5, atol=1e-5)
         assert np.allclose(lxx[k], lxx[k].T, atol=1e-10)
     assert np.any(lxx != 0) or np.any(luu != 0)
 
@@ -87,8 +80,8 @@ def test_constraint_derivatives_match_finite_differences(name):
     c, cx, cxx = con.evaluate(XS)
     assert c.shape == (XS.shape[0], con.size)
     for k in range(XS.shape[0]):
-        assert np.allclose(cx[k], fd(lambda y: con.evaluate(y[None])[0][0], XS[k]), rtol=1e-6, atol=1e-7)
-        assert np.allclose(cxx[k], fd(lambda y: con.evaluate(y[None])[1][0], XS[k]), rtol=1e-5, atol=1e-6)
+        assert np.allclose(cx[k], central(lambda y: con.evaluate(y[None])[0][0], XS[k]), rtol=1e-6, atol=1e-7)
+        assert np.allclose(cxx[k], central(lambda y: con.evaluate(y[None])[1][0], XS[k]), rtol=1e-5, atol=1e-6)
 
 
 def test_sphere_clearance_values_are_distances_minus_radius_and_margin():

@@ -19,6 +19,7 @@ from __future__ import annotations
 from importlib import resources
 
 import numpy as np
+from numdiff import rel_error, richardson
 import pytest
 
 import dynamics as dyn
@@ -36,21 +37,8 @@ def state(model: dyn.Model, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return rng.uniform(-1.0, 1.0, model.nq), rng.normal(size=model.nv), rng.normal(size=model.nv)
 
 
-def richardson(f, x: np.ndarray, h: float = 1e-3) -> np.ndarray:
-    """∂f/∂x by central differences with one Richardson extrapolation, O(h⁴); last axis = x."""
-    def central(step):
-        cols = []
-        for k in range(x.size):
-            e = np.zeros_like(x)
-            e[k] = step
-            cols.append((f(x + e) - f(x - e)) / (2.0 * step))
-        return np.stack(cols, axis=-1)
-    return (4.0 * central(h / 2.0) - central(h)) / 3.0
 
 
-def rel_error(A: np.ndarray, A_ref: np.ndarray) -> float:
-    """max|A − A_ref| / max(max|A_ref|, 1)."""
-    return float(np.max(np.abs(A - A_ref)) / max(np.max(np.abs(A_ref)), 1.0))
 
 
 def on_common_path(model: dyn.Model, i: int, j: int, k: int) -> bool:

@@ -2,6 +2,7 @@
 import types
 
 import numpy as np
+from numdiff import central
 import pytest
 from numba import njit
 
@@ -56,14 +57,6 @@ def _derivs(method, z, dt=0.1, m=3):
     return _run(method, z, dt, m, 2)[2:]
 
 
-def central_jacobian(fun, z, eps=1e-6):
-    """Central finite differences of fun (any shape) w.r.t. z, derivative index last."""
-    cols = []
-    for j in range(z.size):
-        e = np.zeros_like(z)
-        e[j] = eps
-        cols.append((fun(z + e) - fun(z - e)) / (2 * eps))
-    return np.stack(cols, axis=-1)
 
 
 @pytest.mark.parametrize("method", ["rk4", "euler"])
@@ -72,8 +65,8 @@ def test_toy_first_and_second_order_sensitivities(method):
     for _ in range(3):
         z = rng.normal(size=5)
         Fz, Fzz = _derivs(method, z)
-        assert np.allclose(Fz, central_jacobian(lambda w: _step(method, w), z), atol=1e-8)
-        assert np.allclose(Fzz, central_jacobian(lambda w: _derivs(method, w)[0], z), atol=1e-7)
+        assert np.allclose(Fz, central(lambda w: _step(method, w), z), atol=1e-8)
+        assert np.allclose(Fzz, central(lambda w: _derivs(method, w)[0], z), atol=1e-7)
         assert np.allclose(Fzz, Fzz.transpose(0, 2, 1), atol=1e-12)
 
 
@@ -120,10 +113,10 @@ def test_robot_step_sensitivities_match_finite_differences(make, integrator):
     for k in range(2):
         z = np.concatenate([xs[k], us[k]])
         step = lambda w: prob.step(w[None, :nx], w[None, nx:])[0]  # noqa: E731
-        Fz = central_jacobian(step, z)
+        Fz = central(step, z)
         assert np.allclose(A[k], Fz[:, :nx], rtol=1e-6, atol=1e-7)
         assert np.allclose(B[k], Fz[:, nx:], rtol=1e-6, atol=1e-7)
-        Fzz = central_jacobian(lambda w: np.concatenate(prob.step_derivatives(w[None, :nx], w[None, nx:]), axis=2)[0], z)
+        Fzz = central(lambda w: np.concatenate(prob.step_derivatives(w[None, :nx], w[None, nx:]), axis=2)[0], z)
         assert np.allclose(Fxx[k], Fzz[:, :nx, :nx], rtol=1e-5, atol=1e-6)
         assert np.allclose(Fxu[k], Fzz[:, :nx, nx:], rtol=1e-5, atol=1e-6)
         assert np.allclose(Fuu[k], Fzz[:, nx:, nx:], rtol=1e-5, atol=1e-6)

@@ -14,7 +14,7 @@ import dynamics as dyn
 from conftest import random_state
 from dynamics.batch import point_kinematics_batch
 from dynamics.kinematics_derivatives import body_point, point_hessian, point_jacobian, point_position
-from test_derivatives_first_order import rel_error, richardson_jacobian
+from numdiff import rel_error, richardson
 
 FD_TOL = 1e-8
 
@@ -40,8 +40,8 @@ def test_jacobian_and_hessian_match_finite_differences(model, seed):
     for frame, offset in _frames_and_offsets(model, seed + 5):
         J = point_jacobian(model, q, frame, offset)
         H = point_hessian(model, q, frame, offset)
-        assert rel_error(J, richardson_jacobian(lambda x: point_position(model, x, frame, offset), q)) < FD_TOL
-        assert rel_error(H, richardson_jacobian(lambda x: point_jacobian(model, x, frame, offset), q)) < FD_TOL
+        assert rel_error(J, richardson(lambda x: point_position(model, x, frame, offset), q)) < FD_TOL
+        assert rel_error(H, richardson(lambda x: point_jacobian(model, x, frame, offset), q)) < FD_TOL
         assert np.array_equal(H, H.transpose(0, 2, 1))
 
 
