@@ -1,0 +1,26 @@
+"""The example scripts run headless and do what their docstrings say (so none can rot)."""
+import os
+import subprocess
+import sys
+
+EXAMPLES = os.path.join(os.path.dirname(__file__), os.pardir, "examples")
+
+
+def run_example(name: str, cwd) -> str:
+    run = subprocess.run([sys.executable, os.path.join(EXAMPLES, name)], cwd=cwd,
+                         capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return run.stdout
+
+
+def test_custom_ocp_solves_with_both_solvers(tmp_path):
+    out = run_example("custom_ocp.py", tmp_path)
+    lines = [line for line in out.splitlines() if line.strip().startswith(("ddp:", "ilqr:"))]
+    assert len(lines) == 2 and all("converged" in line for line in lines), out
+
+
+def test_compare_ddp_ilqr_writes_plots(tmp_path):
+    out = run_example("compare_ddp_ilqr.py", tmp_path)
+    for name in ("ur5-reach", "pendulum", "double-pendulum"):
+        assert f"{name}: best cost" in out
+        assert (tmp_path / f"convergence_{name}.png").stat().st_size > 10_000
