@@ -13,6 +13,7 @@ import pytest
 import dynamics as dyn
 import problems
 from optdyn.clearance import clearances, point_clearances
+from optdyn.constraints import StateEquality
 from optdyn.ipopt import solve_ipopt
 from optdyn.problem import Problem
 from optdyn.solve import solve
@@ -208,3 +209,29 @@ def test_modules_reachable_as_attributes():
     assert problems.arm_obstacle.make is arm_obstacle.make
     with pytest.raises(AttributeError):
         problems.not_a_module  # noqa: B018
+
+
+def _variant(arm, **changes):
+    """The arm problem with some of its constructor arguments replaced."""
+    kw = dict(substeps=arm.substeps, u_lower=arm.u_lower, u_upper=arm.u_upper,
+              path_constraints=arm.path_constraints, terminal_constraints=arm.terminal_constraints,
+              xs_init=arm.xs_init, us_init=arm.us_init)
+    kw.update(changes)
+    return Problem(arm.model, arm.x0, arm.N, arm.dt, arm.running_cost, **kw)
+
+
+@pytest.mark.parametrize("solver", ["ddp", "ilqr"])
+def test_ddp_and_ilqr_report_infeasible_tasks(solver):
+    """A goal inside the obstacle, and torques too weak to hold the arm against gravity (the
+    shoulder needs ~40 N·m): both end with a non-converged status and a message, no exception."""
+    arm = problems.get("arm-obstacle", scenario="bent")
+    q_mid = 0.5 * (arm.q_start + arm.q_goal)  # the sphere sits on this configuration's forearm
+    inside = _variant(arm, terminal_constraints=[StateEquality(np.concatenate([q_mid, np.zeros(6)]))])
+    weak = _variant(arm, u_lower=np.full(6, -10.0), u_upper=np.full(6, 10.0))
+    for prob in (inside, weak):
+        with np.errstate(over="ignore"):
+            res = solve(prob, solver=solver, max_iter=200)
+        assert not res.converged and res.status in ("max_outer", "max_iter", "line_search_failed")
+        assert res.message and prob.violation(res.xs, res.us) > 1e-3
+        assert np.all(np.isfinite(res.xs))
+    assert np.all(np.abs(res.us) <= 10.0 + 1e-9)  # the bounds hold even though the goal is out of reach
