@@ -221,12 +221,15 @@ def test_scene_errors():
         viz.scene_of(res)  # no problem given, none named
 
 
-def test_rebuilds_problem_from_registry(tmp_path):
+def test_scene_takes_the_problem_from_the_result():
+    """A result from optdyn.solve carries its problem; one without it needs problem=..."""
     prob = pytest.importorskip("problems").get("arm-obstacle", scenario="straight")
     res = Result(xs=prob.xs_init, us=prob.us_init, cost=0.0, converged=False, iterations=0, status="x",
                  problem="arm-obstacle", params=dict(prob.params))
-    scene = viz.scene_of(res)
-    kinds = list(scene.objects.values())
+    with pytest.raises(ValueError, match="problem"):
+        viz.scene_of(res)
+    res.source = prob
+    kinds = list(viz.scene_of(res).objects.values())
     assert kinds.count("obstacle") == len(prob.obstacles) == 1
     assert kinds.count("point") == len(prob.collision_points)
 
