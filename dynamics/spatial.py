@@ -9,7 +9,9 @@ origin), a force vector is ``f = [n; f]`` (n = moment about the world origin).
     f ×̄* m = m ×* f                     (swapped force cross product)
 
 All helpers write into caller-provided arrays so the recursions allocate nothing per
-body. Every function here is tiny and inlined by LLVM.
+body. Operands are addressed as rows of stacked arrays — ``crm_at(m, i, u, j, out, k)``
+is ``out[k] = m[i] × u[j]`` — because creating a numba view of a row costs reference
+counting, which made the recursions about 4× slower than this row-addressed form.
 """
 from __future__ import annotations
 
@@ -17,89 +19,6 @@ import numpy as np
 from numba import njit
 
 from .model import JTYPE, PARENT, PRISMATIC
-
-
-@njit(cache=True, inline="always")
-def cross3(a, b, out):
-    """out = a × b for 3-vectors (out must not alias a or b)."""
-    out[0] = a[1] * b[2] - a[2] * b[1]
-    out[1] = a[2] * b[0] - a[0] * b[2]
-    out[2] = a[0] * b[1] - a[1] * b[0]
-
-
-@njit(cache=True)
-def crm(m, u, out):
-    """out = (m×) u: motion cross product of motion vectors (seed 004 eq. 6)."""
-    out[0] = m[1] * u[2] - m[2] * u[1]
-    out[1] = m[2] * u[0] - m[0] * u[2]
-    out[2] = m[0] * u[1] - m[1] * u[0]
-    out[3] = m[1] * u[5] - m[2] * u[4] + m[4] * u[2] - m[5] * u[1]
-    out[4] = m[2] * u[3] - m[0] * u[5] + m[5] * u[0] - m[3] * u[2]
-    out[5] = m[0] * u[4] - m[1] * u[3] + m[3] * u[1] - m[4] * u[0]
-
-
-@njit(cache=True)
-def crf(m, f, out):
-    """out = (m×*) f: force cross product of motion m and force f (eq. 7)."""
-    out[0] = m[1] * f[2] - m[2] * f[1] + m[4] * f[5] - m[5] * f[4]
-    out[1] = m[2] * f[0] - m[0] * f[2] + m[5] * f[3] - m[3] * f[5]
-    out[2] = m[0] * f[1] - m[1] * f[0] + m[3] * f[4] - m[4] * f[3]
-    out[3] = m[1] * f[5] - m[2] * f[4]
-    out[4] = m[2] * f[3] - m[0] * f[5]
-    out[5] = m[0] * f[4] - m[1] * f[3]
-
-
-@njit(cache=True)
-def crm_matrix(m, out):
-    """out (6, 6) = m× (eq. 6)."""
-    out[:] = 0.0
-    _skew_into(m[0], m[1], m[2], out, 0, 0)
-    _skew_into(m[0], m[1], m[2], out, 3, 3)
-    _skew_into(m[3], m[4], m[5], out, 3, 0)
-
-
-@njit(cache=True)
-def crf_matrix(m, out):
-    """out (6, 6) = m×* (eq. 7)."""
-    out[:] = 0.0
-    _skew_into(m[0], m[1], m[2], out, 0, 0)
-    _skew_into(m[0], m[1], m[2], out, 3, 3)
-    _skew_into(m[3], m[4], m[5], out, 0, 3)
-
-
-@njit(cache=True)
-def crf_bar_matrix(f, out):
-    """out (6, 6) = f ×̄*, the matrix with (f ×̄*) m = (m ×*) f."""
-    out[:] = 0.0
-    _skew_into(-f[0], -f[1], -f[2], out, 0, 0)
-    _skew_into(-f[3], -f[4], -f[5], out, 0, 3)
-    _skew_into(-f[3], -f[4], -f[5], out, 3, 0)
-
-
-@njit(cache=True, inline="always")
-def _skew_into(x, y, z, out, r, c):
-    out[r, c + 1] = -z
-    out[r, c + 2] = y
-    out[r + 1, c] = z
-    out[r + 1, c + 2] = -x
-    out[r + 2, c] = -y
-    out[r + 2, c + 1] = x
-
-
-@njit(cache=True)
-def mat6_vec(A, x, out):
-    """out = A x for a (6, 6) matrix."""
-    for r in range(6):
-        s = 0.0
-        for c in range(6):
-            s += A[r, c] * x[c]
-        out[r] = s
-
-
-@njit(cache=True)
-def dot6(a, b):
-    """aᵀ b for 6-vectors."""
-    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5]
 
 
 @njit(cache=True)
@@ -198,9 +117,6 @@ def world_inertia(inertia, i, R, p, I):
     I[i, 2, 3] = I[i, 3, 2] = -m * c1
     I[i, 2, 4] = I[i, 4, 2] = m * c0
 
-
-# Row-addressed forms of the products above for the O(n) recursions: operands are rows
-# of stacked (n, 6) / (n, 6, 6) arrays, so no view (and no reference count) is created.
 
 @njit(cache=True)
 def crm_at(m, i, u, j, out, k):
