@@ -54,18 +54,24 @@ def _add_dM_times(dM, X, out, swap):
 def _outer_term(Minv, inner):
     """−M⁻¹ applied to the rows of ``inner`` (n, n, n): out[i] = −Σ_a M⁻¹[i, a] inner[a].
 
-    Zero entries of ``inner`` (branch-induced sparsity) are skipped.
+    Zero rows inner[a, j, :] (branch-induced sparsity) are skipped; the inner loop runs
+    along contiguous memory.
     """
     n = Minv.shape[0]
     out = np.zeros_like(inner)
     for a in range(n):
         for j in range(n):
+            nonzero = False
             for k in range(n):
-                x = inner[a, j, k]
-                if x == 0.0:
-                    continue
-                for i in range(n):
-                    out[i, j, k] -= Minv[i, a] * x
+                if inner[a, j, k] != 0.0:
+                    nonzero = True
+                    break
+            if not nonzero:
+                continue
+            for i in range(n):
+                m = Minv[i, a]
+                for k in range(n):
+                    out[i, j, k] -= m * inner[a, j, k]
     return out
 
 
