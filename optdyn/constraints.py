@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from abc import ABC, abstractmethod
+
 import numpy as np
 
 from dynamics.model import Model
@@ -20,15 +22,15 @@ from dynamics.model import Model
 from .costs import PointSet, _vector
 
 
-class Constraint:
-    """Base class: ``size`` values per state; subclasses implement ``evaluate``."""
+class Constraint(ABC):
+    """Abstract base: ``size`` values per state; subclasses implement ``evaluate``."""
 
     size: int = 0
     nx: int | None = None
 
+    @abstractmethod
     def evaluate(self, xs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(c (K,size), cx (K,size,nx), cxx (K,size,nx,nx)) at every state of xs (K, nx)."""
-        raise NotImplementedError
 
     def check_dims(self, nx: int, name: str) -> None:
         """ValueError naming ``name`` if built for another state dimension."""

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from abc import ABC, abstractmethod
+
 import numpy as np
 from numba import njit
 
@@ -102,15 +104,15 @@ def _zeros(K: int, nx: int, nu: int) -> tuple[np.ndarray, ...]:
             np.zeros((K, nu, nx)), np.zeros((K, nu, nu)))
 
 
-class Cost:
-    """Base class: subclasses implement ``evaluate`` (and may speed up ``value``)."""
+class Cost(ABC):
+    """Abstract base: subclasses implement ``evaluate`` (and may speed up ``value``)."""
 
     nx: int | None = None
     nu: int | None = None
 
+    @abstractmethod
     def evaluate(self, xs: np.ndarray, us: np.ndarray) -> tuple[np.ndarray, ...]:
         """(l, lx, lu, lxx, lux, luu) at every knot; shapes in the module docstring."""
-        raise NotImplementedError
 
     def value(self, xs: np.ndarray, us: np.ndarray) -> np.ndarray:
         """l (K,) only."""
