@@ -11,9 +11,8 @@ Control bounds are not constraints objects: they are ``Problem.u_lower/u_upper``
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 
 import numpy as np
 

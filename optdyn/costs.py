@@ -13,9 +13,8 @@ its control part is ignored. Costs add (``c1 + c2``) and scale (``0.5 * c``).
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 
 import numpy as np
 from numba import njit
