@@ -16,7 +16,7 @@ from ._checks import as_batch
 from .aba import aba_kernel
 from .aba_derivatives import aba_derivatives_kernel
 from .kinematics import forward_kinematics
-from .kinematics_derivatives import body_point, point_kinematics
+from .kinematics_derivatives import body_point, body_point_position, point_kinematics
 from .model import Model
 from .rnea_derivatives import rnea_derivatives_into
 
@@ -69,6 +69,20 @@ def point_kinematics_batch_kernel(topology, joint_placement, axis, Q, bodies, of
         for i in range(m):
             point_kinematics(topology, R, pos, S, bodies[i], offsets[i], P[k, i], J[k, i], H[k, i])
     return P, J, H
+
+
+@njit(cache=True)
+def point_positions_batch_kernel(topology, joint_placement, axis, Q, bodies, offsets):
+    """Positions (K, m, 3) only of the points of :func:`point_kinematics_batch_kernel`."""
+    K, n = Q.shape
+    m = bodies.shape[0]
+    R, pos, S = np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((n, 6))
+    P = np.empty((K, m, 3))
+    for k in range(K):
+        forward_kinematics(topology, joint_placement, axis, Q[k], R, pos, S)
+        for i in range(m):
+            body_point_position(R, pos, bodies[i], offsets[i], P[k, i])
+    return P
 
 
 def _knots(model: Model, **arrays) -> list[np.ndarray]:

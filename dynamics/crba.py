@@ -11,16 +11,14 @@ import numpy as np
 from numba import njit
 
 from ._checks import as_vector
-from .kinematics import all_finite, kinematics_and_inertias
+from .kinematics import kinematics_and_inertias
 from .model import PARENT, Model
 from .spatial import add_to_parent, dot6_at, mat6_vec_at
 
 
 @njit(cache=True)
 def crba_kernel(topology, joint_placement, axis, inertia, q):
-    """M (n, n), full symmetric, and the composite inertias I^C (n, 6, 6)."""
-    if not all_finite(q):
-        raise ValueError("q: expected finite values, got NaN or inf")
+    """M (n, n), full symmetric, and the composite inertias I^C (n, 6, 6); q checked for NaN/inf."""
     _, _, S, IC = kinematics_and_inertias(topology, joint_placement, axis, inertia, q)
     n = topology.shape[0]
     M = np.zeros((n, n))

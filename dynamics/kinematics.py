@@ -33,24 +33,29 @@ def forward_kinematics(topology, joint_placement, axis, q, R, p, S):
 
 
 @njit(cache=True)
-def kinematics_and_inertias(topology, joint_placement, axis, inertia, q):
-    """Forward kinematics plus world spatial inertias I (n, 6, 6); returns (R, p, S, I)."""
+def world_kinematics(topology, joint_placement, axis, q):
+    """(R (n,3,3), p (n,3), S (n,6)) of :func:`forward_kinematics`; q checked for NaN/inf."""
+    if not all_finite(q):
+        raise ValueError("q: expected finite values, got NaN or inf")
     n = topology.shape[0]
-    R, p = np.empty((n, 3, 3)), np.empty((n, 3))
-    S, I = np.empty((n, 6)), np.empty((n, 6, 6))
+    R, p, S = np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((n, 6))
     forward_kinematics(topology, joint_placement, axis, q, R, p, S)
-    for i in range(n):
+    return R, p, S
+
+
+@njit(cache=True)
+def kinematics_and_inertias(topology, joint_placement, axis, inertia, q):
+    """:func:`world_kinematics` plus world spatial inertias I (n, 6, 6); returns (R, p, S, I)."""
+    R, p, S = world_kinematics(topology, joint_placement, axis, q)
+    I = np.empty((topology.shape[0], 6, 6))
+    for i in range(topology.shape[0]):
         world_inertia(inertia, i, R, p, I)
     return R, p, S, I
 
 
 @njit(cache=True)
 def _frame_pose(topology, joint_placement, axis, q, body, placement):
-    if not all_finite(q):
-        raise ValueError("q: expected finite values, got NaN or inf")
-    n = topology.shape[0]
-    R, p, S = np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((n, 6))
-    forward_kinematics(topology, joint_placement, axis, q, R, p, S)
+    R, p, S = world_kinematics(topology, joint_placement, axis, q)
     Rb, pb = (np.eye(3), np.zeros(3)) if body < 0 else (R[body], p[body])
     Rf, pf = np.empty((3, 3)), np.empty(3)
     for r in range(3):

@@ -30,8 +30,19 @@ import numpy as np
 from numba import njit
 
 from ._checks import as_vector, check_frame
-from .kinematics import all_finite, forward_kinematics
+from .kinematics import world_kinematics
 from .model import PARENT, Model
+
+
+@njit(cache=True)
+def body_point_position(R, pos, body, offset, p):
+    """Write the world position p (3,) of the point ``offset`` (3,) fixed on body ``body``
+    (``body = -1``: the fixed base, ``offset`` is then a world point)."""
+    if body < 0:
+        p[:] = offset
+        return
+    for r in range(3):
+        p[r] = pos[body, r] + R[body, r, 0] * offset[0] + R[body, r, 1] * offset[1] + R[body, r, 2] * offset[2]
 
 
 @njit(cache=True)
@@ -44,11 +55,7 @@ def point_kinematics(topology, R, pos, S, body, offset, p, J, H):
     """
     J[:, :] = 0.0
     H[:, :, :] = 0.0
-    if body < 0:
-        p[:] = offset
-        return
-    for r in range(3):
-        p[r] = pos[body, r] + R[body, r, 0] * offset[0] + R[body, r, 1] * offset[1] + R[body, r, 2] * offset[2]
+    body_point_position(R, pos, body, offset, p)
     j = body
     while j >= 0:  # J_j = v_j + ω_j × p
         J[0, j] = S[j, 3] + S[j, 1] * p[2] - S[j, 2] * p[1]
@@ -71,11 +78,8 @@ def point_kinematics(topology, R, pos, S, body, offset, p, J, H):
 @njit(cache=True)
 def point_kinematics_kernel(topology, joint_placement, axis, q, body, offset):
     """(p (3,), J (3, n), H (3, n, n)) of a point fixed on a body; q checked for NaN/inf."""
-    if not all_finite(q):
-        raise ValueError("q: expected finite values, got NaN or inf")
+    R, pos, S = world_kinematics(topology, joint_placement, axis, q)
     n = topology.shape[0]
-    R, pos, S = np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((n, 6))
-    forward_kinematics(topology, joint_placement, axis, q, R, pos, S)
     p, J, H = np.empty(3), np.empty((3, n)), np.empty((3, n, n))
     point_kinematics(topology, R, pos, S, body, offset, p, J, H)
     return p, J, H

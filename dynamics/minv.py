@@ -18,16 +18,14 @@ import numpy as np
 from numba import njit
 
 from ._checks import as_vector
-from .kinematics import all_finite, kinematics_and_inertias
+from .kinematics import kinematics_and_inertias
 from .model import PARENT, SUBTREE_END, Model
 from .spatial import dot6_at, mat6_vec_at
 
 
 @njit(cache=True)
 def minv_kernel(topology, joint_placement, axis, inertia, q):
-    """M(q)⁻¹ (n, n) by the three-pass algorithm."""
-    if not all_finite(q):
-        raise ValueError("q: expected finite values, got NaN or inf")
+    """M(q)⁻¹ (n, n) by the three-pass algorithm; q checked for NaN/inf."""
     _, _, S, IA = kinematics_and_inertias(topology, joint_placement, axis, inertia, q)
     n = topology.shape[0]
     Minv = np.zeros((n, n))

@@ -17,8 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dynamics import frame_placement
-
+from .costs import PointSet
 from .problem import Problem
 
 
@@ -47,18 +46,11 @@ class Clearance:
 
 
 def point_clearances(problem, qs: np.ndarray) -> np.ndarray:
-    """Clearance (K, P) of every collision point at each configuration of qs (K, nq)."""
-    model, points = problem.model, problem.collision_points
-    out = np.empty((qs.shape[0], len(points)))
-    for k, q in enumerate(qs):
-        poses = {}
-        for p, (frame, offset) in enumerate(points):
-            if frame not in poses:
-                poses[frame] = frame_placement(model, q, frame)
-            R, t = poses[frame]
-            r = t + R @ offset
-            out[k, p] = min(np.linalg.norm(r - c) - rho for c, rho in problem.obstacles)
-    return out
+    """Clearance (K, P) of every collision point at each configuration of qs (K, nq):
+    the distance to the surface of the nearest obstacle."""
+    p = PointSet(problem.model, problem.collision_points).positions(np.asarray(qs, dtype=float))
+    d = [np.linalg.norm(p - np.asarray(c), axis=2) - rho for c, rho in problem.obstacles]
+    return np.min(d, axis=0)
 
 
 def _substep_problem(problem: Problem) -> Problem:

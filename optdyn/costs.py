@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 from numba import njit
 
-from dynamics.batch import point_kinematics_batch_kernel
+from dynamics.batch import point_kinematics_batch_kernel, point_positions_batch_kernel
 from dynamics.kinematics_derivatives import body_point
 from dynamics.model import Model
 
@@ -64,15 +64,17 @@ class PointSet:
                                              self.bodies, self.local)
 
     def positions(self, qs: np.ndarray) -> np.ndarray:
-        """World positions (K, P, 3)."""
-        return self.kinematics(qs)[0]
+        """World positions (K, P, 3) only (no Jacobians or Hessians computed)."""
+        m = self.model
+        return point_positions_batch_kernel(m.topology, m.joint_placement, m.axis, np.ascontiguousarray(qs),
+                                            self.bodies, self.local)
 
     def sphere_distance(self, qs: np.ndarray, center: np.ndarray, derivatives: bool = True):
         """Distances d (K,P) of the points to ``center`` and, with ``derivatives``, their
         gradients (K,P,nv) and Hessians (K,P,nv,nv) w.r.t. q (else None, None)."""
-        p, J, H = self.kinematics(qs)
         if not derivatives:
-            return np.linalg.norm(p - center, axis=2), None, None
+            return np.linalg.norm(self.positions(qs) - center, axis=2), None, None
+        p, J, H = self.kinematics(qs)
         K, P, nv = p.shape[0], p.shape[1], self.model.nv
         d, dd, ddd = np.empty((K, P)), np.empty((K, P, nv)), np.empty((K, P, nv, nv))
         sphere_distance(p, J, H, center, d, dd, ddd)
