@@ -102,12 +102,10 @@ def _matT_vec(X, x, y, b, out, o):
 
 @njit(cache=True)
 def _add_mat_vec(X, x, y, b, out, o):
-    """out[o] += X[x] y[b]."""
+    """out[o] += X[x] y[b] (row TMP of ``out`` is scratch)."""
+    mat6_vec_at(X, x, y, b, out, TMP)
     for r in range(6):
-        s = 0.0
-        for c in range(6):
-            s += X[x, r, c] * y[b, c]
-        out[o, r] += s
+        out[o, r] += out[TMP, r]
 
 
 @njit(cache=True)
