@@ -43,10 +43,11 @@ def _add_dM_times(dM, X, out, swap):
                 d = dM[a, l, j]
                 if d == 0.0:
                     continue
-                for k in range(n):
-                    if swap:
+                if swap:
+                    for k in range(n):
                         out[a, k, j] += d * X[l, k]
-                    else:
+                else:
+                    for k in range(n):
                         out[a, j, k] += d * X[l, k]
 
 
