@@ -8,10 +8,12 @@ Public API (see DESIGN.md)::
     qdd  = dyn.aba(model, q, v, tau)         # forward dynamics
     M    = dyn.crba(model, q)                # joint-space inertia matrix
     Minv = dyn.minv(model, q)                # its analytical inverse (Carpentier)
+    Hqq, Hvv, Hqv, Hqtau = dyn.aba_second_derivatives_contracted(model, q, v, tau, lam)  # Σ_i λ_i ∂²q̈_i
 """
 from .aba import aba
 from .aba_derivatives import aba_derivatives
 from .aba_second_derivatives import aba_second_derivatives
+from .aba_second_derivatives_contracted import aba_second_derivatives_contracted
 from .builder import ModelBuilder
 from .crba import crba
 from .energy import kinetic_energy, potential_energy
@@ -23,6 +25,7 @@ from .model import Frame, Geometry, Model
 from .rnea import gravity_torques, nonlinear_effects, rnea
 from .rnea_derivatives import rnea_derivatives
 from .rnea_second_derivatives import rnea_second_derivatives
+from .rnea_second_derivatives_contracted import rnea_second_derivatives_contracted
 from .urdf import load_urdf
 from . import models
 
@@ -31,5 +34,6 @@ __all__ = [
     "rnea", "aba", "crba", "minv", "nonlinear_effects", "gravity_torques",
     "kinetic_energy", "potential_energy", "frame_placement", "frame_jacobian",
     "rnea_derivatives", "aba_derivatives", "rnea_second_derivatives", "aba_second_derivatives",
+    "rnea_second_derivatives_contracted", "aba_second_derivatives_contracted",
     "point_position", "point_jacobian", "point_hessian", "batch",
 ]

@@ -15,10 +15,12 @@ from numba import njit
 from ._checks import as_batch
 from .aba import aba_kernel
 from .aba_derivatives import aba_derivatives_kernel
+from .aba_second_derivatives_contracted import fdsva_so_contracted_kernel
 from .kinematics import forward_kinematics
 from .kinematics_derivatives import body_point, body_point_position, point_kinematics
 from .model import Model
 from .rnea_derivatives import rnea_derivatives_into
+from .rnea_second_derivatives_contracted import idsva_so_contracted_kernel
 
 
 @njit(cache=True)
@@ -51,6 +53,29 @@ def aba_derivatives_batch_kernel(topology, joint_placement, axis, inertia, gravi
         qdd[k], out[0, k], out[1, k], out[2, k] = aba_derivatives_kernel(
             topology, joint_placement, axis, inertia, gravity, Q[k], V[k], TAU[k])
     return qdd, out[0], out[1], out[2]
+
+
+@njit(cache=True)
+def rnea_second_derivatives_contracted_batch_kernel(topology, joint_placement, axis, inertia, gravity, Q, V, A, MU):
+    """(Hqq, Hvv, Hqv, Mq), each (K, n, n): contracted IDSVA-SO at the K knots."""
+    K, n = Q.shape
+    out = np.empty((4, K, n, n))
+    for k in range(K):
+        out[0, k], out[1, k], out[2, k], out[3, k] = idsva_so_contracted_kernel(
+            topology, joint_placement, axis, inertia, gravity, Q[k], V[k], A[k], MU[k])
+    return out[0], out[1], out[2], out[3]
+
+
+@njit(cache=True)
+def aba_second_derivatives_contracted_batch_kernel(topology, joint_placement, axis, inertia, gravity, Q, V, TAU,
+                                                   LAM):
+    """(Hqq, Hvv, Hqv, Hqtau), each (K, n, n): contracted FDSVA-SO at the K knots."""
+    K, n = Q.shape
+    out = np.empty((4, K, n, n))
+    for k in range(K):
+        out[0, k], out[1, k], out[2, k], out[3, k] = fdsva_so_contracted_kernel(
+            topology, joint_placement, axis, inertia, gravity, Q[k], V[k], TAU[k], LAM[k])
+    return out[0], out[1], out[2], out[3]
 
 
 @njit(cache=True)
@@ -117,6 +142,20 @@ def aba_derivatives_batch(model: Model, Q, V, TAU) -> tuple[np.ndarray, np.ndarr
     :func:`aba_derivatives_batch_kernel` also returns q̈ (K, nv) for compiled callers.
     """
     return aba_derivatives_batch_kernel(*_model_args(model), *_knots(model, Q=Q, V=V, TAU=TAU))[1:]
+
+
+def rnea_second_derivatives_contracted_batch(model: Model, Q, V, A, MU) -> tuple[np.ndarray, ...]:
+    """:func:`dynamics.rnea_second_derivatives_contracted` at K knots: (Hqq, Hvv, Hqv, Mq),
+    each (K, nv, nv), contracting knot k with MU[k] (MU (K, nv))."""
+    return rnea_second_derivatives_contracted_batch_kernel(*_model_args(model),
+                                                           *_knots(model, Q=Q, V=V, A=A, MU=MU))
+
+
+def aba_second_derivatives_contracted_batch(model: Model, Q, V, TAU, LAM) -> tuple[np.ndarray, ...]:
+    """:func:`dynamics.aba_second_derivatives_contracted` at K knots: (Hqq, Hvv, Hqv, Hqtau),
+    each (K, nv, nv), contracting knot k with LAM[k] (LAM (K, nv))."""
+    return aba_second_derivatives_contracted_batch_kernel(*_model_args(model),
+                                                          *_knots(model, Q=Q, V=V, TAU=TAU, LAM=LAM))
 
 
 def point_kinematics_batch(model: Model, Q, frames: Sequence[str], offsets=None

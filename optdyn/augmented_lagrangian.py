@@ -95,11 +95,11 @@ class ALObjective(Objective):
             self.mu = self.mu + self.rho * self.problem.terminal_constraint_terms(xs[-1])[0]
 
 
-def solve_al(problem: Problem, second_order: bool = True, us_init=None, constraint_tol: float = 1e-6,
+def solve_al(problem: Problem, ddp: bool = True, us_init=None, constraint_tol: float = 1e-6,
              rho_init: float = 1.0, rho_factor: float = 10.0, rho_max: float = 1e10, decrease: float = 0.25,
              max_outer: int = 30, inner_tol0: float = 1e-4, inner_tol_factor: float = 1e-2,
              **options) -> Result:
-    """Constrained DDP (``second_order``) or iLQR by the augmented-Lagrangian outer loop.
+    """Constrained DDP (``ddp``) or iLQR by the augmented-Lagrangian outer loop.
 
     ``options`` are those of :class:`optdyn.ddp.Options`; ``max_iter`` bounds the total
     number of inner iterations. The result's cost is the true objective J; its extra
@@ -107,7 +107,7 @@ def solve_al(problem: Problem, second_order: bool = True, us_init=None, constrai
     "outer_iterations".
     """
     o = Options(**options)
-    name = "ddp" if second_order else "ilqr"
+    name = "ddp" if ddp else "ilqr"
     log = Log(name, o.callback, o.verbose)
     objective = ALObjective(problem, np.zeros((problem.N, problem.nc)), np.zeros(problem.nh), rho_init)
     us, origin = initial_controls(problem, us_init)
@@ -115,7 +115,7 @@ def solve_al(problem: Problem, second_order: bool = True, us_init=None, constrai
     status, message, converged = "max_iter", f"iteration limit {o.max_iter} reached", False
     inner_tol = max(o.tol, inner_tol0)
     for outer in range(1, max_outer + 1):
-        out = iterate(problem, objective, us, replace(o, tol=inner_tol), second_order, log,
+        out = iterate(problem, objective, us, replace(o, tol=inner_tol), ddp, log,
                       max_iter=o.max_iter - steps)
         steps += out.iterations
         us, xs = out.us, out.xs

@@ -11,7 +11,11 @@ the backward pass forms at every knot, with V' = V_{k+1}:
     Q_uu = ℓ_uu + Bᵀ V'_xx B  [+ V'_x·F_uu]
 
 where the bracketed second-order dynamics terms are DDP's and are dropped by iLQR
-(``second_order=False``). Levenberg–Marquardt regularisation acts on V'_xx (Tassa 2012
+(``ddp=False``). DDP gets V'_x·F_zz — the Hessian of V'_xᵀF(x, u) — contracted, by a
+second-order adjoint through the integrator stages with contracted FDSVA-SO
+(:func:`optdyn.integrators.interval_hessian`; the idea of Nganga & Wensing, RA-L 2021),
+at about the cost of one more first-order sweep; ``second_order="tensor"`` contracts the
+full tensors instead, to validate it. Levenberg–Marquardt regularisation acts on V'_xx (Tassa 2012
 eq. 10): Q̃_uu = Q_uu + μ BᵀB, Q̃_ux = Q_ux + μ BᵀA, with the adaptive schedule of
 Sec. II-F. The control step comes from the box-constrained QP
 
@@ -26,7 +30,9 @@ free controls and 0 on the clamped ones. The value function follows eq. 11:
 
 The forward pass x̂_0 = x_0, û_k = clamp(u_k + α k_k + K_k (x̂_k − x_k)),
 x̂_{k+1} = F(x̂_k, û_k) is accepted by backtracking on the ratio of actual to expected
-decrease. Backward and forward passes loop over knots inside compiled code.
+decrease. Backward and forward passes loop over knots inside compiled code; the backward
+pass is assembled from the named steps :func:`q_expansion`, :func:`dynamics_hessian`,
+:func:`regularize`, :func:`gains`, :func:`expected_decrease` and :func:`value_update`.
 """
 from __future__ import annotations
 
@@ -150,125 +156,200 @@ def box_qp(H, g, lower, upper, x, idx, L):
     return nf
 
 
-@njit(cache=True)
-def backward_pass(A, B, Fxx, Fxu, Fuu, lx, lu, lxx, lux, luu, VxN, VxxN, us, lower, upper, mu,
-                  second_order, k, K):
-    """Riccati-like sweep N−1 … 0 (equations of the module docstring).
+SECOND_ORDER = {"none": 0, "contracted": 1, "tensor": 2}
+"""How the backward pass gets V'_x·F_zz: not at all (iLQR), contracted through the
+integrator stages (:func:`optdyn.integrators.interval_hessian`, the default) or from the
+full second-order tensors (kept to validate the contracted path)."""
 
-    Inputs per knot: A (N,nx,nx), B (N,nx,nu), Fxx (N,nx,nx,nx), Fxu (N,nx,nx,nu),
-    Fuu (N,nx,nu,nu) (ignored unless ``second_order``), cost terms lx (N,nx), lu (N,nu),
-    lxx (N,nx,nx), lux (N,nu,nx), luu (N,nu,nu), terminal V_x (nx,), V_xx (nx,nx).
+
+@njit(cache=True)
+def gemm_tn(A, B, C, add):
+    """C (m, n) = AᵀB, or C += AᵀB with ``add``; A (p, m), B (p, n)."""
+    p, m = A.shape
+    n = B.shape[1]
+    for i in range(m):
+        for j in range(n):
+            s = C[i, j] if add else 0.0
+            for r in range(p):
+                s += A[r, i] * B[r, j]
+            C[i, j] = s
+
+
+@njit(cache=True)
+def gemm_nn(A, B, C):
+    """C (m, n) = A B; A (m, p), B (p, n)."""
+    m, p = A.shape
+    n = B.shape[1]
+    for i in range(m):
+        for j in range(n):
+            s = 0.0
+            for r in range(p):
+                s += A[i, r] * B[r, j]
+            C[i, j] = s
+
+
+@njit(cache=True)
+def gemv_t(A, x, y, add):
+    """y (m,) = Aᵀx, or y += Aᵀx with ``add``; A (p, m)."""
+    p, m = A.shape
+    for i in range(m):
+        s = y[i] if add else 0.0
+        for r in range(p):
+            s += A[r, i] * x[r]
+        y[i] = s
+
+
+@njit(cache=True)
+def q_expansion(A, B, lx, lu, lxx, lux, luu, Vx, Vxx, VA, VB, Qx, Qu, Qxx, Qux, Quu):
+    """Q_x = ℓ_x + AᵀV'_x, Q_u = ℓ_u + BᵀV'_x, Q_xx = ℓ_xx + AᵀV'_xx A, Q_ux = ℓ_ux + BᵀV'_xx A,
+    Q_uu = ℓ_uu + BᵀV'_xx B (Tassa 2012 eq. 5) at one knot; VA, VB are workspace."""
+    gemm_nn(Vxx, A, VA)
+    gemm_nn(Vxx, B, VB)
+    Qx[:], Qu[:], Qxx[:], Qux[:], Quu[:] = lx, lu, lxx, lux, luu
+    gemv_t(A, Vx, Qx, True)
+    gemv_t(B, Vx, Qu, True)
+    gemm_tn(A, VA, Qxx, True)
+    gemm_tn(B, VA, Qux, True)
+    gemm_tn(B, VB, Quu, True)
+
+
+@njit(cache=True)
+def dynamics_hessian(t, Vx, mode, Fzz, integration, us, stages, Hz):
+    """Hz (nz, nz) = V'_x·F_zz at knot t: the Hessian of V'_xᵀF(x_t, u_t).
+
+    ``mode`` 1: second-order adjoint through the recorded stages (``stages`` (N, m·s, ...),
+    ``integration`` = (params, a, b, dt, m)); mode 2: contraction of the full tensors
+    ``Fzz`` (N, nx, nz, nz).
+    """
+    if mode == 1:
+        params, a, b, dt, m = integration
+        rec_y, rec_f, rec_Fz, rec_G = stages
+        integrators.interval_hessian(params, a, b, dt, m, us[t], (rec_y[t], rec_f[t], rec_Fz[t], rec_G[t]),
+                                     Vx, Hz)
+        return
+    Hz[:] = 0.0
+    for p in range(Fzz.shape[1]):
+        w = Vx[p]
+        if w != 0.0:
+            for i in range(Hz.shape[0]):
+                for j in range(Hz.shape[1]):
+                    Hz[i, j] += w * Fzz[t, p, i, j]
+
+
+@njit(cache=True)
+def add_dynamics_terms(Hz, Qxx, Qux, Quu):
+    """Q_xx += [V'_x·F]_xx, Q_ux += [V'_x·F]_ux, Q_uu += [V'_x·F]_uu (DDP's terms)."""
+    nx = Qxx.shape[0]
+    for i in range(Hz.shape[0]):
+        for j in range(Hz.shape[1]):
+            if i < nx and j < nx:
+                Qxx[i, j] += Hz[i, j]
+            elif i >= nx and j < nx:
+                Qux[i - nx, j] += Hz[i, j]
+            elif i >= nx:
+                Quu[i - nx, j - nx] += Hz[i, j]
+
+
+@njit(cache=True)
+def regularize(A, B, Qux, Quu, mu, Qux_r, Quu_r):
+    """Q̃_ux = Q_ux + μ BᵀA, Q̃_uu = Q_uu + μ BᵀB (symmetrised): μ acts on V'_xx (Tassa 2012 eq. 10)."""
+    gemm_tn(B, A, Qux_r, False)
+    gemm_tn(B, B, Quu_r, False)
+    nu = Quu.shape[0]
+    for i in range(nu):
+        for j in range(Qux.shape[1]):
+            Qux_r[i, j] = Qux[i, j] + mu * Qux_r[i, j]
+    for i in range(nu):
+        for j in range(nu):
+            Quu_r[i, j] = 0.5 * (Quu[i, j] + Quu[j, i]) + mu * Quu_r[i, j]
+
+
+@njit(cache=True)
+def gains(Quu_r, Qux_r, Qu, lo, hi, k, K, idx, L, rhs):
+    """Feed-forward k (box QP, warm-started from its input) and feedback K (nu, nx):
+    K_f = −Q̃_uu,ff⁻¹ Q̃_ux,f on the free controls, 0 on the clamped ones (Tassa 2014).
+    Returns the number of free controls, or −1 if Q̃_uu is not positive definite."""
+    nf = box_qp(Quu_r, Qu, lo, hi, k, idx, L)
+    if nf < 0:
+        return nf
+    K[:] = 0.0
+    for j in range(K.shape[1]):
+        for a in range(nf):
+            rhs[a] = Qux_r[idx[a], j]
+        cholesky_solve(L, nf, rhs)
+        for a in range(nf):
+            K[idx[a], j] = -rhs[a]
+    return nf
+
+
+@njit(cache=True)
+def value_update(Qx, Qu, Qxx, Qux, Quu, k, K, Vx, Vxx, QuuK, Quuk):
+    """V_x = Q_x + KᵀQ_uu k + KᵀQ_u + Q_uxᵀk, V_xx = Q_xx + KᵀQ_uu K + KᵀQ_ux + Q_uxᵀK
+    (Tassa 2012 eq. 11, symmetrised); QuuK (nu, nx), Quuk (nu,) are workspace."""
+    gemm_nn(Quu, K, QuuK)
+    for a in range(Qu.shape[0]):
+        s = Qu[a]
+        for p in range(Qu.shape[0]):
+            s += Quu[a, p] * k[p]
+        Quuk[a] = s  # Q_uu k + Q_u
+    Vx[:] = Qx
+    gemv_t(K, Quuk, Vx, True)
+    gemv_t(Qux, k, Vx, True)
+    Vxx[:] = Qxx
+    gemm_tn(K, QuuK, Vxx, True)
+    gemm_tn(K, Qux, Vxx, True)
+    gemm_tn(Qux, K, Vxx, True)
+    for i in range(Vxx.shape[0]):
+        for j in range(i):
+            Vxx[i, j] = Vxx[j, i] = 0.5 * (Vxx[i, j] + Vxx[j, i])
+
+
+@njit(cache=True)
+def expected_decrease(k, Qu, Quu):
+    """(kᵀQ_u, ½kᵀQ_uu k): ΔV(α) = α·first + α²·second."""
+    d1 = d2 = 0.0
+    for i in range(k.shape[0]):
+        d1 += k[i] * Qu[i]
+        for j in range(k.shape[0]):
+            d2 += 0.5 * k[i] * Quu[i, j] * k[j]
+    return d1, d2
+
+
+@njit(cache=True)
+def backward_pass(A, B, lx, lu, lxx, lux, luu, VxN, VxxN, us, lower, upper, mu, mode, Fzz, integration,
+                  stages, k, K):
+    """Riccati-like sweep N−1 … 0 built from the steps above (module docstring).
+
+    Inputs per knot: A (N,nx,nx), B (N,nx,nu), cost terms lx (N,nx), lu (N,nu),
+    lxx (N,nx,nx), lux (N,nu,nx), luu (N,nu,nu), terminal V_x (nx,), V_xx (nx,nx); the
+    dynamics' second-order terms per ``mode`` (:data:`SECOND_ORDER`; see
+    :func:`dynamics_hessian` for ``Fzz``, ``integration`` and ``stages``).
     Writes k (N,nu) (its input is the box-QP warm start) and K (N,nu,nx).
     Returns (failed knot or −1, kᵀQ_u summed, ½kᵀQ_uu k summed).
     """
     N, nx, nu = B.shape
     Vx, Vxx = VxN.copy(), VxxN.copy()
-    Qx, Qu = np.empty(nx), np.empty(nu)
+    Qx, Qu, Quuk = np.empty(nx), np.empty(nu), np.empty(nu)
     Qxx, Qux, Quu = np.empty((nx, nx)), np.empty((nu, nx)), np.empty((nu, nu))
-    Qux_r, Quu_r = np.empty((nu, nx)), np.empty((nu, nu))
-    VA, VB = np.empty((nx, nx)), np.empty((nx, nu))
+    Qux_r, Quu_r, QuuK = np.empty((nu, nx)), np.empty((nu, nu)), np.empty((nu, nx))
+    VA, VB, Hz = np.empty((nx, nx)), np.empty((nx, nu)), np.empty((nx + nu, nx + nu))
     lo, hi = np.empty(nu), np.empty(nu)
     idx, L, rhs = np.empty(nu, np.int64), np.empty((nu, nu)), np.empty(nu)
-    Kk, QuuK = np.empty((nu, nx)), np.empty((nu, nx))
     dV1 = dV2 = 0.0
     for t in range(N - 1, -1, -1):
-        At, Bt = A[t], B[t]
-        for i in range(nx):
-            for j in range(nx):
-                s = 0.0
-                for p in range(nx):
-                    s += Vxx[i, p] * At[p, j]
-                VA[i, j] = s
-            for j in range(nu):
-                s = 0.0
-                for p in range(nx):
-                    s += Vxx[i, p] * Bt[p, j]
-                VB[i, j] = s
-        for i in range(nx):
-            s = lx[t, i]
-            for p in range(nx):
-                s += At[p, i] * Vx[p]
-            Qx[i] = s
-            for j in range(nx):
-                s = lxx[t, i, j]
-                for p in range(nx):
-                    s += At[p, i] * VA[p, j]
-                Qxx[i, j] = s
+        q_expansion(A[t], B[t], lx[t], lu[t], lxx[t], lux[t], luu[t], Vx, Vxx, VA, VB, Qx, Qu, Qxx, Qux, Quu)
+        if mode > 0:
+            dynamics_hessian(t, Vx, mode, Fzz, integration, us, stages, Hz)
+            add_dynamics_terms(Hz, Qxx, Qux, Quu)
+        regularize(A[t], B[t], Qux, Quu, mu, Qux_r, Quu_r)
         for i in range(nu):
-            s = lu[t, i]
-            for p in range(nx):
-                s += Bt[p, i] * Vx[p]
-            Qu[i] = s
-            for j in range(nx):
-                s, r = lux[t, i, j], 0.0
-                for p in range(nx):
-                    s += Bt[p, i] * VA[p, j]
-                    r += Bt[p, i] * At[p, j]
-                Qux[i, j], Qux_r[i, j] = s, mu * r
-            for j in range(nu):
-                s, r = luu[t, i, j], 0.0
-                for p in range(nx):
-                    s += Bt[p, i] * VB[p, j]
-                    r += Bt[p, i] * Bt[p, j]
-                Quu[i, j], Quu_r[i, j] = s, mu * r
-        if second_order:
-            for p in range(nx):
-                w = Vx[p]
-                if w == 0.0:
-                    continue
-                for i in range(nx):
-                    for j in range(nx):
-                        Qxx[i, j] += w * Fxx[t, p, i, j]
-                for i in range(nu):
-                    for j in range(nx):
-                        Qux[i, j] += w * Fxu[t, p, j, i]
-                    for j in range(nu):
-                        Quu[i, j] += w * Fuu[t, p, i, j]
-        for i in range(nu):
-            for j in range(nx):
-                Qux_r[i, j] += Qux[i, j]
-            for j in range(nu):
-                Quu_r[i, j] += 0.5 * (Quu[i, j] + Quu[j, i])
             lo[i], hi[i] = lower[i] - us[t, i], upper[i] - us[t, i]
-        nf = box_qp(Quu_r, Qu, lo, hi, k[t], idx, L)
-        if nf < 0:
+        if gains(Quu_r, Qux_r, Qu, lo, hi, k[t], K[t], idx, L, rhs) < 0:
             return t, 0.0, 0.0
-        # K_f = −Q̃_uu,ff⁻¹ Q̃_ux,f ; clamped rows stay 0
-        Kk[:] = 0.0
-        for j in range(nx):
-            for a in range(nf):
-                rhs[a] = Qux_r[idx[a], j]
-            cholesky_solve(L, nf, rhs)
-            for a in range(nf):
-                Kk[idx[a], j] = -rhs[a]
-        K[t] = Kk
-        kt = k[t]
-        for i in range(nu):
-            dV1 += kt[i] * Qu[i]
-            for j in range(nu):
-                dV2 += 0.5 * kt[i] * Quu[i, j] * kt[j]
-        for i in range(nu):
-            for j in range(nx):
-                s = 0.0
-                for p in range(nu):
-                    s += Quu[i, p] * Kk[p, j]
-                QuuK[i, j] = s
-        for i in range(nx):
-            s = Qx[i]
-            for a in range(nu):
-                qk = 0.0
-                for p in range(nu):
-                    qk += Quu[a, p] * kt[p]
-                s += Kk[a, i] * (qk + Qu[a]) + Qux[a, i] * kt[a]
-            Vx[i] = s
-            for j in range(nx):
-                s = Qxx[i, j]
-                for a in range(nu):
-                    s += Kk[a, i] * QuuK[a, j] + Kk[a, i] * Qux[a, j] + Qux[a, i] * Kk[a, j]
-                Vxx[i, j] = s
-        for i in range(nx):
-            for j in range(i):
-                Vxx[i, j] = Vxx[j, i] = 0.5 * (Vxx[i, j] + Vxx[j, i])
+        d1, d2 = expected_decrease(k[t], Qu, Quu)
+        dV1 += d1
+        dV2 += d2
+        value_update(Qx, Qu, Qxx, Qux, Quu, k[t], K[t], Vx, Vxx, QuuK, Quuk)
     return -1, dV1, dV2
 
 
@@ -302,7 +383,7 @@ def forward_pass(params, a, b, dt, m, xs, us, k, K, alpha, lower, upper, xs_new,
     """Closed-loop rollout of the module docstring; False if the state became NaN/inf."""
     N, nx = K.shape[0], xs.shape[1]
     nu = us.shape[1]
-    dummy2, dummy3 = np.empty((0, 0)), np.empty((0, 0, 0))
+    dummy2, dummy3, stages = np.empty((0, 0)), np.empty((0, 0, 0)), integrators.no_stages()
     xs_new[0] = xs[0]
     for t in range(N):
         for i in range(nu):
@@ -311,7 +392,7 @@ def forward_pass(params, a, b, dt, m, xs, us, k, K, alpha, lower, upper, xs_new,
                 du += K[t, i, j] * (xs_new[t, j] - xs[t, j])
             us_new[t, i] = min(max(us[t, i] + du, lower[i]), upper[i])
         if not integrators.interval(params, a, b, xs_new[t], us_new[t], dt, m, 0, xs_new[t + 1],
-                                    dummy2, dummy3):
+                                    dummy2, dummy3, stages):
             return False
     return True
 
@@ -348,6 +429,8 @@ class Objective:
 class Options:
     """DDP/iLQR settings (defaults follow Tassa 2012 Sec. II-F).
 
+    ``second_order`` ("contracted" or "tensor", DDP only) selects how V'_x·F_zz is
+    computed (:data:`SECOND_ORDER`); both give the same iterates to rounding.
     Converged when the expected decrease of a full step −ΔV(1) (the Newton decrement,
     insensitive to the scaling of u) is ≤ tol·(1 + |J|), or the projected gradient
     ‖∇_u J‖∞ ≤ gtol·(1 + |J|).
@@ -362,6 +445,7 @@ class Options:
     delta0: float = 2.0
     c1: float = 1e-4
     alphas: tuple = tuple(0.5 ** i for i in range(11))
+    second_order: str = "contracted"
     verbose: bool = False
     callback: object = None
 
@@ -449,9 +533,29 @@ def line_search(problem: Problem, objective: Objective, o: Options, xs, us, k, K
     return 0.0, J
 
 
-def iterate(problem: Problem, objective: Objective, us: np.ndarray, o: Options, second_order: bool,
+def linearize(problem: Problem, xs: np.ndarray, us: np.ndarray, mode: int) -> tuple:
+    """(A (N,nx,nx), B (N,nx,nu), Fzz, stages) along (xs, us) for :func:`backward_pass`.
+
+    Mode 1 (contracted) records the integrator stages, mode 2 forms the full tensors
+    Fzz (N, nx, nz, nz); what a mode does not use is an empty array of the same rank.
+    """
+    N, nx = problem.N, problem.nx
+    Fzz = np.empty((N, 0, 0, 0))
+    stages = (np.empty((N, 0, 0)), np.empty((N, 0, 0)), np.empty((N, 0, 0, 0)), np.empty((N, 0, 0, 0)))
+    if mode == SECOND_ORDER["contracted"]:
+        A, B, stages = problem.step_stages(xs[:-1], us)
+    elif mode == SECOND_ORDER["tensor"]:
+        params, a, b, dt, m = problem.integration
+        _, Fz, Fzz = integrators.step_derivatives_batch(params, a, b, np.ascontiguousarray(xs[:-1]), us, dt, m, 2)
+        A, B = np.ascontiguousarray(Fz[:, :, :nx]), np.ascontiguousarray(Fz[:, :, nx:])
+    else:
+        A, B = problem.step_derivatives(xs[:-1], us)
+    return A, B, Fzz, stages
+
+
+def iterate(problem: Problem, objective: Objective, us: np.ndarray, o: Options, ddp: bool,
             log: Log, max_iter: int | None = None) -> Outcome:
-    """DDP (``second_order``) or iLQR iterations from controls us (N, nu).
+    """DDP (``ddp``) or iLQR iterations from controls us (N, nu).
 
     Each iteration: linearise (and quadratise) along the trajectory, run the backward
     pass (raising μ until Q̃_uu is positive definite), record the history row, test
@@ -468,7 +572,7 @@ def iterate(problem: Problem, objective: Objective, us: np.ndarray, o: Options, 
     xs_new, us_new = np.empty_like(xs), np.empty_like(us)
     mu, delta = o.mu_init, 1.0
     max_iter = o.max_iter if max_iter is None else max_iter
-    empty = np.empty((N, 0, 0, 0))
+    mode = SECOND_ORDER[o.second_order] if ddp else 0
     alpha, steps = 0.0, 0
 
     def outcome(converged: bool, status: str, message: str) -> Outcome:
@@ -477,15 +581,14 @@ def iterate(problem: Problem, objective: Objective, us: np.ndarray, o: Options, 
     moved = True
     while True:
         if moved:  # after a rejected step the trajectory, hence its expansion, is unchanged
-            derivs = problem.step_derivatives(xs[:-1], us, second_order=second_order)
-            Fxx, Fxu, Fuu = derivs[2:] if second_order else (empty, empty, empty)
+            A, B, Fzz, stages = linearize(problem, xs, us, mode)
             _, lx, lu, lxx, lux, luu = objective.running(xs[:-1], us)
             _, VxN, VxxN = objective.terminal(xs[-1])
-            gnorm = projected_gradient(derivs[0], derivs[1], lx, lu, VxN, us, lower, upper)
+            gnorm = projected_gradient(A, B, lx, lu, VxN, us, lower, upper)
         while True:
             k[:] = 0.0
-            failed, dV1, dV2 = backward_pass(derivs[0], derivs[1], Fxx, Fxu, Fuu, lx, lu, lxx, lux, luu,
-                                             VxN, VxxN, us, lower, upper, mu, second_order, k, K)
+            failed, dV1, dV2 = backward_pass(A, B, lx, lu, lxx, lux, luu, VxN, VxxN, us, lower, upper, mu, mode,
+                                             Fzz, problem.integration, stages, k, K)
             if failed < 0 or mu > o.mu_max:
                 break
             mu, delta = _increase(mu, delta, o)
@@ -530,17 +633,17 @@ def initial_controls(problem: Problem, us_init=None) -> tuple[np.ndarray, str]:
     return np.tile(np.clip(g0, problem.u_lower, problem.u_upper), (problem.N, 1)), "rest"
 
 
-def solve_ddp(problem: Problem, second_order: bool = True, us_init=None, **options) -> Result:
+def solve_ddp(problem: Problem, ddp: bool = True, us_init=None, **options) -> Result:
     """Solve ``problem`` (without path/terminal constraints) by DDP or iLQR.
 
     ``options`` are the fields of :class:`Options`. Returns a :class:`Result` with the
     feedback gains K (N, nu, nx) of the last backward pass.
     """
     o = Options(**options)
-    name = "ddp" if second_order else "ilqr"
+    name = "ddp" if ddp else "ilqr"
     log = Log(name, o.callback, o.verbose)
     us0, origin = initial_controls(problem, us_init)
-    out = iterate(problem, Objective(problem), us0, o, second_order, log)
+    out = iterate(problem, Objective(problem), us0, o, ddp, log)
     return Result(xs=out.xs, us=out.us, cost=out.cost, converged=out.converged, iterations=out.iterations,
                   status=out.status, message=out.message, history=log.history(), solver=name,
                   problem=problem.name, params=problem.params, wall_time=time.perf_counter() - log.t0,

@@ -31,6 +31,7 @@ from numba import njit
 from dynamics.aba import aba_kernel
 from dynamics.aba_derivatives import aba_derivatives_kernel
 from dynamics.aba_second_derivatives import fdsva_so_terms
+from dynamics.aba_second_derivatives_contracted import fdsva_so_contracted_terms
 from dynamics.kinematics import all_finite
 from dynamics.model import Model
 
@@ -80,6 +81,33 @@ def robot_dynamics(params, x, u, order, f, Fz, Fzz):
                 Fzz[r, n + k, j] = d2qv[i, j, k]
                 Fzz[r, j, 2 * n + k] = d2qtau[i, j, k]
                 Fzz[r, 2 * n + k, j] = d2qtau[i, j, k]
+
+
+@njit(cache=True)
+def robot_dynamics_hessian(params, x, u, f, Fz, w, W):
+    """W (nz, nz) = Σ_i w_i ∂²f_i/∂z² of ẋ = [v; FD(q, v, τ)] at (x, u), given f and Fz there.
+
+    Only the FD rows are nonlinear, so this is contracted FDSVA-SO with λ = w[nv:],
+    from the first-order results held in f (q̈) and Fz (∂q̈/∂q, ∂q̈/∂v, M⁻¹).
+    """
+    topology, joint_placement, axis, inertia, gravity = params
+    n = topology.shape[0]
+    work = np.empty((8, n, n))
+    for i in range(n):
+        for j in range(n):
+            work[0, i, j] = Fz[n + i, j]
+            work[1, i, j] = Fz[n + i, n + j]
+            work[2, i, j] = Fz[n + i, 2 * n + j]
+    Hqq, Hvv, Hqv, Hqtau = work[3], work[4], work[5], work[6]
+    fdsva_so_contracted_terms(topology, joint_placement, axis, inertia, gravity, x[:n], x[n:], f[n:],
+                              work[0], work[1], work[2], w[n:], Hqq, Hvv, Hqv, Hqtau, work[7])
+    W[:] = 0.0
+    for j in range(n):
+        for k in range(n):
+            W[j, k] = Hqq[j, k]
+            W[n + j, n + k] = Hvv[j, k]
+            W[j, n + k] = W[n + k, j] = Hqv[j, k]
+            W[j, 2 * n + k] = W[2 * n + k, j] = Hqtau[j, k]
 
 
 @njit(cache=True)
@@ -151,21 +179,27 @@ def _axpy(c, x, y):
 
 
 @njit(cache=True)
-def interval(params, a, b, x, u, dt, m, order, y, Y, H):
+def interval(params, a, b, x, u, dt, m, order, y, Y, H, stages):
     """One interval (m steps) from (x, u): writes y = x⁺, Y = ∂x⁺/∂z, H = ∂²x⁺/∂z².
 
+    ``stages`` = (ys (ms, nx), fs (ms, nx), Fzs (ms, nx, nz), Gs (ms, nx, nz)), ms = m·s,
+    receives, for order 1, every stage's input y_s, derivative k_s = f(y_s, u), Jacobian
+    f_z(y_s, u) and sensitivity Y_s = ∂y_s/∂z: what :func:`interval_hessian` needs. Pass
+    arrays with a leading dimension 0 to record nothing.
     Returns False (y set to NaN) if a stage state or derivative became non-finite.
     """
     nx, nz, s = x.shape[0], x.shape[0] + u.shape[0], b.shape[0]
+    rec_y, rec_f, rec_Fz, rec_G = stages
+    record = rec_y.shape[0] > 0
     h = dt / m
     k = np.empty((s, nx))
-    ys = np.empty(nx)
+    ys_own = np.empty(nx)
     f = np.empty(nx)
-    Fz = np.empty((nx, nz)) if order >= 1 else np.empty((0, 0))
+    Fz_own = np.empty((nx, nz)) if order >= 1 else np.empty((0, 0))
     Fzz = np.empty((nx, nz, nz)) if order >= 2 else np.empty((0, 0, 0))
     Ks = np.empty((s, nx, nz)) if order >= 1 else np.empty((0, 0, 0))
     K2s = np.empty((s, nx, nz, nz)) if order >= 2 else np.empty((0, 0, 0, 0))
-    Ys = np.empty((nx, nz)) if order >= 1 else np.empty((0, 0))
+    Ys_own = np.empty((nx, nz)) if order >= 1 else np.empty((0, 0))
     Hs = np.empty((nx, nz, nz)) if order >= 2 else np.empty((0, 0, 0))
     T = np.empty((nz, nz))
     y[:] = x
@@ -177,6 +211,9 @@ def interval(params, a, b, x, u, dt, m, order, y, Y, H):
         H[:] = 0.0
     for step in range(m):
         for st in range(s):
+            ys = rec_y[step * s + st] if record else ys_own
+            Ys = rec_G[step * s + st] if record else Ys_own
+            Fz = rec_Fz[step * s + st] if record else Fz_own
             ys[:] = y
             if order >= 1:
                 Ys[:] = Y
@@ -195,6 +232,8 @@ def interval(params, a, b, x, u, dt, m, order, y, Y, H):
                 return False
             robot_dynamics(params, ys, u, order, f, Fz, Fzz)
             k[st] = f
+            if record:
+                rec_f[step * s + st] = f
             if step == 0 and st == 0:  # y_s = x: G_s = identity, H_s = 0
                 if order >= 1:
                     Ks[st] = Fz
@@ -219,13 +258,95 @@ def interval(params, a, b, x, u, dt, m, order, y, Y, H):
 
 
 @njit(cache=True)
+def no_stages():
+    """Empty stage records: :func:`interval` records nothing."""
+    return np.empty((0, 0)), np.empty((0, 0)), np.empty((0, 0, 0)), np.empty((0, 0, 0))
+
+
+@njit(cache=True)
+def interval_hessian(params, a, b, dt, m, u, stages, lam, Hz):
+    """Hz (nz, nz) = ∇²_z (λᵀF(x, u)) of the interval recorded in ``stages`` (see :func:`interval`).
+
+    Second-order adjoint: only the stage evaluations k_s = f(y_s, u) are nonlinear, so
+
+        ∇²(λᵀF) = Σ_s G_sᵀ (w_sᵀ f_zz(y_s, u)) G_s,    G_s = ∂(y_s, u)/∂z = [Y_s; 0 I],
+
+    where w_s = ∂(λᵀF)/∂k_s is the adjoint of stage s, from a reverse sweep over the steps:
+    w_s = h (b_s λ⁺ + Σ_{t>s} a_ts ȳ_t), ȳ_s = f_xᵀ w_s, and λ = λ⁺ + Σ_s ȳ_s at the start
+    of each step (λ⁺ = ``lam`` after the last one). w_sᵀ f_zz comes contracted from
+    :func:`robot_dynamics_hessian`: no (nx, nz, nz) tensor is formed.
+    """
+    rec_y, rec_f, rec_Fz, rec_G = stages
+    nx, nz, s = rec_y.shape[1], Hz.shape[0], b.shape[0]
+    h = dt / m
+    lam_y = lam.copy()
+    ybar, w = np.empty((s, nx)), np.empty(nx)
+    W, P = np.empty((nz, nz)), np.empty((nz, nz))
+    Hz[:] = 0.0
+    for step in range(m - 1, -1, -1):
+        for st in range(s - 1, -1, -1):
+            idx = step * s + st
+            for i in range(nx):
+                c = b[st] * lam_y[i]
+                for t in range(st + 1, s):
+                    c += a[t, st] * ybar[t, i]
+                w[i] = h * c
+            Fz = rec_Fz[idx]
+            for i in range(nx):  # ȳ_s = f_xᵀ w_s
+                c = 0.0
+                for p in range(nx):
+                    c += Fz[p, i] * w[p]
+                ybar[st, i] = c
+            robot_dynamics_hessian(params, rec_y[idx], u, rec_f[idx], Fz, w, W)
+            if idx == 0:  # G_0 = identity
+                for i in range(nz):
+                    for j in range(nz):
+                        Hz[i, j] += W[i, j]
+            else:
+                _congruence_add(W, rec_G[idx], nx, P, Hz)
+        for st in range(s):
+            for i in range(nx):
+                lam_y[i] += ybar[st, i]
+
+
+@njit(cache=True)
+def _congruence_add(W, Y, nx, P, Hz):
+    """Hz += Gᵀ W G for G = [Y; 0 I] (Y (nx, nz)); P (nz, nz) is workspace.
+
+    Zero entries of W (most of the v–τ and τ–τ blocks of a robot's) are skipped.
+    """
+    nz = W.shape[0]
+    for i in range(nz):  # P = W G
+        for c in range(nz):
+            P[i, c] = W[i, c] if c >= nx else 0.0
+        for p in range(nx):
+            wp = W[i, p]
+            if wp != 0.0:
+                for c in range(nz):
+                    P[i, c] += wp * Y[p, c]
+    for p in range(nz):  # Hz += Gᵀ P (upper triangle, then mirrored)
+        if p < nx:
+            for r in range(nz):
+                g = Y[p, r]
+                if g != 0.0:
+                    for c in range(r, nz):
+                        Hz[r, c] += g * P[p, c]
+        else:
+            for c in range(p, nz):
+                Hz[p, c] += P[p, c]
+    for r in range(nz):
+        for c in range(r):
+            Hz[r, c] = Hz[c, r]
+
+
+@njit(cache=True)
 def step_batch(params, a, b, xs, us, dt, m):
     """x⁺ (K, nx) of one interval from every (x_k, u_k); NaN rows where it diverged."""
     K, nx = xs.shape
     out = np.empty((K, nx))
-    dummy2, dummy3 = np.empty((0, 0)), np.empty((0, 0, 0))
+    dummy2, dummy3, stages = np.empty((0, 0)), np.empty((0, 0, 0)), no_stages()
     for kk in range(K):
-        interval(params, a, b, xs[kk], us[kk], dt, m, 0, out[kk], dummy2, dummy3)
+        interval(params, a, b, xs[kk], us[kk], dt, m, 0, out[kk], dummy2, dummy3, stages)
     return out
 
 
@@ -240,13 +361,46 @@ def step_derivatives_batch(params, a, b, xs, us, dt, m, order):
     y = np.empty((K, nx))
     Fz = np.empty((K, nx, nz))
     Fzz = np.empty((K, nx, nz, nz)) if order >= 2 else np.empty((K, 0, 0, 0))
-    dummy3 = np.empty((0, 0, 0))
+    dummy3, stages = np.empty((0, 0, 0)), no_stages()
     for kk in range(K):
         if order >= 2:
-            interval(params, a, b, xs[kk], us[kk], dt, m, order, y[kk], Fz[kk], Fzz[kk])
+            interval(params, a, b, xs[kk], us[kk], dt, m, order, y[kk], Fz[kk], Fzz[kk], stages)
         else:
-            interval(params, a, b, xs[kk], us[kk], dt, m, order, y[kk], Fz[kk], dummy3)
+            interval(params, a, b, xs[kk], us[kk], dt, m, order, y[kk], Fz[kk], dummy3, stages)
     return y, Fz, Fzz
+
+
+@njit(cache=True)
+def step_stages_batch(params, a, b, xs, us, dt, m):
+    """x⁺ (K, nx), Fz (K, nx, nz) and the stage records of every knot.
+
+    The records (ys (K, ms, nx), fs (K, ms, nx), Fzs (K, ms, nx, nz), Gs (K, ms, nx, nz),
+    ms = m·s) are what :func:`interval_hessian` needs for any multiplier.
+    """
+    K, nx = xs.shape
+    nz, ms = nx + us.shape[1], m * b.shape[0]
+    y, Fz = np.empty((K, nx)), np.empty((K, nx, nz))
+    rec_y, rec_f = np.empty((K, ms, nx)), np.empty((K, ms, nx))
+    rec_Fz, rec_G = np.empty((K, ms, nx, nz)), np.empty((K, ms, nx, nz))
+    dummy3 = np.empty((0, 0, 0))
+    for kk in range(K):
+        interval(params, a, b, xs[kk], us[kk], dt, m, 1, y[kk], Fz[kk], dummy3,
+                 (rec_y[kk], rec_f[kk], rec_Fz[kk], rec_G[kk]))
+    return y, Fz, (rec_y, rec_f, rec_Fz, rec_G)
+
+
+@njit(cache=True)
+def interval_hessians_batch(params, a, b, dt, m, us, stages, lams):
+    """(K, nz, nz): ∇²_z(λ_kᵀF(x_k, u_k)) at every knot, from the records of
+    :func:`step_stages_batch` and the multipliers lams (K, nx)."""
+    rec_y, rec_f, rec_Fz, rec_G = stages
+    K = us.shape[0]
+    nz = rec_G.shape[3]
+    Hz = np.empty((K, nz, nz))
+    for kk in range(K):
+        interval_hessian(params, a, b, dt, m, us[kk], (rec_y[kk], rec_f[kk], rec_Fz[kk], rec_G[kk]),
+                         lams[kk], Hz[kk])
+    return Hz
 
 
 @njit(cache=True)
@@ -255,9 +409,9 @@ def rollout(params, a, b, x0, us, dt, m):
     N, nx = us.shape[0], x0.shape[0]
     xs = np.empty((N + 1, nx))
     xs[0] = x0
-    dummy2, dummy3 = np.empty((0, 0)), np.empty((0, 0, 0))
+    dummy2, dummy3, stages = np.empty((0, 0)), np.empty((0, 0, 0)), no_stages()
     for kk in range(N):
-        if not interval(params, a, b, xs[kk], us[kk], dt, m, 0, xs[kk + 1], dummy2, dummy3):
+        if not interval(params, a, b, xs[kk], us[kk], dt, m, 0, xs[kk + 1], dummy2, dummy3, stages):
             xs[kk + 1:] = np.nan
             break
     return xs

@@ -18,9 +18,11 @@ constraint Jacobians; the Hessian of the Lagrangian
 
     ∇²L = σ ∇²(cost) − Σ_k Σ_i λ_{k,i} ∇²F_i(x_k, u_k) + Σ μ ∇²c + Σ ν ∇²h
 
-is block diagonal — one dense (nx+nu)² block per interval and one nx² block for x_N —
-using the second-order RK4 tensors (Fxx, Fxu, Fuu). ``hessian="lbfgs"`` lets IPOPT build
-a limited-memory quasi-Newton approximation instead.
+is block diagonal — one dense (nx+nu)² block per interval and one nx² block for x_N.
+The defect terms Σ_i λ_{k,i} ∇²F_i are computed contracted, by a second-order adjoint
+through the integrator stages (:meth:`optdyn.problem.Problem.step_hessians`), never
+forming the (nx, nz, nz) tensors (``second_order="tensor"`` does, for validation).
+``hessian="lbfgs"`` lets IPOPT build a limited-memory quasi-Newton approximation instead.
 """
 from __future__ import annotations
 
@@ -68,8 +70,9 @@ LOG_FIELDS = ("alg_mod", "iteration", "objective", "inf_pr", "inf_du", "mu", "d_
 class MultipleShootingNLP:
     """The NLP above, with the callbacks cyipopt expects.
 
-    With ``exact_hessian`` the Jacobian's (A, B) come from the second-order sensitivity
-    call that the Hessian needs at the same point (IPOPT asks for both at every iterate).
+    With ``exact_hessian`` the Jacobian's (A, B) come with the integrator's stage records,
+    which the Hessian at the same point contracts with the defect multipliers (IPOPT asks
+    for both at every iterate); ``second_order="tensor"`` forms the full tensors instead.
 
     Attributes:
         n, m: numbers of variables and constraints.
@@ -77,8 +80,9 @@ class MultipleShootingNLP:
         log: per-iteration records of the ``intermediate`` callback (see ``LOG_FIELDS``).
     """
 
-    def __init__(self, problem: Problem, exact_hessian: bool = True, callback=None) -> None:
-        self.problem, self.exact_hessian = problem, exact_hessian
+    def __init__(self, problem: Problem, exact_hessian: bool = True, callback=None,
+                 second_order: str = "contracted") -> None:
+        self.problem, self.exact_hessian, self.second_order = problem, exact_hessian, second_order
         self.nx, self.nu, self.N = problem.nx, problem.nu, problem.N
         self.nw = self.nx + self.nu
         self.nc, self.nh = problem.nc, problem.nh
@@ -168,10 +172,9 @@ class MultipleShootingNLP:
             "terminal_cost": lambda: p.terminal_cost_terms(xs[-1]),
             "path_constraints": lambda: p.path_constraint_terms(xs[1:]),
             "terminal_constraints": lambda: p.terminal_constraint_terms(xs[-1]),
-            # (A, B); with the exact Hessian, taken from the one second-order call
-            "first_order": lambda: (self._get(z, "second_order")[:2] if self.exact_hessian
-                                    else p.step_derivatives(xs[:-1], us)),
-            "second_order": lambda: p.step_derivatives(xs[:-1], us, second_order=True),
+            # (A, B, stages): with the exact Hessian, the stage records are kept for it
+            "first_order": lambda: (p.step_stages(xs[:-1], us) if self.exact_hessian
+                                    else p.step_derivatives(xs[:-1], us) + (None,)),
         }
         return evaluations[what]()
 
@@ -200,7 +203,7 @@ class MultipleShootingNLP:
 
     def jacobian(self, z: np.ndarray) -> np.ndarray:
         """Values of the Jacobian in the order of ``jacobianstructure``."""
-        A, B = self._get(z, "first_order")
+        A, B, _ = self._get(z, "first_order")
         cx, hx = self._get(z, "path_constraints")[1], self._get(z, "terminal_constraints")[1]
         return np.concatenate((-A.ravel(), -B.ravel(), np.ones(self._n_identity), cx.ravel(), hx.ravel()))
 
@@ -214,19 +217,31 @@ class MultipleShootingNLP:
         mu = lagrange[N * nx: N * (nx + self.nc)].reshape(N, self.nc)
         nu_h = lagrange[N * (nx + self.nc):]
         _, _, _, lxx, lux, luu = self._get(z, "running_cost")
-        _, _, Fxx, Fxu, Fuu = self._get(z, "second_order")
         cxx = self._get(z, "path_constraints")[2]
         W = np.empty((N, self.nw, self.nw))
-        W[:, :nx, :nx] = obj_factor * lxx - np.einsum("ki,kijl->kjl", lam, Fxx)
-        W[:, nx:, :nx] = obj_factor * lux - np.einsum("ki,kijl->klj", lam, Fxu)
+        W[:, :nx, :nx], W[:, nx:, :nx], W[:, nx:, nx:] = obj_factor * lxx, obj_factor * lux, obj_factor * luu
         W[:, :nx, nx:] = W[:, nx:, :nx].transpose(0, 2, 1)
-        W[:, nx:, nx:] = obj_factor * luu - np.einsum("ki,kijl->kjl", lam, Fuu)
+        W -= self._defect_hessians(z, lam)
         Cxx = np.einsum("kr,krij->kij", mu, cxx)
         W[1:, :nx, :nx] += Cxx[:-1]
         WN = (obj_factor * self._get(z, "terminal_cost")[2] + Cxx[-1]
               + np.einsum("r,rij->ij", nu_h, self._get(z, "terminal_constraints")[2]))
         return np.concatenate((W[:, self._tril_w[0], self._tril_w[1]].ravel(),
                                WN[self._tril_x[0], self._tril_x[1]]))
+
+    def _defect_hessians(self, z: np.ndarray, lam: np.ndarray) -> np.ndarray:
+        """Σ_i λ_k,i ∇²F_i(x_k, u_k) (N, nw, nw): contracted (the default) or from the tensors."""
+        p, (xs, us) = self.problem, self._get(z, "xu")
+        if self.second_order == "contracted":
+            return p.step_hessians(xs[:-1], us, lam, self._get(z, "first_order")[2])
+        _, _, Fxx, Fxu, Fuu = p.step_derivatives(xs[:-1], us, second_order=True)
+        H = np.empty((self.N, self.nw, self.nw))
+        nx = self.nx
+        H[:, :nx, :nx] = np.einsum("ki,kijl->kjl", lam, Fxx)
+        H[:, nx:, :nx] = np.einsum("ki,kijl->klj", lam, Fxu)
+        H[:, :nx, nx:] = H[:, nx:, :nx].transpose(0, 2, 1)
+        H[:, nx:, nx:] = np.einsum("ki,kijl->kjl", lam, Fuu)
+        return H
 
     def intermediate(self, alg_mod, iter_count, obj_value, inf_pr, inf_du, mu, d_norm,
                      regularization_size, alpha_du, alpha_pr, ls_trials) -> bool:
@@ -280,6 +295,7 @@ def _add_options(nlp: cyipopt.Problem, options: dict) -> None:
 
 def solve_ipopt(problem: Problem, hessian: str = "exact", max_iter: int = 500, tol: float = 1e-8,
                 print_level: int | None = None, verbose: bool = False, callback=None,
+                second_order: str = "contracted",
                 xs_init: np.ndarray | None = None, us_init: np.ndarray | None = None,
                 **ipopt_options) -> Result:
     """Solve ``problem`` by direct multiple shooting with IPOPT.
@@ -288,6 +304,8 @@ def solve_ipopt(problem: Problem, hessian: str = "exact", max_iter: int = 500, t
         problem: an ``optdyn.problem.Problem``.
         hessian: "exact" (second-order RK4 tensors) or "lbfgs" (IPOPT's limited-memory
             quasi-Newton, ``hessian_approximation=limited-memory``).
+        second_order: how the exact Hessian gets the dynamics terms: "contracted"
+            (second-order adjoint, default) or "tensor" (full tensors, for validation).
         max_iter, tol: IPOPT's iteration cap and convergence tolerance.
         print_level: IPOPT's console verbosity (0 = silent, the default unless ``verbose``
             which selects 5).
@@ -308,12 +326,14 @@ def solve_ipopt(problem: Problem, hessian: str = "exact", max_iter: int = 500, t
         raise ValueError(f"problem: expected an optdyn.problem.Problem, got {type(problem).__name__}")
     if hessian not in ("exact", "lbfgs"):
         raise ValueError(f"hessian: expected 'exact' or 'lbfgs', got {hessian!r}")
+    if second_order not in ("contracted", "tensor"):
+        raise ValueError(f"second_order: expected 'contracted' or 'tensor', got {second_order!r}")
     if callback is not None and not callable(callback):
         raise ValueError(f"callback: expected a callable or None, got {callback!r}")
     xs0 = _guess(problem.xs_init if xs_init is None else xs_init, (problem.N + 1, problem.nx), "xs_init")
     us0 = _guess(problem.us_init if us_init is None else us_init, (problem.N, problem.nu), "us_init")
     t0 = time.perf_counter()
-    nlp = MultipleShootingNLP(problem, hessian == "exact", callback)
+    nlp = MultipleShootingNLP(problem, hessian == "exact", callback, second_order)
     ipopt = cyipopt.Problem(n=nlp.n, m=nlp.m, problem_obj=nlp, lb=nlp.lb, ub=nlp.ub, cl=nlp.cl, cu=nlp.cu)
     nlp.nlp = ipopt
     options = {"sb": "yes", "print_level": (5 if verbose else 0) if print_level is None else print_level,

@@ -185,6 +185,34 @@ class Problem:
         return (np.ascontiguousarray(A), np.ascontiguousarray(B), np.ascontiguousarray(Fzz[:, :, :nx, :nx]),
                 np.ascontiguousarray(Fzz[:, :, :nx, nx:]), np.ascontiguousarray(Fzz[:, :, nx:, nx:]))
 
+    def step_stages(self, xs, us) -> tuple[np.ndarray, np.ndarray, tuple]:
+        """First-order sensitivities and the integrator's stage records at each knot.
+
+        Returns (A (K,nx,nx), B (K,nx,nu), stages): ``stages`` holds what
+        :meth:`step_hessians` needs to contract second-order terms with any multipliers
+        (stage inputs, derivatives, Jacobians and sensitivities, each (K, m·s, ...)).
+        """
+        xs, us = self._xu(xs, us)
+        a, b = self._tableau
+        _, Fz, stages = integrators.step_stages_batch(self._params, a, b, xs, us, self.dt, self.substeps)
+        nx = self.nx
+        return np.ascontiguousarray(Fz[:, :, :nx]), np.ascontiguousarray(Fz[:, :, nx:]), stages
+
+    def step_hessians(self, xs, us, lams, stages: tuple | None = None) -> np.ndarray:
+        """Hessians (K, nz, nz) of λ_kᵀF(x_k, u_k) w.r.t. z = (x, u), nz = nx + nu.
+
+        Contracted second order (a second-order adjoint through the integrator stages with
+        contracted FDSVA-SO, :func:`optdyn.integrators.interval_hessian`): equal to
+        Σ_i λ_k,i ∂²F_i/∂z² of :meth:`step_derivatives`, without forming that tensor.
+        ``stages`` from :meth:`step_stages` at the same (xs, us) saves recomputing them.
+        """
+        xs, us = self._xu(xs, us)
+        lams = _array(lams, (xs.shape[0], self.nx), "lams")
+        if stages is None:
+            stages = self.step_stages(xs, us)[2]
+        a, b = self._tableau
+        return integrators.interval_hessians_batch(self._params, a, b, self.dt, self.substeps, us, stages, lams)
+
     def rollout(self, us, x0=None) -> np.ndarray:
         """States xs (N+1, nx) from x0 (default ``self.x0``) under controls us (N, nu).
 

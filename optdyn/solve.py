@@ -36,6 +36,8 @@ def _check_ddp_options(problem: Problem, options: dict) -> None:
                  "inner_tol0", "inner_tol_factor"):
         if name in options and not (np.isfinite(options[name]) and options[name] > 0):
             raise ValueError(f"{name}: expected a finite number > 0, got {options[name]!r}")
+    if options.get("second_order", "contracted") not in ("contracted", "tensor"):
+        raise ValueError(f"second_order: expected 'contracted' or 'tensor', got {options['second_order']!r}")
     cb = options.get("callback")
     if cb is not None and not callable(cb):
         raise ValueError(f"callback: expected a callable taking a dict, or None, got {cb!r}")
@@ -79,10 +81,10 @@ def _dispatch(problem: Problem, solver: str, options: dict) -> Result:
         return solve_ipopt(problem, **options)
     _check_ddp_options(problem, options)
     options.pop("xs_init", None)
-    second_order = solver == "ddp"
+    ddp = solver == "ddp"
     if problem.nc or problem.nh:
-        return solve_al(problem, second_order, **options)
+        return solve_al(problem, ddp, **options)
     al = sorted(set(options) & set(AL_OPTIONS))
     for name in al:
         options.pop(name)
-    return solve_ddp(problem, second_order, **options)
+    return solve_ddp(problem, ddp, **options)

@@ -7,9 +7,10 @@ from dynamics import ModelBuilder
 from dynamics.models import double_pendulum
 from optdyn.constraints import SphereClearance, StateEquality
 from optdyn.costs import ControlCost, StateCost
-from optdyn.ddp import box_qp
+from optdyn.ddp import SECOND_ORDER, backward_pass, box_qp, dynamics_hessian, linearize
 from optdyn.problem import Problem
 from optdyn.solve import solve
+import problems
 from problems import pendulum, ur5_reach
 
 MASS, DT, N, SUB = 2.0, 0.1, 15, 2
@@ -130,6 +131,43 @@ def test_ur5_reach_ddp_and_ilqr_reach_the_same_optimum(reach):
     assert ddp.history["gradient"][-1] < 1e-2 * ddp.history["gradient"][0]
 
 
+@pytest.mark.parametrize("make", [lambda: ur5_reach.make(N=6),
+                                  lambda: problems.get("arm-obstacle", intervals=4, horizon=0.8)])
+def test_contracted_and_tensor_second_order_give_the_same_backward_pass(make):
+    """V'_x·F_zz by the second-order adjoint equals the tensor contraction (Q_xx, Q_ux, Q_uu
+    terms), and the whole backward pass (k, K, ΔV) agrees to 1e-10 relative."""
+    prob = make()
+    rng = np.random.default_rng(3)
+    us = prob.us_init + 0.1 * rng.normal(size=(prob.N, prob.nu))
+    xs = prob.rollout(us)
+    _, lx, lu, lxx, lux, luu = prob.running_cost_terms(xs[:-1], us)
+    _, VxN, VxxN = prob.terminal_cost_terms(xs[-1])
+    out = {}
+    for name in ("contracted", "tensor"):
+        mode = SECOND_ORDER[name]
+        A, B, Fzz, stages = linearize(prob, xs, us, mode)
+        Vx = rng.normal(size=prob.nx) if name == "contracted" else Vx
+        Hz = np.empty((prob.nx + prob.nu,) * 2)
+        dynamics_hessian(1, Vx, mode, Fzz, prob.integration, us, stages, Hz)
+        k, K = np.zeros((prob.N, prob.nu)), np.zeros((prob.N, prob.nu, prob.nx))
+        res = backward_pass(A, B, lx, lu, lxx, lux, luu, VxN, VxxN, us, prob.u_lower, prob.u_upper, 10.0, mode,
+                            Fzz, prob.integration, stages, k, K)
+        out[name] = Hz, k, K, np.array(res[1:]), res[0]
+    (H1, k1, K1, dv1, f1), (H2, k2, K2, dv2, f2) = out["contracted"], out["tensor"]
+    assert f1 == f2 == -1
+    assert np.abs(H1).max() > 0
+    for x, y in ((H1, H2), (k1, k2), (K1, K2), (dv1, dv2)):
+        assert np.abs(x - y).max() <= 1e-10 * np.abs(y).max()
+
+
+def test_ddp_iterates_are_the_same_with_contracted_and_tensor_terms():
+    prob = ur5_reach.make(N=10)
+    a, b = solve(prob, "ddp", max_iter=4), solve(prob, "ddp", max_iter=4, second_order="tensor")
+    assert a.iterations == b.iterations == 4
+    assert np.allclose(a.us, b.us, rtol=1e-9, atol=1e-9 * np.abs(b.us).max())
+    assert a.history["cost"] == pytest.approx(b.history["cost"], rel=1e-12)
+
+
 def test_warm_start_from_the_optimum_stops_immediately(reach):
     prob, ddp, _ = reach
     res = solve(prob, "ddp", us_init=ddp.us)
@@ -203,6 +241,8 @@ def test_constrained_double_pendulum_ends_collision_free_at_the_goal():
     (dict(solver="ipopt", max_iter=-3), "max_iter"),
     (dict(solver="ddp", learning_rate=0.1), "learning_rate"),
     (dict(solver="ddp", tol=-1.0), "tol"),
+    (dict(solver="ddp", second_order="full"), "second_order"),
+    (dict(solver="ipopt", second_order="full"), "second_order"),
     (dict(solver="ddp", callback=3), "callback"),
     (dict(solver="ilqr", us_init=np.zeros((3, 1))), "us_init"),
     (dict(solver="ddp", us_init=np.full((N, 1), np.nan)), "us_init"),

@@ -36,17 +36,44 @@ def _toy(params, x, u, order, f, Fz, Fzz):
 PARAMS = (np.array([0.7]),)
 
 
+@njit(cache=True)
+def _toy_hessian(params, x, u, f, Fz, w, W):
+    """W = Σ_i w_i ∂²f_i/∂z² of the toy ODE (from its full tensor)."""
+    Fzz = np.empty((3, 5, 5))
+    _toy(params, x, u, 2, np.empty(3), np.empty((3, 5)), Fzz)
+    W[:] = 0.0
+    for i in range(3):
+        W += w[i] * Fzz[i]
+
+
 # The package's interval kernel compiled (uncached) with the toy ODE in place of the
 # robot dynamics it calls: same chain-rule code, analytic right-hand side.
 _py = integrators.interval.py_func
 _interval = njit(types.FunctionType(_py.__code__, {**_py.__globals__, "robot_dynamics": _toy}, _py.__name__))
 
 
-def _run(method, z, dt, m, order):
+_pyh = integrators.interval_hessian.py_func
+_interval_hessian = njit(types.FunctionType(_pyh.__code__, {**_pyh.__globals__, "robot_dynamics_hessian": _toy_hessian},
+                                            _pyh.__name__))
+
+
+def _run(method, z, dt, m, order, stages=None):
     a, b = integrators.METHODS[method]
     y, Y, H = np.empty(3), np.empty((3, 5)), np.empty((3, 5, 5))
-    ok = _interval(PARAMS, a, b, z[:3].copy(), z[3:].copy(), dt, m, order, y, Y, H)
+    ok = _interval(PARAMS, a, b, z[:3].copy(), z[3:].copy(), dt, m, order, y, Y, H,
+                   integrators.no_stages() if stages is None else stages)
     return ok, y, Y, H
+
+
+def _contracted(method, z, lam, dt=0.1, m=3):
+    """Hessian of λᵀF by the second-order adjoint over the recorded stages."""
+    ms = m * integrators.METHODS[method][1].shape[0]
+    stages = (np.empty((ms, 3)), np.empty((ms, 3)), np.empty((ms, 3, 5)), np.empty((ms, 3, 5)))
+    _run(method, z, dt, m, 1, stages)
+    a, b = integrators.METHODS[method]
+    Hz = np.empty((5, 5))
+    _interval_hessian(PARAMS, a, b, dt, m, z[3:].copy(), stages, lam, Hz)
+    return Hz
 
 
 def _step(method, z, dt=0.1, m=3):
@@ -68,6 +95,17 @@ def test_toy_first_and_second_order_sensitivities(method):
         assert np.allclose(Fz, central(lambda w: _step(method, w), z), atol=1e-8)
         assert np.allclose(Fzz, central(lambda w: _derivs(method, w)[0], z), atol=1e-7)
         assert np.allclose(Fzz, Fzz.transpose(0, 2, 1), atol=1e-12)
+
+
+@pytest.mark.parametrize("method", ["rk4", "euler"])
+def test_toy_contracted_hessian_is_the_contraction_and_the_difference_of_the_gradient(method):
+    rng = np.random.default_rng(1)
+    for _ in range(3):
+        z, lam = rng.normal(size=5), rng.normal(size=3)
+        Hz = _contracted(method, z, lam)
+        assert np.allclose(Hz, np.einsum("i,ijk->jk", lam, _derivs(method, z)[1]), rtol=1e-12, atol=1e-12)
+        assert np.allclose(Hz, central(lambda w: lam @ _derivs(method, w)[0], z), atol=1e-7)
+        assert np.allclose(Hz, Hz.T, atol=1e-13)
 
 
 def test_rk4_is_fourth_order_and_euler_first_order():
@@ -121,6 +159,40 @@ def test_robot_step_sensitivities_match_finite_differences(make, integrator):
         assert np.allclose(Fxu[k], Fzz[:, :nx, nx:], rtol=1e-5, atol=1e-6)
         assert np.allclose(Fuu[k], Fzz[:, nx:, nx:], rtol=1e-5, atol=1e-6)
     assert np.abs(Fuu).max() > 0 and np.abs(Fxu).max() > 0
+
+
+@pytest.mark.parametrize("make, integrator, substeps", [(ur5, "rk4", 2), (ur5, "rk4", 1), (double_pendulum, "euler", 3)])
+def test_robot_contracted_step_hessians_equal_the_tensor_contraction_and_differences(make, integrator, substeps):
+    model = make()
+    prob = _robot_problem(model, integrator, substeps)
+    nx, nu = prob.nx, prob.nu
+    rng = np.random.default_rng(2)
+    xs = np.concatenate([rng.uniform(-1, 1, (3, nu)), rng.normal(size=(3, nu))], axis=1)
+    us = rng.normal(size=(3, nu)) * 3
+    lams = rng.normal(size=(3, nx))
+    A, B, stages = prob.step_stages(xs, us)
+    A1, B1 = prob.step_derivatives(xs, us)
+    assert np.array_equal(A, A1) and np.array_equal(B, B1)
+    Hz = prob.step_hessians(xs, us, lams, stages)
+    assert np.array_equal(Hz, prob.step_hessians(xs, us, lams))
+    _, _, Fxx, Fxu, Fuu = prob.step_derivatives(xs, us, second_order=True)
+    Fzz = np.concatenate([np.concatenate([Fxx, Fxu], axis=3),
+                          np.concatenate([Fxu.transpose(0, 1, 3, 2), Fuu], axis=3)], axis=2)
+    ref = np.einsum("ki,kijl->kjl", lams, Fzz)
+    assert np.allclose(Hz, ref, rtol=1e-10, atol=1e-10 * np.abs(ref).max())
+    for k in range(3):
+        z = np.concatenate([xs[k], us[k]])
+        grad = lambda w: lams[k] @ np.concatenate(prob.step_derivatives(w[None, :nx], w[None, nx:]), axis=2)[0]  # noqa: E731
+        assert np.allclose(Hz[k], central(grad, z), rtol=1e-5, atol=1e-6)
+
+
+def test_step_hessians_rejects_bad_multipliers():
+    prob = _robot_problem(double_pendulum())
+    xs, us = np.zeros((2, 4)), np.zeros((2, 2))
+    with pytest.raises(ValueError, match="lams"):
+        prob.step_hessians(xs, us, np.zeros((2, 3)))
+    with pytest.raises(ValueError, match="lams"):
+        prob.step_hessians(xs, us, np.full((2, 4), np.nan))
 
 
 def test_problem_step_is_substeps_of_rk4_and_rollout_chains_steps():

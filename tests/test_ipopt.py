@@ -102,6 +102,14 @@ def test_lagrangian_hessian_matches_differences_of_its_gradient(nlp_point, sigma
     assert np.abs(H - fd).max() <= 1e-6 * (1 + np.abs(fd).max())
 
 
+def test_contracted_and_tensor_lagrangian_hessians_agree(nlp_point):
+    prob, nlp, z, rng = nlp_point
+    lam = rng.standard_normal(nlp.m)
+    tensor = MultipleShootingNLP(prob, second_order="tensor")
+    H, H_ref = nlp.hessian(z, lam, 0.7), tensor.hessian(z, lam, 0.7)
+    assert np.abs(H - H_ref).max() <= 1e-10 * np.abs(H_ref).max()
+
+
 def _checker_errors(text: str) -> list[tuple[float, float]]:
     """(exact, finite-difference) pairs of the entries IPOPT's checker flagged with '*'."""
     number = r"([-+]?\d\.\d+e[-+]\d+)"

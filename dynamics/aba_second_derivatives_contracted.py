@@ -1,0 +1,93 @@
+"""Contracted FDSVA-SO: second-order partials of forward dynamics contracted with λ.
+
+For q̈ = FD(q, v, τ) and a vector λ (n,) this computes, without forming any n³ tensor,
+
+    Hqq[j, k] = Σ_i λ_i ∂²q̈_i/∂q_j∂q_k      Hvv[j, k] = Σ_i λ_i ∂²q̈_i/∂v_j∂v_k
+    Hqv[j, k] = Σ_i λ_i ∂²q̈_i/∂q_j∂v_k      Hqtau[j, k] = Σ_i λ_i ∂²q̈_i/∂q_j∂τ_k
+
+(∂²q̈/∂τ² = ∂²q̈/∂v∂τ = 0). Contracting FDSVA-SO (Singh, Russell & Wensing 2023,
+eq. 44–49) with λ: since λᵀ(−M⁻¹ X) = −μᵀX with μ = M⁻¹λ (M symmetric), the Outer-Term
+disappears and the Inner-Terms become products of n × n matrices,
+
+    Hqq   = −[ μ·∂²ID/∂q² + Mqᵀ ∂FD/∂q + (Mqᵀ ∂FD/∂q)ᵀ ]       (eq. 46)
+    Hvv   = −μ·∂²ID/∂v²                                       (eq. 47)
+    Hqv   = −[ μ·∂²ID/∂q∂v + Mqᵀ ∂FD/∂v ]                      (eq. 48–49)
+    Hqtau = −Mqᵀ M⁻¹                                          (eq. 44)
+
+with Mq[l, j] = Σ_a μ_a ∂M_al/∂q_j and every ID term evaluated at q̈ = FD(q, v, τ). The
+contracted ID terms μ·∂²ID come from the contracted IDSVA-SO
+(:mod:`dynamics.rnea_second_derivatives_contracted`); q̈, M⁻¹, ∂FD/∂q, ∂FD/∂v from
+:mod:`dynamics.aba_derivatives`.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ._checks import as_vector
+from .aba_derivatives import aba_derivatives_kernel
+from .kinematics import all_finite
+from .model import Model
+from .rnea import rnea_passes
+from .rnea_second_derivatives_contracted import idsva_so_contracted_passes
+
+
+@njit(cache=True)
+def fdsva_so_contracted_terms(topology, joint_placement, axis, inertia, gravity, q, v, qdd, dqdd_dq, dqdd_dv,
+                              Minv, lam, Hqq, Hvv, Hqv, Hqtau, Mq):
+    """Contracted FDSVA-SO from the first-order results at (q, v, τ): q̈ (n,), ∂q̈/∂q,
+    ∂q̈/∂v, M⁻¹ (n, n). Writes Hqq, Hvv, Hqv, Hqtau (n, n); ``Mq`` (n, n) is workspace
+    (on return it holds Σ_a μ_a ∂M_al/∂q_j). Inputs are not checked."""
+    n = topology.shape[0]
+    mu = np.empty(n)
+    for r in range(n):  # μ = M⁻¹ λ
+        s = 0.0
+        for c in range(n):
+            s += Minv[r, c] * lam[c]
+        mu[r] = s
+    S, IC, vel, acc, fC, _ = rnea_passes(topology, joint_placement, axis, inertia, gravity, q, v, qdd)
+    idsva_so_contracted_passes(topology, gravity, S, IC, vel, acc, fC, mu, Hqq, Hvv, Hqv, Mq)
+    for j in range(n):
+        for k in range(n):
+            pq = pv = pt = 0.0
+            for l in range(n):
+                m = Mq[l, j]
+                pq += m * dqdd_dq[l, k]
+                pv += m * dqdd_dv[l, k]
+                pt += m * Minv[l, k]
+            Hqq[j, k] += 2.0 * pq  # ½(X + Xᵀ) below gives μ·∂²ID/∂q² + P + Pᵀ (the first is symmetric)
+            Hqv[j, k] = -(Hqv[j, k] + pv)
+            Hqtau[j, k] = -pt
+            Hvv[j, k] = -Hvv[j, k]
+    for j in range(n):
+        for k in range(j + 1):
+            Hqq[j, k] = Hqq[k, j] = -0.5 * (Hqq[j, k] + Hqq[k, j])
+
+
+@njit(cache=True)
+def fdsva_so_contracted_kernel(topology, joint_placement, axis, inertia, gravity, q, v, tau, lam):
+    """(Hqq, Hvv, Hqv, Hqtau), each (n, n); inputs checked for NaN/inf."""
+    if not all_finite(lam):
+        raise ValueError("lam: expected finite values, got NaN or inf")
+    qdd, dqdd_dq, dqdd_dv, Minv = aba_derivatives_kernel(topology, joint_placement, axis, inertia, gravity,
+                                                         q, v, tau)
+    n = topology.shape[0]
+    out = np.empty((5, n, n))
+    fdsva_so_contracted_terms(topology, joint_placement, axis, inertia, gravity, q, v, qdd, dqdd_dq, dqdd_dv,
+                              Minv, lam, out[0], out[1], out[2], out[3], out[4])
+    return out[0], out[1], out[2], out[3]
+
+
+def aba_second_derivatives_contracted(model: Model, q, v, tau, lam) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                                              np.ndarray]:
+    """Second-order partials of q̈ = FD(q, v, τ) contracted with λ (nv,), no n³ tensor formed.
+
+    Returns ``(Hqq, Hvv, Hqv, Hqtau)``, each (nv, nv): Hqq[j, k] = Σ_i λ_i ∂²q̈_i/∂q_j∂q_k,
+    Hvv likewise in v, Hqv[j, k] = Σ_i λ_i ∂²q̈_i/∂q_j∂v_k and
+    Hqtau[j, k] = Σ_i λ_i ∂²q̈_i/∂q_j∂τ_k — equal to ``np.einsum("i,ijk->jk", lam, T)`` of
+    the tensors of :func:`dynamics.aba_second_derivatives`.
+    """
+    q, v, tau = as_vector(q, model.nq, "q"), as_vector(v, model.nv, "v"), as_vector(tau, model.nv, "tau")
+    lam = as_vector(lam, model.nv, "lam")
+    return fdsva_so_contracted_kernel(model.topology, model.joint_placement, model.axis, model.inertia,
+                                      model.gravity, q, v, tau, lam)

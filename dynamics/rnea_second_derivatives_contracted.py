@@ -1,0 +1,224 @@
+"""Contracted IDSVA-SO: second-order partials of inverse dynamics contracted with μ.
+
+For τ = ID(q, v, a) and a vector μ (n,) this computes, without forming any n³ tensor,
+
+    Hqq[j, k] = Σ_i μ_i ∂²τ_i/∂q_j∂q_k      Hvv[j, k] = Σ_i μ_i ∂²τ_i/∂v_j∂v_k
+    Hqv[j, k] = Σ_i μ_i ∂²τ_i/∂q_j∂v_k      Mq[j, k]  = Σ_i μ_i ∂M_ij/∂q_k
+
+— the Hessians of the scalar μᵀID(q, v, a), which is what DDP (μ = V'_x) and a
+Lagrangian Hessian (μ = multipliers) need (Nganga & Wensing, "Accelerating second-order
+differential dynamic programming for rigid-body systems", RA-L 2021, compute the same
+products by reverse-mode differentiation of a modified RNEA).
+
+Derivation. Every entry of IDSVA-SO (Singh, Russell & Wensing, "On second-order
+derivatives of rigid-body dynamics: theory & implementation", 2023, Alg. 1; the forms
+and the u-vectors are those of :mod:`dynamics.rnea_second_derivatives`) is written for a
+triple k ⪯ j ⪯ i of joints on one path as a dot product u(i, j)·y_k, where the output
+index is i, j or k. Contracting with μ sums over the output index, and each of the three
+cases collapses to O(1) work per *pair* because every u(i, j) is linear in body-i
+quantities (A1_i, A3_i, Bs_i, g_i, h_i) and in the joint-j quantities, and every y_k is
+summed along a path:
+
+* output k (the shallowest joint, k ≺ j): Σ_{k≺j} μ_k S_k = ψ_λ(j), with ψ_i = ψ_λ(i) + S_i μ_i
+  the spatial velocity of body i when the joints move at rates μ (a forward pass);
+* output i (the deepest joint): Σ_{i∈ν(j)} μ_i u(i, j) uses the μ-weighted subtree sums
+  Ĝ_j = Σ μ_i g_i, Ĥ_j = Σ μ_i h_i, B̂s_j = Σ μ_i Bs_i, accumulated in the backward pass
+  like the composite inertias (so u8 → Û8 = S_j ×* Ĝ − B̂sᵀ Ψ̇_j, u9 → Û9 = S_j ×* Ĥ, …);
+* output j (strictly between k and i): Σ_{k⪯j≺i} μ_j S_j = ψ_λ(i) − ψ_λ(k).
+
+The result costs O(n·d) (d = depth of the tree) — the size of the output on a chain —
+instead of IDSVA-SO's O(n·d²) with its n³ storage. Entries of the full tensors that
+coincide by symmetry (e.g. ∂²τ_i/∂q_j∂q_j) are counted once. Everything is in ground
+coordinates with Featherstone's [ω; v] ordering; all joints are 1-DoF.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ._checks import as_vector
+from .kinematics import all_finite
+from .model import PARENT, Model
+from .rnea import check_state, rnea_passes
+from .rnea_derivatives import D, E, G, H, body_coriolis, joint_terms, subspace_rates
+from .rnea_second_derivatives import _matT_vec
+from .spatial import add_to_parent, crf_at, crm_at, dot6_at, mat6_vec_at
+
+# rows of the per-body vector workspace
+U8, U9, U11, U5, U2, P3, P1, PB, TMP, TMP2, TMP3 = range(11)
+
+
+@njit(cache=True)
+def _subtree_vectors(j, S, Psid, Ghat, Hhat, BShat, w):
+    """Û8, Û9, Û11, Û5, Û2 of joint j from the μ-weighted sums over ν(j) (rows of ``w``).
+
+        Û8 = S_j ×* Ĝ − B̂sᵀ Ψ̇_j      Û9 = S_j ×* Ĥ       Û11 = B̂sᵀ S_j
+        Û5 = S_j ×* Ĝ − B̂s Ψ̇_j + 2 Ψ̇_j ×* Ĥ          Û2 = ½ (B̂s + B̂sᵀ) S_j
+    """
+    crf_at(S, j, Ghat, j, w, U8)
+    crf_at(S, j, Hhat, j, w, U9)
+    _matT_vec(BShat, j, S, j, w, U11)
+    crf_at(Psid, j, Hhat, j, w, U5)
+    mat6_vec_at(BShat, j, Psid, j, w, TMP)
+    for r in range(6):
+        w[U5, r] = w[U8, r] - w[TMP, r] + 2.0 * w[U5, r]
+    _matT_vec(BShat, j, Psid, j, w, TMP)
+    for r in range(6):
+        w[U8, r] -= w[TMP, r]
+    mat6_vec_at(BShat, j, S, j, w, U2)
+    for r in range(6):
+        w[U2, r] = 0.5 * (w[U2, r] + w[U11, r])
+
+
+@njit(cache=True)
+def _deepest_output(topology, j, S, Psid, Psidd, PsidSd, w, Hqq, Hvv, Hqv, Mq):
+    """Add the entries whose output joint is the deepest one, i ∈ ν(j), for every k ⪯ j."""
+    k = j
+    while k >= 0:
+        x = dot6_at(w, U8, Psid, k) + dot6_at(w, U9, Psidd, k)  # Σ_i μ_i ∂²τ_i/∂q_j∂q_k
+        Hqq[j, k] += x
+        Hqv[k, j] -= dot6_at(w, U11, Psid, k)  # Σ_i μ_i ∂²τ_i/∂q_k∂v_j
+        if k == j:
+            Hvv[j, j] -= dot6_at(w, U2, S, j)
+        else:
+            Hqq[k, j] += x
+            x = -dot6_at(w, U11, S, k)  # Σ_i μ_i ∂²τ_i/∂v_j∂v_k
+            Hvv[j, k] += x
+            Hvv[k, j] += x
+            Hqv[j, k] += dot6_at(w, U5, S, k) + dot6_at(w, U9, PsidSd, k)
+            Mq[k, j] += dot6_at(w, U9, S, k)  # Σ_i μ_i ∂M_ik/∂q_j
+        k = topology[k, PARENT]
+
+
+@njit(cache=True)
+def _psi_rows(i, S, IC, BC, Bs, Psid, psibar, cj, w):
+    """Rows P3 = A3ᵀψ, P1 = A1 ψ, PB = Bsᵀψ of ``w`` for body i, with ψ = ψ_λ(i).
+
+    The matrices A1 = Bs + Bsᵀ (Bs = B(I_i^C, S_i) in ``Bs[i]``), 2B(I_i^C, S_i) and
+    A3 = 2[B(I_i^C, Ψ̇_i) + S_i×* B_i^C − B_i^C S_i×] of IDSVA-SO are only ever applied to
+    ψ here, so A3 is not formed: with B(I, u)ᵀx = ½[−I(u × x) + u ×* (I x) − x ×* (I u)]
+    and (S×*)ᵀ = −S×,
+
+        A3ᵀψ = −I^C(Ψ̇ × ψ) + Ψ̇ ×* (I^C ψ) − ψ ×* (I^C Ψ̇) − 2 B^Cᵀ(S × ψ) + 2 S ×* (B^Cᵀ ψ).
+    """
+    crm_at(Psid, i, psibar, i, w, TMP)
+    mat6_vec_at(IC, i, w, TMP, w, P3)
+    mat6_vec_at(IC, i, psibar, i, w, TMP)
+    crf_at(Psid, i, w, TMP, w, TMP2)
+    mat6_vec_at(IC, i, Psid, i, w, TMP)
+    crf_at(psibar, i, w, TMP, w, TMP3)
+    for r in range(6):
+        w[P3, r] = w[TMP2, r] - w[P3, r] - w[TMP3, r]
+    _matT_vec(BC, i, cj, i, w, TMP)
+    _matT_vec(BC, i, psibar, i, w, TMP2)
+    crf_at(S, i, w, TMP2, w, TMP3)
+    mat6_vec_at(Bs, i, psibar, i, w, P1)
+    _matT_vec(Bs, i, psibar, i, w, PB)
+    for r in range(6):
+        w[P3, r] += 2.0 * (w[TMP3, r] - w[TMP, r])
+        w[P1, r] += w[PB, r]
+        w[PB, r] *= 2.0
+
+
+@njit(cache=True)
+def _pair_outputs(topology, i, S, Psid, Psidd, PsidSd, cj, t, w, Hqq, Hvv, Hqv, Mq):
+    """Add, for every pair j ⪯ i, the entries whose output joint is the shallowest (k ≺ j,
+    through ψ_λ(j)) or lies between (k ⪯ j ≺ i, through ψ_λ(i) − ψ_λ(k)). The two share
+    their bilinear forms: summed, only body i's rows P3, P1, PB (of ψ_λ(i)) remain, and
+    ψ_λ(j)·(S_j ×* f) = −c_j·f with c_j = S_j × ψ_λ(j)."""
+    j = i
+    while j >= 0:
+        x = dot6_at(w, P3, Psid, j) + dot6_at(w, P1, Psidd, j) - dot6_at(cj, j, t, E)
+        Hqq[i, j] += x
+        Hqv[j, i] += dot6_at(w, PB, Psid, j) - dot6_at(cj, j, t, D)
+        x9 = -dot6_at(cj, j, t, H)
+        Mq[i, j] += x9
+        if j == i:
+            Hvv[i, i] += 2.0 * x9
+        else:
+            Hqq[j, i] += x
+            x = dot6_at(w, PB, S, j)
+            Hvv[i, j] += x
+            Hvv[j, i] += x
+            Hqv[i, j] += dot6_at(w, P3, S, j) + dot6_at(w, P1, PsidSd, j)
+            Mq[j, i] += dot6_at(w, P1, S, j)
+        j = topology[j, PARENT]
+
+
+@njit(cache=True)
+def idsva_so_contracted_passes(topology, gravity, S, IC, vel, acc, fC, mu, Hqq, Hvv, Hqv, Mq):
+    """Contracted IDSVA-SO from the outputs of :func:`dynamics.rnea.rnea_passes`.
+
+    ``IC`` (n, 6, 6) is overwritten by the composite inertias. Writes Hqq, Hvv, Hqv, Mq
+    (n, n) of the module docstring.
+    """
+    n = topology.shape[0]
+    vecs = np.empty((7, n, 6))
+    Psid, Psidd, Sd, PsidSd, psibar, cj, Ghat = vecs[0], vecs[1], vecs[2], vecs[3], vecs[4], vecs[5], vecs[6]
+    Hhat = np.zeros((n, 6))
+    mats = np.empty((3, n, 6, 6))
+    BC, Bs, BShat = mats[0], mats[1], mats[2]
+    subspace_rates(topology, gravity, S, vel, acc, Psid, Psidd, Sd)
+    for i in range(n):
+        lam = topology[i, PARENT]
+        body_coriolis(IC, vel, i, BC)
+        for r in range(6):
+            PsidSd[i, r] = Psid[i, r] + Sd[i, r]
+            # ψ_λ(i) = Σ_{k≺i} S_k μ_k
+            psibar[i, r] = 0.0 if lam < 0 else psibar[lam, r] + S[lam, r] * mu[lam]
+        crm_at(S, i, psibar, i, cj, i)  # S_i × ψ_λ(i)
+    Ghat[:, :] = 0.0
+    BShat[:, :, :] = 0.0
+    t, w = np.empty((6, 6)), np.empty((TMP3 + 1, 6))
+    Hqq[:, :] = 0.0
+    Hvv[:, :] = 0.0
+    Hqv[:, :] = 0.0
+    Mq[:, :] = 0.0
+    for i in range(n - 1, -1, -1):  # I^C, B^C and the μ-weighted sums of ν(i) are complete here
+        joint_terms(i, S, IC, BC, Psid, Psidd, Sd, fC, t)  # g, h, e, d of body i
+        body_coriolis(IC, S, i, Bs)  # B(I_i^C, S_i)
+        for r in range(6):
+            Ghat[i, r] += mu[i] * t[G, r]
+            Hhat[i, r] += mu[i] * t[H, r]
+            for c in range(6):
+                BShat[i, r, c] += 2.0 * mu[i] * Bs[i, r, c]
+        _subtree_vectors(i, S, Psid, Ghat, Hhat, BShat, w)
+        _deepest_output(topology, i, S, Psid, Psidd, PsidSd, w, Hqq, Hvv, Hqv, Mq)
+        _psi_rows(i, S, IC, BC, Bs, Psid, psibar, cj, w)
+        _pair_outputs(topology, i, S, Psid, Psidd, PsidSd, cj, t, w, Hqq, Hvv, Hqv, Mq)
+        lam = topology[i, PARENT]
+        if lam >= 0:
+            for r in range(6):
+                Ghat[lam, r] += Ghat[i, r]
+                Hhat[lam, r] += Hhat[i, r]
+        add_to_parent(topology, IC, i)
+        add_to_parent(topology, BC, i)
+        add_to_parent(topology, BShat, i)
+
+
+@njit(cache=True)
+def idsva_so_contracted_kernel(topology, joint_placement, axis, inertia, gravity, q, v, a, mu):
+    """(Hqq, Hvv, Hqv, Mq), each (n, n); inputs checked for NaN/inf."""
+    check_state(q, v, a, "a: expected finite values, got NaN or inf")
+    if not all_finite(mu):
+        raise ValueError("mu: expected finite values, got NaN or inf")
+    n = topology.shape[0]
+    S, IC, vel, acc, fC, _ = rnea_passes(topology, joint_placement, axis, inertia, gravity, q, v, a)
+    out = np.empty((4, n, n))
+    idsva_so_contracted_passes(topology, gravity, S, IC, vel, acc, fC, mu, out[0], out[1], out[2], out[3])
+    return out[0], out[1], out[2], out[3]
+
+
+def rnea_second_derivatives_contracted(model: Model, q, v, a, mu) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                                            np.ndarray]:
+    """Second-order partials of τ = ID(q, v, a) contracted with μ (nv,), no n³ tensor formed.
+
+    Returns ``(Hqq, Hvv, Hqv, Mq)``, each (nv, nv): Hqq[j, k] = Σ_i μ_i ∂²τ_i/∂q_j∂q_k,
+    Hvv likewise in v, Hqv[j, k] = Σ_i μ_i ∂²τ_i/∂q_j∂v_k and Mq[j, k] = Σ_i μ_i ∂M_ij/∂q_k
+    — equal to ``np.einsum("i,ijk->jk", mu, T)`` of the tensors of
+    :func:`dynamics.rnea_second_derivatives`, in O(n·d) instead of O(n·d²).
+    """
+    q, v, a = as_vector(q, model.nq, "q"), as_vector(v, model.nv, "v"), as_vector(a, model.nv, "a")
+    mu = as_vector(mu, model.nv, "mu")
+    return idsva_so_contracted_kernel(model.topology, model.joint_placement, model.axis, model.inertia,
+                                      model.gravity, q, v, a, mu)
