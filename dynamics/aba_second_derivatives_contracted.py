@@ -16,8 +16,9 @@ disappears and the Inner-Terms become products of n × n matrices,
 
 with Mq[l, j] = Σ_a μ_a ∂M_al/∂q_j and every ID term evaluated at q̈ = FD(q, v, τ). The
 contracted ID terms μ·∂²ID come from the contracted IDSVA-SO
-(:mod:`dynamics.rnea_second_derivatives_contracted`); q̈, M⁻¹, ∂FD/∂q, ∂FD/∂v from
-:mod:`dynamics.aba_derivatives`.
+(:mod:`dynamics.rnea_second_derivatives_contracted`), started from the first-order data
+that :mod:`dynamics.aba_derivatives` computed at q̈ together with M⁻¹, ∂FD/∂q and ∂FD/∂v:
+the only extra work is the contracted backward pass and three n × n products.
 """
 from __future__ import annotations
 
@@ -25,19 +26,18 @@ import numpy as np
 from numba import njit
 
 from ._checks import as_vector
-from .aba_derivatives import aba_derivatives_kernel
+from .aba_derivatives import aba_derivatives_data
 from .kinematics import all_finite
 from .model import Model
-from .rnea import rnea_passes
 from .rnea_second_derivatives_contracted import idsva_so_contracted_passes
 
 
 @njit(cache=True)
-def fdsva_so_contracted_terms(topology, joint_placement, axis, inertia, gravity, q, v, qdd, dqdd_dq, dqdd_dv,
-                              Minv, lam, Hqq, Hvv, Hqv, Hqtau, Mq):
-    """Contracted FDSVA-SO from the first-order results at (q, v, τ): q̈ (n,), ∂q̈/∂q,
-    ∂q̈/∂v, M⁻¹ (n, n). Writes Hqq, Hvv, Hqv, Hqtau (n, n); ``Mq`` (n, n) is workspace
-    (on return it holds Σ_a μ_a ∂M_al/∂q_j). Inputs are not checked."""
+def fdsva_so_contracted_terms(topology, dqdd_dq, dqdd_dv, Minv, data, lam, Hqq, Hvv, Hqv, Hqtau, Mq):
+    """Contracted FDSVA-SO from the first-order results at (q, v, τ): ∂q̈/∂q, ∂q̈/∂v,
+    M⁻¹ (n, n) and the RNEA-derivative ``data`` at q̈ of
+    :func:`dynamics.aba_derivatives.aba_derivatives_data`. Writes Hqq, Hvv, Hqv, Hqtau
+    (n, n); ``Mq`` (n, n) is workspace (on return Σ_a μ_a ∂M_al/∂q_j). Not checked."""
     n = topology.shape[0]
     mu = np.empty(n)
     for r in range(n):  # μ = M⁻¹ λ
@@ -45,8 +45,7 @@ def fdsva_so_contracted_terms(topology, joint_placement, axis, inertia, gravity,
         for c in range(n):
             s += Minv[r, c] * lam[c]
         mu[r] = s
-    S, IC, vel, acc, fC, _ = rnea_passes(topology, joint_placement, axis, inertia, gravity, q, v, qdd)
-    idsva_so_contracted_passes(topology, gravity, S, IC, vel, acc, fC, mu, Hqq, Hvv, Hqv, Mq)
+    idsva_so_contracted_passes(topology, data, mu, Hqq, Hvv, Hqv, Mq)
     for j in range(n):
         for k in range(n):
             pq = pv = pt = 0.0
@@ -69,12 +68,11 @@ def fdsva_so_contracted_kernel(topology, joint_placement, axis, inertia, gravity
     """(Hqq, Hvv, Hqv, Hqtau), each (n, n); inputs checked for NaN/inf."""
     if not all_finite(lam):
         raise ValueError("lam: expected finite values, got NaN or inf")
-    qdd, dqdd_dq, dqdd_dv, Minv = aba_derivatives_kernel(topology, joint_placement, axis, inertia, gravity,
-                                                         q, v, tau)
+    _, dqdd_dq, dqdd_dv, Minv, data = aba_derivatives_data(topology, joint_placement, axis, inertia, gravity,
+                                                           q, v, tau)
     n = topology.shape[0]
     out = np.empty((5, n, n))
-    fdsva_so_contracted_terms(topology, joint_placement, axis, inertia, gravity, q, v, qdd, dqdd_dq, dqdd_dv,
-                              Minv, lam, out[0], out[1], out[2], out[3], out[4])
+    fdsva_so_contracted_terms(topology, dqdd_dq, dqdd_dv, Minv, data, lam, out[0], out[1], out[2], out[3], out[4])
     return out[0], out[1], out[2], out[3]
 
 

@@ -81,7 +81,9 @@ def rnea_derivatives_into(topology, joint_placement, axis, inertia, gravity, q, 
     Inputs are not checked (see :func:`rnea_derivatives_kernel`).
     """
     S, I, vel, acc, fC, _ = rnea_passes(topology, joint_placement, axis, inertia, gravity, q, v, a)
-    rnea_derivative_passes(topology, gravity, S, I, vel, acc, fC, dtau_dq, dtau_dv)
+    n = topology.shape[0]
+    rnea_derivative_passes(topology, gravity, S, I, vel, acc, fC, np.empty((3, n, 6)), np.empty((n, 6, 6)),
+                           dtau_dq, dtau_dv)
 
 
 # rows of the per-joint work array of the backward pass
@@ -89,16 +91,17 @@ G, H, E, D, TMP, TMP2 = range(6)
 
 
 @njit(cache=True)
-def rnea_derivative_passes(topology, gravity, S, IC, vel, acc, fC, dtau_dq, dtau_dv):
+def rnea_derivative_passes(topology, gravity, S, IC, vel, acc, fC, rates, BC, dtau_dq, dtau_dv):
     """Eq. 12–15 from the outputs of :func:`dynamics.rnea.rnea_passes`.
 
     S, vel, acc, fC (n, 6) and the body inertias ``IC`` (n, 6, 6), all in world
     coordinates; ``IC`` is overwritten by the composite inertias I^C. Writes ∂τ/∂q and
-    ∂τ/∂q̇ (n, n) into ``dtau_dq`` and ``dtau_dv``.
+    ∂τ/∂q̇ (n, n) into ``dtau_dq`` and ``dtau_dv``, and keeps what second-order passes
+    reuse: Ψ̇, Ψ̈, Ṡ in ``rates`` (3, n, 6) and the composites B^C in ``BC`` (n, 6, 6).
     """
     n = topology.shape[0]
-    work, BC, t = np.empty((3, n, 6)), np.empty((n, 6, 6)), np.empty((6, 6))
-    Psid, Psidd, Sd = work[0], work[1], work[2]
+    t = np.empty((6, 6))
+    Psid, Psidd, Sd = rates[0], rates[1], rates[2]
     subspace_rates(topology, gravity, S, vel, acc, Psid, Psidd, Sd)
     for k in range(n):
         body_coriolis(IC, vel, k, BC)

@@ -26,7 +26,9 @@ summed along a path:
   like the composite inertias (so u8 → Û8 = S_j ×* Ĝ − B̂sᵀ Ψ̇_j, u9 → Û9 = S_j ×* Ĥ, …);
 * output j (strictly between k and i): Σ_{k⪯j≺i} μ_j S_j = ψ_λ(i) − ψ_λ(k).
 
-The result costs O(n·d) (d = depth of the tree) — the size of the output on a chain —
+The pass starts from the first-order pass of :mod:`dynamics.rnea_derivatives` (its
+composites I^C, B^C, f^C and rates Ψ̇, Ψ̈, Ṡ), which a caller may already hold. The result
+costs O(n·d) (d = depth of the tree) — the size of the output on a chain —
 instead of IDSVA-SO's O(n·d²) with its n³ storage. Entries of the full tensors that
 coincide by symmetry (e.g. ∂²τ_i/∂q_j∂q_j) are counted once. Everything is in ground
 coordinates with Featherstone's [ω; v] ordering; all joints are 1-DoF.
@@ -40,7 +42,7 @@ from ._checks import as_vector
 from .kinematics import all_finite
 from .model import PARENT, Model
 from .rnea import check_state, rnea_passes
-from .rnea_derivatives import D, E, G, H, body_coriolis, joint_terms, subspace_rates
+from .rnea_derivatives import D, E, G, H, body_coriolis, joint_terms, rnea_derivative_passes
 from .rnea_second_derivatives import _matT_vec
 from .spatial import add_to_parent, crf_at, crm_at, dot6_at, mat6_vec_at
 
@@ -146,35 +148,33 @@ def _pair_outputs(topology, i, S, Psid, Psidd, PsidSd, cj, t, w, Hqq, Hvv, Hqv, 
 
 
 @njit(cache=True)
-def idsva_so_contracted_passes(topology, gravity, S, IC, vel, acc, fC, mu, Hqq, Hvv, Hqv, Mq):
-    """Contracted IDSVA-SO from the outputs of :func:`dynamics.rnea.rnea_passes`.
-
-    ``IC`` (n, 6, 6) is overwritten by the composite inertias. Writes Hqq, Hvv, Hqv, Mq
-    (n, n) of the module docstring.
+def idsva_so_contracted_passes(topology, data, mu, Hqq, Hvv, Hqv, Mq):
+    """Contracted IDSVA-SO from the first-order data of
+    :func:`dynamics.rnea_derivatives.rnea_derivative_passes`: ``data`` = (S (n, 6),
+    composites I^C and B^C (n, 6, 6), rates (Ψ̇, Ψ̈, Ṡ) (3, n, 6), composite forces f^C
+    (n, 6)). Writes Hqq, Hvv, Hqv, Mq (n, n) of the module docstring.
     """
+    S, IC, BC, rates, fC = data
+    Psid, Psidd, Sd = rates[0], rates[1], rates[2]
     n = topology.shape[0]
-    vecs = np.empty((7, n, 6))
-    Psid, Psidd, Sd, PsidSd, psibar, cj, Ghat = vecs[0], vecs[1], vecs[2], vecs[3], vecs[4], vecs[5], vecs[6]
-    Hhat = np.zeros((n, 6))
-    mats = np.empty((3, n, 6, 6))
-    BC, Bs, BShat = mats[0], mats[1], mats[2]
-    subspace_rates(topology, gravity, S, vel, acc, Psid, Psidd, Sd)
+    vecs = np.zeros((5, n, 6))
+    PsidSd, psibar, cj, Ghat, Hhat = vecs[0], vecs[1], vecs[2], vecs[3], vecs[4]
+    mats = np.empty((2, n, 6, 6))
+    Bs, BShat = mats[0], mats[1]
     for i in range(n):
         lam = topology[i, PARENT]
-        body_coriolis(IC, vel, i, BC)
         for r in range(6):
             PsidSd[i, r] = Psid[i, r] + Sd[i, r]
             # ψ_λ(i) = Σ_{k≺i} S_k μ_k
             psibar[i, r] = 0.0 if lam < 0 else psibar[lam, r] + S[lam, r] * mu[lam]
         crm_at(S, i, psibar, i, cj, i)  # S_i × ψ_λ(i)
-    Ghat[:, :] = 0.0
     BShat[:, :, :] = 0.0
     t, w = np.empty((6, 6)), np.empty((TMP3 + 1, 6))
     Hqq[:, :] = 0.0
     Hvv[:, :] = 0.0
     Hqv[:, :] = 0.0
     Mq[:, :] = 0.0
-    for i in range(n - 1, -1, -1):  # I^C, B^C and the μ-weighted sums of ν(i) are complete here
+    for i in range(n - 1, -1, -1):  # the μ-weighted sums of ν(i) are complete here
         joint_terms(i, S, IC, BC, Psid, Psidd, Sd, fC, t)  # g, h, e, d of body i
         body_coriolis(IC, S, i, Bs)  # B(I_i^C, S_i)
         for r in range(6):
@@ -191,8 +191,6 @@ def idsva_so_contracted_passes(topology, gravity, S, IC, vel, acc, fC, mu, Hqq, 
             for r in range(6):
                 Ghat[lam, r] += Ghat[i, r]
                 Hhat[lam, r] += Hhat[i, r]
-        add_to_parent(topology, IC, i)
-        add_to_parent(topology, BC, i)
         add_to_parent(topology, BShat, i)
 
 
@@ -204,8 +202,9 @@ def idsva_so_contracted_kernel(topology, joint_placement, axis, inertia, gravity
         raise ValueError("mu: expected finite values, got NaN or inf")
     n = topology.shape[0]
     S, IC, vel, acc, fC, _ = rnea_passes(topology, joint_placement, axis, inertia, gravity, q, v, a)
-    out = np.empty((4, n, n))
-    idsva_so_contracted_passes(topology, gravity, S, IC, vel, acc, fC, mu, out[0], out[1], out[2], out[3])
+    rates, BC, out = np.empty((3, n, 6)), np.empty((n, 6, 6)), np.empty((6, n, n))
+    rnea_derivative_passes(topology, gravity, S, IC, vel, acc, fC, rates, BC, out[4], out[5])
+    idsva_so_contracted_passes(topology, (S, IC, BC, rates, fC), mu, out[0], out[1], out[2], out[3])
     return out[0], out[1], out[2], out[3]
 
 

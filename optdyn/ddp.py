@@ -217,15 +217,13 @@ def q_expansion(A, B, lx, lu, lxx, lux, luu, Vx, Vxx, VA, VB, Qx, Qu, Qxx, Qux, 
 def dynamics_hessian(t, Vx, mode, Fzz, integration, us, stages, Hz):
     """Hz (nz, nz) = V'_x·F_zz at knot t: the Hessian of V'_xᵀF(x_t, u_t).
 
-    ``mode`` 1: second-order adjoint through the recorded stages (``stages`` (N, m·s, ...),
-    ``integration`` = (params, a, b, dt, m)); mode 2: contraction of the full tensors
-    ``Fzz`` (N, nx, nz, nz).
+    ``mode`` 1: second-order adjoint through the stage records of
+    :func:`optdyn.integrators.step_stages_batch` (``integration`` = (params, a, b, dt, m));
+    mode 2: contraction of the full tensors ``Fzz`` (N, nx, nz, nz).
     """
     if mode == 1:
         params, a, b, dt, m = integration
-        rec_y, rec_f, rec_Fz, rec_G = stages
-        integrators.interval_hessian(params, a, b, dt, m, us[t], (rec_y[t], rec_f[t], rec_Fz[t], rec_G[t]),
-                                     Vx, Hz)
+        integrators.interval_hessian(params, a, b, dt, m, us[t], stages, t * m * b.shape[0], Vx, Hz)
         return
     Hz[:] = 0.0
     for p in range(Fzz.shape[1]):
@@ -383,7 +381,7 @@ def forward_pass(params, a, b, dt, m, xs, us, k, K, alpha, lower, upper, xs_new,
     """Closed-loop rollout of the module docstring; False if the state became NaN/inf."""
     N, nx = K.shape[0], xs.shape[1]
     nu = us.shape[1]
-    dummy2, dummy3, stages = np.empty((0, 0)), np.empty((0, 0, 0)), integrators.no_stages()
+    dummy2, dummy3, stages = np.empty((0, 0)), np.empty((0, 0, 0)), integrators.no_stages(params)
     xs_new[0] = xs[0]
     for t in range(N):
         for i in range(nu):
@@ -392,7 +390,7 @@ def forward_pass(params, a, b, dt, m, xs, us, k, K, alpha, lower, upper, xs_new,
                 du += K[t, i, j] * (xs_new[t, j] - xs[t, j])
             us_new[t, i] = min(max(us[t, i] + du, lower[i]), upper[i])
         if not integrators.interval(params, a, b, xs_new[t], us_new[t], dt, m, 0, xs_new[t + 1],
-                                    dummy2, dummy3, stages):
+                                    dummy2, dummy3, stages, 0):
             return False
     return True
 
@@ -541,7 +539,7 @@ def linearize(problem: Problem, xs: np.ndarray, us: np.ndarray, mode: int) -> tu
     """
     N, nx = problem.N, problem.nx
     Fzz = np.empty((N, 0, 0, 0))
-    stages = (np.empty((N, 0, 0)), np.empty((N, 0, 0)), np.empty((N, 0, 0, 0)), np.empty((N, 0, 0, 0)))
+    stages = integrators.no_stages(problem.integration[0])
     if mode == SECOND_ORDER["contracted"]:
         A, B, stages = problem.step_stages(xs[:-1], us)
     elif mode == SECOND_ORDER["tensor"]:

@@ -18,10 +18,16 @@ and Y, H accumulate exactly like y. The derivatives of f come from the analytica
 derivatives (∂q̈/∂τ = M⁻¹, ∂²q̈/∂τ² = 0, ∂²q̈/∂v∂τ = 0). All knots of a trajectory are
 processed in one compiled call. Tensors are laid out T[i, j, l] = ∂²x⁺_i/∂z_j∂z_l.
 
-The continuous dynamics is :func:`robot_dynamics` ``(params, x, u, order, f, Fz, Fzz)``: it
-writes f (nx,), and for order ≥ 1 Fz (nx, nz), for order 2 Fzz (nx, nz, nz). It is called
-as a global of the compiled kernels (not passed as a function argument, which numba's
-on-disk cache cannot key reliably).
+The continuous dynamics is :func:`robot_dynamics` ``(params, x, u, order, f, Fz, Fzz, data,
+idx)``: it writes f (nx,), and for order ≥ 1 Fz (nx, nz), for order 2 Fzz (nx, nz, nz);
+:func:`robot_dynamics_hessian` gives the contracted second derivative w·f_zz from what the
+first-order call stored. They are called as globals of the compiled kernels (not passed
+as function arguments, which numba's on-disk cache cannot key reliably).
+
+The Hessian of λᵀF — what DDP (λ = V'_x) and the multiple-shooting Lagrangian (λ = the
+defect multipliers) need — is computed contracted by :func:`interval_hessian`, a
+second-order adjoint over stage records kept by the first-order pass; the full tensors
+(order 2) remain for users and tests.
 """
 from __future__ import annotations
 
@@ -29,7 +35,7 @@ import numpy as np
 from numba import njit
 
 from dynamics.aba import aba_kernel
-from dynamics.aba_derivatives import aba_derivatives_kernel
+from dynamics.aba_derivatives import aba_derivatives_data
 from dynamics.aba_second_derivatives import fdsva_so_terms
 from dynamics.aba_second_derivatives_contracted import fdsva_so_contracted_terms
 from dynamics.kinematics import all_finite
@@ -48,8 +54,21 @@ def robot_params(model: Model) -> tuple:
 
 
 @njit(cache=True)
-def robot_dynamics(params, x, u, order, f, Fz, Fzz):
-    """ẋ = [v; FD(q, v, τ)] and its first/second derivatives w.r.t. z = (q, v, τ)."""
+def robot_data(params, count):
+    """Storage for ``count`` evaluations' first-order data (see :func:`robot_dynamics`):
+    S (count, n, 6), I^C and B^C (count, n, 6, 6), rates (count, 3, n, 6), f^C (count, n, 6)."""
+    n = params[0].shape[0]
+    return (np.empty((count, n, 6)), np.empty((count, n, 6, 6)), np.empty((count, n, 6, 6)),
+            np.empty((count, 3, n, 6)), np.empty((count, n, 6)))
+
+
+@njit(cache=True)
+def robot_dynamics(params, x, u, order, f, Fz, Fzz, data, idx):
+    """ẋ = [v; FD(q, v, τ)] and its first/second derivatives w.r.t. z = (q, v, τ).
+
+    For order 1 and ``idx`` ≥ 0 the first-order data that :func:`robot_dynamics_hessian`
+    reuses is copied into row ``idx`` of ``data`` (from :func:`robot_data`).
+    """
     topology, joint_placement, axis, inertia, gravity = params
     n = topology.shape[0]
     q, v = x[:n], x[n:]
@@ -57,7 +76,10 @@ def robot_dynamics(params, x, u, order, f, Fz, Fzz):
     if order == 0:
         f[n:] = aba_kernel(topology, joint_placement, axis, inertia, gravity, q, v, u)
         return
-    qdd, da_dq, da_dv, da_dtau = aba_derivatives_kernel(topology, joint_placement, axis, inertia, gravity, q, v, u)
+    qdd, da_dq, da_dv, da_dtau, fo = aba_derivatives_data(topology, joint_placement, axis, inertia, gravity,
+                                                          q, v, u)
+    if idx >= 0:
+        data[0][idx], data[1][idx], data[2][idx], data[3][idx], data[4][idx] = fo
     f[n:] = qdd
     Fz[:] = 0.0
     for i in range(n):
@@ -84,14 +106,14 @@ def robot_dynamics(params, x, u, order, f, Fz, Fzz):
 
 
 @njit(cache=True)
-def robot_dynamics_hessian(params, x, u, f, Fz, w, W):
-    """W (nz, nz) = Σ_i w_i ∂²f_i/∂z² of ẋ = [v; FD(q, v, τ)] at (x, u), given f and Fz there.
+def robot_dynamics_hessian(params, x, u, f, Fz, data, idx, w, W):
+    """W (nz, nz) = Σ_i w_i ∂²f_i/∂z² of ẋ = [v; FD(q, v, τ)] at (x, u), given Fz and the
+    first-order ``data`` (row ``idx``) that :func:`robot_dynamics` stored there.
 
     Only the FD rows are nonlinear, so this is contracted FDSVA-SO with λ = w[nv:],
-    from the first-order results held in f (q̈) and Fz (∂q̈/∂q, ∂q̈/∂v, M⁻¹).
+    from ∂q̈/∂q, ∂q̈/∂v, M⁻¹ (held in Fz) and the first-order RNEA data.
     """
-    topology, joint_placement, axis, inertia, gravity = params
-    n = topology.shape[0]
+    n = params[0].shape[0]
     work = np.empty((8, n, n))
     for i in range(n):
         for j in range(n):
@@ -99,8 +121,8 @@ def robot_dynamics_hessian(params, x, u, f, Fz, w, W):
             work[1, i, j] = Fz[n + i, n + j]
             work[2, i, j] = Fz[n + i, 2 * n + j]
     Hqq, Hvv, Hqv, Hqtau = work[3], work[4], work[5], work[6]
-    fdsva_so_contracted_terms(topology, joint_placement, axis, inertia, gravity, x[:n], x[n:], f[n:],
-                              work[0], work[1], work[2], w[n:], Hqq, Hvv, Hqv, Hqtau, work[7])
+    fo = (data[0][idx], data[1][idx], data[2][idx], data[3][idx], data[4][idx])
+    fdsva_so_contracted_terms(params[0], work[0], work[1], work[2], fo, w[n:], Hqq, Hvv, Hqv, Hqtau, work[7])
     W[:] = 0.0
     for j in range(n):
         for k in range(n):
@@ -179,17 +201,18 @@ def _axpy(c, x, y):
 
 
 @njit(cache=True)
-def interval(params, a, b, x, u, dt, m, order, y, Y, H, stages):
+def interval(params, a, b, x, u, dt, m, order, y, Y, H, stages, offset):
     """One interval (m steps) from (x, u): writes y = x⁺, Y = ∂x⁺/∂z, H = ∂²x⁺/∂z².
 
-    ``stages`` = (ys (ms, nx), fs (ms, nx), Fzs (ms, nx, nz), Gs (ms, nx, nz)), ms = m·s,
-    receives, for order 1, every stage's input y_s, derivative k_s = f(y_s, u), Jacobian
-    f_z(y_s, u) and sensitivity Y_s = ∂y_s/∂z: what :func:`interval_hessian` needs. Pass
-    arrays with a leading dimension 0 to record nothing.
+    ``stages`` = (ys (R, nx), fs (R, nx), Fzs (R, nx, nz), Gs (R, nx, nz), data) receives
+    in rows offset … offset + m·s − 1, for order 1, every stage's input y_s, derivative
+    k_s = f(y_s, u), Jacobian f_z(y_s, u), sensitivity Y_s = ∂y_s/∂z and the dynamics'
+    first-order data (:func:`robot_data`): what :func:`interval_hessian` needs. Records
+    with no rows (:func:`no_stages`) record nothing.
     Returns False (y set to NaN) if a stage state or derivative became non-finite.
     """
     nx, nz, s = x.shape[0], x.shape[0] + u.shape[0], b.shape[0]
-    rec_y, rec_f, rec_Fz, rec_G = stages
+    rec_y, rec_f, rec_Fz, rec_G, data = stages
     record = rec_y.shape[0] > 0
     h = dt / m
     k = np.empty((s, nx))
@@ -211,9 +234,10 @@ def interval(params, a, b, x, u, dt, m, order, y, Y, H, stages):
         H[:] = 0.0
     for step in range(m):
         for st in range(s):
-            ys = rec_y[step * s + st] if record else ys_own
-            Ys = rec_G[step * s + st] if record else Ys_own
-            Fz = rec_Fz[step * s + st] if record else Fz_own
+            idx = offset + step * s + st if record else -1
+            ys = rec_y[idx] if record else ys_own
+            Ys = rec_G[idx] if record else Ys_own
+            Fz = rec_Fz[idx] if record else Fz_own
             ys[:] = y
             if order >= 1:
                 Ys[:] = Y
@@ -230,10 +254,10 @@ def interval(params, a, b, x, u, dt, m, order, y, Y, H, stages):
             if not all_finite(ys):
                 y[:] = np.nan
                 return False
-            robot_dynamics(params, ys, u, order, f, Fz, Fzz)
+            robot_dynamics(params, ys, u, order, f, Fz, Fzz, data, idx)
             k[st] = f
             if record:
-                rec_f[step * s + st] = f
+                rec_f[idx] = f
             if step == 0 and st == 0:  # y_s = x: G_s = identity, H_s = 0
                 if order >= 1:
                     Ks[st] = Fz
@@ -258,14 +282,22 @@ def interval(params, a, b, x, u, dt, m, order, y, Y, H, stages):
 
 
 @njit(cache=True)
-def no_stages():
-    """Empty stage records: :func:`interval` records nothing."""
-    return np.empty((0, 0)), np.empty((0, 0)), np.empty((0, 0, 0)), np.empty((0, 0, 0))
+def stage_records(params, count, nx, nz):
+    """Stage records (ys, fs, Fzs, Gs, data) with ``count`` rows (see :func:`interval`)."""
+    return (np.empty((count, nx)), np.empty((count, nx)), np.empty((count, nx, nz)), np.empty((count, nx, nz)),
+            robot_data(params, count))
 
 
 @njit(cache=True)
-def interval_hessian(params, a, b, dt, m, u, stages, lam, Hz):
-    """Hz (nz, nz) = ∇²_z (λᵀF(x, u)) of the interval recorded in ``stages`` (see :func:`interval`).
+def no_stages(params):
+    """Records with no rows: :func:`interval` records nothing."""
+    return stage_records(params, 0, 0, 0)
+
+
+@njit(cache=True)
+def interval_hessian(params, a, b, dt, m, u, stages, offset, lam, Hz):
+    """Hz (nz, nz) = ∇²_z (λᵀF(x, u)) of the interval recorded in rows offset … offset + m·s − 1
+    of ``stages`` (see :func:`interval`).
 
     Second-order adjoint: only the stage evaluations k_s = f(y_s, u) are nonlinear, so
 
@@ -276,7 +308,7 @@ def interval_hessian(params, a, b, dt, m, u, stages, lam, Hz):
     of each step (λ⁺ = ``lam`` after the last one). w_sᵀ f_zz comes contracted from
     :func:`robot_dynamics_hessian`: no (nx, nz, nz) tensor is formed.
     """
-    rec_y, rec_f, rec_Fz, rec_G = stages
+    rec_y, rec_f, rec_Fz, rec_G, data = stages
     nx, nz, s = rec_y.shape[1], Hz.shape[0], b.shape[0]
     h = dt / m
     lam_y = lam.copy()
@@ -285,7 +317,7 @@ def interval_hessian(params, a, b, dt, m, u, stages, lam, Hz):
     Hz[:] = 0.0
     for step in range(m - 1, -1, -1):
         for st in range(s - 1, -1, -1):
-            idx = step * s + st
+            idx = offset + step * s + st
             for i in range(nx):
                 c = b[st] * lam_y[i]
                 for t in range(st + 1, s):
@@ -297,8 +329,8 @@ def interval_hessian(params, a, b, dt, m, u, stages, lam, Hz):
                 for p in range(nx):
                     c += Fz[p, i] * w[p]
                 ybar[st, i] = c
-            robot_dynamics_hessian(params, rec_y[idx], u, rec_f[idx], Fz, w, W)
-            if idx == 0:  # G_0 = identity
+            robot_dynamics_hessian(params, rec_y[idx], u, rec_f[idx], Fz, data, idx, w, W)
+            if idx == offset:  # G_0 = identity
                 for i in range(nz):
                     for j in range(nz):
                         Hz[i, j] += W[i, j]
@@ -344,9 +376,9 @@ def step_batch(params, a, b, xs, us, dt, m):
     """x⁺ (K, nx) of one interval from every (x_k, u_k); NaN rows where it diverged."""
     K, nx = xs.shape
     out = np.empty((K, nx))
-    dummy2, dummy3, stages = np.empty((0, 0)), np.empty((0, 0, 0)), no_stages()
+    dummy2, dummy3, stages = np.empty((0, 0)), np.empty((0, 0, 0)), no_stages(params)
     for kk in range(K):
-        interval(params, a, b, xs[kk], us[kk], dt, m, 0, out[kk], dummy2, dummy3, stages)
+        interval(params, a, b, xs[kk], us[kk], dt, m, 0, out[kk], dummy2, dummy3, stages, 0)
     return out
 
 
@@ -361,12 +393,12 @@ def step_derivatives_batch(params, a, b, xs, us, dt, m, order):
     y = np.empty((K, nx))
     Fz = np.empty((K, nx, nz))
     Fzz = np.empty((K, nx, nz, nz)) if order >= 2 else np.empty((K, 0, 0, 0))
-    dummy3, stages = np.empty((0, 0, 0)), no_stages()
+    dummy3, stages = np.empty((0, 0, 0)), no_stages(params)
     for kk in range(K):
         if order >= 2:
-            interval(params, a, b, xs[kk], us[kk], dt, m, order, y[kk], Fz[kk], Fzz[kk], stages)
+            interval(params, a, b, xs[kk], us[kk], dt, m, order, y[kk], Fz[kk], Fzz[kk], stages, 0)
         else:
-            interval(params, a, b, xs[kk], us[kk], dt, m, order, y[kk], Fz[kk], dummy3, stages)
+            interval(params, a, b, xs[kk], us[kk], dt, m, order, y[kk], Fz[kk], dummy3, stages, 0)
     return y, Fz, Fzz
 
 
@@ -374,32 +406,28 @@ def step_derivatives_batch(params, a, b, xs, us, dt, m, order):
 def step_stages_batch(params, a, b, xs, us, dt, m):
     """x⁺ (K, nx), Fz (K, nx, nz) and the stage records of every knot.
 
-    The records (ys (K, ms, nx), fs (K, ms, nx), Fzs (K, ms, nx, nz), Gs (K, ms, nx, nz),
-    ms = m·s) are what :func:`interval_hessian` needs for any multiplier.
+    Knot k owns rows k·ms … (k + 1)·ms − 1 (ms = m·s) of the records (see
+    :func:`interval`): what :func:`interval_hessian` needs for any multiplier.
     """
     K, nx = xs.shape
     nz, ms = nx + us.shape[1], m * b.shape[0]
     y, Fz = np.empty((K, nx)), np.empty((K, nx, nz))
-    rec_y, rec_f = np.empty((K, ms, nx)), np.empty((K, ms, nx))
-    rec_Fz, rec_G = np.empty((K, ms, nx, nz)), np.empty((K, ms, nx, nz))
+    stages = stage_records(params, K * ms, nx, nz)
     dummy3 = np.empty((0, 0, 0))
     for kk in range(K):
-        interval(params, a, b, xs[kk], us[kk], dt, m, 1, y[kk], Fz[kk], dummy3,
-                 (rec_y[kk], rec_f[kk], rec_Fz[kk], rec_G[kk]))
-    return y, Fz, (rec_y, rec_f, rec_Fz, rec_G)
+        interval(params, a, b, xs[kk], us[kk], dt, m, 1, y[kk], Fz[kk], dummy3, stages, kk * ms)
+    return y, Fz, stages
 
 
 @njit(cache=True)
 def interval_hessians_batch(params, a, b, dt, m, us, stages, lams):
     """(K, nz, nz): ∇²_z(λ_kᵀF(x_k, u_k)) at every knot, from the records of
     :func:`step_stages_batch` and the multipliers lams (K, nx)."""
-    rec_y, rec_f, rec_Fz, rec_G = stages
     K = us.shape[0]
-    nz = rec_G.shape[3]
+    nz, ms = stages[3].shape[2], m * b.shape[0]
     Hz = np.empty((K, nz, nz))
     for kk in range(K):
-        interval_hessian(params, a, b, dt, m, us[kk], (rec_y[kk], rec_f[kk], rec_Fz[kk], rec_G[kk]),
-                         lams[kk], Hz[kk])
+        interval_hessian(params, a, b, dt, m, us[kk], stages, kk * ms, lams[kk], Hz[kk])
     return Hz
 
 
@@ -409,9 +437,9 @@ def rollout(params, a, b, x0, us, dt, m):
     N, nx = us.shape[0], x0.shape[0]
     xs = np.empty((N + 1, nx))
     xs[0] = x0
-    dummy2, dummy3, stages = np.empty((0, 0)), np.empty((0, 0, 0)), no_stages()
+    dummy2, dummy3, stages = np.empty((0, 0)), np.empty((0, 0, 0)), no_stages(params)
     for kk in range(N):
-        if not interval(params, a, b, xs[kk], us[kk], dt, m, 0, xs[kk + 1], dummy2, dummy3, stages):
+        if not interval(params, a, b, xs[kk], us[kk], dt, m, 0, xs[kk + 1], dummy2, dummy3, stages, 0):
             xs[kk + 1:] = np.nan
             break
     return xs

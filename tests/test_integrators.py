@@ -10,7 +10,7 @@ from optdyn import integrators
 
 
 @njit(cache=True)
-def _toy(params, x, u, order, f, Fz, Fzz):
+def _toy(params, x, u, order, f, Fz, Fzz, data, idx):
     """Nonlinear 3-state, 2-input ODE with x–x, x–u and u–u couplings (analytic derivatives)."""
     c = params[0][0]
     f[0] = x[1]
@@ -37,10 +37,15 @@ PARAMS = (np.array([0.7]),)
 
 
 @njit(cache=True)
-def _toy_hessian(params, x, u, f, Fz, w, W):
+def _toy_data(params, count):
+    return (np.empty((count, 1)),)
+
+
+@njit(cache=True)
+def _toy_hessian(params, x, u, f, Fz, data, idx, w, W):
     """W = Σ_i w_i ∂²f_i/∂z² of the toy ODE (from its full tensor)."""
     Fzz = np.empty((3, 5, 5))
-    _toy(params, x, u, 2, np.empty(3), np.empty((3, 5)), Fzz)
+    _toy(params, x, u, 2, np.empty(3), np.empty((3, 5)), Fzz, data, idx)
     W[:] = 0.0
     for i in range(3):
         W += w[i] * Fzz[i]
@@ -49,30 +54,34 @@ def _toy_hessian(params, x, u, f, Fz, w, W):
 # The package's interval kernel compiled (uncached) with the toy ODE in place of the
 # robot dynamics it calls: same chain-rule code, analytic right-hand side.
 _py = integrators.interval.py_func
-_interval = njit(types.FunctionType(_py.__code__, {**_py.__globals__, "robot_dynamics": _toy}, _py.__name__))
+_toy_globals = {"robot_dynamics": _toy, "robot_dynamics_hessian": _toy_hessian, "robot_data": _toy_data}
+_interval = njit(types.FunctionType(_py.__code__, {**_py.__globals__, **_toy_globals}, _py.__name__))
 
 
 _pyh = integrators.interval_hessian.py_func
-_interval_hessian = njit(types.FunctionType(_pyh.__code__, {**_pyh.__globals__, "robot_dynamics_hessian": _toy_hessian},
-                                            _pyh.__name__))
+_interval_hessian = njit(types.FunctionType(_pyh.__code__, {**_pyh.__globals__, **_toy_globals}, _pyh.__name__))
+
+
+def _records(count):
+    return np.empty((count, 3)), np.empty((count, 3)), np.empty((count, 3, 5)), np.empty((count, 3, 5)), (
+        np.empty((count, 1)),)
 
 
 def _run(method, z, dt, m, order, stages=None):
     a, b = integrators.METHODS[method]
     y, Y, H = np.empty(3), np.empty((3, 5)), np.empty((3, 5, 5))
     ok = _interval(PARAMS, a, b, z[:3].copy(), z[3:].copy(), dt, m, order, y, Y, H,
-                   integrators.no_stages() if stages is None else stages)
+                   _records(0) if stages is None else stages, 0)
     return ok, y, Y, H
 
 
 def _contracted(method, z, lam, dt=0.1, m=3):
     """Hessian of λᵀF by the second-order adjoint over the recorded stages."""
-    ms = m * integrators.METHODS[method][1].shape[0]
-    stages = (np.empty((ms, 3)), np.empty((ms, 3)), np.empty((ms, 3, 5)), np.empty((ms, 3, 5)))
+    stages = _records(m * integrators.METHODS[method][1].shape[0])
     _run(method, z, dt, m, 1, stages)
     a, b = integrators.METHODS[method]
     Hz = np.empty((5, 5))
-    _interval_hessian(PARAMS, a, b, dt, m, z[3:].copy(), stages, lam, Hz)
+    _interval_hessian(PARAMS, a, b, dt, m, z[3:].copy(), stages, 0, lam, Hz)
     return Hz
 
 
