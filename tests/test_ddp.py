@@ -272,17 +272,22 @@ def test_a_diverging_problem_guess_falls_back_to_rest():
 
 
 def test_compare_table_and_plot(tmp_path, reach):
-    from optdyn.compare import compare, local_iterations
+    from optdyn.compare import compare, local_iterations, time_to_gap
     prob, ddp, _ = reach
     out = compare(prob, ("ddp", "ilqr"), plot=tmp_path / "conv.png")
     assert [r["solver"] for r in out.rows] == ["ddp", "ilqr"]
     assert all(r["converged"] for r in out.rows)
     assert out.rows[0]["cost"] == pytest.approx(ddp.cost, rel=1e-9)
     assert "ddp" in out.text and "ilqr" in out.text and "Local convergence" in out.text
+    assert "Wall time to a relative gap of 1e-09" in out.text
+    for r in out.rows:  # both reach the optimum: the 1e-9 gap is met at or before the end
+        assert 0 < r["time_to_gap"] <= out.results[r["solver"]].history["time"][-1]
     assert (tmp_path / "conv.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     costs = np.array([10.0, 1.0 + 1e-2, 1.0 + 1e-4, 1.0 + 1e-8, 1.0 + 1e-12, 1.0])
     fake = type(ddp)(xs=ddp.xs, us=ddp.us, cost=1.0, converged=True, iterations=5, status="converged",
                      history={"cost": costs})
     assert local_iterations(fake) == 2  # gap 5e-5 at row 2, ≤ 1e-9 first at row 4
+    fake.history["time"] = np.arange(6) * 0.5
+    assert time_to_gap(fake, 1.0) == 2.0 and time_to_gap(fake, 0.5) is None
     with pytest.raises(ValueError, match="solvers"):
         compare(prob, ("ddp", "newton"))
