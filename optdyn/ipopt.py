@@ -168,15 +168,19 @@ class MultipleShootingNLP:
         if self._cache_key is None or not np.array_equal(z, self._cache_key):
             self._cache_key, self._cache = z.copy(), {}
         if what not in self._cache:
-            try:
-                self._cache[what] = self._evaluate(z, what)
-            except cyipopt.CyIpoptEvaluationError:
-                raise
-            except Exception as e:  # noqa: BLE001 — the model cannot be evaluated at z
-                self.evaluation_errors += 1
-                self.last_error = f"{type(e).__name__}: {e}"
-                raise cyipopt.CyIpoptEvaluationError(self.last_error) from e
+            self._cache[what] = self._guarded(self._evaluate, z, what)
         return self._cache[what]
+
+    def _guarded(self, fn, *args):
+        """fn(*args), with any exception turned into IPOPT's evaluation error (counted)."""
+        try:
+            return fn(*args)
+        except cyipopt.CyIpoptEvaluationError:
+            raise
+        except Exception as e:  # noqa: BLE001 — the model cannot be evaluated at this point
+            self.evaluation_errors += 1
+            self.last_error = f"{type(e).__name__}: {e}"
+            raise cyipopt.CyIpoptEvaluationError(self.last_error) from e
 
     def _evaluate(self, z: np.ndarray, what: str):
         if what == "xu":
@@ -198,7 +202,7 @@ class MultipleShootingNLP:
     # ------------------------------------------------------- cyipopt callbacks
     def objective(self, z: np.ndarray) -> float:
         """Σ_k dt·ℓ(x_k, u_k) + ℓ_N(x_N)."""
-        return self.problem.cost(*self._get(z, "xu"))
+        return self._guarded(self.problem.cost, *self._get(z, "xu"))
 
     def gradient(self, z: np.ndarray) -> np.ndarray:
         """∇f (n,)."""
