@@ -454,7 +454,8 @@ def _trial(problem: Problem, objective: Objective, xs, us, k, K, alpha: float, x
         if not forward_pass(params, a, b, dt, m, xs, us, k, K, alpha, problem.u_lower, problem.u_upper,
                             xs_new, us_new):
             return np.nan
-        J_new = objective.value(xs_new, us_new)
+        with np.errstate(over="ignore", invalid="ignore"):  # an overflowing cost is a rejected trial
+            J_new = objective.value(xs_new, us_new)
     except Exception:  # noqa: BLE001 — a trial the model cannot evaluate is a rejected step
         log.invalid += 1
         return np.nan
