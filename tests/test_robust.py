@@ -225,3 +225,17 @@ def test_task_errors_measure_the_task_not_the_solver(reach):
     assert np.isnan(nan.violation) and np.isnan(nan.targets[0].distance)
     with pytest.raises(ValueError, match="xs, us"):
         task_errors(reach, xs[:-1], us)
+
+
+def test_ctrl_c_stops_a_whole_comparison(reach):
+    from optdyn.compare import compare
+
+    seen = []
+
+    def callback(row):
+        seen.append(row["solver"])
+        if row["iteration"] == 1:
+            os.kill(os.getpid(), signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt, match="ddp"):
+        compare(reach, ("ddp", "ilqr"), callback=callback)
+    assert set(seen) == {"ddp"}  # iLQR never started
