@@ -210,8 +210,8 @@ def _outputs(result: Result, problem, args: argparse.Namespace) -> None:
             print(f"html        {args.html}")
         if args.view:
             viz.view(result, problem)
-            print("serving until Ctrl-C", flush=True)
-            try:
+            try:  # Ctrl-C is the normal end of serving (exit 0), even right after this line
+                print("serving until Ctrl-C", flush=True)
                 while True:
                     time.sleep(1.0)
             except KeyboardInterrupt:
