@@ -617,7 +617,8 @@ def stopped_by_exception(problem: Problem, log: Log, K_shape: tuple[int, int, in
         cost, message = problem.cost(xs, us), stop_message("interrupted", log.run)
     else:  # nothing evaluated yet: evaluating the cost now could start a compilation
         xs, us = problem.xs_init.copy(), problem.us_init.copy()
-        cost, message = np.nan, "interrupted (Ctrl-C) before the first iterate; the problem's initial guess is returned"
+        cost = np.nan
+        message = "stopped by Ctrl-C (SIGINT) before the first iterate; the problem's initial guess is returned"
     iterations = max(len(log.rows["cost"]) - 1, 0)
     return Outcome(xs, us, np.zeros(K_shape), cost, False, "interrupted", message, iterations)
 
