@@ -30,6 +30,7 @@ import sys
 import threading
 import time
 
+import numpy as np
 from numba.core import event
 
 COMPILE_NOTICE = ("optdyn: compiling numba kernels (cold cache: the first solve takes a minute or two); "
@@ -81,13 +82,13 @@ event.register("numba:compile", COMPILATION)
 
 
 def check_max_time(max_time) -> float | None:
-    """``max_time`` as a float > 0 or None; ValueError naming it otherwise."""
+    """``max_time`` (s) as a float > 0, or None for no limit (None or inf); ValueError naming it otherwise."""
     if max_time is None:
         return None
-    if isinstance(max_time, bool) or not isinstance(max_time, (int, float)) or not max_time > 0 \
-            or max_time != max_time:
+    if isinstance(max_time, bool) or not isinstance(max_time, (int, float, np.integer, np.floating)) \
+            or not max_time > 0 or max_time != max_time:
         raise ValueError(f"max_time: expected a number of seconds > 0 or None, got {max_time!r}")
-    return float(max_time)
+    return float(max_time) if np.isfinite(max_time) else None  # inf: no limit
 
 
 def is_interrupt(exc: BaseException) -> bool:
