@@ -48,7 +48,8 @@ class Result:
         xs: states at the N+1 nodes, (N+1, nx).
         us: controls of the N intervals, (N, nu).
         cost: objective at (xs, us).
-        converged: True if the solver's convergence test passed.
+        converged: True if the solver's convergence test passed (status "converged" or
+            "acceptable") — not that the task was achieved: see :mod:`optdyn.report`.
         iterations: number of (outer) iterations taken.
         status: short machine-readable status, one of the keys of :data:`STATUSES`
             (e.g. "converged", "max_iter", "time_limit", "interrupted", "rollout_failed").
