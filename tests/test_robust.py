@@ -239,3 +239,22 @@ def test_ctrl_c_stops_a_whole_comparison(reach):
     with pytest.raises(KeyboardInterrupt, match="ddp"):
         compare(reach, ("ddp", "ilqr"), callback=callback)
     assert set(seen) == {"ddp"}  # iLQR never started
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_wall_time_says_whether_it_includes_compilation(reach, monkeypatch, solver):
+    from numba import njit
+
+    import optdyn.runtime as runtime
+
+    solve(reach, solver, max_iter=1)  # every kernel of this solver now in memory
+    warm = solve(reach, solver, max_iter=2)
+    assert warm.extra["compile_time"] == 0.0 and not warm.includes_compilation
+    monkeypatch.setattr(runtime, "PACKAGES", runtime.PACKAGES + (__name__.split(".")[0],))
+
+    @njit
+    def fresh(x):  # compiled on first call, during the solve below
+        return x + 1.0
+
+    res = solve(reach, solver, max_iter=2, callback=lambda row: fresh(1.0) if row["iteration"] == 1 else None)
+    assert res.includes_compilation and 0.0 < res.extra["compile_time"] <= res.wall_time
