@@ -9,16 +9,16 @@
 Problems own one discretisation (N intervals of m RK4 sub-steps, control held) that
 DDP, iLQR and the IPOPT multiple-shooting NLP all solve, so their optima coincide.
 """
-from . import constraints, costs
+from . import constraints, costs, report
 from .clearance import clearances
 from .compare import compare
 from .io import load_result, save_result
 from .problem import Problem
-from .result import Result
+from .result import STATUSES, Result
 from .solve import solve
 
 __all__ = [
-    "Problem", "Result", "solve", "compare", "costs", "constraints", "clearances",
+    "Problem", "Result", "STATUSES", "solve", "compare", "costs", "constraints", "clearances", "report",
     "save_result", "load_result", "view", "save_html",
 ]
 

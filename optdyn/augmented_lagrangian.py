@@ -18,14 +18,14 @@ inner solve at full tolerance converged with the largest violation ≤ ``constra
 """
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 
 import numpy as np
 
-from .ddp import Log, Objective, Options, initial_controls, iterate
+from .ddp import Log, Objective, Options, initial_controls, iterate, stopped_by_exception
 from .problem import Problem
 from .result import Result
+from .runtime import Run, is_interrupt
 
 
 def _phr(c, lam, rho):
@@ -95,6 +95,17 @@ class ALObjective(Objective):
             self.mu = self.mu + self.rho * self.problem.terminal_constraint_terms(xs[-1])[0]
 
 
+def _cost_and_violation(problem: Problem, xs: np.ndarray, us: np.ndarray) -> tuple[float, float]:
+    """J and the largest constraint violation of a trajectory; NaN for a non-finite one."""
+    if not np.all(np.isfinite(xs)):
+        return np.nan, np.nan
+    return problem.cost(xs, us), problem.violation(xs, us)
+
+
+STOPS = ("user_stop", "interrupted", "time_limit")
+FAILURES = ("regularization_failed", "line_search_failed", "rollout_failed")
+
+
 def solve_al(problem: Problem, ddp: bool = True, us_init=None, constraint_tol: float = 1e-6,
              rho_init: float = 1.0, rho_factor: float = 10.0, rho_max: float = 1e10, decrease: float = 0.25,
              max_outer: int = 30, inner_tol0: float = 1e-4, inner_tol_factor: float = 1e-2,
@@ -102,46 +113,57 @@ def solve_al(problem: Problem, ddp: bool = True, us_init=None, constraint_tol: f
     """Constrained DDP (``ddp``) or iLQR by the augmented-Lagrangian outer loop.
 
     ``options`` are those of :class:`optdyn.ddp.Options`; ``max_iter`` bounds the total
-    number of inner iterations. The result's cost is the true objective J; its extra
-    holds the multipliers ("lambda" (N, nc), "mu" (nh,)), the final penalty "rho" and
-    "outer_iterations".
+    number of inner iterations, ``max_time`` the wall time; Ctrl-C stops with the last
+    accepted iterate (:mod:`optdyn.runtime`). The result's cost is the true objective J;
+    its extra holds the multipliers ("lambda" (N, nc), "mu" (nh,)), the final penalty
+    "rho", "outer_iterations", "violation" and "compile_time".
     """
     o = Options(**options)
     name = "ddp" if ddp else "ilqr"
-    log = Log(name, o.callback, o.verbose)
     objective = ALObjective(problem, np.zeros((problem.N, problem.nc)), np.zeros(problem.nh), rho_init)
-    us, origin = initial_controls(problem, us_init)
-    steps, previous, outer = 0, np.inf, 0
+    steps, previous, outer, origin, rejected = 0, np.inf, 0, "", []
     status, message, converged = "max_iter", f"iteration limit {o.max_iter} reached", False
     inner_tol = max(o.tol, inner_tol0)
-    for outer in range(1, max_outer + 1):
-        out = iterate(problem, objective, us, replace(o, tol=inner_tol), ddp, log,
-                      max_iter=o.max_iter - steps)
-        steps += out.iterations
-        us, xs = out.us, out.xs
-        violation = problem.violation(xs, us)
-        if out.converged and violation <= constraint_tol and inner_tol <= o.tol:
-            status, converged = "converged", True
-            message = f"inner solve converged with constraint violation {violation:.2e} ≤ {constraint_tol:g}"
-            break
-        if out.status == "user_stop" or (out.status in ("regularization_failed", "line_search_failed")
-                                         and violation <= constraint_tol):
-            status, message = out.status, out.message
-            break
-        if steps >= o.max_iter:
-            break
-        inner_tol = max(o.tol, inner_tol * inner_tol_factor)
-        if violation <= constraint_tol:  # feasible: only the inner solve needs tightening
-            continue
-        objective.update(xs)
-        if violation > decrease * previous:
-            objective.rho = min(objective.rho * rho_factor, rho_max)
-        previous = violation
-    else:
-        status, message = "max_outer", f"{max_outer} outer iterations without meeting constraint_tol"
-    return Result(xs=out.xs, us=out.us, cost=problem.cost(out.xs, out.us), converged=converged,
+    with Run(o.max_time) as run:
+        log = Log(name, o.callback, o.verbose, run=run)
+        try:
+            us, origin, rejected = initial_controls(problem, us_init)
+            for outer in range(1, max_outer + 1):
+                out = iterate(problem, objective, us, replace(o, tol=inner_tol), ddp, log,
+                              max_iter=o.max_iter - steps)
+                steps += out.iterations
+                us, xs = out.us, out.xs
+                violation = _cost_and_violation(problem, xs, us)[1]
+                if out.converged and violation <= constraint_tol and inner_tol <= o.tol:
+                    status, converged = "converged", True
+                    message = f"inner solve converged with constraint violation {violation:.2e} ≤ {constraint_tol:g}"
+                    break
+                if out.status in STOPS or np.isnan(violation) or (out.status in FAILURES
+                                                                  and violation <= constraint_tol):
+                    status, message = out.status, out.message
+                    break
+                if steps >= o.max_iter:
+                    break
+                inner_tol = max(o.tol, inner_tol * inner_tol_factor)
+                if violation <= constraint_tol:  # feasible: only the inner solve needs tightening
+                    continue
+                objective.update(xs)
+                if violation > decrease * previous:
+                    objective.rho = min(objective.rho * rho_factor, rho_max)
+                previous = violation
+            else:
+                status, message = "max_outer", f"{max_outer} outer iterations without meeting constraint_tol"
+        except (KeyboardInterrupt, SystemError) as e:
+            if not is_interrupt(e) and not run.interrupted:
+                raise
+            out = stopped_by_exception(problem, log, (problem.N, problem.nu, problem.nx))
+            status, message, converged = out.status, out.message, False
+    cost, violation = _cost_and_violation(problem, out.xs, out.us)
+    return Result(xs=out.xs, us=out.us, cost=cost, converged=converged,
                   iterations=steps, status=status, message=message, history=log.history(), solver=name,
-                  problem=problem.name, params=problem.params, wall_time=time.perf_counter() - log.t0,
+                  problem=problem.name, params=problem.params, wall_time=run.elapsed(),
                   gains=out.K, extra={"lambda": objective.lam, "mu": objective.mu, "rho": objective.rho,
-                                      "outer_iterations": outer, "violation": problem.violation(out.xs, out.us),
-                                      "rejected_rollouts": log.rejected, "initial_guess": origin})
+                                      "outer_iterations": outer, "violation": violation,
+                                      "rejected_rollouts": log.rejected, "invalid_rollouts": log.invalid,
+                                      "initial_guess": origin,
+                                      "rejected_guesses": rejected, "compile_time": run.compile_time()})

@@ -2,21 +2,25 @@
 
     optdyn info                                   dynamics demo on the UR5, warm timings
     optdyn list                                   problems and their scenarios
-    optdyn solve PROBLEM [--scenario S] [--solver ddp|ilqr|ipopt] [--max-iter N]
+    optdyn solve PROBLEM [--scenario S] [--solver ddp|ilqr|ipopt] [--max-iter N] [--max-time S]
                  [--param KEY=VALUE ...] [--save result.npz] [--html out.html] [--view]
     optdyn compare PROBLEM [--scenario S] [--solvers ddp,ilqr,ipopt] [--plot out.png]
     optdyn show result.npz [--html out.html] [--view]
 
 Exit code 0 on success; otherwise 1 with a one-line reason on stderr (unknown problem,
-bad file, bad option, solver failure). This module is the one place that knows all three
-packages (``dynamics``, ``optdyn``, ``problems``).
+bad file, bad option, unwritable output path — checked before solving —, solver failure).
+Ctrl-C during a solve prints the summary of the last iterate and a one-line notice, and
+exits with 130; SIGTERM exits with 143 after stopping the viewer's server. The first run
+on a cold numba cache prints a one-line notice on stderr (:mod:`optdyn.runtime`). This
+module is the one place that knows all three packages (``dynamics``, ``optdyn``,
+``problems``).
 """
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -27,25 +31,41 @@ import dynamics as dyn
 import problems
 
 from .io import load_result, save_result
+from .report import task_errors, task_lines
 from .result import Result
+from .runtime import COMPILE_NOTICE  # noqa: F401 — printed on stderr by the compile listener
 
-COMPILE_NOTICE = "compiling kernels on first run, ~1 min; cached afterwards"
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
+EXIT_TERMINATED = 143  # 128 + SIGTERM
 
 
 class CommandError(Exception):
     """A failure reported as one line on stderr with exit code 1."""
 
 
-def _kernel_cache_is_cold(package_dir: str, module: str) -> bool:
-    """True if numba has cached no kernel of ``module`` (in ``package_dir``) yet."""
-    cache = os.environ.get("NUMBA_CACHE_DIR") or os.path.join(package_dir, "__pycache__")
-    return not glob.glob(os.path.join(cache, "**", f"{module}.*.nbi"), recursive=True)
+def check_writable(path: str, option: str) -> None:
+    """CommandError naming ``option`` unless a file can be written at ``path``.
+
+    Checked before any solving: the directory must exist and be writable, and ``path``
+    must not be a directory nor an existing read-only file. Nothing is created.
+    """
+    directory = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise CommandError(f"{option}: {path} is a directory, expected a file path")
+    if not os.path.isdir(directory):
+        raise CommandError(f"{option}: cannot write {path}: directory {directory} does not exist")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise CommandError(f"{option}: cannot write {path}: directory {directory} is not writable")
+    if os.path.exists(path) and not os.access(path, os.W_OK):
+        raise CommandError(f"{option}: cannot write {path}: the file exists and is read-only")
 
 
-def _notice_compilation(package_dir: str, module: str) -> None:
-    """Print the one-line first-run notice before the first heavy call on a cold cache."""
-    if _kernel_cache_is_cold(package_dir, module):
-        print(COMPILE_NOTICE, flush=True)
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Check every output path given on the command line (--save, --html, --plot)."""
+    for option in ("save", "html", "plot"):
+        path = getattr(args, option, None)
+        if path:
+            check_writable(path, f"--{option}")
 
 
 # ----------------------------------------------------------------------------- info
@@ -69,7 +89,6 @@ def cmd_info(args: argparse.Namespace) -> int:
     from dynamics.rnea_derivatives import rnea_derivatives
     from dynamics.rnea_second_derivatives import rnea_second_derivatives
 
-    _notice_compilation(os.path.dirname(dyn.__file__), "rnea_second_derivatives")
     model = dyn.models.ur5()
     rng = np.random.default_rng(0)
     q, v, a = rng.uniform(-1, 1, model.nq), rng.normal(size=model.nv), rng.normal(size=model.nv)
@@ -152,11 +171,20 @@ def _progress(row: dict) -> None:
 
 
 def _summary(result: Result, problem=None) -> list[str]:
+    compile_time = float(result.extra.get("compile_time", 0.0))
     lines = [f"solver      {result.solver or '?'} on {result.problem or '?'} {result.params or ''}".rstrip(),
              f"status      {result.status}" + (f" ({result.message})" if result.message else ""),
+             f"converged   {'yes' if result.converged else 'no'} (the solver's tolerance; the task errors "
+             f"below say whether the task was achieved)",
              f"cost        {result.cost:.10g}",
              f"iterations  {result.iterations}",
-             f"time        {result.wall_time:.3f} s"]
+             f"time        {result.wall_time:.3f} s" + (f" (includes {compile_time:.1f} s of kernel compilation)"
+                                                       if compile_time > 0 else "")]
+    if problem is not None:
+        try:
+            lines += task_lines(task_errors(problem, result.xs, result.us))
+        except ValueError as e:
+            lines.append(f"task        not evaluated: {e}")
     if problem is not None and getattr(problem, "obstacles", None):
         from .clearance import clearances
 
@@ -182,8 +210,8 @@ def _outputs(result: Result, problem, args: argparse.Namespace) -> None:
             print(f"html        {args.html}")
         if args.view:
             viz.view(result, problem)
-            print("serving until Ctrl-C", flush=True)
-            try:
+            try:  # Ctrl-C is the normal end of serving (exit 0), even right after this line
+                print("serving until Ctrl-C", flush=True)
                 while True:
                     time.sleep(1.0)
             except KeyboardInterrupt:
@@ -192,16 +220,22 @@ def _outputs(result: Result, problem, args: argparse.Namespace) -> None:
 
 def cmd_solve(args: argparse.Namespace) -> int:
     """Build PROBLEM, solve it with live progress, print a summary, write outputs."""
+    _check_outputs(args)
     problem = _make_problem(args.problem, args.scenario, args.param)
-    _notice_compilation(os.path.dirname(__file__), "integrators")
     from .solve import solve
 
-    options = {"callback": _progress}
+    options = {"callback": _progress, "max_time": args.max_time}
     if args.max_iter is not None:
         options["max_iter"] = args.max_iter
     print(f"solving {args.problem} ({problem.N} intervals, T = {problem.T:g} s) with {args.solver}", flush=True)
     result = solve(problem, solver=args.solver, **options)
-    print("\n".join(_summary(result, problem)))
+    print("\n".join(_summary(result, problem)), flush=True)
+    if result.status == "interrupted":
+        args.view = False
+        _outputs(result, problem, args)
+        print(f"optdyn solve: interrupted (Ctrl-C) after {result.iterations} iterations; "
+              "the summary above is of the last iterate", file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
     _outputs(result, problem, args)
     if not result.converged:
         detail = f" ({result.message})" if result.message else ""
@@ -213,8 +247,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """Solve PROBLEM with each solver and print the comparison table (and plot)."""
+    _check_outputs(args)
     problem = _make_problem(args.problem, args.scenario, args.param)
-    _notice_compilation(os.path.dirname(__file__), "integrators")
     from .compare import compare
 
     options = {} if args.max_iter is None else {"max_iter": args.max_iter}
@@ -228,6 +262,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     """Summarise a saved result; rebuild its problem for clearance/HTML/viewer."""
+    _check_outputs(args)
     result = load_result(args.file)
     problem, why = None, "the result names no problem"
     if result.problem:
@@ -266,6 +301,8 @@ def build_parser() -> argparse.ArgumentParser:
     problem_args(solve)
     solve.add_argument("--solver", choices=("ddp", "ilqr", "ipopt"), default="ddp")
     solve.add_argument("--max-iter", type=int, help="iteration limit of the solver")
+    solve.add_argument("--max-time", type=float, metavar="SECONDS",
+                       help="wall-clock limit of the solve (status time_limit, last iterate kept)")
     solve.add_argument("--save", help="write the result to this .npz file")
     output_args(solve)
     solve.set_defaults(func=cmd_solve)
@@ -284,12 +321,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _terminate(signum, frame) -> None:
+    """SIGTERM: unwind like an exit, so that atexit handlers (the viewer's server) run."""
+    raise SystemExit(EXIT_TERMINATED)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit code (argparse usage errors exit with 2)."""
+    """Run the command line; returns the exit code (argparse usage errors exit with 2,
+    Ctrl-C outside a solve 130)."""
     args = build_parser().parse_args(argv)
+    previous = None
+    try:
+        previous = signal.signal(signal.SIGTERM, _terminate)
+    except ValueError:  # not the main thread (e.g. called from a worker): leave SIGTERM alone
+        pass
     try:
         return args.func(args)
     except (CommandError, ValueError, OSError, RuntimeError) as e:
         reason = " ".join(str(e).split()) or type(e).__name__
         print(f"optdyn {args.command}: error: {reason}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print(f"optdyn {args.command}: interrupted (Ctrl-C)", file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)

@@ -144,6 +144,13 @@ def plot_convergence(results: dict[str, Result], best: float, path: str, title: 
     plt.close(fig)
 
 
+def _unless_interrupted(result: Result) -> Result:
+    """``result``, or KeyboardInterrupt if Ctrl-C stopped it (a comparison stops as a whole)."""
+    if result.status == "interrupted":
+        raise KeyboardInterrupt(f"comparison interrupted during {result.solver}")
+    return result
+
+
 def compare(problem: Problem, solvers=("ddp", "ilqr"), plot: str | None = None, warmup: bool = True,
             **options) -> Comparison:
     """Solve ``problem`` with each of ``solvers`` (same ``options``) and compare them.
@@ -154,7 +161,8 @@ def compare(problem: Problem, solvers=("ddp", "ilqr"), plot: str | None = None, 
     final cost when it ended at another local optimum, s);
     ``text`` is the printable table with sentences on local convergence and on which of
     DDP and iLQR reached the 1e-9 gap first in wall time, and why. With ``plot`` a
-    path, a log-scale convergence figure is saved there as PNG.
+    path, a log-scale convergence figure is saved there as PNG. Ctrl-C stops the whole
+    comparison (KeyboardInterrupt), not only the solve it interrupts.
     """
     solvers = tuple(solvers)
     if not solvers or any(s not in SOLVERS for s in solvers):
@@ -162,8 +170,8 @@ def compare(problem: Problem, solvers=("ddp", "ilqr"), plot: str | None = None, 
     results = {}
     for s in solvers:
         if warmup:
-            solve(problem, s, **{**options, "max_iter": 1, "callback": None, "verbose": False})
-        results[s] = solve(problem, s, **options)
+            _unless_interrupted(solve(problem, s, **{**options, "max_iter": 1, "callback": None, "verbose": False}))
+        results[s] = _unless_interrupted(solve(problem, s, **options))
     best = min(r.cost for r in results.values() if np.isfinite(r.cost))
     rows = [{"solver": s, "status": r.status, "converged": r.converged, "iterations": r.iterations,
              "cost": r.cost, "wall_time": r.wall_time,

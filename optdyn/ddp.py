@@ -47,6 +47,7 @@ from dynamics.rnea import gravity_torques
 from . import integrators
 from .problem import Problem
 from .result import Result
+from .runtime import Run, is_interrupt, stop_message
 
 # ---------------------------------------------------------------------------------------
 # compiled building blocks
@@ -431,7 +432,8 @@ class Options:
     computed (:data:`SECOND_ORDER`); both give the same iterates to rounding.
     Converged when the expected decrease of a full step −ΔV(1) (the Newton decrement,
     insensitive to the scaling of u) is ≤ tol·(1 + |J|), or the projected gradient
-    ‖∇_u J‖∞ ≤ gtol·(1 + |J|).
+    ‖∇_u J‖∞ ≤ gtol·(1 + |J|). ``max_time`` (s, None = no limit) bounds the wall time:
+    it is checked between iterations and between line-search trials (status "time_limit").
     """
 
     max_iter: int = 500
@@ -446,6 +448,7 @@ class Options:
     second_order: str = "contracted"
     verbose: bool = False
     callback: object = None
+    max_time: float | None = None
 
 
 @dataclass
@@ -466,7 +469,19 @@ class Log:
         "cost", "merit", "expected_decrease", "step", "regularization", "violation", "gradient", "time")})
 
     stopped: bool = False  # set when the callback returned False
-    rejected: int = 0  # forward passes rejected because the rollout diverged
+    rejected: int = 0  # forward passes rejected because the rollout diverged or the model was invalid
+    invalid: int = 0  # of which the dynamics or the cost raised an exception (state invalid for the model)
+    run: Run = field(default_factory=Run)  # time limit and Ctrl-C (optdyn.runtime)
+    all_diverged: bool = False  # every trial of the last line search was rejected as diverged
+    kept: tuple | None = None  # (xs, us) of the last accepted iterate, for an interrupt by exception
+
+    def keep(self, xs: np.ndarray, us: np.ndarray) -> None:
+        """Remember a copy of the accepted iterate (returned if a KeyboardInterrupt unwinds the solve)."""
+        self.kept = (xs.copy(), us.copy())
+
+    def stop_reason(self) -> str | None:
+        """"interrupted" (Ctrl-C), "time_limit" (max_time) or None (see :class:`optdyn.runtime.Run`)."""
+        return self.run.stop_reason()
 
     def record(self, **row) -> None:
         row["time"] = time.perf_counter() - self.t0
@@ -511,22 +526,45 @@ def _decrease(mu: float, delta: float, o: Options) -> tuple[float, float]:
     return (mu if mu > o.mu_min else 0.0), delta
 
 
+def _trial(problem: Problem, objective: Objective, xs, us, k, K, alpha: float, xs_new, us_new, log: Log) -> float:
+    """Forward pass with step α into xs_new/us_new and its objective; NaN if the rollout
+    diverged (non-finite states) or the model rejected a state (any exception of the
+    dynamics or the costs, e.g. a non-positive articulated inertia far from the data;
+    counted in ``log.invalid``)."""
+    params, a, b, dt, m = problem.integration
+    try:
+        if not forward_pass(params, a, b, dt, m, xs, us, k, K, alpha, problem.u_lower, problem.u_upper,
+                            xs_new, us_new):
+            return np.nan
+        with np.errstate(over="ignore", invalid="ignore"):  # an overflowing cost is a rejected trial
+            J_new = objective.value(xs_new, us_new)
+    except Exception:  # noqa: BLE001 — a trial the model cannot evaluate is a rejected step
+        log.invalid += 1
+        return np.nan
+    return J_new if np.isfinite(J_new) else np.nan
+
+
 def line_search(problem: Problem, objective: Objective, o: Options, xs, us, k, K, dV1: float, dV2: float,
                 J: float, xs_new, us_new, log: Log) -> tuple[float, float]:
     """Backtracking on α: accept the first forward pass whose actual decrease exceeds
-    c1 × the expected one −(αΔV₁ + α²ΔV₂); diverged rollouts are rejected.
+    c1 × the expected one −(αΔV₁ + α²ΔV₂); diverged or model-invalid rollouts (see
+    :func:`_trial`) are rejected. Stops early (returning no step) when ``log.stop_reason()``.
 
-    Returns (α, J_new) with the trajectory in xs_new/us_new, or (0, J) if none was accepted.
+    Returns (α, J_new) with the trajectory in xs_new/us_new, or (0, J) if none was accepted;
+    ``log.all_diverged`` tells whether every trial was rejected as diverged/invalid.
     """
-    params, a, b, dt, m = problem.integration
+    log.all_diverged = True
     for alpha in o.alphas:
-        if not forward_pass(params, a, b, dt, m, xs, us, k, K, alpha, problem.u_lower, problem.u_upper,
-                            xs_new, us_new):
-            log.rejected += 1  # diverged (NaN/inf states): try a shorter step
+        if log.stop_reason():
+            log.all_diverged = False
+            break
+        J_new = _trial(problem, objective, xs, us, k, K, alpha, xs_new, us_new, log)
+        if np.isnan(J_new):
+            log.rejected += 1  # diverged or invalid for the model: try a shorter step
             continue
-        J_new = objective.value(xs_new, us_new)
+        log.all_diverged = False
         expected = -(alpha * dV1 + alpha * alpha * dV2)
-        if np.isfinite(J_new) and (J - J_new) > o.c1 * expected and (expected > 0 or J_new < J):
+        if (J - J_new) > o.c1 * expected and (expected > 0 or J_new < J):
             return alpha, J_new
     return 0.0, J
 
@@ -551,22 +589,46 @@ def linearize(problem: Problem, xs: np.ndarray, us: np.ndarray, mode: int) -> tu
     return A, B, Fzz, stages
 
 
+def safe_rollout(problem: Problem, us: np.ndarray) -> np.ndarray | None:
+    """States (N+1, nx) of ``us`` (N, nu), or None if the rollout diverged or the model
+    rejected a state (any exception of the dynamics)."""
+    try:
+        xs = problem.rollout(us)
+    except Exception:  # noqa: BLE001 — an invalid state is a failed rollout, not a crash
+        return None
+    return xs if np.all(np.isfinite(xs)) else None
+
+
+def _failed_states(problem: Problem, us: np.ndarray) -> np.ndarray:
+    """The rollout (N+1, nx) of a failed ``us``: NaN after the divergence (after x0 if the model raised)."""
+    try:
+        return problem.rollout(us)
+    except Exception:  # noqa: BLE001
+        xs = np.full((problem.N + 1, problem.nx), np.nan)
+        xs[0] = problem.x0
+        return xs
+
+
 def iterate(problem: Problem, objective: Objective, us: np.ndarray, o: Options, ddp: bool,
             log: Log, max_iter: int | None = None) -> Outcome:
     """DDP (``ddp``) or iLQR iterations from controls us (N, nu).
 
     Each iteration: linearise (and quadratise) along the trajectory, run the backward
     pass (raising μ until Q̃_uu is positive definite), record the history row, test
-    convergence, then line-search the forward pass and adapt μ.
+    convergence and the stop conditions (callback, ``log.stop_reason()``), then
+    line-search the forward pass and adapt μ. If the rollout of ``us`` is not finite,
+    returns at once with status "rollout_failed" (xs then holds NaN after the divergence).
     """
     lower, upper = problem.u_lower, problem.u_upper
     us = np.clip(np.array(us, dtype=float), lower, upper)
-    xs = problem.rollout(us)
-    if not np.all(np.isfinite(xs)):
-        raise ValueError("us_init: the rollout of the initial controls diverges (NaN/inf states)")
-    J = objective.value(xs, us)
     N, nu, nx = problem.N, problem.nu, problem.nx
     k, K = np.zeros((N, nu)), np.zeros((N, nu, nx))
+    xs = safe_rollout(problem, us)
+    if xs is None:
+        return Outcome(_failed_states(problem, us), us, K, np.nan, False, "rollout_failed",
+                       "the rollout of the initial controls diverges (non-finite or model-invalid states)", 0)
+    J = objective.value(xs, us)
+    log.keep(xs, us)
     xs_new, us_new = np.empty_like(xs), np.empty_like(us)
     mu, delta = o.mu_init, 1.0
     max_iter = o.max_iter if max_iter is None else max_iter
@@ -601,6 +663,9 @@ def iterate(problem: Problem, objective: Objective, us: np.ndarray, o: Options, 
         if -(dV1 + dV2) <= o.tol * scale or gnorm <= o.gtol * scale:
             return outcome(True, "converged",
                            f"expected decrease {-(dV1 + dV2):.2e} or gradient {gnorm:.2e} below tolerance")
+        reason = log.stop_reason()
+        if reason:
+            return outcome(False, reason, stop_message(reason, log.run))
         if steps == max_iter:
             return outcome(False, "max_iter", f"iteration limit {max_iter} reached")
         steps += 1
@@ -608,42 +673,84 @@ def iterate(problem: Problem, objective: Objective, us: np.ndarray, o: Options, 
         moved = alpha > 0.0
         if moved:
             xs, xs_new, us, us_new, J = xs_new, xs, us_new, us, J_new
+            log.keep(xs, us)
             mu, delta = _decrease(mu, delta, o)
+        elif log.stop_reason():
+            continue  # the line search was cut short: report the stop at the next check
         else:
             mu, delta = _increase(mu, delta, o)
+            if mu > o.mu_max and log.all_diverged:
+                return outcome(False, "rollout_failed", "every trial rollout diverged or was invalid for the "
+                                                        f"model up to mu = {o.mu_max:g}")
             if mu > o.mu_max:
                 return outcome(False, "line_search_failed", f"no step decreased the cost up to mu = {o.mu_max:g}")
 
 
-def initial_controls(problem: Problem, us_init=None) -> tuple[np.ndarray, str]:
-    """Controls (N, nu) to start single shooting from, and where they came from.
+def initial_controls(problem: Problem, us_init=None) -> tuple[np.ndarray, str, list[str]]:
+    """Controls (N, nu) to start single shooting from, where they came from, and the
+    candidates rejected on the way.
 
-    ``us_init`` if given (ValueError if its rollout diverges); else the problem's guess,
-    or — when the rollout of that guess diverges (an open-loop guess made for multiple
-    shooting may do so) — rest: the gravity torques g(q0) at every interval.
+    Candidates in order: ``us_init`` (if given), the problem's guess, rest (the gravity
+    torques g(q0) at every interval), each clipped to the bounds; the first whose
+    rollout is finite and valid for the model is returned ("us_init", "problem" or
+    "rest"). An open-loop guess made for multiple shooting may diverge in a rollout. If
+    none works, rest is returned and :func:`iterate` reports "rollout_failed".
     """
-    if us_init is not None:
-        return np.clip(np.array(us_init, dtype=float), problem.u_lower, problem.u_upper), "us_init"
-    us = np.clip(problem.us_init, problem.u_lower, problem.u_upper)
-    if np.all(np.isfinite(problem.rollout(us))):
-        return us, "problem"
-    g0 = gravity_torques(problem.model, problem.x0[: problem.model.nq])
-    return np.tile(np.clip(g0, problem.u_lower, problem.u_upper), (problem.N, 1)), "rest"
+    def rest() -> np.ndarray:
+        return np.tile(gravity_torques(problem.model, problem.x0[: problem.model.nq]), (problem.N, 1))
+
+    candidates = ([("us_init", lambda: np.array(us_init, dtype=float))] if us_init is not None else []) + \
+        [("problem", lambda: problem.us_init), ("rest", rest)]
+    rejected = []
+    for origin, make in candidates:
+        us = np.clip(make(), problem.u_lower, problem.u_upper)
+        if safe_rollout(problem, us) is not None:
+            return us, origin, rejected
+        rejected.append(origin)
+    return us, "rest", rejected
+
+
+def stopped_by_exception(problem: Problem, log: Log, K_shape: tuple[int, int, int]) -> Outcome:
+    """Outcome of a solve unwound by a KeyboardInterrupt (during compilation, or a second
+    Ctrl-C): the last accepted iterate (``log.kept``), else the problem's initial guess."""
+    if log.kept is not None:
+        xs, us = log.kept
+        cost, message = problem.cost(xs, us), stop_message("interrupted", log.run)
+    else:  # nothing evaluated yet: evaluating the cost now could start a compilation
+        xs, us = problem.xs_init.copy(), problem.us_init.copy()
+        cost = np.nan
+        message = "stopped by Ctrl-C (SIGINT) before the first iterate; the problem's initial guess is returned"
+    iterations = max(len(log.rows["cost"]) - 1, 0)
+    return Outcome(xs, us, np.zeros(K_shape), cost, False, "interrupted", message, iterations)
 
 
 def solve_ddp(problem: Problem, ddp: bool = True, us_init=None, **options) -> Result:
     """Solve ``problem`` (without path/terminal constraints) by DDP or iLQR.
 
-    ``options`` are the fields of :class:`Options`. Returns a :class:`Result` with the
-    feedback gains K (N, nu, nx) of the last backward pass.
+    ``options`` are the fields of :class:`Options`. Ctrl-C and ``max_time`` stop the solve
+    with the last accepted iterate (statuses "interrupted", "time_limit"; see
+    :mod:`optdyn.runtime`). Returns a :class:`Result` with the feedback gains
+    K (N, nu, nx) of the last backward pass; ``extra`` has "regularization", "gradient",
+    "rejected_rollouts" (line-search trials that diverged or were invalid for the model),
+    "invalid_rollouts" (of which an exception of the model/costs), "initial_guess",
+    "rejected_guesses" (see :func:`initial_controls`) and "compile_time".
     """
     o = Options(**options)
     name = "ddp" if ddp else "ilqr"
-    log = Log(name, o.callback, o.verbose)
-    us0, origin = initial_controls(problem, us_init)
-    out = iterate(problem, Objective(problem), us0, o, ddp, log)
+    origin, rejected = "", []
+    with Run(o.max_time) as run:
+        log = Log(name, o.callback, o.verbose, run=run)
+        try:
+            us0, origin, rejected = initial_controls(problem, us_init)
+            out = iterate(problem, Objective(problem), us0, o, ddp, log)
+        except (KeyboardInterrupt, SystemError) as e:
+            if not is_interrupt(e) and not run.interrupted:
+                raise
+            out = stopped_by_exception(problem, log, (problem.N, problem.nu, problem.nx))
     return Result(xs=out.xs, us=out.us, cost=out.cost, converged=out.converged, iterations=out.iterations,
                   status=out.status, message=out.message, history=log.history(), solver=name,
-                  problem=problem.name, params=problem.params, wall_time=time.perf_counter() - log.t0,
+                  problem=problem.name, params=problem.params, wall_time=run.elapsed(),
                   gains=out.K, extra={"regularization": out.mu, "gradient": out.gradient,
-                                                    "rejected_rollouts": log.rejected, "initial_guess": origin})
+                                      "rejected_rollouts": log.rejected, "invalid_rollouts": log.invalid,
+                                      "initial_guess": origin,
+                                      "rejected_guesses": rejected, "compile_time": run.compile_time()})

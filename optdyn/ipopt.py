@@ -37,6 +37,7 @@ import numpy as np
 
 from .problem import Problem
 from .result import Result
+from .runtime import Run, check_max_time, is_interrupt, stop_message
 
 INF = 2e19  # IPOPT treats |bound| ≥ 1e19 as "no bound"
 
@@ -51,17 +52,18 @@ IPOPT_STATUS = {
     -1: "max_iter",
     -2: "restoration_failed",
     -3: "error_in_step_computation",
-    -4: "max_cpu_time",
-    -5: "max_wall_time",
+    -4: "time_limit",  # max_cpu_time
+    -5: "time_limit",  # max_wall_time (set by max_time)
     -10: "not_enough_degrees_of_freedom",
     -11: "invalid_problem_definition",
     -12: "invalid_option",
     -13: "invalid_number",
-    -100: "unrecoverable_exception",
-    -101: "nonipopt_exception",
-    -102: "insufficient_memory",
-    -199: "internal_error",
+    -100: "solver_error",  # unrecoverable exception
+    -101: "solver_error",  # non-IPOPT exception
+    -102: "solver_error",  # insufficient memory
+    -199: "solver_error",  # internal error
 }
+"""IPOPT return codes → ``Result.status`` (every value is a key of ``optdyn.result.STATUSES``)."""
 CONVERGED = (0, 1)
 LOG_FIELDS = ("alg_mod", "iteration", "objective", "inf_pr", "inf_du", "mu", "d_norm",
               "regularization", "alpha_du", "alpha_pr", "ls_trials", "time")
@@ -74,10 +76,19 @@ class MultipleShootingNLP:
     which the Hessian at the same point contracts with the defect multipliers (IPOPT asks
     for both at every iterate); ``second_order="tensor"`` forms the full tensors instead.
 
+    A point where the dynamics cannot be evaluated (an exception of the model, e.g. a
+    non-positive articulated inertia far from the data) is reported to IPOPT as an
+    evaluation error, so that it cuts its step back instead of the solve crashing.
+
     Attributes:
         n, m: numbers of variables and constraints.
         lb, ub (n,), cl, cu (m,): variable and constraint bounds.
         log: per-iteration records of the ``intermediate`` callback (see ``LOG_FIELDS``).
+        run: the :class:`optdyn.runtime.Run` whose stop conditions ``intermediate`` polls;
+            ``stopped`` is the reason it stopped the solve for ("interrupted", "time_limit").
+        current: the last iterate seen by ``intermediate`` (n,), None before the first.
+        evaluation_errors: number of points rejected as not evaluable; ``last_error`` the
+            message of the last one.
     """
 
     def __init__(self, problem: Problem, exact_hessian: bool = True, callback=None,
@@ -93,6 +104,8 @@ class MultipleShootingNLP:
         self._hess_rows, self._hess_cols = self._hessian_pattern()
         self._cache_key, self._cache = None, {}
         self.callback, self.nlp, self.log, self.t0 = callback, None, [], time.perf_counter()
+        self.run, self.stopped, self.current = Run(), None, None
+        self.evaluation_errors, self.last_error = 0, ""
 
     # ------------------------------------------------------------------ layout
     def pack(self, xs: np.ndarray, us: np.ndarray) -> np.ndarray:
@@ -159,8 +172,19 @@ class MultipleShootingNLP:
         if self._cache_key is None or not np.array_equal(z, self._cache_key):
             self._cache_key, self._cache = z.copy(), {}
         if what not in self._cache:
-            self._cache[what] = self._evaluate(z, what)
+            self._cache[what] = self._guarded(self._evaluate, z, what)
         return self._cache[what]
+
+    def _guarded(self, fn, *args):
+        """fn(*args), with any exception turned into IPOPT's evaluation error (counted)."""
+        try:
+            return fn(*args)
+        except cyipopt.CyIpoptEvaluationError:
+            raise
+        except Exception as e:  # noqa: BLE001 — the model cannot be evaluated at this point
+            self.evaluation_errors += 1
+            self.last_error = f"{type(e).__name__}: {e}"
+            raise cyipopt.CyIpoptEvaluationError(self.last_error) from e
 
     def _evaluate(self, z: np.ndarray, what: str):
         if what == "xu":
@@ -181,7 +205,7 @@ class MultipleShootingNLP:
     # ------------------------------------------------------- cyipopt callbacks
     def objective(self, z: np.ndarray) -> float:
         """Σ_k dt·ℓ(x_k, u_k) + ℓ_N(x_N)."""
-        return self.problem.cost(*self._get(z, "xu"))
+        return self._guarded(self.problem.cost, *self._get(z, "xu"))
 
     def gradient(self, z: np.ndarray) -> np.ndarray:
         """∇f (n,)."""
@@ -205,7 +229,17 @@ class MultipleShootingNLP:
         """Values of the Jacobian in the order of ``jacobianstructure``."""
         A, B, _ = self._get(z, "first_order")
         cx, hx = self._get(z, "path_constraints")[1], self._get(z, "terminal_constraints")[1]
-        return np.concatenate((-A.ravel(), -B.ravel(), np.ones(self._n_identity), cx.ravel(), hx.ravel()))
+        return self._finite(np.concatenate((-A.ravel(), -B.ravel(), np.ones(self._n_identity), cx.ravel(),
+                                            hx.ravel())), "Jacobian")
+
+    def _finite(self, values: np.ndarray, what: str) -> np.ndarray:
+        """``values``, or IPOPT's evaluation error if some are NaN/inf: IPOPT does not check
+        derivatives itself, and its linear solver may crash on them."""
+        if not np.all(np.isfinite(values)):
+            self.evaluation_errors += 1
+            self.last_error = f"non-finite {what} (the dynamics overflowed at this point)"
+            raise cyipopt.CyIpoptEvaluationError(self.last_error)
+        return values
 
     def hessianstructure(self) -> tuple[np.ndarray, np.ndarray]:
         return self._hess_rows, self._hess_cols
@@ -226,8 +260,8 @@ class MultipleShootingNLP:
         W[1:, :nx, :nx] += Cxx[:-1]
         WN = (obj_factor * self._get(z, "terminal_cost")[2] + Cxx[-1]
               + np.einsum("r,rij->ij", nu_h, self._get(z, "terminal_constraints")[2]))
-        return np.concatenate((W[:, self._tril_w[0], self._tril_w[1]].ravel(),
-                               WN[self._tril_x[0], self._tril_x[1]]))
+        return self._finite(np.concatenate((W[:, self._tril_w[0], self._tril_w[1]].ravel(),
+                                            WN[self._tril_x[0], self._tril_x[1]])), "Hessian")
 
     def _defect_hessians(self, z: np.ndarray, lam: np.ndarray) -> np.ndarray:
         """Σ_i λ_k,i ∇²F_i(x_k, u_k) (N, nw, nw): contracted (the default) or from the tensors."""
@@ -245,14 +279,19 @@ class MultipleShootingNLP:
 
     def intermediate(self, alg_mod, iter_count, obj_value, inf_pr, inf_du, mu, d_norm,
                      regularization_size, alpha_du, alpha_pr, ls_trials) -> bool:
-        """Record one IPOPT iteration; a user callback returning False stops the solve."""
+        """Record one IPOPT iteration; a user callback returning False, Ctrl-C or the time
+        limit (``self.run``) stop the solve."""
         rec = dict(zip(LOG_FIELDS, (alg_mod, iter_count, obj_value, inf_pr, inf_du, mu, d_norm,
                                     regularization_size, alpha_du, alpha_pr, ls_trials,
                                     time.perf_counter() - self.t0)))
         self.log.append(rec)
+        self.current = np.array(self.nlp.get_current_iterate(scaled=False)["x"], dtype=float)
+        self.stopped = self.run.stop_reason()
+        if self.stopped:
+            return False
         if self.callback is None:
             return True
-        xs, us = self.unpack(self.nlp.get_current_iterate(scaled=False)["x"])
+        xs, us = self.unpack(self.current)
         return self.callback(dict(rec, xs=xs, us=us)) is not False
 
 
@@ -297,7 +336,7 @@ def solve_ipopt(problem: Problem, hessian: str = "exact", max_iter: int = 500, t
                 print_level: int | None = None, verbose: bool = False, callback=None,
                 second_order: str = "contracted",
                 xs_init: np.ndarray | None = None, us_init: np.ndarray | None = None,
-                **ipopt_options) -> Result:
+                max_time: float | None = None, **ipopt_options) -> Result:
     """Solve ``problem`` by direct multiple shooting with IPOPT.
 
     Args:
@@ -312,6 +351,9 @@ def solve_ipopt(problem: Problem, hessian: str = "exact", max_iter: int = 500, t
         callback: called once per iteration with a dict (the ``LOG_FIELDS`` and the
             current ``xs``, ``us``); returning False stops the solve ("user_stop").
         xs_init (N+1, nx), us_init (N, nu): initial guess (default: the problem's).
+        max_time: wall-clock limit, s (IPOPT's ``max_wall_time``, also polled every
+            iteration): status "time_limit". Ctrl-C stops with status "interrupted"
+            (:mod:`optdyn.runtime`); both return IPOPT's current iterate.
         **ipopt_options: any further IPOPT option (e.g. ``max_cpu_time=10``,
             ``mu_strategy="adaptive"``); unknown names raise ValueError.
 
@@ -319,6 +361,7 @@ def solve_ipopt(problem: Problem, hessian: str = "exact", max_iter: int = 500, t
         Result with solver="ipopt"; ``history`` has "cost", "violation" (inf_pr),
         "gradient" (inf_du), "mu", "step" (alpha_pr), "time"; ``extra`` has
         "status_code", "status_message", "log" (per-iteration dict of arrays),
+        "evaluation_errors" (points IPOPT had to step back from), "compile_time",
         "multipliers" ("defects" (N, nx), "path" (N, nc), "terminal" (nh,)) and
         "nlp_size" (n, m).
     """
@@ -332,7 +375,7 @@ def solve_ipopt(problem: Problem, hessian: str = "exact", max_iter: int = 500, t
         raise ValueError(f"callback: expected a callable or None, got {callback!r}")
     xs0 = _guess(problem.xs_init if xs_init is None else xs_init, (problem.N + 1, problem.nx), "xs_init")
     us0 = _guess(problem.us_init if us_init is None else us_init, (problem.N, problem.nu), "us_init")
-    t0 = time.perf_counter()
+    run = Run(check_max_time(max_time))
     nlp = MultipleShootingNLP(problem, hessian == "exact", callback, second_order)
     ipopt = cyipopt.Problem(n=nlp.n, m=nlp.m, problem_obj=nlp, lb=nlp.lb, ub=nlp.ub, cl=nlp.cl, cu=nlp.cu)
     nlp.nlp = ipopt
@@ -340,11 +383,21 @@ def solve_ipopt(problem: Problem, hessian: str = "exact", max_iter: int = 500, t
                "max_iter": max_iter, "tol": tol}
     if hessian == "lbfgs":
         options["hessian_approximation"] = "limited-memory"
+    if run.max_time is not None:
+        options["max_wall_time"] = run.max_time
     _add_options(ipopt, {**options, **ipopt_options})
-    nlp.t0 = time.perf_counter()
-    z, info = ipopt.solve(nlp.pack(xs0, us0))
-    wall = time.perf_counter() - t0
-    return _result(problem, nlp, z, info, hessian, wall)
+    z0 = nlp.pack(xs0, us0)
+    with run:
+        nlp.run, nlp.t0 = run, time.perf_counter()
+        try:
+            z, info = ipopt.solve(z0)
+        except (KeyboardInterrupt, SystemError) as e:  # raised during compilation or by a second Ctrl-C
+            if not is_interrupt(e) and not run.interrupted:
+                raise
+            z = z0 if nlp.current is None else nlp.current
+            info = {"status": 5, "status_msg": "interrupted", "mult_g": np.zeros(nlp.m)}
+            nlp.stopped = "interrupted"
+    return _result(problem, nlp, z, info, hessian, run)
 
 
 def _guess(a, shape: tuple[int, int], name: str) -> np.ndarray:
@@ -357,22 +410,33 @@ def _guess(a, shape: tuple[int, int], name: str) -> np.ndarray:
     return a
 
 
-def _result(problem, nlp: MultipleShootingNLP, z, info, hessian: str, wall: float) -> Result:
+def _result(problem, nlp: MultipleShootingNLP, z, info, hessian: str, run: Run) -> Result:
     code = int(info["status"])
     msg = info["status_msg"].decode() if isinstance(info["status_msg"], bytes) else str(info["status_msg"])
+    status = IPOPT_STATUS.get(code, "solver_error")
+    if code == 5 and nlp.stopped:  # our intermediate callback stopped IPOPT
+        status, msg = nlp.stopped, stop_message(nlp.stopped, run)
+    elif status == "time_limit" and run.max_time is not None:
+        msg = stop_message("time_limit", run)
     xs, us = nlp.unpack(z)
+    try:
+        cost = float(problem.cost(xs, us))
+    except Exception:  # noqa: BLE001 — not evaluable (finite iterates the model rejects)
+        cost = np.nan
     log = {f: np.array([r[f] for r in nlp.log]) for f in LOG_FIELDS}
     lam = np.asarray(info["mult_g"])
     N, nx, nc = nlp.N, nlp.nx, nlp.nc
     return Result(
-        xs=xs, us=us, cost=float(problem.cost(xs, us)), converged=code in CONVERGED,
+        xs=xs, us=us, cost=cost, converged=code in CONVERGED,
         iterations=int(log["iteration"][-1]) if nlp.log else 0,
-        status=IPOPT_STATUS.get(code, f"ipopt_status_{code}"), message=msg,
+        status=status, message=msg,
         history={"cost": log["objective"], "violation": log["inf_pr"], "gradient": log["inf_du"],
                  "mu": log["mu"], "step": log["alpha_pr"], "time": log["time"]},
         solver="ipopt", problem=getattr(problem, "name", ""), params=dict(getattr(problem, "params", {})),
-        wall_time=wall, gains=None,
+        wall_time=run.elapsed(), gains=None,
         extra={"status_code": code, "status_message": msg, "log": log, "hessian": hessian,
+               "evaluation_errors": nlp.evaluation_errors, "last_evaluation_error": nlp.last_error,
+               "compile_time": run.compile_time(),
                "nlp_size": (nlp.n, nlp.m),
                "multipliers": {"defects": lam[: N * nx].reshape(N, nx),
                                "path": lam[N * nx: N * (nx + nc)].reshape(N, nc),

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from dynamics.model import Model
+from dynamics.rnea import gravity_torques
 
 from . import integrators
 from .constraints import Constraint, stack_constraints
@@ -66,7 +67,9 @@ class Problem:
         u_lower, u_upper: control bounds (nu,), ±inf allowed (default: unbounded).
         path_constraints: constraints c(x) ≥ 0 imposed at nodes 1..N.
         terminal_constraints: constraints h(x_N) = 0.
-        xs_init (N+1, nx), us_init (N, nu): initial guess (default: x0 repeated, zero u).
+        xs_init (N+1, nx), us_init (N, nu): initial guess (default: x0 repeated and the
+            gravity torques g(q0) at every interval, clipped to the bounds — the rest
+            trajectory when x0 is at rest).
         name: problem name; params: construction parameters (recorded in results).
     """
 
@@ -109,8 +112,8 @@ class Problem:
                 c.check_dims(nx, arg)
         self.xs_init = (np.tile(self.x0, (self.N + 1, 1)) if xs_init is None
                         else _array(xs_init, (self.N + 1, nx), "xs_init"))
-        self.us_init = (np.zeros((self.N, nu)) if us_init is None
-                        else _array(us_init, (self.N, nu), "us_init"))
+        self.us_init = (np.tile(np.clip(gravity_torques(model, self.x0[: model.nq]), self.u_lower, self.u_upper),
+                                (self.N, 1)) if us_init is None else _array(us_init, (self.N, nu), "us_init"))
         if not isinstance(name, str):
             raise ValueError(f"name: expected a string, got {name!r}")
         self.name = name

@@ -16,11 +16,29 @@ from .augmented_lagrangian import solve_al
 from .ddp import Options, solve_ddp
 from .problem import Problem
 from .result import Result
+from .runtime import check_max_time
 
 SOLVERS = ("ddp", "ilqr", "ipopt")
 AL_OPTIONS = ("constraint_tol", "rho_init", "rho_factor", "rho_max", "decrease", "max_outer", "inner_tol0",
               "inner_tol_factor")
 DDP_OPTIONS = tuple(f.name for f in fields(Options)) + ("xs_init", "us_init") + AL_OPTIONS
+
+
+def _warm_start(problem: Problem, init, options: dict) -> None:
+    """Put a previous Result's trajectory into ``options`` as xs_init/us_init."""
+    if not isinstance(init, Result):
+        raise ValueError(f"init: expected an optdyn Result to warm-start from, got {type(init).__name__}")
+    if options.get("xs_init") is not None or options.get("us_init") is not None:
+        raise ValueError("init: give either init or xs_init/us_init, not both")
+    xs, us = np.asarray(init.xs, dtype=float), np.asarray(init.us, dtype=float)
+    if xs.shape != (problem.N + 1, problem.nx) or us.shape != (problem.N, problem.nu):
+        raise ValueError(f"init: expected a result with xs {(problem.N + 1, problem.nx)} and us "
+                         f"{(problem.N, problem.nu)} for this problem, got xs {xs.shape} and us {us.shape}")
+    if not np.all(np.isfinite(us)):
+        raise ValueError("init: the result's controls are not finite")
+    options["us_init"] = us
+    if np.all(np.isfinite(xs)):  # DDP/iLQR ignore xs_init; IPOPT uses both
+        options["xs_init"] = xs
 
 
 def _check_ddp_options(problem: Problem, options: dict) -> None:
@@ -48,14 +66,18 @@ def _check_ddp_options(problem: Problem, options: dict) -> None:
                 raise ValueError(f"{name}: expected finite values of shape {shape}, got shape {a.shape}")
 
 
-def solve(problem: Problem, solver: str = "ddp", **options) -> Result:
+def solve(problem: Problem, solver: str = "ddp", *, init: Result | None = None, max_time: float | None = None,
+          **options) -> Result:
     """Solve ``problem`` with ``solver`` ("ddp", "ilqr" or "ipopt").
 
     Common options: ``max_iter``, ``tol``, ``us_init``/``xs_init`` (warm start),
-    ``verbose``, ``callback`` (called with a dict once per iteration; returning False
-    stops the solve). DDP/iLQR are single-shooting methods: their states are always the
-    rollout of ``us_init`` from x0, so they check ``xs_init`` but do not use it (warm
-    start them with the previous result's ``us``).
+    ``init`` (a previous :class:`Result` to warm-start from: DDP/iLQR take its ``us``,
+    IPOPT its ``xs`` and ``us``), ``max_time`` (wall-clock limit in s: status
+    "time_limit" with the last iterate), ``verbose``, ``callback`` (called with a dict
+    once per iteration; returning False stops the solve). Ctrl-C during a solve returns
+    the last iterate with status "interrupted" (:mod:`optdyn.runtime`). DDP/iLQR are
+    single-shooting methods: their states are always the rollout of ``us_init`` from x0,
+    so they check ``xs_init`` but do not use it.
     DDP/iLQR accept the fields of :class:`optdyn.ddp.Options` and the augmented-Lagrangian
     settings ``constraint_tol`` (1e-6), ``rho_init``, ``rho_factor``, ``rho_max``,
     ``decrease``, ``max_outer``, ``inner_tol0``, ``inner_tol_factor``; IPOPT accepts
@@ -63,6 +85,11 @@ def solve(problem: Problem, solver: str = "ddp", **options) -> Result:
     Unknown solvers or options raise ValueError. The result carries the problem as
     ``source`` (for plotting and visualisation).
     """
+    if not isinstance(problem, Problem):
+        raise ValueError(f"problem: expected an optdyn.problem.Problem, got {type(problem).__name__}")
+    if init is not None:
+        _warm_start(problem, init, options)
+    options["max_time"] = check_max_time(max_time)
     result = _dispatch(problem, solver, options)
     result.source = problem
     return result

@@ -380,11 +380,14 @@ def serve_local(timeout: float = 20.0) -> meshcat.Visualizer:
 
     meshcat's own server binds its web port on every interface; this one runs the same
     bridge with the HTTP/websocket port restricted to the loopback interface. The server
-    is a child process stopped at interpreter exit (``vis.window.server_proc``).
+    is a child process (``vis.window.server_proc``) stopped at interpreter exit; it also
+    ends by itself as soon as its parent does, however the parent ends (Ctrl-C, SIGTERM,
+    even SIGKILL): it watches its stdin, a pipe from the parent that closes when the
+    parent's process ends, so no orphan keeps the port.
     """
     proc = subprocess.Popen(
         [sys.executable, "-u", "-c", "from optdyn.viz import _run_local_server; _run_local_server()"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True,
     )
     atexit.register(_stop, proc)
     ready, _, _ = select.select([proc.stdout], [], [], timeout)
@@ -402,11 +405,26 @@ def _stop(proc: subprocess.Popen) -> None:
     if proc.poll() is None:
         proc.kill()
         proc.wait()
+    if proc.stdin is not None:
+        proc.stdin.close()
+
+
+def _exit_with_parent() -> None:
+    """Block until stdin (the pipe from the parent) reaches end-of-file, then exit at once."""
+    try:
+        while sys.stdin.buffer.read(4096):
+            pass
+    finally:
+        os._exit(0)
 
 
 def _run_local_server() -> None:
     """Entry point of the server child process started by :func:`serve_local`."""
+    import threading
+
     from meshcat.servers.zmqserver import ZMQWebSocketBridge
+
+    threading.Thread(target=_exit_with_parent, daemon=True).start()
 
     class LocalBridge(ZMQWebSocketBridge):
         def make_app(self):

@@ -253,12 +253,13 @@ def test_solve_rejects_bad_options(kwargs, match):
         solve(slider(), **kwargs)
 
 
-def test_solve_rejects_non_problem_and_diverging_initial_guess():
+def test_solve_rejects_non_problem_and_falls_back_from_a_diverging_initial_guess():
     with pytest.raises(ValueError, match="problem"):
         solve("pendulum")
     prob = ur5_reach.make(N=8, dt=0.5)
-    with pytest.raises(ValueError, match="us_init"):
-        solve(prob, "ddp", us_init=np.full((8, 6), 1e6))
+    res = solve(prob, "ddp", us_init=np.full((8, 6), 1e6), max_iter=0)
+    assert res.extra["rejected_guesses"] == ["us_init"] and res.extra["initial_guess"] == "problem"
+    assert np.all(np.isfinite(res.xs)) and np.allclose(res.xs, prob.rollout(prob.us_init))
 
 
 def test_a_diverging_problem_guess_falls_back_to_rest():
