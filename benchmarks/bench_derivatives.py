@@ -2,21 +2,21 @@
 
 What is measured (all warm per-call times from Python, best of several repeats):
 
-1. UR5: ``dyn.rnea_derivatives``, ``dyn.aba_derivatives`` (Carpentier & Mansard, seed 000),
+1. UR5: ``dyn.rnea_derivatives``, ``dyn.aba_derivatives`` (Carpentier & Mansard, Carpentier & Mansard 2018),
    ``dyn.rnea_second_derivatives`` (IDSVA-SO) and ``dyn.aba_second_derivatives`` (FDSVA-SO,
-   seed 004) against the targets, and Pinocchio's ``computeRNEADerivatives`` /
+   Singh, Russell & Wensing 2023) against the targets, and Pinocchio's ``computeRNEADerivatives`` /
    ``computeABADerivatives`` on the same URDF in the same run (with the largest difference
    between the two results as a sanity check).
 2. Analytical vs central differences (FD). First order: differences of ``rnea`` over q, v
    (4n calls) and of ``aba`` over q, v, τ (6n calls). Second order ("Finite-Diff-2" of
-   seed 004): differences of the analytical first-order functions, ``rnea_derivatives`` over
+   Singh, Russell & Wensing 2023): differences of the analytical first-order functions, ``rnea_derivatives`` over
    q, v plus ``crba`` over q for ∂M/∂q (6n calls), ``aba_derivatives`` over q, v (4n calls).
    Two FD baselines: the difference loop compiled with numba around the kernels (fair, no
    interpreter in the loop) and the same loop run by Python over the public functions
    (what a user without analytical derivatives would write).
 3. Scaling over ``serial_chain(n)`` and ``binary_tree(n)``: per-call times and the log-log
-   slope A of log t = A log n + B, in the form of seed 004 Table III, and the SO/FD speed-up.
-4. Accuracy vs n in the form of seed 004 Fig. 11: eq. 40 (max |A − A_ref|) and eq. 42
+   slope A of log t = A log n + B, in the form of Singh, Russell & Wensing 2023 Table III, and the SO/FD speed-up.
+4. Accuracy vs n in the form of Singh, Russell & Wensing 2023 Fig. 11: eq. 40 (max |A − A_ref|) and eq. 42
    (max over components of |A − A_ref| / max(|A_ref|, 1)) of the SO tensors against a
    reference of Richardson-extrapolated central differences of the first-order functions,
    next to the same metrics for plain central differences, and the reference's own
@@ -206,7 +206,7 @@ def fd_us(name, backend, X):
 
 
 def errors(A, A_ref):
-    """(eq. 40, eq. 42 of seed 004) over all tensors of A."""
+    """(eq. 40, eq. 42 of Singh, Russell & Wensing 2023) over all tensors of A."""
     diff = np.concatenate([np.ravel(a - r) for a, r in zip(A, A_ref)])
     ref = np.concatenate([np.ravel(r) for r in A_ref])
     return float(np.abs(diff).max()), float((np.abs(diff) / np.maximum(np.abs(ref), 1.0)).max())
@@ -343,11 +343,11 @@ def main() -> None:
         "### UR5 per call\n\n" + ur5,
         "### Analytical vs central differences\n\n"
         "First order: differences of `rnea` / `aba`; second order: differences of the analytical "
-        "first-order functions (seed 004's Finite-Diff-2), step h = 6e-6. *FD compiled*: the "
+        "first-order functions (Singh, Russell & Wensing's (2023) Finite-Diff-2), step h = 6e-6. *FD compiled*: the "
         "difference loop compiled with numba around the kernels; *FD Python*: the same loop in "
         "the interpreter over the public functions. Seed 000 reports 7–26× for first order "
-        "(C++ vs C++); seed 004 reports > 10× for IDSVA-SO.\n\n" + fd,
-        "### Scaling (µs per call; slope A of log t = A log n + B, cf. seed 004 Table III)\n\n"
+        "(C++ vs C++); Singh, Russell & Wensing 2023 reports > 10× for IDSVA-SO.\n\n" + fd,
+        "### Scaling (µs per call; slope A of log t = A log n + B, cf. Singh, Russell & Wensing 2023 Table III)\n\n"
         "FO = first order, SO = second order; *FD of … SO* = compiled Finite-Diff-2. Seed 004 "
         "reports A ≈ 3.1 (chains) and ≈ 1.5 (binary trees) for IDSVA-SO, 2.4 / 2.2 for "
         "Finite-Diff-2, 1.8 / 1.0 for IDSVA-FO.\n\n" + scaling,
@@ -360,7 +360,7 @@ def main() -> None:
         "interpreters with glibc's defaults and with "
         + ", ".join(f"`{k}={v}`" for k, v in TUNED_MALLOC.items()) + " (memory kept in the process):\n\n"
         + allocator,
-        "### Accuracy vs n (cf. seed 004 Fig. 11)\n\n"
+        "### Accuracy vs n (cf. Singh, Russell & Wensing 2023 Fig. 11)\n\n"
         "All tensors of each function together. eq. 40: max |A − A_ref|; eq. 42: max over "
         "components of |A − A_ref| / max(|A_ref|, 1). A_ref: Richardson extrapolation of "
         f"central differences of the first-order functions at steps {H_RICHARDSON / 2:g} and "

@@ -1,10 +1,10 @@
 """Solver benchmarks (issues 4–6) → BENCHMARKS.md, section "ocp".
 
-* ur5-reach (DESIGN.md's reaching benchmark): iLQR and DDP iterations, time per
+* ur5-reach (the reaching benchmark): iLQR and DDP iterations, time per
   iteration and total, warm (a first solve compiles); DDP/iLQR cost per iteration as the
   in-run ratio.
 * DDP vs iLQR convergence (optdyn.compare) on ur5-reach, pendulum and double pendulum.
-* arm-obstacle (seed 003's case study): every solver × scenario — status, iterations,
+* arm-obstacle (Neunert et al.'s (2016) case study): every solver × scenario — status, iterations,
   time per iteration, total, cost, minimum clearance over every RK4 sub-step; IPOPT with
   the exact Hessian and with L-BFGS.
 * The command line end to end: `optdyn solve arm-obstacle --html` cold (empty numba

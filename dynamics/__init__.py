@@ -1,6 +1,6 @@
 """dynamics — rigid-body dynamics of kinematic trees and their analytical derivatives.
 
-Public API (see DESIGN.md)::
+Public API ::
 
     import dynamics as dyn
     model = dyn.load_urdf("robot.urdf")      # or dyn.models.ur5()

@@ -5,7 +5,7 @@ Seed 000 eq. 24 (Carpentier & Mansard): differentiating ID(q, q̇, FD(q, q̇, τ
     ∂FD/∂u = −M⁻¹(q) · ∂ID/∂u |_(q, q̇, q̈ = FD(q, q̇, τ)),   u ∈ {q, q̇},
     ∂FD/∂τ = M⁻¹(q)                                                    (eq. 17)
 
-so one run of Carpentier's M⁻¹ algorithm (seed 001) and one pass of the RNEA
+so one run of Carpentier's M⁻¹ algorithm (Carpentier 2018) and one pass of the RNEA
 derivatives (:mod:`dynamics.rnea_derivatives`) evaluated at q̈ give all three.
 
 q̈ itself comes from the same RNEA run: ID is affine in q̈, so the RNEA is run once at

@@ -1,4 +1,4 @@
-"""FDSVA-SO: second-order partial derivatives of forward dynamics (seed 004 Sec. VI).
+"""FDSVA-SO: second-order partial derivatives of forward dynamics (Singh, Russell & Wensing 2023 Sec. VI).
 
 Differentiating ID(q, v, FD(q, v, τ)) = τ twice gives, with all ID terms evaluated at
 q̈ = FD(q, v, τ) (eq. 46, u, w ∈ {q, v}):
@@ -105,7 +105,7 @@ def fdsva_so_kernel(topology, joint_placement, axis, inertia, gravity, q, v, tau
 
 
 def aba_second_derivatives(model: Model, q, v, tau) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Second-order partials of q̈ = FD(q, v, τ) by FDSVA-SO (seed 004 eq. 44–49).
+    """Second-order partials of q̈ = FD(q, v, τ) by FDSVA-SO (Singh, Russell & Wensing 2023 eq. 44–49).
 
     Returns ``(d2qdd_dq2, d2qdd_dv2, d2qdd_dqdv, d2qdd_dqdtau)``, each (nv, nv, nv), laid
     out T[i, j, k] = ∂²q̈_i/∂y_j∂z_k: d2qdd_dqdv[i, j, k] = ∂²q̈_i/∂q_j∂v_k and

@@ -3,7 +3,7 @@
 ``forward_kinematics`` is the first pass shared by every algorithm: for each body i it
 computes the world pose ⁰T_i of joint frame i, the world motion subspace S_i and the
 spatial inertia I_i at the world origin (Featherstone ch. 4, in ground coordinates as in
-seed 004 Sec. II).
+Singh, Russell & Wensing 2023 Sec. II).
 """
 from __future__ import annotations
 

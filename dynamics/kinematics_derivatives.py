@@ -6,7 +6,7 @@ S_j = [ω_j; v_j] (v_j = velocity of the body point at the world origin), the su
 
     ∂p/∂q_j = J_j = v_j + ω_j × p                          (j ∈ κ(b), else 0)
 
-Differentiating J_j with ∂S_j/∂q_k = S_k × S_j for k ⪯ j (seed 004 eq. 22) and
+Differentiating J_j with ∂S_j/∂q_k = S_k × S_j for k ⪯ j (Singh, Russell & Wensing 2023 eq. 22) and
 ∂p/∂q_k = J_k gives, for k ⪯ j,
 
     ∂J_j/∂q_k = (ω_k × ω_j) × p + ω_k × v_j + v_k × ω_j + ω_j × J_k = ω_k × J_j

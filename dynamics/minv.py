@@ -1,4 +1,4 @@
-"""Carpentier's analytical inverse of the joint-space inertia matrix (seed 001, Alg. 1).
+"""Carpentier's analytical inverse of the joint-space inertia matrix (Carpentier 2018, Alg. 1).
 
 ABA with the affine terms removed, run on the linear map τ ↦ q̈ (v = 0, g = 0), so its
 columns are M⁻¹ directly; M is never formed nor factorised. In ground coordinates:

@@ -1,13 +1,13 @@
 """Recursive Newton–Euler algorithm (RNEA): inverse dynamics τ = ID(q, v, a).
 
-Featherstone's RNEA in ground coordinates (seed 000 Alg. 1, seed 004 Sec. II):
+Featherstone's RNEA in ground coordinates (Carpentier & Mansard 2018 Alg. 1, Singh, Russell & Wensing 2023 Sec. II):
 
     v_i = v_λ(i) + S_i q̇_i
     a_i = a_λ(i) + S_i q̈_i + v_i × S_i q̇_i          (Ṡ_i = v_i × S_i)
     f_i = I_i a_i + v_i ×* I_i v_i
     τ_i = S_iᵀ f_i^C,   f_λ(i)^C += f_i^C
 
-Gravity enters as a fictitious base acceleration a_0 = −[0; g] (seed 002's pitfall:
+Gravity enters as a fictitious base acceleration a_0 = −[0; g] (the RNEA tutorial's pitfall:
 the base accelerates *upwards*).
 """
 from __future__ import annotations

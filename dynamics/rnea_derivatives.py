@@ -1,6 +1,6 @@
 """Analytical first-order partial derivatives of the RNEA: ∂τ/∂q and ∂τ/∂q̇.
 
-The recursive form of seed 004 Sec. II (eq. 12–15, after Singh & Wensing's IDSVA), in
+The recursive form of Singh, Russell & Wensing 2023 Sec. II (eq. 12–15, after Singh & Wensing's IDSVA), in
 ground (world) coordinates like every kernel of this package. With the RNEA quantities
 v_i, a_i (gravity included as a_0 = [0; −g]) and f_i^C, and
 

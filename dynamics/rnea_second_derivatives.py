@@ -1,4 +1,4 @@
-"""IDSVA-SO: second-order partial derivatives of inverse dynamics (seed 004, Alg. 1).
+"""IDSVA-SO: second-order partial derivatives of inverse dynamics (Singh, Russell & Wensing 2023, Alg. 1).
 
 For τ = ID(q, v, a) (gravity included) this computes, in one forward and one backward
 pass over the tree,
@@ -9,7 +9,7 @@ pass over the tree,
 (∂²τ/∂q∂a = ∂M/∂q; ∂²τ/∂a² = ∂²τ/∂v∂a = 0). Everything is in ground coordinates with
 Featherstone's [ω; v] ordering, the setting of the seed.
 
-Notation (seed 004 Sec. II, eq. 14–15, as in :mod:`dynamics.rnea_derivatives`, whose
+Notation (Singh, Russell & Wensing 2023 Sec. II, eq. 14–15, as in :mod:`dynamics.rnea_derivatives`, whose
 forward pass and per-joint vectors are reused here):
 
     Ψ̇_i = v_λ(i) × S_i,   Ψ̈_i = a_λ(i) × S_i + v_λ(i) × Ψ̇_i,   Ṡ_i = v_i × S_i
@@ -181,7 +181,7 @@ def _triple(i, j, k, S, Psid, Psidd, PsidSd, w, d2q, d2v, dqdv, dM):
 
 @njit(cache=True)
 def idsva_so_kernel(topology, joint_placement, axis, inertia, gravity, q, v, a):
-    """IDSVA-SO (seed 004 Alg. 1): (d2tau_dq2, d2tau_dv2, d2tau_dqdv, dM_dq), each (n, n, n).
+    """IDSVA-SO (Singh, Russell & Wensing 2023 Alg. 1): (d2tau_dq2, d2tau_dv2, d2tau_dqdv, dM_dq), each (n, n, n).
 
     Inputs are checked for NaN/inf.
     """
@@ -215,7 +215,7 @@ def idsva_so_kernel(topology, joint_placement, axis, inertia, gravity, q, v, a):
 
 
 def rnea_second_derivatives(model: Model, q, v, a) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Second-order partials of τ = ID(q, v, a) by IDSVA-SO (seed 004 Alg. 1).
+    """Second-order partials of τ = ID(q, v, a) by IDSVA-SO (Singh, Russell & Wensing 2023 Alg. 1).
 
     Returns ``(d2tau_dq2, d2tau_dv2, d2tau_dqdv, dM_dq)``, each (nv, nv, nv), laid out
     T[i, j, k] = ∂²τ_i/∂y_j∂z_k: d2tau_dqdv[i, j, k] = ∂²τ_i/∂q_j∂v_k and

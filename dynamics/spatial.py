@@ -1,10 +1,10 @@
 """Spatial vector algebra in ground (world) coordinates, compiled.
 
-Featherstone's conventions (Rigid Body Dynamics Algorithms, ch. 2), as in seed 004:
+Featherstone's conventions (Rigid Body Dynamics Algorithms, ch. 2), as in Singh, Russell & Wensing 2023:
 a motion vector is ``m = [ω; v]`` (v = velocity of the body point at the world
 origin), a force vector is ``f = [n; f]`` (n = moment about the world origin).
 
-    m×  = [[ω×, 0], [v×, ω×]]           (motion cross product, seed 004 eq. 6)
+    m×  = [[ω×, 0], [v×, ω×]]           (motion cross product, Singh, Russell & Wensing 2023 eq. 6)
     m×* = [[ω×, v×], [0, ω×]] = −(m×)ᵀ  (force cross product, eq. 7)
     f ×̄* m = m ×* f                     (swapped force cross product)
 

@@ -1,4 +1,4 @@
-"""Direct multiple shooting (Bock & Plitt) solved by IPOPT — seed 003, Sec. IV-B.
+"""Direct multiple shooting (Bock & Plitt) solved by IPOPT — Neunert et al. 2016, Sec. IV-B.
 
 The problem's own discretisation (N intervals, control held over each, ``substeps``
 integrator steps per interval: ``x⁺ = F(x, u)`` = ``problem.step``) is transcribed into

@@ -36,7 +36,7 @@ REGISTRY: dict[str, Entry] = {
     "arm-obstacle": Entry(
         "arm_obstacle", "make",
         "UR5 moves between two rest configurations around a spherical obstacle "
-        "(seed 003 Sec. IV-B): 4 s, 20 intervals × 4 RK4 steps, collision points on the last three links.",
+        "(Neunert et al. 2016 Sec. IV-B): 4 s, 20 intervals × 4 RK4 steps, collision points on the last three links.",
         ("bent", "straight")),
     "ur5-reach": Entry(
         "ur5_reach", "make",

@@ -1,4 +1,4 @@
-"""Obstacle-avoiding UR5: the direct-multiple-shooting case study of seed 003, Sec. IV-B.
+"""Obstacle-avoiding UR5: the direct-multiple-shooting case study of Neunert et al. 2016, Sec. IV-B.
 
 A fixed-base 6-DoF arm (UR5 parameters) moves in T = 4 s from a rest configuration to
 another around one static sphere. Both scenarios of the seed are provided:
@@ -20,7 +20,7 @@ Every point must keep ``margin`` (the links' thickness) from the sphere at the n
 seed); :func:`optdyn.clearance.clearances` checks every RK4 sub-step — the optima dip
 below the margin by < 1 mm there and stay well clear of the sphere.
 
-Discretisation (DESIGN.md): 20 intervals of 0.2 s, each integrated by 4 RK4 steps of
+Discretisation: 20 intervals of 0.2 s, each integrated by 4 RK4 steps of
 50 ms with the torque held (the seed's setting); ``intervals=80, substeps=1`` is the finer
 variant. Cost, integrated over the horizon (weights in ``WEIGHTS``):
 

@@ -1,4 +1,4 @@
-"""UR5 reaching: bring frame ``tool0`` to a Cartesian target from rest (DESIGN.md).
+"""UR5 reaching: bring frame ``tool0`` to a Cartesian target from rest.
 
 The speed reference for DDP and iLQR. From rest at q0 = (0, −1.2, 1.5, −0.3, 1.57, 0),
 RK4 with dt = 0.05 s, N = 80 intervals of one step (T = 4 s), x = [q; v], u = τ:

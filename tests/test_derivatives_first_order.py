@@ -2,7 +2,7 @@
 
 References, independent of the analytical recursions:
 * Richardson-extrapolated central differences of ``rnea``/``aba`` themselves (accuracy
-  metric of seed 004 eq. 42: max|A − A_ref| / max(max|A_ref|, 1)),
+  metric of Singh, Russell & Wensing 2023 eq. 42: max|A − A_ref| / max(max|A_ref|, 1)),
 * exact identities: ∂τ/∂v is homogeneous of degree 1 in v and independent of a,
   (∂τ/∂v)·v = 2 (C(q, v) v) (Euler's theorem for the quadratic velocity terms),
   ∂g/∂q is symmetric (Hessian of the potential energy), ∂FD/∂τ = M⁻¹ with M·M⁻¹ = 1,
@@ -99,7 +99,7 @@ def to_urdf(robot: dict) -> str:
 
 
 SEEDS = [0, 1]
-FD_TOL = 1e-8  # Richardson differences, seed 004 eq. 42 metric
+FD_TOL = 1e-8  # Richardson differences, Singh, Russell & Wensing 2023 eq. 42 metric
 PIN_TOL = 1e-10
 
 

@@ -1,9 +1,9 @@
-"""Second-order derivatives of inverse and forward dynamics (IDSVA-SO, FDSVA-SO; seed 004).
+"""Second-order derivatives of inverse and forward dynamics (IDSVA-SO, FDSVA-SO; Singh, Russell & Wensing 2023).
 
 References, independent of the analytical recursions:
 * Richardson-extrapolated central differences of the first-order derivatives
   (``rnea_derivatives``, ``aba_derivatives``), of ``crba`` and of ``minv`` (accuracy
-  metric: max|A − A_ref| / max(max|A_ref|, 1), seed 004 eq. 42 normalised globally),
+  metric: max|A − A_ref| / max(max|A_ref|, 1), Singh, Russell & Wensing 2023 eq. 42 normalised globally),
 * central differences of Pinocchio's first-order derivatives on the UR5,
 * closed forms of the double pendulum,
 * exact identities: symmetry of second derivatives, total symmetry of ∂²g/∂q² (third
@@ -29,7 +29,7 @@ from dynamics.aba_second_derivatives import aba_second_derivatives
 from dynamics.rnea_derivatives import rnea_derivatives
 from dynamics.rnea_second_derivatives import rnea_second_derivatives
 
-TOL = 1e-7  # seed 004 eq. 42 target against differences
+TOL = 1e-7  # Singh, Russell & Wensing 2023 eq. 42 target against differences
 
 
 def state(model: dyn.Model, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
