@@ -7,7 +7,7 @@ Featherstone's RNEA in ground coordinates (Carpentier & Mansard 2018 Alg. 1, Sin
     f_i = I_i a_i + v_i ×* I_i v_i
     τ_i = S_iᵀ f_i^C,   f_λ(i)^C += f_i^C
 
-Gravity enters as a fictitious base acceleration a_0 = −[0; g] (the RNEA tutorial's pitfall:
+Gravity enters as a fictitious base acceleration a_0 = −[0; g] (Featherstone 2008, Sec. 5.3; a classic pitfall:
 the base accelerates *upwards*).
 """
 from __future__ import annotations
