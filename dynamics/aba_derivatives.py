@@ -57,7 +57,7 @@ def aba_derivatives_kernel(topology, joint_placement, axis, inertia, gravity, q,
 @njit(cache=True)
 def aba_derivatives_data(topology, joint_placement, axis, inertia, gravity, q, v, tau):
     """:func:`aba_derivatives_kernel` plus the first-order data at q̈ that second-order
-    passes start from: (S, I^C, B^C, rates = (Ψ̇, Ψ̈, Ṡ), f^C) of
+    passes start from: (S, I^C, B^C, rates = (Ψ̇, Ψ̈, Ṡ), joint vectors T) of
     :func:`dynamics.rnea_derivatives.rnea_derivative_passes`, as a 6th element."""
     check_state(q, v, tau, "tau: expected finite values, got NaN or inf")
     n = topology.shape[0]
@@ -72,8 +72,8 @@ def aba_derivatives_data(topology, joint_placement, axis, inertia, gravity, q, v
     add_joint_acceleration(topology, S, I, qdd, acc, fC)
     out = np.empty((4, n, n))
     dtau_dq, dtau_dv, dqdd_dq, dqdd_dv = out[0], out[1], out[2], out[3]
-    rates, BC = np.empty((3, n, 6)), np.empty((n, 6, 6))
-    rnea_derivative_passes(topology, gravity, S, I, vel, acc, fC, rates, BC, dtau_dq, dtau_dv)
+    rates, BC, T = np.empty((3, n, 6)), np.empty((n, 6, 6)), np.empty((n, 6, 6))
+    rnea_derivative_passes(topology, gravity, S, I, vel, acc, fC, rates, BC, T, dtau_dq, dtau_dv)
     for r in range(n):  # eq. 24: −M⁻¹ ∂ID/∂u
         for c in range(n):
             sq = sv = 0.0
@@ -81,7 +81,7 @@ def aba_derivatives_data(topology, joint_placement, axis, inertia, gravity, q, v
                 sq += Minv[r, k] * dtau_dq[k, c]
                 sv += Minv[r, k] * dtau_dv[k, c]
             dqdd_dq[r, c], dqdd_dv[r, c] = -sq, -sv
-    return qdd, dqdd_dq, dqdd_dv, Minv, (S, I, BC, rates, fC)
+    return qdd, dqdd_dq, dqdd_dv, Minv, (S, I, BC, rates, T)
 
 
 def aba_derivatives(model: Model, q, v, tau) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

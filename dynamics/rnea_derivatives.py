@@ -82,7 +82,8 @@ def rnea_derivatives_into(topology, joint_placement, axis, inertia, gravity, q, 
     """
     S, I, vel, acc, fC, _ = rnea_passes(topology, joint_placement, axis, inertia, gravity, q, v, a)
     n = topology.shape[0]
-    rnea_derivative_passes(topology, gravity, S, I, vel, acc, fC, np.empty((3, n, 6)), np.empty((n, 6, 6)),
+    work = np.empty((2, n, 6, 6))
+    rnea_derivative_passes(topology, gravity, S, I, vel, acc, fC, np.empty((3, n, 6)), work[0], work[1],
                            dtau_dq, dtau_dv)
 
 
@@ -91,16 +92,16 @@ G, H, E, D, TMP, TMP2 = range(6)
 
 
 @njit(cache=True)
-def rnea_derivative_passes(topology, gravity, S, IC, vel, acc, fC, rates, BC, dtau_dq, dtau_dv):
+def rnea_derivative_passes(topology, gravity, S, IC, vel, acc, fC, rates, BC, T, dtau_dq, dtau_dv):
     """Eq. 12–15 from the outputs of :func:`dynamics.rnea.rnea_passes`.
 
     S, vel, acc, fC (n, 6) and the body inertias ``IC`` (n, 6, 6), all in world
     coordinates; ``IC`` is overwritten by the composite inertias I^C. Writes ∂τ/∂q and
     ∂τ/∂q̇ (n, n) into ``dtau_dq`` and ``dtau_dv``, and keeps what second-order passes
-    reuse: Ψ̇, Ψ̈, Ṡ in ``rates`` (3, n, 6) and the composites B^C in ``BC`` (n, 6, 6).
+    reuse: Ψ̇, Ψ̈, Ṡ in ``rates`` (3, n, 6), the composites B^C in ``BC`` (n, 6, 6) and the
+    per-joint vectors g, h, e, d of :func:`joint_terms` in rows G, H, E, D of ``T`` (n, 6, 6).
     """
     n = topology.shape[0]
-    t = np.empty((6, 6))
     Psid, Psidd, Sd = rates[0], rates[1], rates[2]
     subspace_rates(topology, gravity, S, vel, acc, Psid, Psidd, Sd)
     for k in range(n):
@@ -108,6 +109,7 @@ def rnea_derivative_passes(topology, gravity, S, IC, vel, acc, fC, rates, BC, dt
     dtau_dq[:, :] = 0.0
     dtau_dv[:, :] = 0.0
     for i in range(n - 1, -1, -1):  # I^C, B^C of ν(i) are complete here
+        t = T[i]
         joint_terms(i, S, IC, BC, Psid, Psidd, Sd, fC, t)
         j = i
         while j >= 0:  # j ⪯ i

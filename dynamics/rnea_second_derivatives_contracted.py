@@ -27,7 +27,8 @@ summed along a path:
 * output j (strictly between k and i): Σ_{k⪯j≺i} μ_j S_j = ψ_λ(i) − ψ_λ(k).
 
 The pass starts from the first-order pass of :mod:`dynamics.rnea_derivatives` (its
-composites I^C, B^C, f^C and rates Ψ̇, Ψ̈, Ṡ), which a caller may already hold. The result
+composites I^C, B^C, rates Ψ̇, Ψ̈, Ṡ and joint vectors g, h, e, d), which a caller may
+already hold. The result
 costs O(n·d) (d = depth of the tree) — the size of the output on a chain —
 instead of IDSVA-SO's O(n·d²) with its n³ storage. Entries of the full tensors that
 coincide by symmetry (e.g. ∂²τ_i/∂q_j∂q_j) are counted once. Everything is in ground
@@ -42,12 +43,11 @@ from ._checks import as_vector
 from .kinematics import all_finite
 from .model import PARENT, Model
 from .rnea import check_state, rnea_passes
-from .rnea_derivatives import D, E, G, H, body_coriolis, joint_terms, rnea_derivative_passes
-from .rnea_second_derivatives import _matT_vec
-from .spatial import add_to_parent, crf_at, crm_at, dot6_at, mat6_vec_at
+from .rnea_derivatives import D, E, G, H, body_coriolis, rnea_derivative_passes
+from .spatial import add_to_parent, crf_at, crm_at, dot6_at
 
 # rows of the per-body vector workspace
-U8, U9, U11, U5, U2, P3, P1, PB, TMP, TMP2, TMP3 = range(11)
+U8, U9, U11, U5, U2, P3, P1, PB, TMP, TMP2, TMP3, TMP4 = range(12)
 
 
 @njit(cache=True)
@@ -59,17 +59,18 @@ def _subtree_vectors(j, S, Psid, Ghat, Hhat, BShat, w):
     """
     crf_at(S, j, Ghat, j, w, U8)
     crf_at(S, j, Hhat, j, w, U9)
-    _matT_vec(BShat, j, S, j, w, U11)
     crf_at(Psid, j, Hhat, j, w, U5)
-    mat6_vec_at(BShat, j, Psid, j, w, TMP)
-    for r in range(6):
-        w[U5, r] = w[U8, r] - w[TMP, r] + 2.0 * w[U5, r]
-    _matT_vec(BShat, j, Psid, j, w, TMP)
-    for r in range(6):
-        w[U8, r] -= w[TMP, r]
-    mat6_vec_at(BShat, j, S, j, w, U2)
-    for r in range(6):
-        w[U2, r] = 0.5 * (w[U2, r] + w[U11, r])
+    for r in range(6):  # the four products with B̂s, one sweep over each row/column
+        bT_s = bT_psid = b_s = b_psid = 0.0
+        for k in range(6):
+            bT_s += BShat[j, k, r] * S[j, k]
+            bT_psid += BShat[j, k, r] * Psid[j, k]
+            b_s += BShat[j, r, k] * S[j, k]
+            b_psid += BShat[j, r, k] * Psid[j, k]
+        w[U11, r] = bT_s
+        w[U2, r] = 0.5 * (b_s + bT_s)
+        w[U5, r] = w[U8, r] - b_psid + 2.0 * w[U5, r]
+        w[U8, r] -= bT_psid
 
 
 @njit(cache=True)
@@ -103,23 +104,27 @@ def _psi_rows(i, S, IC, BC, Bs, Psid, psibar, cj, w):
 
         A3ᵀψ = −I^C(Ψ̇ × ψ) + Ψ̇ ×* (I^C ψ) − ψ ×* (I^C Ψ̇) − 2 B^Cᵀ(S × ψ) + 2 S ×* (B^Cᵀ ψ).
     """
-    crm_at(Psid, i, psibar, i, w, TMP)
-    mat6_vec_at(IC, i, w, TMP, w, P3)
-    mat6_vec_at(IC, i, psibar, i, w, TMP)
-    crf_at(Psid, i, w, TMP, w, TMP2)
-    mat6_vec_at(IC, i, Psid, i, w, TMP)
-    crf_at(psibar, i, w, TMP, w, TMP3)
+    crm_at(Psid, i, psibar, i, w, TMP)  # Ψ̇ × ψ
+    for r in range(6):  # the seven matrix–vector products, one sweep over each matrix row
+        ic_u = ic_psi = ic_psid = bc_c = bc_psi = bs_psi = bsT_psi = 0.0
+        for k in range(6):
+            m = IC[i, r, k]
+            ic_u += m * w[TMP, k]
+            ic_psi += m * psibar[i, k]
+            ic_psid += m * Psid[i, k]
+            bc_c += BC[i, k, r] * cj[i, k]
+            bc_psi += BC[i, k, r] * psibar[i, k]
+            bs_psi += Bs[i, r, k] * psibar[i, k]
+            bsT_psi += Bs[i, k, r] * psibar[i, k]
+        w[P3, r] = -ic_u - 2.0 * bc_c
+        w[TMP2, r], w[TMP3, r], w[TMP4, r] = ic_psi, ic_psid, bc_psi
+        w[P1, r] = bs_psi + bsT_psi
+        w[PB, r] = 2.0 * bsT_psi
+    crf_at(Psid, i, w, TMP2, w, TMP)  # Ψ̇ ×* (I^C ψ)
+    crf_at(psibar, i, w, TMP3, w, TMP2)  # ψ ×* (I^C Ψ̇)
+    crf_at(S, i, w, TMP4, w, TMP3)  # S ×* (B^Cᵀ ψ)
     for r in range(6):
-        w[P3, r] = w[TMP2, r] - w[P3, r] - w[TMP3, r]
-    _matT_vec(BC, i, cj, i, w, TMP)
-    _matT_vec(BC, i, psibar, i, w, TMP2)
-    crf_at(S, i, w, TMP2, w, TMP3)
-    mat6_vec_at(Bs, i, psibar, i, w, P1)
-    _matT_vec(Bs, i, psibar, i, w, PB)
-    for r in range(6):
-        w[P3, r] += 2.0 * (w[TMP3, r] - w[TMP, r])
-        w[P1, r] += w[PB, r]
-        w[PB, r] *= 2.0
+        w[P3, r] += w[TMP, r] - w[TMP2, r] + 2.0 * w[TMP3, r]
 
 
 @njit(cache=True)
@@ -151,10 +156,10 @@ def _pair_outputs(topology, i, S, Psid, Psidd, PsidSd, cj, t, w, Hqq, Hvv, Hqv, 
 def idsva_so_contracted_passes(topology, data, mu, Hqq, Hvv, Hqv, Mq):
     """Contracted IDSVA-SO from the first-order data of
     :func:`dynamics.rnea_derivatives.rnea_derivative_passes`: ``data`` = (S (n, 6),
-    composites I^C and B^C (n, 6, 6), rates (Ψ̇, Ψ̈, Ṡ) (3, n, 6), composite forces f^C
-    (n, 6)). Writes Hqq, Hvv, Hqv, Mq (n, n) of the module docstring.
+    composites I^C and B^C (n, 6, 6), rates (Ψ̇, Ψ̈, Ṡ) (3, n, 6), joint vectors g, h, e, d
+    (n, 6, 6)). Writes Hqq, Hvv, Hqv, Mq (n, n) of the module docstring.
     """
-    S, IC, BC, rates, fC = data
+    S, IC, BC, rates, T = data
     Psid, Psidd, Sd = rates[0], rates[1], rates[2]
     n = topology.shape[0]
     vecs = np.zeros((5, n, 6))
@@ -169,13 +174,13 @@ def idsva_so_contracted_passes(topology, data, mu, Hqq, Hvv, Hqv, Mq):
             psibar[i, r] = 0.0 if lam < 0 else psibar[lam, r] + S[lam, r] * mu[lam]
         crm_at(S, i, psibar, i, cj, i)  # S_i × ψ_λ(i)
     BShat[:, :, :] = 0.0
-    t, w = np.empty((6, 6)), np.empty((TMP3 + 1, 6))
+    w = np.empty((TMP4 + 1, 6))
     Hqq[:, :] = 0.0
     Hvv[:, :] = 0.0
     Hqv[:, :] = 0.0
     Mq[:, :] = 0.0
     for i in range(n - 1, -1, -1):  # the μ-weighted sums of ν(i) are complete here
-        joint_terms(i, S, IC, BC, Psid, Psidd, Sd, fC, t)  # g, h, e, d of body i
+        t = T[i]  # g, h, e, d of body i
         body_coriolis(IC, S, i, Bs)  # B(I_i^C, S_i)
         for r in range(6):
             Ghat[i, r] += mu[i] * t[G, r]
@@ -202,9 +207,9 @@ def idsva_so_contracted_kernel(topology, joint_placement, axis, inertia, gravity
         raise ValueError("mu: expected finite values, got NaN or inf")
     n = topology.shape[0]
     S, IC, vel, acc, fC, _ = rnea_passes(topology, joint_placement, axis, inertia, gravity, q, v, a)
-    rates, BC, out = np.empty((3, n, 6)), np.empty((n, 6, 6)), np.empty((6, n, n))
-    rnea_derivative_passes(topology, gravity, S, IC, vel, acc, fC, rates, BC, out[4], out[5])
-    idsva_so_contracted_passes(topology, (S, IC, BC, rates, fC), mu, out[0], out[1], out[2], out[3])
+    rates, mats, out = np.empty((3, n, 6)), np.empty((2, n, 6, 6)), np.empty((6, n, n))
+    rnea_derivative_passes(topology, gravity, S, IC, vel, acc, fC, rates, mats[0], mats[1], out[4], out[5])
+    idsva_so_contracted_passes(topology, (S, IC, mats[0], rates, mats[1]), mu, out[0], out[1], out[2], out[3])
     return out[0], out[1], out[2], out[3]
 
 

@@ -569,18 +569,20 @@ def line_search(problem: Problem, objective: Objective, o: Options, xs, us, k, K
     return 0.0, J
 
 
-def linearize(problem: Problem, xs: np.ndarray, us: np.ndarray, mode: int) -> tuple:
+def linearize(problem: Problem, xs: np.ndarray, us: np.ndarray, mode: int, stages: tuple | None = None) -> tuple:
     """(A (N,nx,nx), B (N,nx,nu), Fzz, stages) along (xs, us) for :func:`backward_pass`.
 
-    Mode 1 (contracted) records the integrator stages, mode 2 forms the full tensors
-    Fzz (N, nx, nz, nz); what a mode does not use is an empty array of the same rank.
+    Mode 1 (contracted) records the integrator stages (into ``stages`` from the previous
+    call when given), mode 2 forms the full tensors Fzz (N, nx, nz, nz); what a mode does
+    not use is an empty array of the same rank.
     """
     N, nx = problem.N, problem.nx
     Fzz = np.empty((N, 0, 0, 0))
-    stages = integrators.no_stages(problem.integration[0])
     if mode == SECOND_ORDER["contracted"]:
-        A, B, stages = problem.step_stages(xs[:-1], us)
-    elif mode == SECOND_ORDER["tensor"]:
+        A, B, stages = problem.step_stages(xs[:-1], us, stages)
+        return A, B, Fzz, stages
+    stages = integrators.no_stages(problem.integration[0])
+    if mode == SECOND_ORDER["tensor"]:
         params, a, b, dt, m = problem.integration
         _, Fz, Fzz = integrators.step_derivatives_batch(params, a, b, np.ascontiguousarray(xs[:-1]), us, dt, m, 2)
         A, B = np.ascontiguousarray(Fz[:, :, :nx]), np.ascontiguousarray(Fz[:, :, nx:])
@@ -638,10 +640,10 @@ def iterate(problem: Problem, objective: Objective, us: np.ndarray, o: Options, 
     def outcome(converged: bool, status: str, message: str) -> Outcome:
         return Outcome(xs, us, K, J, converged, status, message, steps, gnorm, mu)
 
-    moved = True
+    moved, stages = True, None
     while True:
         if moved:  # after a rejected step the trajectory, hence its expansion, is unchanged
-            A, B, Fzz, stages = linearize(problem, xs, us, mode)
+            A, B, Fzz, stages = linearize(problem, xs, us, mode, stages)
             _, lx, lu, lxx, lux, luu = objective.running(xs[:-1], us)
             _, VxN, VxxN = objective.terminal(xs[-1])
             gnorm = projected_gradient(A, B, lx, lu, VxN, us, lower, upper)

@@ -56,10 +56,11 @@ def robot_params(model: Model) -> tuple:
 @njit(cache=True)
 def robot_data(params, count):
     """Storage for ``count`` evaluations' first-order data (see :func:`robot_dynamics`):
-    S (count, n, 6), I^C and B^C (count, n, 6, 6), rates (count, 3, n, 6), f^C (count, n, 6)."""
+    S (count, n, 6), I^C and B^C (count, n, 6, 6), rates (count, 3, n, 6), joint vectors
+    (count, n, 6, 6)."""
     n = params[0].shape[0]
     return (np.empty((count, n, 6)), np.empty((count, n, 6, 6)), np.empty((count, n, 6, 6)),
-            np.empty((count, 3, n, 6)), np.empty((count, n, 6)))
+            np.empty((count, 3, n, 6)), np.empty((count, n, 6, 6)))
 
 
 @njit(cache=True)
@@ -403,20 +404,20 @@ def step_derivatives_batch(params, a, b, xs, us, dt, m, order):
 
 
 @njit(cache=True)
-def step_stages_batch(params, a, b, xs, us, dt, m):
-    """x⁺ (K, nx), Fz (K, nx, nz) and the stage records of every knot.
+def step_stages_batch(params, a, b, xs, us, dt, m, stages):
+    """x⁺ (K, nx) and Fz (K, nx, nz) at every knot, recording the stages into ``stages``.
 
     Knot k owns rows k·ms … (k + 1)·ms − 1 (ms = m·s) of the records (see
-    :func:`interval`): what :func:`interval_hessian` needs for any multiplier.
+    :func:`interval`, :func:`stage_records`; they may be reused from one call to the
+    next): what :func:`interval_hessian` needs for any multiplier.
     """
     K, nx = xs.shape
     nz, ms = nx + us.shape[1], m * b.shape[0]
     y, Fz = np.empty((K, nx)), np.empty((K, nx, nz))
-    stages = stage_records(params, K * ms, nx, nz)
     dummy3 = np.empty((0, 0, 0))
     for kk in range(K):
         interval(params, a, b, xs[kk], us[kk], dt, m, 1, y[kk], Fz[kk], dummy3, stages, kk * ms)
-    return y, Fz, stages
+    return y, Fz
 
 
 @njit(cache=True)

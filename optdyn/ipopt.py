@@ -102,7 +102,7 @@ class MultipleShootingNLP:
         self._bounds()
         self._jac_rows, self._jac_cols, self._n_identity = self._jacobian_pattern()
         self._hess_rows, self._hess_cols = self._hessian_pattern()
-        self._cache_key, self._cache = None, {}
+        self._cache_key, self._cache, self._stages = None, {}, None
         self.callback, self.nlp, self.log, self.t0 = callback, None, [], time.perf_counter()
         self.run, self.stopped, self.current = Run(), None, None
         self.evaluation_errors, self.last_error = 0, ""
@@ -196,11 +196,16 @@ class MultipleShootingNLP:
             "terminal_cost": lambda: p.terminal_cost_terms(xs[-1]),
             "path_constraints": lambda: p.path_constraint_terms(xs[1:]),
             "terminal_constraints": lambda: p.terminal_constraint_terms(xs[-1]),
-            # (A, B, stages): with the exact Hessian, the stage records are kept for it
-            "first_order": lambda: (p.step_stages(xs[:-1], us) if self.exact_hessian
+            # (A, B, stages): with the exact Hessian, the stage records are kept for it (one
+            # buffer, overwritten at each new point: the cache holds a single point)
+            "first_order": lambda: (self._record_stages(xs, us) if self.exact_hessian
                                     else p.step_derivatives(xs[:-1], us) + (None,)),
         }
         return evaluations[what]()
+
+    def _record_stages(self, xs: np.ndarray, us: np.ndarray) -> tuple:
+        A, B, self._stages = self.problem.step_stages(xs[:-1], us, self._stages)
+        return A, B, self._stages
 
     # ------------------------------------------------------- cyipopt callbacks
     def objective(self, z: np.ndarray) -> float:

@@ -188,16 +188,21 @@ class Problem:
         return (np.ascontiguousarray(A), np.ascontiguousarray(B), np.ascontiguousarray(Fzz[:, :, :nx, :nx]),
                 np.ascontiguousarray(Fzz[:, :, :nx, nx:]), np.ascontiguousarray(Fzz[:, :, nx:, nx:]))
 
-    def step_stages(self, xs, us) -> tuple[np.ndarray, np.ndarray, tuple]:
+    def step_stages(self, xs, us, stages: tuple | None = None) -> tuple[np.ndarray, np.ndarray, tuple]:
         """First-order sensitivities and the integrator's stage records at each knot.
 
         Returns (A (K,nx,nx), B (K,nx,nu), stages): ``stages`` holds what
         :meth:`step_hessians` needs to contract second-order terms with any multipliers
-        (stage inputs, derivatives, Jacobians and sensitivities, each (K, m·s, ...)).
+        (stage inputs, derivatives, Jacobians, sensitivities and the dynamics' first-order
+        data, m·s rows per knot). Records from an earlier call with as many knots may be
+        passed in to be overwritten (they are megabytes for long horizons).
         """
         xs, us = self._xu(xs, us)
         a, b = self._tableau
-        _, Fz, stages = integrators.step_stages_batch(self._params, a, b, xs, us, self.dt, self.substeps)
+        rows = xs.shape[0] * self.substeps * b.shape[0]
+        if stages is None or stages[0].shape[0] != rows:
+            stages = integrators.stage_records(self._params, rows, self.nx, self.nx + self.nu)
+        _, Fz = integrators.step_stages_batch(self._params, a, b, xs, us, self.dt, self.substeps, stages)
         nx = self.nx
         return np.ascontiguousarray(Fz[:, :, :nx]), np.ascontiguousarray(Fz[:, :, nx:]), stages
 
