@@ -43,7 +43,7 @@ def reach_table() -> str:
     ratio = per_it["ddp"] / per_it["ilqr"]
     return ("### ur5-reach (targets: ≤ 5 ms per iLQR iteration, ≤ 15 ms per DDP iteration)\n\n"
             + table(["solver", "status", "iterations", "cost", "total ms", "ms / iteration"], rows)
-            + f"\n\nDDP's iteration (full second-order dynamics tensors) costs {ratio:.1f}× an iLQR iteration.")
+            + f"\n\nDDP's iteration (contracted second-order dynamics terms) costs {ratio:.1f}× an iLQR iteration.")
 
 
 def comparison_tables() -> str:

@@ -134,17 +134,18 @@ def robot_dynamics_hessian(params, x, u, f, Fz, data, idx, w, W):
 
 
 @njit(cache=True)
-def _stage_jacobian(Fz, Ys, nx, Ks):
-    """Ks (nx, nz) = f_z G_s with G_s = [Ys; 0 I]."""
-    nz = Fz.shape[1]
-    for i in range(nx):
+def _times_G(X, Y, nx, out):
+    """out (r, nz) = X G for X (r, nz) and G = [Y; 0 I] (Y (nx, nz)): with X = f_z, the
+    stage Jacobian ∂k_s/∂z = f_z G_s. Zero entries of X are skipped."""
+    nz = X.shape[1]
+    for i in range(X.shape[0]):
         for c in range(nz):
-            Ks[i, c] = Fz[i, c] if c >= nx else 0.0
+            out[i, c] = X[i, c] if c >= nx else 0.0
         for p in range(nx):
-            fp = Fz[i, p]
-            if fp != 0.0:
+            xp = X[i, p]
+            if xp != 0.0:
                 for c in range(nz):
-                    Ks[i, c] += fp * Ys[p, c]
+                    out[i, c] += xp * Y[p, c]
 
 
 @njit(cache=True)
@@ -172,16 +173,7 @@ def _stage_hessian(Fz, Fzz, Ys, Hs, nx, T, K2s):
         K = K2s[i]
         K[:] = 0.0
         if nonzero:
-            for p in range(nz):
-                if p < nx:
-                    for b in range(nz):
-                        g = Ys[p, b]
-                        if g != 0.0:
-                            for c in range(b, nz):
-                                K[b, c] += g * T[p, c]
-                else:
-                    for c in range(p, nz):
-                        K[p, c] += T[p, c]
+            _add_Gt_times(Ys, T, nx, K)
         for p in range(nx):
             fp = Fz[i, p]
             if fp != 0.0:
@@ -266,7 +258,7 @@ def interval(params, a, b, x, u, dt, m, order, y, Y, H, stages, offset):
                     K2s[st] = Fzz
                 continue
             if order >= 1:
-                _stage_jacobian(Fz, Ys, nx, Ks[st])
+                _times_G(Fz, Ys, nx, Ks[st])
             if order >= 2:
                 _stage_hessian(Fz, Fzz, Ys, Hs, nx, T, K2s[st])
         for st in range(s):
@@ -343,30 +335,31 @@ def interval_hessian(params, a, b, dt, m, u, stages, offset, lam, Hz):
 
 
 @njit(cache=True)
+def _add_Gt_times(Y, X, nx, out):
+    """Upper triangle of out (nz, nz) += Gᵀ X for G = [Y; 0 I] (Y (nx, nz)), X (nz, nz)
+    symmetric once multiplied; zero entries of Y are skipped."""
+    nz = X.shape[0]
+    for p in range(nz):
+        if p < nx:
+            for r in range(nz):
+                g = Y[p, r]
+                if g != 0.0:
+                    for c in range(r, nz):
+                        out[r, c] += g * X[p, c]
+        else:
+            for c in range(p, nz):
+                out[p, c] += X[p, c]
+
+
+@njit(cache=True)
 def _congruence_add(W, Y, nx, P, Hz):
     """Hz += Gᵀ W G for G = [Y; 0 I] (Y (nx, nz)); P (nz, nz) is workspace.
 
     Zero entries of W (most of the v–τ and τ–τ blocks of a robot's) are skipped.
     """
     nz = W.shape[0]
-    for i in range(nz):  # P = W G
-        for c in range(nz):
-            P[i, c] = W[i, c] if c >= nx else 0.0
-        for p in range(nx):
-            wp = W[i, p]
-            if wp != 0.0:
-                for c in range(nz):
-                    P[i, c] += wp * Y[p, c]
-    for p in range(nz):  # Hz += Gᵀ P (upper triangle, then mirrored)
-        if p < nx:
-            for r in range(nz):
-                g = Y[p, r]
-                if g != 0.0:
-                    for c in range(r, nz):
-                        Hz[r, c] += g * P[p, c]
-        else:
-            for c in range(p, nz):
-                Hz[p, c] += P[p, c]
+    _times_G(W, Y, nx, P)
+    _add_Gt_times(Y, P, nx, Hz)
     for r in range(nz):
         for c in range(r):
             Hz[r, c] = Hz[c, r]

@@ -23,22 +23,15 @@ def _weights(model: dyn.Model, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).normal(size=model.nv)
 
 
-def test_rnea_contracted_equals_the_contracted_tensors(model):
+@pytest.mark.parametrize("contracted, full, rtol", [
+    (dyn.rnea_second_derivatives_contracted, dyn.rnea_second_derivatives, 1e-12),
+    (dyn.aba_second_derivatives_contracted, dyn.aba_second_derivatives, 1e-10)], ids=["rnea", "aba"])
+def test_contracted_equals_the_contracted_tensors(model, contracted, full, rtol):
     q, v, a = random_state(model, 11)
-    mu = _weights(model, 12)
-    full = dyn.rnea_second_derivatives(model, q, v, a)
-    for H, T in zip(dyn.rnea_second_derivatives_contracted(model, q, v, a, mu), full):
-        ref = np.einsum("i,ijk->jk", mu, T)
-        assert np.allclose(H, ref, rtol=1e-12, atol=1e-12 * max(1.0, np.abs(ref).max()))
-
-
-def test_aba_contracted_equals_the_contracted_tensors(model):
-    q, v, tau = random_state(model, 13)
-    lam = _weights(model, 14)
-    full = dyn.aba_second_derivatives(model, q, v, tau)
-    for H, T in zip(dyn.aba_second_derivatives_contracted(model, q, v, tau, lam), full):
-        ref = np.einsum("i,ijk->jk", lam, T)
-        assert np.allclose(H, ref, rtol=1e-10, atol=1e-10 * max(1.0, np.abs(ref).max()))
+    w = _weights(model, 12)
+    for H, T in zip(contracted(model, q, v, a, w), full(model, q, v, a)):
+        ref = np.einsum("i,ijk->jk", w, T)
+        assert np.allclose(H, ref, rtol=rtol, atol=rtol * max(1.0, np.abs(ref).max()))
 
 
 def test_rnea_contracted_matches_differences_of_first_order(model):
