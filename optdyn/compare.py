@@ -64,12 +64,12 @@ def _optimum(res: Result, best: float) -> float:
     return best if abs(res.cost - best) <= GAP_END * (1.0 + abs(best)) else res.cost
 
 
-def _wall_verdict(d: dict, i: dict) -> str:
+def _wall_verdict(d: dict, i: dict, constrained: bool) -> str:
     """Which of DDP and iLQR reached a relative gap of 1e-9 to its optimum first, and why."""
     td, ti = d["time_to_gap"], i["time_to_gap"]
     spread = abs(d["cost"] - i["cost"]) / (1.0 + min(abs(d["cost"]), abs(i["cost"])))
-    where = "J*" if spread <= GAP_END else (
-        f"its own final cost (the two ended at different local optima, {spread:.1e} apart)")
+    why = "within the constraint tolerance, or at different local optima" if constrained else "different local optima"
+    where = "J*" if spread <= GAP_END else f"its own final cost (the two ended {spread:.1e} apart: {why})"
     if td is None or ti is None:
         late = " and ".join(_NAMES[r["solver"]] for r in (d, i) if r["time_to_gap"] is None)
         return f"Wall time to a relative gap of {GAP_END:g} to {where}: not reached by {late}."
@@ -83,11 +83,11 @@ def _wall_verdict(d: dict, i: dict) -> str:
             f"second-order model saves do not pay for that.")
 
 
-def _verdict(rows: list[dict]) -> str:
+def _verdict(rows: list[dict], constrained: bool) -> str:
     by = {r["solver"]: r for r in rows}
     if "ddp" not in by or "ilqr" not in by:
         return ""
-    return _local_verdict(by) + "\n" + _wall_verdict(by["ddp"], by["ilqr"])
+    return _local_verdict(by) + "\n" + _wall_verdict(by["ddp"], by["ilqr"], constrained)
 
 
 def _local_verdict(by: dict) -> str:
@@ -179,7 +179,7 @@ def compare(problem: Problem, solvers=("ddp", "ilqr"), plot: str | None = None, 
              "local_iterations": local_iterations(r), "time_to_gap": time_to_gap(r, _optimum(r, best))}
             for s, r in results.items()]
     text = f"{problem.name}: best cost J* = {best:.10e}\n" + _table(rows)
-    verdict = _verdict(rows)
+    verdict = _verdict(rows, bool(problem.nc or problem.nh))
     if verdict:
         text += "\n" + verdict
     if plot is not None:
