@@ -82,9 +82,11 @@ COLUMNS = ("start", "seed", "status", "converged", "cost", "iterations", "wall_t
 worker (building the problem and solving), s; ``file`` the result's name in DIR (empty
 for errors); ``error`` the exception's type and message for status ``"error"``."""
 PERTURBATION = 0.3
-"""Default relative size of the initial-guess perturbation of starts s > 0."""
+"""Default amplitude (rad) of the joint-space wave that perturbs the guess of starts s > 0."""
+LQR_WEIGHTS = (1.0, 0.1, 1e-4, 10.0)
+"""Weights of the tracking LQR in :func:`perturbed_guess`: q, v, u, terminal factor."""
 BASIS = 3
-"""Number of sine modes in the perturbation (smooth, zero at both ends of the horizon)."""
+"""Number of modes sin²(mπτ) in the perturbation (smooth, at rest at both ends of the horizon)."""
 COST_RTOL, STATE_TOL = 1e-3, 1e-2
 """Tolerances that decide whether two converged results are the same local optimum."""
 ALLOWED_FAILURES = 5
@@ -118,32 +120,59 @@ def job_name(point: Mapping, start: int) -> str:
 
 
 def perturbed_guess(problem: Problem, seed: int, scale: float = PERTURBATION) -> tuple[np.ndarray, np.ndarray]:
-    """The initial guess of a multi-start job: the problem's guess plus a smooth random wave.
+    """The initial guess of a multi-start job: the default guess's path moved by a smooth
+    joint-space wave, turned into a dynamically consistent trajectory by LQR tracking.
 
-    With c ~ N(0, 1) drawn from ``np.random.default_rng(seed)`` (shape (BASIS, nx) for the
-    states, then (BASIS, nu) for the controls) and τ the normalised time (node k: k/N;
-    interval k: (k + ½)/N), component j becomes
+    1. Wave: with c ~ N(0, 1) of shape (BASIS, nv) drawn from ``np.random.default_rng(seed)``,
+       normalised time τ = t/T and modes m = 1..BASIS, joint j is displaced by
+       ``δq_j(τ) = scale · Σ_m c[m, j] · sin²(mπτ)`` (rad, or m if prismatic); it starts and
+       ends at rest (δq = δq̇ = 0 at τ = 0 and 1).
+    2. Reference at the nodes: ``q_ref = q_init + δq``, ``v_ref = v_init + δq̇`` (``xs_init``
+       split as [q; v]); feed-forward ``u_ff,k = clip(RNEA(q_ref,k, v_ref,k, (v_ref,k+1 −
+       v_ref,k)/dt))``.
+    3. Tracking: the finite-horizon discrete LQR of the problem's own discretisation
+       linearised along (x_ref, u_ff) (weights :data:`LQR_WEIGHTS`: 1 on q, 0.1 on v,
+       1e-4 on u, terminal ×10) closes the loop from x0: ``u_k = clip(u_ff,k − K_k (x_k −
+       x_ref,k))``, ``x_k+1 = step(x_k, u_k)``.
 
-        xs[k, j] + σx_j · Σ_m c[m, j] · sin(m π τ_k),   m = 1..BASIS
-        us[k, i] + σu_i · Σ_m c[m, i] · sin(m π τ_k)    then clipped to [u_lower, u_upper]
-
-    with σu_i = scale · (u_upper_i − u_lower_i)/2 where both bounds are finite, else
-    scale · max(1, max_k |us_init[k, i]|), and σx_j = scale · max(1, ptp_k xs_init[k, j]).
-    The state wave vanishes at both ends, so x0 (and a goal at node N) are kept.
-    Returns ``(xs (N+1, nx), us (N, nu))``.
+    The returned ``(xs (N+1, nx), us (N, nu))`` is that closed-loop run: ``us`` within the
+    bounds, ``xs`` exactly its open-loop rollout, so the guess means the same to DDP/iLQR
+    (which use ``us``) and to IPOPT (both), even for open-loop unstable robots whose
+    rollout of a perturbed torque sequence would diverge. Requires nq = nv.
     """
+    from dynamics import rnea
+
+    model = problem.model
+    if model.nq != model.nv:
+        raise ValueError(f"problem: perturbed starts need nq = nv, the model has nq = {model.nq}, nv = {model.nv}")
     rng = np.random.default_rng(seed)
-    N, nx, nu = problem.N, problem.nx, problem.nu
-    xs0, us0 = np.asarray(problem.xs_init, float), np.asarray(problem.us_init, float)
-    modes = np.arange(1, BASIS + 1)
-    wave_x = np.sin(np.pi * np.outer(np.arange(N + 1) / N, modes)) @ rng.standard_normal((BASIS, nx))
-    wave_u = np.sin(np.pi * np.outer((np.arange(N) + 0.5) / N, modes)) @ rng.standard_normal((BASIS, nu))
+    N, nv, nx, T, dt = problem.N, model.nv, problem.nx, problem.T, problem.dt
+    c = scale * rng.standard_normal((BASIS, nv))
+    w = np.pi * np.arange(1, BASIS + 1)                      # mπ
+    tau = np.arange(N + 1) / N
+    dq = np.sin(np.outer(tau, w)) ** 2 @ c
+    dv = (w / T * np.sin(2 * np.outer(tau, w))) @ c
+    xs_init = np.asarray(problem.xs_init, float)
+    x_ref = xs_init + np.hstack([dq, dv])
+    a_ref = np.diff(x_ref[:, nv:], axis=0) / dt
     lo, hi = problem.u_lower, problem.u_upper
-    bounded = np.isfinite(lo) & np.isfinite(hi)
-    half = np.where(bounded, 0.5 * np.where(bounded, hi - lo, 0.0), 0.0)
-    sigma_u = scale * np.where(bounded, half, np.maximum(1.0, np.max(np.abs(us0), axis=0)))
-    sigma_x = scale * np.maximum(1.0, np.ptp(xs0, axis=0))
-    return xs0 + sigma_x * wave_x, np.clip(us0 + sigma_u * wave_u, lo, hi)
+    u_ff = np.clip([rnea(model, x_ref[k, :nv], x_ref[k, nv:], a_ref[k]) for k in range(N)], lo, hi)
+    A, B = problem.step_derivatives(x_ref[:-1], u_ff)
+    wq, wv, wu, wN = LQR_WEIGHTS
+    Q = np.diag(np.r_[np.full(nv, wq), np.full(nv, wv)])
+    R = wu * np.eye(problem.nu)
+    P, K = wN * Q, np.empty((N, problem.nu, nx))
+    for k in range(N - 1, -1, -1):
+        BtP = B[k].T @ P
+        K[k] = np.linalg.solve(R + BtP @ B[k], BtP @ A[k])
+        P = Q + A[k].T @ P @ (A[k] - B[k] @ K[k])
+        P = 0.5 * (P + P.T)
+    xs, us = np.empty((N + 1, nx)), np.empty((N, problem.nu))
+    xs[0] = problem.x0
+    for k in range(N):
+        us[k] = np.clip(u_ff[k] - K[k] @ (xs[k] - x_ref[k]), lo, hi)
+        xs[k + 1] = problem.step(xs[k][None], us[k][None])[0]
+    return xs, us
 
 
 def _worker_address() -> str:
@@ -629,7 +658,7 @@ def sweep(factory: Callable[..., Problem], grid: Mapping[str, Sequence], *, out:
         solver: "ddp" | "ilqr" | "ipopt"; ``options``: further :func:`optdyn.solve` options
             (``max_iter``, ``tol``, ...; not ``us_init``/``xs_init``/``callback``).
         scenario, params: fixed keywords of the factory (``scenario`` joins ``params``).
-        perturbation: relative size of the perturbation of starts s > 0.
+        perturbation: amplitude (rad) of the joint-space wave perturbing starts s > 0.
         scheduler: address of an existing Dask scheduler; None starts an embedded
             LocalCluster of ``workers`` processes (default: one per core), 1 thread each.
         progress: show a tqdm progress bar on stderr (jobs done, failed (status "error"), remaining).
