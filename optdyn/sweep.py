@@ -64,6 +64,7 @@ import re
 import sys
 import time
 import uuid
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -619,7 +620,10 @@ def _connect(scheduler: str | None, workers: int | None, timeout: float):
     from distributed import Client, LocalCluster
 
     if scheduler is None:
-        with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES}):
+        with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES}), \
+                warnings.catch_warnings():
+            # the scheduler's HTTP server (127.0.0.1 only) falls back to a free port when 8787 is taken
+            warnings.filterwarnings("ignore", message="Port .* is already in use", category=UserWarning)
             cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1, processes=True,
                                    host="127.0.0.1", dashboard_address=None, silence_logs=logging.ERROR)
         try:
