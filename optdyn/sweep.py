@@ -210,6 +210,20 @@ def run_job(factory: Callable[..., Problem], params: dict, point: dict, start: i
     return {"result": result, "worker": worker, "time": time.perf_counter() - t0}
 
 
+def warm(factory: Callable[..., Problem], solver: str = "ddp", **params) -> float:
+    """Load (or compile, on a cold cache) the numba kernels in this process: build
+    ``factory(**params)`` and run a 1-iteration ``solver`` solve. Returns the seconds taken.
+
+    Pre-warm every worker of a cluster before a large sweep with
+    ``Client("tcp://HOST:8786").run(warm, problems.factory("pendulum"))``.
+    """
+    t0 = time.perf_counter()
+    from .solve import solve
+
+    solve(factory(**params), solver=solver, max_iter=1)
+    return time.perf_counter() - t0
+
+
 def _one_line(e: BaseException) -> str:
     return " ".join(f"{type(e).__name__}: {e}".split())
 
@@ -614,18 +628,33 @@ def plot_costs(path: Path, grid: dict[str, list], summaries: list[PointSummary],
 
 # ----------------------------------------------------------------- the engine
 
+def local_cluster(workers: int | None = None):
+    """The embedded cluster of :func:`sweep`, to keep one alive across several sweeps.
+
+    A :class:`distributed.LocalCluster` of ``workers`` processes (default: one per core),
+    one thread each, on 127.0.0.1 without dashboard, whose tasks survive
+    :data:`ALLOWED_FAILURES` worker deaths. Use it as
+    ``sweep(..., scheduler=cluster.scheduler_address)``; close it with ``cluster.close()``.
+    """
+    import dask
+    from distributed import LocalCluster
+
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, (int, np.integer))
+                                or workers < 1):
+        raise ValueError(f"workers: expected an integer ≥ 1 or None, got {workers!r}")
+    with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES}), warnings.catch_warnings():
+        # the scheduler's HTTP server (127.0.0.1 only) falls back to a free port when 8787 is taken
+        warnings.filterwarnings("ignore", message="Port .* is already in use", category=UserWarning)
+        return LocalCluster(n_workers=int(workers or os.cpu_count() or 1), threads_per_worker=1, processes=True,
+                            host="127.0.0.1", dashboard_address=None, silence_logs=logging.ERROR)
+
+
 def _connect(scheduler: str | None, workers: int | None, timeout: float):
     """(client, cluster or None): an embedded LocalCluster, or a client of ``scheduler``."""
-    import dask
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
     if scheduler is None:
-        with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES}), \
-                warnings.catch_warnings():
-            # the scheduler's HTTP server (127.0.0.1 only) falls back to a free port when 8787 is taken
-            warnings.filterwarnings("ignore", message="Port .* is already in use", category=UserWarning)
-            cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1, processes=True,
-                                   host="127.0.0.1", dashboard_address=None, silence_logs=logging.ERROR)
+        cluster = local_cluster(workers)
         try:
             return Client(cluster, set_as_default=False), cluster
         except BaseException:

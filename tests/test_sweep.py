@@ -26,8 +26,8 @@ import optdyn
 import problems
 from optdyn.cli import main
 from optdyn.io import load_result
-from optdyn.sweep import (COLUMNS, Job, distinct_optima, job_name, job_seed, perturbed_guess, run_job,
-                          sweep)
+from optdyn.sweep import (COLUMNS, Job, distinct_optima, job_name, job_seed, local_cluster, perturbed_guess,
+                          run_job, sweep, warm)
 
 pytest.importorskip("distributed")
 from distributed import Client  # noqa: E402
@@ -124,6 +124,12 @@ def test_bad_input_is_refused_before_anything_runs(tmp_path, kwargs, word):
         sweep(factory, **args)
     assert word in str(e.value)
     assert not (tmp_path / "out").exists()  # nothing written, no cluster started
+
+
+def test_warm_runs_one_iteration_and_local_cluster_checks_workers():
+    assert warm(PENDULUM, N=10) > 0
+    with pytest.raises(ValueError, match="workers: expected an integer ≥ 1"):
+        local_cluster(0)
 
 
 def test_unreachable_scheduler_fails_fast(tmp_path):
