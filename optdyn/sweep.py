@@ -36,7 +36,7 @@ atomically, reopened by ``optdyn show``), ``DIR/summary.csv`` with one row per j
 (:data:`COLUMNS` after the grid keys; rows are appended as jobs finish and the file is
 rewritten in job order at the end), ``DIR/sweep.json`` (the manifest) and
 ``DIR/cost.png`` (best cost over the grid). The saved result's ``extra`` holds
-``sweep_point``, ``sweep_start``, ``sweep_seed``, ``sweep_worker``, ``sweep_time``.
+``sweep_point``, ``sweep_start``, ``sweep_seed``, ``sweep_worker``, ``sweep_time``, ``sweep_cpu``.
 
 **Resume.** Re-running the same sweep on the same DIR solves only the jobs without a
 readable result file: finished jobs are read back from DIR; jobs that failed are tried
@@ -78,9 +78,10 @@ from .solve import SOLVERS
 
 FORMAT, VERSION = "optdyn.sweep", 1
 MANIFEST, SUMMARY, PLOT = "sweep.json", "summary.csv", "cost.png"
-COLUMNS = ("start", "seed", "status", "converged", "cost", "iterations", "wall_time", "worker", "file", "error")
+COLUMNS = ("start", "seed", "status", "converged", "cost", "iterations", "wall_time", "cpu_time", "worker", "file",
+           "error")
 """Columns of summary.csv after the grid keys. ``wall_time`` is the job's time on its
-worker (building the problem and solving), s; ``file`` the result's name in DIR (empty
+worker (building the problem and solving), s, ``cpu_time`` the CPU time of that; ``file`` the result's name in DIR (empty
 for errors); ``error`` the exception's type and message for status ``"error"``."""
 PERTURBATION = 0.3
 """Default amplitude (rad) of the joint-space wave that perturbs the guess of starts s > 0."""
@@ -188,12 +189,12 @@ def run_job(factory: Callable[..., Problem], params: dict, point: dict, start: i
             options: dict, scale: float) -> dict:
     """Build and solve one job (this runs on a worker); never raises for a failing job.
 
-    Returns ``{"result": Result, "worker": address, "time": s}`` or, if the factory or the
-    solver raised, ``{"error": "Type: message", "worker": ..., "time": ...}``.
+    Returns ``{"result": Result, "worker": address, "time": s, "cpu": s}`` or, if the factory
+    or the solver raised, ``{"error": "Type: message", "worker": ..., "time": ..., "cpu": ...}``.
     """
     from .solve import solve
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.thread_time()
     worker = _worker_address()
     try:
         problem = factory(**params, **point)
@@ -205,9 +206,10 @@ def run_job(factory: Callable[..., Problem], params: dict, point: dict, start: i
             init = {"us_init": us, "xs_init": xs} if solver == "ipopt" else {"us_init": us}
         result = solve(problem, solver=solver, **options, **init)
     except Exception as e:  # noqa: BLE001 — every failure of a job is recorded, not raised
-        return {"error": _one_line(e), "worker": worker, "time": time.perf_counter() - t0}
+        return {"error": _one_line(e), "worker": worker, "time": time.perf_counter() - t0,
+                "cpu": time.thread_time() - c0}
     result.source = None
-    return {"result": result, "worker": worker, "time": time.perf_counter() - t0}
+    return {"result": result, "worker": worker, "time": time.perf_counter() - t0, "cpu": time.thread_time() - c0}
 
 
 def warm(factory: Callable[..., Problem], solver: str = "ddp", **params) -> float:
@@ -403,15 +405,17 @@ def _claim_directory(out: Path, identity: dict, grid: dict, starts: int) -> None
 def _row(job: Job, status: str, **fields) -> dict:
     row = dict(job.point)
     row.update({"start": job.start, "seed": "" if job.seed is None else job.seed, "status": status,
-                "converged": "", "cost": "", "iterations": "", "wall_time": "", "worker": "", "file": "",
+                "converged": "", "cost": "", "iterations": "", "wall_time": "", "cpu_time": "", "worker": "", "file": "",
                 "error": ""})
     row.update(fields)
     return row
 
 
-def _result_row(job: Job, result: Result, worker: str, wall: float) -> dict:
+def _result_row(job: Job, result: Result) -> dict:
+    extra = result.extra
     return _row(job, result.status, converged=bool(result.converged), cost=float(result.cost),
-                iterations=int(result.iterations), wall_time=round(float(wall), 6), worker=worker,
+                iterations=int(result.iterations), wall_time=round(float(extra.get("sweep_time", np.nan)), 6),
+                cpu_time=round(float(extra.get("sweep_cpu", np.nan)), 6), worker=extra.get("sweep_worker", ""),
                 file=f"{job.name}.npz")
 
 
@@ -727,8 +731,7 @@ def sweep(factory: Callable[..., Problem], grid: Mapping[str, Sequence], *, out:
         if result is None:
             pending.append(job)
             continue
-        rows[job.name] = _result_row(job, result, result.extra.get("sweep_worker", ""),
-                                     result.extra.get("sweep_time", result.wall_time))
+        rows[job.name] = _result_row(job, result)
         if result.converged:
             xs[job.name] = result.xs
     reused = len(rows)
@@ -772,16 +775,18 @@ def _run(pending: list[Job], factory, params, solver, options, perturbation, sch
                 result: Result = record["result"]
                 result.extra.update({"sweep_point": job.point, "sweep_start": job.start,
                                      "sweep_seed": job.seed if job.seed is not None else -1,
-                                     "sweep_worker": record["worker"], "sweep_time": float(record["time"])})
+                                     "sweep_worker": record["worker"], "sweep_time": float(record["time"]),
+                                     "sweep_cpu": float(record["cpu"])})
                 _save(out, job, result)
-                summary.add(job, _result_row(job, result, record["worker"], record["time"]))
+                summary.add(job, _result_row(job, result))
                 if result.converged:
                     xs[job.name] = result.xs
                 done += 1
             else:
-                wall = record["time"]
+                wall, cpu = record["time"], record.get("cpu", float("nan"))
                 summary.add(job, _row(job, "error", worker=record["worker"], error=record["error"],
-                                      wall_time="" if not math.isfinite(wall) else round(wall, 6)))
+                                      wall_time=round(wall, 6) if math.isfinite(wall) else "",
+                                      cpu_time=round(cpu, 6) if math.isfinite(cpu) else ""))
                 failed += 1
             bar.set_postfix_str(f"done {reused + done}, failed {failed}, remaining {len(pending) - done - failed}",
                                 refresh=False)
