@@ -29,6 +29,8 @@ survives ``ALLOWED_FAILURES`` worker deaths on the embedded cluster; an external
 scheduler uses its own ``distributed.scheduler.allowed-failures``, 3 by default). An
 exception inside a job (factory or solver) is caught on the worker and recorded as a row
 with status ``"error"`` and its message; so is a task lost for good (``KilledWorker``).
+With no worker left at all, the sweep waits for one (Ctrl-C stops it; finished jobs stay
+on disk and a re-run resumes).
 
 **Results on disk as they arrive** (written by the client, so workers need no shared
 file system): ``DIR/<job>.npz`` per successful job (:func:`optdyn.io.save_result`, written
@@ -636,8 +638,8 @@ def local_cluster(workers: int | None = None):
     """The embedded cluster of :func:`sweep`, to keep one alive across several sweeps.
 
     A :class:`distributed.LocalCluster` of ``workers`` processes (default: one per core),
-    one thread each, on 127.0.0.1 without dashboard, whose tasks survive
-    :data:`ALLOWED_FAILURES` worker deaths. Use it as
+    one thread each, on 127.0.0.1 without dashboard (nor the workers' profiler), whose tasks
+    survive :data:`ALLOWED_FAILURES` worker deaths. Use it as
     ``sweep(..., scheduler=cluster.scheduler_address)``; close it with ``cluster.close()``.
     """
     import dask
@@ -646,7 +648,10 @@ def local_cluster(workers: int | None = None):
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, (int, np.integer))
                                 or workers < 1):
         raise ValueError(f"workers: expected an integer ≥ 1 or None, got {workers!r}")
-    with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES}), warnings.catch_warnings():
+    config = {"distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
+              # no dashboard, so no use for the workers' statistical profiler (it samples every 10 ms)
+              "distributed.worker.profile.enabled": False}
+    with dask.config.set(config), warnings.catch_warnings():
         # the scheduler's HTTP server (127.0.0.1 only) falls back to a free port when 8787 is taken
         warnings.filterwarnings("ignore", message="Port .* is already in use", category=UserWarning)
         return LocalCluster(n_workers=int(workers or os.cpu_count() or 1), threads_per_worker=1, processes=True,

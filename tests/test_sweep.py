@@ -228,6 +228,16 @@ def test_a_directory_of_another_sweep_is_refused(local_sweep, change):
     assert sorted(p.name for p in out.iterdir()) == before
 
 
+def test_example_script_runs_and_resumes(tmp_path):
+    script = Path(__file__).resolve().parent.parent / "examples" / "sweep_pendulum.py"
+    runs = [subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+            for _ in range(2)]
+    assert all(r.returncode == 0 for r in runs), runs[-1].stderr[-2000:]
+    assert "solved 9, reused 0" in runs[0].stdout and "solved 0, reused 9" in runs[1].stdout
+    assert "lowest cost" in runs[0].stdout
+    assert len(read_summary(tmp_path / "runs" / "pendulum")) == 9
+
+
 # ---------------------------------------------------- dask scheduler + 2 workers
 
 def _free_port() -> int:
