@@ -146,7 +146,8 @@ def main() -> None:
 
 {machine()}; `lscpu`: {cpu_model.replace("Model name:", "").strip()}. 1-minute load average {load_before:.1f} at the
 start and {load_after:.1f} at the end of the run (the machine was shared with other work: above 2 on 2 cores the
-figures carry that noise). Timings are the best of {REPEAT_THROUGHPUT} (throughput) or {REPEAT} (overhead)\ninterleaved runs, ratios taken within this run.
+figures carry that noise). Timings are the best of {REPEAT_THROUGHPUT} (throughput) or {REPEAT} (overhead)
+interleaved runs, ratios taken within this run.
 Workers pre-warmed (kernels from the numba disk cache).
 
 ### Throughput (target: 2 workers ≥ 1.7× 1 worker)

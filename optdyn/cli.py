@@ -267,7 +267,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     entry = problems.entry(args.problem)  # ValueError listing the known names
     if args.scenario is not None and args.scenario not in entry.scenarios:
         known = ", ".join(entry.scenarios) or "none"
-        raise CommandError(f"--scenario: problem {args.problem!r} has no scenario {args.scenario!r}; scenarios: {known}")
+        raise CommandError(f"--scenario: problem {args.problem!r} has no scenario {args.scenario!r}; "
+                           f"scenarios: {known}")
     grid: dict[str, list] = {}
     for key, values in args.grid:
         if key in grid:

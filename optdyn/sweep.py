@@ -83,8 +83,9 @@ MANIFEST, SUMMARY, PLOT = "sweep.json", "summary.csv", "cost.png"
 COLUMNS = ("start", "seed", "status", "converged", "cost", "iterations", "wall_time", "cpu_time", "worker", "file",
            "error")
 """Columns of summary.csv after the grid keys. ``wall_time`` is the job's time on its
-worker (building the problem and solving), s, ``cpu_time`` the CPU time of that; ``file`` the result's name in DIR (empty
-for errors); ``error`` the exception's type and message for status ``"error"``."""
+worker (building the problem, the guess and solving), s, and ``cpu_time`` its CPU time;
+``file`` the result's name in DIR (empty for errors); ``error`` the exception's type and
+message for status ``"error"``; ``seed`` is empty for start 0."""
 PERTURBATION = 0.3
 """Default amplitude (rad) of the joint-space wave that perturbs the guess of starts s > 0."""
 LQR_WEIGHTS = (1.0, 0.1, 1e-4, 10.0)
@@ -407,7 +408,8 @@ def _claim_directory(out: Path, identity: dict, grid: dict, starts: int) -> None
 def _row(job: Job, status: str, **fields) -> dict:
     row = dict(job.point)
     row.update({"start": job.start, "seed": "" if job.seed is None else job.seed, "status": status,
-                "converged": "", "cost": "", "iterations": "", "wall_time": "", "cpu_time": "", "worker": "", "file": "",
+                "converged": "", "cost": "", "iterations": "", "wall_time": "", "cpu_time": "", "worker": "",
+                "file": "",
                 "error": ""})
     row.update(fields)
     return row

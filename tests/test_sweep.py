@@ -165,7 +165,8 @@ def test_local_cluster_writes_every_job(local_sweep):
         assert res.problem == "pendulum" and res.params["u_max"] == float(row["u_max"])
         assert float(row["cost"]) == res.cost == mem["cost"] and int(row["iterations"]) == res.iterations
         assert row["status"] == res.status and row["error"] == "" and float(row["wall_time"]) > 0
-        assert res.extra["sweep_start"] == int(row["start"]) and res.extra["sweep_point"] == {"u_max": res.params["u_max"]}
+        assert res.extra["sweep_start"] == int(row["start"])
+        assert res.extra["sweep_point"] == {"u_max": res.params["u_max"]}
         workers.add(row["worker"])
     assert len(workers) == 2  # both workers took jobs
     manifest = json.loads((out / "sweep.json").read_text())
