@@ -132,6 +132,26 @@ def test_warm_runs_one_iteration_and_local_cluster_checks_workers():
         local_cluster(0)
 
 
+@pytest.mark.parametrize("argv, words", [
+    (("sweep", "pendulum"), ("grid: expected a non-empty dict",)),
+    (("sweep", "pendulum", "--grid", "u_max=5,6", "--starts", "0"), ("starts: expected an integer ≥ 1",)),
+    (("sweep", "pendulum", "--grid", "colour=1,2"), ("grid:", "'colour'", "u_max")),
+    (("sweep", "pendulum", "--grid", "u_max="), ("parameter 'u_max' has no values",)),
+    (("sweep", "pendulum", "--grid", "u_max=5", "--grid", "u_max=6"), ("--grid", "given twice")),
+    (("sweep", "no-such-problem", "--grid", "u_max=5"), ("unknown problem",)),
+    (("sweep", "pendulum", "--scenario", "bent", "--grid", "u_max=5"), ("--scenario", "no scenario 'bent'")),
+    (("sweep", "arm-obstacle", "--scenario", "bent", "--grid", "scenario=bent,straight"), ("scenario",)),
+])
+def test_cli_bad_sweeps_fail_with_one_line_before_running(tmp_path, capsys, argv, words):
+    out = tmp_path / "out"
+    code = main([*argv, "--out", str(out), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 1 and err.count("\n") == 1, err
+    for w in words:
+        assert w in err, (w, err)
+    assert not out.exists()  # refused before anything was written or started
+
+
 def test_unreachable_scheduler_fails_fast(tmp_path):
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
