@@ -5,6 +5,7 @@
     res  = optdyn.solve(prob, solver="ddp")          # "ddp" | "ilqr" | "ipopt"
     optdyn.compare(prob, solvers=("ddp", "ilqr"), plot="convergence.png")
     optdyn.save_html(res, "arm.html", problem=prob)  # offline meshcat replay
+    optdyn.sweep(problems.arm_obstacle.make, grid={"horizon": [3.0, 4.0]}, starts=8, out="runs/")  # Dask
 
 Problems own one discretisation (N intervals of m RK4 sub-steps, control held) that
 DDP, iLQR and the IPOPT multiple-shooting NLP all solve, so their optima coincide.
@@ -16,10 +17,11 @@ from .io import load_result, save_result
 from .problem import Problem
 from .result import STATUSES, Result
 from .solve import solve
+from .sweep import sweep
 
 __all__ = [
     "Problem", "Result", "STATUSES", "solve", "compare", "costs", "constraints", "clearances", "report",
-    "save_result", "load_result", "view", "save_html",
+    "save_result", "load_result", "view", "save_html", "sweep",
 ]
 
 

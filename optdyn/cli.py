@@ -6,6 +6,8 @@
                  [--param KEY=VALUE ...] [--save result.npz] [--html out.html] [--view]
     optdyn compare PROBLEM [--scenario S] [--solvers ddp,ilqr,ipopt] [--plot out.png]
     optdyn show result.npz [--html out.html] [--view]
+    optdyn sweep PROBLEM [--scenario S] [--solver S] --grid KEY=V1,V2,... [--grid ...] [--starts K]
+                 --out DIR [--param KEY=VALUE ...] [--max-iter N] [--scheduler tcp://HOST:PORT] [--workers N]
 
 Exit code 0 on success; otherwise 1 with a one-line reason on stderr (unknown problem,
 bad file, bad option, unwritable output path — checked before solving —, solver failure).
@@ -279,6 +281,48 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------------- sweep
+
+def _parse_grid(text: str) -> tuple[str, list]:
+    """``KEY=V1,V2,...`` → (key, [values]); each value read as JSON (numbers, true, ...) or a string."""
+    key, sep, values = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=V1,V2,..., got {text!r}")
+    parsed = []
+    for value in values.split(",") if values else []:
+        try:
+            parsed.append(json.loads(value))
+        except json.JSONDecodeError:
+            parsed.append(value)
+    return key, parsed
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    """Sweep PROBLEM over --grid with --starts initial guesses on Dask; print the summary."""
+    entry = problems.entry(args.problem)  # ValueError listing the known names
+    if args.scenario is not None and args.scenario not in entry.scenarios:
+        known = ", ".join(entry.scenarios) or "none"
+        raise CommandError(f"--scenario: problem {args.problem!r} has no scenario {args.scenario!r}; "
+                           f"scenarios: {known}")
+    grid: dict[str, list] = {}
+    for key, values in args.grid:
+        if key in grid:
+            raise CommandError(f"--grid: parameter {key!r} given twice")
+        grid[key] = values
+    from .sweep import sweep
+
+    options = {} if args.max_iter is None else {"max_iter": args.max_iter}
+    summary = sweep(problems.factory(args.problem), grid, out=args.out, starts=args.starts, solver=args.solver,
+                    scenario=args.scenario, params=dict(args.param), options=options,
+                    perturbation=args.perturbation, scheduler=args.scheduler, workers=args.workers,
+                    progress=not args.no_progress)
+    print(summary)
+    if summary.failed:
+        raise CommandError(f"{summary.failed} of {len(summary.rows)} jobs failed (status error); "
+                           f"see {summary.out / 'summary.csv'}")
+    return 0
+
+
 # ----------------------------------------------------------------------------- main
 
 def build_parser() -> argparse.ArgumentParser:
@@ -318,6 +362,24 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("file", help="result .npz written by `optdyn solve --save`")
     output_args(show)
     show.set_defaults(func=cmd_show)
+
+    from .sweep import PERTURBATION
+
+    sweep = sub.add_parser("sweep", help="parameter sweep and multi-start on Dask (local or a cluster)")
+    problem_args(sweep)
+    sweep.add_argument("--solver", choices=("ddp", "ilqr", "ipopt"), default="ddp")
+    sweep.add_argument("--grid", action="append", default=[], type=_parse_grid, metavar="KEY=V1,V2,...",
+                       help="factory parameter and its values (repeatable; the grid is their product)")
+    sweep.add_argument("--starts", type=int, default=1, help="initial guesses per grid point (default 1)")
+    sweep.add_argument("--out", required=True, help="result directory (resumed if it holds the same sweep)")
+    sweep.add_argument("--max-iter", type=int, help="iteration limit of every solve")
+    sweep.add_argument("--perturbation", type=float, default=PERTURBATION,
+                       help=f"relative size of the perturbed initial guesses (default {PERTURBATION})")
+    sweep.add_argument("--scheduler", help="address of a running Dask scheduler, e.g. tcp://127.0.0.1:8786 "
+                                           "(default: an embedded local cluster)")
+    sweep.add_argument("--workers", type=int, help="worker processes of the embedded cluster (default: one per core)")
+    sweep.add_argument("--no-progress", action="store_true", help="no progress bar")
+    sweep.set_defaults(func=cmd_sweep)
     return parser
 
 

@@ -4,6 +4,7 @@
     problems.names()                                   # ['arm-obstacle', 'double-pendulum', ...]
     prob = problems.get("arm-obstacle", scenario="bent")
     prob = problems.arm_obstacle.make(scenario="straight")   # the module directly
+    make = problems.factory("pendulum")                # the factory itself (for optdyn.sweep)
 
 Names use dashes (underscores are accepted too). Each entry names the module and
 factory that builds it, a one-line description and its scenarios (values of the
@@ -69,11 +70,9 @@ def describe(name: str) -> str:
     return e.description + (f" Scenarios: {', '.join(e.scenarios)}." if e.scenarios else "")
 
 
-def get(name: str, **params):
-    """Build problem ``name`` with the factory's keyword parameters (e.g. ``scenario="bent"``).
-
-    Unknown names and parameters raise ValueError listing the known ones.
-    """
+def factory(name: str):
+    """The factory function of problem ``name`` (picklable: a module-level function), e.g. for
+    ``optdyn.sweep(problems.factory("pendulum"), grid=...)``; ValueError for unknown names."""
     e = entry(name)
     try:
         module = importlib.import_module(f"{__name__}.{e.module}")
@@ -82,13 +81,21 @@ def get(name: str, **params):
             raise
         raise ValueError(f"name: problem {name!r} is registered but its module "
                          f"problems.{e.module} is not available") from None
-    factory = getattr(module, e.factory)
-    accepted = inspect.signature(factory).parameters
+    return getattr(module, e.factory)
+
+
+def get(name: str, **params):
+    """Build problem ``name`` with the factory's keyword parameters (e.g. ``scenario="bent"``).
+
+    Unknown names and parameters raise ValueError listing the known ones.
+    """
+    make = factory(name)
+    accepted = inspect.signature(make).parameters
     unknown = sorted(set(params) - set(accepted))
     if unknown:
         raise ParameterError(f"params: problem {name!r} takes no parameter {', '.join(map(repr, unknown))}; "
                              f"its parameters: {', '.join(accepted)}")
-    return factory(**params)
+    return make(**params)
 
 
 def __getattr__(attr: str):
@@ -98,4 +105,4 @@ def __getattr__(attr: str):
     raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
 
 
-__all__ = ["Entry", "ParameterError", "REGISTRY", "names", "entry", "describe", "get"]
+__all__ = ["Entry", "ParameterError", "REGISTRY", "names", "entry", "describe", "factory", "get"]
