@@ -82,6 +82,9 @@ def solve(problem: Problem, solver: str = "ddp", *, init: Result | None = None, 
     settings ``constraint_tol`` (1e-6), ``rho_init``, ``rho_factor``, ``rho_max``,
     ``decrease``, ``max_outer``, ``inner_tol0``, ``inner_tol_factor``; IPOPT accepts
     ``hessian`` ("exact"|"lbfgs") and IPOPT options (:func:`optdyn.ipopt.solve_ipopt`).
+    DDP and IPOPT's exact Hessian take ``second_order``: "contracted" (default: the
+    dynamics' second-order terms by a second-order adjoint, no tensor formed) or "tensor"
+    (the full second-order tensors, same result, for validation).
     Unknown solvers or options raise ValueError. The result carries the problem as
     ``source`` (for plotting and visualisation).
     """
