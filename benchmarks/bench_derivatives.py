@@ -343,13 +343,13 @@ def main() -> None:
         "### UR5 per call\n\n" + ur5,
         "### Analytical vs central differences\n\n"
         "First order: differences of `rnea` / `aba`; second order: differences of the analytical "
-        "first-order functions (Singh, Russell & Wensing's (2023) Finite-Diff-2), step h = 6e-6. *FD compiled*: the "
+        "first-order functions (the Finite-Diff-2 of Singh, Russell & Wensing 2023), step h = 6e-6. *FD compiled*: the "
         "difference loop compiled with numba around the kernels; *FD Python*: the same loop in "
-        "the interpreter over the public functions. Seed 000 reports 7–26× for first order "
-        "(C++ vs C++); Singh, Russell & Wensing 2023 reports > 10× for IDSVA-SO.\n\n" + fd,
+        "the interpreter over the public functions. Carpentier & Mansard (2018) report 7–26× for first order "
+        "(C++ vs C++); Singh, Russell & Wensing (2023) report > 10× for IDSVA-SO.\n\n" + fd,
         "### Scaling (µs per call; slope A of log t = A log n + B, cf. Singh, Russell & Wensing 2023 Table III)\n\n"
-        "FO = first order, SO = second order; *FD of … SO* = compiled Finite-Diff-2. Seed 004 "
-        "reports A ≈ 3.1 (chains) and ≈ 1.5 (binary trees) for IDSVA-SO, 2.4 / 2.2 for "
+        "FO = first order, SO = second order; *FD of … SO* = compiled Finite-Diff-2. Singh, Russell & Wensing (2023) "
+        "report A ≈ 3.1 (chains) and ≈ 1.5 (binary trees) for IDSVA-SO, 2.4 / 2.2 for "
         "Finite-Diff-2, 1.8 / 1.0 for IDSVA-FO.\n\n" + scaling,
         "### SO speed-up over compiled Finite-Diff-2 vs n\n\n" + speedup,
         f"### Allocation of the SO outputs (n = {SIZES[-1]})\n\n"

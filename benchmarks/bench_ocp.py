@@ -4,7 +4,7 @@
   iteration and total, warm (a first solve compiles); DDP/iLQR cost per iteration as the
   in-run ratio.
 * DDP vs iLQR convergence (optdyn.compare) on ur5-reach, pendulum and double pendulum.
-* arm-obstacle (Neunert et al.'s (2016) case study): every solver × scenario — status, iterations,
+* arm-obstacle (the case study of Neunert et al. (2016)): every solver × scenario — status, iterations,
   time per iteration, total, cost, minimum clearance over every RK4 sub-step; IPOPT with
   the exact Hessian and with L-BFGS.
 * The command line end to end: `optdyn solve arm-obstacle --html` cold (empty numba

@@ -1,6 +1,6 @@
 """Analytical first-order partial derivatives of forward dynamics q̈ = FD(q, q̇, τ).
 
-Seed 000 eq. 24 (Carpentier & Mansard): differentiating ID(q, q̇, FD(q, q̇, τ)) = τ gives
+Carpentier & Mansard 2018, eq. 24: differentiating ID(q, q̇, FD(q, q̇, τ)) = τ gives
 
     ∂FD/∂u = −M⁻¹(q) · ∂ID/∂u |_(q, q̇, q̈ = FD(q, q̇, τ)),   u ∈ {q, q̇},
     ∂FD/∂τ = M⁻¹(q)                                                    (eq. 17)

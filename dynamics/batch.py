@@ -56,25 +56,18 @@ def aba_derivatives_batch_kernel(topology, joint_placement, axis, inertia, gravi
 
 
 @njit(cache=True)
-def rnea_second_derivatives_contracted_batch_kernel(topology, joint_placement, axis, inertia, gravity, Q, V, A, MU):
-    """(Hqq, Hvv, Hqv, Mq), each (K, n, n): contracted IDSVA-SO at the K knots."""
+def contracted_batch_kernel(topology, joint_placement, axis, inertia, gravity, Q, V, X, W, forward):
+    """Four (K, n, n) arrays: contracted FDSVA-SO at (Q[k], V[k], τ = X[k]) with λ = W[k]
+    if ``forward``, else contracted IDSVA-SO at (Q[k], V[k], a = X[k]) with μ = W[k]."""
     K, n = Q.shape
     out = np.empty((4, K, n, n))
     for k in range(K):
-        out[0, k], out[1, k], out[2, k], out[3, k] = idsva_so_contracted_kernel(
-            topology, joint_placement, axis, inertia, gravity, Q[k], V[k], A[k], MU[k])
-    return out[0], out[1], out[2], out[3]
-
-
-@njit(cache=True)
-def aba_second_derivatives_contracted_batch_kernel(topology, joint_placement, axis, inertia, gravity, Q, V, TAU,
-                                                   LAM):
-    """(Hqq, Hvv, Hqv, Hqtau), each (K, n, n): contracted FDSVA-SO at the K knots."""
-    K, n = Q.shape
-    out = np.empty((4, K, n, n))
-    for k in range(K):
-        out[0, k], out[1, k], out[2, k], out[3, k] = fdsva_so_contracted_kernel(
-            topology, joint_placement, axis, inertia, gravity, Q[k], V[k], TAU[k], LAM[k])
+        if forward:
+            out[0, k], out[1, k], out[2, k], out[3, k] = fdsva_so_contracted_kernel(
+                topology, joint_placement, axis, inertia, gravity, Q[k], V[k], X[k], W[k])
+        else:
+            out[0, k], out[1, k], out[2, k], out[3, k] = idsva_so_contracted_kernel(
+                topology, joint_placement, axis, inertia, gravity, Q[k], V[k], X[k], W[k])
     return out[0], out[1], out[2], out[3]
 
 
@@ -147,15 +140,13 @@ def aba_derivatives_batch(model: Model, Q, V, TAU) -> tuple[np.ndarray, np.ndarr
 def rnea_second_derivatives_contracted_batch(model: Model, Q, V, A, MU) -> tuple[np.ndarray, ...]:
     """:func:`dynamics.rnea_second_derivatives_contracted` at K knots: (Hqq, Hvv, Hqv, Mq),
     each (K, nv, nv), contracting knot k with MU[k] (MU (K, nv))."""
-    return rnea_second_derivatives_contracted_batch_kernel(*_model_args(model),
-                                                           *_knots(model, Q=Q, V=V, A=A, MU=MU))
+    return contracted_batch_kernel(*_model_args(model), *_knots(model, Q=Q, V=V, A=A, MU=MU), False)
 
 
 def aba_second_derivatives_contracted_batch(model: Model, Q, V, TAU, LAM) -> tuple[np.ndarray, ...]:
     """:func:`dynamics.aba_second_derivatives_contracted` at K knots: (Hqq, Hvv, Hqv, Hqtau),
     each (K, nv, nv), contracting knot k with LAM[k] (LAM (K, nv))."""
-    return aba_second_derivatives_contracted_batch_kernel(*_model_args(model),
-                                                          *_knots(model, Q=Q, V=V, TAU=TAU, LAM=LAM))
+    return contracted_batch_kernel(*_model_args(model), *_knots(model, Q=Q, V=V, TAU=TAU, LAM=LAM), True)
 
 
 def point_kinematics_batch(model: Model, Q, frames: Sequence[str], offsets=None

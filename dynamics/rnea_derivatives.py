@@ -1,8 +1,9 @@
 """Analytical first-order partial derivatives of the RNEA: ∂τ/∂q and ∂τ/∂q̇.
 
-The recursive form of Singh, Russell & Wensing 2023 Sec. II (eq. 12–15, after Singh & Wensing's IDSVA), in
-ground (world) coordinates like every kernel of this package. With the RNEA quantities
-v_i, a_i (gravity included as a_0 = [0; −g]) and f_i^C, and
+The recursive form of Singh, Russell & Wensing 2023, Sec. II (eq. 12–15, after
+Singh & Wensing's IDSVA), in ground (world) coordinates like every kernel of this
+package. With the RNEA quantities v_i, a_i (gravity included as a_0 = [0; −g]) and
+f_i^C, and
 
     B_k = B(I_k, v_k) = ½ [(v_k ×*) I_k − I_k (v_k ×) + (I_k v_k) ×̄*]      (eq. 14)
     I_i^C = Σ_{k ⪰ i} I_k,   B_i^C = Σ_{k ⪰ i} B_k                     (composites)

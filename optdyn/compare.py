@@ -77,7 +77,8 @@ def _wall_verdict(d: dict, i: dict, constrained: bool) -> str:
     head = (f"Wall time to a relative gap of {GAP_END:g} to {where}: DDP {td * 1e3:.1f} ms, "
             f"iLQR {ti * 1e3:.1f} ms")
     if td < ti:
-        return f"{head}: DDP is faster ({d['iterations']} vs {i['iterations']} iterations at {speed:.2f}× the cost each)."
+        return (f"{head}: DDP is faster ({d['iterations']} vs {i['iterations']} iterations at {speed:.2f}× "
+                "the cost each).")
     return (f"{head}: DDP is NOT faster in wall time here: its {d['iterations']} iterations (iLQR "
             f"{i['iterations']}) each cost {speed:.2f}× an iLQR iteration, and the iterations its exact "
             f"second-order model saves do not pay for that.")

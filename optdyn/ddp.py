@@ -591,24 +591,16 @@ def linearize(problem: Problem, xs: np.ndarray, us: np.ndarray, mode: int, stage
     return A, B, Fzz, stages
 
 
-def safe_rollout(problem: Problem, us: np.ndarray) -> np.ndarray | None:
-    """States (N+1, nx) of ``us`` (N, nu), or None if the rollout diverged or the model
-    rejected a state (any exception of the dynamics)."""
+def safe_rollout(problem: Problem, us: np.ndarray) -> tuple[np.ndarray, bool]:
+    """States (N+1, nx) of ``us`` (N, nu) and whether they are all finite: a diverged
+    rollout has NaN rows after the divergence, and one the model rejected (any exception
+    of the dynamics) NaN after x0 — a failed rollout, never a crash."""
     try:
         xs = problem.rollout(us)
     except Exception:  # noqa: BLE001 — an invalid state is a failed rollout, not a crash
-        return None
-    return xs if np.all(np.isfinite(xs)) else None
-
-
-def _failed_states(problem: Problem, us: np.ndarray) -> np.ndarray:
-    """The rollout (N+1, nx) of a failed ``us``: NaN after the divergence (after x0 if the model raised)."""
-    try:
-        return problem.rollout(us)
-    except Exception:  # noqa: BLE001
         xs = np.full((problem.N + 1, problem.nx), np.nan)
         xs[0] = problem.x0
-        return xs
+    return xs, bool(np.all(np.isfinite(xs)))
 
 
 def iterate(problem: Problem, objective: Objective, us: np.ndarray, o: Options, ddp: bool,
@@ -625,9 +617,9 @@ def iterate(problem: Problem, objective: Objective, us: np.ndarray, o: Options, 
     us = np.clip(np.array(us, dtype=float), lower, upper)
     N, nu, nx = problem.N, problem.nu, problem.nx
     k, K = np.zeros((N, nu)), np.zeros((N, nu, nx))
-    xs = safe_rollout(problem, us)
-    if xs is None:
-        return Outcome(_failed_states(problem, us), us, K, np.nan, False, "rollout_failed",
+    xs, finite = safe_rollout(problem, us)
+    if not finite:
+        return Outcome(xs, us, K, np.nan, False, "rollout_failed",
                        "the rollout of the initial controls diverges (non-finite or model-invalid states)", 0)
     J = objective.value(xs, us)
     log.keep(xs, us)
@@ -706,7 +698,7 @@ def initial_controls(problem: Problem, us_init=None) -> tuple[np.ndarray, str, l
     rejected = []
     for origin, make in candidates:
         us = np.clip(make(), problem.u_lower, problem.u_upper)
-        if safe_rollout(problem, us) is not None:
+        if safe_rollout(problem, us)[1]:
             return us, origin, rejected
         rejected.append(origin)
     return us, "rest", rejected

@@ -24,5 +24,5 @@ def richardson(f, x: np.ndarray, h: float = 1e-3) -> np.ndarray:
 
 
 def rel_error(A: np.ndarray, A_ref: np.ndarray) -> float:
-    """Seed 004 eq. 42: max|A − A_ref| / max(max|A_ref|, 1)."""
+    """Singh, Russell & Wensing 2023, eq. 42: max|A − A_ref| / max(max|A_ref|, 1)."""
     return float(np.max(np.abs(A - A_ref)) / max(np.max(np.abs(A_ref)), 1.0))
