@@ -39,6 +39,7 @@ from numba import njit
 
 import dynamics as dyn
 from _common import loglog_slope, machine, per_call_us, table, write_section
+from dynamics._checks import NO_FORCE
 from dynamics.aba import aba_kernel
 from dynamics.aba_derivatives import aba_derivatives_kernel
 from dynamics.crba import crba_kernel
@@ -94,28 +95,28 @@ def central_differences(f, data, X, n_inputs, h):
 
 @njit
 def _tau(args, q, v, a):
-    return rnea_kernel(*args, q, v, a)
+    return rnea_kernel(args, q, v, a, NO_FORCE)
 
 
 @njit
 def _qdd(args, q, v, tau):
-    return aba_kernel(*args, q, v, tau)
+    return aba_kernel(args, q, v, tau, NO_FORCE)
 
 
 @njit
 def _M(args, q, v, a):
-    return crba_kernel(args[0], args[1], args[2], args[3], q)[0]
+    return crba_kernel(args, q)[0]
 
 
 @njit
 def _tau_fo(args, q, v, a):
-    dtau_dq, dtau_dv = rnea_derivatives_kernel(*args, q, v, a)
+    dtau_dq, dtau_dv = rnea_derivatives_kernel(args, q, v, a, NO_FORCE)
     return np.stack((dtau_dq, dtau_dv))
 
 
 @njit
 def _qdd_fo(args, q, v, tau):
-    _, dqdd_dq, dqdd_dv, Minv = aba_derivatives_kernel(*args, q, v, tau)
+    _, dqdd_dq, dqdd_dv, Minv = aba_derivatives_kernel(args, q, v, tau, NO_FORCE)
     return np.stack((dqdd_dq, dqdd_dv, Minv))
 
 
@@ -131,7 +132,7 @@ PUBLIC = {
 
 def compiled(model):
     """FD backend: the compiled loop around the kernels."""
-    args = (model.topology, model.joint_placement, model.axis, model.inertia, model.gravity)
+    args = model.arrays
     return central_differences, KERNELS, args
 
 

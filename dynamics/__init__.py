@@ -8,6 +8,8 @@ Public API ::
     qdd  = dyn.aba(model, q, v, tau)         # forward dynamics
     M    = dyn.crba(model, q)                # joint-space inertia matrix
     Minv = dyn.minv(model, q)                # its analytical inverse (Carpentier)
+    model = dyn.load_urdf(path, root_joint="free-flyer", package_dirs=[...])   # floating base
+    q1 = dyn.integrate(model, q, dv);  dv = dyn.difference(model, q0, q1)      # Lie-group ops
     Hqq, Hvv, Hqv, Hqtau = dyn.aba_second_derivatives_contracted(model, q, v, tau, lam)  # Σ_i λ_i ∂²q̈_i
 """
 from .aba import aba
@@ -17,6 +19,7 @@ from .aba_second_derivatives_contracted import aba_second_derivatives_contracted
 from .builder import ModelBuilder
 from .crba import crba
 from .energy import kinetic_energy, potential_energy
+from .joints import difference, integrate, neutral, normalize, random_configuration
 from .kinematics import frame_jacobian, frame_placement
 from .kinematics_derivatives import point_hessian, point_jacobian, point_position
 from . import batch
@@ -31,6 +34,7 @@ from . import models
 
 __all__ = [
     "Model", "ModelBuilder", "Frame", "Geometry", "load_urdf", "models",
+    "integrate", "difference", "neutral", "normalize", "random_configuration",
     "rnea", "aba", "crba", "minv", "nonlinear_effects", "gravity_torques",
     "kinetic_energy", "potential_energy", "frame_placement", "frame_jacobian",
     "rnea_derivatives", "aba_derivatives", "rnea_second_derivatives", "aba_second_derivatives",

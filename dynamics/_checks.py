@@ -33,6 +33,27 @@ def as_batch(x, n: int, name: str) -> np.ndarray:
     return x
 
 
+NO_FORCE = np.zeros((0, 6))
+"""The ``f_ext`` the kernels receive when no external force is applied."""
+
+
+def as_forces(model: Model, f_ext) -> np.ndarray:
+    """``f_ext`` as a C-contiguous (njoints, 6) float64 array of finite spatial forces,
+    ``NO_FORCE`` for None; ValueError naming it otherwise."""
+    if f_ext is None:
+        return NO_FORCE
+    n = model.njoints
+    try:
+        f = np.ascontiguousarray(f_ext, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"f_ext: expected an array of shape ({n}, 6), got {f_ext!r}") from None
+    if f.shape != (n, 6):
+        raise ValueError(f"f_ext: expected shape ({n}, 6) (one [linear; angular] force per joint), got {f.shape}")
+    if not np.all(np.isfinite(f)):
+        raise ValueError("f_ext: expected finite values, got NaN or inf")
+    return f
+
+
 def check_frame(model: Model, frame: str) -> Frame:
     """The model frame named ``frame`` (ValueError listing known names otherwise)."""
     if not isinstance(frame, str):

@@ -3,72 +3,101 @@
 Featherstone Table 7.1 in ground coordinates (no coordinate transforms needed):
 
     pass 1:  v_i = v_λ + S_i q̇_i,  c_i = v_i × S_i q̇_i,
-             I_i^A = I_i,  p_i^A = v_i ×* I_i v_i
+             I_i^A = I_i,  p_i^A = v_i ×* I_i v_i − f_i^ext
     pass 2:  U_i = I_i^A S_i,  D_i = S_iᵀ U_i,  u_i = τ_i − S_iᵀ p_i^A
              I^a = I_i^A − U_i U_iᵀ / D_i,  p^a = p_i^A + I^a c_i + U_i u_i / D_i
              I_λ^A += I^a,  p_λ^A += p^a
     pass 3:  a' = a_λ + c_i,  q̈_i = (u_i − U_iᵀ a') / D_i,  a_i = a' + S_i q̈_i
+
+For a joint of nv_j DoF, U_i is 6 × nv_j, D_i is nv_j × nv_j and the divisions are
+products with D_i⁻¹ (Featherstone Table 7.1 as written, for multi-DoF joints).
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
-from ._checks import as_vector
+from ._checks import as_forces, as_vector
 from .kinematics import kinematics_and_inertias
-from .model import PARENT, Model
-from .rnea import check_state
-from .spatial import crf_at, crm_at, dot6_at, mat6_vec_at
+from .model import IDX_V, NV, PARENT, Model
+from .rnea import check_state, subtract_external_force
+from .spatial import crf_at, crm_at, dot6_at, joint_inertia_inverse, joint_velocity, mat6_vec_at
+
+NOT_POSITIVE = "model: articulated inertia about a joint is not positive definite (massless leaf body?)"
 
 
 @njit(cache=True)
-def aba_kernel(topology, joint_placement, axis, inertia, gravity, q, v, tau):
-    """q̈ = FD(q, v, τ), inputs checked for NaN/inf."""
+def aba_kernel(m, q, v, tau, f_ext):
+    """q̈ = FD(q, v, τ, f_ext) (f_ext (n, 6) local, or (0, 6)), inputs checked for NaN/inf."""
     check_state(q, v, tau, "tau: expected finite values, got NaN or inf")
-    _, _, S, IA = kinematics_and_inertias(topology, joint_placement, axis, inertia, q)
-    n = topology.shape[0]
+    topology, gravity = m[0], m[4]
+    R, p, S, IA = kinematics_and_inertias(m, q)
+    n, nv = topology.shape[0], S.shape[0]
     vel, c, pA = np.empty((n, 6)), np.empty((n, 6)), np.empty((n, 6))
-    U, D, u = np.empty((n, 6)), np.empty(n), np.empty(n)
-    h = np.empty((1, 6))
+    U, UD, u, Dinv = np.empty((nv, 6)), np.empty((nv, 6)), np.empty(nv), np.empty((n, 6, 6))
+    h = np.empty((2, 6))
     for i in range(n):
         lam = topology[i, PARENT]
+        joint_velocity(topology, S, v, i, h, 1)
         for k in range(6):
-            vel[i, k] = (0.0 if lam < 0 else vel[lam, k]) + S[i, k] * v[i]
-        crm_at(vel, i, S, i, c, i)
-        for k in range(6):
-            c[i, k] *= v[i]
+            vel[i, k] = (0.0 if lam < 0 else vel[lam, k]) + h[1, k]
+        crm_at(vel, i, h, 1, c, i)
         mat6_vec_at(IA, i, vel, i, h, 0)
         crf_at(vel, i, h, 0, pA, i)
+        if f_ext.shape[0] > 0:
+            subtract_external_force(R, p, f_ext, i, pA)
     for i in range(n - 1, -1, -1):
-        mat6_vec_at(IA, i, S, i, U, i)
-        D[i] = dot6_at(S, i, U, i)
-        if not D[i] > 0.0:
-            raise ValueError("model: articulated inertia about a joint axis is not positive (massless leaf?)")
-        u[i] = tau[i] - dot6_at(S, i, pA, i)
+        c0, k = topology[i, IDX_V], topology[i, NV]
+        for a in range(c0, c0 + k):
+            mat6_vec_at(IA, i, S, a, U, a)
+            u[a] = tau[a] - dot6_at(S, a, pA, i)
+        if not joint_inertia_inverse(topology, S, U, i, Dinv):
+            raise ValueError(NOT_POSITIVE)
         lam = topology[i, PARENT]
         if lam < 0:
             continue
-        for r in range(6):
-            for k in range(6):
-                IA[i, r, k] -= U[i, r] * U[i, k] / D[i]
+        for a in range(k):  # U D⁻¹ column by column
+            for r in range(6):
+                s = 0.0
+                for b in range(k):
+                    s += U[c0 + b, r] * Dinv[i, b, a]
+                UD[c0 + a, r] = s
+        for a in range(c0, c0 + k):
+            for r in range(6):
+                for col in range(6):
+                    IA[i, r, col] -= UD[a, r] * U[a, col]
         mat6_vec_at(IA, i, c, i, h, 0)
         for r in range(6):
-            pA[lam, r] += pA[i, r] + h[0, r] + U[i, r] * u[i] / D[i]
-            for k in range(6):
-                IA[lam, r, k] += IA[i, r, k]
-    qdd = np.empty(n)
+            s = pA[i, r] + h[0, r]
+            for a in range(c0, c0 + k):
+                s += UD[a, r] * u[a]
+            pA[lam, r] += s
+            for col in range(6):
+                IA[lam, r, col] += IA[i, r, col]
+    qdd = np.empty(nv)
     acc = c  # a_i overwrites c_i once used
     for i in range(n):
         lam = topology[i, PARENT]
-        for k in range(6):
-            acc[i, k] += acc[lam, k] if lam >= 0 else (-gravity[k - 3] if k >= 3 else 0.0)
-        qdd[i] = (u[i] - dot6_at(U, i, acc, i)) / D[i]
-        for k in range(6):
-            acc[i, k] += S[i, k] * qdd[i]
+        c0, k = topology[i, IDX_V], topology[i, NV]
+        for r in range(6):
+            acc[i, r] += acc[lam, r] if lam >= 0 else (-gravity[r - 3] if r >= 3 else 0.0)
+        for a in range(k):
+            h[0, a] = u[c0 + a] - dot6_at(U, c0 + a, acc, i)
+        for a in range(k):
+            s = 0.0
+            for b in range(k):
+                s += Dinv[i, a, b] * h[0, b]
+            qdd[c0 + a] = s
+        for a in range(c0, c0 + k):
+            for r in range(6):
+                acc[i, r] += S[a, r] * qdd[a]
     return qdd
 
 
-def aba(model: Model, q, v, tau) -> np.ndarray:
-    """Forward dynamics q̈ (nv,) = M(q)⁻¹ (τ − C(q, v)·v − g(q))."""
+def aba(model: Model, q, v, tau, f_ext=None) -> np.ndarray:
+    """Forward dynamics q̈ (nv,) = M(q)⁻¹ (τ + Σ_i J_iᵀ f_i^ext − C(q, v)·v − g(q)).
+
+    ``f_ext`` (njoints, 6), optional: external forces as in :func:`dynamics.rnea`.
+    """
     q, v, tau = as_vector(q, model.nq, "q"), as_vector(v, model.nv, "v"), as_vector(tau, model.nv, "tau")
-    return aba_kernel(model.topology, model.joint_placement, model.axis, model.inertia, model.gravity, q, v, tau)
+    return aba_kernel(model.arrays, q, v, tau, as_forces(model, f_ext))

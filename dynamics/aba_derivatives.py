@@ -19,12 +19,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._checks import as_vector
+from ._checks import as_forces, as_vector
 from .minv import minv_kernel
 from .model import PARENT, Model
 from .rnea import check_state, rnea_passes
 from .rnea_derivatives import rnea_derivative_passes
-from .spatial import mat6_vec_at
+from .spatial import joint_velocity, mat6_vec_at
 
 
 @njit(cache=True)
@@ -36,8 +36,10 @@ def add_joint_acceleration(topology, S, I, qdd, acc, fC):
     da, dfC = work[0], work[1]
     for i in range(n):
         lam = topology[i, PARENT]
+        joint_velocity(topology, S, qdd, i, da, i)
         for k in range(6):
-            da[i, k] = S[i, k] * qdd[i] + (da[lam, k] if lam >= 0 else 0.0)
+            if lam >= 0:
+                da[i, k] += da[lam, k]
             acc[i, k] += da[i, k]
         mat6_vec_at(I, i, da, i, dfC, i)
     for i in range(n - 1, -1, -1):
@@ -49,48 +51,50 @@ def add_joint_acceleration(topology, S, I, qdd, acc, fC):
 
 
 @njit(cache=True)
-def aba_derivatives_kernel(topology, joint_placement, axis, inertia, gravity, q, v, tau):
-    """(q̈ (n,), ∂q̈/∂q (n, n), ∂q̈/∂q̇ (n, n), M⁻¹ (n, n)), inputs checked for NaN/inf."""
-    return aba_derivatives_data(topology, joint_placement, axis, inertia, gravity, q, v, tau)[:4]
+def aba_derivatives_kernel(m, q, v, tau, f_ext):
+    """(q̈ (nv,), ∂q̈/∂q (nv, nv), ∂q̈/∂q̇ (nv, nv), M⁻¹ (nv, nv)), inputs checked for NaN/inf."""
+    return aba_derivatives_data(m, q, v, tau, f_ext)[:4]
 
 
 @njit(cache=True)
-def aba_derivatives_data(topology, joint_placement, axis, inertia, gravity, q, v, tau):
+def aba_derivatives_data(m, q, v, tau, f_ext):
     """:func:`aba_derivatives_kernel` plus the first-order data at q̈ that second-order
     passes start from: (S, I^C, B^C, rates = (Ψ̇, Ψ̈, Ṡ), joint vectors T) of
-    :func:`dynamics.rnea_derivatives.rnea_derivative_passes`, as a 6th element."""
+    :func:`dynamics.rnea_derivatives.rnea_derivative_passes`, as a 5th element."""
     check_state(q, v, tau, "tau: expected finite values, got NaN or inf")
-    n = topology.shape[0]
-    Minv = minv_kernel(topology, joint_placement, axis, inertia, q)
-    S, I, vel, acc, fC, b = rnea_passes(topology, joint_placement, axis, inertia, gravity, q, v, np.zeros(n))
-    qdd = np.empty(n)
-    for r in range(n):  # FD = M⁻¹ (τ − b)
+    topology = m[0]
+    Minv = minv_kernel(m, q)
+    n, nv = topology.shape[0], v.shape[0]
+    S, I, vel, acc, fC, b = rnea_passes(m, q, v, np.zeros(nv), f_ext)
+    qdd = np.empty(nv)
+    for r in range(nv):  # FD = M⁻¹ (τ − b)
         s = 0.0
-        for k in range(n):
+        for k in range(nv):
             s += Minv[r, k] * (tau[k] - b[k])
         qdd[r] = s
     add_joint_acceleration(topology, S, I, qdd, acc, fC)
-    out = np.empty((4, n, n))
+    out = np.empty((4, nv, nv))
     dtau_dq, dtau_dv, dqdd_dq, dqdd_dv = out[0], out[1], out[2], out[3]
-    rates, BC, T = np.empty((3, n, 6)), np.empty((n, 6, 6)), np.empty((n, 6, 6))
-    rnea_derivative_passes(topology, gravity, S, I, vel, acc, fC, rates, BC, T, dtau_dq, dtau_dv)
-    for r in range(n):  # eq. 24: −M⁻¹ ∂ID/∂u
-        for c in range(n):
+    rates, BC, T = np.empty((3, nv, 6)), np.empty((n, 6, 6)), np.empty((nv, 6, 6))
+    rnea_derivative_passes(topology, m[4], S, I, vel, acc, fC, rates, BC, T, dtau_dq, dtau_dv)
+    for r in range(nv):  # eq. 24: −M⁻¹ ∂ID/∂u
+        for c in range(nv):
             sq = sv = 0.0
-            for k in range(n):
+            for k in range(nv):
                 sq += Minv[r, k] * dtau_dq[k, c]
                 sv += Minv[r, k] * dtau_dv[k, c]
             dqdd_dq[r, c], dqdd_dv[r, c] = -sq, -sv
     return qdd, dqdd_dq, dqdd_dv, Minv, (S, I, BC, rates, T)
 
 
-def aba_derivatives(model: Model, q, v, tau) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Partial derivatives of forward dynamics q̈ = FD(q, v, τ), gravity included.
+def aba_derivatives(model: Model, q, v, tau, f_ext=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Partial derivatives of forward dynamics q̈ = FD(q, v, τ, f_ext), gravity included;
+    ``f_ext`` as in :func:`dynamics.rnea`.
 
     Returns ``(dqdd_dq, dqdd_dv, dqdd_dtau)``, each (nv, nv) with
-    ``dqdd_dq[i, j] = ∂q̈_i/∂q_j``; ``dqdd_dtau`` = M(q)⁻¹ (symmetric).
+    ``dqdd_dq[i, j] = ∂q̈_i/∂q_j`` (tangent direction j, as :func:`dynamics.rnea_derivatives`);
+    ``dqdd_dtau`` = M(q)⁻¹ (symmetric).
     """
     q, v, tau = as_vector(q, model.nq, "q"), as_vector(v, model.nv, "v"), as_vector(tau, model.nv, "tau")
-    _, dqdd_dq, dqdd_dv, Minv = aba_derivatives_kernel(model.topology, model.joint_placement, model.axis,
-                                                       model.inertia, model.gravity, q, v, tau)
+    _, dqdd_dq, dqdd_dv, Minv = aba_derivatives_kernel(model.arrays, q, v, tau, as_forces(model, f_ext))
     return dqdd_dq, dqdd_dv, Minv

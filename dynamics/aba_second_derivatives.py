@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._checks import as_vector
+from ._checks import as_forces, as_vector
 from .aba_derivatives import aba_derivatives_kernel
 from .model import Model
 from .rnea_second_derivatives import idsva_so_kernel
@@ -77,15 +77,14 @@ def _outer_term(Minv, inner):
 
 
 @njit(cache=True)
-def fdsva_so_terms(topology, joint_placement, axis, inertia, gravity, q, v, qdd, dqdd_dq, dqdd_dv, Minv):
+def fdsva_so_terms(m, q, v, f_ext, qdd, dqdd_dq, dqdd_dv, Minv):
     """FDSVA-SO from the first-order results at (q, v, τ): q̈, ∂q̈/∂q, ∂q̈/∂v, M⁻¹ (n, n).
 
     For callers that already ran :func:`dynamics.aba_derivatives.aba_derivatives_kernel`.
     Returns (d2qdd_dq2, d2qdd_dv2, d2qdd_dqdv, d2qdd_dqdtau), each (n, n, n); inputs are
     not checked.
     """
-    d2tau_dq2, d2tau_dv2, d2tau_dqdv, dM_dq = idsva_so_kernel(topology, joint_placement, axis, inertia,
-                                                              gravity, q, v, qdd)
+    d2tau_dq2, d2tau_dv2, d2tau_dqdv, dM_dq = idsva_so_kernel(m, q, v, qdd, f_ext)
     _add_dM_times(dM_dq, dqdd_dq, d2tau_dq2, False)  # Inner-Terms, in place
     _add_dM_times(dM_dq, dqdd_dq, d2tau_dq2, True)
     _add_dM_times(dM_dq, dqdd_dv, d2tau_dqdv, False)
@@ -96,15 +95,13 @@ def fdsva_so_terms(topology, joint_placement, axis, inertia, gravity, q, v, qdd,
 
 
 @njit(cache=True)
-def fdsva_so_kernel(topology, joint_placement, axis, inertia, gravity, q, v, tau):
+def fdsva_so_kernel(m, q, v, tau, f_ext):
     """(d2qdd_dq2, d2qdd_dv2, d2qdd_dqdv, d2qdd_dqdtau), each (n, n, n); inputs checked."""
-    qdd, dqdd_dq, dqdd_dv, Minv = aba_derivatives_kernel(topology, joint_placement, axis, inertia,
-                                                         gravity, q, v, tau)
-    return fdsva_so_terms(topology, joint_placement, axis, inertia, gravity, q, v,
-                          qdd, dqdd_dq, dqdd_dv, Minv)
+    qdd, dqdd_dq, dqdd_dv, Minv = aba_derivatives_kernel(m, q, v, tau, f_ext)
+    return fdsva_so_terms(m, q, v, f_ext, qdd, dqdd_dq, dqdd_dv, Minv)
 
 
-def aba_second_derivatives(model: Model, q, v, tau) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def aba_second_derivatives(model: Model, q, v, tau, f_ext=None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Second-order partials of q̈ = FD(q, v, τ) by FDSVA-SO (Singh, Russell & Wensing 2023 eq. 44–49).
 
     Returns ``(d2qdd_dq2, d2qdd_dv2, d2qdd_dqdv, d2qdd_dqdtau)``, each (nv, nv, nv), laid
@@ -112,5 +109,4 @@ def aba_second_derivatives(model: Model, q, v, tau) -> tuple[np.ndarray, np.ndar
     d2qdd_dqdtau[i, j, k] = ∂²q̈_i/∂q_j∂τ_k = ∂(M⁻¹)_ik/∂q_j. (∂²q̈/∂τ² = ∂²q̈/∂v∂τ = 0.)
     """
     q, v, tau = as_vector(q, model.nq, "q"), as_vector(v, model.nv, "v"), as_vector(tau, model.nv, "tau")
-    return fdsva_so_kernel(model.topology, model.joint_placement, model.axis, model.inertia,
-                           model.gravity, q, v, tau)
+    return fdsva_so_kernel(model.arrays, q, v, tau, as_forces(model, f_ext))

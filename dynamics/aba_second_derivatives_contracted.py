@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._checks import as_vector
+from ._checks import as_forces, as_vector
 from .aba_derivatives import aba_derivatives_data
 from .kinematics import all_finite
 from .model import Model
@@ -64,19 +64,19 @@ def fdsva_so_contracted_terms(topology, dqdd_dq, dqdd_dv, Minv, data, lam, Hqq, 
 
 
 @njit(cache=True)
-def fdsva_so_contracted_kernel(topology, joint_placement, axis, inertia, gravity, q, v, tau, lam):
+def fdsva_so_contracted_kernel(m, q, v, tau, f_ext, lam):
     """(Hqq, Hvv, Hqv, Hqtau), each (n, n); inputs checked for NaN/inf."""
     if not all_finite(lam):
         raise ValueError("lam: expected finite values, got NaN or inf")
-    _, dqdd_dq, dqdd_dv, Minv, data = aba_derivatives_data(topology, joint_placement, axis, inertia, gravity,
-                                                           q, v, tau)
+    _, dqdd_dq, dqdd_dv, Minv, data = aba_derivatives_data(m, q, v, tau, f_ext)
+    topology = m[0]
     n = topology.shape[0]
     out = np.empty((5, n, n))
     fdsva_so_contracted_terms(topology, dqdd_dq, dqdd_dv, Minv, data, lam, out[0], out[1], out[2], out[3], out[4])
     return out[0], out[1], out[2], out[3]
 
 
-def aba_second_derivatives_contracted(model: Model, q, v, tau, lam) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+def aba_second_derivatives_contracted(model: Model, q, v, tau, lam, f_ext=None) -> tuple[np.ndarray, np.ndarray, np.ndarray,
                                                                               np.ndarray]:
     """Second-order partials of q̈ = FD(q, v, τ) contracted with λ (nv,), no n³ tensor formed.
 
@@ -87,5 +87,4 @@ def aba_second_derivatives_contracted(model: Model, q, v, tau, lam) -> tuple[np.
     """
     q, v, tau = as_vector(q, model.nq, "q"), as_vector(v, model.nv, "v"), as_vector(tau, model.nv, "tau")
     lam = as_vector(lam, model.nv, "lam")
-    return fdsva_so_contracted_kernel(model.topology, model.joint_placement, model.axis, model.inertia,
-                                      model.gravity, q, v, tau, lam)
+    return fdsva_so_contracted_kernel(model.arrays, q, v, tau, as_forces(model, f_ext), lam)

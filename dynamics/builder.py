@@ -11,18 +11,30 @@ child link, origin, axis, limits) in any order, then ``build()``:
    theorem) and kept as named frames;
 3. packs the arrays the compiled algorithms read (see :mod:`dynamics.model`).
 
-Links fixed to the root (the base) carry no dynamics: the base does not move.
+Links fixed to the root (the base) carry no dynamics when the base does not move, and
+their inertias are not checked. With ``root_joint`` the root link is attached to the
+world by a free-flyer, planar or spherical joint named ``"root_joint"`` (as Pinocchio's
+``buildModelFromUrdf(path, JointModelFreeFlyer())``) and becomes the first moving body.
+
+Inertias of moving bodies are checked (see
+:func:`dynamics.model.spatial_inertia_is_valid`): a negative mass or a clearly
+non-physical inertia is a ValueError; a triangle-inequality violation within a small
+relative tolerance loads with a warning, or is an error with ``strict_inertia``.
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .model import (
-    JOINT_TYPES, PARENT, JTYPE, SUBTREE_END, Frame, Geometry, Model,
+    IDX_Q, IDX_V, JOINT_SIZES, JOINT_TYPES, JTYPE, NQ, NV, PARENT, PLANAR, SUBTREE_END, Frame, Geometry, Model,
     spatial_inertia_is_valid,
 )
+
+NEGLIGIBLE = 1e-3
+ROOT_JOINTS = {"free-flyer": "floating", "planar": "planar", "spherical": "spherical"}
 
 
 @dataclass
@@ -69,9 +81,8 @@ class ModelBuilder:
         inertia = np.zeros((3, 3)) if inertia is None else np.array(inertia, dtype=float)
         if inertia.shape != (3, 3):
             raise ValueError(f"link {name!r}: inertia must be 3×3, got shape {inertia.shape}")
-        why = spatial_inertia_is_valid(float(mass), inertia)
-        if why:
-            raise ValueError(f"link {name!r}: {why}")
+        if not np.isfinite(mass) or mass < 0:
+            raise ValueError(f"link {name!r}: mass must be finite and ≥ 0, got {mass}")
         origin = np.eye(4) if inertial_origin is None else np.array(inertial_origin, dtype=float)
         if origin.shape != (4, 4) or not np.all(np.isfinite(origin)):
             raise ValueError(f"link {name!r}: inertial_origin must be a finite 4×4 transform")
@@ -90,24 +101,25 @@ class ModelBuilder:
         velocity: float = np.inf,
         effort: float = np.inf,
     ) -> None:
-        """Add a joint of ``kind`` revolute, continuous, prismatic or fixed."""
-        if kind in ("floating", "planar"):
-            raise ValueError(
-                f"joint {name!r}: type {kind!r} is not supported yet (multi-DoF joints); "
-                "supported: revolute, continuous, prismatic, fixed"
-            )
+        """Add a joint of ``kind`` revolute, continuous, prismatic, fixed, floating
+        (free-flyer), planar (motion in the x–y plane of the joint frame: ``axis`` must be
+        z) or spherical. Limits apply to 1-DoF joints; multi-DoF joints are unbounded."""
         if kind not in JOINT_TYPES and kind != "fixed":
             raise ValueError(
-                f"joint {name!r}: unknown type {kind!r}; expected revolute, continuous, prismatic or fixed"
+                f"joint {name!r}: unknown type {kind!r}; expected revolute, continuous, prismatic, fixed, "
+                "floating, planar or spherical"
             )
+        if JOINT_TYPES.get(kind) == PLANAR and not np.allclose(np.asarray(axis, float), (0.0, 0.0, 1.0)):
+            raise ValueError(f"joint {name!r}: a planar joint moves in the x–y plane of its frame; "
+                             f"its axis must be (0, 0, 1), got {axis}")
         if any(j.name == name for j in self._joints):
             raise ValueError(f"joint: duplicate joint name {name!r}")
         axis = np.array(axis, dtype=float)
         norm = np.linalg.norm(axis) if axis.shape == (3,) else 0.0
         if kind != "fixed" and (not np.isfinite(norm) or norm < 1e-12):
             raise ValueError(f"joint {name!r}: axis must be a non-zero 3-vector, got {axis}")
-        if kind == "continuous":
-            lower, upper = -np.inf, np.inf
+        if kind == "continuous" or JOINT_SIZES[JOINT_TYPES.get(kind, 0)][1] > 1:
+            lower, upper, velocity, effort = -np.inf, np.inf, np.inf, np.inf
         if np.isnan([lower, upper, velocity, effort]).any():
             raise ValueError(f"joint {name!r}: limits must be numbers, got NaN")
         if lower > upper:
@@ -118,18 +130,30 @@ class ModelBuilder:
         axis = axis / norm if kind != "fixed" else axis
         self._joints.append(_Joint(name, kind, parent, child, origin, axis, (lower, upper, velocity, effort)))
 
-    def build(self) -> Model:
-        """Check the tree, number the joints depth-first and pack the model."""
+    def build(self, root_joint: str | None = None, strict_inertia: bool = False, source: str | None = None) -> Model:
+        """Check the tree, number the joints depth-first and pack the model.
+
+        ``root_joint`` (None, "free-flyer", "planar" or "spherical") attaches the root
+        link to the world by that joint, named "root_joint"; ``strict_inertia`` makes a
+        triangle-inequality violation within tolerance an error instead of a warning;
+        ``source`` is recorded as ``model.source``.
+        """
+        if root_joint is not None and root_joint not in ROOT_JOINTS:
+            raise ValueError(f"root_joint: expected None or one of {sorted(ROOT_JOINTS)}, got {root_joint!r}")
         children = self._check_tree()
         root = next(n for n in self._links if n not in {j.child for j in self._joints})
-        tree = _Packer(self._links)
-        tree.add_root(root)
+        tree = _Packer(self._links, strict_inertia)
+        if root_joint is None:
+            tree.add_root(root)
+        else:
+            tree.add_joint(_Joint("root_joint", ROOT_JOINTS[root_joint], "", root, np.eye(4), np.array([0.0, 0.0, 1.0]),
+                                  (-np.inf, np.inf, np.inf, np.inf)))
         stack = [(root, j) for j in reversed(children.get(root, []))]
         while stack:
             _, joint = stack.pop()
             tree.add_joint(joint)
             stack.extend((joint.child, j) for j in reversed(children.get(joint.child, [])))
-        return tree.model(self.name)
+        return tree.model(self.name, source)
 
     def _check_tree(self) -> dict[str, list[_Joint]]:
         if not self._links:
@@ -165,13 +189,15 @@ class ModelBuilder:
 class _Packer:
     """Accumulates bodies in depth-first order and merges fixed links."""
 
-    def __init__(self, links: dict[str, _Link]) -> None:
+    def __init__(self, links: dict[str, _Link], strict_inertia: bool) -> None:
         self.links = links
+        self.strict_inertia = strict_inertia
         self.link_body: dict[str, tuple[int, np.ndarray]] = {}
         self.joints: list[_Joint] = []
         self.parent: list[int] = []
         self.placement: list[np.ndarray] = []
         self.parts: list[list[tuple[float, np.ndarray, np.ndarray]]] = []
+        self.part_links: list[list[_Link]] = []
         self.frames: list[Frame] = []
         self.visuals: list[Geometry] = []
         self.collisions: list[Geometry] = []
@@ -180,7 +206,7 @@ class _Packer:
         self._attach(name, -1, np.eye(4))
 
     def add_joint(self, j: _Joint) -> None:
-        body, T_parent = self.link_body[j.parent]
+        body, T_parent = self.link_body[j.parent] if j.parent else (-1, np.eye(4))
         T = T_parent @ j.origin
         if j.kind == "fixed":
             self._attach(j.child, body, T)
@@ -189,6 +215,7 @@ class _Packer:
         self.parent.append(body)
         self.placement.append(T)
         self.parts.append([])
+        self.part_links.append([])
         self._attach(j.child, len(self.joints) - 1, np.eye(4))
 
     def _attach(self, name: str, body: int, T: np.ndarray) -> None:
@@ -197,21 +224,52 @@ class _Packer:
         self.frames.append(Frame(name, body, T))
         self.visuals += link.visuals
         self.collisions += link.collisions
-        if body >= 0 and link.mass > 0:
-            Ti = T @ link.inertial
-            R = Ti[:3, :3]
-            self.parts[body].append((link.mass, Ti[:3, 3].copy(), R @ link.inertia @ R.T))
+        if body < 0:
+            return  # welded to the world: no dynamics, nothing to check
+        Ti = T @ link.inertial
+        R = Ti[:3, :3]
+        self.parts[body].append((link.mass, Ti[:3, 3].copy(), R @ link.inertia @ R.T))
+        self.part_links[body].append(link)
 
-    def model(self, name: str) -> Model:
+    def _check_inertias(self) -> None:
+        """Check every link of every moving body (see the module docstring).
+
+        A link whose own inertia is not physical is still accepted, with a warning, when
+        it weighs at most ``NEGLIGIBLE`` of its body and the body as a whole is physical:
+        the dummy inertias of root links (ANYmal, HyQ) cannot affect the dynamics.
+        """
+        for parts, links in zip(self.parts, self.part_links):
+            body = _combine(parts)
+            body_ok = not spatial_inertia_is_valid(body[0], body[4:].reshape(3, 3), self.strict_inertia)[0]
+            for link in links:
+                error, warning = spatial_inertia_is_valid(link.mass, link.inertia, self.strict_inertia)
+                if error and not (body_ok and link.mass <= NEGLIGIBLE * body[0]):
+                    raise ValueError(f"link {link.name!r}: {error}")
+                if error:
+                    warning = f"{error}; negligible in its body (mass {link.mass:g} of {body[0]:g} kg), loaded as is"
+                elif warning:
+                    warning += "; loaded as is (strict_inertia=True refuses it)"
+                if warning:
+                    warnings.warn(f"link {link.name!r}: {warning}", stacklevel=5)
+
+    def model(self, name: str, source: str | None) -> Model:
+        self._check_inertias()
         n = len(self.joints)
-        topology = np.zeros((n, 3), dtype=np.int64)
+        topology = np.zeros((n, 7), dtype=np.int64)
         topology[:, PARENT] = self.parent
+        iq = iv = 0
         for i, j in enumerate(self.joints):
-            topology[i, JTYPE] = JOINT_TYPES[j.kind]
+            jt = JOINT_TYPES[j.kind]
+            topology[i, [JTYPE, IDX_Q, IDX_V]] = jt, iq, iv
+            topology[i, [NQ, NV]] = JOINT_SIZES[jt]
+            iq, iv = iq + JOINT_SIZES[jt][0], iv + JOINT_SIZES[jt][1]
         for i in range(n - 1, -1, -1):
             topology[i, SUBTREE_END] = max([i + 1] + [topology[k, SUBTREE_END] for k in range(i + 1, n) if self.parent[k] == i])
         inertia = np.array([_combine(p) for p in self.parts]).reshape(n, 13)
-        limits = np.array([j.limits for j in self.joints], dtype=float).reshape(n, 4)
+        position = np.array([(j.limits[0], j.limits[1]) for i, j in enumerate(self.joints)
+                             for _ in range(topology[i, NQ])], dtype=float).reshape(-1, 2)
+        rate = np.array([(j.limits[2], j.limits[3]) for i, j in enumerate(self.joints)
+                         for _ in range(topology[i, NV])], dtype=float).reshape(-1, 2)
         return Model(
             name=name,
             joint_names=tuple(j.name for j in self.joints),
@@ -220,13 +278,14 @@ class _Packer:
             joint_placement=np.array(self.placement, dtype=float).reshape(n, 4, 4),
             axis=np.array([j.axis for j in self.joints], dtype=float).reshape(n, 3),
             inertia=inertia,
-            lower_limit=limits[:, 0].copy(),
-            upper_limit=limits[:, 1].copy(),
-            velocity_limit=limits[:, 2].copy(),
-            effort_limit=limits[:, 3].copy(),
+            lower_limit=position[:, 0].copy(),
+            upper_limit=position[:, 1].copy(),
+            velocity_limit=rate[:, 0].copy(),
+            effort_limit=rate[:, 1].copy(),
             frames=tuple(self.frames),
             visuals=tuple(self.visuals),
             collisions=tuple(self.collisions),
+            source=source,
         )
 
 
@@ -235,7 +294,7 @@ def _combine(parts: list[tuple[float, np.ndarray, np.ndarray]]) -> np.ndarray:
     out = np.zeros(13)
     m = sum(p[0] for p in parts)
     if m == 0.0:
-        return out
+        return out  # massless: the inertias of massless parts are dropped
     c = sum(p[0] * p[1] for p in parts) / m
     Ic = np.zeros((3, 3))
     for mk, ck, Ik in parts:

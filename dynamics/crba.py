@@ -12,24 +12,26 @@ from numba import njit
 
 from ._checks import as_vector
 from .kinematics import kinematics_and_inertias
-from .model import PARENT, Model
+from .model import IDX_V, NV, PARENT, Model
 from .spatial import add_to_parent, dot6_at, mat6_vec_at
 
 
 @njit(cache=True)
-def crba_kernel(topology, joint_placement, axis, inertia, q):
-    """M (n, n), full symmetric, and the composite inertias I^C (n, 6, 6); q checked for NaN/inf."""
-    _, _, S, IC = kinematics_and_inertias(topology, joint_placement, axis, inertia, q)
-    n = topology.shape[0]
-    M = np.zeros((n, n))
+def crba_kernel(m, q):
+    """M (nv, nv), full symmetric, and the composite inertias I^C (n, 6, 6); q checked."""
+    topology = m[0]
+    _, _, S, IC = kinematics_and_inertias(m, q)
+    nv = S.shape[0]
+    M = np.zeros((nv, nv))
     F = np.empty((1, 6))
-    for i in range(n - 1, -1, -1):
-        mat6_vec_at(IC, i, S, i, F, 0)
-        M[i, i] = dot6_at(S, i, F, 0)
-        j = topology[i, PARENT]
-        while j >= 0:
-            M[i, j] = M[j, i] = dot6_at(S, j, F, 0)
-            j = topology[j, PARENT]
+    for i in range(topology.shape[0] - 1, -1, -1):
+        for c in range(topology[i, IDX_V], topology[i, IDX_V] + topology[i, NV]):
+            mat6_vec_at(IC, i, S, c, F, 0)
+            j = i
+            while j >= 0:  # M_cd = S_dᵀ I_i^C S_c for the columns d of every j ⪯ i
+                for d in range(topology[j, IDX_V], topology[j, IDX_V] + topology[j, NV]):
+                    M[c, d] = M[d, c] = dot6_at(S, d, F, 0)
+                j = topology[j, PARENT]
         add_to_parent(topology, IC, i)
     return M, IC
 
@@ -37,4 +39,4 @@ def crba_kernel(topology, joint_placement, axis, inertia, q):
 def crba(model: Model, q) -> np.ndarray:
     """Joint-space inertia matrix M(q) (nv, nv), full and symmetric."""
     q = as_vector(q, model.nq, "q")
-    return crba_kernel(model.topology, model.joint_placement, model.axis, model.inertia, q)[0]
+    return crba_kernel(model.arrays, q)[0]

@@ -11,22 +11,24 @@ from numba import njit
 from ._checks import as_vector
 from .kinematics import all_finite, kinematics_and_inertias
 from .model import PARENT, Model
-from .spatial import dot6_at, mat6_vec_at
+from .spatial import dot6_at, joint_velocity, mat6_vec_at
 
 
 @njit(cache=True)
-def _energies(topology, joint_placement, axis, inertia, gravity, q, v):
+def _energies(m, q, v):
     if not all_finite(v):
         raise ValueError("v: expected finite values, got NaN or inf")
-    R, p, S, I = kinematics_and_inertias(topology, joint_placement, axis, inertia, q)
+    topology, inertia, gravity = m[0], m[3], m[4]
+    R, p, S, I = kinematics_and_inertias(m, q)
     n = topology.shape[0]
     vel = np.zeros((n, 6))
-    h = np.empty((1, 6))
+    h = np.empty((2, 6))
     T = V = 0.0
     for i in range(n):
         lam = topology[i, PARENT]
+        joint_velocity(topology, S, v, i, h, 1)
         for k in range(6):
-            vel[i, k] = (0.0 if lam < 0 else vel[lam, k]) + S[i, k] * v[i]
+            vel[i, k] = (0.0 if lam < 0 else vel[lam, k]) + h[1, k]
         mat6_vec_at(I, i, vel, i, h, 0)
         T += 0.5 * dot6_at(vel, i, h, 0)
         for r in range(3):
@@ -38,11 +40,10 @@ def _energies(topology, joint_placement, axis, inertia, gravity, q, v):
 def kinetic_energy(model: Model, q, v) -> float:
     """Kinetic energy ½ vᵀ M(q) v, J."""
     q, v = as_vector(q, model.nq, "q"), as_vector(v, model.nv, "v")
-    return _energies(model.topology, model.joint_placement, model.axis, model.inertia, model.gravity, q, v)[0]
+    return _energies(model.arrays, q, v)[0]
 
 
 def potential_energy(model: Model, q) -> float:
     """Gravitational potential energy −Σ m_i gᵀ c_i (zero at the world origin), J."""
     q = as_vector(q, model.nq, "q")
-    z = np.zeros(model.nv)
-    return _energies(model.topology, model.joint_placement, model.axis, model.inertia, model.gravity, q, z)[1]
+    return _energies(model.arrays, q, np.zeros(model.nv))[1]

@@ -11,8 +11,9 @@ import numpy as np
 from numba import njit
 
 from ._checks import as_vector, check_frame
-from .model import PARENT, Model
-from .spatial import joint_transform, motion_subspace, world_inertia
+from .joints import check_configuration, joint_transform, motion_subspace
+from .model import IDX_V, NV, PARENT, Model
+from .spatial import world_inertia
 
 
 @njit(cache=True)
@@ -25,37 +26,48 @@ def all_finite(x) -> bool:
 
 
 @njit(cache=True)
-def forward_kinematics(topology, joint_placement, axis, q, R, p, S):
-    """World poses (R (n,3,3), p (n,3)) of the joint frames and world S (n, 6)."""
+def tangent_size(topology):
+    """nv, the number of velocity variables (DoF columns) of the model."""
+    n = topology.shape[0]
+    return 0 if n == 0 else topology[n - 1, IDX_V] + topology[n - 1, NV]
+
+
+@njit(cache=True)
+def forward_kinematics(m, q, R, p, S):
+    """World poses (R (n,3,3), p (n,3)) of the joint frames and world S (nv, 6)."""
+    topology, joint_placement, axis = m[0], m[1], m[2]
+    J, t = np.empty((3, 3)), np.empty(3)
     for i in range(topology.shape[0]):
-        joint_transform(topology, joint_placement, axis, q, i, R, p)
+        joint_transform(topology, joint_placement, axis, q, i, R, p, J, t)
         motion_subspace(topology, axis, i, R, p, S)
 
 
 @njit(cache=True)
-def world_kinematics(topology, joint_placement, axis, q):
-    """(R (n,3,3), p (n,3), S (n,6)) of :func:`forward_kinematics`; q checked for NaN/inf."""
-    if not all_finite(q):
-        raise ValueError("q: expected finite values, got NaN or inf")
+def world_kinematics(m, q):
+    """(R (n,3,3), p (n,3), S (nv,6)) of :func:`forward_kinematics`; q checked
+    (NaN/inf, unit quaternions)."""
+    topology = m[0]
+    check_configuration(topology, q)
     n = topology.shape[0]
-    R, p, S = np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((n, 6))
-    forward_kinematics(topology, joint_placement, axis, q, R, p, S)
+    R, p, S = np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((tangent_size(topology), 6))
+    forward_kinematics(m, q, R, p, S)
     return R, p, S
 
 
 @njit(cache=True)
-def kinematics_and_inertias(topology, joint_placement, axis, inertia, q):
+def kinematics_and_inertias(m, q):
     """:func:`world_kinematics` plus world spatial inertias I (n, 6, 6); returns (R, p, S, I)."""
-    R, p, S = world_kinematics(topology, joint_placement, axis, q)
-    I = np.empty((topology.shape[0], 6, 6))
-    for i in range(topology.shape[0]):
+    R, p, S = world_kinematics(m, q)
+    inertia = m[3]
+    I = np.empty((inertia.shape[0], 6, 6))
+    for i in range(inertia.shape[0]):
         world_inertia(inertia, i, R, p, I)
     return R, p, S, I
 
 
 @njit(cache=True)
-def _frame_pose(topology, joint_placement, axis, q, body, placement):
-    R, p, S = world_kinematics(topology, joint_placement, axis, q)
+def _frame_pose(m, q, body, placement):
+    R, p, S = world_kinematics(m, q)
     Rb, pb = (np.eye(3), np.zeros(3)) if body < 0 else (R[body], p[body])
     Rf, pf = np.empty((3, 3)), np.empty(3)
     for r in range(3):
@@ -67,18 +79,19 @@ def _frame_pose(topology, joint_placement, axis, q, body, placement):
 
 
 @njit(cache=True)
-def _frame_jacobian(topology, joint_placement, axis, q, body, placement):
-    """World-aligned Jacobian (6, n) of the frame origin, rows [linear; angular]."""
-    Rf, pf, S = _frame_pose(topology, joint_placement, axis, q, body, placement)
-    n = topology.shape[0]
-    J = np.zeros((6, n))
+def _frame_jacobian(m, q, body, placement):
+    """World-aligned Jacobian (6, nv) of the frame origin, rows [linear; angular]."""
+    topology = m[0]
+    Rf, pf, S = _frame_pose(m, q, body, placement)
+    J = np.zeros((6, S.shape[0]))
     j = body
     while j >= 0:
-        w, vo = S[j, :3], S[j, 3:]
-        J[0, j] = vo[0] + w[1] * pf[2] - w[2] * pf[1]
-        J[1, j] = vo[1] + w[2] * pf[0] - w[0] * pf[2]
-        J[2, j] = vo[2] + w[0] * pf[1] - w[1] * pf[0]
-        J[3:, j] = w
+        for c in range(topology[j, IDX_V], topology[j, IDX_V] + topology[j, NV]):
+            w, vo = S[c, :3], S[c, 3:]
+            J[0, c] = vo[0] + w[1] * pf[2] - w[2] * pf[1]
+            J[1, c] = vo[1] + w[2] * pf[0] - w[0] * pf[2]
+            J[2, c] = vo[2] + w[0] * pf[1] - w[1] * pf[0]
+            J[3:, c] = w
         j = topology[j, PARENT]
     return J
 
@@ -87,7 +100,7 @@ def frame_placement(model: Model, q, frame: str) -> tuple[np.ndarray, np.ndarray
     """World rotation (3, 3) and position (3,) of the frame named ``frame``."""
     q = as_vector(q, model.nq, "q")
     f = check_frame(model, frame)
-    R, p, _ = _frame_pose(model.topology, model.joint_placement, model.axis, q, f.body, f.placement)
+    R, p, _ = _frame_pose(model.arrays, q, f.body, f.placement)
     return R, p
 
 
@@ -95,8 +108,8 @@ def frame_jacobian(model: Model, q, frame: str) -> np.ndarray:
     """Jacobian (6, nv) of frame ``frame``: world-aligned, rows [linear; angular].
 
     Column j is the velocity of the frame origin and the angular velocity, both in
-    world axes, caused by unit velocity of joint j (Pinocchio's LOCAL_WORLD_ALIGNED).
+    world axes, caused by unit velocity v_j (Pinocchio's LOCAL_WORLD_ALIGNED).
     """
     q = as_vector(q, model.nq, "q")
     f = check_frame(model, frame)
-    return _frame_jacobian(model.topology, model.joint_placement, model.axis, q, f.body, f.placement)
+    return _frame_jacobian(model.arrays, q, f.body, f.placement)

@@ -18,7 +18,9 @@ descendant of the pair {j, k} ⊂ κ(b),
     H[:, j, k] = H[:, k, j] = ∂²p/∂q_j∂q_k = ω_a × J_d,
 
 which is symmetric by construction, zero when the ancestor joint a is prismatic
-(ω_a = 0) and zero for joints off the support.
+(ω_a = 0) and zero for joints off the support. For two DoF columns a, d of one
+multi-DoF joint both are "ancestors" of each other (the columns move with the body), and
+the second derivative of p(q ⊕ ε) at ε = 0 is the symmetric ½ (ω_a × J_d + ω_d × J_a).
 
 ``point_kinematics`` works from precomputed forward kinematics so compiled callers can
 evaluate many points at one configuration; ``point_kinematics_kernel`` does the forward
@@ -31,7 +33,7 @@ from numba import njit
 
 from ._checks import as_vector, check_frame
 from .kinematics import world_kinematics
-from .model import PARENT, Model
+from .model import IDX_V, NV, PARENT, Model
 
 
 @njit(cache=True)
@@ -47,9 +49,9 @@ def body_point_position(R, pos, body, offset, p):
 
 @njit(cache=True)
 def point_kinematics(topology, R, pos, S, body, offset, p, J, H):
-    """Write p (3,), J (3, n) and H (3, n, n) of the point ``offset`` (3,) of body ``body``.
+    """Write p (3,), J (3, nv) and H (3, nv, nv) of the point ``offset`` (3,) of body ``body``.
 
-    ``R`` (n, 3, 3), ``pos`` (n, 3), ``S`` (n, 6) are the outputs of
+    ``R`` (n, 3, 3), ``pos`` (n, 3), ``S`` (nv, 6) are the outputs of
     :func:`dynamics.kinematics.forward_kinematics`; ``body = -1`` is the fixed base
     (``offset`` then is a world point). J and H are overwritten entirely.
     """
@@ -57,31 +59,42 @@ def point_kinematics(topology, R, pos, S, body, offset, p, J, H):
     H[:, :, :] = 0.0
     body_point_position(R, pos, body, offset, p)
     j = body
-    while j >= 0:  # J_j = v_j + ω_j × p
-        J[0, j] = S[j, 3] + S[j, 1] * p[2] - S[j, 2] * p[1]
-        J[1, j] = S[j, 4] + S[j, 2] * p[0] - S[j, 0] * p[2]
-        J[2, j] = S[j, 5] + S[j, 0] * p[1] - S[j, 1] * p[0]
+    while j >= 0:  # J_c = v_c + ω_c × p
+        for c in range(topology[j, IDX_V], topology[j, IDX_V] + topology[j, NV]):
+            J[0, c] = S[c, 3] + S[c, 1] * p[2] - S[c, 2] * p[1]
+            J[1, c] = S[c, 4] + S[c, 2] * p[0] - S[c, 0] * p[2]
+            J[2, c] = S[c, 5] + S[c, 0] * p[1] - S[c, 1] * p[0]
         j = topology[j, PARENT]
     d = body
     while d >= 0:  # H[:, d, a] = H[:, a, d] = ω_a × J_d for a ⪯ d
         a = d
         while a >= 0:
-            h0 = S[a, 1] * J[2, d] - S[a, 2] * J[1, d]
-            h1 = S[a, 2] * J[0, d] - S[a, 0] * J[2, d]
-            h2 = S[a, 0] * J[1, d] - S[a, 1] * J[0, d]
-            H[0, d, a], H[1, d, a], H[2, d, a] = h0, h1, h2
-            H[0, a, d], H[1, a, d], H[2, a, d] = h0, h1, h2
+            for cd in range(topology[d, IDX_V], topology[d, IDX_V] + topology[d, NV]):
+                for ca in range(topology[a, IDX_V], topology[a, IDX_V] + topology[a, NV]):
+                    h0 = S[ca, 1] * J[2, cd] - S[ca, 2] * J[1, cd]
+                    h1 = S[ca, 2] * J[0, cd] - S[ca, 0] * J[2, cd]
+                    h2 = S[ca, 0] * J[1, cd] - S[ca, 1] * J[0, cd]
+                    if a == d:  # same joint: the mirror entry adds ω_d × J_a, halved below
+                        H[0, cd, ca] += 0.5 * h0
+                        H[1, cd, ca] += 0.5 * h1
+                        H[2, cd, ca] += 0.5 * h2
+                        H[0, ca, cd] += 0.5 * h0
+                        H[1, ca, cd] += 0.5 * h1
+                        H[2, ca, cd] += 0.5 * h2
+                    else:
+                        H[0, cd, ca], H[1, cd, ca], H[2, cd, ca] = h0, h1, h2
+                        H[0, ca, cd], H[1, ca, cd], H[2, ca, cd] = h0, h1, h2
             a = topology[a, PARENT]
         d = topology[d, PARENT]
 
 
 @njit(cache=True)
-def point_kinematics_kernel(topology, joint_placement, axis, q, body, offset):
-    """(p (3,), J (3, n), H (3, n, n)) of a point fixed on a body; q checked for NaN/inf."""
-    R, pos, S = world_kinematics(topology, joint_placement, axis, q)
-    n = topology.shape[0]
-    p, J, H = np.empty(3), np.empty((3, n)), np.empty((3, n, n))
-    point_kinematics(topology, R, pos, S, body, offset, p, J, H)
+def point_kinematics_kernel(m, q, body, offset):
+    """(p (3,), J (3, nv), H (3, nv, nv)) of a point fixed on a body; q checked for NaN/inf."""
+    R, pos, S = world_kinematics(m, q)
+    nv = S.shape[0]
+    p, J, H = np.empty(3), np.empty((3, nv)), np.empty((3, nv, nv))
+    point_kinematics(m[0], R, pos, S, body, offset, p, J, H)
     return p, J, H
 
 
@@ -100,7 +113,7 @@ def body_point(model: Model, frame: str, offset=None) -> tuple[int, np.ndarray]:
 def _point(model: Model, q, frame: str, offset) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     q = as_vector(q, model.nq, "q")
     body, o = body_point(model, frame, offset)
-    return point_kinematics_kernel(model.topology, model.joint_placement, model.axis, q, body, o)
+    return point_kinematics_kernel(model.arrays, q, body, o)
 
 
 def point_position(model: Model, q, frame: str, offset=None) -> np.ndarray:

@@ -10,7 +10,9 @@ columns are M⁻¹ directly; M is never formed nor factorised. In ground coordin
 
 F_i is the force set collecting the contributions of the subtree ν(i) and P_i the
 motion set (accelerations) of body i per unit τ_k. Only the upper triangle (k ≥ i in
-depth-first order) is computed; the lower one follows by symmetry.
+depth-first order) is computed; the lower one follows by symmetry. For a joint of nv_j
+DoF, the rows of M⁻¹ at its columns form a block: 1/D_i becomes the nv_j × nv_j block
+D_i⁻¹ and the divisions by D_i products with it.
 """
 from __future__ import annotations
 
@@ -18,57 +20,94 @@ import numpy as np
 from numba import njit
 
 from ._checks import as_vector
+from .aba import NOT_POSITIVE
 from .kinematics import kinematics_and_inertias
-from .model import PARENT, SUBTREE_END, Model
-from .spatial import dot6_at, mat6_vec_at
+from .model import IDX_V, NV, PARENT, SUBTREE_END, Model
+from .spatial import dot6_at, joint_inertia_inverse, mat6_vec_at
 
 
 @njit(cache=True)
-def minv_kernel(topology, joint_placement, axis, inertia, q):
-    """M(q)⁻¹ (n, n) by the three-pass algorithm; q checked for NaN/inf."""
-    _, _, S, IA = kinematics_and_inertias(topology, joint_placement, axis, inertia, q)
-    n = topology.shape[0]
-    Minv = np.zeros((n, n))
-    F, P = np.zeros((n, 6, n)), np.zeros((n, 6, n))
-    U, D = np.empty((n, 6)), np.empty(n)
+def subtree_end_column(topology, i, nv):
+    """One past the last DoF column of the subtree ν(i) (columns are in depth-first order)."""
+    end = topology[i, SUBTREE_END]
+    return nv if end >= topology.shape[0] else topology[end, IDX_V]
+
+
+@njit(cache=True)
+def _block_solve(Dinv, i, x, k, out, c0, col):
+    """out[c0 + r, col] = −Σ_b D_i⁻¹[r, b] x[b] for the k rows of joint i."""
+    for r in range(k):
+        s = 0.0
+        for b in range(k):
+            s += Dinv[i, r, b] * x[b]
+        out[c0 + r, col] -= s
+
+
+@njit(cache=True)
+def minv_kernel(m, q):
+    """M(q)⁻¹ (nv, nv) by the three-pass algorithm; q checked for NaN/inf."""
+    topology = m[0]
+    _, _, S, IA = kinematics_and_inertias(m, q)
+    n, nv = topology.shape[0], S.shape[0]
+    Minv = np.zeros((nv, nv))
+    F, P = np.zeros((n, 6, nv)), np.zeros((n, 6, nv))
+    U, Dinv, x = np.empty((nv, 6)), np.empty((n, 6, 6)), np.empty(6)
     for i in range(n - 1, -1, -1):
-        mat6_vec_at(IA, i, S, i, U, i)
-        D[i] = dot6_at(S, i, U, i)
-        if not D[i] > 0.0:
-            raise ValueError("model: articulated inertia about a joint axis is not positive (massless leaf?)")
-        end = topology[i, SUBTREE_END]
-        Minv[i, i] = 1.0 / D[i]
-        for k in range(i + 1, end):
-            s = 0.0
-            for r in range(6):
-                s += S[i, r] * F[i, r, k]
-            Minv[i, k] = -s / D[i]
+        c0, k = topology[i, IDX_V], topology[i, NV]
+        for a in range(c0, c0 + k):
+            mat6_vec_at(IA, i, S, a, U, a)
+        if not joint_inertia_inverse(topology, S, U, i, Dinv):
+            raise ValueError(NOT_POSITIVE)
+        end = subtree_end_column(topology, i, nv)
+        for a in range(k):
+            for b in range(k):
+                Minv[c0 + a, c0 + b] = Dinv[i, a, b]
+        for col in range(c0 + k, end):  # M⁻¹[i, ν̄(i)] = −D_i⁻¹ S_iᵀ F_i[:, ν̄(i)]
+            for a in range(k):
+                s = 0.0
+                for r in range(6):
+                    s += S[c0 + a, r] * F[i, r, col]
+                x[a] = s
+            _block_solve(Dinv, i, x, k, Minv, c0, col)
         lam = topology[i, PARENT]
         if lam < 0:
             continue
-        for k in range(i, end):
+        for col in range(c0, end):
             for r in range(6):
-                F[lam, r, k] += F[i, r, k] + U[i, r] * Minv[i, k]
+                s = F[i, r, col]
+                for a in range(c0, c0 + k):
+                    s += U[a, r] * Minv[a, col]
+                F[lam, r, col] += s
         for r in range(6):
             for c in range(6):
-                IA[lam, r, c] += IA[i, r, c] - U[i, r] * U[i, c] / D[i]
+                s = 0.0
+                for a in range(k):
+                    for b in range(k):
+                        s += U[c0 + a, r] * Dinv[i, a, b] * U[c0 + b, c]
+                IA[lam, r, c] += IA[i, r, c] - s
     for i in range(n):
         lam = topology[i, PARENT]
-        for k in range(i, n):
+        c0, k = topology[i, IDX_V], topology[i, NV]
+        for col in range(c0, nv):
             if lam >= 0:
-                s = 0.0
-                for r in range(6):
-                    s += U[i, r] * P[lam, r, k]
-                Minv[i, k] -= s / D[i]
+                for a in range(k):
+                    s = 0.0
+                    for r in range(6):
+                        s += U[c0 + a, r] * P[lam, r, col]
+                    x[a] = s
+                _block_solve(Dinv, i, x, k, Minv, c0, col)
             for r in range(6):
-                P[i, r, k] = S[i, r] * Minv[i, k] + (P[lam, r, k] if lam >= 0 else 0.0)
-    for i in range(n):
-        for k in range(i + 1, n):
-            Minv[k, i] = Minv[i, k]
+                s = P[lam, r, col] if lam >= 0 else 0.0
+                for a in range(c0, c0 + k):
+                    s += S[a, r] * Minv[a, col]
+                P[i, r, col] = s
+    for r in range(nv):
+        for col in range(r + 1, nv):
+            Minv[col, r] = Minv[r, col]
     return Minv
 
 
 def minv(model: Model, q) -> np.ndarray:
     """M(q)⁻¹ (nv, nv) by Carpentier's algorithm (not a factorisation of M)."""
     q = as_vector(q, model.nq, "q")
-    return minv_kernel(model.topology, model.joint_placement, model.axis, model.inertia, q)
+    return minv_kernel(model.arrays, q)

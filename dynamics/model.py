@@ -1,23 +1,35 @@
 """Kinematic-tree robot model: plain data, built once, read by every algorithm.
 
-A :class:`Model` is a fixed-base tree of single-DoF joints (revolute, continuous,
-prismatic) in depth-first order, with the links of fixed joints merged into their
-moving parent body and kept as named frames. It is built by :class:`ModelBuilder`
-(used by the URDF loader and the built-in models) and never changed afterwards,
-except for ``gravity`` which may be set.
+A :class:`Model` is a tree of joints in depth-first order — revolute, continuous and
+prismatic (1 DoF), spherical (3), planar (3) and free-flyer (6) — with the links of
+fixed joints merged into their moving parent body and kept as named frames. It is built
+by :class:`ModelBuilder` (used by the URDF loader and the built-in models) and never
+changed afterwards, except for ``gravity`` which may be set.
 
 Body ``i`` is the rigid body moved by joint ``i`` (Featherstone's numbering: joint i
-connects body i to its parent ``λ(i)``; ``parent[i] < i``; ``-1`` is the fixed base).
+connects body i to its parent ``λ(i)``; ``parent[i] < i``; ``-1`` is the world).
+Joint i owns the configuration entries ``q[IDX_Q : IDX_Q + NQ]`` and the velocity
+entries ``v[IDX_V : IDX_V + NV]`` (Pinocchio's ``idx_q``, ``idx_v``, ``nq``, ``nv``);
+see :mod:`dynamics.joints` for each type's configuration, velocity and Lie-group
+operations (Pinocchio's conventions).
 
-Conventions of the compiled kernels (shared by every algorithm module):
+Conventions of the compiled kernels (shared by every algorithm module), which take the
+model as one record, the tuple ``model.arrays`` =
+``(topology, joint_placement, axis, inertia, gravity)``:
 
-* ``topology`` int64 (n, 3): columns ``PARENT``, ``JTYPE`` (``REVOLUTE`` or
-  ``PRISMATIC``) and ``SUBTREE_END`` (bodies ``i .. SUBTREE_END-1`` form ν(i)).
+* ``topology`` int64 (n, 7): columns ``PARENT``, ``JTYPE`` (a joint type code of
+  :mod:`dynamics.joints`), ``SUBTREE_END`` (bodies ``i .. SUBTREE_END-1`` form ν(i)),
+  ``IDX_Q``, ``IDX_V``, ``NQ``, ``NV``.
 * ``joint_placement`` float (n, 4, 4): homogeneous transform of joint frame i in the
-  frame of body λ(i) at q_i = 0 (URDF ``<origin>``, fixed joints folded in).
-* ``axis`` float (n, 3): unit joint axis in joint frame i.
+  frame of body λ(i) at the neutral configuration (URDF ``<origin>``, fixed joints
+  folded in).
+* ``axis`` float (n, 3): unit joint axis in joint frame i (1-DoF joints).
 * ``inertia`` float (n, 13): mass, centre of mass (3, body frame) and rotational
   inertia about the centre of mass (3×3 row-major, body axes).
+* ``gravity`` float (3,): gravity acceleration in the world frame.
+
+Velocity-indexed kernel arrays (motion subspaces, derivative matrices) have one row or
+column per velocity entry ("DoF column"); body-indexed ones one per body.
 """
 from __future__ import annotations
 
@@ -25,11 +37,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-PARENT, JTYPE, SUBTREE_END = 0, 1, 2
-REVOLUTE, PRISMATIC = 0, 1
+PARENT, JTYPE, SUBTREE_END, IDX_Q, IDX_V, NQ, NV = range(7)
 MASS, COM, ICOM = 0, slice(1, 4), slice(4, 13)
 
-JOINT_TYPES = {"revolute": REVOLUTE, "continuous": REVOLUTE, "prismatic": PRISMATIC}
+# joint type codes (column JTYPE), their names and their (nq, nv)
+REVOLUTE, PRISMATIC, SPHERICAL, FREE_FLYER, PLANAR = range(5)
+JOINT_TYPE_NAMES = ("revolute", "prismatic", "spherical", "free-flyer", "planar")
+JOINT_SIZES = ((1, 1), (1, 1), (4, 3), (7, 6), (4, 3))
+JOINT_TYPES = {"revolute": REVOLUTE, "continuous": REVOLUTE, "prismatic": PRISMATIC, "spherical": SPHERICAL,
+               "floating": FREE_FLYER, "free-flyer": FREE_FLYER, "planar": PLANAR}
 
 
 @dataclass(frozen=True)
@@ -81,17 +97,55 @@ class Model:
     frames: tuple[Frame, ...]
     visuals: tuple[Geometry, ...] = ()
     collisions: tuple[Geometry, ...] = ()
+    source: str | None = None
     _gravity: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, -9.81]))
 
     @property
-    def nq(self) -> int:
-        """Number of configuration variables (= nv: all joints are 1-DoF)."""
+    def njoints(self) -> int:
+        """Number of moving joints (= bodies)."""
         return len(self.joint_names)
 
     @property
+    def nq(self) -> int:
+        """Number of configuration variables (7 per free-flyer, 4 per spherical or planar joint)."""
+        return int(self.topology[:, NQ].sum())
+
+    @property
     def nv(self) -> int:
-        """Number of velocity variables."""
-        return len(self.joint_names)
+        """Number of velocity variables, the dimension of the configuration's tangent space."""
+        return int(self.topology[:, NV].sum())
+
+    @property
+    def idx_qs(self) -> np.ndarray:
+        """First index in q of every joint, in ``joint_names`` order (Pinocchio's ``idx_qs``)."""
+        return self.topology[:, IDX_Q].copy()
+
+    @property
+    def idx_vs(self) -> np.ndarray:
+        """First index in v of every joint (Pinocchio's ``idx_vs``)."""
+        return self.topology[:, IDX_V].copy()
+
+    @property
+    def nqs(self) -> np.ndarray:
+        """Configuration size of every joint (Pinocchio's ``nqs``)."""
+        return self.topology[:, NQ].copy()
+
+    @property
+    def nvs(self) -> np.ndarray:
+        """Velocity size of every joint (Pinocchio's ``nvs``)."""
+        return self.topology[:, NV].copy()
+
+    @property
+    def joint_types(self) -> tuple[str, ...]:
+        """Type name of every joint (``"revolute"``, ``"prismatic"``, ``"spherical"``,
+        ``"free-flyer"``, ``"planar"``; continuous joints are revolute)."""
+        return tuple(JOINT_TYPE_NAMES[t] for t in self.topology[:, JTYPE])
+
+    @property
+    def arrays(self) -> tuple:
+        """The compiled model record every kernel takes:
+        ``(topology, joint_placement, axis, inertia, gravity)`` (see the module docstring)."""
+        return (self.topology, self.joint_placement, self.axis, self.inertia, self._gravity)
 
     @property
     def parent(self) -> np.ndarray:
@@ -123,7 +177,8 @@ class Model:
         raise ValueError(f"frame: unknown frame {name!r}; known frames: {', '.join(self.frame_names)}")
 
     def joint_index(self, name: str) -> int:
-        """Index of joint ``name`` in q and v."""
+        """Index of joint ``name`` in ``joint_names`` (its entries in q and v start at
+        ``idx_qs[index]`` and ``idx_vs[index]``)."""
         try:
             return self.joint_names.index(name)
         except ValueError:
@@ -143,18 +198,34 @@ class Model:
         return f"Model({self.name!r}, nv={self.nv}, joints={list(self.joint_names)})"
 
 
-def spatial_inertia_is_valid(mass: float, inertia: np.ndarray) -> str:
-    """Empty string if (mass, rotational inertia about the CoM) is physical, else why not."""
+TRIANGLE_TOLERANCE = 1e-3
+
+
+def spatial_inertia_is_valid(mass: float, inertia: np.ndarray, strict: bool = True) -> tuple[str, str]:
+    """(error, warning) about a mass and rotational inertia about the CoM; empty if none.
+
+    A negative or non-finite mass, a non-symmetric or clearly indefinite inertia are
+    errors. Eigenvalues violating the triangle inequality λ₁ + λ₂ ≥ λ₃ (no physical
+    mass distribution has them) are an error beyond a relative tolerance of
+    ``TRIANGLE_TOLERANCE`` (10⁻³ of λ₃), and within it a warning unless ``strict``:
+    rounded values in robot files (MuJoCo's and Drake's users meet them often) cross the
+    bound by that much.
+    """
     if not np.isfinite(mass) or mass < 0:
-        return f"mass must be finite and ≥ 0, got {mass}"
+        return f"mass must be finite and ≥ 0, got {mass}", ""
     if not np.all(np.isfinite(inertia)) or not np.allclose(inertia, inertia.T, atol=1e-12):
-        return "inertia must be a finite symmetric 3×3 matrix"
+        return "inertia must be a finite symmetric 3×3 matrix", ""
     eig = np.linalg.eigvalsh(inertia)
-    if eig[0] < -1e-12 * max(1.0, eig[-1]):
-        return f"inertia must be positive semi-definite, eigenvalues {eig}"
-    if eig[0] + eig[1] < eig[2] - 1e-9 * max(1.0, eig[-1]):
-        return f"inertia violates the triangle inequality, eigenvalues {eig}"
-    return ""
+    scale = max(1e-12, abs(eig[-1]))
+    if eig[0] < -1e-9 * scale:
+        return f"inertia must be positive semi-definite, eigenvalues {eig}", ""
+    excess = eig[2] - eig[0] - eig[1]
+    if excess <= 1e-9 * scale:
+        return "", ""
+    why = f"inertia violates the triangle inequality λ1 + λ2 ≥ λ3 by {excess / scale:.1e} of λ3, eigenvalues {eig}"
+    if strict or excess > TRIANGLE_TOLERANCE * scale:
+        return why, ""
+    return "", why
 
 
 def transform(R: np.ndarray | None = None, p=None) -> np.ndarray:

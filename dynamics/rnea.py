@@ -7,25 +7,35 @@ Featherstone's RNEA in ground coordinates (Carpentier & Mansard 2018 Alg. 1, Sin
     f_i = I_i a_i + v_i ×* I_i v_i
     τ_i = S_iᵀ f_i^C,   f_λ(i)^C += f_i^C
 
+For a joint of nv_j DoF, S_i is 6 × nv_j (its DoF columns) and q̇_i, q̈_i, τ_i have nv_j
+entries; the motion subspaces of every joint type are fixed in the body, so Ṡ_i = v_i × S_i
+holds for all of them.
+
 Gravity enters as a fictitious base acceleration a_0 = −[0; g] (Featherstone 2008, Sec. 5.3; a classic pitfall:
 the base accelerates *upwards*).
+
+External forces (Pinocchio's ``fext``): ``f_ext[i]`` = [f; n] is the force and moment
+about the origin of joint frame i, in joint frame i's axes, applied to body i. In world
+coordinates it is f_i^ext = [R n + p × R f; R f] (Featherstone's force transform), and
+the body's net force becomes f_i = I_i a_i + v_i ×* I_i v_i − f_i^ext. The force is
+fixed in the body frame, so it turns with the body like every body quantity and the
+derivative passes need no further term.
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
-from ._checks import as_vector
+from ._checks import as_forces, as_vector
 from .kinematics import all_finite, kinematics_and_inertias
-from .model import PARENT, Model
-from .spatial import crf_at, crm_at, dot6_at, mat6_vec_at
+from .model import IDX_V, NV, PARENT, Model
+from .spatial import crf_at, crm_at, dot6_at, joint_velocity, mat6_vec_at
 
 
 @njit(cache=True)
 def check_state(q, v, w, w_name):
-    """Raise ValueError naming the first of q, v, w holding NaN or inf."""
-    if not all_finite(q):
-        raise ValueError("q: expected finite values, got NaN or inf")
+    """Raise ValueError naming the first of v, w holding NaN or inf (q is checked by the
+    kinematics)."""
     if not all_finite(v):
         raise ValueError("v: expected finite values, got NaN or inf")
     if not all_finite(w):
@@ -33,35 +43,42 @@ def check_state(q, v, w, w_name):
 
 
 @njit(cache=True)
-def rnea_passes(topology, joint_placement, axis, inertia, gravity, q, v, a):
+def rnea_passes(m, q, v, a, f_ext):
     """Both RNEA passes; returns (S, I, vel, acc, fC, tau) in world coordinates.
 
-    ``fC[i]`` is the composite force f_i^C transmitted across joint i.
+    ``fC[i]`` is the composite force f_i^C transmitted across joint i; ``f_ext`` is
+    (n, 6) local external forces, or (0, 6) for none.
     """
-    R, p, S, I = kinematics_and_inertias(topology, joint_placement, axis, inertia, q)
+    topology, gravity = m[0], m[4]
+    R, p, S, I = kinematics_and_inertias(m, q)
     n = topology.shape[0]
     vel, acc, fC = np.empty((n, 6)), np.empty((n, 6)), np.empty((n, 6))
-    work = np.empty((2, 6))
+    work = np.empty((3, 6))
     for i in range(n):
         lam = topology[i, PARENT]
+        joint_velocity(topology, S, v, i, work, 0)
+        joint_velocity(topology, S, a, i, work, 2)
         for k in range(6):
             if lam < 0:
-                vel[i, k] = S[i, k] * v[i]
-                acc[i, k] = S[i, k] * a[i] - (gravity[k - 3] if k >= 3 else 0.0)
+                vel[i, k] = work[0, k]
+                acc[i, k] = work[2, k] - (gravity[k - 3] if k >= 3 else 0.0)
             else:
-                vel[i, k] = vel[lam, k] + S[i, k] * v[i]
-                acc[i, k] = acc[lam, k] + S[i, k] * a[i]
-        crm_at(vel, i, S, i, work, 0)
+                vel[i, k] = vel[lam, k] + work[0, k]
+                acc[i, k] = acc[lam, k] + work[2, k]
+        crm_at(vel, i, work, 0, work, 1)
         for k in range(6):
-            acc[i, k] += work[0, k] * v[i]
+            acc[i, k] += work[1, k]
         mat6_vec_at(I, i, acc, i, fC, i)
         mat6_vec_at(I, i, vel, i, work, 0)
         crf_at(vel, i, work, 0, work, 1)
         for k in range(6):
             fC[i, k] += work[1, k]
-    tau = np.empty(n)
+        if f_ext.shape[0] > 0:
+            subtract_external_force(R, p, f_ext, i, fC)
+    tau = np.empty(S.shape[0])
     for i in range(n - 1, -1, -1):
-        tau[i] = dot6_at(S, i, fC, i)
+        for c in range(topology[i, IDX_V], topology[i, IDX_V] + topology[i, NV]):
+            tau[c] = dot6_at(S, c, fC, i)
         lam = topology[i, PARENT]
         if lam >= 0:
             for k in range(6):
@@ -70,16 +87,36 @@ def rnea_passes(topology, joint_placement, axis, inertia, gravity, q, v, a):
 
 
 @njit(cache=True)
-def rnea_kernel(topology, joint_placement, axis, inertia, gravity, q, v, a):
-    """τ = ID(q, v, a), inputs checked for NaN/inf."""
+def subtract_external_force(R, p, f_ext, i, f):
+    """f[i] −= the world spatial force [R n + p × R f; R f] of f_ext[i] = [f; n] (joint i's frame)."""
+    for r in range(3):
+        fw = R[i, r, 0] * f_ext[i, 0] + R[i, r, 1] * f_ext[i, 1] + R[i, r, 2] * f_ext[i, 2]
+        nw = R[i, r, 0] * f_ext[i, 3] + R[i, r, 1] * f_ext[i, 4] + R[i, r, 2] * f_ext[i, 5]
+        f[i, 3 + r] -= fw
+        f[i, r] -= nw
+    f0 = f_ext[i, 0] * R[i, 0, 0] + f_ext[i, 1] * R[i, 0, 1] + f_ext[i, 2] * R[i, 0, 2]
+    f1 = f_ext[i, 0] * R[i, 1, 0] + f_ext[i, 1] * R[i, 1, 1] + f_ext[i, 2] * R[i, 1, 2]
+    f2 = f_ext[i, 0] * R[i, 2, 0] + f_ext[i, 1] * R[i, 2, 1] + f_ext[i, 2] * R[i, 2, 2]
+    f[i, 0] -= p[i, 1] * f2 - p[i, 2] * f1
+    f[i, 1] -= p[i, 2] * f0 - p[i, 0] * f2
+    f[i, 2] -= p[i, 0] * f1 - p[i, 1] * f0
+
+
+@njit(cache=True)
+def rnea_kernel(m, q, v, a, f_ext):
+    """τ = ID(q, v, a, f_ext), inputs checked for NaN/inf."""
     check_state(q, v, a, "a: expected finite values, got NaN or inf")
-    return rnea_passes(topology, joint_placement, axis, inertia, gravity, q, v, a)[5]
+    return rnea_passes(m, q, v, a, f_ext)[5]
 
 
-def rnea(model: Model, q, v, a) -> np.ndarray:
-    """Inverse dynamics τ (nv,) = M(q)·a + C(q, v)·v + g(q), gravity included."""
+def rnea(model: Model, q, v, a, f_ext=None) -> np.ndarray:
+    """Inverse dynamics τ (nv,) = M(q)·a + C(q, v)·v + g(q) − Σ_i J_iᵀ f_i^ext, gravity included.
+
+    ``f_ext`` (njoints, 6), optional: one external spatial force [linear; angular] per
+    joint's body, expressed in that joint's frame about its origin (Pinocchio's ``fext``).
+    """
     q, v, a = as_vector(q, model.nq, "q"), as_vector(v, model.nv, "v"), as_vector(a, model.nv, "a")
-    return rnea_kernel(model.topology, model.joint_placement, model.axis, model.inertia, model.gravity, q, v, a)
+    return rnea_kernel(model.arrays, q, v, a, as_forces(model, f_ext))
 
 
 def nonlinear_effects(model: Model, q, v) -> np.ndarray:

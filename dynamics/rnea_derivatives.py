@@ -18,16 +18,22 @@ the partials are, for j ⪯ i (j on the path from i to the root),
 
 and zero for pairs of joints on different branches. One forward pass (the RNEA's, plus
 Ψ̇, Ψ̈, Ṡ and B_k) and one backward pass (composites, then a walk up the support of each
-body) give both matrices in O(n·d) (d = depth of the tree). For 1-DoF joints the Lie
-derivatives of the seed are ordinary partial derivatives with respect to q_j.
+body) give both matrices in O(n·d) (d = depth of the tree).
+
+The equations hold column by column for multi-DoF joints (Singh, Russell & Wensing write
+them with S_i of size 6 × nv_j): Ψ̇, Ψ̈, Ṡ have one row per DoF column, with λ the parent
+of the column's body; (12a)/(13a) give every pair of columns of one body. The
+derivatives with respect to q are Lie derivatives along the body-fixed columns,
+∂τ/∂q_k = d/dε_k τ(q ⊕ ε) at ε = 0 (:mod:`dynamics.joints`), the tangent-space
+derivatives Pinocchio returns; for 1-DoF joints they are ordinary partial derivatives.
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
-from ._checks import as_vector
-from .model import PARENT, Model
+from ._checks import as_forces, as_vector
+from .model import IDX_V, NV, PARENT, Model
 from .rnea import check_state, rnea_passes
 from .spatial import add_to_parent, crf_at, crm_at, dot6_at, mat6_vec_at
 
@@ -76,19 +82,18 @@ def _add_half_skew(x, y, z, B, k, r, c):
 
 
 @njit(cache=True)
-def rnea_derivatives_into(topology, joint_placement, axis, inertia, gravity, q, v, a, dtau_dq, dtau_dv):
-    """Write ∂τ/∂q and ∂τ/∂q̇ (n, n) at (q, v, a) into ``dtau_dq`` and ``dtau_dv``.
+def rnea_derivatives_into(m, q, v, a, f_ext, dtau_dq, dtau_dv):
+    """Write ∂τ/∂q and ∂τ/∂q̇ (nv, nv) at (q, v, a) into ``dtau_dq`` and ``dtau_dv``.
 
     Inputs are not checked (see :func:`rnea_derivatives_kernel`).
     """
-    S, I, vel, acc, fC, _ = rnea_passes(topology, joint_placement, axis, inertia, gravity, q, v, a)
-    n = topology.shape[0]
-    work = np.empty((2, n, 6, 6))
-    rnea_derivative_passes(topology, gravity, S, I, vel, acc, fC, np.empty((3, n, 6)), work[0], work[1],
-                           dtau_dq, dtau_dv)
+    S, I, vel, acc, fC, _ = rnea_passes(m, q, v, a, f_ext)
+    n, nv = I.shape[0], S.shape[0]
+    rnea_derivative_passes(m[0], m[4], S, I, vel, acc, fC, np.empty((3, nv, 6)), np.empty((n, 6, 6)),
+                           np.empty((nv, 6, 6)), dtau_dq, dtau_dv)
 
 
-# rows of the per-joint work array of the backward pass
+# rows of the per-column work array of the backward pass
 G, H, E, D, TMP, TMP2 = range(6)
 
 
@@ -96,11 +101,11 @@ G, H, E, D, TMP, TMP2 = range(6)
 def rnea_derivative_passes(topology, gravity, S, IC, vel, acc, fC, rates, BC, T, dtau_dq, dtau_dv):
     """Eq. 12–15 from the outputs of :func:`dynamics.rnea.rnea_passes`.
 
-    S, vel, acc, fC (n, 6) and the body inertias ``IC`` (n, 6, 6), all in world
+    S (nv, 6), vel, acc, fC (n, 6) and the body inertias ``IC`` (n, 6, 6), all in world
     coordinates; ``IC`` is overwritten by the composite inertias I^C. Writes ∂τ/∂q and
-    ∂τ/∂q̇ (n, n) into ``dtau_dq`` and ``dtau_dv``, and keeps what second-order passes
-    reuse: Ψ̇, Ψ̈, Ṡ in ``rates`` (3, n, 6), the composites B^C in ``BC`` (n, 6, 6) and the
-    per-joint vectors g, h, e, d of :func:`joint_terms` in rows G, H, E, D of ``T`` (n, 6, 6).
+    ∂τ/∂q̇ (nv, nv) into ``dtau_dq`` and ``dtau_dv``, and keeps what second-order passes
+    reuse: Ψ̇, Ψ̈, Ṡ in ``rates`` (3, nv, 6), the composites B^C in ``BC`` (n, 6, 6) and the
+    per-column vectors g, h, e, d of :func:`joint_terms` in rows G, H, E, D of ``T`` (nv, 6, 6).
     """
     n = topology.shape[0]
     Psid, Psidd, Sd = rates[0], rates[1], rates[2]
@@ -110,61 +115,64 @@ def rnea_derivative_passes(topology, gravity, S, IC, vel, acc, fC, rates, BC, T,
     dtau_dq[:, :] = 0.0
     dtau_dv[:, :] = 0.0
     for i in range(n - 1, -1, -1):  # I^C, B^C of ν(i) are complete here
-        t = T[i]
-        joint_terms(i, S, IC, BC, Psid, Psidd, Sd, fC, t)
-        j = i
-        while j >= 0:  # j ⪯ i
-            dtau_dq[i, j] = dot6_at(t, G, Psid, j) + dot6_at(t, H, Psidd, j)  # (12a)
-            dtau_dv[i, j] = dot6_at(t, G, S, j) + dot6_at(t, H, Psid, j) + dot6_at(t, H, Sd, j)  # (13a)
-            if j != i:
-                dtau_dq[j, i] = dot6_at(S, j, t, E)  # (12b)
-                dtau_dv[j, i] = dot6_at(S, j, t, D)  # (13b)
-            j = topology[j, PARENT]
+        for ci in range(topology[i, IDX_V], topology[i, IDX_V] + topology[i, NV]):
+            t = T[ci]
+            joint_terms(i, ci, S, IC, BC, Psid, Psidd, Sd, fC, t)
+            j = i
+            while j >= 0:  # j ⪯ i
+                for cj in range(topology[j, IDX_V], topology[j, IDX_V] + topology[j, NV]):
+                    dtau_dq[ci, cj] = dot6_at(t, G, Psid, cj) + dot6_at(t, H, Psidd, cj)  # (12a)
+                    dtau_dv[ci, cj] = dot6_at(t, G, S, cj) + dot6_at(t, H, Psid, cj) + dot6_at(t, H, Sd, cj)  # (13a)
+                    if j != i:
+                        dtau_dq[cj, ci] = dot6_at(S, cj, t, E)  # (12b)
+                        dtau_dv[cj, ci] = dot6_at(S, cj, t, D)  # (13b)
+                j = topology[j, PARENT]
         add_to_parent(topology, IC, i)
         add_to_parent(topology, BC, i)
 
 
 @njit(cache=True)
 def subspace_rates(topology, gravity, S, vel, acc, Psid, Psidd, Sd):
-    """Write Ψ̇, Ψ̈ and Ṡ (n, 6) of eq. 15; at the root v_λ = 0 and a_λ = a_0 = [0; −g]."""
+    """Write Ψ̇, Ψ̈ and Ṡ (nv, 6) of eq. 15; at the root v_λ = 0 and a_λ = a_0 = [0; −g]."""
     w = np.zeros((2, 6))  # row 0: a_0, row 1: scratch
     w[0, 3:] = -gravity
-    for j in range(topology.shape[0]):
-        lam = topology[j, PARENT]
-        crm_at(vel, j, S, j, Sd, j)  # Ṡ_j = v_j × S_j
-        if lam < 0:
-            Psid[j, :] = 0.0
-            crm_at(w, 0, S, j, Psidd, j)
-            continue
-        crm_at(vel, lam, S, j, Psid, j)  # Ψ̇_j = v_λ × S_j
-        crm_at(acc, lam, S, j, Psidd, j)  # Ψ̈_j = a_λ × S_j + v_λ × Ψ̇_j
-        crm_at(vel, lam, Psid, j, w, 1)
-        for k in range(6):
-            Psidd[j, k] += w[1, k]
+    for i in range(topology.shape[0]):
+        lam = topology[i, PARENT]
+        for j in range(topology[i, IDX_V], topology[i, IDX_V] + topology[i, NV]):
+            crm_at(vel, i, S, j, Sd, j)  # Ṡ_j = v_i × S_j
+            if lam < 0:
+                Psid[j, :] = 0.0
+                crm_at(w, 0, S, j, Psidd, j)
+                continue
+            crm_at(vel, lam, S, j, Psid, j)  # Ψ̇_j = v_λ × S_j
+            crm_at(acc, lam, S, j, Psidd, j)  # Ψ̈_j = a_λ × S_j + v_λ × Ψ̇_j
+            crm_at(vel, lam, Psid, j, w, 1)
+            for k in range(6):
+                Psidd[j, k] += w[1, k]
 
 
 @njit(cache=True)
-def joint_terms(i, S, IC, BC, Psid, Psidd, Sd, fC, t):
-    """Rows G, H, E, D of ``t`` (6, 6): the vectors of joint i in eq. 12–13.
+def joint_terms(i, c, S, IC, BC, Psid, Psidd, Sd, fC, t):
+    """Rows G, H, E, D of ``t`` (6, 6): the vectors of DoF column c (of body i) in eq. 12–13.
 
-        g = 2 B_i^Cᵀ S_i,  h = I_i^C S_i        so that for j ⪯ i
-            ∂τ_i/∂q_j = g·Ψ̇_j + h·Ψ̈_j,   ∂τ_i/∂q̇_j = g·S_j + h·(Ψ̇_j + Ṡ_j)
-        e = 2 B_i^C Ψ̇_i + I_i^C Ψ̈_i + S_i ×* f_i^C     (bracket of 12b: f ×̄* S = S ×* f)
-        d = 2 B_i^C S_i + I_i^C (Ψ̇_i + Ṡ_i)            (bracket of 13b)
+        g = 2 B_i^Cᵀ S_c,  h = I_i^C S_c        so that for j ⪯ i
+            ∂τ_c/∂q_j = g·Ψ̇_j + h·Ψ̈_j,   ∂τ_c/∂q̇_j = g·S_j + h·(Ψ̇_j + Ṡ_j)
+        e = 2 B_i^C Ψ̇_c + I_i^C Ψ̈_c + S_c ×* f_i^C     (bracket of 12b: f ×̄* S = S ×* f)
+        d = 2 B_i^C S_c + I_i^C (Ψ̇_c + Ṡ_c)            (bracket of 13b)
     """
     for r in range(6):
         g = e = d = 0.0
-        for c in range(6):
-            g += BC[i, c, r] * S[i, c]
-            e += BC[i, r, c] * Psid[i, c]
-            d += BC[i, r, c] * S[i, c]
+        for k in range(6):
+            g += BC[i, k, r] * S[c, k]
+            e += BC[i, r, k] * Psid[c, k]
+            d += BC[i, r, k] * S[c, k]
         t[G, r], t[E, r], t[D, r] = 2.0 * g, 2.0 * e, 2.0 * d
-        t[TMP2, r] = Psid[i, r] + Sd[i, r]
-    mat6_vec_at(IC, i, S, i, t, H)
-    mat6_vec_at(IC, i, Psidd, i, t, TMP)
+        t[TMP2, r] = Psid[c, r] + Sd[c, r]
+    mat6_vec_at(IC, i, S, c, t, H)
+    mat6_vec_at(IC, i, Psidd, c, t, TMP)
     for r in range(6):
         t[E, r] += t[TMP, r]
-    crf_at(S, i, fC, i, t, TMP)
+    crf_at(S, c, fC, i, t, TMP)
     for r in range(6):
         t[E, r] += t[TMP, r]
     mat6_vec_at(IC, i, t, TMP2, t, TMP)
@@ -173,21 +181,22 @@ def joint_terms(i, S, IC, BC, Psid, Psidd, Sd, fC, t):
 
 
 @njit(cache=True)
-def rnea_derivatives_kernel(topology, joint_placement, axis, inertia, gravity, q, v, a):
-    """(∂τ/∂q, ∂τ/∂q̇), each (n, n), inputs checked for NaN/inf."""
+def rnea_derivatives_kernel(m, q, v, a, f_ext):
+    """(∂τ/∂q, ∂τ/∂q̇), each (nv, nv), inputs checked for NaN/inf."""
     check_state(q, v, a, "a: expected finite values, got NaN or inf")
-    n = topology.shape[0]
-    dtau_dq, dtau_dv = np.empty((n, n)), np.empty((n, n))
-    rnea_derivatives_into(topology, joint_placement, axis, inertia, gravity, q, v, a, dtau_dq, dtau_dv)
+    nv = v.shape[0]
+    dtau_dq, dtau_dv = np.empty((nv, nv)), np.empty((nv, nv))
+    rnea_derivatives_into(m, q, v, a, f_ext, dtau_dq, dtau_dv)
     return dtau_dq, dtau_dv
 
 
-def rnea_derivatives(model: Model, q, v, a) -> tuple[np.ndarray, np.ndarray]:
-    """Partial derivatives of inverse dynamics τ = ID(q, v, a), gravity included.
+def rnea_derivatives(model: Model, q, v, a, f_ext=None) -> tuple[np.ndarray, np.ndarray]:
+    """Partial derivatives of inverse dynamics τ = ID(q, v, a, f_ext), gravity included;
+    ``f_ext`` as in :func:`dynamics.rnea` (fixed in the joints' frames).
 
-    Returns ``(dtau_dq, dtau_dv)``, each (nv, nv) with ``dtau_dq[i, j] = ∂τ_i/∂q_j``.
+    Returns ``(dtau_dq, dtau_dv)``, each (nv, nv) with ``dtau_dq[i, j] = ∂τ_i/∂q_j``, the
+    derivative along the tangent direction j (q ⊕ ε, :mod:`dynamics.joints`).
     ∂τ/∂a is M(q) (:func:`dynamics.crba`).
     """
     q, v, a = as_vector(q, model.nq, "q"), as_vector(v, model.nv, "v"), as_vector(a, model.nv, "a")
-    return rnea_derivatives_kernel(model.topology, model.joint_placement, model.axis, model.inertia,
-                                   model.gravity, q, v, a)
+    return rnea_derivatives_kernel(model.arrays, q, v, a, as_forces(model, f_ext))

@@ -59,11 +59,19 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._checks import as_vector
-from .model import PARENT, Model
+from ._checks import as_forces, as_vector
+from .model import NV, PARENT, Model
 from .rnea import check_state, rnea_passes
 from .rnea_derivatives import D, E, G, H, body_coriolis, joint_terms, subspace_rates
 from .spatial import add_to_parent, crf_at, dot6_at, mat6_vec_at
+
+@njit(cache=True)
+def require_single_dof(topology):
+    """ValueError if the model has a multi-DoF joint (second order is 1-DoF only for now)."""
+    for i in range(topology.shape[0]):
+        if topology[i, NV] != 1:
+            raise ValueError("model: second-order derivatives are not yet available for multi-DoF joints")
+
 
 A1, A3, BS = 0, 1, 2  # rows of the per-body matrix workspace
 U1, U2, U3, U5, U6, U7, U8, U9, U10, U11, TMP = range(11)  # rows of the (i, j) vectors (+2 scratch)
@@ -180,13 +188,15 @@ def _triple(i, j, k, S, Psid, Psidd, PsidSd, w, d2q, d2v, dqdv, dM):
 
 
 @njit(cache=True)
-def idsva_so_kernel(topology, joint_placement, axis, inertia, gravity, q, v, a):
+def idsva_so_kernel(m, q, v, a, f_ext):
     """IDSVA-SO (Singh, Russell & Wensing 2023 Alg. 1): (d2tau_dq2, d2tau_dv2, d2tau_dqdv, dM_dq), each (n, n, n).
 
     Inputs are checked for NaN/inf.
     """
     check_state(q, v, a, "a: expected finite values, got NaN or inf")
-    S, IC, vel, acc, fC, _ = rnea_passes(topology, joint_placement, axis, inertia, gravity, q, v, a)
+    topology, gravity = m[0], m[4]
+    require_single_dof(topology)
+    S, IC, vel, acc, fC, _ = rnea_passes(m, q, v, a, f_ext)
     n = topology.shape[0]
     Psid, Psidd, Sd, PsidSd = np.empty((n, 6)), np.empty((n, 6)), np.empty((n, 6)), np.empty((n, 6))
     subspace_rates(topology, gravity, S, vel, acc, Psid, Psidd, Sd)
@@ -199,7 +209,7 @@ def idsva_so_kernel(topology, joint_placement, axis, inertia, gravity, q, v, a):
     d2q, d2v = np.zeros((n, n, n)), np.zeros((n, n, n))
     dqdv, dM = np.zeros((n, n, n)), np.zeros((n, n, n))
     for i in range(n - 1, -1, -1):  # I^C, B^C of ν(i) are complete here
-        joint_terms(i, S, IC, BC, Psid, Psidd, Sd, fC, t)
+        joint_terms(i, i, S, IC, BC, Psid, Psidd, Sd, fC, t)
         _body_matrices(i, S, IC, BC, Psid, Bpsi, Bs, Am, w)
         j = i
         while j >= 0:
@@ -214,7 +224,7 @@ def idsva_so_kernel(topology, joint_placement, axis, inertia, gravity, q, v, a):
     return d2q, d2v, dqdv, dM
 
 
-def rnea_second_derivatives(model: Model, q, v, a) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def rnea_second_derivatives(model: Model, q, v, a, f_ext=None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Second-order partials of τ = ID(q, v, a) by IDSVA-SO (Singh, Russell & Wensing 2023 Alg. 1).
 
     Returns ``(d2tau_dq2, d2tau_dv2, d2tau_dqdv, dM_dq)``, each (nv, nv, nv), laid out
@@ -222,5 +232,4 @@ def rnea_second_derivatives(model: Model, q, v, a) -> tuple[np.ndarray, np.ndarr
     dM_dq[i, j, k] = ∂M_ij/∂q_k (= ∂²τ_i/∂q_k∂a_j).
     """
     q, v, a = as_vector(q, model.nq, "q"), as_vector(v, model.nv, "v"), as_vector(a, model.nv, "a")
-    return idsva_so_kernel(model.topology, model.joint_placement, model.axis, model.inertia,
-                           model.gravity, q, v, a)
+    return idsva_so_kernel(model.arrays, q, v, a, as_forces(model, f_ext))

@@ -39,11 +39,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._checks import as_vector
+from ._checks import as_forces, as_vector
 from .kinematics import all_finite
 from .model import PARENT, Model
 from .rnea import check_state, rnea_passes
 from .rnea_derivatives import D, E, G, H, body_coriolis, rnea_derivative_passes
+from .rnea_second_derivatives import require_single_dof
 from .spatial import add_to_parent, crf_at, crm_at, dot6_at
 
 # rows of the per-body vector workspace
@@ -160,6 +161,7 @@ def idsva_so_contracted_passes(topology, data, mu, Hqq, Hvv, Hqv, Mq):
     (n, 6, 6)). Writes Hqq, Hvv, Hqv, Mq (n, n) of the module docstring.
     """
     S, IC, BC, rates, T = data
+    require_single_dof(topology)
     Psid, Psidd, Sd = rates[0], rates[1], rates[2]
     n = topology.shape[0]
     vecs = np.zeros((5, n, 6))
@@ -200,20 +202,21 @@ def idsva_so_contracted_passes(topology, data, mu, Hqq, Hvv, Hqv, Mq):
 
 
 @njit(cache=True)
-def idsva_so_contracted_kernel(topology, joint_placement, axis, inertia, gravity, q, v, a, mu):
+def idsva_so_contracted_kernel(m, q, v, a, f_ext, mu):
     """(Hqq, Hvv, Hqv, Mq), each (n, n); inputs checked for NaN/inf."""
     check_state(q, v, a, "a: expected finite values, got NaN or inf")
     if not all_finite(mu):
         raise ValueError("mu: expected finite values, got NaN or inf")
+    topology, gravity = m[0], m[4]
     n = topology.shape[0]
-    S, IC, vel, acc, fC, _ = rnea_passes(topology, joint_placement, axis, inertia, gravity, q, v, a)
+    S, IC, vel, acc, fC, _ = rnea_passes(m, q, v, a, f_ext)
     rates, mats, out = np.empty((3, n, 6)), np.empty((2, n, 6, 6)), np.empty((6, n, n))
     rnea_derivative_passes(topology, gravity, S, IC, vel, acc, fC, rates, mats[0], mats[1], out[4], out[5])
     idsva_so_contracted_passes(topology, (S, IC, mats[0], rates, mats[1]), mu, out[0], out[1], out[2], out[3])
     return out[0], out[1], out[2], out[3]
 
 
-def rnea_second_derivatives_contracted(model: Model, q, v, a, mu) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+def rnea_second_derivatives_contracted(model: Model, q, v, a, mu, f_ext=None) -> tuple[np.ndarray, np.ndarray, np.ndarray,
                                                                             np.ndarray]:
     """Second-order partials of τ = ID(q, v, a) contracted with μ (nv,), no n³ tensor formed.
 
@@ -224,5 +227,4 @@ def rnea_second_derivatives_contracted(model: Model, q, v, a, mu) -> tuple[np.nd
     """
     q, v, a = as_vector(q, model.nq, "q"), as_vector(v, model.nv, "v"), as_vector(a, model.nv, "a")
     mu = as_vector(mu, model.nv, "mu")
-    return idsva_so_contracted_kernel(model.topology, model.joint_placement, model.axis, model.inertia,
-                                      model.gravity, q, v, a, mu)
+    return idsva_so_contracted_kernel(model.arrays, q, v, a, as_forces(model, f_ext), mu)

@@ -18,63 +18,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .model import JTYPE, PARENT, PRISMATIC
-
-
-@njit(cache=True)
-def joint_transform(topology, joint_placement, axis, q, i, R, p):
-    """World pose (R[i], p[i]) of joint frame i: ⁰T_i = ⁰T_λ(i) · X_T(i) · X_J(q_i).
-
-    X_T(i) = ``joint_placement[i]``; X_J is a rotation of angle q_i about ``axis[i]``
-    (Rodrigues' formula) or a translation q_i·axis[i]. Rows of the stacked arrays are
-    addressed by index (no views) so the recursion does no reference counting.
-    """
-    lam = topology[i, PARENT]
-    for r in range(3):
-        for c in range(4):
-            if lam < 0:
-                x = joint_placement[i, r, c]
-            else:
-                x = (R[lam, r, 0] * joint_placement[i, 0, c] + R[lam, r, 1] * joint_placement[i, 1, c]
-                     + R[lam, r, 2] * joint_placement[i, 2, c])
-            if c < 3:
-                R[i, r, c] = x
-            else:
-                p[i, r] = x + (p[lam, r] if lam >= 0 else 0.0)
-    x, y, z = axis[i, 0], axis[i, 1], axis[i, 2]
-    if topology[i, JTYPE] == PRISMATIC:
-        for r in range(3):
-            p[i, r] += q[i] * (R[i, r, 0] * x + R[i, r, 1] * y + R[i, r, 2] * z)
-        return
-    s, co = np.sin(q[i]), np.cos(q[i])
-    t = 1.0 - co
-    j00, j01, j02 = co + x * x * t, x * y * t - z * s, x * z * t + y * s
-    j10, j11, j12 = y * x * t + z * s, co + y * y * t, y * z * t - x * s
-    j20, j21, j22 = z * x * t - y * s, z * y * t + x * s, co + z * z * t
-    for r in range(3):
-        a0, a1, a2 = R[i, r, 0], R[i, r, 1], R[i, r, 2]
-        R[i, r, 0] = a0 * j00 + a1 * j10 + a2 * j20
-        R[i, r, 1] = a0 * j01 + a1 * j11 + a2 * j21
-        R[i, r, 2] = a0 * j02 + a1 * j12 + a2 * j22
-
-
-@njit(cache=True)
-def motion_subspace(topology, axis, i, R, p, S):
-    """World motion subspace S[i] (6,) of 1-DoF joint i at world pose (R[i], p[i]).
-
-    Revolute: S = [z; p × z] with z = R·axis; prismatic: S = [0; R·axis].
-    """
-    z0 = R[i, 0, 0] * axis[i, 0] + R[i, 0, 1] * axis[i, 1] + R[i, 0, 2] * axis[i, 2]
-    z1 = R[i, 1, 0] * axis[i, 0] + R[i, 1, 1] * axis[i, 1] + R[i, 1, 2] * axis[i, 2]
-    z2 = R[i, 2, 0] * axis[i, 0] + R[i, 2, 1] * axis[i, 1] + R[i, 2, 2] * axis[i, 2]
-    if topology[i, JTYPE] == PRISMATIC:
-        S[i, 0] = S[i, 1] = S[i, 2] = 0.0
-        S[i, 3], S[i, 4], S[i, 5] = z0, z1, z2
-        return
-    S[i, 0], S[i, 1], S[i, 2] = z0, z1, z2
-    S[i, 3] = p[i, 1] * z2 - p[i, 2] * z1
-    S[i, 4] = p[i, 2] * z0 - p[i, 0] * z2
-    S[i, 5] = p[i, 0] * z1 - p[i, 1] * z0
+from .model import IDX_V, NV, PARENT
 
 
 @njit(cache=True)
@@ -165,3 +109,42 @@ def add_to_parent(topology, X, i):
         for r in range(6):
             for c in range(6):
                 X[lam, r, c] += X[i, r, c]
+
+
+@njit(cache=True)
+def joint_velocity(topology, S, v, i, out, k):
+    """out[k] = S_i v_i = Σ_c S[c] v[c] over the DoF columns c of joint i."""
+    for r in range(6):
+        out[k, r] = 0.0
+    for c in range(topology[i, IDX_V], topology[i, IDX_V] + topology[i, NV]):
+        for r in range(6):
+            out[k, r] += S[c, r] * v[c]
+
+
+@njit(cache=True)
+def joint_inertia_inverse(topology, S, U, i, Dinv):
+    """Dinv[i, :nv_j, :nv_j] = D_i⁻¹ with D_i = S_iᵀ U_i (nv_j × nv_j, U_i = I_i^A S_i in
+    the rows of U at joint i's DoF columns), by Gauss–Jordan elimination on the symmetric
+    positive-definite D_i (no pivoting needed). False if D_i is not positive definite
+    (a massless leaf body, say)."""
+    c0, k = topology[i, IDX_V], topology[i, NV]
+    A = np.empty((6, 12))
+    for r in range(k):
+        for c in range(k):
+            A[r, c] = dot6_at(S, c0 + r, U, c0 + c)
+            A[r, k + c] = 1.0 if r == c else 0.0
+    for piv in range(k):
+        d = A[piv, piv]
+        if not d > 1e-12 * max(1.0, abs(A[0, 0])):
+            return False
+        for c in range(2 * k):
+            A[piv, c] /= d
+        for r in range(k):
+            if r != piv:
+                f = A[r, piv]
+                for c in range(2 * k):
+                    A[r, c] -= f * A[piv, c]
+    for r in range(k):
+        for c in range(k):
+            Dinv[i, r, c] = A[r, k + c]
+    return True

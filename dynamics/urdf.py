@@ -19,8 +19,15 @@ Every link becomes a frame of the model; visual and collision shapes (box, cylin
 sphere, mesh) are kept with their colour, which may name a ``<material>`` defined at
 robot level (or earlier in a visual). ``<mimic>`` is ignored: mimic joints are loaded
 as independent joints, as Pinocchio does by default. ``<transmission>``, ``<gazebo>``,
-``<dynamics>`` (damping, friction) and ``<safety_controller>`` are ignored. Floating and
-planar joints are refused.
+``<dynamics>`` (damping, friction) and ``<safety_controller>`` are ignored. ``floating``
+joints load as free-flyers and ``planar`` joints (axis z) as planar joints
+(:mod:`dynamics.joints`); ``root_joint`` attaches the root link to the world by one.
+
+Mesh file names are resolved to absolute paths: ``package://pkg/rel`` is looked up as
+``dir/pkg/rel`` for every ``dir`` of ``package_dirs`` and then of the ``ROS_PACKAGE_PATH``
+environment variable (Pinocchio's rule), ``file://`` and relative names against the
+URDF's directory. A mesh that cannot be found keeps its name and is reported by one
+warning naming it (the viewer draws a capsule in its place).
 
 Any problem with the description raises ``ValueError`` naming the element and what was
 expected.
@@ -28,6 +35,7 @@ expected.
 from __future__ import annotations
 
 import os
+import warnings
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -38,12 +46,19 @@ from .model import Geometry, Model, rpy_matrix, transform
 _SHAPES = ("box", "cylinder", "sphere", "mesh")
 
 
-def load_urdf(source: str | os.PathLike) -> Model:
+def load_urdf(source: str | os.PathLike, root_joint: str | None = None, package_dirs=None,
+              strict_inertia: bool = False) -> Model:
     """Model described by a URDF file path or URDF XML string.
 
     A string whose first non-blank character is ``<`` is parsed as XML, anything else is
-    a path to a file.
+    a path to a file (recorded as ``model.source``). ``root_joint`` = None (fixed base),
+    ``"free-flyer"``, ``"planar"`` or ``"spherical"`` attaches the root link to the world
+    by that joint, named ``"root_joint"``. ``package_dirs`` (a directory or a list of
+    them) resolves ``package://`` mesh URIs. ``strict_inertia`` refuses inertias that
+    violate the triangle inequality even slightly (by default: a warning).
     """
+    dirs = _package_dirs(package_dirs)
+    path = None
     if isinstance(source, str) and source.lstrip().startswith("<"):
         text, where = source, "URDF string"
     else:
@@ -61,25 +76,69 @@ def load_urdf(source: str | os.PathLike) -> Model:
         raise ValueError(f"urdf: malformed XML in {where}: {e}") from None
     if root.tag != "robot":
         raise ValueError(f"urdf: root element must be <robot>, got <{root.tag}>")
-    return _RobotParser(root).build()
+    base = os.path.dirname(os.path.abspath(path)) if path else os.getcwd()
+    return _RobotParser(root, _MeshResolver(dirs, base)).build(root_joint, strict_inertia,
+                                                                os.path.abspath(path) if path else None)
+
+
+def _package_dirs(package_dirs) -> list[str]:
+    """``package_dirs`` as a list of existing directories, then those of ROS_PACKAGE_PATH."""
+    if package_dirs is None:
+        given = []
+    elif isinstance(package_dirs, (str, os.PathLike)):
+        given = [os.fspath(package_dirs)]
+    else:
+        try:
+            given = [os.fspath(d) for d in package_dirs]
+        except TypeError:
+            raise ValueError(f"package_dirs: expected a directory or a list of directories, got {package_dirs!r}") from None
+    for d in given:
+        if not os.path.isdir(d):
+            raise ValueError(f"package_dirs: {d!r} is not a directory")
+    ros = [d for d in os.environ.get("ROS_PACKAGE_PATH", "").split(os.pathsep) if d and os.path.isdir(d)]
+    return given + ros
+
+
+class _MeshResolver:
+    """Absolute paths of mesh file names; one warning per mesh that cannot be found."""
+
+    def __init__(self, dirs: list[str], base: str) -> None:
+        self.dirs, self.base, self.missing = dirs, base, set()
+
+    def __call__(self, filename: str) -> str:
+        if filename.startswith("package://"):
+            rel = filename[len("package://"):]
+            candidates = [os.path.join(d, rel) for d in self.dirs]
+        else:
+            rel = filename[len("file://"):] if filename.startswith("file://") else filename
+            candidates = [os.path.join(self.base, rel)]
+        for c in candidates:
+            if os.path.isfile(c):
+                return os.path.abspath(c)
+        if filename not in self.missing:
+            self.missing.add(filename)
+            hint = " (give package_dirs or set ROS_PACKAGE_PATH)" if filename.startswith("package://") else ""
+            warnings.warn(f"urdf: mesh {filename!r} not found{hint}; it will be drawn as a capsule", stacklevel=4)
+        return filename
 
 
 class _RobotParser:
     """Reads the children of ``<robot>`` into a ModelBuilder."""
 
-    def __init__(self, robot: ET.Element) -> None:
+    def __init__(self, robot: ET.Element, resolve_mesh: _MeshResolver) -> None:
         self.robot = robot
+        self.resolve_mesh = resolve_mesh
         self.builder = ModelBuilder(robot.get("name", "robot"))
         self.materials: dict[str, tuple[float, float, float, float]] = {}
 
-    def build(self) -> Model:
+    def build(self, root_joint: str | None, strict_inertia: bool, source: str | None) -> Model:
         for m in self.robot.findall("material"):
             self._material(m, "robot")
         for link in self.robot.findall("link"):
             self._link(link)
         for joint in self.robot.findall("joint"):
             self._joint(joint)
-        return self.builder.build()
+        return self.builder.build(root_joint, strict_inertia, source)
 
     def _link(self, el: ET.Element) -> None:
         name = _required(el, "name", "<link>")
@@ -142,7 +201,8 @@ class _RobotParser:
         if shape.tag == "sphere":
             return Geometry("sphere", link, placement, (_number(shape, "radius", tag),), rgba=rgba)
         scale = tuple(map(float, _vector(shape, "scale", 3, tag, "1 1 1")))
-        return Geometry("mesh", link, placement, filename=_required(shape, "filename", tag), scale=scale, rgba=rgba)
+        filename = self.resolve_mesh(_required(shape, "filename", tag))
+        return Geometry("mesh", link, placement, filename=filename, scale=scale, rgba=rgba)
 
     def _material(self, el: ET.Element, where: str) -> tuple[float, float, float, float] | None:
         """Colour of a <material>: its own <color rgba>, else the one registered under its name."""

@@ -60,13 +60,13 @@ class PointSet:
         """World positions p (K,P,3), Jacobians J (K,P,3,nv) and Hessians H (K,P,3,nv,nv)
         (H[.., i, a, b] = ∂²p_i/∂q_a∂q_b) at configurations qs (K, nv)."""
         m = self.model
-        return point_kinematics_batch_kernel(m.topology, m.joint_placement, m.axis, np.ascontiguousarray(qs),
+        return point_kinematics_batch_kernel(m.arrays, np.ascontiguousarray(qs),
                                              self.bodies, self.local)
 
     def positions(self, qs: np.ndarray) -> np.ndarray:
         """World positions (K, P, 3) only (no Jacobians or Hessians computed)."""
         m = self.model
-        return point_positions_batch_kernel(m.topology, m.joint_placement, m.axis, np.ascontiguousarray(qs),
+        return point_positions_batch_kernel(m.arrays, np.ascontiguousarray(qs),
                                             self.bodies, self.local)
 
     def sphere_distance(self, qs: np.ndarray, center: np.ndarray, derivatives: bool = True):

@@ -34,11 +34,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from dynamics._checks import NO_FORCE
 from dynamics.aba import aba_kernel
 from dynamics.aba_derivatives import aba_derivatives_data
 from dynamics.aba_second_derivatives import fdsva_so_terms
 from dynamics.aba_second_derivatives_contracted import fdsva_so_contracted_terms
-from dynamics.kinematics import all_finite
+from dynamics.kinematics import all_finite, tangent_size
 from dynamics.model import Model
 
 _RK4 = (np.array([[0.0, 0.0, 0.0, 0.0], [0.5, 0.0, 0.0, 0.0], [0.0, 0.5, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]]),
@@ -49,18 +50,18 @@ METHODS = {"rk4": _RK4, "euler": _EULER}
 
 
 def robot_params(model: Model) -> tuple:
-    """The model arrays passed to :func:`robot_dynamics`."""
-    return (model.topology, model.joint_placement, model.axis, model.inertia, model.gravity)
+    """The compiled model record passed to :func:`robot_dynamics` (``model.arrays``)."""
+    return model.arrays
 
 
 @njit(cache=True)
 def robot_data(params, count):
     """Storage for ``count`` evaluations' first-order data (see :func:`robot_dynamics`):
-    S (count, n, 6), I^C and B^C (count, n, 6, 6), rates (count, 3, n, 6), joint vectors
-    (count, n, 6, 6)."""
-    n = params[0].shape[0]
-    return (np.empty((count, n, 6)), np.empty((count, n, 6, 6)), np.empty((count, n, 6, 6)),
-            np.empty((count, 3, n, 6)), np.empty((count, n, 6, 6)))
+    S (count, nv, 6), I^C and B^C (count, n, 6, 6), rates (count, 3, nv, 6), joint vectors
+    (count, nv, 6, 6)."""
+    n, nv = params[0].shape[0], tangent_size(params[0])
+    return (np.empty((count, nv, 6)), np.empty((count, n, 6, 6)), np.empty((count, n, 6, 6)),
+            np.empty((count, 3, nv, 6)), np.empty((count, nv, 6, 6)))
 
 
 @njit(cache=True)
@@ -70,15 +71,13 @@ def robot_dynamics(params, x, u, order, f, Fz, Fzz, data, idx):
     For order 1 and ``idx`` ≥ 0 the first-order data that :func:`robot_dynamics_hessian`
     reuses is copied into row ``idx`` of ``data`` (from :func:`robot_data`).
     """
-    topology, joint_placement, axis, inertia, gravity = params
-    n = topology.shape[0]
+    n = tangent_size(params[0])
     q, v = x[:n], x[n:]
     f[:n] = v
     if order == 0:
-        f[n:] = aba_kernel(topology, joint_placement, axis, inertia, gravity, q, v, u)
+        f[n:] = aba_kernel(params, q, v, u, NO_FORCE)
         return
-    qdd, da_dq, da_dv, da_dtau, fo = aba_derivatives_data(topology, joint_placement, axis, inertia, gravity,
-                                                          q, v, u)
+    qdd, da_dq, da_dv, da_dtau, fo = aba_derivatives_data(params, q, v, u, NO_FORCE)
     if idx >= 0:
         data[0][idx], data[1][idx], data[2][idx], data[3][idx], data[4][idx] = fo
     f[n:] = qdd
@@ -91,7 +90,7 @@ def robot_dynamics(params, x, u, order, f, Fz, Fzz, data, idx):
             Fz[n + i, 2 * n + j] = da_dtau[i, j]
     if order < 2:
         return
-    d2q, d2v, d2qv, d2qtau = fdsva_so_terms(topology, joint_placement, axis, inertia, gravity, q, v, qdd,
+    d2q, d2v, d2qv, d2qtau = fdsva_so_terms(params, q, v, NO_FORCE, qdd,
                                             da_dq, da_dv, da_dtau)
     Fzz[:] = 0.0
     for i in range(n):
@@ -114,7 +113,7 @@ def robot_dynamics_hessian(params, x, u, f, Fz, data, idx, w, W):
     Only the FD rows are nonlinear, so this is contracted FDSVA-SO with λ = w[nv:],
     from ∂q̈/∂q, ∂q̈/∂v, M⁻¹ (held in Fz) and the first-order RNEA data.
     """
-    n = params[0].shape[0]
+    n = tangent_size(params[0])
     work = np.empty((8, n, n))
     for i in range(n):
         for j in range(n):

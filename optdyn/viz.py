@@ -139,9 +139,9 @@ def resample(xs: np.ndarray, dt: float, nq: int, fps: float = FPS) -> tuple[np.n
 
 def body_poses(model: Model, q: np.ndarray) -> np.ndarray:
     """World poses (n, 4, 4) of the joint frames of all bodies at configuration q (nq,)."""
-    n = model.nv
-    R, p, S = np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((n, 6))
-    forward_kinematics(model.topology, model.joint_placement, model.axis, np.ascontiguousarray(q, float), R, p, S)
+    n = model.njoints
+    R, p, S = np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((model.nv, 6))
+    forward_kinematics(model.arrays, np.ascontiguousarray(q, float), R, p, S)
     T = np.zeros((n, 4, 4))
     T[:, :3, :3], T[:, :3, 3], T[:, 3, 3] = R, p, 1.0
     return T
@@ -191,7 +191,7 @@ class Scene:
             path = f"{self.body_paths[frame.body]}/visual_{k}"
             self._add(path, shape[0], _material(rgba), frame.placement @ g.placement @ shape[1], g.kind)
             drawn.add(frame.body)
-        for body in range(-1, self.model.nv):
+        for body in range(-1, self.model.njoints):
             if body not in drawn:
                 self._add_capsules(body)
         self.pose(np.zeros(self.model.nq))

@@ -94,7 +94,7 @@ def test_random_families_are_valid_depth_first_trees(family, n):
     for i in range(n):
         m, I = model.inertia[i, 0], model.inertia[i, 4:].reshape(3, 3)
         assert 0.5 <= m <= 3.0
-        assert spatial_inertia_is_valid(m, I) == ""
+        assert spatial_inertia_is_valid(m, I) == ("", "")
         assert np.linalg.eigvalsh(I)[0] > 0
         assert 0.1 - 1e-12 <= np.linalg.norm(model.joint_placement[i, :3, 3]) <= 0.5 + 1e-12
     np.testing.assert_allclose(np.linalg.norm(model.axis, axis=1), 1.0, rtol=1e-14)

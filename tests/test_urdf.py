@@ -367,7 +367,6 @@ BAD_URDF = {
     "not robot": ("<model name='x'/>", "<robot>"),
     "empty robot": ("<robot name='x'/>", "no links"),
     "unknown joint type": (robot(LINK_A + joint('name="j" type="hinge"')), "joint 'j'.*unknown type 'hinge'"),
-    "floating joint": (robot(LINK_A + joint('name="j" type="floating"')), "joint 'j'.*floating"),
     "planar joint": (robot(LINK_A + joint('name="j" type="planar"')), "joint 'j'.*planar"),
     "joint without type": (robot(LINK_A + joint('name="j"')), "joint 'j'.*'type'"),
     "joint without name": (robot(LINK_A + joint('type="fixed"')), "<joint>.*'name'"),

@@ -1,0 +1,385 @@
+"""Joint types: configuration, motion subspace and Lie-group operations (jcalc).
+
+Every joint type is one branch of the compiled switches below (Featherstone's ``jcalc``,
+Pinocchio's JointModel), with Pinocchio's conventions so that q and v move freely
+between the two libraries:
+
+=============  ====  ====  ==========================================  =====================
+type           nq    nv    q                                           v (joint frame)
+=============  ====  ====  ==========================================  =====================
+revolute       1     1     angle (continuous joints too: one angle,    angular rate
+                           where Pinocchio stores (cos, sin))
+prismatic      1     1     displacement                                linear rate
+spherical      4     3     unit quaternion (x, y, z, w)                angular velocity
+free-flyer     7     6     translation (x, y, z) in the parent frame,  (linear, angular)
+                           unit quaternion (qx, qy, qz, qw)
+planar         4     3     (x, y, cos θ, sin θ), motion in the x–y     (vx, vy, ω_z)
+                           plane of the joint frame
+=============  ====  ====  ==========================================  =====================
+
+The motion subspace of every type is constant in the joint's own (child) frame, so in
+world coordinates S = Ad(⁰T_i) S_local and its rate is Ṡ = v_i × S, as for 1-DoF joints.
+A joint of nv_j > 1 contributes nv_j "DoF columns" of S, all attached to its body.
+
+Lie-group operations (Pinocchio's ``integrate``, ``difference``): the configuration
+moves by the exponential map of the joint's group applied on the right,
+
+    q ⊕ δ = q · exp(δ)   (SO(3) for spherical, SE(3) for free-flyer, SE(2) for planar,
+                          addition for 1-DoF joints),
+    q₁ ⊖ q₀ = log(q₀⁻¹ · q₁),
+
+so derivatives with respect to q are taken in these local coordinates:
+∂f/∂q_k = d/dε_k f(q ⊕ ε) at ε = 0 (Lie derivatives along the body-fixed columns of S).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ._checks import as_vector
+from .model import FREE_FLYER, IDX_Q, IDX_V, JTYPE, NV, PARENT, PLANAR, PRISMATIC, REVOLUTE, SPHERICAL, Model
+
+QUATERNION_TOLERANCE = 1e-6
+
+
+@njit(cache=True)
+def quaternion_offset(jtype):
+    """Index of the quaternion (or planar (cos, sin)) within q_j, −1 if the type has none."""
+    if jtype == SPHERICAL:
+        return 0
+    if jtype == FREE_FLYER:
+        return 3
+    if jtype == PLANAR:
+        return 2
+    return -1
+
+
+@njit(cache=True)
+def check_configuration(topology, q):
+    """Raise ValueError naming q and the joint if q has NaN/inf or a quaternion (or a
+    planar (cos, sin)) whose norm is not 1 within ``QUATERNION_TOLERANCE``."""
+    for e in q:
+        if not np.isfinite(e):
+            raise ValueError("q: expected finite values, got NaN or inf")
+    for i in range(topology.shape[0]):
+        o = quaternion_offset(topology[i, JTYPE])
+        if o < 0:
+            continue
+        k = topology[i, IDX_Q] + o
+        m = 2 if topology[i, JTYPE] == PLANAR else 4
+        s = 0.0
+        for r in range(m):
+            s += q[k + r] * q[k + r]
+        if abs(np.sqrt(s) - 1.0) > QUATERNION_TOLERANCE:
+            raise ValueError("q: the unit quaternion (or planar cos, sin) of joint number", i,
+                             "has norm", np.sqrt(s), "expected 1; use dynamics.normalize(model, q)")
+
+
+@njit(cache=True)
+def quaternion_matrix(q, k, J):
+    """J (3, 3) = rotation of the unit quaternion q[k:k+4] = (x, y, z, w)."""
+    x, y, z, w = q[k], q[k + 1], q[k + 2], q[k + 3]
+    J[0, 0], J[0, 1], J[0, 2] = 1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)
+    J[1, 0], J[1, 1], J[1, 2] = 2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)
+    J[2, 0], J[2, 1], J[2, 2] = 2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)
+
+
+@njit(cache=True)
+def joint_motion(jtype, axis, i, q, k, J, t):
+    """Joint transform X_J(q_j) = (J (3, 3), t (3,)) of joint i, q_j = q[k:k+nq_j]."""
+    for r in range(3):
+        t[r] = 0.0
+        for c in range(3):
+            J[r, c] = 1.0 if r == c else 0.0
+    if jtype == PRISMATIC:
+        for r in range(3):
+            t[r] = q[k] * axis[i, r]
+    elif jtype == REVOLUTE:
+        x, y, z = axis[i, 0], axis[i, 1], axis[i, 2]
+        s, co = np.sin(q[k]), np.cos(q[k])
+        c1 = 1.0 - co
+        J[0, 0], J[0, 1], J[0, 2] = co + x * x * c1, x * y * c1 - z * s, x * z * c1 + y * s
+        J[1, 0], J[1, 1], J[1, 2] = y * x * c1 + z * s, co + y * y * c1, y * z * c1 - x * s
+        J[2, 0], J[2, 1], J[2, 2] = z * x * c1 - y * s, z * y * c1 + x * s, co + z * z * c1
+    elif jtype == SPHERICAL:
+        quaternion_matrix(q, k, J)
+    elif jtype == FREE_FLYER:
+        quaternion_matrix(q, k + 3, J)
+        t[0], t[1], t[2] = q[k], q[k + 1], q[k + 2]
+    else:  # PLANAR
+        co, s = q[k + 2], q[k + 3]
+        J[0, 0], J[0, 1], J[1, 0], J[1, 1] = co, -s, s, co
+        t[0], t[1] = q[k], q[k + 1]
+
+
+@njit(cache=True)
+def joint_transform(topology, joint_placement, axis, q, i, R, p, J, t):
+    """World pose (R[i], p[i]) of joint frame i: ⁰T_i = ⁰T_λ(i) · X_T(i) · X_J(q_i).
+
+    X_T(i) = ``joint_placement[i]``, X_J from :func:`joint_motion`; J (3, 3) and t (3,)
+    are scratch. Rows of the stacked arrays are addressed by index (no views) so the
+    recursion does no reference counting.
+    """
+    lam = topology[i, PARENT]
+    for r in range(3):
+        for c in range(4):
+            if lam < 0:
+                x = joint_placement[i, r, c]
+            else:
+                x = (R[lam, r, 0] * joint_placement[i, 0, c] + R[lam, r, 1] * joint_placement[i, 1, c]
+                     + R[lam, r, 2] * joint_placement[i, 2, c])
+            if c < 3:
+                R[i, r, c] = x
+            else:
+                p[i, r] = x + (p[lam, r] if lam >= 0 else 0.0)
+    joint_motion(topology[i, JTYPE], axis, i, q, topology[i, IDX_Q], J, t)
+    for r in range(3):
+        a0, a1, a2 = R[i, r, 0], R[i, r, 1], R[i, r, 2]
+        p[i, r] += a0 * t[0] + a1 * t[1] + a2 * t[2]
+        R[i, r, 0] = a0 * J[0, 0] + a1 * J[1, 0] + a2 * J[2, 0]
+        R[i, r, 1] = a0 * J[0, 1] + a1 * J[1, 1] + a2 * J[2, 1]
+        R[i, r, 2] = a0 * J[0, 2] + a1 * J[1, 2] + a2 * J[2, 2]
+
+
+@njit(cache=True, inline="always")
+def _unit(a, b):
+    return 1.0 if a == b else 0.0
+
+
+@njit(cache=True)
+def local_subspace(jtype, axis, i, c):
+    """Column c of joint i's motion subspace in its own frame, as (ω_x, ω_y, ω_z, v_x, v_y, v_z)."""
+    if jtype == REVOLUTE:
+        return axis[i, 0], axis[i, 1], axis[i, 2], 0.0, 0.0, 0.0
+    if jtype == PRISMATIC:
+        return 0.0, 0.0, 0.0, axis[i, 0], axis[i, 1], axis[i, 2]
+    if jtype == SPHERICAL or (jtype == FREE_FLYER and c >= 3):
+        e = c % 3
+        return _unit(e, 0), _unit(e, 1), _unit(e, 2), 0.0, 0.0, 0.0
+    if jtype == FREE_FLYER or c < 2:  # linear columns of free-flyer and planar
+        return 0.0, 0.0, 0.0, _unit(c, 0), _unit(c, 1), _unit(c, 2)
+    return 0.0, 0.0, 1.0, 0.0, 0.0, 0.0  # planar rotation about z
+
+
+@njit(cache=True)
+def motion_subspace(topology, axis, i, R, p, S):
+    """World motion subspace of joint i at world pose (R[i], p[i]): the columns
+    S[IDX_V[i] : IDX_V[i] + NV[i]] (rows of S (nv, 6)).
+
+    With the local column [ω_l; v_l]: S = [R ω_l; p × (R ω_l) + R v_l].
+    """
+    for c in range(topology[i, NV]):
+        w0, w1, w2, u0, u1, u2 = local_subspace(topology[i, JTYPE], axis, i, c)
+        k = topology[i, IDX_V] + c
+        z0 = R[i, 0, 0] * w0 + R[i, 0, 1] * w1 + R[i, 0, 2] * w2
+        z1 = R[i, 1, 0] * w0 + R[i, 1, 1] * w1 + R[i, 1, 2] * w2
+        z2 = R[i, 2, 0] * w0 + R[i, 2, 1] * w1 + R[i, 2, 2] * w2
+        S[k, 0], S[k, 1], S[k, 2] = z0, z1, z2
+        S[k, 3] = p[i, 1] * z2 - p[i, 2] * z1 + R[i, 0, 0] * u0 + R[i, 0, 1] * u1 + R[i, 0, 2] * u2
+        S[k, 4] = p[i, 2] * z0 - p[i, 0] * z2 + R[i, 1, 0] * u0 + R[i, 1, 1] * u1 + R[i, 1, 2] * u2
+        S[k, 5] = p[i, 0] * z1 - p[i, 1] * z0 + R[i, 2, 0] * u0 + R[i, 2, 1] * u1 + R[i, 2, 2] * u2
+
+
+# ---------------------------------------------------------------- Lie-group operations
+
+@njit(cache=True)
+def _exp3_quaternion(w0, w1, w2):
+    """Unit quaternion (x, y, z, w) of the rotation exp([ω]×)."""
+    th = np.sqrt(w0 * w0 + w1 * w1 + w2 * w2)
+    if th < 1e-8:
+        s = 0.5 - th * th / 48.0
+    else:
+        s = np.sin(0.5 * th) / th
+    return s * w0, s * w1, s * w2, np.cos(0.5 * th)
+
+
+@njit(cache=True)
+def _quaternion_product(a, b):
+    """a ⊗ b for quaternions (x, y, z, w)."""
+    ax, ay, az, aw = a
+    bx, by, bz, bw = b
+    return (aw * bx + ax * bw + ay * bz - az * by, aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw, aw * bw - ax * bx - ay * by - az * bz)
+
+
+@njit(cache=True)
+def _log3_quaternion(x, y, z, w):
+    """ω with exp([ω]×) = rotation of the unit quaternion (x, y, z, w), |ω| ≤ π."""
+    if w < 0.0:
+        x, y, z, w = -x, -y, -z, -w
+    s = np.sqrt(x * x + y * y + z * z)
+    th = 2.0 * np.arctan2(s, w)
+    f = 2.0 + s * s / 3.0 if s < 1e-8 else th / s  # th/s → 2 (1 + s²/6) as s → 0
+    return f * x, f * y, f * z
+
+
+@njit(cache=True)
+def _left_jacobian_coefficients(th):
+    """(a, b) of V(ω) = 1 + a [ω]× + b [ω]×², the left Jacobian of SO(3) (|ω| = th)."""
+    if th < 1e-5:
+        return 0.5 - th * th / 24.0, 1.0 / 6.0 - th * th / 120.0
+    return (1.0 - np.cos(th)) / (th * th), (th - np.sin(th)) / (th * th * th)
+
+
+@njit(cache=True)
+def _apply_V(w, u, inverse):
+    """V(ω) u, or V(ω)⁻¹ u, for the SE(3) exponential (Murray, Li & Sastry 1994, eq. 2.36)."""
+    th = np.sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2])
+    wx = np.array([w[1] * u[2] - w[2] * u[1], w[2] * u[0] - w[0] * u[2], w[0] * u[1] - w[1] * u[0]])
+    wwx = np.array([w[1] * wx[2] - w[2] * wx[1], w[2] * wx[0] - w[0] * wx[2], w[0] * wx[1] - w[1] * wx[0]])
+    if not inverse:
+        a, b = _left_jacobian_coefficients(th)
+        return u + a * wx + b * wwx
+    if th < 1e-5:
+        c = 1.0 / 12.0 + th * th / 720.0
+    else:
+        c = (1.0 - th * np.sin(th) / (2.0 * (1.0 - np.cos(th)))) / (th * th)
+    return u - 0.5 * wx + c * wwx
+
+
+@njit(cache=True)
+def integrate_kernel(topology, q, dv):
+    """q ⊕ dv joint by joint (see the module docstring); q must be normalised."""
+    out = q.copy()
+    J, t = np.empty((3, 3)), np.empty(3)
+    for i in range(topology.shape[0]):
+        jt, k, m = topology[i, JTYPE], topology[i, IDX_Q], topology[i, IDX_V]
+        if jt == REVOLUTE or jt == PRISMATIC:
+            out[k] = q[k] + dv[m]
+        elif jt == SPHERICAL or jt == FREE_FLYER:
+            o = 3 if jt == FREE_FLYER else 0
+            w = dv[m + o: m + o + 3]
+            if jt == FREE_FLYER:  # p ← p + R V(ω) v
+                quaternion_matrix(q, k + 3, J)
+                dp = J @ _apply_V(w, dv[m: m + 3], False)
+                for r in range(3):
+                    out[k + r] = q[k + r] + dp[r]
+            e = _exp3_quaternion(w[0], w[1], w[2])
+            out[k + o: k + o + 4] = np.array(_quaternion_product(
+                (q[k + o], q[k + o + 1], q[k + o + 2], q[k + o + 3]), e))
+        else:  # PLANAR: SE(2) exponential
+            vx, vy, w = dv[m], dv[m + 1], dv[m + 2]
+            if abs(w) < 1e-8:
+                a, b = 1.0 - w * w / 6.0, 0.5 * w
+            else:
+                a, b = np.sin(w) / w, (1.0 - np.cos(w)) / w
+            tx, ty = a * vx - b * vy, b * vx + a * vy
+            co, s = q[k + 2], q[k + 3]
+            out[k] = q[k] + co * tx - s * ty
+            out[k + 1] = q[k + 1] + s * tx + co * ty
+            cw, sw = np.cos(w), np.sin(w)
+            out[k + 2], out[k + 3] = co * cw - s * sw, s * cw + co * sw
+    return out
+
+
+@njit(cache=True)
+def difference_kernel(topology, nv, q0, q1):
+    """q1 ⊖ q0 = log(q0⁻¹ q1) joint by joint (nv,); the inverse of :func:`integrate_kernel`."""
+    out = np.empty(nv)
+    J = np.empty((3, 3))
+    for i in range(topology.shape[0]):
+        jt, k, m = topology[i, JTYPE], topology[i, IDX_Q], topology[i, IDX_V]
+        if jt == REVOLUTE or jt == PRISMATIC:
+            out[m] = q1[k] - q0[k]
+        elif jt == SPHERICAL or jt == FREE_FLYER:
+            o = 3 if jt == FREE_FLYER else 0
+            a = (-q0[k + o], -q0[k + o + 1], -q0[k + o + 2], q0[k + o + 3])  # conjugate
+            d = _quaternion_product(a, (q1[k + o], q1[k + o + 1], q1[k + o + 2], q1[k + o + 3]))
+            w = np.array(_log3_quaternion(d[0], d[1], d[2], d[3]))
+            out[m + o: m + o + 3] = w
+            if jt == FREE_FLYER:  # v = V(ω)⁻¹ R0ᵀ (p1 − p0)
+                quaternion_matrix(q0, k + 3, J)
+                out[m: m + 3] = _apply_V(w, J.T @ (q1[k: k + 3] - q0[k: k + 3]), True)
+        else:  # PLANAR
+            c0, s0, c1, s1 = q0[k + 2], q0[k + 3], q1[k + 2], q1[k + 3]
+            w = np.arctan2(c0 * s1 - s0 * c1, c0 * c1 + s0 * s1)
+            dx, dy = q1[k] - q0[k], q1[k + 1] - q0[k + 1]
+            tx, ty = c0 * dx + s0 * dy, -s0 * dx + c0 * dy
+            if abs(w) < 1e-8:
+                a, b = 1.0 - w * w / 6.0, 0.5 * w
+            else:
+                a, b = np.sin(w) / w, (1.0 - np.cos(w)) / w
+            det = a * a + b * b  # inverse of [[a, −b], [b, a]]
+            out[m], out[m + 1], out[m + 2] = (a * tx + b * ty) / det, (-b * tx + a * ty) / det, w
+    return out
+
+
+@njit(cache=True)
+def normalize_kernel(topology, q):
+    """q with every quaternion and planar (cos, sin) scaled to unit norm."""
+    out = q.copy()
+    for i in range(topology.shape[0]):
+        o = quaternion_offset(topology[i, JTYPE])
+        if o < 0:
+            continue
+        k = topology[i, IDX_Q] + o
+        m = 2 if topology[i, JTYPE] == PLANAR else 4
+        s = np.sqrt(np.sum(q[k: k + m] ** 2))
+        if not s > 0.0:
+            raise ValueError("q: the quaternion (or planar cos, sin) of joint number", i, "is zero")
+        out[k: k + m] = q[k: k + m] / s
+    return out
+
+
+# ---------------------------------------------------------------- public functions
+
+def neutral(model: Model) -> np.ndarray:
+    """The neutral configuration (nq,): zero angles and displacements, identity rotations
+    (Pinocchio's ``neutral``)."""
+    q = np.zeros(model.nq)
+    for i, jt in enumerate(model.topology[:, JTYPE]):
+        o = quaternion_offset(jt)
+        if o >= 0:
+            q[model.topology[i, IDX_Q] + o + (0 if jt == PLANAR else 3)] = 1.0
+    return q
+
+
+def integrate(model: Model, q, dv) -> np.ndarray:
+    """q ⊕ dv (nq,): the configuration reached from q by the tangent displacement dv (nv,),
+    joint by joint through the exponential map of the joint's group."""
+    q, dv = as_vector(q, model.nq, "q"), as_vector(dv, model.nv, "dv")
+    check_configuration(model.topology, q)
+    if not np.all(np.isfinite(dv)):
+        raise ValueError("dv: expected finite values, got NaN or inf")
+    return integrate_kernel(model.topology, q, dv)
+
+
+def difference(model: Model, q0, q1) -> np.ndarray:
+    """q1 ⊖ q0 (nv,): the tangent displacement dv with integrate(q0, dv) = q1."""
+    q0, q1 = as_vector(q0, model.nq, "q0"), as_vector(q1, model.nq, "q1")
+    for name, q in (("q0", q0), ("q1", q1)):
+        try:
+            check_configuration(model.topology, q)
+        except ValueError as e:
+            raise ValueError(str(e).replace("q:", f"{name}:", 1)) from None
+    return difference_kernel(model.topology, model.nv, q0, q1)
+
+
+def normalize(model: Model, q) -> np.ndarray:
+    """q with every quaternion (and planar (cos, sin)) scaled to unit norm."""
+    q = as_vector(q, model.nq, "q")
+    if not np.all(np.isfinite(q)):
+        raise ValueError("q: expected finite values, got NaN or inf")
+    return normalize_kernel(model.topology, q)
+
+
+def random_configuration(model: Model, rng: np.random.Generator | int | None = None) -> np.ndarray:
+    """A random configuration (nq,): 1-DoF joints and translations uniform within their
+    position limits (infinite limits replaced by ±π for angles and ±1 m otherwise),
+    rotations uniform on SO(3) (SO(2) for planar joints)."""
+    rng = np.random.default_rng(rng)
+    lo, hi = model.lower_limit.copy(), model.upper_limit.copy()
+    angle = np.zeros(model.nq, dtype=bool)
+    angle[model.topology[model.topology[:, JTYPE] == REVOLUTE, IDX_Q]] = True
+    bound = np.where(angle, np.pi, 1.0)
+    lo, hi = np.where(np.isfinite(lo), lo, -bound), np.where(np.isfinite(hi), hi, bound)
+    q = rng.uniform(lo, hi)
+    for i, jt in enumerate(model.topology[:, JTYPE]):
+        k = model.topology[i, IDX_Q] + quaternion_offset(jt)
+        if jt == PLANAR:
+            th = rng.uniform(-np.pi, np.pi)
+            q[k: k + 2] = np.cos(th), np.sin(th)
+        elif jt in (SPHERICAL, FREE_FLYER):
+            u = rng.normal(size=4)
+            q[k: k + 4] = u / np.linalg.norm(u)
+    return q
