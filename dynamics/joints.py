@@ -55,6 +55,16 @@ def quaternion_offset(jtype):
 
 
 @njit(cache=True)
+def unit_block(topology, i):
+    """(start, length) in q of joint i's unit-norm block — its quaternion, or its planar
+    (cos θ, sin θ) — and (−1, 0) for a joint without one."""
+    o = quaternion_offset(topology[i, JTYPE])
+    if o < 0:
+        return -1, 0
+    return topology[i, IDX_Q] + o, 2 if topology[i, JTYPE] == PLANAR else 4
+
+
+@njit(cache=True)
 def check_configuration(topology, q):
     """Raise ValueError naming q and the joint if q has NaN/inf or a quaternion (or a
     planar (cos, sin)) whose norm is not 1 within ``QUATERNION_TOLERANCE``."""
@@ -62,15 +72,11 @@ def check_configuration(topology, q):
         if not np.isfinite(e):
             raise ValueError("q: expected finite values, got NaN or inf")
     for i in range(topology.shape[0]):
-        o = quaternion_offset(topology[i, JTYPE])
-        if o < 0:
-            continue
-        k = topology[i, IDX_Q] + o
-        m = 2 if topology[i, JTYPE] == PLANAR else 4
+        k, m = unit_block(topology, i)
         s = 0.0
         for r in range(m):
             s += q[k + r] * q[k + r]
-        if abs(np.sqrt(s) - 1.0) > QUATERNION_TOLERANCE:
+        if m > 0 and abs(np.sqrt(s) - 1.0) > QUATERNION_TOLERANCE:
             raise ValueError("q: the unit quaternion (or planar cos, sin) of joint number", i,
                              "has norm", np.sqrt(s), "expected 1; use dynamics.normalize(model, q)")
 
@@ -223,7 +229,7 @@ def _left_jacobian_coefficients(th):
 
 @njit(cache=True)
 def _apply_V(w, u, inverse):
-    """V(ω) u, or V(ω)⁻¹ u, for the SE(3) exponential (Murray, Li & Sastry 1994, eq. 2.36)."""
+    """V(ω) u, or V(ω)⁻¹ u, for the SE(3) exponential (Murray, Li & Sastry 1994, ch. 2)."""
     th = np.sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2])
     wx = np.array([w[1] * u[2] - w[2] * u[1], w[2] * u[0] - w[0] * u[2], w[0] * u[1] - w[1] * u[0]])
     wwx = np.array([w[1] * wx[2] - w[2] * wx[1], w[2] * wx[0] - w[0] * wx[2], w[0] * wx[1] - w[1] * wx[0]])
@@ -235,6 +241,14 @@ def _apply_V(w, u, inverse):
     else:
         c = (1.0 - th * np.sin(th) / (2.0 * (1.0 - np.cos(th)))) / (th * th)
     return u - 0.5 * wx + c * wwx
+
+
+@njit(cache=True)
+def _se2_coefficients(w):
+    """(a, b) of the SE(2) exponential: translation [[a, −b], [b, a]] (vx, vy) for rate ω = w."""
+    if abs(w) < 1e-8:
+        return 1.0 - w * w / 6.0, 0.5 * w
+    return np.sin(w) / w, (1.0 - np.cos(w)) / w
 
 
 @njit(cache=True)
@@ -259,10 +273,7 @@ def integrate_kernel(topology, q, dv):
                 (q[k + o], q[k + o + 1], q[k + o + 2], q[k + o + 3]), e))
         else:  # PLANAR: SE(2) exponential
             vx, vy, w = dv[m], dv[m + 1], dv[m + 2]
-            if abs(w) < 1e-8:
-                a, b = 1.0 - w * w / 6.0, 0.5 * w
-            else:
-                a, b = np.sin(w) / w, (1.0 - np.cos(w)) / w
+            a, b = _se2_coefficients(w)
             tx, ty = a * vx - b * vy, b * vx + a * vy
             co, s = q[k + 2], q[k + 3]
             out[k] = q[k] + co * tx - s * ty
@@ -295,10 +306,7 @@ def difference_kernel(topology, nv, q0, q1):
             w = np.arctan2(c0 * s1 - s0 * c1, c0 * c1 + s0 * s1)
             dx, dy = q1[k] - q0[k], q1[k + 1] - q0[k + 1]
             tx, ty = c0 * dx + s0 * dy, -s0 * dx + c0 * dy
-            if abs(w) < 1e-8:
-                a, b = 1.0 - w * w / 6.0, 0.5 * w
-            else:
-                a, b = np.sin(w) / w, (1.0 - np.cos(w)) / w
+            a, b = _se2_coefficients(w)
             det = a * a + b * b  # inverse of [[a, −b], [b, a]]
             out[m], out[m + 1], out[m + 2] = (a * tx + b * ty) / det, (-b * tx + a * ty) / det, w
     return out
@@ -309,11 +317,9 @@ def normalize_kernel(topology, q):
     """q with every quaternion and planar (cos, sin) scaled to unit norm."""
     out = q.copy()
     for i in range(topology.shape[0]):
-        o = quaternion_offset(topology[i, JTYPE])
-        if o < 0:
+        k, m = unit_block(topology, i)
+        if m == 0:
             continue
-        k = topology[i, IDX_Q] + o
-        m = 2 if topology[i, JTYPE] == PLANAR else 4
         s = np.sqrt(np.sum(q[k: k + m] ** 2))
         if not s > 0.0:
             raise ValueError("q: the quaternion (or planar cos, sin) of joint number", i, "is zero")

@@ -80,6 +80,10 @@ class Problem:
                  name: str = "custom", params: dict | None = None) -> None:
         if not isinstance(model, Model):
             raise ValueError(f"model: expected a dynamics.Model, got {type(model).__name__}")
+        if model.nq != model.nv:
+            raise ValueError(f"model: the optimal-control layer needs x = [q; v] in a vector space (nq = nv); "
+                             f"{model.name!r} has multi-DoF joints ({', '.join(sorted(set(model.joint_types)))}), "
+                             f"nq = {model.nq}, nv = {model.nv}: floating-base optimal control is not available yet")
         self.model = model
         nx, nu = 2 * model.nv, model.nv
         self.x0 = _array(x0, (nx,), "x0")

@@ -40,6 +40,7 @@ import umsgpack
 from meshcat.animation import Animation
 from scipy.interpolate import CubicHermiteSpline
 
+from dynamics.joints import neutral
 from dynamics.kinematics import forward_kinematics
 from dynamics.model import Geometry, Model
 
@@ -194,7 +195,7 @@ class Scene:
         for body in range(-1, self.model.njoints):
             if body not in drawn:
                 self._add_capsules(body)
-        self.pose(np.zeros(self.model.nq))
+        self.pose(neutral(self.model))
 
     def _add_capsules(self, body: int) -> None:
         """Capsules from the body's joint origin to its children's joints and frames."""
