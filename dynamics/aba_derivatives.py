@@ -20,9 +20,10 @@ import numpy as np
 from numba import njit
 
 from ._checks import as_forces, as_vector
-from .minv import minv_kernel
+from .kinematics import kinematics_and_inertias
+from .minv import minv_passes
 from .model import PARENT, Model
-from .rnea import check_state, rnea_passes
+from .rnea import check_state, rnea_passes_at
 from .rnea_derivatives import rnea_derivative_passes
 from .spatial import joint_velocity, mat6_vec_at
 
@@ -63,9 +64,10 @@ def aba_derivatives_data(m, q, v, tau, f_ext):
     :func:`dynamics.rnea_derivatives.rnea_derivative_passes`, as a 5th element."""
     check_state(q, v, tau, "tau: expected finite values, got NaN or inf")
     topology = m[0]
-    Minv = minv_kernel(m, q)
+    R, p, S, I = kinematics_and_inertias(m, q)  # one forward kinematics for M⁻¹ and the RNEA
     n, nv = topology.shape[0], v.shape[0]
-    S, I, vel, acc, fC, b = rnea_passes(m, q, v, np.zeros(nv), f_ext)
+    Minv = minv_passes(topology, S, I.copy())
+    S, I, vel, acc, fC, b = rnea_passes_at(topology, m[4], R, p, S, I, v, np.zeros(nv), f_ext)
     qdd = np.empty(nv)
     for r in range(nv):  # FD = M⁻¹ (τ − b)
         s = 0.0

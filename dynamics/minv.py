@@ -46,8 +46,14 @@ def _block_solve(Dinv, i, x, k, out, c0, col):
 @njit(cache=True)
 def minv_kernel(m, q):
     """M(q)⁻¹ (nv, nv) by the three-pass algorithm; q checked for NaN/inf."""
-    topology = m[0]
     _, _, S, IA = kinematics_and_inertias(m, q)
+    return minv_passes(m[0], S, IA)
+
+
+@njit(cache=True)
+def minv_passes(topology, S, IA):
+    """M⁻¹ (nv, nv) from the world motion subspaces S (nv, 6) and body inertias IA
+    (n, 6, 6) of a forward-kinematics pass; IA is overwritten (articulated inertias)."""
     n, nv = topology.shape[0], S.shape[0]
     Minv = np.zeros((nv, nv))
     F, P = np.zeros((n, 6, nv)), np.zeros((n, 6, nv))

@@ -34,6 +34,7 @@ column per velocity entry ("DoF column"); body-indexed ones one per body.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -105,12 +106,12 @@ class Model:
         """Number of moving joints (= bodies)."""
         return len(self.joint_names)
 
-    @property
+    @cached_property
     def nq(self) -> int:
         """Number of configuration variables (7 per free-flyer, 4 per spherical or planar joint)."""
         return int(self.topology[:, NQ].sum())
 
-    @property
+    @cached_property
     def nv(self) -> int:
         """Number of velocity variables, the dimension of the configuration's tangent space."""
         return int(self.topology[:, NV].sum())

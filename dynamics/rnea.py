@@ -49,8 +49,14 @@ def rnea_passes(m, q, v, a, f_ext):
     ``fC[i]`` is the composite force f_i^C transmitted across joint i; ``f_ext`` is
     (n, 6) local external forces, or (0, 6) for none.
     """
-    topology, gravity = m[0], m[4]
     R, p, S, I = kinematics_and_inertias(m, q)
+    return rnea_passes_at(m[0], m[4], R, p, S, I, v, a, f_ext)
+
+
+@njit(cache=True)
+def rnea_passes_at(topology, gravity, R, p, S, I, v, a, f_ext):
+    """:func:`rnea_passes` from the outputs (R, p, S, I) of a forward-kinematics pass
+    (I is kept: the forces are written to new arrays)."""
     n = topology.shape[0]
     vel, acc, fC = np.empty((n, 6)), np.empty((n, 6)), np.empty((n, 6))
     work = np.empty((3, 6))
