@@ -3,6 +3,7 @@ Pinocchio oracle for the dynamics of loaded models."""
 from __future__ import annotations
 
 import pathlib
+import warnings
 
 import numpy as np
 import pytest
@@ -454,3 +455,50 @@ def test_builder_rejects_nan_limits_and_bad_inertial_origin():
         b.add_link("a", 1.0, 0.1 * np.eye(3), inertial_origin=np.eye(3))
     with pytest.raises(ValueError, match="joint 'j': limits must be numbers"):
         b.add_joint("j", "revolute", "base", "a", lower=np.nan, upper=1.0)
+
+
+# ---------------------------------------------------------------- multi-DoF joints and real-robot inertias
+
+def test_floating_and_planar_joints_load_as_multi_dof_joints():
+    text = robot(inertial() + '<link name="b"><inertial><mass value="2"/><inertia ixx="1" ixy="0" ixz="0" '
+                 'iyy="1" iyz="0" izz="1"/></inertial></link>'
+                 + joint('name="float" type="floating"')
+                 + joint('name="plane" type="planar"', '<parent link="a"/><child link="b"/><axis xyz="0 0 1"/>'))
+    model = load_urdf(text)
+    assert model.joint_types == ("free-flyer", "planar")
+    assert (model.nq, model.nv) == (11, 9)
+    np.testing.assert_array_equal(model.idx_qs, [0, 7])
+    np.testing.assert_array_equal(model.idx_vs, [0, 6])
+    np.testing.assert_array_equal(dyn.neutral(model), [0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0])
+    assert model.source is None and load_urdf(UR5_PATH).source == str(UR5_PATH.resolve())
+
+
+def test_root_joint_makes_the_root_link_a_floating_body():
+    fixed, floating = load_urdf(UR5_PATH), load_urdf(UR5_PATH, root_joint="free-flyer")
+    assert floating.joint_names[0] == "root_joint" and floating.joint_names[1:] == fixed.joint_names
+    assert (floating.nq, floating.nv) == (fixed.nq + 7, fixed.nv + 6)
+    assert floating.inertia[0, 0] > 0  # the UR5's base link now moves with the free-flyer
+    planar = load_urdf(UR5_PATH, root_joint="planar")
+    assert planar.joint_types[0] == "planar" and planar.nv == fixed.nv + 3
+
+
+def test_inertia_tolerances_for_real_robot_files():
+    slightly = robot(inertial(inertia='ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="2.001"') + joint())
+    with pytest.warns(UserWarning, match="link 'a'.*triangle inequality"):
+        load_urdf(slightly)
+    with pytest.raises(ValueError, match="link 'a'.*triangle inequality"):
+        load_urdf(slightly, strict_inertia=True)
+    # a dummy inertia on the root link: ignored when the root is welded to the world,
+    # a warning when it rides on a floating body that is physical as a whole
+    dummy = ('<robot name="r"><link name="base"><inertial><mass value="0.001"/><inertia ixx="0" ixy="0" '
+             'ixz="0" iyy="0" iyz="0" izz="3e-6"/></inertial></link>'
+             + inertial(mass="10") + joint('name="j" type="fixed"') + '</robot>')
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        load_urdf(dummy)  # fixed base: the root link carries no dynamics, nothing to check
+    with pytest.warns(UserWarning, match="link 'base'.*negligible"):
+        model = load_urdf(dummy, root_joint="free-flyer")
+    assert model.nv == 6 and abs(model.inertia[0, 0] - 10.001) < 1e-12
+    heavy = dummy.replace('<mass value="0.001"/>', '<mass value="5"/>')
+    with pytest.raises(ValueError, match="link 'base'.*triangle inequality"):
+        load_urdf(heavy, root_joint="free-flyer")
