@@ -1,6 +1,8 @@
 """Built-in robot models; every function returns a fresh :class:`~dynamics.model.Model`.
 
 * :func:`ur5` — the Universal Robots UR5 arm, loaded from the shipped ``ur5.urdf``.
+* :func:`space_manipulator` — the UR5 on a free-floating 300 kg satellite
+  (``space_manipulator.urdf``), free-flyer root, zero gravity.
 * :func:`serial_chain` and :func:`binary_tree` — seeded random kinematic trees of
   revolute and prismatic joints (benchmark families, valid up to at least 60 bodies).
 * :func:`pendulum` and :func:`double_pendulum` — planar point-mass pendulums whose
@@ -16,7 +18,7 @@ from ..builder import ModelBuilder
 from ..model import Geometry, Model, rpy_matrix, transform
 from ..urdf import load_urdf
 
-__all__ = ["ur5", "serial_chain", "binary_tree", "pendulum", "double_pendulum"]
+__all__ = ["ur5", "space_manipulator", "serial_chain", "binary_tree", "pendulum", "double_pendulum"]
 
 
 def ur5() -> Model:
@@ -29,6 +31,20 @@ def ur5() -> Model:
     """
     with resources.as_file(resources.files(__name__).joinpath("ur5.urdf")) as path:
         return load_urdf(path)
+
+
+def space_manipulator() -> Model:
+    """The UR5 arm on a 1 m cubic satellite of 300 kg, free-floating in zero gravity.
+
+    Loaded from the shipped ``space_manipulator.urdf`` with a free-flyer root joint
+    ``root_joint`` (q = (x, y, z, qx, qy, qz, qw) of the satellite, then the six arm
+    angles; v = the satellite's local (linear, angular) velocity, then the arm rates),
+    and gravity set to zero. Frames as :func:`ur5` plus ``satellite``.
+    """
+    with resources.as_file(resources.files(__name__).joinpath("space_manipulator.urdf")) as path:
+        model = load_urdf(path, root_joint="free-flyer")
+    model.gravity = (0.0, 0.0, 0.0)
+    return model
 
 
 def serial_chain(n: int, seed: int = 0) -> Model:
