@@ -19,7 +19,8 @@ from .aba_second_derivatives_contracted import aba_second_derivatives_contracted
 from .builder import ModelBuilder
 from .crba import crba
 from .energy import kinetic_energy, potential_energy
-from .joints import difference, integrate, neutral, normalize, random_configuration
+from .joints import (difference, difference_jacobians, integrate, integrate_jacobians, neutral, normalize,
+                     random_configuration)
 from .kinematics import frame_jacobian, frame_placement
 from .kinematics_derivatives import point_hessian, point_jacobian, point_position
 from . import batch
@@ -34,7 +35,8 @@ from . import models
 
 __all__ = [
     "Model", "ModelBuilder", "Frame", "Geometry", "load_urdf", "models",
-    "integrate", "difference", "neutral", "normalize", "random_configuration",
+    "integrate", "difference", "integrate_jacobians", "difference_jacobians", "neutral", "normalize",
+    "random_configuration",
     "rnea", "aba", "crba", "minv", "nonlinear_effects", "gravity_torques",
     "kinetic_energy", "potential_energy", "frame_placement", "frame_jacobian",
     "rnea_derivatives", "aba_derivatives", "rnea_second_derivatives", "aba_second_derivatives",

@@ -327,6 +327,110 @@ def normalize_kernel(topology, q):
     return out
 
 
+# ---------------------------------------------------------------- Jacobians of the Lie-group operations
+
+@njit(cache=True)
+def _hat(x0, x1, x2):
+    """[x]× (3, 3)."""
+    return np.array([[0.0, -x2, x1], [x2, 0.0, -x0], [-x1, x0, 0.0]])
+
+
+@njit(cache=True)
+def _se3_left_jacobian(xi, inverse):
+    """Left Jacobian J_l(ξ) (6, 6) of the SE(3) exponential, or its inverse, for
+    ξ = (ρ, φ) = (linear, angular) (Barfoot 2017, eq. 7.85–7.95: the rotation block is
+    J_l(φ) of SO(3), the coupling block Q(ρ, φ))."""
+    rho, phi = xi[:3], xi[3:]
+    P, Rh = _hat(phi[0], phi[1], phi[2]), _hat(rho[0], rho[1], rho[2])
+    th2 = phi[0] * phi[0] + phi[1] * phi[1] + phi[2] * phi[2]
+    th = np.sqrt(th2)
+    if th < 1e-4:  # Taylor expansions of the coefficients
+        a, b = 0.5 - th2 / 24.0, 1.0 / 6.0 - th2 / 120.0
+        c, d = 1.0 / 24.0 - th2 / 720.0, 1.0 / 120.0 - th2 / 2520.0
+        e = 1.0 / 12.0 + th2 / 720.0
+    else:
+        s, co = np.sin(th), np.cos(th)
+        a, b = (1.0 - co) / th2, (th - s) / (th2 * th)
+        c, d = (th2 + 2.0 * co - 2.0) / (2.0 * th2 * th2), (2.0 * th - 3.0 * s + th * co) / (2.0 * th2 * th2 * th)
+        e = (1.0 - th * s / (2.0 * (1.0 - co))) / th2
+    PP = P @ P
+    Q = (0.5 * Rh + b * (P @ Rh + Rh @ P + P @ Rh @ P) + c * (PP @ Rh + Rh @ PP - 3.0 * P @ Rh @ P)
+         + d * (P @ Rh @ PP + PP @ Rh @ P))
+    J = np.zeros((6, 6))
+    if not inverse:
+        Jr = np.eye(3) + a * P + b * PP
+        J[:3, :3], J[3:, 3:], J[:3, 3:] = Jr, Jr, Q
+    else:
+        Ji = np.eye(3) - 0.5 * P + e * PP
+        J[:3, :3], J[3:, 3:], J[:3, 3:] = Ji, Ji, -Ji @ Q @ Ji
+    return J
+
+
+@njit(cache=True)
+def _se3_adjoint_of_exp(xi):
+    """Ad of exp(ξ) (6, 6) in (linear, angular) coordinates: [[R, [p]× R], [0, R]]."""
+    q = np.zeros(7)
+    q[6] = 1.0
+    w = xi[3:]
+    e = _exp3_quaternion(w[0], w[1], w[2])
+    q[3], q[4], q[5], q[6] = e
+    R = np.empty((3, 3))
+    quaternion_matrix(q, 3, R)
+    p = _apply_V(w, xi[:3].copy(), False)
+    A = np.zeros((6, 6))
+    A[:3, :3], A[3:, 3:], A[:3, 3:] = R, R, _hat(p[0], p[1], p[2]) @ R
+    return A
+
+
+@njit(cache=True)
+def _group_rows(jt):
+    """The rows of SE(3)'s (linear, angular) coordinates a joint's tangent space occupies."""
+    if jt == SPHERICAL:
+        return np.array([3, 4, 5])
+    if jt == PLANAR:
+        return np.array([0, 1, 5])
+    return np.arange(6)
+
+
+@njit(cache=True)
+def _joint_block(jt, d, m, k, which):
+    """Block (k, k) of joint tangent displacement d[m:m+k] from the SE(3) formulas:
+    which = 0: Ad(exp(−d)), 1: J_r(d) = J_l(−d), 2: J_r⁻¹(d) = J_l⁻¹(−d), 3: −J_l⁻¹(d).
+    Spherical and planar joints are the subgroups SO(3) and SE(2) of SE(3)."""
+    rows = _group_rows(jt)
+    xi = np.zeros(6)
+    for r in range(k):
+        xi[rows[r]] = -d[m + r] if which < 3 else d[m + r]
+    if which == 0:
+        B = _se3_adjoint_of_exp(xi)
+    else:
+        B = _se3_left_jacobian(xi, which >= 2)
+        if which == 3:
+            B = -B
+    out = np.empty((k, k))
+    for r in range(k):
+        for c in range(k):
+            out[r, c] = B[rows[r], rows[c]]
+    return out
+
+
+@njit(cache=True)
+def lie_jacobians_kernel(topology, d, first, second):
+    """Block-diagonal (nv, nv) Jacobians of a Lie-group operation at tangent displacement d:
+    blocks ``first`` and ``second`` of :func:`_joint_block` (identity for 1-DoF joints)."""
+    nv = d.shape[0]
+    A, B = np.zeros((nv, nv)), np.zeros((nv, nv))
+    for i in range(topology.shape[0]):
+        jt, m, k = topology[i, JTYPE], topology[i, IDX_V], topology[i, NV]
+        if jt == REVOLUTE or jt == PRISMATIC:
+            A[m, m] = -1.0 if first == 3 else 1.0
+            B[m, m] = 1.0
+            continue
+        A[m: m + k, m: m + k] = _joint_block(jt, d, m, k, first)
+        B[m: m + k, m: m + k] = _joint_block(jt, d, m, k, second)
+    return A, B
+
+
 # ---------------------------------------------------------------- public functions
 
 def neutral(model: Model) -> np.ndarray:
@@ -359,6 +463,25 @@ def difference(model: Model, q0, q1) -> np.ndarray:
         except ValueError as e:
             raise ValueError(str(e).replace("q:", f"{name}:", 1)) from None
     return difference_kernel(model.topology, model.nv, q0, q1)
+
+
+def integrate_jacobians(model: Model, q, dv) -> tuple[np.ndarray, np.ndarray]:
+    """Jacobians (nv, nv) of q ⊕ dv with respect to q and to dv, in tangent coordinates
+    (Pinocchio's ``dIntegrate`` ARG0 and ARG1): per joint Ad(exp(−dv_j)) and the right
+    Jacobian J_r(dv_j) of the exponential (identity for 1-DoF joints)."""
+    q, dv = as_vector(q, model.nq, "q"), as_vector(dv, model.nv, "dv")
+    check_configuration(model.topology, q)
+    if not np.all(np.isfinite(dv)):
+        raise ValueError("dv: expected finite values, got NaN or inf")
+    return lie_jacobians_kernel(model.topology, dv, 0, 1)
+
+
+def difference_jacobians(model: Model, q0, q1) -> tuple[np.ndarray, np.ndarray]:
+    """Jacobians (nv, nv) of q1 ⊖ q0 with respect to q0 and to q1, in tangent coordinates
+    (Pinocchio's ``dDifference`` ARG0 and ARG1): per joint −J_l⁻¹(d_j) and J_r⁻¹(d_j),
+    d = q1 ⊖ q0."""
+    d = difference(model, q0, q1)
+    return lie_jacobians_kernel(model.topology, d, 3, 2)
 
 
 def normalize(model: Model, q) -> np.ndarray:

@@ -322,3 +322,29 @@ def test_space_manipulator_base_reacts_while_the_centre_of_mass_stays_put():
         assert np.linalg.norm(q[:3] - q0[:3]) > 1e-3  # the base has moved in reaction
         drift.append(np.linalg.norm(_centre_of_mass(model, q) - c0))
     assert drift[1] < 1e-6 and drift[1] < drift[0] / 3, drift  # about h^2.5 for this stage scheme
+
+
+def test_lie_jacobians_match_pinocchio_and_differences(mixed):
+    model, pm, _ = mixed
+    rng = np.random.default_rng(3)
+    q0, q1 = dyn.random_configuration(model, rng), dyn.random_configuration(model, rng)
+    for scale in (1e-6, 0.7):
+        dv = scale * rng.normal(size=model.nv)
+        Jq, Jv = dyn.integrate_jacobians(model, q0, dv)
+        np.testing.assert_allclose(Jq, pin.dIntegrate(pm, q0, dv, pin.ArgumentPosition.ARG0), atol=1e-10)
+        np.testing.assert_allclose(Jv, pin.dIntegrate(pm, q0, dv, pin.ArgumentPosition.ARG1), atol=1e-10)
+        q = dyn.integrate(model, q0, dv)
+        num_q = central(lambda e: dyn.difference(model, q, dyn.integrate(model, dyn.integrate(model, q0, e), dv)),
+                        np.zeros(model.nv), 1e-6)
+        num_v = central(lambda e: dyn.difference(model, q, dyn.integrate(model, q0, dv + e)), np.zeros(model.nv), 1e-6)
+        np.testing.assert_allclose(Jq, num_q, atol=1e-8)
+        np.testing.assert_allclose(Jv, num_v, atol=1e-8)
+    J0, J1 = dyn.difference_jacobians(model, q0, q1)
+    np.testing.assert_allclose(J0, pin.dDifference(pm, q0, q1, pin.ArgumentPosition.ARG0), atol=1e-9)
+    np.testing.assert_allclose(J1, pin.dDifference(pm, q0, q1, pin.ArgumentPosition.ARG1), atol=1e-9)
+    d = dyn.difference(model, q0, q1)
+    num_1 = central(lambda e: dyn.difference(model, q0, dyn.integrate(model, q1, e)), np.zeros(model.nv), 1e-6)
+    num_0 = central(lambda e: dyn.difference(model, dyn.integrate(model, q0, e), q1), np.zeros(model.nv), 1e-6)
+    np.testing.assert_allclose(J1, num_1, atol=1e-7)
+    np.testing.assert_allclose(J0, num_0, atol=1e-7)
+    assert np.linalg.norm(d) > 0.5
