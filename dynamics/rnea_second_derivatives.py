@@ -60,21 +60,13 @@ import numpy as np
 from numba import njit
 
 from ._checks import as_forces, as_vector
-from .model import NV, PARENT, Model
+from .model import IDX_V, NV, PARENT, Model
 from .rnea import check_state, rnea_passes
-from .rnea_derivatives import D, E, G, H, body_coriolis, joint_terms, subspace_rates
+from .rnea_derivatives import D, E, G, H, body_coriolis, coriolis_at, joint_terms, subspace_rates
 from .spatial import add_to_parent, crf_at, dot6_at, mat6_vec_at
 
-@njit(cache=True)
-def require_single_dof(topology):
-    """ValueError if the model has a multi-DoF joint (second order is 1-DoF only for now)."""
-    for i in range(topology.shape[0]):
-        if topology[i, NV] != 1:
-            raise ValueError("model: second-order derivatives are not yet available for multi-DoF joints")
-
-
 A1, A3, BS = 0, 1, 2  # rows of the per-body matrix workspace
-U1, U2, U3, U5, U6, U7, U8, U9, U10, U11, TMP = range(11)  # rows of the (i, j) vectors (+2 scratch)
+U1, U2, U3, U4, U5, U6, U7, U8, U9, U10, U11, TMP = range(12)  # rows of the (i, j) vectors (+2 scratch)
 
 
 @njit(cache=True)
@@ -125,16 +117,16 @@ def _add_crf(m, i, f, j, out, o):
 
 
 @njit(cache=True)
-def _body_matrices(i, S, IC, BC, Psid, Bpsi, Bs, Am, w):
-    """A1, A3 and Bs of body i into rows of ``Am`` (Bpsi, Bs (n, 6, 6) are workspaces)."""
-    body_coriolis(IC, Psid, i, Bpsi)  # B(I_i^C, Ψ̇_i)
-    body_coriolis(IC, S, i, Bs)  # B(I_i^C, S_i)
-    _commutator(S, i, BC, i, Am, A3, w)
+def _body_matrices(i, ci, S, IC, BC, Psid, Bw, Am, w):
+    """A1, A3 and Bs of DoF column ci (of body i) into rows of ``Am`` (Bw (2, 6, 6) is workspace)."""
+    coriolis_at(IC, i, Psid, ci, Bw, 0)  # B(I_i^C, Ψ̇_ci)
+    coriolis_at(IC, i, S, ci, Bw, 1)  # B(I_i^C, S_ci)
+    _commutator(S, ci, BC, i, Am, A3, w)
     for r in range(6):
         for c in range(6):
-            Am[A3, r, c] = 2.0 * (Am[A3, r, c] + Bpsi[i, r, c])
-            Am[BS, r, c] = 2.0 * Bs[i, r, c]
-            Am[A1, r, c] = Bs[i, r, c] + Bs[i, c, r]  # (I S) ×̄* is skew, the rest symmetric
+            Am[A3, r, c] = 2.0 * (Am[A3, r, c] + Bw[0, r, c])
+            Am[BS, r, c] = 2.0 * Bw[1, r, c]
+            Am[A1, r, c] = Bw[1, r, c] + Bw[1, c, r]  # (I S) ×̄* is skew, the rest symmetric
 
 
 @njit(cache=True)
@@ -162,65 +154,97 @@ def _pair_vectors(j, S, Psid, Psidd, PsidSd, Am, t, w):
 
 
 @njit(cache=True)
-def _triple(i, j, k, S, Psid, Psidd, PsidSd, w, d2q, d2v, dqdv, dM):
-    """Write every entry of the triple k ⪯ j ⪯ i (Alg. 1 lines 42–66)."""
-    d2q[i, j, k] = d2q[i, k, j] = dot6_at(w, U8, Psid, k) + dot6_at(w, U9, Psidd, k)
-    dqdv[i, k, j] = -dot6_at(w, U11, Psid, k)
-    if k < j:
-        d2v[i, j, k] = d2v[i, k, j] = -dot6_at(w, U11, S, k)
-        dqdv[i, j, k] = dot6_at(w, U5, S, k) + dot6_at(w, U9, PsidSd, k)
-        d2q[k, i, j] = d2q[k, j, i] = dot6_at(w, U3, S, k)
-        dqdv[k, j, i] = dot6_at(w, U6, S, k)
-        dM[k, i, j] = dM[i, k, j] = dot6_at(w, U9, S, k)
-        if j < i:
-            d2v[k, i, j] = d2v[k, j, i] = dot6_at(w, U10, S, k)
-            dqdv[k, i, j] = dot6_at(w, U7, S, k)
+def _same_body_u4(i, ci, cj, S, IC, w):
+    """u4 = S_ci ×* (I_i^C S_cj) + u9 for two columns of body i (= 2 u9 when cj = ci)."""
+    mat6_vec_at(IC, i, S, cj, w, TMP)
+    crf_at(S, ci, w, TMP, w, U4)
+    for r in range(6):
+        w[U4, r] += w[U9, r]
+
+
+@njit(cache=True)
+def _triple(i, j, k, ci, cj, ck, S, Psid, Psidd, PsidSd, w, d2q, d2v, dqdv, dM):
+    """Write every entry of the columns ci, cj, ck of the bodies k ⪯ j ⪯ i (Alg. 1 lines 42–66).
+
+    The cases compare bodies: two columns of one body take the "k = j" or "j = i" forms.
+    """
+    d2q[ci, cj, ck] = dot6_at(w, U8, Psid, ck) + dot6_at(w, U9, Psidd, ck)
+    dqdv[ci, ck, cj] = -dot6_at(w, U11, Psid, ck)
+    if k != j:
+        d2q[ci, ck, cj] = d2q[ci, cj, ck]
+        d2v[ci, cj, ck] = d2v[ci, ck, cj] = -dot6_at(w, U11, S, ck)
+        dqdv[ci, cj, ck] = dot6_at(w, U5, S, ck) + dot6_at(w, U9, PsidSd, ck)
+        d2q[ck, ci, cj] = dot6_at(w, U3, S, ck)
+        dqdv[ck, cj, ci] = dot6_at(w, U6, S, ck)
+        dM[ck, ci, cj] = dM[ci, ck, cj] = dot6_at(w, U9, S, ck)
+        if j != i:
+            d2q[ck, cj, ci] = d2q[ck, ci, cj]
+            d2v[ck, ci, cj] = d2v[ck, cj, ci] = dot6_at(w, U10, S, ck)
+            dqdv[ck, ci, cj] = dot6_at(w, U7, S, ck)
         else:
-            d2v[k, i, i] = 2.0 * dot6_at(w, U9, S, k)
+            d2v[ck, cj, ci] = dot6_at(w, U4, S, ck)
     else:
-        d2v[i, j, j] = -dot6_at(w, U2, S, j)
-    if j < i:
-        d2q[j, k, i] = d2q[j, i, k] = dot6_at(w, U1, Psid, k) + dot6_at(w, U2, Psidd, k)
-        d2v[j, k, i] = d2v[j, i, k] = dot6_at(w, U11, S, k)
-        dqdv[j, k, i] = dot6_at(w, U11, Psid, k)
-        dqdv[j, i, k] = dot6_at(w, U1, S, k) + dot6_at(w, U2, PsidSd, k)
-        dM[k, j, i] = dM[j, k, i] = dot6_at(w, U2, S, k)
+        d2v[ci, cj, ck] = -dot6_at(w, U2, S, ck)
+    if j != i:
+        d2q[cj, ck, ci] = d2q[cj, ci, ck] = dot6_at(w, U1, Psid, ck) + dot6_at(w, U2, Psidd, ck)
+        d2v[cj, ck, ci] = d2v[cj, ci, ck] = dot6_at(w, U11, S, ck)
+        dqdv[cj, ck, ci] = dot6_at(w, U11, Psid, ck)
+        dqdv[cj, ci, ck] = dot6_at(w, U1, S, ck) + dot6_at(w, U2, PsidSd, ck)
+        dM[ck, cj, ci] = dM[cj, ck, ci] = dot6_at(w, U2, S, ck)
+
+
+@njit(cache=True)
+def symmetrize_joint_blocks(topology, d2q):
+    """Replace the iterated Lie derivatives D_k D_l τ of two columns k, l of one joint by the
+    chart Hessian ½ (D_k D_l + D_l D_k) τ in d2q[:, k, l] and d2q[:, l, k] (no-op for 1-DoF)."""
+    for i in range(topology.shape[0]):
+        c0 = topology[i, IDX_V]
+        for k in range(c0, c0 + topology[i, NV]):
+            for l in range(c0, k):
+                for r in range(d2q.shape[0]):
+                    d2q[r, k, l] = d2q[r, l, k] = 0.5 * (d2q[r, k, l] + d2q[r, l, k])
 
 
 @njit(cache=True)
 def idsva_so_kernel(m, q, v, a, f_ext):
-    """IDSVA-SO (Singh, Russell & Wensing 2023 Alg. 1): (d2tau_dq2, d2tau_dv2, d2tau_dqdv, dM_dq), each (n, n, n).
+    """IDSVA-SO (Singh, Russell & Wensing 2023 Alg. 1): (d2tau_dq2, d2tau_dv2, d2tau_dqdv, dM_dq), each (nv, nv, nv).
 
     Inputs are checked for NaN/inf.
     """
     check_state(q, v, a, "a: expected finite values, got NaN or inf")
     topology, gravity = m[0], m[4]
-    require_single_dof(topology)
     S, IC, vel, acc, fC, _ = rnea_passes(m, q, v, a, f_ext)
-    n = topology.shape[0]
-    Psid, Psidd, Sd, PsidSd = np.empty((n, 6)), np.empty((n, 6)), np.empty((n, 6)), np.empty((n, 6))
+    n, nv = topology.shape[0], v.shape[0]
+    Psid, Psidd, Sd, PsidSd = np.empty((nv, 6)), np.empty((nv, 6)), np.empty((nv, 6)), np.empty((nv, 6))
     subspace_rates(topology, gravity, S, vel, acc, Psid, Psidd, Sd)
-    BC, Bpsi, Bs = np.empty((n, 6, 6)), np.empty((n, 6, 6)), np.empty((n, 6, 6))
+    BC = np.empty((n, 6, 6))
     for i in range(n):
         body_coriolis(IC, vel, i, BC)
+    for c in range(nv):
         for r in range(6):
-            PsidSd[i, r] = Psid[i, r] + Sd[i, r]
-    Am, t, w = np.empty((3, 6, 6)), np.empty((6, 6)), np.empty((TMP + 2, 6))
-    d2q, d2v = np.zeros((n, n, n)), np.zeros((n, n, n))
-    dqdv, dM = np.zeros((n, n, n)), np.zeros((n, n, n))
+            PsidSd[c, r] = Psid[c, r] + Sd[c, r]
+    Bw, Am, t, w = np.empty((2, 6, 6)), np.empty((3, 6, 6)), np.empty((6, 6)), np.empty((TMP + 2, 6))
+    d2q, d2v = np.zeros((nv, nv, nv)), np.zeros((nv, nv, nv))
+    dqdv, dM = np.zeros((nv, nv, nv)), np.zeros((nv, nv, nv))
     for i in range(n - 1, -1, -1):  # I^C, B^C of ν(i) are complete here
-        joint_terms(i, i, S, IC, BC, Psid, Psidd, Sd, fC, t)
-        _body_matrices(i, S, IC, BC, Psid, Bpsi, Bs, Am, w)
-        j = i
-        while j >= 0:
-            _pair_vectors(j, S, Psid, Psidd, PsidSd, Am, t, w)
-            k = j
-            while k >= 0:
-                _triple(i, j, k, S, Psid, Psidd, PsidSd, w, d2q, d2v, dqdv, dM)
-                k = topology[k, PARENT]
-            j = topology[j, PARENT]
+        for ci in range(topology[i, IDX_V], topology[i, IDX_V] + topology[i, NV]):
+            joint_terms(i, ci, S, IC, BC, Psid, Psidd, Sd, fC, t)
+            _body_matrices(i, ci, S, IC, BC, Psid, Bw, Am, w)
+            j = i
+            while j >= 0:
+                for cj in range(topology[j, IDX_V], topology[j, IDX_V] + topology[j, NV]):
+                    _pair_vectors(cj, S, Psid, Psidd, PsidSd, Am, t, w)
+                    if j == i:
+                        _same_body_u4(i, ci, cj, S, IC, w)
+                    k = j
+                    while k >= 0:
+                        for ck in range(topology[k, IDX_V], topology[k, IDX_V] + topology[k, NV]):
+                            _triple(i, j, k, ci, cj, ck, S, Psid, Psidd, PsidSd, w, d2q, d2v, dqdv, dM)
+                        k = topology[k, PARENT]
+                j = topology[j, PARENT]
         add_to_parent(topology, IC, i)
         add_to_parent(topology, BC, i)
+    symmetrize_joint_blocks(topology, d2q)
     return d2q, d2v, dqdv, dM
 
 

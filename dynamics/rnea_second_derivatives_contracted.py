@@ -41,11 +41,18 @@ from numba import njit
 
 from ._checks import as_forces, as_vector
 from .kinematics import all_finite
-from .model import PARENT, Model
+from .model import NV, PARENT, Model
 from .rnea import check_state, rnea_passes
 from .rnea_derivatives import D, E, G, H, body_coriolis, rnea_derivative_passes
-from .rnea_second_derivatives import require_single_dof
 from .spatial import add_to_parent, crf_at, crm_at, dot6_at
+
+@njit(cache=True)
+def require_single_dof(topology):
+    """ValueError if the model has a multi-DoF joint (TEMPORARY)."""
+    for i in range(topology.shape[0]):
+        if topology[i, NV] != 1:
+            raise ValueError("model: contracted second-order derivatives are not yet available for multi-DoF joints")
+
 
 # rows of the per-body vector workspace
 U8, U9, U11, U5, U2, P3, P1, PB, TMP, TMP2, TMP3, TMP4 = range(12)
