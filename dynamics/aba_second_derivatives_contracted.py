@@ -38,7 +38,7 @@ def fdsva_so_contracted_terms(topology, dqdd_dq, dqdd_dv, Minv, data, lam, Hqq, 
     M⁻¹ (n, n) and the RNEA-derivative ``data`` at q̈ of
     :func:`dynamics.aba_derivatives.aba_derivatives_data`. Writes Hqq, Hvv, Hqv, Hqtau
     (n, n); ``Mq`` (n, n) is workspace (on return Σ_a μ_a ∂M_al/∂q_j). Not checked."""
-    n = topology.shape[0]
+    n = Minv.shape[0]  # nv
     mu = np.empty(n)
     for r in range(n):  # μ = M⁻¹ λ
         s = 0.0
@@ -69,8 +69,7 @@ def fdsva_so_contracted_kernel(m, q, v, tau, f_ext, lam):
     if not all_finite(lam):
         raise ValueError("lam: expected finite values, got NaN or inf")
     _, dqdd_dq, dqdd_dv, Minv, data = aba_derivatives_data(m, q, v, tau, f_ext)
-    topology = m[0]
-    n = topology.shape[0]
+    topology, n = m[0], v.shape[0]
     out = np.empty((5, n, n))
     fdsva_so_contracted_terms(topology, dqdd_dq, dqdd_dv, Minv, data, lam, out[0], out[1], out[2], out[3], out[4])
     return out[0], out[1], out[2], out[3]
