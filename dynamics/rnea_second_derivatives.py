@@ -7,7 +7,17 @@ pass over the tree,
     d2tau_dqdv[i, j, k] = ∂²τ_i/∂q_j∂v_k        dM_dq[i, j, k]     = ∂M_ij/∂q_k
 
 (∂²τ/∂q∂a = ∂M/∂q; ∂²τ/∂a² = ∂²τ/∂v∂a = 0). Everything is in ground coordinates with
-Featherstone's [ω; v] ordering, the setting of the seed.
+Featherstone's [ω; v] ordering, the setting of the seed. Indices run over DoF columns
+(nv of them), for every joint type.
+
+Derivatives with respect to q are those of ε ↦ τ(q ⊕ ε) at ε = 0 (local coordinates,
+q ⊕ ε = :func:`dynamics.integrate`), so d2tau_dq2 is symmetric in its two q indices. For
+columns of different joints this is the iterated Lie derivative D_j D_k τ (they commute;
+D_k f = d/dε f(q ⊕ ε e_k) at 0, the first-order derivative of
+:mod:`dynamics.rnea_derivatives`). For two columns k, l of one multi-DoF joint the
+iterated Lie derivatives differ by D_[S_k, S_l] τ and the chart Hessian is their mean
+½ (D_k D_l + D_l D_k) τ. The q–v, v–v and ∂M/∂q (first order in q) entries need no
+symmetrisation. For 1-DoF joints all of these are ordinary partial derivatives.
 
 Notation (Singh, Russell & Wensing 2023 Sec. II, eq. 14–15, as in :mod:`dynamics.rnea_derivatives`, whose
 forward pass and per-joint vectors are reused here):
@@ -16,10 +26,11 @@ forward pass and per-joint vectors are reused here):
     B(I, u) = ½ [u×* I − I u× + (I u) ×̄*]                 (body-Coriolis matrix, eq. 14)
     I_i^C = Σ_{l∈ν(i)} I_l,  B_i^C = Σ_{l∈ν(i)} B(I_l, v_l),  f_i^C = Σ_{l∈ν(i)} f_l
 
-Backward pass (Alg. 1, 1-DoF joints): for every body i (leaves first), every j on the
-path from i to the root and every k on the path from j to the root (k ⪯ j ⪯ i), each
-nonzero entry is one dot product of a k-quantity (S_k, Ψ̇_k, Ψ̈_k, Ψ̇_k + Ṡ_k) with a
-vector u_1 … u_11 that depends on (i, j) only. Entries whose three joints do not lie on
+Backward pass (Alg. 1): for every body i (leaves first), every j on the path from i to
+the root and every k on the path from j to the root (k ⪯ j ⪯ i), and every DoF column of
+each of the three bodies (written i, j, k below as well), each nonzero entry is one dot
+product of a k-quantity (S_k, Ψ̇_k, Ψ̈_k, Ψ̇_k + Ṡ_k) with a vector u_1 … u_11 that
+depends on (i, j) only. Entries whose three joints do not lie on
 one path from the root are zero (branch-induced sparsity), so the cost is O(N·d²) with d
 the depth of the tree. With the per-body terms (App. C "common terms")
 
@@ -35,24 +46,29 @@ the (i, j) vectors are
     u1 = A3ᵀ S_j          u2 = A1 S_j            u3 = A3 Ψ̇_j + A1 Ψ̈_j + S_j ×* e
     u5 = S_j ×* g − Bs Ψ̇_j + 2 Ψ̇_j ×* h          u6 = Bs Ψ̇_j + S_j ×* d
     u7 = A3 S_j + A1 (Ψ̇_j + Ṡ_j)       u8 = S_j ×* g − Bsᵀ Ψ̇_j       u9 = S_j ×* h
-    u10 = Bs S_j                      u11 = Bsᵀ S_j
+    u10 = Bs S_j                      u11 = Bsᵀ S_j       u4 = S_i ×* (I_i^C S_j) + u9
 
 and the entries read (Alg. 1 lines 42–66, App. C; x·y = xᵀy):
 
     ∂²τ_i/∂q_j∂q_k = u8·Ψ̇_k + u9·Ψ̈_k          ∂²τ_i/∂q_k∂v_j = −u11·Ψ̇_k
     k ≺ j:  ∂²τ_i/∂v_j∂v_k = −u11·S_k          ∂²τ_i/∂q_j∂v_k = u5·S_k + u9·(Ψ̇_k + Ṡ_k)
             ∂²τ_k/∂q_i∂q_j = u3·S_k            ∂²τ_k/∂q_j∂v_i = u6·S_k
-            ∂M_ki/∂q_j = u9·S_k                ∂²τ_k/∂v_i∂v_i = 2 u9·S_k   (j = i)
+            ∂M_ki/∂q_j = u9·S_k                ∂²τ_k/∂v_j∂v_i = u4·S_k     (j = i)
             ∂²τ_k/∂v_i∂v_j = u10·S_k (j ≺ i)   ∂²τ_k/∂q_i∂v_j = u7·S_k     (j ≺ i)
     j ≺ i:  ∂²τ_j/∂q_k∂q_i = u1·Ψ̇_k + u2·Ψ̈_k  ∂²τ_j/∂v_k∂v_i = u11·S_k
             ∂²τ_j/∂q_k∂v_i = u11·Ψ̇_k          ∂²τ_j/∂q_i∂v_k = u1·S_k + u2·(Ψ̇_k + Ṡ_k)
             ∂M_kj/∂q_i = u2·S_k
-    k = j:  ∂²τ_i/∂v_j∂v_j = −u2·S_j
+    k = j:  ∂²τ_i/∂v_j∂v_k = −u2·S_k
 
-plus the mirror images given by the symmetry of second derivatives and of M (all
-joints are 1-DoF, so the tensor transposes of App. C reduce to index swaps). The OCR of
-Alg. 1 is partly garbled; the forms above were settled against the authors' MATLAB
-(ID_SO_derivatives.m) and are checked against differences in the tests.
+plus the mirror images given by the symmetry of second derivatives and of M (the
+tensor transposes of App. C are index swaps column by column). The cases k ≺ j, k = j,
+j ≺ i, j = i compare *bodies*: two columns of one body take the "=" forms, visited in
+both orders (for 1-DoF joints they are the diagonal entries, and u4 = 2 u9). For two
+columns j, k of one joint these forms give d2tau_dq2[:, j, k] = D_k D_j τ, the iterated
+Lie derivative; :func:`symmetrize_joint_blocks` replaces it by the chart Hessian. The
+OCR of Alg. 1 is partly garbled; the forms above (and the column-wise generalisation)
+were settled against the authors' MATLAB (ID_SO_derivatives.m) and are checked against
+differences along q ⊕ ε in the tests.
 """
 from __future__ import annotations
 
@@ -253,7 +269,10 @@ def rnea_second_derivatives(model: Model, q, v, a, f_ext=None) -> tuple[np.ndarr
 
     Returns ``(d2tau_dq2, d2tau_dv2, d2tau_dqdv, dM_dq)``, each (nv, nv, nv), laid out
     T[i, j, k] = ∂²τ_i/∂y_j∂z_k: d2tau_dqdv[i, j, k] = ∂²τ_i/∂q_j∂v_k and
-    dM_dq[i, j, k] = ∂M_ij/∂q_k (= ∂²τ_i/∂q_k∂a_j).
+    dM_dq[i, j, k] = ∂M_ij/∂q_k (= ∂²τ_i/∂q_k∂a_j). Every joint type: derivatives with
+    respect to q are those of ε ↦ τ(q ⊕ ε) at ε = 0 (:func:`dynamics.integrate`; local
+    coordinates, d2tau_dq2 symmetric in j, k — for two columns of one multi-DoF joint the
+    mean of the two iterated Lie derivatives, see the module docstring).
     """
     q, v, a = as_vector(q, model.nq, "q"), as_vector(v, model.nv, "v"), as_vector(a, model.nv, "a")
     return idsva_so_kernel(model.arrays, q, v, a, as_forces(model, f_ext))

@@ -32,7 +32,14 @@ already hold. The result
 costs O(n·d) (d = depth of the tree) — the size of the output on a chain —
 instead of IDSVA-SO's O(n·d²) with its n³ storage. Entries of the full tensors that
 coincide by symmetry (e.g. ∂²τ_i/∂q_j∂q_j) are counted once. Everything is in ground
-coordinates with Featherstone's [ω; v] ordering; all joints are 1-DoF.
+coordinates with Featherstone's [ω; v] ordering.
+
+Multi-DoF joints: indices are DoF columns; the sums Ĝ, Ĥ, B̂s and ψ are per body (over
+all columns of the bodies concerned), the pairs (j, i) run over the columns of each
+body, and two columns of one body take the body-equality forms of IDSVA-SO (both orders).
+Derivatives with respect to q are those of ε ↦ μᵀτ(q ⊕ ε) at ε = 0, so Hqq is symmetric:
+for two columns of one joint it is the mean of the two iterated Lie derivatives (see
+:mod:`dynamics.rnea_second_derivatives`).
 """
 from __future__ import annotations
 
@@ -244,7 +251,8 @@ def rnea_second_derivatives_contracted(model: Model, q, v, a, mu, f_ext=None) ->
     Returns ``(Hqq, Hvv, Hqv, Mq)``, each (nv, nv): Hqq[j, k] = Σ_i μ_i ∂²τ_i/∂q_j∂q_k,
     Hvv likewise in v, Hqv[j, k] = Σ_i μ_i ∂²τ_i/∂q_j∂v_k and Mq[j, k] = Σ_i μ_i ∂M_ij/∂q_k
     — equal to ``np.einsum("i,ijk->jk", mu, T)`` of the tensors of
-    :func:`dynamics.rnea_second_derivatives`, in O(n·d) instead of O(n·d²).
+    :func:`dynamics.rnea_second_derivatives`, in O(n·d) instead of O(n·d²). Every joint
+    type; q-derivatives are those of ε ↦ μᵀτ(q ⊕ ε) at ε = 0 (Hqq symmetric).
     """
     q, v, a = as_vector(q, model.nq, "q"), as_vector(v, model.nv, "v"), as_vector(a, model.nv, "a")
     mu = as_vector(mu, model.nv, "mu")
