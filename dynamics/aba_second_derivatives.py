@@ -15,7 +15,10 @@ where the bracket is the *Inner-Term*, (∂M/∂u) X is the tensor with pages
 
 The ingredients come from :mod:`dynamics.aba_derivatives` (q̈, M⁻¹ by Carpentier's
 algorithm, ∂FD/∂q, ∂FD/∂v) and :mod:`dynamics.rnea_second_derivatives` (IDSVA-SO at
-(q, v, q̈), which also gives ∂M/∂q). The Inner- and Outer-Terms are formed by direct
+(q, v, q̈), which also gives ∂M/∂q). With q-derivatives taken in the local
+coordinates ε ↦ q ⊕ ε (IDSVA-SO's d2tau_dq2 is that chart Hessian, see
+:mod:`dynamics.rnea_second_derivatives`) the chain rule above holds as written, for
+every joint type; indices run over the nv DoF columns. The Inner- and Outer-Terms are formed by direct
 tensor–matrix products (the seed's DTM, the fastest choice below ~40 joints), O(n⁴).
 :func:`fdsva_so_terms` starts from first-order results the caller already holds.
 """
@@ -53,7 +56,7 @@ def _add_dM_times(dM, X, out, swap):
 
 @njit(cache=True)
 def _outer_term(Minv, inner):
-    """−M⁻¹ applied to the rows of ``inner`` (n, n, n): out[i] = −Σ_a M⁻¹[i, a] inner[a].
+    """−M⁻¹ applied to the rows of ``inner`` (nv, nv, nv): out[i] = −Σ_a M⁻¹[i, a] inner[a].
 
     Zero rows inner[a, j, :] (branch-induced sparsity) are skipped; the inner loop runs
     along contiguous memory.
@@ -78,10 +81,10 @@ def _outer_term(Minv, inner):
 
 @njit(cache=True)
 def fdsva_so_terms(m, q, v, f_ext, qdd, dqdd_dq, dqdd_dv, Minv):
-    """FDSVA-SO from the first-order results at (q, v, τ): q̈, ∂q̈/∂q, ∂q̈/∂v, M⁻¹ (n, n).
+    """FDSVA-SO from the first-order results at (q, v, τ): q̈, ∂q̈/∂q, ∂q̈/∂v, M⁻¹ (nv, nv).
 
     For callers that already ran :func:`dynamics.aba_derivatives.aba_derivatives_kernel`.
-    Returns (d2qdd_dq2, d2qdd_dv2, d2qdd_dqdv, d2qdd_dqdtau), each (n, n, n); inputs are
+    Returns (d2qdd_dq2, d2qdd_dv2, d2qdd_dqdv, d2qdd_dqdtau), each (nv, nv, nv); inputs are
     not checked.
     """
     d2tau_dq2, d2tau_dv2, d2tau_dqdv, dM_dq = idsva_so_kernel(m, q, v, qdd, f_ext)
@@ -96,7 +99,7 @@ def fdsva_so_terms(m, q, v, f_ext, qdd, dqdd_dq, dqdd_dv, Minv):
 
 @njit(cache=True)
 def fdsva_so_kernel(m, q, v, tau, f_ext):
-    """(d2qdd_dq2, d2qdd_dv2, d2qdd_dqdv, d2qdd_dqdtau), each (n, n, n); inputs checked."""
+    """(d2qdd_dq2, d2qdd_dv2, d2qdd_dqdv, d2qdd_dqdtau), each (nv, nv, nv); inputs checked."""
     qdd, dqdd_dq, dqdd_dv, Minv = aba_derivatives_kernel(m, q, v, tau, f_ext)
     return fdsva_so_terms(m, q, v, f_ext, qdd, dqdd_dq, dqdd_dv, Minv)
 
@@ -107,6 +110,8 @@ def aba_second_derivatives(model: Model, q, v, tau, f_ext=None) -> tuple[np.ndar
     Returns ``(d2qdd_dq2, d2qdd_dv2, d2qdd_dqdv, d2qdd_dqdtau)``, each (nv, nv, nv), laid
     out T[i, j, k] = ∂²q̈_i/∂y_j∂z_k: d2qdd_dqdv[i, j, k] = ∂²q̈_i/∂q_j∂v_k and
     d2qdd_dqdtau[i, j, k] = ∂²q̈_i/∂q_j∂τ_k = ∂(M⁻¹)_ik/∂q_j. (∂²q̈/∂τ² = ∂²q̈/∂v∂τ = 0.)
+    Every joint type: derivatives with respect to q are those of ε ↦ q̈(q ⊕ ε) at ε = 0
+    (:func:`dynamics.integrate`; local coordinates, d2qdd_dq2 symmetric in j, k).
     """
     q, v, tau = as_vector(q, model.nq, "q"), as_vector(v, model.nv, "v"), as_vector(tau, model.nv, "tau")
     return fdsva_so_kernel(model.arrays, q, v, tau, as_forces(model, f_ext))

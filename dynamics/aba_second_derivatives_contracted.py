@@ -35,10 +35,10 @@ from .rnea_second_derivatives_contracted import idsva_so_contracted_passes
 @njit(cache=True)
 def fdsva_so_contracted_terms(topology, dqdd_dq, dqdd_dv, Minv, data, lam, Hqq, Hvv, Hqv, Hqtau, Mq):
     """Contracted FDSVA-SO from the first-order results at (q, v, τ): ∂q̈/∂q, ∂q̈/∂v,
-    M⁻¹ (n, n) and the RNEA-derivative ``data`` at q̈ of
+    M⁻¹ (nv, nv) and the RNEA-derivative ``data`` at q̈ of
     :func:`dynamics.aba_derivatives.aba_derivatives_data`. Writes Hqq, Hvv, Hqv, Hqtau
-    (n, n); ``Mq`` (n, n) is workspace (on return Σ_a μ_a ∂M_al/∂q_j). Not checked."""
-    n = topology.shape[0]
+    (nv, nv); ``Mq`` (nv, nv) is workspace (on return Σ_a μ_a ∂M_al/∂q_j). Not checked."""
+    n = Minv.shape[0]  # nv
     mu = np.empty(n)
     for r in range(n):  # μ = M⁻¹ λ
         s = 0.0
@@ -65,12 +65,11 @@ def fdsva_so_contracted_terms(topology, dqdd_dq, dqdd_dv, Minv, data, lam, Hqq, 
 
 @njit(cache=True)
 def fdsva_so_contracted_kernel(m, q, v, tau, f_ext, lam):
-    """(Hqq, Hvv, Hqv, Hqtau), each (n, n); inputs checked for NaN/inf."""
+    """(Hqq, Hvv, Hqv, Hqtau), each (nv, nv); inputs checked for NaN/inf."""
     if not all_finite(lam):
         raise ValueError("lam: expected finite values, got NaN or inf")
     _, dqdd_dq, dqdd_dv, Minv, data = aba_derivatives_data(m, q, v, tau, f_ext)
-    topology = m[0]
-    n = topology.shape[0]
+    topology, n = m[0], v.shape[0]
     out = np.empty((5, n, n))
     fdsva_so_contracted_terms(topology, dqdd_dq, dqdd_dv, Minv, data, lam, out[0], out[1], out[2], out[3], out[4])
     return out[0], out[1], out[2], out[3]
@@ -83,7 +82,8 @@ def aba_second_derivatives_contracted(model: Model, q, v, tau, lam, f_ext=None) 
     Returns ``(Hqq, Hvv, Hqv, Hqtau)``, each (nv, nv): Hqq[j, k] = Σ_i λ_i ∂²q̈_i/∂q_j∂q_k,
     Hvv likewise in v, Hqv[j, k] = Σ_i λ_i ∂²q̈_i/∂q_j∂v_k and
     Hqtau[j, k] = Σ_i λ_i ∂²q̈_i/∂q_j∂τ_k — equal to ``np.einsum("i,ijk->jk", lam, T)`` of
-    the tensors of :func:`dynamics.aba_second_derivatives`.
+    the tensors of :func:`dynamics.aba_second_derivatives`. Every joint type;
+    q-derivatives are those of ε ↦ λᵀq̈(q ⊕ ε) at ε = 0 (Hqq symmetric).
     """
     q, v, tau = as_vector(q, model.nq, "q"), as_vector(v, model.nv, "v"), as_vector(tau, model.nv, "tau")
     lam = as_vector(lam, model.nv, "lam")

@@ -40,34 +40,40 @@ from .spatial import add_to_parent, crf_at, crm_at, dot6_at, mat6_vec_at
 
 @njit(cache=True)
 def body_coriolis(I, vel, k, B):
-    """B[k] = B(I[k], v[k]) of eq. 14.
+    """B[k] = B(I[k], v[k]) of eq. 14."""
+    coriolis_at(I, k, vel, k, B, k)
+
+
+@njit(cache=True)
+def coriolis_at(I, i, vel, k, B, b):
+    """B[b] = B(I[i], v[k]) of eq. 14.
 
     With X = (v×*) I and I symmetric, −I (v×) = Xᵀ, so B = ½ (X + Xᵀ + (I v) ×̄*),
     where h ×̄* = −[[n×, f×], [f×, 0]] for h = [n; f] (the matrix of m ↦ m ×* h).
     """
     w0, w1, w2, u0, u1, u2 = vel[k, 0], vel[k, 1], vel[k, 2], vel[k, 3], vel[k, 4], vel[k, 5]
-    for c in range(6):  # X[:, c] = v ×* I[:, c], written into B[k]
-        f0, f1, f2, f3, f4, f5 = I[k, 0, c], I[k, 1, c], I[k, 2, c], I[k, 3, c], I[k, 4, c], I[k, 5, c]
-        B[k, 0, c] = w1 * f2 - w2 * f1 + u1 * f5 - u2 * f4
-        B[k, 1, c] = w2 * f0 - w0 * f2 + u2 * f3 - u0 * f5
-        B[k, 2, c] = w0 * f1 - w1 * f0 + u0 * f4 - u1 * f3
-        B[k, 3, c] = w1 * f5 - w2 * f4
-        B[k, 4, c] = w2 * f3 - w0 * f5
-        B[k, 5, c] = w0 * f4 - w1 * f3
+    for c in range(6):  # X[:, c] = v ×* I[:, c], written into B[b]
+        f0, f1, f2, f3, f4, f5 = I[i, 0, c], I[i, 1, c], I[i, 2, c], I[i, 3, c], I[i, 4, c], I[i, 5, c]
+        B[b, 0, c] = w1 * f2 - w2 * f1 + u1 * f5 - u2 * f4
+        B[b, 1, c] = w2 * f0 - w0 * f2 + u2 * f3 - u0 * f5
+        B[b, 2, c] = w0 * f1 - w1 * f0 + u0 * f4 - u1 * f3
+        B[b, 3, c] = w1 * f5 - w2 * f4
+        B[b, 4, c] = w2 * f3 - w0 * f5
+        B[b, 5, c] = w0 * f4 - w1 * f3
     for r in range(6):  # ½ (X + Xᵀ)
         for c in range(r + 1, 6):
-            B[k, r, c] = B[k, c, r] = 0.5 * (B[k, r, c] + B[k, c, r])
+            B[b, r, c] = B[b, c, r] = 0.5 * (B[b, r, c] + B[b, c, r])
     n0 = n1 = n2 = g0 = g1 = g2 = 0.0  # h = I v
     for c in range(6):
-        n0 += I[k, 0, c] * vel[k, c]
-        n1 += I[k, 1, c] * vel[k, c]
-        n2 += I[k, 2, c] * vel[k, c]
-        g0 += I[k, 3, c] * vel[k, c]
-        g1 += I[k, 4, c] * vel[k, c]
-        g2 += I[k, 5, c] * vel[k, c]
-    _add_half_skew(-n0, -n1, -n2, B, k, 0, 0)  # + ½ h ×̄*
-    _add_half_skew(-g0, -g1, -g2, B, k, 0, 3)
-    _add_half_skew(-g0, -g1, -g2, B, k, 3, 0)
+        n0 += I[i, 0, c] * vel[k, c]
+        n1 += I[i, 1, c] * vel[k, c]
+        n2 += I[i, 2, c] * vel[k, c]
+        g0 += I[i, 3, c] * vel[k, c]
+        g1 += I[i, 4, c] * vel[k, c]
+        g2 += I[i, 5, c] * vel[k, c]
+    _add_half_skew(-n0, -n1, -n2, B, b, 0, 0)  # + ½ h ×̄*
+    _add_half_skew(-g0, -g1, -g2, B, b, 0, 3)
+    _add_half_skew(-g0, -g1, -g2, B, b, 3, 0)
 
 
 @njit(cache=True, inline="always")

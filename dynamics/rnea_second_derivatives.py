@@ -7,7 +7,17 @@ pass over the tree,
     d2tau_dqdv[i, j, k] = ∂²τ_i/∂q_j∂v_k        dM_dq[i, j, k]     = ∂M_ij/∂q_k
 
 (∂²τ/∂q∂a = ∂M/∂q; ∂²τ/∂a² = ∂²τ/∂v∂a = 0). Everything is in ground coordinates with
-Featherstone's [ω; v] ordering, the setting of the seed.
+Featherstone's [ω; v] ordering, the setting of the seed. Indices run over DoF columns
+(nv of them), for every joint type.
+
+Derivatives with respect to q are those of ε ↦ τ(q ⊕ ε) at ε = 0 (local coordinates,
+q ⊕ ε = :func:`dynamics.integrate`), so d2tau_dq2 is symmetric in its two q indices. For
+columns of different joints this is the iterated Lie derivative D_j D_k τ (they commute;
+D_k f = d/dε f(q ⊕ ε e_k) at 0, the first-order derivative of
+:mod:`dynamics.rnea_derivatives`). For two columns k, l of one multi-DoF joint the
+iterated Lie derivatives differ by D_[S_k, S_l] τ and the chart Hessian is their mean
+½ (D_k D_l + D_l D_k) τ. The q–v, v–v and ∂M/∂q (first order in q) entries need no
+symmetrisation. For 1-DoF joints all of these are ordinary partial derivatives.
 
 Notation (Singh, Russell & Wensing 2023 Sec. II, eq. 14–15, as in :mod:`dynamics.rnea_derivatives`, whose
 forward pass and per-joint vectors are reused here):
@@ -16,10 +26,11 @@ forward pass and per-joint vectors are reused here):
     B(I, u) = ½ [u×* I − I u× + (I u) ×̄*]                 (body-Coriolis matrix, eq. 14)
     I_i^C = Σ_{l∈ν(i)} I_l,  B_i^C = Σ_{l∈ν(i)} B(I_l, v_l),  f_i^C = Σ_{l∈ν(i)} f_l
 
-Backward pass (Alg. 1, 1-DoF joints): for every body i (leaves first), every j on the
-path from i to the root and every k on the path from j to the root (k ⪯ j ⪯ i), each
-nonzero entry is one dot product of a k-quantity (S_k, Ψ̇_k, Ψ̈_k, Ψ̇_k + Ṡ_k) with a
-vector u_1 … u_11 that depends on (i, j) only. Entries whose three joints do not lie on
+Backward pass (Alg. 1): for every body i (leaves first), every j on the path from i to
+the root and every k on the path from j to the root (k ⪯ j ⪯ i), and every DoF column of
+each of the three bodies (written i, j, k below as well), each nonzero entry is one dot
+product of a k-quantity (S_k, Ψ̇_k, Ψ̈_k, Ψ̇_k + Ṡ_k) with a vector u_1 … u_11 that
+depends on (i, j) only. Entries whose three joints do not lie on
 one path from the root are zero (branch-induced sparsity), so the cost is O(N·d²) with d
 the depth of the tree. With the per-body terms (App. C "common terms")
 
@@ -35,24 +46,29 @@ the (i, j) vectors are
     u1 = A3ᵀ S_j          u2 = A1 S_j            u3 = A3 Ψ̇_j + A1 Ψ̈_j + S_j ×* e
     u5 = S_j ×* g − Bs Ψ̇_j + 2 Ψ̇_j ×* h          u6 = Bs Ψ̇_j + S_j ×* d
     u7 = A3 S_j + A1 (Ψ̇_j + Ṡ_j)       u8 = S_j ×* g − Bsᵀ Ψ̇_j       u9 = S_j ×* h
-    u10 = Bs S_j                      u11 = Bsᵀ S_j
+    u10 = Bs S_j                      u11 = Bsᵀ S_j       u4 = S_i ×* (I_i^C S_j) + u9
 
 and the entries read (Alg. 1 lines 42–66, App. C; x·y = xᵀy):
 
     ∂²τ_i/∂q_j∂q_k = u8·Ψ̇_k + u9·Ψ̈_k          ∂²τ_i/∂q_k∂v_j = −u11·Ψ̇_k
     k ≺ j:  ∂²τ_i/∂v_j∂v_k = −u11·S_k          ∂²τ_i/∂q_j∂v_k = u5·S_k + u9·(Ψ̇_k + Ṡ_k)
             ∂²τ_k/∂q_i∂q_j = u3·S_k            ∂²τ_k/∂q_j∂v_i = u6·S_k
-            ∂M_ki/∂q_j = u9·S_k                ∂²τ_k/∂v_i∂v_i = 2 u9·S_k   (j = i)
+            ∂M_ki/∂q_j = u9·S_k                ∂²τ_k/∂v_j∂v_i = u4·S_k     (j = i)
             ∂²τ_k/∂v_i∂v_j = u10·S_k (j ≺ i)   ∂²τ_k/∂q_i∂v_j = u7·S_k     (j ≺ i)
     j ≺ i:  ∂²τ_j/∂q_k∂q_i = u1·Ψ̇_k + u2·Ψ̈_k  ∂²τ_j/∂v_k∂v_i = u11·S_k
             ∂²τ_j/∂q_k∂v_i = u11·Ψ̇_k          ∂²τ_j/∂q_i∂v_k = u1·S_k + u2·(Ψ̇_k + Ṡ_k)
             ∂M_kj/∂q_i = u2·S_k
-    k = j:  ∂²τ_i/∂v_j∂v_j = −u2·S_j
+    k = j:  ∂²τ_i/∂v_j∂v_k = −u2·S_k
 
-plus the mirror images given by the symmetry of second derivatives and of M (all
-joints are 1-DoF, so the tensor transposes of App. C reduce to index swaps). The OCR of
-Alg. 1 is partly garbled; the forms above were settled against the authors' MATLAB
-(ID_SO_derivatives.m) and are checked against differences in the tests.
+plus the mirror images given by the symmetry of second derivatives and of M (the
+tensor transposes of App. C are index swaps column by column). The cases k ≺ j, k = j,
+j ≺ i, j = i compare *bodies*: two columns of one body take the "=" forms, visited in
+both orders (for 1-DoF joints they are the diagonal entries, and u4 = 2 u9). For two
+columns j, k of one joint these forms give d2tau_dq2[:, j, k] = D_k D_j τ, the iterated
+Lie derivative; :func:`symmetrize_joint_blocks` replaces it by the chart Hessian. The
+OCR of Alg. 1 is partly garbled; the forms above (and the column-wise generalisation)
+were settled against the authors' MATLAB (ID_SO_derivatives.m) and are checked against
+differences along q ⊕ ε in the tests.
 """
 from __future__ import annotations
 
@@ -60,21 +76,13 @@ import numpy as np
 from numba import njit
 
 from ._checks import as_forces, as_vector
-from .model import NV, PARENT, Model
+from .model import IDX_V, NV, PARENT, Model
 from .rnea import check_state, rnea_passes
-from .rnea_derivatives import D, E, G, H, body_coriolis, joint_terms, subspace_rates
+from .rnea_derivatives import D, E, G, H, body_coriolis, coriolis_at, joint_terms, subspace_rates
 from .spatial import add_to_parent, crf_at, dot6_at, mat6_vec_at
 
-@njit(cache=True)
-def require_single_dof(topology):
-    """ValueError if the model has a multi-DoF joint (second order is 1-DoF only for now)."""
-    for i in range(topology.shape[0]):
-        if topology[i, NV] != 1:
-            raise ValueError("model: second-order derivatives are not yet available for multi-DoF joints")
-
-
 A1, A3, BS = 0, 1, 2  # rows of the per-body matrix workspace
-U1, U2, U3, U5, U6, U7, U8, U9, U10, U11, TMP = range(11)  # rows of the (i, j) vectors (+2 scratch)
+U1, U2, U3, U4, U5, U6, U7, U8, U9, U10, U11, TMP = range(12)  # rows of the (i, j) vectors (+2 scratch)
 
 
 @njit(cache=True)
@@ -125,16 +133,16 @@ def _add_crf(m, i, f, j, out, o):
 
 
 @njit(cache=True)
-def _body_matrices(i, S, IC, BC, Psid, Bpsi, Bs, Am, w):
-    """A1, A3 and Bs of body i into rows of ``Am`` (Bpsi, Bs (n, 6, 6) are workspaces)."""
-    body_coriolis(IC, Psid, i, Bpsi)  # B(I_i^C, Ψ̇_i)
-    body_coriolis(IC, S, i, Bs)  # B(I_i^C, S_i)
-    _commutator(S, i, BC, i, Am, A3, w)
+def _body_matrices(i, ci, S, IC, BC, Psid, Bw, Am, w):
+    """A1, A3 and Bs of DoF column ci (of body i) into rows of ``Am`` (Bw (2, 6, 6) is workspace)."""
+    coriolis_at(IC, i, Psid, ci, Bw, 0)  # B(I_i^C, Ψ̇_ci)
+    coriolis_at(IC, i, S, ci, Bw, 1)  # B(I_i^C, S_ci)
+    _commutator(S, ci, BC, i, Am, A3, w)
     for r in range(6):
         for c in range(6):
-            Am[A3, r, c] = 2.0 * (Am[A3, r, c] + Bpsi[i, r, c])
-            Am[BS, r, c] = 2.0 * Bs[i, r, c]
-            Am[A1, r, c] = Bs[i, r, c] + Bs[i, c, r]  # (I S) ×̄* is skew, the rest symmetric
+            Am[A3, r, c] = 2.0 * (Am[A3, r, c] + Bw[0, r, c])
+            Am[BS, r, c] = 2.0 * Bw[1, r, c]
+            Am[A1, r, c] = Bw[1, r, c] + Bw[1, c, r]  # (I S) ×̄* is skew, the rest symmetric
 
 
 @njit(cache=True)
@@ -162,65 +170,97 @@ def _pair_vectors(j, S, Psid, Psidd, PsidSd, Am, t, w):
 
 
 @njit(cache=True)
-def _triple(i, j, k, S, Psid, Psidd, PsidSd, w, d2q, d2v, dqdv, dM):
-    """Write every entry of the triple k ⪯ j ⪯ i (Alg. 1 lines 42–66)."""
-    d2q[i, j, k] = d2q[i, k, j] = dot6_at(w, U8, Psid, k) + dot6_at(w, U9, Psidd, k)
-    dqdv[i, k, j] = -dot6_at(w, U11, Psid, k)
-    if k < j:
-        d2v[i, j, k] = d2v[i, k, j] = -dot6_at(w, U11, S, k)
-        dqdv[i, j, k] = dot6_at(w, U5, S, k) + dot6_at(w, U9, PsidSd, k)
-        d2q[k, i, j] = d2q[k, j, i] = dot6_at(w, U3, S, k)
-        dqdv[k, j, i] = dot6_at(w, U6, S, k)
-        dM[k, i, j] = dM[i, k, j] = dot6_at(w, U9, S, k)
-        if j < i:
-            d2v[k, i, j] = d2v[k, j, i] = dot6_at(w, U10, S, k)
-            dqdv[k, i, j] = dot6_at(w, U7, S, k)
+def _same_body_u4(i, ci, cj, S, IC, w):
+    """u4 = S_ci ×* (I_i^C S_cj) + u9 for two columns of body i (= 2 u9 when cj = ci)."""
+    mat6_vec_at(IC, i, S, cj, w, TMP)
+    crf_at(S, ci, w, TMP, w, U4)
+    for r in range(6):
+        w[U4, r] += w[U9, r]
+
+
+@njit(cache=True)
+def _triple(i, j, k, ci, cj, ck, S, Psid, Psidd, PsidSd, w, d2q, d2v, dqdv, dM):
+    """Write every entry of the columns ci, cj, ck of the bodies k ⪯ j ⪯ i (Alg. 1 lines 42–66).
+
+    The cases compare bodies: two columns of one body take the "k = j" or "j = i" forms.
+    """
+    d2q[ci, cj, ck] = dot6_at(w, U8, Psid, ck) + dot6_at(w, U9, Psidd, ck)
+    dqdv[ci, ck, cj] = -dot6_at(w, U11, Psid, ck)
+    if k != j:
+        d2q[ci, ck, cj] = d2q[ci, cj, ck]
+        d2v[ci, cj, ck] = d2v[ci, ck, cj] = -dot6_at(w, U11, S, ck)
+        dqdv[ci, cj, ck] = dot6_at(w, U5, S, ck) + dot6_at(w, U9, PsidSd, ck)
+        d2q[ck, ci, cj] = dot6_at(w, U3, S, ck)
+        dqdv[ck, cj, ci] = dot6_at(w, U6, S, ck)
+        dM[ck, ci, cj] = dM[ci, ck, cj] = dot6_at(w, U9, S, ck)
+        if j != i:
+            d2q[ck, cj, ci] = d2q[ck, ci, cj]
+            d2v[ck, ci, cj] = d2v[ck, cj, ci] = dot6_at(w, U10, S, ck)
+            dqdv[ck, ci, cj] = dot6_at(w, U7, S, ck)
         else:
-            d2v[k, i, i] = 2.0 * dot6_at(w, U9, S, k)
+            d2v[ck, cj, ci] = dot6_at(w, U4, S, ck)
     else:
-        d2v[i, j, j] = -dot6_at(w, U2, S, j)
-    if j < i:
-        d2q[j, k, i] = d2q[j, i, k] = dot6_at(w, U1, Psid, k) + dot6_at(w, U2, Psidd, k)
-        d2v[j, k, i] = d2v[j, i, k] = dot6_at(w, U11, S, k)
-        dqdv[j, k, i] = dot6_at(w, U11, Psid, k)
-        dqdv[j, i, k] = dot6_at(w, U1, S, k) + dot6_at(w, U2, PsidSd, k)
-        dM[k, j, i] = dM[j, k, i] = dot6_at(w, U2, S, k)
+        d2v[ci, cj, ck] = -dot6_at(w, U2, S, ck)
+    if j != i:
+        d2q[cj, ck, ci] = d2q[cj, ci, ck] = dot6_at(w, U1, Psid, ck) + dot6_at(w, U2, Psidd, ck)
+        d2v[cj, ck, ci] = d2v[cj, ci, ck] = dot6_at(w, U11, S, ck)
+        dqdv[cj, ck, ci] = dot6_at(w, U11, Psid, ck)
+        dqdv[cj, ci, ck] = dot6_at(w, U1, S, ck) + dot6_at(w, U2, PsidSd, ck)
+        dM[ck, cj, ci] = dM[cj, ck, ci] = dot6_at(w, U2, S, ck)
+
+
+@njit(cache=True)
+def symmetrize_joint_blocks(topology, d2q):
+    """Replace the iterated Lie derivatives D_k D_l τ of two columns k, l of one joint by the
+    chart Hessian ½ (D_k D_l + D_l D_k) τ in d2q[:, k, l] and d2q[:, l, k] (no-op for 1-DoF)."""
+    for i in range(topology.shape[0]):
+        c0 = topology[i, IDX_V]
+        for k in range(c0, c0 + topology[i, NV]):
+            for l in range(c0, k):
+                for r in range(d2q.shape[0]):
+                    d2q[r, k, l] = d2q[r, l, k] = 0.5 * (d2q[r, k, l] + d2q[r, l, k])
 
 
 @njit(cache=True)
 def idsva_so_kernel(m, q, v, a, f_ext):
-    """IDSVA-SO (Singh, Russell & Wensing 2023 Alg. 1): (d2tau_dq2, d2tau_dv2, d2tau_dqdv, dM_dq), each (n, n, n).
+    """IDSVA-SO (Singh, Russell & Wensing 2023 Alg. 1): (d2tau_dq2, d2tau_dv2, d2tau_dqdv, dM_dq), each (nv, nv, nv).
 
     Inputs are checked for NaN/inf.
     """
     check_state(q, v, a, "a: expected finite values, got NaN or inf")
     topology, gravity = m[0], m[4]
-    require_single_dof(topology)
     S, IC, vel, acc, fC, _ = rnea_passes(m, q, v, a, f_ext)
-    n = topology.shape[0]
-    Psid, Psidd, Sd, PsidSd = np.empty((n, 6)), np.empty((n, 6)), np.empty((n, 6)), np.empty((n, 6))
+    n, nv = topology.shape[0], v.shape[0]
+    Psid, Psidd, Sd, PsidSd = np.empty((nv, 6)), np.empty((nv, 6)), np.empty((nv, 6)), np.empty((nv, 6))
     subspace_rates(topology, gravity, S, vel, acc, Psid, Psidd, Sd)
-    BC, Bpsi, Bs = np.empty((n, 6, 6)), np.empty((n, 6, 6)), np.empty((n, 6, 6))
+    BC = np.empty((n, 6, 6))
     for i in range(n):
         body_coriolis(IC, vel, i, BC)
+    for c in range(nv):
         for r in range(6):
-            PsidSd[i, r] = Psid[i, r] + Sd[i, r]
-    Am, t, w = np.empty((3, 6, 6)), np.empty((6, 6)), np.empty((TMP + 2, 6))
-    d2q, d2v = np.zeros((n, n, n)), np.zeros((n, n, n))
-    dqdv, dM = np.zeros((n, n, n)), np.zeros((n, n, n))
+            PsidSd[c, r] = Psid[c, r] + Sd[c, r]
+    Bw, Am, t, w = np.empty((2, 6, 6)), np.empty((3, 6, 6)), np.empty((6, 6)), np.empty((TMP + 2, 6))
+    d2q, d2v = np.zeros((nv, nv, nv)), np.zeros((nv, nv, nv))
+    dqdv, dM = np.zeros((nv, nv, nv)), np.zeros((nv, nv, nv))
     for i in range(n - 1, -1, -1):  # I^C, B^C of ν(i) are complete here
-        joint_terms(i, i, S, IC, BC, Psid, Psidd, Sd, fC, t)
-        _body_matrices(i, S, IC, BC, Psid, Bpsi, Bs, Am, w)
-        j = i
-        while j >= 0:
-            _pair_vectors(j, S, Psid, Psidd, PsidSd, Am, t, w)
-            k = j
-            while k >= 0:
-                _triple(i, j, k, S, Psid, Psidd, PsidSd, w, d2q, d2v, dqdv, dM)
-                k = topology[k, PARENT]
-            j = topology[j, PARENT]
+        for ci in range(topology[i, IDX_V], topology[i, IDX_V] + topology[i, NV]):
+            joint_terms(i, ci, S, IC, BC, Psid, Psidd, Sd, fC, t)
+            _body_matrices(i, ci, S, IC, BC, Psid, Bw, Am, w)
+            j = i
+            while j >= 0:
+                for cj in range(topology[j, IDX_V], topology[j, IDX_V] + topology[j, NV]):
+                    _pair_vectors(cj, S, Psid, Psidd, PsidSd, Am, t, w)
+                    if j == i:
+                        _same_body_u4(i, ci, cj, S, IC, w)
+                    k = j
+                    while k >= 0:
+                        for ck in range(topology[k, IDX_V], topology[k, IDX_V] + topology[k, NV]):
+                            _triple(i, j, k, ci, cj, ck, S, Psid, Psidd, PsidSd, w, d2q, d2v, dqdv, dM)
+                        k = topology[k, PARENT]
+                j = topology[j, PARENT]
         add_to_parent(topology, IC, i)
         add_to_parent(topology, BC, i)
+    symmetrize_joint_blocks(topology, d2q)
     return d2q, d2v, dqdv, dM
 
 
@@ -229,7 +269,10 @@ def rnea_second_derivatives(model: Model, q, v, a, f_ext=None) -> tuple[np.ndarr
 
     Returns ``(d2tau_dq2, d2tau_dv2, d2tau_dqdv, dM_dq)``, each (nv, nv, nv), laid out
     T[i, j, k] = ∂²τ_i/∂y_j∂z_k: d2tau_dqdv[i, j, k] = ∂²τ_i/∂q_j∂v_k and
-    dM_dq[i, j, k] = ∂M_ij/∂q_k (= ∂²τ_i/∂q_k∂a_j).
+    dM_dq[i, j, k] = ∂M_ij/∂q_k (= ∂²τ_i/∂q_k∂a_j). Every joint type: derivatives with
+    respect to q are those of ε ↦ τ(q ⊕ ε) at ε = 0 (:func:`dynamics.integrate`; local
+    coordinates, d2tau_dq2 symmetric in j, k — for two columns of one multi-DoF joint the
+    mean of the two iterated Lie derivatives, see the module docstring).
     """
     q, v, a = as_vector(q, model.nq, "q"), as_vector(v, model.nv, "v"), as_vector(a, model.nv, "a")
     return idsva_so_kernel(model.arrays, q, v, a, as_forces(model, f_ext))

@@ -32,7 +32,14 @@ already hold. The result
 costs O(n·d) (d = depth of the tree) — the size of the output on a chain —
 instead of IDSVA-SO's O(n·d²) with its n³ storage. Entries of the full tensors that
 coincide by symmetry (e.g. ∂²τ_i/∂q_j∂q_j) are counted once. Everything is in ground
-coordinates with Featherstone's [ω; v] ordering; all joints are 1-DoF.
+coordinates with Featherstone's [ω; v] ordering.
+
+Multi-DoF joints: indices are DoF columns; the sums Ĝ, Ĥ, B̂s and ψ are per body (over
+all columns of the bodies concerned), the pairs (j, i) run over the columns of each
+body, and two columns of one body take the body-equality forms of IDSVA-SO (both orders).
+Derivatives with respect to q are those of ε ↦ μᵀτ(q ⊕ ε) at ε = 0, so Hqq is symmetric:
+for two columns of one joint it is the mean of the two iterated Lie derivatives (see
+:mod:`dynamics.rnea_second_derivatives`).
 """
 from __future__ import annotations
 
@@ -41,33 +48,32 @@ from numba import njit
 
 from ._checks import as_forces, as_vector
 from .kinematics import all_finite
-from .model import PARENT, Model
+from .model import IDX_V, NV, PARENT, Model
 from .rnea import check_state, rnea_passes
-from .rnea_derivatives import D, E, G, H, body_coriolis, rnea_derivative_passes
-from .rnea_second_derivatives import require_single_dof
+from .rnea_derivatives import D, E, G, H, coriolis_at, rnea_derivative_passes
 from .spatial import add_to_parent, crf_at, crm_at, dot6_at
 
-# rows of the per-body vector workspace
+# rows of the per-column vector workspace
 U8, U9, U11, U5, U2, P3, P1, PB, TMP, TMP2, TMP3, TMP4 = range(12)
 
 
 @njit(cache=True)
-def _subtree_vectors(j, S, Psid, Ghat, Hhat, BShat, w):
-    """Û8, Û9, Û11, Û5, Û2 of joint j from the μ-weighted sums over ν(j) (rows of ``w``).
+def _subtree_vectors(j, cj, S, Psid, Ghat, Hhat, BShat, w):
+    """Û8, Û9, Û11, Û5, Û2 of column cj (of body j) from the μ-weighted sums over ν(j) (rows of ``w``).
 
         Û8 = S_j ×* Ĝ − B̂sᵀ Ψ̇_j      Û9 = S_j ×* Ĥ       Û11 = B̂sᵀ S_j
         Û5 = S_j ×* Ĝ − B̂s Ψ̇_j + 2 Ψ̇_j ×* Ĥ          Û2 = ½ (B̂s + B̂sᵀ) S_j
     """
-    crf_at(S, j, Ghat, j, w, U8)
-    crf_at(S, j, Hhat, j, w, U9)
-    crf_at(Psid, j, Hhat, j, w, U5)
+    crf_at(S, cj, Ghat, j, w, U8)
+    crf_at(S, cj, Hhat, j, w, U9)
+    crf_at(Psid, cj, Hhat, j, w, U5)
     for r in range(6):  # the four products with B̂s, one sweep over each row/column
         bT_s = bT_psid = b_s = b_psid = 0.0
         for k in range(6):
-            bT_s += BShat[j, k, r] * S[j, k]
-            bT_psid += BShat[j, k, r] * Psid[j, k]
-            b_s += BShat[j, r, k] * S[j, k]
-            b_psid += BShat[j, r, k] * Psid[j, k]
+            bT_s += BShat[j, k, r] * S[cj, k]
+            bT_psid += BShat[j, k, r] * Psid[cj, k]
+            b_s += BShat[j, r, k] * S[cj, k]
+            b_psid += BShat[j, r, k] * Psid[cj, k]
         w[U11, r] = bT_s
         w[U2, r] = 0.5 * (b_s + bT_s)
         w[U5, r] = w[U8, r] - b_psid + 2.0 * w[U5, r]
@@ -75,144 +81,166 @@ def _subtree_vectors(j, S, Psid, Ghat, Hhat, BShat, w):
 
 
 @njit(cache=True)
-def _deepest_output(topology, j, S, Psid, Psidd, PsidSd, w, Hqq, Hvv, Hqv, Mq):
-    """Add the entries whose output joint is the deepest one, i ∈ ν(j), for every k ⪯ j."""
+def _deepest_output(topology, j, cj, S, Psid, Psidd, PsidSd, w, Hqq, Hvv, Hqv, Mq):
+    """Add the entries whose output column is the deepest one, in ν(j), for every column ck
+    of the bodies k ⪯ j (all pairs (cj, ck) when k = j)."""
     k = j
     while k >= 0:
-        x = dot6_at(w, U8, Psid, k) + dot6_at(w, U9, Psidd, k)  # Σ_i μ_i ∂²τ_i/∂q_j∂q_k
-        Hqq[j, k] += x
-        Hqv[k, j] -= dot6_at(w, U11, Psid, k)  # Σ_i μ_i ∂²τ_i/∂q_k∂v_j
-        if k == j:
-            Hvv[j, j] -= dot6_at(w, U2, S, j)
-        else:
-            Hqq[k, j] += x
-            x = -dot6_at(w, U11, S, k)  # Σ_i μ_i ∂²τ_i/∂v_j∂v_k
-            Hvv[j, k] += x
-            Hvv[k, j] += x
-            Hqv[j, k] += dot6_at(w, U5, S, k) + dot6_at(w, U9, PsidSd, k)
-            Mq[k, j] += dot6_at(w, U9, S, k)  # Σ_i μ_i ∂M_ik/∂q_j
+        for ck in range(topology[k, IDX_V], topology[k, IDX_V] + topology[k, NV]):
+            x = dot6_at(w, U8, Psid, ck) + dot6_at(w, U9, Psidd, ck)  # Σ_i μ_i ∂²τ_i/∂q_j∂q_k
+            Hqq[cj, ck] += x
+            Hqv[ck, cj] -= dot6_at(w, U11, Psid, ck)  # Σ_i μ_i ∂²τ_i/∂q_k∂v_j
+            if k == j:
+                Hvv[cj, ck] -= dot6_at(w, U2, S, ck)
+            else:
+                Hqq[ck, cj] += x
+                x = -dot6_at(w, U11, S, ck)  # Σ_i μ_i ∂²τ_i/∂v_j∂v_k
+                Hvv[cj, ck] += x
+                Hvv[ck, cj] += x
+                Hqv[cj, ck] += dot6_at(w, U5, S, ck) + dot6_at(w, U9, PsidSd, ck)
+                Mq[ck, cj] += dot6_at(w, U9, S, ck)  # Σ_i μ_i ∂M_ik/∂q_j
         k = topology[k, PARENT]
 
 
 @njit(cache=True)
-def _psi_rows(i, S, IC, BC, Bs, Psid, psibar, cj, w):
-    """Rows P3 = A3ᵀψ, P1 = A1 ψ, PB = Bsᵀψ of ``w`` for body i, with ψ = ψ_λ(i).
+def _psi_rows(i, ci, S, IC, BC, Bs, Psid, psibar, cvec, w):
+    """Rows P3 = A3ᵀψ, P1 = A1 ψ, PB = Bsᵀψ of ``w`` for column ci of body i, with ψ = ψ_λ(i).
 
-    The matrices A1 = Bs + Bsᵀ (Bs = B(I_i^C, S_i) in ``Bs[i]``), 2B(I_i^C, S_i) and
-    A3 = 2[B(I_i^C, Ψ̇_i) + S_i×* B_i^C − B_i^C S_i×] of IDSVA-SO are only ever applied to
+    The matrices A1 = Bs + Bsᵀ (Bs = B(I_i^C, S_ci) in ``Bs[ci]``), 2B(I_i^C, S_ci) and
+    A3 = 2[B(I_i^C, Ψ̇_ci) + S_ci×* B_i^C − B_i^C S_ci×] of IDSVA-SO are only ever applied to
     ψ here, so A3 is not formed: with B(I, u)ᵀx = ½[−I(u × x) + u ×* (I x) − x ×* (I u)]
     and (S×*)ᵀ = −S×,
 
         A3ᵀψ = −I^C(Ψ̇ × ψ) + Ψ̇ ×* (I^C ψ) − ψ ×* (I^C Ψ̇) − 2 B^Cᵀ(S × ψ) + 2 S ×* (B^Cᵀ ψ).
     """
-    crm_at(Psid, i, psibar, i, w, TMP)  # Ψ̇ × ψ
+    crm_at(Psid, ci, psibar, i, w, TMP)  # Ψ̇ × ψ
     for r in range(6):  # the seven matrix–vector products, one sweep over each matrix row
         ic_u = ic_psi = ic_psid = bc_c = bc_psi = bs_psi = bsT_psi = 0.0
         for k in range(6):
             m = IC[i, r, k]
             ic_u += m * w[TMP, k]
             ic_psi += m * psibar[i, k]
-            ic_psid += m * Psid[i, k]
-            bc_c += BC[i, k, r] * cj[i, k]
+            ic_psid += m * Psid[ci, k]
+            bc_c += BC[i, k, r] * cvec[ci, k]
             bc_psi += BC[i, k, r] * psibar[i, k]
-            bs_psi += Bs[i, r, k] * psibar[i, k]
-            bsT_psi += Bs[i, k, r] * psibar[i, k]
+            bs_psi += Bs[ci, r, k] * psibar[i, k]
+            bsT_psi += Bs[ci, k, r] * psibar[i, k]
         w[P3, r] = -ic_u - 2.0 * bc_c
         w[TMP2, r], w[TMP3, r], w[TMP4, r] = ic_psi, ic_psid, bc_psi
         w[P1, r] = bs_psi + bsT_psi
         w[PB, r] = 2.0 * bsT_psi
-    crf_at(Psid, i, w, TMP2, w, TMP)  # Ψ̇ ×* (I^C ψ)
+    crf_at(Psid, ci, w, TMP2, w, TMP)  # Ψ̇ ×* (I^C ψ)
     crf_at(psibar, i, w, TMP3, w, TMP2)  # ψ ×* (I^C Ψ̇)
-    crf_at(S, i, w, TMP4, w, TMP3)  # S ×* (B^Cᵀ ψ)
+    crf_at(S, ci, w, TMP4, w, TMP3)  # S ×* (B^Cᵀ ψ)
     for r in range(6):
         w[P3, r] += w[TMP, r] - w[TMP2, r] + 2.0 * w[TMP3, r]
 
 
 @njit(cache=True)
-def _pair_outputs(topology, i, S, Psid, Psidd, PsidSd, cj, t, w, Hqq, Hvv, Hqv, Mq):
-    """Add, for every pair j ⪯ i, the entries whose output joint is the shallowest (k ≺ j,
-    through ψ_λ(j)) or lies between (k ⪯ j ≺ i, through ψ_λ(i) − ψ_λ(k)). The two share
-    their bilinear forms: summed, only body i's rows P3, P1, PB (of ψ_λ(i)) remain, and
-    ψ_λ(j)·(S_j ×* f) = −c_j·f with c_j = S_j × ψ_λ(j)."""
+def _pair_outputs(topology, i, ci, S, Psid, Psidd, PsidSd, cvec, T, w, Hqq, Hvv, Hqv, Mq):
+    """Add, for column ci of body i and every column cj of the bodies j ⪯ i, the entries
+    whose output column is the shallowest (k ≺ j, through ψ_λ(j)) or lies between
+    (k ⪯ j ≺ i, through ψ_λ(i) − ψ_λ(k)). The two share their bilinear forms: summed, only
+    the rows P3, P1, PB of ci (of ψ_λ(i)) remain, and ψ_λ(j)·(S_cj ×* f) = −c_cj·f with
+    c_cj = S_cj × ψ_λ(j). Two columns of body i (j = i) are visited in both orders."""
+    t = T[ci]  # g, h, e, d of column ci
     j = i
     while j >= 0:
-        x = dot6_at(w, P3, Psid, j) + dot6_at(w, P1, Psidd, j) - dot6_at(cj, j, t, E)
-        Hqq[i, j] += x
-        Hqv[j, i] += dot6_at(w, PB, Psid, j) - dot6_at(cj, j, t, D)
-        x9 = -dot6_at(cj, j, t, H)
-        Mq[i, j] += x9
-        if j == i:
-            Hvv[i, i] += 2.0 * x9
-        else:
-            Hqq[j, i] += x
-            x = dot6_at(w, PB, S, j)
-            Hvv[i, j] += x
-            Hvv[j, i] += x
-            Hqv[i, j] += dot6_at(w, P3, S, j) + dot6_at(w, P1, PsidSd, j)
-            Mq[j, i] += dot6_at(w, P1, S, j)
+        for cj in range(topology[j, IDX_V], topology[j, IDX_V] + topology[j, NV]):
+            x = dot6_at(w, P3, Psid, cj) + dot6_at(w, P1, Psidd, cj) - dot6_at(cvec, cj, t, E)
+            Hqq[ci, cj] += x
+            Hqv[cj, ci] += dot6_at(w, PB, Psid, cj) - dot6_at(cvec, cj, t, D)
+            x9 = -dot6_at(cvec, cj, t, H)
+            Mq[ci, cj] += x9
+            if j == i:  # ψ_λ(i)·u4 = −c_cj·h_ci − c_ci·h_cj (h_cj = I_i^C S_cj)
+                Hvv[cj, ci] += x9 - dot6_at(cvec, ci, T[cj], H)
+            else:
+                Hqq[cj, ci] += x
+                x = dot6_at(w, PB, S, cj)
+                Hvv[ci, cj] += x
+                Hvv[cj, ci] += x
+                Hqv[ci, cj] += dot6_at(w, P3, S, cj) + dot6_at(w, P1, PsidSd, cj)
+                Mq[cj, ci] += dot6_at(w, P1, S, cj)
         j = topology[j, PARENT]
+
+
+@njit(cache=True)
+def _symmetrize_joint_blocks(topology, H):
+    """H[k, l] = H[l, k] = ½ (H[k, l] + H[l, k]) for two columns k, l of one joint: the chart
+    Hessian from the iterated Lie derivatives (see :func:`dynamics.rnea_second_derivatives.symmetrize_joint_blocks`)."""
+    for i in range(topology.shape[0]):
+        c0 = topology[i, IDX_V]
+        for k in range(c0, c0 + topology[i, NV]):
+            for l in range(c0, k):
+                H[k, l] = H[l, k] = 0.5 * (H[k, l] + H[l, k])
 
 
 @njit(cache=True)
 def idsva_so_contracted_passes(topology, data, mu, Hqq, Hvv, Hqv, Mq):
     """Contracted IDSVA-SO from the first-order data of
-    :func:`dynamics.rnea_derivatives.rnea_derivative_passes`: ``data`` = (S (n, 6),
-    composites I^C and B^C (n, 6, 6), rates (Ψ̇, Ψ̈, Ṡ) (3, n, 6), joint vectors g, h, e, d
-    (n, 6, 6)). Writes Hqq, Hvv, Hqv, Mq (n, n) of the module docstring.
+    :func:`dynamics.rnea_derivatives.rnea_derivative_passes`: ``data`` = (S (nv, 6),
+    composites I^C and B^C (n, 6, 6), rates (Ψ̇, Ψ̈, Ṡ) (3, nv, 6), column vectors g, h, e, d
+    (nv, 6, 6)). Writes Hqq, Hvv, Hqv, Mq (nv, nv) of the module docstring.
     """
     S, IC, BC, rates, T = data
-    require_single_dof(topology)
     Psid, Psidd, Sd = rates[0], rates[1], rates[2]
-    n = topology.shape[0]
-    vecs = np.zeros((5, n, 6))
-    PsidSd, psibar, cj, Ghat, Hhat = vecs[0], vecs[1], vecs[2], vecs[3], vecs[4]
-    mats = np.empty((2, n, 6, 6))
-    Bs, BShat = mats[0], mats[1]
+    n, nv = topology.shape[0], S.shape[0]
+    cols = np.zeros((2, nv, 6))
+    PsidSd, cvec = cols[0], cols[1]
+    bodies = np.zeros((3, n, 6))
+    psibar, Ghat, Hhat = bodies[0], bodies[1], bodies[2]
+    Bs, BShat = np.empty((nv, 6, 6)), np.zeros((n, 6, 6))
     for i in range(n):
         lam = topology[i, PARENT]
-        for r in range(6):
-            PsidSd[i, r] = Psid[i, r] + Sd[i, r]
-            # ψ_λ(i) = Σ_{k≺i} S_k μ_k
-            psibar[i, r] = 0.0 if lam < 0 else psibar[lam, r] + S[lam, r] * mu[lam]
-        crm_at(S, i, psibar, i, cj, i)  # S_i × ψ_λ(i)
-    BShat[:, :, :] = 0.0
+        if lam >= 0:  # ψ_λ(i) = Σ_{c of bodies ≺ i} S_c μ_c
+            for r in range(6):
+                psibar[i, r] = psibar[lam, r]
+            for c in range(topology[lam, IDX_V], topology[lam, IDX_V] + topology[lam, NV]):
+                for r in range(6):
+                    psibar[i, r] += S[c, r] * mu[c]
+        for c in range(topology[i, IDX_V], topology[i, IDX_V] + topology[i, NV]):
+            for r in range(6):
+                PsidSd[c, r] = Psid[c, r] + Sd[c, r]
+            crm_at(S, c, psibar, i, cvec, c)  # c_c = S_c × ψ_λ(i)
     w = np.empty((TMP4 + 1, 6))
     Hqq[:, :] = 0.0
     Hvv[:, :] = 0.0
     Hqv[:, :] = 0.0
     Mq[:, :] = 0.0
-    for i in range(n - 1, -1, -1):  # the μ-weighted sums of ν(i) are complete here
-        t = T[i]  # g, h, e, d of body i
-        body_coriolis(IC, S, i, Bs)  # B(I_i^C, S_i)
-        for r in range(6):
-            Ghat[i, r] += mu[i] * t[G, r]
-            Hhat[i, r] += mu[i] * t[H, r]
-            for c in range(6):
-                BShat[i, r, c] += 2.0 * mu[i] * Bs[i, r, c]
-        _subtree_vectors(i, S, Psid, Ghat, Hhat, BShat, w)
-        _deepest_output(topology, i, S, Psid, Psidd, PsidSd, w, Hqq, Hvv, Hqv, Mq)
-        _psi_rows(i, S, IC, BC, Bs, Psid, psibar, cj, w)
-        _pair_outputs(topology, i, S, Psid, Psidd, PsidSd, cj, t, w, Hqq, Hvv, Hqv, Mq)
+    for i in range(n - 1, -1, -1):  # the μ-weighted sums of ν(i) are complete after this loop
+        for ci in range(topology[i, IDX_V], topology[i, IDX_V] + topology[i, NV]):
+            coriolis_at(IC, i, S, ci, Bs, ci)  # B(I_i^C, S_ci)
+            for r in range(6):
+                Ghat[i, r] += mu[ci] * T[ci, G, r]
+                Hhat[i, r] += mu[ci] * T[ci, H, r]
+                for c in range(6):
+                    BShat[i, r, c] += 2.0 * mu[ci] * Bs[ci, r, c]
+        for ci in range(topology[i, IDX_V], topology[i, IDX_V] + topology[i, NV]):
+            _subtree_vectors(i, ci, S, Psid, Ghat, Hhat, BShat, w)
+            _deepest_output(topology, i, ci, S, Psid, Psidd, PsidSd, w, Hqq, Hvv, Hqv, Mq)
+            _psi_rows(i, ci, S, IC, BC, Bs, Psid, psibar, cvec, w)
+            _pair_outputs(topology, i, ci, S, Psid, Psidd, PsidSd, cvec, T, w, Hqq, Hvv, Hqv, Mq)
         lam = topology[i, PARENT]
         if lam >= 0:
             for r in range(6):
                 Ghat[lam, r] += Ghat[i, r]
                 Hhat[lam, r] += Hhat[i, r]
         add_to_parent(topology, BShat, i)
+    _symmetrize_joint_blocks(topology, Hqq)
 
 
 @njit(cache=True)
 def idsva_so_contracted_kernel(m, q, v, a, f_ext, mu):
-    """(Hqq, Hvv, Hqv, Mq), each (n, n); inputs checked for NaN/inf."""
+    """(Hqq, Hvv, Hqv, Mq), each (nv, nv); inputs checked for NaN/inf."""
     check_state(q, v, a, "a: expected finite values, got NaN or inf")
     if not all_finite(mu):
         raise ValueError("mu: expected finite values, got NaN or inf")
     topology, gravity = m[0], m[4]
-    n = topology.shape[0]
+    n, nv = topology.shape[0], v.shape[0]
     S, IC, vel, acc, fC, _ = rnea_passes(m, q, v, a, f_ext)
-    rates, mats, out = np.empty((3, n, 6)), np.empty((2, n, 6, 6)), np.empty((6, n, n))
-    rnea_derivative_passes(topology, gravity, S, IC, vel, acc, fC, rates, mats[0], mats[1], out[4], out[5])
-    idsva_so_contracted_passes(topology, (S, IC, mats[0], rates, mats[1]), mu, out[0], out[1], out[2], out[3])
+    rates, BC, T, out = np.empty((3, nv, 6)), np.empty((n, 6, 6)), np.empty((nv, 6, 6)), np.empty((6, nv, nv))
+    rnea_derivative_passes(topology, gravity, S, IC, vel, acc, fC, rates, BC, T, out[4], out[5])
+    idsva_so_contracted_passes(topology, (S, IC, BC, rates, T), mu, out[0], out[1], out[2], out[3])
     return out[0], out[1], out[2], out[3]
 
 
@@ -223,7 +251,8 @@ def rnea_second_derivatives_contracted(model: Model, q, v, a, mu, f_ext=None) ->
     Returns ``(Hqq, Hvv, Hqv, Mq)``, each (nv, nv): Hqq[j, k] = Σ_i μ_i ∂²τ_i/∂q_j∂q_k,
     Hvv likewise in v, Hqv[j, k] = Σ_i μ_i ∂²τ_i/∂q_j∂v_k and Mq[j, k] = Σ_i μ_i ∂M_ij/∂q_k
     — equal to ``np.einsum("i,ijk->jk", mu, T)`` of the tensors of
-    :func:`dynamics.rnea_second_derivatives`, in O(n·d) instead of O(n·d²).
+    :func:`dynamics.rnea_second_derivatives`, in O(n·d) instead of O(n·d²). Every joint
+    type; q-derivatives are those of ε ↦ μᵀτ(q ⊕ ε) at ε = 0 (Hqq symmetric).
     """
     q, v, a = as_vector(q, model.nq, "q"), as_vector(v, model.nv, "v"), as_vector(a, model.nv, "a")
     mu = as_vector(mu, model.nv, "mu")

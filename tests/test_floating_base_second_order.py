@@ -1,0 +1,125 @@
+"""Second-order derivatives (IDSVA-SO, FDSVA-SO, contracted) for multi-DoF joints.
+
+Definition under test: derivatives with respect to q are those of ε ↦ f(q ⊕ ε) at ε = 0
+(local coordinates through ``dyn.integrate``). References, all by differences along
+q ⊕ ε:
+
+* central second differences of τ (resp. q̈) itself (with one Richardson step),
+  [f(h(e_j + e_k)) − f(h(e_j − e_k)) − f(h(−e_j + e_k)) + f(−h(e_j + e_k))] / 4h²;
+* symmetrised Richardson differences of the analytical first-order derivatives;
+* Richardson differences of M = crba and M⁻¹ = minv along q ⊕ ε.
+
+Models: random mixed trees with a free-flyer, spherical or planar root (and spherical,
+planar, revolute, prismatic joints inside) and Solo-12 with a free-flyer root.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import dynamics as dyn
+
+from numdiff import rel_error, richardson
+from test_floating_base import _robot_path, mixed_tree, random_state
+
+TOL_FO = 1e-8  # against Richardson differences of analytical first-order derivatives
+TOL_SO = 1e-6  # against Richardson second differences of τ or q̈ themselves
+
+
+@pytest.fixture(scope="module", params=["floating", "spherical", "planar", "solo12"])
+def case(request):
+    if request.param == "solo12":
+        urdf, share = _robot_path("solo12")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = dyn.load_urdf(urdf, root_joint="free-flyer", package_dirs=[share])
+    else:
+        model = mixed_tree(5, request.param)
+    q, v, a = random_state(model, 7)
+    return model, q, v, a
+
+
+def _along(model, q, f):
+    """ε ↦ f(q ⊕ ε)."""
+    return lambda e: f(dyn.integrate(model, q, e))
+
+
+def _second_differences(g, nv, h=2e-3):
+    """H[..., j, k] ≈ ∂²g/∂ε_j∂ε_k at 0: the four-point central formula at h and h/2, one
+    Richardson extrapolation (O(h⁴))."""
+    return (4.0 * _four_point(g, nv, h / 2.0) - _four_point(g, nv, h)) / 3.0
+
+
+def _four_point(g, nv, h):
+    g0 = g(np.zeros(nv))
+    H = np.empty(np.shape(g0) + (nv, nv))
+    E = h * np.eye(nv)
+    for j in range(nv):
+        for k in range(j, nv):
+            d = (g(E[j] + E[k]) - g(E[j] - E[k]) - g(E[k] - E[j]) + g(-E[j] - E[k])) / (4.0 * h * h)
+            H[..., j, k] = H[..., k, j] = d
+    return H
+
+
+def _sym(T):
+    return 0.5 * (T + np.swapaxes(T, -1, -2))
+
+
+def test_rnea_second_derivatives_are_local_coordinate_derivatives(case):
+    model, q, v, a = case
+    nv = model.nv
+    d2q, d2v, dqdv, dM = dyn.rnea_second_derivatives(model, q, v, a)
+    assert d2q.shape == (nv, nv, nv)
+    np.testing.assert_array_equal(d2q, np.swapaxes(d2q, 1, 2))  # symmetric in the two q indices
+    tau = _along(model, q, lambda qe: dyn.rnea(model, qe, v, a))
+    assert rel_error(d2q, _second_differences(tau, nv)) < TOL_SO
+    dq = richardson(_along(model, q, lambda qe: dyn.rnea_derivatives(model, qe, v, a)[0]), np.zeros(nv))
+    assert rel_error(d2q, _sym(dq)) < TOL_FO  # dq[i, k, j] = ∂/∂q_j of ∂τ_i/∂q_k
+    dv_q = richardson(_along(model, q, lambda qe: dyn.rnea_derivatives(model, qe, v, a)[1]), np.zeros(nv))
+    assert rel_error(dqdv, np.swapaxes(dv_q, 1, 2)) < TOL_FO  # ∂²τ_i/∂q_j∂v_k
+    dv_v = richardson(lambda x: dyn.rnea_derivatives(model, q, x, a)[1], v)
+    assert rel_error(d2v, dv_v) < TOL_FO
+    M_q = richardson(_along(model, q, lambda qe: dyn.crba(model, qe)), np.zeros(nv))
+    assert rel_error(dM, M_q) < TOL_FO
+
+
+def test_aba_second_derivatives_are_local_coordinate_derivatives(case):
+    model, q, v, tau = case
+    nv = model.nv
+    d2q, d2v, dqdv, dqdtau = dyn.aba_second_derivatives(model, q, v, tau)
+    assert rel_error(d2q, np.swapaxes(d2q, 1, 2)) < 1e-12
+    qdd = _along(model, q, lambda qe: dyn.aba(model, qe, v, tau))
+    assert rel_error(d2q, _second_differences(qdd, nv)) < TOL_SO
+    dq = richardson(_along(model, q, lambda qe: dyn.aba_derivatives(model, qe, v, tau)[0]), np.zeros(nv))
+    assert rel_error(d2q, _sym(dq)) < TOL_FO
+    dv_q = richardson(_along(model, q, lambda qe: dyn.aba_derivatives(model, qe, v, tau)[1]), np.zeros(nv))
+    assert rel_error(dqdv, np.swapaxes(dv_q, 1, 2)) < TOL_FO
+    dv_v = richardson(lambda x: dyn.aba_derivatives(model, q, x, tau)[1], v)
+    assert rel_error(d2v, dv_v) < TOL_FO
+    Minv_q = richardson(_along(model, q, lambda qe: dyn.minv(model, qe)), np.zeros(nv))
+    assert rel_error(dqdtau, np.moveaxis(Minv_q, 2, 1)) < TOL_FO  # [i, j, k] = ∂(M⁻¹)_ik/∂q_j
+
+
+@pytest.mark.parametrize("contracted, full", [
+    (dyn.rnea_second_derivatives_contracted, dyn.rnea_second_derivatives),
+    (dyn.aba_second_derivatives_contracted, dyn.aba_second_derivatives)], ids=["rnea", "aba"])
+def test_contracted_equals_the_contracted_tensors(case, contracted, full):
+    model, q, v, a = case
+    mu = np.random.default_rng(3).normal(size=model.nv)
+    for H, T in zip(contracted(model, q, v, a, mu), full(model, q, v, a)):
+        assert rel_error(H, np.einsum("i,ijk->jk", mu, T)) < 1e-10
+
+
+def test_batched_contracted_match_single_calls(case):
+    model, q, v, a = case
+    rng = np.random.default_rng(4)
+    Q = np.stack([q, dyn.random_configuration(model, rng)])
+    V, A, MU = rng.normal(size=(3, 2, model.nv))
+    for batched, single in [(dyn.batch.rnea_second_derivatives_contracted_batch, dyn.rnea_second_derivatives_contracted),
+                            (dyn.batch.aba_second_derivatives_contracted_batch, dyn.aba_second_derivatives_contracted)]:
+        out = batched(model, Q, V, A, MU)
+        for k in range(2):
+            for H, ref in zip(out, single(model, Q[k], V[k], A[k], MU[k])):
+                np.testing.assert_allclose(H[k], ref, rtol=1e-12, atol=1e-12)
