@@ -112,7 +112,7 @@ are compared with Pinocchio's first-order RNEA derivatives (Pinocchio has no sec
 in this form). For scale, Singh, Russell & Wensing 2023 report for ATLAS (36 DoF, C++):
 ID second order ≈ 200 µs, FD second order ≈ 2.1 ms.
 
-{chr(10).join(blocks)}
+{(chr(10) * 2).join(blocks)}
 
 **Targets of the multi-DoF issue**
 
