@@ -1,0 +1,212 @@
+"""External forces f_ext (njoints, 6): Pinocchio's ``fext`` as the oracle for RNEA, ABA and
+their first derivatives (fixed and floating UR5); second order against central
+differences of first order with the same f_ext; the static balance τ = −Jᵀ w of a wrench at
+the tool; :func:`dynamics.frame_force` and the batched variants."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dynamics as dyn
+from dynamics import batch
+from numdiff import central
+
+pin = pytest.importorskip("pinocchio")
+
+RNG = np.random.default_rng(16)
+
+
+def _models():
+    fixed = dyn.models.ur5()
+    floating = dyn.load_urdf(fixed.source, root_joint="free-flyer")
+    return {"fixed": (fixed, pin.buildModelFromUrdf(fixed.source)),
+            "floating": (floating, pin.buildModelFromUrdf(fixed.source, pin.JointModelFreeFlyer()))}
+
+
+MODELS = _models()
+
+
+def _state(model, seed):
+    rng = np.random.default_rng(seed)
+    q = dyn.random_configuration(model, rng)
+    v, w = rng.normal(size=model.nv), rng.normal(size=model.nv)
+    f_ext = rng.normal(size=(model.njoints, 6)) * 5.0
+    return q, v, w, f_ext
+
+
+def _pin_fext(f_ext):
+    out = pin.StdVec_Force()
+    out.append(pin.Force.Zero())  # the universe
+    for f in f_ext:
+        out.append(pin.Force(f))
+    return out
+
+
+@pytest.mark.parametrize("kind", ["fixed", "floating"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_rnea_aba_and_first_derivatives_match_pinocchio_with_fext(kind, seed):
+    model, pmodel = MODELS[kind]
+    assert list(pmodel.names)[1:] == list(model.joint_names) or kind == "floating"
+    data = pmodel.createData()
+    q, v, a, f_ext = _state(model, seed)
+    fx = _pin_fext(f_ext)
+    tau = dyn.rnea(model, q, v, a, f_ext)
+    np.testing.assert_allclose(tau, pin.rnea(pmodel, data, q, v, a, fx), rtol=1e-9, atol=1e-9)
+    assert not np.allclose(tau, dyn.rnea(model, q, v, a), atol=1e-3)  # the forces matter
+    np.testing.assert_allclose(dyn.aba(model, q, v, tau, f_ext), a, rtol=1e-8, atol=1e-8)
+    np.testing.assert_allclose(dyn.aba(model, q, v, a, f_ext), pin.aba(pmodel, data, q, v, a, fx),
+                               rtol=1e-8, atol=1e-8)
+    dq, dv = dyn.rnea_derivatives(model, q, v, a, f_ext)
+    pq, pv, _ = pin.computeRNEADerivatives(pmodel, data, q, v, a, fx)
+    np.testing.assert_allclose(dq, pq, rtol=1e-8, atol=1e-8)
+    np.testing.assert_allclose(dv, pv, rtol=1e-8, atol=1e-8)
+    fq, fv, fM = dyn.aba_derivatives(model, q, v, a, f_ext)
+    pq, pv, pM = pin.computeABADerivatives(pmodel, data, q, v, a, fx)
+    np.testing.assert_allclose(fq, pq, rtol=1e-7, atol=1e-7)
+    np.testing.assert_allclose(fv, pv, rtol=1e-7, atol=1e-7)
+    np.testing.assert_allclose(fM, pM, rtol=1e-8, atol=1e-8)
+
+
+def _second_order_or_skip(fun, model, *args):
+    try:
+        return fun(model, *args)
+    except ValueError as e:
+        if "not yet available" in str(e):
+            pytest.skip(f"{fun.__name__}: {e}")
+        raise
+
+
+@pytest.mark.parametrize("kind", ["fixed", "floating"])
+def test_second_derivatives_with_fext_are_central_differences_of_first(kind):
+    model, _ = MODELS[kind]
+    q, v, a, f_ext = _state(model, 3)
+    h = 1e-6
+    d2q, d2v, d2qv, dMq = _second_order_or_skip(dyn.rnea_second_derivatives, model, q, v, a, f_ext)
+    at_q = lambda dx: np.stack(dyn.rnea_derivatives(model, dyn.integrate(model, q, dx), v, a, f_ext))
+    Dq = central(at_q, np.zeros(model.nv), h)   # [0]: ∂(∂τ/∂q)/∂q, [1]: ∂(∂τ/∂v)/∂q
+    Dv = central(lambda dv: dyn.rnea_derivatives(model, q, v + dv, a, f_ext)[1], np.zeros(model.nv), h)
+    np.testing.assert_allclose(d2q, Dq[0], atol=1e-5)
+    np.testing.assert_allclose(d2v, Dv, atol=1e-5)
+    np.testing.assert_allclose(d2qv, np.transpose(Dq[1], (0, 2, 1)), atol=1e-5)
+    lam = RNG.normal(size=model.nv)
+    tau = dyn.rnea(model, q, v, a, f_ext)
+    F = _second_order_or_skip(dyn.aba_second_derivatives, model, q, v, tau, f_ext)
+    at_q = lambda dx: np.stack(dyn.aba_derivatives(model, dyn.integrate(model, q, dx), v, tau, f_ext))
+    Dq = central(at_q, np.zeros(model.nv), h)
+    Dv = central(lambda dv: dyn.aba_derivatives(model, q, v + dv, tau, f_ext)[1], np.zeros(model.nv), h)
+    np.testing.assert_allclose(F[0], Dq[0], atol=1e-5)
+    np.testing.assert_allclose(F[1], Dv, atol=1e-5)
+    np.testing.assert_allclose(F[2], np.transpose(Dq[1], (0, 2, 1)), atol=1e-5)
+    np.testing.assert_allclose(F[3], np.transpose(Dq[2], (0, 2, 1)), atol=1e-5)
+    Hc = _second_order_or_skip(dyn.aba_second_derivatives_contracted, model, q, v, tau, lam, f_ext)
+    for H, T in zip(Hc, F):
+        np.testing.assert_allclose(H, np.einsum("i,ijk->jk", lam, T), atol=1e-8)
+
+
+def test_static_wrench_at_the_tool_is_balanced_by_minus_J_transpose():
+    """At rest with gravity off, τ = ID(q, 0, 0, f_ext) must balance the wrench:
+    τ = −Jᵀ w with J the world-aligned frame Jacobian (moment about the frame origin)."""
+    model = dyn.load_urdf(dyn.models.ur5().source)
+    model.gravity = [0.0, 0.0, 0.0]
+    zero = np.zeros(model.nv)
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        q, w = dyn.random_configuration(model, rng), rng.normal(size=6) * [20, 20, 20, 2, 2, 2]
+        f_ext = dyn.frame_force(model, q, "tool0", w)
+        J = dyn.frame_jacobian(model, q, "tool0")
+        np.testing.assert_allclose(dyn.rnea(model, q, zero, zero, f_ext), -J.T @ w, rtol=1e-10, atol=1e-10)
+        # a pure force on another frame of the same body: the moment arm matters
+        body = model.frame("tool0").body
+        other = [f.name for f in model.frames if f.body == body and f.name != "tool0"]
+        for name in other:
+            Jo = dyn.frame_jacobian(model, q, name)
+            np.testing.assert_allclose(dyn.rnea(model, q, zero, zero, dyn.frame_force(model, q, name, w)),
+                                       -Jo.T @ w, rtol=1e-10, atol=1e-10)
+
+
+def test_frame_force_puts_the_wrench_on_the_body_row_only():
+    model = dyn.models.ur5()
+    q = dyn.random_configuration(model, np.random.default_rng(4))
+    w = np.array([1.0, -2.0, 20.0, 0.3, 0.1, -0.2])
+    f = dyn.frame_force(model, q, "tool0", w)
+    body = model.frame("tool0").body
+    assert np.all(f[np.arange(model.njoints) != body] == 0.0)
+    _, pt = dyn.frame_placement(model, q, "tool0")
+    # back to world: R f = F and R n + p_body × R f = M + p_tool × F
+    Rb, pb = _body_pose(model, q, body)
+    np.testing.assert_allclose(Rb @ f[body, :3], w[:3], atol=1e-12)
+    np.testing.assert_allclose(Rb @ f[body, 3:] + np.cross(pb, w[:3]), w[3:] + np.cross(pt, w[:3]), atol=1e-12)
+
+
+def _body_pose(model, q, body):
+    """World pose of joint ``body``'s frame through Pinocchio (independent of frame_force)."""
+    pmodel = MODELS["fixed"][1]
+    data = pmodel.createData()
+    pin.forwardKinematics(pmodel, data, q)
+    M = data.oMi[body + 1]
+    return M.rotation, M.translation
+
+
+def test_frame_force_rejects_bad_arguments():
+    model = dyn.models.ur5()
+    q = dyn.neutral(model)
+    with pytest.raises(ValueError, match="frame: unknown frame 'nope'"):
+        dyn.frame_force(model, q, "nope", np.zeros(6))
+    with pytest.raises(ValueError, match="frame"):
+        dyn.frame_force(model, q, 3, np.zeros(6))
+    with pytest.raises(ValueError, match="wrench: expected shape"):
+        dyn.frame_force(model, q, "tool0", np.zeros(3))
+    with pytest.raises(ValueError, match="wrench: expected finite"):
+        dyn.frame_force(model, q, "tool0", [0, 0, np.nan, 0, 0, 0])
+    with pytest.raises(ValueError, match="wrench: expected 6 real"):
+        dyn.frame_force(model, q, "tool0", "abc")
+    with pytest.raises(ValueError, match="q: expected shape"):
+        dyn.frame_force(model, q[:3], "tool0", np.zeros(6))
+    base = [f.name for f in model.frames if f.body < 0]
+    if not base:
+        pytest.skip("the UR5 has no frame on the fixed base")
+    with pytest.raises(ValueError, match="frame: .* fixed on the base"):
+        dyn.frame_force(model, q, base[0], np.ones(6))
+
+
+@pytest.mark.parametrize("kind", ["fixed", "floating"])
+def test_batched_variants_with_F_EXT_equal_a_loop_of_single_calls(kind):
+    model, _ = MODELS[kind]
+    K = 3
+    states = [_state(model, 10 + k) for k in range(K)]
+    Q, V, A, F = (np.array([s[i] for s in states]) for i in range(4))
+    W = RNG.normal(size=(K, model.nv))
+    qdd = batch.aba_batch(model, Q, V, A, F)
+    rq, rv = batch.rnea_derivatives_batch(model, Q, V, A, F)
+    aq, av, aM = batch.aba_derivatives_batch(model, Q, V, A, F)
+    for k in range(K):
+        np.testing.assert_allclose(qdd[k], dyn.aba(model, Q[k], V[k], A[k], F[k]), rtol=1e-12, atol=1e-12)
+        for x, y in zip((rq[k], rv[k]), dyn.rnea_derivatives(model, Q[k], V[k], A[k], F[k])):
+            np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-12)
+        for x, y in zip((aq[k], av[k], aM[k]), dyn.aba_derivatives(model, Q[k], V[k], A[k], F[k])):
+            np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-12)
+    assert not np.allclose(qdd, batch.aba_batch(model, Q, V, A), atol=1e-3)  # None = no forces
+    try:
+        HI = batch.rnea_second_derivatives_contracted_batch(model, Q, V, A, W, F)
+        HF = batch.aba_second_derivatives_contracted_batch(model, Q, V, A, W, F)
+    except ValueError as e:
+        if "not yet available" in str(e):
+            pytest.skip(str(e))
+        raise
+    for k in range(K):
+        for x, y in zip(HI, dyn.rnea_second_derivatives_contracted(model, Q[k], V[k], A[k], W[k], F[k])):
+            np.testing.assert_allclose(x[k], y, rtol=1e-12, atol=1e-12)
+        for x, y in zip(HF, dyn.aba_second_derivatives_contracted(model, Q[k], V[k], A[k], W[k], F[k])):
+            np.testing.assert_allclose(x[k], y, rtol=1e-12, atol=1e-12)
+
+
+def test_batched_F_EXT_is_checked():
+    model = dyn.models.ur5()
+    Q = np.tile(dyn.neutral(model), (2, 1))
+    Z = np.zeros((2, model.nv))
+    with pytest.raises(ValueError, match=r"F_EXT: expected shape \(2, 6, 6\)"):
+        batch.aba_batch(model, Q, Z, Z, np.zeros((1, 6, 6)))
+    F = np.zeros((2, 6, 6))
+    F[1, 2, 3] = np.inf
+    with pytest.raises(ValueError, match="F_EXT: expected finite values, got NaN or inf at knot 1"):
+        batch.aba_batch(model, Q, Z, Z, F)
