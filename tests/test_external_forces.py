@@ -210,3 +210,75 @@ def test_batched_F_EXT_is_checked():
     F[1, 2, 3] = np.inf
     with pytest.raises(ValueError, match="F_EXT: expected finite values, got NaN or inf at knot 1"):
         batch.aba_batch(model, Q, Z, Z, F)
+
+
+# ---- optimal control: Problem(f_ext=...) ------------------------------------------------
+
+def _press_problem(per_interval: bool, integrator="rk4", N=4):
+    from optdyn.costs import ControlCost, StateCost
+    from optdyn.problem import Problem, frame_wrenches
+    model = dyn.models.ur5()
+    rng = np.random.default_rng(5)
+    q0 = dyn.random_configuration(model, rng)
+    x0 = np.r_[q0, rng.normal(size=6) * 0.3]
+    q_ref = np.array([q0 + 0.1 * k for k in range(N)])
+    w = np.c_[rng.normal(size=(N, 3)) * 20, rng.normal(size=(N, 3))] if per_interval else np.array([0, 0, 20.0, 0, 0, 0])
+    F = frame_wrenches(model, "tool0", w, q_ref if per_interval else np.tile(q0, (N, 1)))
+    f_ext = F if per_interval else F[0]
+    prob = Problem(model, x0, N, 0.05, StateCost(1e-2, np.zeros(12)) + ControlCost(1e-3, np.zeros(6)),
+                   StateCost(1.0, np.zeros(12)),
+                   integrator=integrator, f_ext=f_ext)
+    return prob, F
+
+
+@pytest.mark.parametrize("per_interval", [False, True])
+def test_problem_dynamics_use_the_forces_interval_by_interval(per_interval):
+    prob, F = _press_problem(per_interval, "euler")
+    model, dt = prob.model, prob.dt
+    us = np.random.default_rng(1).normal(size=(prob.N, 6)) * 5
+    xs = prob.rollout(us)
+    for k in range(prob.N):  # Euler: x⁺ = x + dt [v; FD(q, v, τ, f_ext_k)] (revolute joints: q + dt v)
+        q, v = xs[k, :6], xs[k, 6:]
+        expected = np.r_[q + dt * v, v + dt * dyn.aba(model, q, v, us[k], F[k])]
+        np.testing.assert_allclose(xs[k + 1], expected, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(prob.step(xs[k][None], us[k][None], start=k)[0], expected, atol=1e-12)
+    np.testing.assert_allclose(prob.step(xs[:-1], us), xs[1:], atol=1e-12)
+    no_force = prob.step(xs[:-1], us) - dt * np.c_[np.zeros((prob.N, 6)), [
+        dyn.aba(model, x[:6], x[6:], u, f) - dyn.aba(model, x[:6], x[6:], u) for x, u, f in zip(xs[:-1], us, F)]]
+    assert np.max(np.abs(no_force - prob.step(xs[:-1], us))) > 1e-3  # the forces matter
+
+
+@pytest.mark.parametrize("per_interval", [False, True])
+def test_problem_derivatives_with_forces_match_finite_differences(per_interval):
+    prob, _ = _press_problem(per_interval)
+    rng = np.random.default_rng(2)
+    us = rng.normal(size=(prob.N, 6)) * 5
+    xs = prob.rollout(us)[:-1]
+    A, B = prob.step_derivatives(xs, us)
+    lams = rng.normal(size=(prob.N, 12))
+    H = prob.step_hessians(xs, us, lams)
+    for k in (0, prob.N - 1):
+        z = np.r_[xs[k], us[k]]
+        step = lambda z: prob.step(z[None, :12], z[None, 12:], start=k)[0]
+        Fz = central(step, z, 1e-6)
+        np.testing.assert_allclose(np.c_[A[k], B[k]], Fz, rtol=1e-6, atol=1e-6)
+        grad = lambda z: lams[k] @ np.concatenate(prob.step_derivatives(z[None, :12], z[None, 12:], start=k), axis=2)[0]
+        np.testing.assert_allclose(H[k], central(grad, z, 1e-6), rtol=1e-5, atol=1e-5)
+
+
+def test_problem_forces_are_checked_and_the_solvers_see_them():
+    from optdyn.problem import Problem
+    from optdyn.solve import solve
+    prob, F = _press_problem(True)
+    model = prob.model
+    with pytest.raises(ValueError, match=r"f_ext: expected shape \(6, 6\) .* or \(4, 6, 6\)"):
+        Problem(model, prob.x0, 4, 0.05, f_ext=np.zeros((3, 6, 6)))
+    with pytest.raises(ValueError, match="f_ext: expected finite"):
+        Problem(model, prob.x0, 4, 0.05, f_ext=np.full((6, 6), np.nan))
+    with pytest.raises(ValueError, match="start: the problem's forces vary per interval"):
+        prob.step(prob.xs_init[:2], prob.us_init[:2], start=3)
+    free = Problem(model, prob.x0, prob.N, prob.dt, prob.running_cost, prob.terminal_cost)
+    with_f, without = solve(prob, "ddp", max_iter=50), solve(free, "ddp", max_iter=50)
+    assert with_f.status == "converged" and without.status == "converged"
+    np.testing.assert_allclose(prob.rollout(with_f.us), with_f.xs, atol=1e-10)
+    assert np.max(np.abs(with_f.us - without.us)) > 0.1  # the solver compensates the wrench
