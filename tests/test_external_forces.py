@@ -282,3 +282,23 @@ def test_problem_forces_are_checked_and_the_solvers_see_them():
     assert with_f.status == "converged" and without.status == "converged"
     np.testing.assert_allclose(prob.rollout(with_f.us), with_f.xs, atol=1e-10)
     assert np.max(np.abs(with_f.us - without.us)) > 0.1  # the solver compensates the wrench
+
+
+@pytest.mark.parametrize("fun", ["rnea", "aba", "rnea_derivatives", "aba_derivatives", "rnea_second_derivatives",
+                                 "aba_second_derivatives", "rnea_second_derivatives_contracted",
+                                 "aba_second_derivatives_contracted"])
+def test_every_function_rejects_bad_f_ext(fun):
+    model = dyn.models.ur5()
+    q, v, a, _ = _state(model, 0)
+    args = (q, v, a, v) if fun.endswith("contracted") else (q, v, a)
+    f = np.zeros((model.njoints, 6))
+    f[3, 4] = np.nan
+    with pytest.raises(ValueError, match="f_ext: expected finite values"):
+        getattr(dyn, fun)(model, *args, f)
+    with pytest.raises(ValueError, match=r"f_ext: expected shape \(6, 6\)"):
+        getattr(dyn, fun)(model, *args, np.zeros((5, 6)))
+    with pytest.raises(ValueError, match="f_ext: expected an array"):
+        getattr(dyn, fun)(model, *args, "force")
+    f[3, 4] = 1.0  # list input is converted
+    np.testing.assert_allclose(np.stack(np.atleast_1d(getattr(dyn, fun)(model, *args, f.tolist()))),
+                               np.stack(np.atleast_1d(getattr(dyn, fun)(model, *args, f))), rtol=0, atol=0)
