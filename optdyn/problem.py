@@ -37,7 +37,7 @@ from dynamics._checks import as_vector
 from dynamics.batch import NO_FORCES
 from dynamics.forces import frame_force
 from dynamics.model import Model
-from dynamics.rnea import gravity_torques
+from dynamics.rnea import gravity_torques, rnea
 
 from . import integrators
 from .constraints import Constraint, stack_constraints
@@ -79,13 +79,13 @@ class Problem:
         path_constraints: constraints c(x) ≥ 0 imposed at nodes 1..N.
         terminal_constraints: constraints h(x_N) = 0.
         xs_init (N+1, nx), us_init (N, nu): initial guess (default: x0 repeated and the
-            gravity torques g(q0) at every interval, clipped to the bounds — the rest
-            trajectory when x0 is at rest).
+            gravity torques g(q0) (minus the forces' Σ Jᵀ f_ext) at every interval, clipped
+            to the bounds — the rest trajectory when x0 is at rest).
         name: problem name; params: construction parameters (recorded in results).
         f_ext: known external forces on the robot, (njoints, 6) for every interval or
             (N, njoints, 6) one set per interval, body-fixed as in :func:`dynamics.rnea`
             (see the module docstring; :func:`frame_wrenches` builds them from world
-            wrenches at frames). Default: none. ``x0`` and ``us_init``'s default ignore them.
+            wrenches at frames). Default: none. The default ``us_init`` holds q0 against them.
     """
 
     def __init__(self, model: Model, x0, N: int, dt: float, running_cost: Cost | None = None,
@@ -127,13 +127,12 @@ class Problem:
                 c.check_dims(nx, arg)
         self.xs_init = (np.tile(self.x0, (self.N + 1, 1)) if xs_init is None
                         else _array(xs_init, (self.N + 1, nx), "xs_init"))
-        self.us_init = (np.tile(np.clip(gravity_torques(model, self.x0[: model.nq]), self.u_lower, self.u_upper),
-                                (self.N, 1)) if us_init is None else _array(us_init, (self.N, nu), "us_init"))
+        self.forces = self._check_forces(f_ext)
+        self.us_init = self._rest_torques() if us_init is None else _array(us_init, (self.N, nu), "us_init")
         if not isinstance(name, str):
             raise ValueError(f"name: expected a string, got {name!r}")
         self.name = name
         self.params = dict(params or {})
-        self.forces = self._check_forces(f_ext)
         self._params = integrators.robot_params(model)
         self._tableau = integrators.METHODS[integrator]
 
@@ -155,6 +154,17 @@ class Problem:
         if not np.all(np.isfinite(F)):
             raise ValueError("f_ext: expected finite values, got NaN or inf")
         return np.ascontiguousarray(F)
+
+    def _rest_torques(self) -> np.ndarray:
+        """(N, nu): the torques holding q0 at rest in every interval (g(q0) − Σ Jᵀ f_ext),
+        clipped to the bounds."""
+        q0, zero = self.x0[: self.model.nq], np.zeros(self.model.nv)
+        if self.forces.shape[1] == 0:
+            tau = np.tile(gravity_torques(self.model, q0), (self.N, 1))
+        else:
+            tau = np.array([rnea(self.model, q0, zero, zero, self.forces[min(k, self.forces.shape[0] - 1)])
+                            for k in range(self.N)])
+        return np.clip(tau, self.u_lower, self.u_upper)
 
     def _forces(self, K: int, start: int) -> np.ndarray:
         """F for K knots that are intervals start … start + K − 1."""

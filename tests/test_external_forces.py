@@ -302,3 +302,15 @@ def test_every_function_rejects_bad_f_ext(fun):
     f[3, 4] = 1.0  # list input is converted
     np.testing.assert_allclose(np.stack(np.atleast_1d(getattr(dyn, fun)(model, *args, f.tolist()))),
                                np.stack(np.atleast_1d(getattr(dyn, fun)(model, *args, f))), rtol=0, atol=0)
+
+
+def test_default_initial_controls_hold_x0_at_rest_against_the_forces():
+    from optdyn.problem import Problem
+    model = dyn.models.ur5()
+    q0 = dyn.random_configuration(model, np.random.default_rng(7))
+    f = dyn.frame_force(model, q0, "tool0", [5.0, 0, 20.0, 0, 1.0, 0])
+    for f_ext in (f, np.stack([f, 2 * f, 0 * f])):
+        prob = Problem(model, np.r_[q0, np.zeros(6)], 3, 0.05, f_ext=f_ext, integrator="euler")
+        xs = prob.rollout(prob.us_init)
+        np.testing.assert_allclose(xs, np.tile(prob.x0, (4, 1)), atol=1e-12)  # stays at rest
+    assert not np.allclose(prob.us_init[0], prob.us_init[1])
