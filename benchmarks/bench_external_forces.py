@@ -10,6 +10,8 @@ Run: .venv/bin/python benchmarks/bench_external_forces.py
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 import dynamics as dyn
@@ -20,7 +22,7 @@ from dynamics.rnea import rnea_kernel
 from _common import machine, per_call_us, table, write_section
 
 K = 100
-ROUNDS = 5
+ROUNDS = 9
 
 
 def paired_us(without, with_f) -> tuple[float, float]:
@@ -64,7 +66,9 @@ def main() -> None:
             + table(["function", "no f_ext", "with f_ext", "ratio"], rows)
             + f"\n\n`dyn.frame_force(model, q, \"tool0\", w)`: {t_ff:.3g} µs per call "
             "(Python: one forward kinematics and the transform; call it once per interval, not in a loop).\n"
-            "Target: with f_ext at most 1.2× without.")
+            "Target: with f_ext at most 1.2× without. "
+            f"Load average (1 min) at the end of the run: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores — "
+            "ratios below 1 or far above it mean the machine was shared; trust the kernel rows most.")
     write_section("external forces", body)
 
 
