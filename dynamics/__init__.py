@@ -11,6 +11,8 @@ Public API ::
     model = dyn.load_urdf(path, root_joint="free-flyer", package_dirs=[...])   # floating base
     q1 = dyn.integrate(model, q, dv);  dv = dyn.difference(model, q0, q1)      # Lie-group ops
     Hqq, Hvv, Hqv, Hqtau = dyn.aba_second_derivatives_contracted(model, q, v, tau, lam)  # Σ_i λ_i ∂²q̈_i
+    f_ext = dyn.frame_force(model, q, "tool0", [0, 0, 20, 0, 0, 0])          # wrench at a frame → f_ext
+    tau  = dyn.rnea(model, q, v, a, f_ext)                                   # ... acting on the robot
 """
 from .aba import aba
 from .aba_derivatives import aba_derivatives
@@ -19,6 +21,7 @@ from .aba_second_derivatives_contracted import aba_second_derivatives_contracted
 from .builder import ModelBuilder
 from .crba import crba
 from .energy import kinetic_energy, potential_energy
+from .forces import frame_force
 from .joints import (difference, difference_jacobians, integrate, integrate_jacobians, neutral, normalize,
                      random_configuration)
 from .kinematics import frame_jacobian, frame_placement
@@ -41,5 +44,5 @@ __all__ = [
     "kinetic_energy", "potential_energy", "frame_placement", "frame_jacobian",
     "rnea_derivatives", "aba_derivatives", "rnea_second_derivatives", "aba_second_derivatives",
     "rnea_second_derivatives_contracted", "aba_second_derivatives_contracted",
-    "point_position", "point_jacobian", "point_hessian", "batch",
+    "point_position", "point_jacobian", "point_hessian", "batch", "frame_force",
 ]

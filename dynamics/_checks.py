@@ -38,20 +38,20 @@ NO_FORCE = np.zeros((0, 6))
 
 
 def as_forces(model: Model, f_ext) -> np.ndarray:
-    """``f_ext`` as a C-contiguous (njoints, 6) float64 array of finite spatial forces,
-    ``NO_FORCE`` for None; ValueError naming it otherwise."""
+    """``f_ext`` as a C-contiguous (njoints, 6) float64 array of spatial forces, ``NO_FORCE``
+    for None; ValueError naming it otherwise (NaN/inf: raised by the kernels)."""
     if f_ext is None:
         return NO_FORCE
     n = model.njoints
-    try:
-        f = np.ascontiguousarray(f_ext, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(f"f_ext: expected an array of shape ({n}, 6), got {f_ext!r}") from None
+    f = f_ext
+    if type(f) is not np.ndarray or f.dtype != np.float64 or not f.flags.c_contiguous:
+        try:
+            f = np.ascontiguousarray(f_ext, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"f_ext: expected an array of shape ({n}, 6), got {f_ext!r}") from None
     if f.shape != (n, 6):
         raise ValueError(f"f_ext: expected shape ({n}, 6) (one [linear; angular] force per joint), got {f.shape}")
-    if not np.all(np.isfinite(f)):
-        raise ValueError("f_ext: expected finite values, got NaN or inf")
-    return f
+    return f  # finiteness: checked by the kernels (dynamics.rnea.check_forces)
 
 
 def check_frame(model: Model, frame: str) -> Frame:

@@ -20,7 +20,7 @@ from numba import njit
 from ._checks import as_forces, as_vector
 from .kinematics import kinematics_and_inertias
 from .model import IDX_V, NV, PARENT, Model
-from .rnea import check_state, subtract_external_force
+from .rnea import check_forces, check_state, subtract_external_force
 from .spatial import crf_at, crm_at, dot6_at, joint_inertia_inverse, joint_velocity, mat6_vec_at
 
 NOT_POSITIVE = "model: articulated inertia about a joint is not positive definite (massless leaf body?)"
@@ -30,6 +30,7 @@ NOT_POSITIVE = "model: articulated inertia about a joint is not positive definit
 def aba_kernel(m, q, v, tau, f_ext):
     """q̈ = FD(q, v, τ, f_ext) (f_ext (n, 6) local, or (0, 6)), inputs checked for NaN/inf."""
     check_state(q, v, tau, "tau: expected finite values, got NaN or inf")
+    check_forces(f_ext)
     topology, gravity = m[0], m[4]
     R, p, S, IA = kinematics_and_inertias(m, q)
     n, nv = topology.shape[0], S.shape[0]

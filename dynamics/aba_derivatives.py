@@ -23,7 +23,7 @@ from ._checks import as_forces, as_vector
 from .kinematics import kinematics_and_inertias
 from .minv import minv_passes
 from .model import PARENT, Model
-from .rnea import check_state, rnea_passes_at
+from .rnea import check_forces, check_state, rnea_passes_at
 from .rnea_derivatives import rnea_derivative_passes
 from .spatial import joint_velocity, mat6_vec_at
 
@@ -63,6 +63,7 @@ def aba_derivatives_data(m, q, v, tau, f_ext):
     passes start from: (S, I^C, B^C, rates = (Ψ̇, Ψ̈, Ṡ), joint vectors T) of
     :func:`dynamics.rnea_derivatives.rnea_derivative_passes`, as a 5th element."""
     check_state(q, v, tau, "tau: expected finite values, got NaN or inf")
+    check_forces(f_ext)
     topology = m[0]
     R, p, S, I = kinematics_and_inertias(m, q)  # one forward kinematics for M⁻¹ and the RNEA
     n, nv = topology.shape[0], v.shape[0]

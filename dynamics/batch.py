@@ -3,7 +3,8 @@
 Each function evaluates the single-point algorithm at K states in one compiled call (a
 plain loop over knots, no threads), so a whole trajectory costs one Python→numba
 transition instead of K. Inputs are (K, nq) configurations and (K, nv) arrays; a non-finite entry raises
-ValueError naming the array and the knot.
+ValueError naming the array and the knot. ``F_EXT`` (K, njoints, 6), optional, gives knot k the
+external forces ``F_EXT[k]`` (the ``f_ext`` of :func:`dynamics.rnea`); None: no external force.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 from numba import njit
 
-from ._checks import NO_FORCE, as_batch
+from ._checks import as_batch
 from .aba import aba_kernel
 from .aba_derivatives import aba_derivatives_kernel
 from .aba_second_derivatives_contracted import fdsva_so_contracted_kernel
@@ -24,48 +25,58 @@ from .rnea_derivatives import rnea_derivatives_into
 from .rnea_second_derivatives_contracted import idsva_so_contracted_kernel
 
 
+NO_FORCES = np.zeros((1, 0, 6))
+"""The ``F_EXT`` the batch kernels receive when no external force is applied (any K)."""
+
+
 @njit(cache=True)
-def rnea_derivatives_batch_kernel(m, Q, V, A):
+def knot_force(F, k):
+    """The f_ext of knot k: F[k] for F (K, n, 6), F[0] if F has one row (a (0, 6) F[0] = none)."""
+    return F[k] if F.shape[0] > 1 else F[0]
+
+
+@njit(cache=True)
+def rnea_derivatives_batch_kernel(m, Q, V, A, F):
     """(∂τ/∂q, ∂τ/∂q̇), each (K, nv, nv), at the K states (Q[k], V[k], A[k])."""
     K, nv = V.shape
     out = np.empty((2, K, nv, nv))
     for k in range(K):
         check_configuration(m[0], Q[k])
-        rnea_derivatives_into(m, Q[k], V[k], A[k], NO_FORCE, out[0, k], out[1, k])
+        rnea_derivatives_into(m, Q[k], V[k], A[k], knot_force(F, k), out[0, k], out[1, k])
     return out[0], out[1]
 
 
 @njit(cache=True)
-def aba_batch_kernel(m, Q, V, TAU):
+def aba_batch_kernel(m, Q, V, TAU, F):
     """q̈ (K, nv) at the K states (Q[k], V[k], TAU[k])."""
     K, nv = V.shape
     qdd = np.empty((K, nv))
     for k in range(K):
-        qdd[k] = aba_kernel(m, Q[k], V[k], TAU[k], NO_FORCE)
+        qdd[k] = aba_kernel(m, Q[k], V[k], TAU[k], knot_force(F, k))
     return qdd
 
 
 @njit(cache=True)
-def aba_derivatives_batch_kernel(m, Q, V, TAU):
+def aba_derivatives_batch_kernel(m, Q, V, TAU, F):
     """(q̈ (K, nv), ∂q̈/∂q, ∂q̈/∂q̇, M⁻¹ (K, nv, nv)) at the K states."""
     K, nv = V.shape
     qdd, out = np.empty((K, nv)), np.empty((3, K, nv, nv))
     for k in range(K):
-        qdd[k], out[0, k], out[1, k], out[2, k] = aba_derivatives_kernel(m, Q[k], V[k], TAU[k], NO_FORCE)
+        qdd[k], out[0, k], out[1, k], out[2, k] = aba_derivatives_kernel(m, Q[k], V[k], TAU[k], knot_force(F, k))
     return qdd, out[0], out[1], out[2]
 
 
 @njit(cache=True)
-def contracted_batch_kernel(m, Q, V, X, W, forward):
+def contracted_batch_kernel(m, Q, V, X, W, F, forward):
     """Four (K, nv, nv) arrays: contracted FDSVA-SO at (Q[k], V[k], τ = X[k]) with λ = W[k]
     if ``forward``, else contracted IDSVA-SO at (Q[k], V[k], a = X[k]) with μ = W[k]."""
     K, nv = V.shape
     out = np.empty((4, K, nv, nv))
     for k in range(K):
         if forward:
-            out[0, k], out[1, k], out[2, k], out[3, k] = fdsva_so_contracted_kernel(m, Q[k], V[k], X[k], NO_FORCE, W[k])
+            out[0, k], out[1, k], out[2, k], out[3, k] = fdsva_so_contracted_kernel(m, Q[k], V[k], X[k], knot_force(F, k), W[k])
         else:
-            out[0, k], out[1, k], out[2, k], out[3, k] = idsva_so_contracted_kernel(m, Q[k], V[k], X[k], NO_FORCE, W[k])
+            out[0, k], out[1, k], out[2, k], out[3, k] = idsva_so_contracted_kernel(m, Q[k], V[k], X[k], knot_force(F, k), W[k])
     return out[0], out[1], out[2], out[3]
 
 
@@ -117,34 +128,55 @@ def _knots(model: Model, **arrays) -> list[np.ndarray]:
     return out
 
 
-def rnea_derivatives_batch(model: Model, Q, V, A) -> tuple[np.ndarray, np.ndarray]:
+def _forces(model: Model, F_EXT, K: int) -> np.ndarray:
+    """``F_EXT`` as a (K, njoints, 6) float64 array of finite forces, :data:`NO_FORCES` for None."""
+    if F_EXT is None:
+        return NO_FORCES
+    try:
+        F = np.ascontiguousarray(F_EXT, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"F_EXT: expected an array of shape ({K}, {model.njoints}, 6), got {F_EXT!r}") from None
+    if F.shape != (K, model.njoints, 6):
+        raise ValueError(f"F_EXT: expected shape ({K}, {model.njoints}, 6) (one f_ext per knot), got {F.shape}")
+    bad = np.flatnonzero(~np.isfinite(F).all(axis=(1, 2)))
+    if bad.size:
+        raise ValueError(f"F_EXT: expected finite values, got NaN or inf at knot {bad[0]}")
+    return F
+
+
+def rnea_derivatives_batch(model: Model, Q, V, A, F_EXT=None) -> tuple[np.ndarray, np.ndarray]:
     """:func:`dynamics.rnea_derivatives` at K knots: (dtau_dq, dtau_dv), each (K, nv, nv)."""
-    return rnea_derivatives_batch_kernel(model.arrays, *_knots(model, Q=Q, V=V, A=A))
+    Q, V, A = _knots(model, Q=Q, V=V, A=A)
+    return rnea_derivatives_batch_kernel(model.arrays, Q, V, A, _forces(model, F_EXT, Q.shape[0]))
 
 
-def aba_batch(model: Model, Q, V, TAU) -> np.ndarray:
+def aba_batch(model: Model, Q, V, TAU, F_EXT=None) -> np.ndarray:
     """:func:`dynamics.aba` at K knots: q̈ (K, nv)."""
-    return aba_batch_kernel(model.arrays, *_knots(model, Q=Q, V=V, TAU=TAU))
+    Q, V, TAU = _knots(model, Q=Q, V=V, TAU=TAU)
+    return aba_batch_kernel(model.arrays, Q, V, TAU, _forces(model, F_EXT, Q.shape[0]))
 
 
-def aba_derivatives_batch(model: Model, Q, V, TAU) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def aba_derivatives_batch(model: Model, Q, V, TAU, F_EXT=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`dynamics.aba_derivatives` at K knots: (dqdd_dq, dqdd_dv, dqdd_dtau), each (K, nv, nv).
 
     :func:`aba_derivatives_batch_kernel` also returns q̈ (K, nv) for compiled callers.
     """
-    return aba_derivatives_batch_kernel(model.arrays, *_knots(model, Q=Q, V=V, TAU=TAU))[1:]
+    Q, V, TAU = _knots(model, Q=Q, V=V, TAU=TAU)
+    return aba_derivatives_batch_kernel(model.arrays, Q, V, TAU, _forces(model, F_EXT, Q.shape[0]))[1:]
 
 
-def rnea_second_derivatives_contracted_batch(model: Model, Q, V, A, MU) -> tuple[np.ndarray, ...]:
+def rnea_second_derivatives_contracted_batch(model: Model, Q, V, A, MU, F_EXT=None) -> tuple[np.ndarray, ...]:
     """:func:`dynamics.rnea_second_derivatives_contracted` at K knots: (Hqq, Hvv, Hqv, Mq),
     each (K, nv, nv), contracting knot k with MU[k] (MU (K, nv))."""
-    return contracted_batch_kernel(model.arrays, *_knots(model, Q=Q, V=V, A=A, MU=MU), False)
+    Q, V, A, MU = _knots(model, Q=Q, V=V, A=A, MU=MU)
+    return contracted_batch_kernel(model.arrays, Q, V, A, MU, _forces(model, F_EXT, Q.shape[0]), False)
 
 
-def aba_second_derivatives_contracted_batch(model: Model, Q, V, TAU, LAM) -> tuple[np.ndarray, ...]:
+def aba_second_derivatives_contracted_batch(model: Model, Q, V, TAU, LAM, F_EXT=None) -> tuple[np.ndarray, ...]:
     """:func:`dynamics.aba_second_derivatives_contracted` at K knots: (Hqq, Hvv, Hqv, Hqtau),
     each (K, nv, nv), contracting knot k with LAM[k] (LAM (K, nv))."""
-    return contracted_batch_kernel(model.arrays, *_knots(model, Q=Q, V=V, TAU=TAU, LAM=LAM), True)
+    Q, V, TAU, LAM = _knots(model, Q=Q, V=V, TAU=TAU, LAM=LAM)
+    return contracted_batch_kernel(model.arrays, Q, V, TAU, LAM, _forces(model, F_EXT, Q.shape[0]), True)
 
 
 def point_kinematics_batch(model: Model, Q, frames: Sequence[str], offsets=None

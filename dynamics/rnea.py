@@ -43,12 +43,20 @@ def check_state(q, v, w, w_name):
 
 
 @njit(cache=True)
+def check_forces(f_ext):
+    """Raise ValueError if f_ext holds NaN or inf (its shape is checked in Python)."""
+    if not all_finite(f_ext):
+        raise ValueError("f_ext: expected finite values, got NaN or inf")
+
+
+@njit(cache=True)
 def rnea_passes(m, q, v, a, f_ext):
     """Both RNEA passes; returns (S, I, vel, acc, fC, tau) in world coordinates.
 
     ``fC[i]`` is the composite force f_i^C transmitted across joint i; ``f_ext`` is
     (n, 6) local external forces, or (0, 6) for none.
     """
+    check_forces(f_ext)
     R, p, S, I = kinematics_and_inertias(m, q)
     return rnea_passes_at(m[0], m[4], R, p, S, I, v, a, f_ext)
 

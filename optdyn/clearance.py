@@ -55,8 +55,9 @@ def point_clearances(problem, qs: np.ndarray) -> np.ndarray:
 
 def _substep_problem(problem: Problem) -> Problem:
     """One integrator step of dt/substeps: the sub-step map of ``problem``."""
-    return Problem(problem.model, problem.x0, N=1, dt=problem.dt / problem.substeps,
-                   substeps=1, integrator=problem.integrator)
+    F = problem.forces  # the same external forces, interval by interval (K = N knots)
+    return Problem(problem.model, problem.x0, N=problem.N, dt=problem.dt / problem.substeps,
+                   substeps=1, integrator=problem.integrator, f_ext=F if F.shape[1] else None)
 
 
 def clearances(problem, xs, us) -> Clearance:

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit
 
+from dynamics.batch import knot_force
 from dynamics.rnea import gravity_torques
 
 from . import integrators
@@ -378,7 +379,7 @@ def projected_gradient(A, B, lx, lu, VxN, us, lower, upper):
 
 
 @njit(cache=True)
-def forward_pass(params, a, b, dt, m, xs, us, k, K, alpha, lower, upper, xs_new, us_new):
+def forward_pass(params, a, b, dt, m, xs, us, F, k, K, alpha, lower, upper, xs_new, us_new):
     """Closed-loop rollout of the module docstring; False if the state became NaN/inf."""
     N, nx = K.shape[0], xs.shape[1]
     nu = us.shape[1]
@@ -390,7 +391,7 @@ def forward_pass(params, a, b, dt, m, xs, us, k, K, alpha, lower, upper, xs_new,
             for j in range(nx):
                 du += K[t, i, j] * (xs_new[t, j] - xs[t, j])
             us_new[t, i] = min(max(us[t, i] + du, lower[i]), upper[i])
-        if not integrators.interval(params, a, b, xs_new[t], us_new[t], dt, m, 0, xs_new[t + 1],
+        if not integrators.interval(params, a, b, xs_new[t], us_new[t], knot_force(F, t), dt, m, 0, xs_new[t + 1],
                                     dummy2, dummy3, stages, 0):
             return False
     return True
@@ -533,8 +534,8 @@ def _trial(problem: Problem, objective: Objective, xs, us, k, K, alpha: float, x
     counted in ``log.invalid``)."""
     params, a, b, dt, m = problem.integration
     try:
-        if not forward_pass(params, a, b, dt, m, xs, us, k, K, alpha, problem.u_lower, problem.u_upper,
-                            xs_new, us_new):
+        if not forward_pass(params, a, b, dt, m, xs, us, problem.forces, k, K, alpha, problem.u_lower,
+                            problem.u_upper, xs_new, us_new):
             return np.nan
         with np.errstate(over="ignore", invalid="ignore"):  # an overflowing cost is a rejected trial
             J_new = objective.value(xs_new, us_new)
@@ -584,7 +585,8 @@ def linearize(problem: Problem, xs: np.ndarray, us: np.ndarray, mode: int, stage
     stages = integrators.no_stages(problem.integration[0])
     if mode == SECOND_ORDER["tensor"]:
         params, a, b, dt, m = problem.integration
-        _, Fz, Fzz = integrators.step_derivatives_batch(params, a, b, np.ascontiguousarray(xs[:-1]), us, dt, m, 2)
+        _, Fz, Fzz = integrators.step_derivatives_batch(params, a, b, np.ascontiguousarray(xs[:-1]), us,
+                                                      problem.forces, dt, m, 2)
         A, B = np.ascontiguousarray(Fz[:, :, :nx]), np.ascontiguousarray(Fz[:, :, nx:])
     else:
         A, B = problem.step_derivatives(xs[:-1], us)

@@ -18,11 +18,18 @@ and Y, H accumulate exactly like y. The derivatives of f come from the analytica
 derivatives (∂q̈/∂τ = M⁻¹, ∂²q̈/∂τ² = 0, ∂²q̈/∂v∂τ = 0). All knots of a trajectory are
 processed in one compiled call. Tensors are laid out T[i, j, l] = ∂²x⁺_i/∂z_j∂z_l.
 
-The continuous dynamics is :func:`robot_dynamics` ``(params, x, u, order, f, Fz, Fzz, data,
-idx)``: it writes f (nx,), and for order ≥ 1 Fz (nx, nz), for order 2 Fzz (nx, nz, nz);
+The continuous dynamics is :func:`robot_dynamics` ``(params, x, u, fext, order, f, Fz, Fzz,
+data, idx)``: it writes f (nx,), and for order ≥ 1 Fz (nx, nz), for order 2 Fzz (nx, nz, nz);
 :func:`robot_dynamics_hessian` gives the contracted second derivative w·f_zz from what the
 first-order call stored. They are called as globals of the compiled kernels (not passed
 as function arguments, which numba's on-disk cache cannot key reliably).
+
+External forces: ``fext`` (njoints, 6) is the robot's ``f_ext`` of :func:`dynamics.rnea`
+during the interval ((0, 6): none), held like u. It is a force fixed in each body's frame,
+so it moves with the body as q varies and the q-derivatives (first and contracted second
+order) are those of FD(q, v, τ, f_ext) at that fixed f_ext. The batch kernels take F
+(K, njoints, 6) (interval k uses F[k]) or one row F (1, ·, 6) for every interval
+(:func:`dynamics.batch.knot_force`; ``NO_FORCES`` = none).
 
 The Hessian of λᵀF — what DDP (λ = V'_x) and the multiple-shooting Lagrangian (λ = the
 defect multipliers) need — is computed contracted by :func:`interval_hessian`, a
@@ -34,7 +41,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from dynamics._checks import NO_FORCE
+from dynamics.batch import knot_force
 from dynamics.aba import aba_kernel
 from dynamics.aba_derivatives import aba_derivatives_data
 from dynamics.aba_second_derivatives import fdsva_so_terms
@@ -65,8 +72,8 @@ def robot_data(params, count):
 
 
 @njit(cache=True)
-def robot_dynamics(params, x, u, order, f, Fz, Fzz, data, idx):
-    """ẋ = [v; FD(q, v, τ)] and its first/second derivatives w.r.t. z = (q, v, τ).
+def robot_dynamics(params, x, u, fext, order, f, Fz, Fzz, data, idx):
+    """ẋ = [v; FD(q, v, τ, fext)] and its first/second derivatives w.r.t. z = (q, v, τ).
 
     For order 1 and ``idx`` ≥ 0 the first-order data that :func:`robot_dynamics_hessian`
     reuses is copied into row ``idx`` of ``data`` (from :func:`robot_data`).
@@ -75,9 +82,9 @@ def robot_dynamics(params, x, u, order, f, Fz, Fzz, data, idx):
     q, v = x[:n], x[n:]
     f[:n] = v
     if order == 0:
-        f[n:] = aba_kernel(params, q, v, u, NO_FORCE)
+        f[n:] = aba_kernel(params, q, v, u, fext)
         return
-    qdd, da_dq, da_dv, da_dtau, fo = aba_derivatives_data(params, q, v, u, NO_FORCE)
+    qdd, da_dq, da_dv, da_dtau, fo = aba_derivatives_data(params, q, v, u, fext)
     if idx >= 0:
         data[0][idx], data[1][idx], data[2][idx], data[3][idx], data[4][idx] = fo
     f[n:] = qdd
@@ -90,7 +97,7 @@ def robot_dynamics(params, x, u, order, f, Fz, Fzz, data, idx):
             Fz[n + i, 2 * n + j] = da_dtau[i, j]
     if order < 2:
         return
-    d2q, d2v, d2qv, d2qtau = fdsva_so_terms(params, q, v, NO_FORCE, qdd,
+    d2q, d2v, d2qv, d2qtau = fdsva_so_terms(params, q, v, fext, qdd,
                                             da_dq, da_dv, da_dtau)
     Fzz[:] = 0.0
     for i in range(n):
@@ -111,7 +118,8 @@ def robot_dynamics_hessian(params, x, u, f, Fz, data, idx, w, W):
     first-order ``data`` (row ``idx``) that :func:`robot_dynamics` stored there.
 
     Only the FD rows are nonlinear, so this is contracted FDSVA-SO with λ = w[nv:],
-    from ∂q̈/∂q, ∂q̈/∂v, M⁻¹ (held in Fz) and the first-order RNEA data.
+    from ∂q̈/∂q, ∂q̈/∂v, M⁻¹ (held in Fz) and the first-order RNEA data (which already
+    carries the interval's external forces: no ``fext`` argument here).
     """
     n = tangent_size(params[0])
     work = np.empty((8, n, n))
@@ -193,8 +201,8 @@ def _axpy(c, x, y):
 
 
 @njit(cache=True)
-def interval(params, a, b, x, u, dt, m, order, y, Y, H, stages, offset):
-    """One interval (m steps) from (x, u): writes y = x⁺, Y = ∂x⁺/∂z, H = ∂²x⁺/∂z².
+def interval(params, a, b, x, u, fext, dt, m, order, y, Y, H, stages, offset):
+    """One interval (m steps) from (x, u) under external forces ``fext``: writes y = x⁺, Y = ∂x⁺/∂z, H = ∂²x⁺/∂z².
 
     ``stages`` = (ys (R, nx), fs (R, nx), Fzs (R, nx, nz), Gs (R, nx, nz), data) receives
     in rows offset … offset + m·s − 1, for order 1, every stage's input y_s, derivative
@@ -246,7 +254,7 @@ def interval(params, a, b, x, u, dt, m, order, y, Y, H, stages, offset):
             if not all_finite(ys):
                 y[:] = np.nan
                 return False
-            robot_dynamics(params, ys, u, order, f, Fz, Fzz, data, idx)
+            robot_dynamics(params, ys, u, fext, order, f, Fz, Fzz, data, idx)
             k[st] = f
             if record:
                 rec_f[idx] = f
@@ -365,18 +373,18 @@ def _congruence_add(W, Y, nx, P, Hz):
 
 
 @njit(cache=True)
-def step_batch(params, a, b, xs, us, dt, m):
-    """x⁺ (K, nx) of one interval from every (x_k, u_k); NaN rows where it diverged."""
+def step_batch(params, a, b, xs, us, F, dt, m):
+    """x⁺ (K, nx) of one interval from every (x_k, u_k, F[k]); NaN rows where it diverged."""
     K, nx = xs.shape
     out = np.empty((K, nx))
     dummy2, dummy3, stages = np.empty((0, 0)), np.empty((0, 0, 0)), no_stages(params)
     for kk in range(K):
-        interval(params, a, b, xs[kk], us[kk], dt, m, 0, out[kk], dummy2, dummy3, stages, 0)
+        interval(params, a, b, xs[kk], us[kk], knot_force(F, kk), dt, m, 0, out[kk], dummy2, dummy3, stages, 0)
     return out
 
 
 @njit(cache=True)
-def step_derivatives_batch(params, a, b, xs, us, dt, m, order):
+def step_derivatives_batch(params, a, b, xs, us, F, dt, m, order):
     """x⁺ (K, nx), Fz (K, nx, nz) and, for order 2, Fzz (K, nx, nz, nz) at every knot.
 
     For order 1 the returned Fzz has shape (K, 0, 0, 0).
@@ -389,14 +397,14 @@ def step_derivatives_batch(params, a, b, xs, us, dt, m, order):
     dummy3, stages = np.empty((0, 0, 0)), no_stages(params)
     for kk in range(K):
         if order >= 2:
-            interval(params, a, b, xs[kk], us[kk], dt, m, order, y[kk], Fz[kk], Fzz[kk], stages, 0)
+            interval(params, a, b, xs[kk], us[kk], knot_force(F, kk), dt, m, order, y[kk], Fz[kk], Fzz[kk], stages, 0)
         else:
-            interval(params, a, b, xs[kk], us[kk], dt, m, order, y[kk], Fz[kk], dummy3, stages, 0)
+            interval(params, a, b, xs[kk], us[kk], knot_force(F, kk), dt, m, order, y[kk], Fz[kk], dummy3, stages, 0)
     return y, Fz, Fzz
 
 
 @njit(cache=True)
-def step_stages_batch(params, a, b, xs, us, dt, m, stages):
+def step_stages_batch(params, a, b, xs, us, F, dt, m, stages):
     """x⁺ (K, nx) and Fz (K, nx, nz) at every knot, recording the stages into ``stages``.
 
     Knot k owns rows k·ms … (k + 1)·ms − 1 (ms = m·s) of the records (see
@@ -408,7 +416,7 @@ def step_stages_batch(params, a, b, xs, us, dt, m, stages):
     y, Fz = np.empty((K, nx)), np.empty((K, nx, nz))
     dummy3 = np.empty((0, 0, 0))
     for kk in range(K):
-        interval(params, a, b, xs[kk], us[kk], dt, m, 1, y[kk], Fz[kk], dummy3, stages, kk * ms)
+        interval(params, a, b, xs[kk], us[kk], knot_force(F, kk), dt, m, 1, y[kk], Fz[kk], dummy3, stages, kk * ms)
     return y, Fz
 
 
@@ -425,14 +433,15 @@ def interval_hessians_batch(params, a, b, dt, m, us, stages, lams):
 
 
 @njit(cache=True)
-def rollout(params, a, b, x0, us, dt, m):
-    """States (N+1, nx) from x0 under us (N, nu); rows after a divergence are NaN."""
+def rollout(params, a, b, x0, us, F, dt, m):
+    """States (N+1, nx) from x0 under us (N, nu) and forces F; rows after a divergence are NaN."""
     N, nx = us.shape[0], x0.shape[0]
     xs = np.empty((N + 1, nx))
     xs[0] = x0
     dummy2, dummy3, stages = np.empty((0, 0)), np.empty((0, 0, 0)), no_stages(params)
     for kk in range(N):
-        if not interval(params, a, b, xs[kk], us[kk], dt, m, 0, xs[kk + 1], dummy2, dummy3, stages, 0):
+        if not interval(params, a, b, xs[kk], us[kk], knot_force(F, kk), dt, m, 0, xs[kk + 1], dummy2, dummy3,
+                        stages, 0):
             xs[kk + 1:] = np.nan
             break
     return xs

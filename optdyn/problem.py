@@ -13,6 +13,14 @@ steps of dt/substeps with u_k held constant (:mod:`optdyn.integrators`). The pro
 Every evaluation method is vectorised over knots (leading axis K) and computed in
 compiled code; second-order tensors follow ``T[k, i, j, l] = ∂²f_i/∂y_j∂z_l``.
 
+External forces: ``f_ext`` gives the robot known external wrenches during the intervals,
+constant (njoints, 6) or one set per interval (N, njoints, 6), in the kernels' convention
+(:func:`dynamics.rnea`: [f; n] on joint i's body, in its frame, about its origin). Such a
+force is fixed in the body frame: it follows the body as q varies, and the dynamics'
+derivatives (hence DDP, iLQR and IPOPT) are those of that body-fixed force. A wrench known
+in the WORLD frame at a frame is converted by :func:`frame_wrenches` at reference
+configurations (the planned path): exact there, rotating with the body away from it.
+
 Writing one from a script::
 
     prob = Problem(model, x0, N=50, dt=0.02,
@@ -25,8 +33,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from dynamics._checks import as_vector
+from dynamics.batch import NO_FORCES
+from dynamics.forces import frame_force
 from dynamics.model import Model
-from dynamics.rnea import gravity_torques
+from dynamics.rnea import gravity_torques, rnea
 
 from . import integrators
 from .constraints import Constraint, stack_constraints
@@ -68,16 +79,20 @@ class Problem:
         path_constraints: constraints c(x) ≥ 0 imposed at nodes 1..N.
         terminal_constraints: constraints h(x_N) = 0.
         xs_init (N+1, nx), us_init (N, nu): initial guess (default: x0 repeated and the
-            gravity torques g(q0) at every interval, clipped to the bounds — the rest
-            trajectory when x0 is at rest).
+            gravity torques g(q0) (minus the forces' Σ Jᵀ f_ext) at every interval, clipped
+            to the bounds — the rest trajectory when x0 is at rest).
         name: problem name; params: construction parameters (recorded in results).
+        f_ext: known external forces on the robot, (njoints, 6) for every interval or
+            (N, njoints, 6) one set per interval, body-fixed as in :func:`dynamics.rnea`
+            (see the module docstring; :func:`frame_wrenches` builds them from world
+            wrenches at frames). Default: none. The default ``us_init`` holds q0 against them.
     """
 
     def __init__(self, model: Model, x0, N: int, dt: float, running_cost: Cost | None = None,
                  terminal_cost: Cost | None = None, *, substeps: int = 1, integrator: str = "rk4",
                  u_lower=None, u_upper=None, path_constraints: Sequence[Constraint] = (),
                  terminal_constraints: Sequence[Constraint] = (), xs_init=None, us_init=None,
-                 name: str = "custom", params: dict | None = None) -> None:
+                 name: str = "custom", params: dict | None = None, f_ext=None) -> None:
         if not isinstance(model, Model):
             raise ValueError(f"model: expected a dynamics.Model, got {type(model).__name__}")
         if model.nq != model.nv:
@@ -116,14 +131,53 @@ class Problem:
                 c.check_dims(nx, arg)
         self.xs_init = (np.tile(self.x0, (self.N + 1, 1)) if xs_init is None
                         else _array(xs_init, (self.N + 1, nx), "xs_init"))
-        self.us_init = (np.tile(np.clip(gravity_torques(model, self.x0[: model.nq]), self.u_lower, self.u_upper),
-                                (self.N, 1)) if us_init is None else _array(us_init, (self.N, nu), "us_init"))
+        self.forces = self._check_forces(f_ext)
+        self.us_init = self._rest_torques() if us_init is None else _array(us_init, (self.N, nu), "us_init")
         if not isinstance(name, str):
             raise ValueError(f"name: expected a string, got {name!r}")
         self.name = name
         self.params = dict(params or {})
         self._params = integrators.robot_params(model)
         self._tableau = integrators.METHODS[integrator]
+
+    def _check_forces(self, f_ext) -> np.ndarray:
+        """``f_ext`` as the (1 or N, njoints, 6) F of the integrator kernels (NO_FORCES for None)."""
+        if f_ext is None:
+            return NO_FORCES
+        nj = self.model.njoints
+        try:
+            F = np.array(f_ext, dtype=float)
+        except (TypeError, ValueError):
+            raise ValueError(f"f_ext: expected real numbers of shape ({nj}, 6) or ({self.N}, {nj}, 6), "
+                             f"got {f_ext!r}") from None
+        if F.shape == (nj, 6):
+            F = F[None]
+        if F.shape != (self.N, nj, 6) and not (F.ndim == 3 and F.shape[0] == 1 and F.shape[1:] == (nj, 6)):
+            raise ValueError(f"f_ext: expected shape ({nj}, 6) (every interval) or ({self.N}, {nj}, 6) "
+                             f"(one per interval), got shape {F.shape}")
+        if not np.all(np.isfinite(F)):
+            raise ValueError("f_ext: expected finite values, got NaN or inf")
+        return np.ascontiguousarray(F)
+
+    def _rest_torques(self) -> np.ndarray:
+        """(N, nu): the torques holding q0 at rest in every interval (g(q0) − Σ Jᵀ f_ext),
+        clipped to the bounds."""
+        q0, zero = self.x0[: self.model.nq], np.zeros(self.model.nv)
+        if self.forces.shape[1] == 0:
+            tau = np.tile(gravity_torques(self.model, q0), (self.N, 1))
+        else:
+            tau = np.array([rnea(self.model, q0, zero, zero, self.forces[min(k, self.forces.shape[0] - 1)])
+                            for k in range(self.N)])
+        return np.clip(tau, self.u_lower, self.u_upper)
+
+    def _forces(self, K: int, start: int) -> np.ndarray:
+        """F for K knots that are intervals start … start + K − 1."""
+        if self.forces.shape[0] == 1:
+            return self.forces
+        if isinstance(start, bool) or not isinstance(start, (int, np.integer)) or not 0 <= start <= self.N - K:
+            raise ValueError(f"start: the problem's forces vary per interval, so the {K} knots must be "
+                             f"intervals start … start + {K - 1} of 0 … {self.N - 1}; got start={start!r}")
+        return self.forces[start:start + K]
 
     # ---- sizes ---------------------------------------------------------------------
     @property
@@ -167,14 +221,17 @@ class Problem:
             raise ValueError(f"us: expected shape ({xs.shape[0]}, {self.nu}), got shape {us.shape}")
         return np.ascontiguousarray(xs), np.ascontiguousarray(us)
 
-    def step(self, xs, us) -> np.ndarray:
-        """x⁺ (K, nx) of one interval (``substeps`` integrator steps) from each (x_k, u_k)."""
+    def step(self, xs, us, start: int = 0) -> np.ndarray:
+        """x⁺ (K, nx) of one interval (``substeps`` integrator steps) from each (x_k, u_k).
+
+        ``start``: knot k is interval start + k (matters only for per-interval ``f_ext``;
+        so do the other ``step_*`` methods)."""
         xs, us = self._xu(xs, us)
         a, b = self._tableau
-        return integrators.step_batch(self._params, a, b, xs, us,
+        return integrators.step_batch(self._params, a, b, xs, us, self._forces(xs.shape[0], start),
                                       self.dt, self.substeps)
 
-    def step_derivatives(self, xs, us, second_order: bool = False) -> tuple[np.ndarray, ...]:
+    def step_derivatives(self, xs, us, second_order: bool = False, start: int = 0) -> tuple[np.ndarray, ...]:
         """Exact sensitivities of one interval at each knot.
 
         Returns (A (K,nx,nx), B (K,nx,nu)), and with ``second_order`` also
@@ -183,7 +240,7 @@ class Problem:
         xs, us = self._xu(xs, us)
         a, b = self._tableau
         _, Fz, Fzz = integrators.step_derivatives_batch(
-            self._params, a, b, xs, us, self.dt, self.substeps,
+            self._params, a, b, xs, us, self._forces(xs.shape[0], start), self.dt, self.substeps,
             2 if second_order else 1)
         nx = self.nx
         A, B = Fz[:, :, :nx], Fz[:, :, nx:]
@@ -192,7 +249,8 @@ class Problem:
         return (np.ascontiguousarray(A), np.ascontiguousarray(B), np.ascontiguousarray(Fzz[:, :, :nx, :nx]),
                 np.ascontiguousarray(Fzz[:, :, :nx, nx:]), np.ascontiguousarray(Fzz[:, :, nx:, nx:]))
 
-    def step_stages(self, xs, us, stages: tuple | None = None) -> tuple[np.ndarray, np.ndarray, tuple]:
+    def step_stages(self, xs, us, stages: tuple | None = None, start: int = 0
+                    ) -> tuple[np.ndarray, np.ndarray, tuple]:
         """First-order sensitivities and the integrator's stage records at each knot.
 
         Returns (A (K,nx,nx), B (K,nx,nu), stages): ``stages`` holds what
@@ -206,11 +264,12 @@ class Problem:
         rows = xs.shape[0] * self.substeps * b.shape[0]
         if stages is None or stages[0].shape[0] != rows:
             stages = integrators.stage_records(self._params, rows, self.nx, self.nx + self.nu)
-        _, Fz = integrators.step_stages_batch(self._params, a, b, xs, us, self.dt, self.substeps, stages)
+        F = self._forces(xs.shape[0], start)
+        _, Fz = integrators.step_stages_batch(self._params, a, b, xs, us, F, self.dt, self.substeps, stages)
         nx = self.nx
         return np.ascontiguousarray(Fz[:, :, :nx]), np.ascontiguousarray(Fz[:, :, nx:]), stages
 
-    def step_hessians(self, xs, us, lams, stages: tuple | None = None) -> np.ndarray:
+    def step_hessians(self, xs, us, lams, stages: tuple | None = None, start: int = 0) -> np.ndarray:
         """Hessians (K, nz, nz) of λ_kᵀF(x_k, u_k) w.r.t. z = (x, u), nz = nx + nu.
 
         Contracted second order (a second-order adjoint through the integrator stages with
@@ -221,7 +280,7 @@ class Problem:
         xs, us = self._xu(xs, us)
         lams = _array(lams, (xs.shape[0], self.nx), "lams")
         if stages is None:
-            stages = self.step_stages(xs, us)[2]
+            stages = self.step_stages(xs, us, start=start)[2]
         a, b = self._tableau
         return integrators.interval_hessians_batch(self._params, a, b, self.dt, self.substeps, us, stages, lams)
 
@@ -233,7 +292,7 @@ class Problem:
         us = _array(us, (self.N, self.nu), "us")
         x0 = self.x0 if x0 is None else _array(x0, (self.nx,), "x0")
         a, b = self._tableau
-        return integrators.rollout(self._params, a, b, x0, us,
+        return integrators.rollout(self._params, a, b, x0, us, self.forces,
                                    self.dt, self.substeps)
 
     # ---- costs ---------------------------------------------------------------------
@@ -294,3 +353,25 @@ class Problem:
     def __repr__(self) -> str:
         return (f"Problem({self.name!r}, model={self.model.name!r}, N={self.N}, dt={self.dt}, "
                 f"substeps={self.substeps}, integrator={self.integrator!r}, nc={self.nc}, nh={self.nh})")
+
+
+def frame_wrenches(model: Model, frame: str, wrench, q_ref) -> np.ndarray:
+    """Per-interval ``f_ext`` (N, njoints, 6) of a world-aligned ``wrench`` [force; moment
+    about the frame origin] on the robot at frame ``frame``: (6,) for every interval or
+    (N, 6), converted at the reference configurations ``q_ref`` (N, nq) (e.g. the planned
+    path at the start of each interval) by :func:`dynamics.frame_force`.
+
+    The result is body-fixed: it equals the world wrench where q = q_ref and turns with the
+    frame elsewhere (what the problem's dynamics and derivatives assume). Sum the results
+    for several frames.
+    """
+    q_ref = np.asarray(q_ref, dtype=float)
+    if q_ref.ndim != 2 or q_ref.shape[1] != model.nq:
+        raise ValueError(f"q_ref: expected shape (N, {model.nq}), got shape {q_ref.shape}")
+    N = q_ref.shape[0]
+    w = np.asarray(wrench, dtype=float)
+    if w.shape == (6,):
+        w = np.tile(w, (N, 1))
+    if w.shape != (N, 6):
+        raise ValueError(f"wrench: expected shape (6,) or ({N}, 6), got shape {w.shape}")
+    return np.stack([frame_force(model, as_vector(q, model.nq, "q_ref"), frame, wk) for q, wk in zip(q_ref, w)])

@@ -176,7 +176,7 @@ def perturbed_guess(problem: Problem, seed: int, scale: float = PERTURBATION) ->
     xs[0] = problem.x0
     for k in range(N):
         us[k] = np.clip(u_ff[k] - K[k] @ (xs[k] - x_ref[k]), lo, hi)
-        xs[k + 1] = problem.step(xs[k][None], us[k][None])[0]
+        xs[k + 1] = problem.step(xs[k][None], us[k][None], start=k)[0]
     return xs, us
 
 

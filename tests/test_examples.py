@@ -7,7 +7,9 @@ EXAMPLES = os.path.join(os.path.dirname(__file__), os.pardir, "examples")
 
 
 def run_example(name: str, cwd) -> str:
-    run = subprocess.run([sys.executable, os.path.join(EXAMPLES, name)], cwd=cwd,
+    root = os.path.abspath(os.path.join(EXAMPLES, os.pardir))  # this checkout, not an installed copy
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    run = subprocess.run([sys.executable, os.path.join(EXAMPLES, name)], cwd=cwd, env=env,
                          capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stderr[-2000:]
     return run.stdout
@@ -17,6 +19,14 @@ def test_custom_ocp_solves_with_both_solvers(tmp_path):
     out = run_example("custom_ocp.py", tmp_path)
     lines = [line for line in out.splitlines() if line.strip().startswith(("ddp:", "ilqr:"))]
     assert len(lines) == 2 and all("converged" in line for line in lines), out
+
+
+def test_ur5_press_holds_the_tool_on_the_table_with_the_prescribed_wrench(tmp_path):
+    out = run_example("ur5_press.py", tmp_path)
+    assert out.count(": converged,") == 2, out
+    height = float(out.split("largest height off the table ")[1].split(" mm")[0])
+    error = float(out.split("max error ")[1].split(" ")[0])
+    assert height < 1.0 and error < 0.05, out  # on the table (mm), wrench as prescribed (N, N·m)
 
 
 def test_compare_ddp_ilqr_writes_plots(tmp_path):

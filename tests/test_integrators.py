@@ -10,7 +10,7 @@ from optdyn import integrators
 
 
 @njit(cache=True)
-def _toy(params, x, u, order, f, Fz, Fzz, data, idx):
+def _toy(params, x, u, fext, order, f, Fz, Fzz, data, idx):
     """Nonlinear 3-state, 2-input ODE with x–x, x–u and u–u couplings (analytic derivatives)."""
     c = params[0][0]
     f[0] = x[1]
@@ -45,7 +45,7 @@ def _toy_data(params, count):
 def _toy_hessian(params, x, u, f, Fz, data, idx, w, W):
     """W = Σ_i w_i ∂²f_i/∂z² of the toy ODE (from its full tensor)."""
     Fzz = np.empty((3, 5, 5))
-    _toy(params, x, u, 2, np.empty(3), np.empty((3, 5)), Fzz, data, idx)
+    _toy(params, x, u, np.zeros((0, 6)), 2, np.empty(3), np.empty((3, 5)), Fzz, data, idx)
     W[:] = 0.0
     for i in range(3):
         W += w[i] * Fzz[i]
@@ -70,7 +70,7 @@ def _records(count):
 def _run(method, z, dt, m, order, stages=None):
     a, b = integrators.METHODS[method]
     y, Y, H = np.empty(3), np.empty((3, 5)), np.empty((3, 5, 5))
-    ok = _interval(PARAMS, a, b, z[:3].copy(), z[3:].copy(), dt, m, order, y, Y, H,
+    ok = _interval(PARAMS, a, b, z[:3].copy(), z[3:].copy(), np.zeros((0, 6)), dt, m, order, y, Y, H,
                    _records(0) if stages is None else stages, 0)
     return ok, y, Y, H
 
