@@ -104,7 +104,8 @@ def fdsva_so_kernel(m, q, v, tau, f_ext):
     return fdsva_so_terms(m, q, v, f_ext, qdd, dqdd_dq, dqdd_dv, Minv)
 
 
-def aba_second_derivatives(model: Model, q, v, tau, f_ext=None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def aba_second_derivatives(model: Model, q, v, tau, f_ext=None
+                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Second-order partials of q̈ = FD(q, v, τ) by FDSVA-SO (Singh, Russell & Wensing 2023 eq. 44–49).
 
     Returns ``(d2qdd_dq2, d2qdd_dv2, d2qdd_dqdv, d2qdd_dqdtau)``, each (nv, nv, nv), laid

@@ -75,7 +75,8 @@ def fdsva_so_contracted_kernel(m, q, v, tau, f_ext, lam):
     return out[0], out[1], out[2], out[3]
 
 
-def aba_second_derivatives_contracted(model: Model, q, v, tau, lam, f_ext=None) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+def aba_second_derivatives_contracted(model: Model, q, v, tau, lam, f_ext=None
+                                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray,
                                                                               np.ndarray]:
     """Second-order partials of q̈ = FD(q, v, τ) contracted with λ (nv,), no n³ tensor formed.
 

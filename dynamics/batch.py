@@ -73,10 +73,11 @@ def contracted_batch_kernel(m, Q, V, X, W, F, forward):
     K, nv = V.shape
     out = np.empty((4, K, nv, nv))
     for k in range(K):
+        f = knot_force(F, k)
         if forward:
-            out[0, k], out[1, k], out[2, k], out[3, k] = fdsva_so_contracted_kernel(m, Q[k], V[k], X[k], knot_force(F, k), W[k])
+            out[0, k], out[1, k], out[2, k], out[3, k] = fdsva_so_contracted_kernel(m, Q[k], V[k], X[k], f, W[k])
         else:
-            out[0, k], out[1, k], out[2, k], out[3, k] = idsva_so_contracted_kernel(m, Q[k], V[k], X[k], knot_force(F, k), W[k])
+            out[0, k], out[1, k], out[2, k], out[3, k] = idsva_so_contracted_kernel(m, Q[k], V[k], X[k], f, W[k])
     return out[0], out[1], out[2], out[3]
 
 

@@ -264,7 +264,8 @@ class _Packer:
             topology[i, [NQ, NV]] = JOINT_SIZES[jt]
             iq, iv = iq + JOINT_SIZES[jt][0], iv + JOINT_SIZES[jt][1]
         for i in range(n - 1, -1, -1):
-            topology[i, SUBTREE_END] = max([i + 1] + [topology[k, SUBTREE_END] for k in range(i + 1, n) if self.parent[k] == i])
+            children = [topology[k, SUBTREE_END] for k in range(i + 1, n) if self.parent[k] == i]
+            topology[i, SUBTREE_END] = max([i + 1] + children)
         inertia = np.array([_combine(p) for p in self.parts]).reshape(n, 13)
         position = np.array([(j.limits[0], j.limits[1]) for i, j in enumerate(self.joints)
                              for _ in range(topology[i, NQ])], dtype=float).reshape(-1, 2)

@@ -223,7 +223,8 @@ def spatial_inertia_is_valid(mass: float, inertia: np.ndarray, strict: bool = Tr
     excess = eig[2] - eig[0] - eig[1]
     if excess <= 1e-9 * scale:
         return "", ""
-    why = f"inertia violates the triangle inequality λ1 + λ2 ≥ λ3 by {excess / scale:.1e} of λ3, eigenvalues {eig}"
+    why = (f"inertia violates the triangle inequality λ1 + λ2 ≥ λ3 by {excess / scale:.1e} of λ3, "
+           f"eigenvalues {eig}")
     if strict or excess > TRIANGLE_TOLERANCE * scale:
         return why, ""
     return "", why

@@ -244,7 +244,8 @@ def idsva_so_contracted_kernel(m, q, v, a, f_ext, mu):
     return out[0], out[1], out[2], out[3]
 
 
-def rnea_second_derivatives_contracted(model: Model, q, v, a, mu, f_ext=None) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+def rnea_second_derivatives_contracted(model: Model, q, v, a, mu, f_ext=None
+                                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray,
                                                                             np.ndarray]:
     """Second-order partials of τ = ID(q, v, a) contracted with μ (nv,), no n³ tensor formed.
 

@@ -91,7 +91,8 @@ def _package_dirs(package_dirs) -> list[str]:
         try:
             given = [os.fspath(d) for d in package_dirs]
         except TypeError:
-            raise ValueError(f"package_dirs: expected a directory or a list of directories, got {package_dirs!r}") from None
+            raise ValueError(f"package_dirs: expected a directory or a list of directories, "
+                             f"got {package_dirs!r}") from None
     for d in given:
         if not os.path.isdir(d):
             raise ValueError(f"package_dirs: {d!r} is not a directory")
