@@ -32,10 +32,12 @@ import numpy as np
 import dynamics as dyn
 import problems
 
+from .clearance import clearances
 from .io import load_result, save_result
 from .report import task_errors, task_lines
 from .result import Result
 from .runtime import COMPILE_NOTICE  # noqa: F401 — printed on stderr by the compile listener
+from .task import clearance_constraints
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
 EXIT_TERMINATED = 143  # 128 + SIGTERM
@@ -187,9 +189,7 @@ def _summary(result: Result, problem=None) -> list[str]:
             lines += task_lines(task_errors(problem, result.xs, result.us))
         except ValueError as e:
             lines.append(f"task        not evaluated: {e}")
-    if problem is not None and getattr(problem, "obstacles", None):
-        from .clearance import clearances
-
+    if problem is not None and clearance_constraints(problem):
         try:
             c = clearances(problem, result.xs, result.us)
             lines.append(f"clearance   min {c.min:+.4f} m over every RK sub-step, {c.min_nodes:+.4f} m at the "

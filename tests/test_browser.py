@@ -5,7 +5,6 @@ runs on SwiftShader, so no GPU or display is needed.
 """
 import os
 import subprocess
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -13,6 +12,8 @@ from matplotlib import image
 
 from dynamics.models import ur5
 from optdyn import viz
+from optdyn.constraints import SphereClearance
+from optdyn.problem import Problem
 from optdyn.result import Result
 
 CHROMIUM = "/usr/bin/chromium"
@@ -46,8 +47,8 @@ def ur_blue(rgb: np.ndarray) -> np.ndarray:
 def saved_page(tmp_path, obstacles) -> "os.PathLike":
     model = ur5()
     q = np.array([0.0, -1.2, 1.5, -0.3, 1.57, 0.0])
-    problem = SimpleNamespace(model=model, N=4, dt=0.25, name="browser", obstacles=obstacles,
-                              collision_points=[("wrist_3_link", np.zeros(3))])
+    spheres = [SphereClearance(model, [("wrist_3_link", (0.0, 0.0, 0.0))], c, r) for c, r in obstacles]
+    problem = Problem(model, np.zeros(12), 4, 0.25, path_constraints=spheres, name="browser")
     xs = np.tile(np.concatenate([q, np.zeros(6)]), (5, 1))  # at rest: the pose is known
     result = Result(xs=xs, us=np.zeros((4, 6)), cost=0.0, converged=True, iterations=0, status="converged")
     path = tmp_path / f"scene-{len(obstacles)}.html"
