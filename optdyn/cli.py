@@ -33,7 +33,7 @@ import dynamics as dyn
 import problems
 
 from .clearance import clearances
-from .io import load_result, save_result
+from .io import load_result, problem_of, save_result
 from .report import task_errors, task_lines
 from .result import Result
 from .runtime import COMPILE_NOTICE  # noqa: F401 — printed on stderr by the compile listener
@@ -262,16 +262,29 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 # ----------------------------------------------------------------------------- show
 
+def _problem_of(result: Result) -> tuple[object, str]:
+    """(problem, "") rebuilt from the registry (a registered name) or from the result's own
+    problem record (a custom problem); (None, why) if neither works."""
+    if result.problem in problems.REGISTRY or result.problem.replace("_", "-") in problems.REGISTRY:
+        try:
+            return problems.get(result.problem, **result.params), ""
+        except (ValueError, TypeError) as e:
+            return None, f"cannot rebuild problem {result.problem!r} ({e})"
+    try:
+        problem = problem_of(result)
+    except ValueError as e:
+        return None, f"cannot rebuild problem {result.problem!r} from the file ({e})"
+    if problem is None:
+        return None, (f"problem {result.problem!r} is not registered and the file holds no problem record "
+                      "(its model was not loaded from a URDF file)")
+    return problem, ""
+
+
 def cmd_show(args: argparse.Namespace) -> int:
     """Summarise a saved result; rebuild its problem for clearance/HTML/viewer."""
     _check_outputs(args)
     result = load_result(args.file)
-    problem, why = None, "the result names no problem"
-    if result.problem:
-        try:
-            problem = problems.get(result.problem, **result.params)
-        except (ValueError, TypeError) as e:
-            why = f"cannot rebuild problem {result.problem!r} ({e})"
+    problem, why = _problem_of(result)
     if problem is None and (args.html or args.view):
         raise CommandError(f"{args.file}: {why}")
     print("\n".join(_summary(result, problem)))
