@@ -129,6 +129,7 @@ def solve_al(problem: Problem, ddp: bool = True, us_init=None, constraint_tol: f
         try:
             us, origin, rejected = initial_controls(problem, us_init)
             for outer in range(1, max_outer + 1):
+                log.outer = outer
                 out = iterate(problem, objective, us, replace(o, tol=inner_tol), ddp, log,
                               max_iter=o.max_iter - steps)
                 steps += out.iterations

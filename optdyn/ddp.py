@@ -458,7 +458,10 @@ class Log:
     Row i describes the trajectory after i steps: objective "cost", minimised function
     "merit" (the augmented Lagrangian when constrained, else = cost), "gradient" (projected
     ‖∇_u merit‖∞), "expected_decrease" −ΔV(1) of the next step, "step" α that led here,
-    "regularization" μ, "violation" (max constraint violation) and wall "time" (s).
+    "regularization" μ, "violation" (max constraint violation), "outer" (the
+    augmented-Lagrangian outer iteration, 0 without constraints: the first row of each
+    later outer iteration is the same trajectory after a multiplier update, not a step)
+    and wall "time" (s).
     """
 
     solver: str
@@ -466,7 +469,8 @@ class Log:
     verbose: bool = False
     t0: float = field(default_factory=time.perf_counter)
     rows: dict = field(default_factory=lambda: {k: [] for k in (
-        "cost", "merit", "expected_decrease", "step", "regularization", "violation", "gradient", "time")})
+        "cost", "merit", "expected_decrease", "step", "regularization", "violation", "gradient", "outer", "time")})
+    outer: int = 0  # set by the augmented-Lagrangian loop before each inner solve
 
     stopped: bool = False  # set when the callback returned False
     rejected: int = 0  # forward passes rejected because the rollout diverged or the model was invalid
@@ -485,6 +489,7 @@ class Log:
 
     def record(self, **row) -> None:
         row["time"] = time.perf_counter() - self.t0
+        row["outer"] = self.outer
         for key in self.rows:
             self.rows[key].append(float(row[key]))
         if self.verbose:

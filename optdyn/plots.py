@@ -8,8 +8,9 @@ file name) with six panels:
   velocity limits, the problem's control bounds; infinite limits are not drawn);
 * clearance over time: the smallest clearance of any collision point, at every
   integrator sub-step, with the required margin (problems with clearance constraints);
-* the convergence history: cost, and gradient (DDP/iLQR) or dual infeasibility (IPOPT)
-  with the constraint violation, per iteration.
+* the convergence history: cost, and gradient (DDP/iLQR) or KKT dual infeasibility
+  (IPOPT) with the constraint violation, per iteration (augmented-Lagrangian multiplier
+  updates are not counted as iterations).
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import os
 import numpy as np
 
 from .clearance import clearances
+from .compare import iterates
 from .problem import Problem
 from .result import Result
 from .task import clearance_constraints
@@ -76,9 +78,10 @@ def _clearance_panel(ax, result: Result, problem: Problem) -> None:
 
 def _history_panels(axes, result: Result) -> None:
     h = result.history
-    cost = np.asarray(h.get("cost", h.get("objective", [])), dtype=float)
-    gradient = np.asarray(h.get("gradient", h.get("inf_du", [])), dtype=float)
-    violation = np.asarray(h.get("violation", h.get("inf_pr", [])), dtype=float)
+    keep = iterates(h) if "cost" in h else slice(None)  # multiplier updates are not iterations
+    cost = np.asarray(h.get("cost", []), dtype=float)[keep]
+    gradient = np.asarray(h.get("gradient", []), dtype=float)[keep]
+    violation = np.asarray(h.get("violation", []), dtype=float)[keep]
     it = np.arange(len(cost))
     axes[0].plot(it, cost, marker=".")
     axes[0].set_ylabel("cost")
@@ -93,11 +96,9 @@ def _history_panels(axes, result: Result) -> None:
         ax.grid(True, which="both", alpha=0.3)
 
 
-def plot_trajectory(result: Result, path, problem: Problem | None = None) -> str:
-    """Write the figure described in the module docstring to ``path``; returns the path.
-
-    ``problem`` is the problem solved (default ``result.source``, set by :func:`optdyn.solve`).
-    """
+def trajectory_figure(result: Result, problem: Problem | None = None):
+    """The matplotlib figure of :func:`plot_trajectory` (axes[0, :] q, v, u; axes[1, 0]
+    clearance; axes[1, 1:] convergence), for further editing; close it when done."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -117,6 +118,19 @@ def plot_trajectory(result: Result, path, problem: Problem | None = None) -> str
     fig.suptitle(f"{result.problem or problem.name}: {result.solver or 'trajectory'}, cost {result.cost:.6g}, "
                  f"{result.status}")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    return fig
+
+
+def plot_trajectory(result: Result, path, problem: Problem | None = None) -> str:
+    """Write the figure described in the module docstring to ``path``; returns the path.
+
+    ``problem`` is the problem solved (default ``result.source``, set by :func:`optdyn.solve`).
+    """
+    import matplotlib.pyplot as plt
+
+    fig = trajectory_figure(result, problem)
+    try:
+        fig.savefig(path, dpi=100)
+    finally:
+        plt.close(fig)
     return os.fspath(path)
