@@ -48,6 +48,14 @@ class Clearance:
     margins: np.ndarray | None = None
 
 
+def _obstacle_constraints(problem: Problem) -> list[SphereClearance]:
+    """The problem's SphereClearance path constraints; ValueError if it has none."""
+    constraints = clearance_constraints(problem)
+    if not constraints:
+        raise ValueError(f"problem: {problem.name!r} has no obstacles (no SphereClearance path constraints)")
+    return constraints
+
+
 def _columns(constraints: list[SphereClearance], qs: np.ndarray) -> np.ndarray:
     qs = np.asarray(qs, dtype=float)
     return np.concatenate([c.clearance(qs) + c.margin for c in constraints], axis=1)
@@ -56,10 +64,7 @@ def _columns(constraints: list[SphereClearance], qs: np.ndarray) -> np.ndarray:
 def point_clearances(problem: Problem, qs: np.ndarray) -> np.ndarray:
     """Clearance (K, P) at each configuration of qs (K, nq): the distance of every point of
     every SphereClearance constraint to the surface of that constraint's sphere."""
-    constraints = clearance_constraints(problem)
-    if not constraints:
-        raise ValueError(f"problem: {problem.name!r} has no obstacles (no SphereClearance path constraints)")
-    return _columns(constraints, qs)
+    return _columns(_obstacle_constraints(problem), qs)
 
 
 def _substep_problem(problem: Problem) -> Problem:
@@ -70,9 +75,7 @@ def _substep_problem(problem: Problem) -> Problem:
 
 def clearances(problem: Problem, xs, us) -> Clearance:
     """Clearances of (xs (N+1, nx), us (N, nu)) at every sub-step of every interval."""
-    constraints = clearance_constraints(problem)
-    if not constraints:
-        raise ValueError(f"problem: {problem.name!r} has no obstacles (no SphereClearance path constraints)")
+    constraints = _obstacle_constraints(problem)
     N, m, nq = problem.N, problem.substeps, problem.model.nq
     xs, us = np.asarray(xs, dtype=float), np.asarray(us, dtype=float)
     if xs.shape != (N + 1, problem.nx) or us.shape != (N, problem.nu):

@@ -135,10 +135,11 @@ def _residual(res: Result) -> tuple[str, np.ndarray]:
 _RESIDUAL_LABELS = {"gradient": "DDP/iLQR: projected gradient ‖∇_u‖∞", "kkt": "IPOPT: KKT dual infeasibility"}
 
 
-def plot_convergence(results: dict[str, Result], best: float, path: str, title: str = "") -> None:
-    """Save a PNG: relative cost gap, then the DDP/iLQR gradient and the IPOPT KKT residual
-    on separate rows (different quantities), each against iteration and wall time. The
-    iteration axis counts as the table does (0 … iterations, multiplier updates dropped)."""
+_COLORS = {"ddp": "C0", "ilqr": "C1", "ipopt": "C2"}
+
+
+def convergence_figure(results: dict[str, Result], best: float, title: str = ""):
+    """The figure of :func:`plot_convergence`: axes (rows, 2); close it when done."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -150,9 +151,10 @@ def plot_convergence(results: dict[str, Result], best: float, path: str, title: 
         keep = iterates(res.history)
         it, t = np.arange(keep.sum()), res.history["time"][keep]
         kind, residual = _residual(res)
+        style = {"marker": ".", "label": name, "color": _COLORS.get(name)}
         for row, y in ((0, _gap(res, best)), (1 + kinds.index(kind), residual)):
-            axes[row, 0].semilogy(it, y[keep], marker=".", label=name)
-            axes[row, 1].semilogy(t, y[keep], marker=".", label=name)
+            axes[row, 0].semilogy(it, y[keep], **style)
+            axes[row, 1].semilogy(t, y[keep], **style)
     last = max(r.iterations for r in results.values())
     labels = ["(J − J*) / (1 + |J*|)"] + [_RESIDUAL_LABELS[k] for k in kinds]
     for row, label in enumerate(labels):
@@ -164,8 +166,20 @@ def plot_convergence(results: dict[str, Result], best: float, path: str, title: 
             axes[row, col].legend()
     fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    return fig
+
+
+def plot_convergence(results: dict[str, Result], best: float, path: str, title: str = "") -> None:
+    """Save a PNG: relative cost gap, then the DDP/iLQR gradient and the IPOPT KKT residual
+    on separate rows (different quantities), each against iteration and wall time. The
+    iteration axis counts as the table does (0 … iterations, multiplier updates dropped)."""
+    import matplotlib.pyplot as plt
+
+    fig = convergence_figure(results, best, title)
+    try:
+        fig.savefig(path, dpi=110)
+    finally:
+        plt.close(fig)
 
 
 def _unless_interrupted(result: Result) -> Result:

@@ -176,3 +176,33 @@ def test_quiet_drops_the_iteration_log(capsys):
     code = main(["solve", "ur5-reach", "--param", "N=10", "--param", "dt=0.1", "--quiet"])
     out = capsys.readouterr().out
     assert code == 0 and not re.search(r"^\s+\d+\s+cost ", out, flags=re.M) and "cost        " in out
+
+
+def test_compare_plot_puts_like_with_like_and_counts_as_the_table():
+    import matplotlib.pyplot as plt
+
+    from optdyn.compare import convergence_figure
+
+    def result(solver, cost, gradient, outer, iterations):
+        n = len(cost)
+        return Result(xs=np.zeros((2, 2)), us=np.zeros((1, 1)), cost=cost[-1], converged=True,
+                      iterations=iterations, status="converged", solver=solver,
+                      history={"cost": np.array(cost), "gradient": np.array(gradient),
+                               "outer": np.array(outer), "time": np.linspace(0, 1, n)})
+
+    ddp = result("ddp", [4.0, 2.0, 2.0, 1.0], [1.0, 0.1, 0.3, 1e-6], [1, 1, 2, 2], 2)
+    ipopt = result("ipopt", [5.0, 3.0, 1.5, 1.0, 1.0], [9.0, 1.0, 0.1, 1e-3, 1e-9], [0] * 5, 4)
+    fig = convergence_figure({"ddp": ddp, "ipopt": ipopt}, 1.0)
+    try:
+        axes = np.array(fig.axes).reshape(3, 2)
+        assert [line.get_label() for line in axes[1, 0].get_lines()] == ["ddp"]
+        assert [line.get_label() for line in axes[2, 0].get_lines()] == ["ipopt"]
+        assert "gradient" in axes[1, 0].get_ylabel() and "KKT" in axes[2, 0].get_ylabel()
+        # iteration axes end where the table's iteration counts do (the update row dropped)
+        np.testing.assert_array_equal(axes[1, 0].get_lines()[0].get_xdata(), [0, 1, 2])
+        np.testing.assert_allclose(axes[1, 0].get_lines()[0].get_ydata(), [1.0, 0.1, 1e-6])
+        assert [line.get_xdata()[-1] for line in axes[0, 0].get_lines()] == [2, 4]
+        lo, hi = axes[0, 0].get_xlim()
+        assert lo < 0 and 4 < hi < 5
+    finally:
+        plt.close(fig)
