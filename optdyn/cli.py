@@ -240,10 +240,10 @@ def _outputs(result: Result, problem, args: argparse.Namespace) -> None:
         from . import viz
 
         if args.html:
-            viz.save_html(result, args.html, problem)
+            viz.save_html(result, args.html, problem, path_frame=args.path_frame)
             print(f"html        {args.html}")
         if args.view:
-            viz.view(result, problem)
+            viz.view(result, problem, path_frame=args.path_frame)
             try:  # Ctrl-C is the normal end of serving (exit 0), even right after this line
                 print("serving until Ctrl-C", flush=True)
                 while True:
@@ -436,6 +436,8 @@ def build_parser() -> argparse.ArgumentParser:
     def output_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("--html", help="write a self-contained HTML replay of the trajectory (default: none)")
         p.add_argument("--view", action="store_true", help="serve the trajectory in meshcat on 127.0.0.1")
+        p.add_argument("--path-frame", metavar="FRAME", help="frame whose path --html/--view draw (default: the "
+                                                             "frame the costs and terminal constraints name)")
 
     def limits(p: argparse.ArgumentParser, what: str) -> None:
         p.add_argument("--max-iter", type=int, help=f"iteration limit of {what} (default: the solver's, 500)")

@@ -15,7 +15,9 @@ extra attributes on the problem):
 and constraints of the types above and :class:`~optdyn.costs.StateCost`,
 :class:`~optdyn.costs.ControlCost`, :class:`~optdyn.constraints.StateEquality`);
 :func:`rebuild` makes the problem again from it, so that a saved result can be drawn,
-plotted and checked without the script that built it.
+plotted and checked without the script that built it. Costs and constraints of other
+types (written by the user) are left out of the record: the rebuilt problem then draws
+and checks what it can, and its cost is that of the recorded terms only.
 """
 from __future__ import annotations
 

@@ -527,13 +527,13 @@ def _run_local_server() -> None:
 
 
 def view(result: Result, problem: Problem | None = None, open: bool = False, fps: float = FPS,
-         frames=()) -> meshcat.Visualizer:
+         frames=(), path_frame: str | None = None) -> meshcat.Visualizer:
     """Serve the trajectory on a local meshcat server (127.0.0.1) and print its URL.
 
     Returns the connected visualizer; the server lives until this Python process exits
     (or ``vis.window.server_proc`` is killed). ``open=True`` also opens a browser tab.
     """
-    scene = scene_of(result, problem, fps, frames)
+    scene = scene_of(result, problem, fps, frames, path_frame=path_frame)
     vis = serve_local()
     scene.send_to(vis)
     print(f"meshcat viewer: {vis.url()}", flush=True)

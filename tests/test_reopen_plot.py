@@ -93,6 +93,8 @@ def test_show_and_plot_reopen_a_custom_problem(tmp_path, capsys):
     assert f"clearance   min {c.min:+.4f} m" in out and "target      tool0" in out
     page = html.read_text()
     assert "my-ur5 · ddp" in page and "MeshCat.Viewer" in page
+    assert main(["show", str(path), "--html", str(html), "--path-frame", "no_such_frame"]) == 1
+    assert "no_such_frame" in capsys.readouterr().err
     assert main(["plot", str(path), "--out", str(png)]) == 0
     from matplotlib import image
     pixels = image.imread(png)
@@ -206,3 +208,25 @@ def test_compare_plot_puts_like_with_like_and_counts_as_the_table():
         assert lo < 0 and 4 < hi < 5
     finally:
         plt.close(fig)
+
+
+def test_clearances_of_any_problem_with_clearance_constraints():
+    """Two constraints with their own spheres, points and margins: one column per point of each."""
+    model = ur5()
+    a = SphereClearance(model, POINTS, (0.47, 0.25, 0.36), 0.05, margin=0.02)
+    b = SphereClearance(model, [("forearm_link", (0.0, 0.0, 0.2))], (0.0, -0.4, 0.3), 0.1, margin=0.07)
+    q0 = np.array([0.0, -1.2, 1.5, -0.3, 1.57, 0.0])
+    problem = Problem(model, np.r_[q0, np.zeros(6)], 4, 0.05, substeps=3, path_constraints=[a, b], name="two")
+    res = some_result(problem, seed=3)
+    c = clearances(problem, res.xs, res.us)
+    np.testing.assert_array_equal(c.margins, [0.02, 0.02, 0.07])
+    assert c.margin == 0.07 and c.substeps.shape == (4, 4, 3)
+    for k in range(problem.N + 1):
+        q = res.xs[k, :6]
+        expected = [np.linalg.norm(dyn.frame_placement(model, q, f)[1] - np.array([0.47, 0.25, 0.36])) - 0.05
+                    for f, _ in POINTS]
+        R, p = dyn.frame_placement(model, q, "forearm_link")
+        expected.append(np.linalg.norm(p + R @ [0.0, 0.0, 0.2] - np.array([0.0, -0.4, 0.3])) - 0.1)
+        np.testing.assert_allclose(c.nodes[k], expected, atol=1e-12)
+    np.testing.assert_allclose(c.substeps[:, 0], c.nodes[:-1], atol=1e-12)
+    assert c.min == pytest.approx(c.substeps.min())
