@@ -1,6 +1,7 @@
 """Augmented-Lagrangian DDP/iLQR for path inequalities and terminal equalities.
 
-The outer loop of AL-iLQR (Howell, Jackson & Manchester, ALTRO, IROS 2019, Alg. 1–2):
+The outer loop of AL-iLQR (T. A. Howell, B. E. Jackson, Z. Manchester, "ALTRO: A Fast
+Solver for Constrained Trajectory Optimization", IROS 2019, Alg. 1–2):
 each outer iteration minimises, by DDP or iLQR (:mod:`optdyn.ddp`, control bounds kept
 inside the box QP), the augmented Lagrangian
 

@@ -1,6 +1,11 @@
 """Differential dynamic programming (DDP) and iLQR: one solver, one flag.
 
-Notation of Tassa, Erez & Todorov (IROS 2012) and Tassa, Mansard & Todorov (ICRA 2014).
+Notation of Y. Tassa, T. Erez, E. Todorov, "Synthesis and Stabilization of Complex
+Behaviors through Online Trajectory Optimization", IROS 2012 ("Tassa 2012") and Y. Tassa,
+N. Mansard, E. Todorov, "Control-Limited Differential Dynamic Programming", ICRA 2014
+("Tassa 2014"); the contracted second-order terms follow J. N. Nganga, P. M. Wensing,
+"Accelerating Second-Order Differential Dynamic Programming for Rigid-Body Systems",
+IEEE RA-L 2021.
 For the discrete problem of :class:`optdyn.problem.Problem` with dynamics
 x_{k+1} = F(x_k, u_k) (A = F_x, B = F_u) and stage cost ℓ_k (already weighted by dt),
 the backward pass forms at every knot, with V' = V_{k+1}:
