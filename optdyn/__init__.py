@@ -5,6 +5,7 @@
     res  = optdyn.solve(prob, solver="ddp")          # "ddp" | "ilqr" | "ipopt"
     optdyn.compare(prob, solvers=("ddp", "ilqr"), plot="convergence.png")
     optdyn.save_html(res, "arm.html", problem=prob)  # offline meshcat replay
+    optdyn.plot_trajectory(res, "arm.png")           # q, v, u with limits, clearance, convergence
     optdyn.sweep(problems.arm_obstacle.make, grid={"horizon": [3.0, 4.0]}, starts=8, out="runs/")  # Dask
 
 Problems own one discretisation (N intervals of m RK4 sub-steps, control held) that
@@ -14,6 +15,7 @@ from . import constraints, costs, report
 from .clearance import clearances
 from .compare import compare
 from .io import load_result, save_result
+from .plots import plot_trajectory
 from .problem import Problem
 from .result import STATUSES, Result
 from .solve import solve
@@ -21,7 +23,7 @@ from .sweep import sweep
 
 __all__ = [
     "Problem", "Result", "STATUSES", "solve", "compare", "costs", "constraints", "clearances", "report",
-    "save_result", "load_result", "view", "save_html", "sweep",
+    "save_result", "load_result", "view", "save_html", "plot_trajectory", "sweep",
 ]
 
 

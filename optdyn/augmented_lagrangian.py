@@ -1,6 +1,7 @@
 """Augmented-Lagrangian DDP/iLQR for path inequalities and terminal equalities.
 
-The outer loop of AL-iLQR (Howell, Jackson & Manchester, ALTRO, IROS 2019, Alg. 1–2):
+The outer loop of AL-iLQR (T. A. Howell, B. E. Jackson, Z. Manchester, "ALTRO: A Fast
+Solver for Constrained Trajectory Optimization", IROS 2019, Alg. 1–2):
 each outer iteration minimises, by DDP or iLQR (:mod:`optdyn.ddp`, control bounds kept
 inside the box QP), the augmented Lagrangian
 
@@ -129,6 +130,7 @@ def solve_al(problem: Problem, ddp: bool = True, us_init=None, constraint_tol: f
         try:
             us, origin, rejected = initial_controls(problem, us_init)
             for outer in range(1, max_outer + 1):
+                log.outer = outer
                 out = iterate(problem, objective, us, replace(o, tol=inner_tol), ddp, log,
                               max_iter=o.max_iter - steps)
                 steps += out.iterations

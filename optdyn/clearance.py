@@ -8,8 +8,8 @@ in a frame) and each spherical obstacle (c, ρ) the signed surface distance
     d = ‖p(q) − c‖ − ρ          (negative inside the sphere)
 
 at every sub-step — so a trajectory that cuts through an obstacle between two nodes is
-caught. A problem qualifies if it has ``obstacles`` (list of (center (3,), radius)),
-``collision_points`` (list of (frame_name, offset (3,) in that frame)) and ``margin``.
+caught. Any problem with :class:`~optdyn.constraints.SphereClearance` path constraints
+qualifies; each constraint contributes one column per point (its own sphere and margin).
 """
 from __future__ import annotations
 
@@ -17,8 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .costs import PointSet
+from .constraints import SphereClearance
 from .problem import Problem
+from .task import clearance_constraints
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,8 @@ class Clearance:
             (s = 0 is node x_k, s = m the integrated end of the interval).
         nodes (N+1, P): clearance at the nodes themselves.
         times (N, m+1): time of each sub-step, s.
-        margin: the problem's required clearance.
+        margin: the largest required clearance (the constraints' margins).
+        margins (P,): required clearance of each column (point of a constraint).
         argmin: (k, s, p) where ``min`` is reached.
     """
 
@@ -43,14 +45,26 @@ class Clearance:
     times: np.ndarray
     margin: float
     argmin: tuple[int, int, int]
+    margins: np.ndarray | None = None
 
 
-def point_clearances(problem, qs: np.ndarray) -> np.ndarray:
-    """Clearance (K, P) of every collision point at each configuration of qs (K, nq):
-    the distance to the surface of the nearest obstacle."""
-    p = PointSet(problem.model, problem.collision_points).positions(np.asarray(qs, dtype=float))
-    d = [np.linalg.norm(p - np.asarray(c), axis=2) - rho for c, rho in problem.obstacles]
-    return np.min(d, axis=0)
+def _obstacle_constraints(problem: Problem) -> list[SphereClearance]:
+    """The problem's SphereClearance path constraints; ValueError if it has none."""
+    constraints = clearance_constraints(problem)
+    if not constraints:
+        raise ValueError(f"problem: {problem.name!r} has no obstacles (no SphereClearance path constraints)")
+    return constraints
+
+
+def _columns(constraints: list[SphereClearance], qs: np.ndarray) -> np.ndarray:
+    qs = np.asarray(qs, dtype=float)
+    return np.concatenate([c.clearance(qs) + c.margin for c in constraints], axis=1)
+
+
+def point_clearances(problem: Problem, qs: np.ndarray) -> np.ndarray:
+    """Clearance (K, P) at each configuration of qs (K, nq): the distance of every point of
+    every SphereClearance constraint to the surface of that constraint's sphere."""
+    return _columns(_obstacle_constraints(problem), qs)
 
 
 def _substep_problem(problem: Problem) -> Problem:
@@ -60,12 +74,9 @@ def _substep_problem(problem: Problem) -> Problem:
                    substeps=1, integrator=problem.integrator, f_ext=F if F.shape[1] else None)
 
 
-def clearances(problem, xs, us) -> Clearance:
+def clearances(problem: Problem, xs, us) -> Clearance:
     """Clearances of (xs (N+1, nx), us (N, nu)) at every sub-step of every interval."""
-    for attr in ("obstacles", "collision_points", "margin"):
-        if not hasattr(problem, attr):
-            raise ValueError(f"problem: expected a problem with obstacles, collision_points and margin; "
-                             f"{type(problem).__name__} has no {attr!r}")
+    constraints = _obstacle_constraints(problem)
     N, m, nq = problem.N, problem.substeps, problem.model.nq
     xs, us = np.asarray(xs, dtype=float), np.asarray(us, dtype=float)
     if xs.shape != (N + 1, problem.nx) or us.shape != (N, problem.nu):
@@ -78,10 +89,10 @@ def clearances(problem, xs, us) -> Clearance:
     traj[:, 0] = xs[:-1]
     for s in range(m):
         traj[:, s + 1] = sub.step(traj[:, s], us)
-    P = len(problem.collision_points)
-    d = point_clearances(problem, traj[:, :, :nq].reshape(-1, nq)).reshape(N, m + 1, P)
-    nodes = point_clearances(problem, xs[:, :nq])
+    d = _columns(constraints, traj[:, :, :nq].reshape(-1, nq)).reshape(N, m + 1, -1)
+    nodes = _columns(constraints, xs[:, :nq])
     k, s, p = np.unravel_index(int(np.argmin(d)), d.shape)
     times = problem.dt * (np.arange(N)[:, None] + np.arange(m + 1)[None, :] / m)
+    margins = np.concatenate([np.full(len(c.points), c.margin) for c in constraints])
     return Clearance(min=float(d[k, s, p]), min_nodes=float(nodes[1:].min()), substeps=d, nodes=nodes,
-                     times=times, margin=float(problem.margin), argmin=(int(k), int(s), int(p)))
+                     times=times, margin=float(margins.max()), argmin=(int(k), int(s), int(p)), margins=margins)

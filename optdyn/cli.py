@@ -6,8 +6,14 @@
                  [--param KEY=VALUE ...] [--save result.npz] [--html out.html] [--view]
     optdyn compare PROBLEM [--scenario S] [--solvers ddp,ilqr,ipopt] [--plot out.png]
     optdyn show result.npz [--html out.html] [--view]
+    optdyn plot result.npz --out traj.png        q, v, u with limits, clearance, convergence
     optdyn sweep PROBLEM [--scenario S] [--solver S] --grid KEY=V1,V2,... [--grid ...] [--starts K]
                  --out DIR [--param KEY=VALUE ...] [--max-iter N] [--scheduler tcp://HOST:PORT] [--workers N]
+
+``optdyn --version`` prints the version; ``--quiet`` (solve, sweep) drops the iteration
+log and progress bar. ``--param KEY=VALUE`` reads VALUE as JSON, or a comma-separated
+list of numbers (``--param target=0.4,0.3,0.4``), or else a string. A result saved from a
+problem written in a script (not registered) reopens from the problem record it stores.
 
 Exit code 0 on success; otherwise 1 with a one-line reason on stderr (unknown problem,
 bad file, bad option, unwritable output path — checked before solving —, solver failure).
@@ -32,10 +38,12 @@ import numpy as np
 import dynamics as dyn
 import problems
 
-from .io import load_result, save_result
+from .clearance import clearances
+from .io import load_result, problem_of, save_result
 from .report import task_errors, task_lines
 from .result import Result
 from .runtime import COMPILE_NOTICE  # noqa: F401 — printed on stderr by the compile listener
+from .task import clearance_constraints
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
 EXIT_TERMINATED = 143  # 128 + SIGTERM
@@ -134,15 +142,25 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------------- solve
 
+def _json_or_text(value: str) -> object:
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        return value
+
+
 def _parse_param(text: str) -> tuple[str, object]:
-    """``KEY=VALUE`` → (key, value); VALUE is read as JSON (numbers, lists, …) or a string."""
+    """``KEY=VALUE`` → (key, value); VALUE is read as JSON (numbers, lists, …), as a list if
+    it is comma-separated numbers (``0.4,0.3,0.4``), or else as a string."""
     key, sep, value = text.partition("=")
     if not sep or not key:
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    try:
-        return key, json.loads(value)
-    except json.JSONDecodeError:
-        return key, value
+    parsed = _json_or_text(value)
+    if isinstance(parsed, str) and "," in value:
+        items = [_json_or_text(v.strip()) for v in value.split(",")]
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in items):
+            return key, items
+    return key, parsed
 
 
 def _make_problem(name: str, scenario: str | None, params: Sequence[tuple[str, object]]):
@@ -168,8 +186,24 @@ def _progress_line(row: dict) -> str:
             f"grad {gradient:.2e}  t {row.get('time', np.nan):7.3f} s")
 
 
-def _progress(row: dict) -> None:
-    print(_progress_line(row), flush=True)
+class Progress:
+    """Live iteration log: one line per iteration, numbered as ``Result.iterations`` counts;
+    an augmented-Lagrangian multiplier update (the first row of a later outer iteration,
+    the same trajectory) is a marked line, not an iteration."""
+
+    def __init__(self) -> None:
+        self.outer, self.count = 0, 0
+
+    def __call__(self, row: dict) -> None:
+        outer = int(row.get("outer", 0))
+        if outer != self.outer and self.outer > 0:
+            self.outer = outer
+            print(f"      -- multipliers updated: outer iteration {outer}, "
+                  f"viol {row.get('violation', np.nan):.2e}", flush=True)
+            return
+        self.outer = outer
+        print(_progress_line(dict(row, iteration=self.count)), flush=True)
+        self.count += 1
 
 
 def _summary(result: Result, problem=None) -> list[str]:
@@ -187,9 +221,7 @@ def _summary(result: Result, problem=None) -> list[str]:
             lines += task_lines(task_errors(problem, result.xs, result.us))
         except ValueError as e:
             lines.append(f"task        not evaluated: {e}")
-    if problem is not None and getattr(problem, "obstacles", None):
-        from .clearance import clearances
-
+    if problem is not None and clearance_constraints(problem):
         try:
             c = clearances(problem, result.xs, result.us)
             lines.append(f"clearance   min {c.min:+.4f} m over every RK sub-step, {c.min_nodes:+.4f} m at the "
@@ -208,10 +240,10 @@ def _outputs(result: Result, problem, args: argparse.Namespace) -> None:
         from . import viz
 
         if args.html:
-            viz.save_html(result, args.html, problem)
+            viz.save_html(result, args.html, problem, path_frame=args.path_frame)
             print(f"html        {args.html}")
         if args.view:
-            viz.view(result, problem)
+            viz.view(result, problem, path_frame=args.path_frame)
             try:  # Ctrl-C is the normal end of serving (exit 0), even right after this line
                 print("serving until Ctrl-C", flush=True)
                 while True:
@@ -226,10 +258,11 @@ def cmd_solve(args: argparse.Namespace) -> int:
     problem = _make_problem(args.problem, args.scenario, args.param)
     from .solve import solve
 
-    options = {"callback": _progress, "max_time": args.max_time}
+    options = {"callback": None if args.quiet else Progress(), "max_time": args.max_time}
     if args.max_iter is not None:
         options["max_iter"] = args.max_iter
-    print(f"solving {args.problem} ({problem.N} intervals, T = {problem.T:g} s) with {args.solver}", flush=True)
+    if not args.quiet:
+        print(f"solving {args.problem} ({problem.N} intervals, T = {problem.T:g} s) with {args.solver}", flush=True)
     result = solve(problem, solver=args.solver, **options)
     print("\n".join(_summary(result, problem)), flush=True)
     if result.status == "interrupted":
@@ -262,22 +295,51 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 # ----------------------------------------------------------------------------- show
 
+def _problem_of(result: Result) -> tuple[object, str]:
+    """(problem, "") rebuilt from the registry (a registered name) or from the result's own
+    problem record (a custom problem); (None, why) if neither works."""
+    if result.problem in problems.REGISTRY or result.problem.replace("_", "-") in problems.REGISTRY:
+        try:
+            return problems.get(result.problem, **result.params), ""
+        except (ValueError, TypeError) as e:
+            return None, f"cannot rebuild problem {result.problem!r} ({e})"
+    try:
+        problem = problem_of(result)
+    except ValueError as e:
+        return None, f"cannot rebuild problem {result.problem!r} from the file ({e})"
+    if problem is None:
+        return None, (f"cannot rebuild problem {result.problem!r}: it is not registered and the file holds no "
+                      "problem record (its model was not loaded from a URDF file)")
+    return problem, ""
+
+
 def cmd_show(args: argparse.Namespace) -> int:
     """Summarise a saved result; rebuild its problem for clearance/HTML/viewer."""
     _check_outputs(args)
     result = load_result(args.file)
-    problem, why = None, "the result names no problem"
-    if result.problem:
-        try:
-            problem = problems.get(result.problem, **result.params)
-        except (ValueError, TypeError) as e:
-            why = f"cannot rebuild problem {result.problem!r} ({e})"
+    problem, why = _problem_of(result)
     if problem is None and (args.html or args.view):
         raise CommandError(f"{args.file}: {why}")
     print("\n".join(_summary(result, problem)))
     if problem is None:
         print(f"note        {why}; clearance not checked")
     _outputs(result, problem, args)
+    return 0
+
+
+# ----------------------------------------------------------------------------- plot
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    """Plot a saved result: q, v, u with limits, clearance, convergence."""
+    check_writable(args.out, "--out")
+    result = load_result(args.file)
+    problem, why = _problem_of(result)
+    if problem is None:
+        raise CommandError(f"{args.file}: {why}")
+    from .plots import plot_trajectory
+
+    plot_trajectory(result, args.out, problem)
+    print(f"plot        {args.out}")
     return 0
 
 
@@ -315,7 +377,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     summary = sweep(problems.factory(args.problem), grid, out=args.out, starts=args.starts, solver=args.solver,
                     scenario=args.scenario, params=dict(args.param), options=options,
                     perturbation=args.perturbation, scheduler=args.scheduler, workers=args.workers,
-                    progress=not args.no_progress)
+                    progress=not (args.no_progress or args.quiet))
     print(summary)
     if summary.failed:
         raise CommandError(f"{summary.failed} of {len(summary.rows)} jobs failed (status error); "
@@ -325,61 +387,104 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 # ----------------------------------------------------------------------------- main
 
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Every option's help ends with its default: "(default: X)", "off" for flags; options
+    whose default is None or empty state theirs in their own help text."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        help_text = action.help or ""
+        if "default" in help_text or not action.option_strings or action.default is argparse.SUPPRESS:
+            return help_text
+        if action.default is False:
+            return help_text + " (default: off)"
+        if action.default in (None, []):
+            return help_text
+        return help_text + " (default: %(default)s)"
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("optdyn")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="optdyn", description="Trajectory optimisation for articulated robots.")
+    parser = argparse.ArgumentParser(prog="optdyn", description="Trajectory optimisation for articulated robots.",
+                                     formatter_class=HelpFormatter)
+    parser.add_argument("--version", action="version", version=f"optdyn {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    sub.add_parser("info", help="dynamics demo on the UR5 (results and warm timings)").set_defaults(func=cmd_info)
-    sub.add_parser("list", help="problems and their scenarios").set_defaults(func=cmd_list)
+
+    def command(name: str, help_text: str, func: Callable) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text, formatter_class=HelpFormatter)
+        p.set_defaults(func=func)
+        return p
+
+    command("info", "dynamics demo on the UR5 (results and warm timings)", cmd_info)
+    command("list", "problems and their scenarios", cmd_list)
 
     def problem_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("problem", help="problem name, e.g. arm-obstacle (see `optdyn list`)")
-        p.add_argument("--scenario", help="scenario of the problem, e.g. bent")
+        p.add_argument("--scenario", help="scenario of the problem, e.g. bent (default: the factory's own)")
         p.add_argument("--param", action="append", default=[], type=_parse_param, metavar="KEY=VALUE",
-                       help="factory parameter (repeatable), e.g. --param intervals=80")
+                       help="factory parameter (repeatable), e.g. --param intervals=80 or --param "
+                            "target=0.4,0.3,0.4; VALUE is JSON, comma-separated numbers or a string "
+                            "(default: the factory's defaults)")
 
     def output_args(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--html", help="write a self-contained HTML replay of the trajectory")
+        p.add_argument("--html", help="write a self-contained HTML replay of the trajectory (default: none)")
         p.add_argument("--view", action="store_true", help="serve the trajectory in meshcat on 127.0.0.1")
+        p.add_argument("--path-frame", metavar="FRAME", help="frame whose path --html/--view draw (default: the "
+                                                             "frame the costs and terminal constraints name)")
 
-    solve = sub.add_parser("solve", help="solve a problem with live progress")
+    def limits(p: argparse.ArgumentParser, what: str) -> None:
+        p.add_argument("--max-iter", type=int, help=f"iteration limit of {what} (default: the solver's, 500)")
+
+    solve = command("solve", "solve a problem with live progress", cmd_solve)
     problem_args(solve)
-    solve.add_argument("--solver", choices=("ddp", "ilqr", "ipopt"), default="ddp")
-    solve.add_argument("--max-iter", type=int, help="iteration limit of the solver")
+    solve.add_argument("--solver", choices=("ddp", "ilqr", "ipopt"), default="ddp", help="the solver")
+    limits(solve, "the solver")
     solve.add_argument("--max-time", type=float, metavar="SECONDS",
-                       help="wall-clock limit of the solve (status time_limit, last iterate kept)")
-    solve.add_argument("--save", help="write the result to this .npz file")
+                       help="wall-clock limit of the solve (status time_limit, last iterate kept; default: none)")
+    solve.add_argument("--save", help="write the result to this .npz file (default: not saved)")
+    solve.add_argument("--quiet", action="store_true", help="no iteration log, only the summary")
     output_args(solve)
-    solve.set_defaults(func=cmd_solve)
 
-    compare = sub.add_parser("compare", help="compare DDP and iLQR (and IPOPT) on a problem")
+    compare = command("compare", "compare DDP and iLQR (and IPOPT) on a problem", cmd_compare)
     problem_args(compare)
-    compare.add_argument("--solvers", default="ddp,ilqr", help="comma-separated solvers (default: ddp,ilqr)")
-    compare.add_argument("--max-iter", type=int, help="iteration limit of every solver")
-    compare.add_argument("--plot", help="write the convergence plot to this PNG file")
-    compare.set_defaults(func=cmd_compare)
+    compare.add_argument("--solvers", default="ddp,ilqr", help="comma-separated solvers")
+    limits(compare, "every solver")
+    compare.add_argument("--plot", help="write the convergence plot to this PNG file (default: none)")
 
-    show = sub.add_parser("show", help="summarise a saved result, optionally draw it")
-    show.add_argument("file", help="result .npz written by `optdyn solve --save`")
+    show = command("show", "summarise a saved result, optionally draw it", cmd_show)
+    show.add_argument("file", help="result .npz written by `optdyn solve --save` or optdyn.save_result")
     output_args(show)
-    show.set_defaults(func=cmd_show)
+
+    plot = command("plot", "plot a saved result: joint positions, velocities and torques with their limits, "
+                           "clearance, convergence", cmd_plot)
+    plot.add_argument("file", help="result .npz written by `optdyn solve --save` or optdyn.save_result")
+    plot.add_argument("--out", required=True, help="image file to write, e.g. traj.png (required)")
 
     from .sweep import PERTURBATION
 
-    sweep = sub.add_parser("sweep", help="parameter sweep and multi-start on Dask (local or a cluster)")
+    sweep = command("sweep", "parameter sweep and multi-start on Dask (local or a cluster)", cmd_sweep)
     problem_args(sweep)
-    sweep.add_argument("--solver", choices=("ddp", "ilqr", "ipopt"), default="ddp")
+    sweep.add_argument("--solver", choices=("ddp", "ilqr", "ipopt"), default="ddp", help="the solver")
     sweep.add_argument("--grid", action="append", default=[], type=_parse_grid, metavar="KEY=V1,V2,...",
-                       help="factory parameter and its values (repeatable; the grid is their product)")
-    sweep.add_argument("--starts", type=int, default=1, help="initial guesses per grid point (default 1)")
-    sweep.add_argument("--out", required=True, help="result directory (resumed if it holds the same sweep)")
-    sweep.add_argument("--max-iter", type=int, help="iteration limit of every solve")
+                       help="factory parameter and its values (repeatable; the grid is their product; default: "
+                            "a single point)")
+    sweep.add_argument("--starts", type=int, default=1, help="initial guesses per grid point")
+    sweep.add_argument("--out", required=True, help="result directory (resumed if it holds the same sweep; required)")
+    limits(sweep, "every solve")
     sweep.add_argument("--perturbation", type=float, default=PERTURBATION,
-                       help=f"relative size of the perturbed initial guesses (default {PERTURBATION})")
+                       help="relative size of the perturbed initial guesses")
     sweep.add_argument("--scheduler", help="address of a running Dask scheduler, e.g. tcp://127.0.0.1:8786 "
                                            "(default: an embedded local cluster)")
     sweep.add_argument("--workers", type=int, help="worker processes of the embedded cluster (default: one per core)")
     sweep.add_argument("--no-progress", action="store_true", help="no progress bar")
-    sweep.set_defaults(func=cmd_sweep)
+    sweep.add_argument("--quiet", action="store_true", help="no progress bar (as --no-progress)")
     return parser
 
 

@@ -44,7 +44,7 @@ def _gap(res: Result, best: float) -> np.ndarray:
 def local_iterations(res: Result) -> int | None:
     """Iterations from the first row with a gap to the final cost ≤ 1e-3 to the first with
     gap ≤ 1e-9 (None if never)."""
-    gap = _gap(res, res.cost)
+    gap = _gap(res, res.cost)[iterates(res.history)]
     start, end = np.flatnonzero(gap <= GAP_START), np.flatnonzero(gap <= GAP_END)
     if start.size == 0 or end.size == 0:
         return None
@@ -119,30 +119,67 @@ def _table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def plot_convergence(results: dict[str, Result], best: float, path: str, title: str = "") -> None:
-    """Save a 2×2 PNG: relative cost gap and gradient/KKT residual vs iteration and vs time."""
+def iterates(history: dict) -> np.ndarray:
+    """Mask of the history rows that are iterates: drops the row that starts each later
+    augmented-Lagrangian outer iteration (the same trajectory after a multiplier update),
+    so that row i is iteration i, as counted by ``Result.iterations``."""
+    outer = np.asarray(history.get("outer", np.zeros(len(history["cost"]))))
+    return np.r_[True, outer[1:] == outer[:-1]] if outer.size else np.zeros(0, bool)
+
+
+def _residual(res: Result) -> tuple[str, np.ndarray]:
+    """("gradient", projected ‖∇_u‖∞) of DDP/iLQR or ("kkt", dual infeasibility) of IPOPT."""
+    return ("kkt" if res.solver == "ipopt" else "gradient"), np.maximum(res.history["gradient"], 1e-16)
+
+
+_RESIDUAL_LABELS = {"gradient": "DDP/iLQR: projected gradient ‖∇_u‖∞", "kkt": "IPOPT: KKT dual infeasibility"}
+
+
+_COLORS = {"ddp": "C0", "ilqr": "C1", "ipopt": "C2"}
+
+
+def convergence_figure(results: dict[str, Result], best: float, title: str = ""):
+    """The figure of :func:`plot_convergence`: axes (rows, 2); close it when done."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(2, 2, figsize=(11, 8))
+    kinds = [k for k in _RESIDUAL_LABELS if any(_residual(r)[0] == k for r in results.values())]
+    fig, axes = plt.subplots(1 + len(kinds), 2, figsize=(11, 4 * (1 + len(kinds))), squeeze=False)
     for name, res in results.items():
-        h = res.history
-        it = np.arange(len(h["cost"]))
-        for row, y in enumerate((_gap(res, best), np.maximum(h["gradient"], 1e-16))):
-            axes[row, 0].semilogy(it, y, marker=".", label=name)
-            axes[row, 1].semilogy(h["time"], y, marker=".", label=name)
-    for row, label in enumerate(("(J − J*) / (1 + |J*|)", "gradient / KKT residual")):
+        keep = iterates(res.history)
+        it, t = np.arange(keep.sum()), res.history["time"][keep]
+        kind, residual = _residual(res)
+        style = {"marker": ".", "label": name, "color": _COLORS.get(name)}
+        for row, y in ((0, _gap(res, best)), (1 + kinds.index(kind), residual)):
+            axes[row, 0].semilogy(it, y[keep], **style)
+            axes[row, 1].semilogy(t, y[keep], **style)
+    last = max(r.iterations for r in results.values())
+    labels = ["(J − J*) / (1 + |J*|)"] + [_RESIDUAL_LABELS[k] for k in kinds]
+    for row, label in enumerate(labels):
         axes[row, 0].set_ylabel(label)
+        axes[row, 0].set_xlim(-0.02 * last - 0.5, 1.02 * last + 0.5)
         for col, xlabel in enumerate(("iteration", "wall time [s]")):
             axes[row, col].set_xlabel(xlabel)
             axes[row, col].grid(True, which="both", alpha=0.3)
             axes[row, col].legend()
     fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    return fig
+
+
+def plot_convergence(results: dict[str, Result], best: float, path: str, title: str = "") -> None:
+    """Save a PNG: relative cost gap, then the DDP/iLQR gradient and the IPOPT KKT residual
+    on separate rows (different quantities), each against iteration and wall time. The
+    iteration axis counts as the table does (0 … iterations, multiplier updates dropped)."""
+    import matplotlib.pyplot as plt
+
+    fig = convergence_figure(results, best, title)
+    try:
+        fig.savefig(path, dpi=110)
+    finally:
+        plt.close(fig)
 
 
 def _unless_interrupted(result: Result) -> Result:

@@ -1,6 +1,11 @@
 """Differential dynamic programming (DDP) and iLQR: one solver, one flag.
 
-Notation of Tassa, Erez & Todorov (IROS 2012) and Tassa, Mansard & Todorov (ICRA 2014).
+Notation of Y. Tassa, T. Erez, E. Todorov, "Synthesis and Stabilization of Complex
+Behaviors through Online Trajectory Optimization", IROS 2012 ("Tassa 2012") and Y. Tassa,
+N. Mansard, E. Todorov, "Control-Limited Differential Dynamic Programming", ICRA 2014
+("Tassa 2014"); the contracted second-order terms follow J. N. Nganga, P. M. Wensing,
+"Accelerating Second-Order Differential Dynamic Programming for Rigid-Body Systems",
+IEEE RA-L 2021.
 For the discrete problem of :class:`optdyn.problem.Problem` with dynamics
 x_{k+1} = F(x_k, u_k) (A = F_x, B = F_u) and stage cost ℓ_k (already weighted by dt),
 the backward pass forms at every knot, with V' = V_{k+1}:
@@ -459,7 +464,10 @@ class Log:
     Row i describes the trajectory after i steps: objective "cost", minimised function
     "merit" (the augmented Lagrangian when constrained, else = cost), "gradient" (projected
     ‖∇_u merit‖∞), "expected_decrease" −ΔV(1) of the next step, "step" α that led here,
-    "regularization" μ, "violation" (max constraint violation) and wall "time" (s).
+    "regularization" μ, "violation" (max constraint violation), "outer" (the
+    augmented-Lagrangian outer iteration, 0 without constraints: the first row of each
+    later outer iteration is the same trajectory after a multiplier update, not a step)
+    and wall "time" (s).
     """
 
     solver: str
@@ -467,7 +475,8 @@ class Log:
     verbose: bool = False
     t0: float = field(default_factory=time.perf_counter)
     rows: dict = field(default_factory=lambda: {k: [] for k in (
-        "cost", "merit", "expected_decrease", "step", "regularization", "violation", "gradient", "time")})
+        "cost", "merit", "expected_decrease", "step", "regularization", "violation", "gradient", "outer", "time")})
+    outer: int = 0  # set by the augmented-Lagrangian loop before each inner solve
 
     stopped: bool = False  # set when the callback returned False
     rejected: int = 0  # forward passes rejected because the rollout diverged or the model was invalid
@@ -486,6 +495,7 @@ class Log:
 
     def record(self, **row) -> None:
         row["time"] = time.perf_counter() - self.t0
+        row["outer"] = self.outer
         for key in self.rows:
             self.rows[key].append(float(row[key]))
         if self.verbose:

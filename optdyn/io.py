@@ -11,7 +11,10 @@ Layout of the archive (read with ``np.load(path, allow_pickle=False)``)::
     extra/<name>    array-valued entries of ``extra`` (multipliers, ...)
 
 Entries of ``extra`` that are neither numeric arrays nor JSON values are stored as their
-``repr`` string. Anything that is not such a file — missing, truncated, corrupt, another
+``repr`` string. A result that carries its problem (``result.source``, set by
+:func:`optdyn.solve`) also stores ``extra["problem_record"]``: the model's URDF path and
+the task (:func:`optdyn.task.record`), from which :func:`problem_of` rebuilds the problem
+to draw, plot and check a custom problem's result. Anything that is not such a file — missing, truncated, corrupt, another
 program's npz — makes :func:`load_result` raise ``ValueError`` saying what is wrong.
 """
 from __future__ import annotations
@@ -23,7 +26,9 @@ import zlib
 
 import numpy as np
 
+from .problem import Problem
 from .result import Result
+from .task import rebuild, record
 
 FORMAT, VERSION = "optdyn.result", 1
 _SCALARS = {"cost": float, "converged": bool, "iterations": int, "status": str, "message": str,
@@ -59,7 +64,12 @@ def save_result(result: Result, path) -> None:
     for name, values in result.history.items():
         arrays[f"history/{name}"] = np.asarray(values)
     extra, extra_arrays = {}, []
-    for name, value in result.extra.items():
+    items = dict(result.extra)
+    if isinstance(result.source, Problem) and "problem_record" not in items:
+        problem_record = record(result.source)
+        if problem_record is not None:
+            items["problem_record"] = problem_record
+    for name, value in items.items():
         if _is_numeric_array(value):
             arrays[f"extra/{name}"] = value
             extra_arrays.append(name)
@@ -143,3 +153,10 @@ def load_result(path) -> Result:
         xs=arrays["xs"], us=arrays["us"], history={h: arrays[f"history/{h}"] for h in meta["history"]},
         params=meta["params"], gains=arrays.get("gains"), extra=extra, **scalars,
     )
+
+
+def problem_of(result: Result) -> Problem | None:
+    """The problem a loaded result was solved on, rebuilt from its ``problem_record``;
+    None if it has none. ValueError if the record cannot be rebuilt (e.g. the URDF moved)."""
+    rec = result.extra.get("problem_record")
+    return None if rec is None else rebuild(rec)

@@ -1,4 +1,11 @@
-"""Direct multiple shooting (Bock & Plitt) solved by IPOPT — Neunert et al. 2016, Sec. IV-B.
+"""Direct multiple shooting solved by IPOPT.
+
+Direct multiple shooting: H. G. Bock, K. J. Plitt, "A Multiple Shooting Algorithm for
+Direct Solution of Optimal Control Problems", IFAC 1984; used for robot arms as in
+M. Neunert et al., "Fast Derivatives of Rigid Body Dynamics for Control, Optimization and
+Estimation", SIMPAR 2016, Sec. IV-B. IPOPT: A. Wächter, L. T. Biegler, "On the
+Implementation of an Interior-Point Filter Line-Search Algorithm for Large-Scale Nonlinear
+Programming", Mathematical Programming 2006.
 
 The problem's own discretisation (N intervals, control held over each, ``substeps``
 integrator steps per interval: ``x⁺ = F(x, u)`` = ``problem.step``) is transcribed into

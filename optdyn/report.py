@@ -15,8 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .costs import Cost, FramePositionCost, Sum
+from .costs import FramePositionCost
 from .problem import Problem
+from .task import cost_terms
 
 
 @dataclass
@@ -38,14 +39,6 @@ class TaskErrors:
     controls: int  # N·nu, the number of control entries
 
 
-def _frame_costs(cost: Cost | None) -> list[FramePositionCost]:
-    if cost is None:
-        return []
-    if isinstance(cost, Sum):
-        return [c for _, c in cost.terms if isinstance(c, FramePositionCost)]
-    return [cost] if isinstance(cost, FramePositionCost) else []
-
-
 def task_errors(problem: Problem, xs: np.ndarray, us: np.ndarray) -> TaskErrors:
     """Task errors of the trajectory xs (N+1, nx), us (N, nu) of ``problem``.
 
@@ -59,7 +52,9 @@ def task_errors(problem: Problem, xs: np.ndarray, us: np.ndarray) -> TaskErrors:
                          f"got {xs.shape} and {us.shape}")
     finite = bool(np.all(np.isfinite(xs)))
     nv, seen, targets = problem.model.nv, set(), []
-    for c in _frame_costs(problem.terminal_cost) + _frame_costs(problem.running_cost):
+    frame_costs = [c for c in cost_terms(problem.terminal_cost) + cost_terms(problem.running_cost)
+                   if isinstance(c, FramePositionCost)]
+    for c in frame_costs:
         key = (c.points.names[0], tuple(c.points.offsets[0]), tuple(c.target))
         if key in seen:
             continue

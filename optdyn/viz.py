@@ -13,8 +13,14 @@ Scene tree (meshcat paths)::
     /meshcat/robot/<body>            one node per moving body (and the base), animated
     /meshcat/robot/<body>/visual_k   URDF visuals, or capsules when a body has none
     /meshcat/robot/<body>/point_k    collision points;  .../triad_<frame>  frame triads
-    /meshcat/obstacles/obstacle_k    spheres, semi-transparent red
-    /meshcat/path                    end-effector path (line)
+    /meshcat/obstacles/obstacle_k    spheres, semi-transparent red (…/margin_k: faint shell)
+    /meshcat/targets/target_k        targets of frame costs and constraints (magenta)
+    /meshcat/path                    path of the frame the costs name (line)
+    /meshcat/floor                   floor grid at z = 0
+
+What is drawn comes from the problem's costs and constraints (:mod:`optdyn.task`). The
+offline page adds a caption (problem, solver, cost, status) and a visible play/pause
+button and time slider; the animation loops.
 
 A body node carries the world pose ⁰T_i of joint frame i (``forward_kinematics``); its
 children are fixed in that frame, so a URDF visual on link frame f sits at
@@ -44,13 +50,19 @@ from dynamics.joints import neutral
 from dynamics.kinematics import forward_kinematics
 from dynamics.model import Geometry, Model
 
+from . import task
+from .problem import Problem
 from .result import Result
 
 FPS = 30
+LOOP = 1_000_000_000  # animation repetitions: loops (meshcat's default is to play once)
 CAPSULE_RADIUS = 0.04
 CAPSULE_RGBA = (0.95, 0.55, 0.15, 1.0)
 DEFAULT_RGBA = (0.7, 0.7, 0.7, 1.0)
 OBSTACLE_RGBA = (0.9, 0.1, 0.1, 0.5)
+MARGIN_RGBA = (0.9, 0.1, 0.1, 0.12)
+TARGET_RGBA = (0.85, 0.1, 0.85, 1.0)
+FLOOR_RGB = (0.62, 0.64, 0.68)
 POINT_RGBA = (1.0, 0.85, 0.1, 1.0)
 PATH_RGBA = (0.1, 0.6, 0.2, 1.0)
 BACKGROUND = ([0.98, 0.98, 0.98], [0.80, 0.82, 0.86])  # top, bottom; RGB in [0, 1]
@@ -164,6 +176,7 @@ class Scene:
         base = next((f.name for f in model.frames if f.body < 0), "base")
         self.body_paths = {-1: f"robot/{base}", **{i: f"robot/{b}" for i, b in enumerate(model.body_names)}}
         self.objects: dict[str, str] = {}
+        self.caption = ""
         self._seen: list[np.ndarray] = [np.zeros((1, 3))]  # points the camera must see
         self.vis["/Background"].set_property("top_color", BACKGROUND[0])
         self.vis["/Background"].set_property("bottom_color", BACKGROUND[1])
@@ -181,19 +194,21 @@ class Scene:
         self.objects[path] = kind
 
     def _add_robot(self) -> None:
-        """URDF visuals, capsules for bodies without any; robot posed at q = 0."""
-        drawn = set()
+        """URDF visuals, capsules for bodies without any or with a mesh that cannot be found;
+        robot posed at the neutral configuration."""
+        drawn, missing = set(), set()
         for k, g in enumerate(self.model.visuals):
             shape = _shape(g)
-            if shape is None:
-                continue
             frame = self.model.frame(g.frame)
+            if shape is None:  # a mesh that cannot be found (load_urdf warned): capsules instead
+                missing.add(frame.body)
+                continue
             rgba = g.rgba if g.rgba is not None else DEFAULT_RGBA
             path = f"{self.body_paths[frame.body]}/visual_{k}"
             self._add(path, shape[0], _material(rgba), frame.placement @ g.placement @ shape[1], g.kind)
             drawn.add(frame.body)
         for body in range(-1, self.model.njoints):
-            if body not in drawn:
+            if body not in drawn or body in missing:
                 self._add_capsules(body)
         self.pose(neutral(self.model))
 
@@ -222,14 +237,40 @@ class Scene:
         self._seen.append(np.array([T[:3, 3] for T in body_poses(self.model, q)]))
 
     def add_obstacles(self, obstacles) -> None:
-        """Spheres ``[(center (3,), radius), ...]``, semi-transparent red."""
-        for k, (center, radius) in enumerate(obstacles):
+        """Spheres ``[(center (3,), radius[, margin]), ...]``, semi-transparent red; a margin
+        > 0 is drawn as a faint shell of radius + margin."""
+        for k, (center, radius, *margin) in enumerate(obstacles):
             center, radius = np.asarray(center, dtype=float), float(radius)
-            if center.shape != (3,) or not np.all(np.isfinite(center)) or not radius > 0:
-                raise ValueError(f"obstacles[{k}]: expected (center (3,), radius > 0), got ({center}, {radius})")
+            margin = float(margin[0]) if margin else 0.0
+            if center.shape != (3,) or not np.all(np.isfinite(center)) or not radius > 0 or not margin >= 0:
+                raise ValueError(f"obstacles[{k}]: expected (center (3,), radius > 0[, margin ≥ 0]), "
+                                 f"got ({center}, {radius}, {margin})")
             self._add(f"obstacles/obstacle_{k}", mg.Sphere(radius), _material(OBSTACLE_RGBA),
                       _translation(center), "obstacle")
-            self._seen.append(center + radius * np.vstack([np.eye(3), -np.eye(3)]))
+            if margin > 0:
+                self._add(f"obstacles/margin_{k}", mg.Sphere(radius + margin), _material(MARGIN_RGBA),
+                          _translation(center), "margin")
+            self._seen.append(center + (radius + margin) * np.vstack([np.eye(3), -np.eye(3)]))
+
+    def add_targets(self, targets, radius: float = 0.025) -> None:
+        """Magenta spheres at world points ``targets`` (K, 3)."""
+        for k, p in enumerate(targets):
+            p = np.asarray(p, dtype=float)
+            if p.shape != (3,) or not np.all(np.isfinite(p)):
+                raise ValueError(f"targets[{k}]: expected 3 finite numbers, got {p}")
+            self._add(f"targets/target_{k}", mg.Sphere(radius), _material(TARGET_RGBA), _translation(p), "target")
+            self._seen.append(p[None])
+
+    def add_floor(self, spacing: float = 0.1) -> None:
+        """A grid of lines on z = 0 around everything added so far."""
+        reach = max(0.5, float(np.max(np.abs(np.vstack(self._seen)[:, :2]))) + 0.2)
+        n = int(np.ceil(reach / spacing))
+        ticks, half = spacing * np.arange(-n, n + 1), spacing * n
+        ends = [((t, -half, 0), (t, half, 0)) for t in ticks] + [((-half, t, 0), (half, t, 0)) for t in ticks]
+        points = np.array(ends, dtype=np.float32).reshape(-1, 3).T
+        color, _ = _color((*FLOOR_RGB, 1.0))
+        self.vis["floor"].set_object(mg.LineSegments(mg.PointsGeometry(points), mg.LineBasicMaterial(color=color)))
+        self.objects["floor"] = "floor"
 
     def add_collision_points(self, points, radius: float = 0.015) -> None:
         """Small spheres at ``[(frame_name, offset (3,) in that frame), ...]``."""
@@ -266,7 +307,7 @@ class Scene:
             for i, T in enumerate(body_poses(self.model, q)):
                 frame[self.body_paths[i]].set_transform(T)
         self.pose(qs[0])
-        self.vis.set_animation(animation, play=True, repetitions=1)
+        self.vis.set_animation(animation, play=True, repetitions=LOOP)
 
     def set_camera(self, direction=(1.0, -1.2, 0.8)) -> None:
         """Place the default camera along ``direction`` (world) from the origin.
@@ -280,12 +321,12 @@ class Scene:
         # the camera lives in a frame rotated +90° about x (three.js is y-up)
         self.vis["/Cameras/default/rotated/<object>"].set_property("position", [x, z, -y])
 
-    def html(self, title: str = "optdyn") -> str:
-        """Self-contained HTML page replaying the recorded scene offline."""
+    def html(self, title: str = "optdyn", caption: str = "") -> str:
+        """Self-contained HTML page replaying the recorded scene offline, with ``caption``
+        shown over the scene and play/pause and a time slider under it."""
         js = resources.files("meshcat").joinpath("viewer/dist/main.min.js").read_text(encoding="utf-8")
         blobs = ",\n".join(f'"{base64.b64encode(umsgpack.packb(c.lower())).decode("ascii")}"' for c in self.commands)
-        title = title.replace("&", "&amp;").replace("<", "&lt;")
-        return _PAGE.format(title=title, mainminjs=js, commands=blobs)
+        return _PAGE.format(title=_escape(title), caption=_escape(caption), mainminjs=js, commands=blobs)
 
     def send_to(self, vis: meshcat.Visualizer) -> None:
         """Replay the recorded commands into a live meshcat visualizer."""
@@ -293,13 +334,28 @@ class Scene:
             vis.window.send(command)
 
 
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 _PAGE = """<!DOCTYPE html>
 <html>
 <head><meta charset="utf-8"><title>{title}</title>
-<style>body {{ margin: 0; }} #meshcat-pane {{ width: 100vw; height: 100vh; overflow: hidden; }}</style>
+<style>
+body {{ margin: 0; font: 14px sans-serif; }}
+#meshcat-pane {{ width: 100vw; height: 100vh; overflow: hidden; }}
+#caption {{ position: fixed; top: 8px; left: 10px; color: #222; background: rgba(255,255,255,0.75);
+            padding: 4px 8px; border-radius: 4px; }}
+#player {{ position: fixed; bottom: 10px; left: 10px; right: 10px; display: flex; gap: 10px;
+           align-items: center; background: rgba(255,255,255,0.75); padding: 4px 8px; border-radius: 4px; }}
+#player input {{ flex: 1; }}
+</style>
 </head>
 <body>
 <div id="meshcat-pane"></div>
+<div id="caption">{caption}</div>
+<div id="player"><button id="play" style="width: 5em">pause</button>
+<input id="time" type="range" min="0" max="1" step="0.001" value="0"><span id="clock">0.00 s</span></div>
 <script>
 {mainminjs}
 </script>
@@ -314,63 +370,94 @@ for (const blob of commands) {{
     for (let i = 0; i < bytes.length; i++) data[i] = bytes.charCodeAt(i);
     viewer.handle_command_bytearray(data);
 }}
+const animator = viewer.animator, button = document.getElementById("play");
+const slider = document.getElementById("time"), clock = document.getElementById("clock");
+slider.max = animator.duration;
+button.onclick = () => {{
+    if (animator.playing) animator.pause(); else animator.play();
+    button.textContent = animator.playing ? "pause" : "play";
+}};
+slider.oninput = () => {{
+    animator.pause(); button.textContent = "play";
+    animator.seek(parseFloat(slider.value));
+    clock.textContent = parseFloat(slider.value).toFixed(2) + " s";
+}};
+setInterval(() => {{
+    if (!animator.playing) return;
+    const t = animator.actions.reduce((m, a) => Math.max(m, a.time), 0);
+    slider.value = t;
+    clock.textContent = t.toFixed(2) + " s";
+}}, 50);
 </script>
 </body>
 </html>
 """
 
 
-def _problem_of(result: Result, problem):
+def _problem_of(result: Result, problem) -> Problem:
     """The problem ``result`` solved: ``problem`` if given, else the one :func:`solve` attached."""
     problem = result.source if problem is None else problem
     if problem is None:
         raise ValueError(
             "problem: this result carries no problem (results loaded from disk do not); pass "
             f"problem=..., e.g. problems.get({result.problem!r}, **result.params)")
+    if not isinstance(problem, Problem):
+        raise ValueError(f"problem: expected an optdyn.problem.Problem, got {type(problem).__name__}")
     return problem
 
 
-def end_effector_frame(problem) -> str:
-    """The problem's end-effector frame: its ``ee_frame``, else "tool0", else the last frame."""
-    names = problem.model.frame_names
-    frame = getattr(problem, "ee_frame", None)
-    if frame:
-        return frame
-    return "tool0" if "tool0" in names else names[-1]
+def frame_path(model: Model, qs: np.ndarray, frame: str, offset=(0.0, 0.0, 0.0)) -> np.ndarray:
+    """World positions (K, 3) of the point ``offset`` fixed in ``frame`` at configurations qs (K, nq)."""
+    f = model.frame(frame)
+    local = f.placement @ np.append(np.asarray(offset, dtype=float), 1.0)
+    if f.body < 0:
+        return np.tile(local[:3], (len(qs), 1))
+    return np.array([(body_poses(model, q)[f.body] @ local)[:3] for q in qs])
 
 
-def scene_of(result: Result, problem=None, fps: float = FPS, frames=(),
-             capsule_radius: float = CAPSULE_RADIUS) -> Scene:
-    """Scene of a solved problem: robot, obstacles, collision points, path, animation.
+def caption_of(result: Result, problem: Problem) -> str:
+    """One line: problem, solver, cost and status of ``result``."""
+    name = result.problem or problem.name
+    return (f"{name} · {result.solver or 'no solver'} · cost {result.cost:.6g} · "
+            f"{result.status} ({result.iterations} iterations)")
+
+
+def scene_of(result: Result, problem: Problem | None = None, fps: float = FPS, frames=(),
+             capsule_radius: float = CAPSULE_RADIUS, path_frame: str | None = None) -> Scene:
+    """Scene of a solved problem: robot, obstacles, collision points, targets, path, floor, animation.
 
     Args:
         result: solver output; its states ``xs`` (N+1, nx) are played at node times k·dt.
         problem: the problem solved (default: ``result.source``, set by :func:`optdyn.solve`).
         fps: animation frame rate; frames: names of frames to draw as triads.
+        path_frame: frame whose path is drawn (default: the frame the costs and terminal
+            constraints name, :func:`optdyn.task.path_frame`).
     """
     problem = _problem_of(result, problem)
     model = problem.model
     if np.shape(result.xs)[0] != problem.N + 1:
         raise ValueError(f"result: xs has {np.shape(result.xs)[0]} nodes, the problem has N + 1 = {problem.N + 1}")
     scene = Scene(model, capsule_radius)
-    scene.add_obstacles(getattr(problem, "obstacles", ()))
-    scene.add_collision_points(getattr(problem, "collision_points", ()))
+    scene.add_obstacles([(o.center, o.radius, max(o.margin, 0.0)) for o in task.obstacles(problem)])
+    scene.add_collision_points(task.collision_points(problem))
+    scene.add_targets([t.target for t in task.frame_targets(problem)])
     scene.add_triads(frames)
     times, qs = resample(result.xs, problem.dt, model.nq, fps)
-    ee = model.frame(end_effector_frame(problem))
-    path = [body_poses(model, q)[ee.body] @ ee.placement if ee.body >= 0 else ee.placement for q in qs]
-    if len(path) >= 2:
-        scene.add_path(np.array([T[:3, 3] for T in path]))
+    frame, offset = task.path_frame(problem) if path_frame is None else (path_frame, np.zeros(3))
+    if len(qs) >= 2:
+        scene.add_path(frame_path(model, qs, frame, offset))
     scene.animate(times, qs, fps)
+    scene.add_floor()
     scene.set_camera()
+    scene.caption = caption_of(result, problem)
     return scene
 
 
-def save_html(result: Result, path, problem=None, fps: float = FPS, frames=()) -> str:
+def save_html(result: Result, path, problem: Problem | None = None, fps: float = FPS, frames=(),
+              path_frame: str | None = None) -> str:
     """Write a self-contained HTML file replaying the trajectory offline; returns the path."""
-    scene = scene_of(result, problem, fps, frames)
-    name = result.problem or getattr(problem, "name", "") or "trajectory"
-    html = scene.html(f"optdyn: {name} ({result.solver or 'result'})")
+    scene = scene_of(result, problem, fps, frames, path_frame=path_frame)
+    html = scene.html(f"optdyn: {scene.caption}", scene.caption)
     with open(path, "w", encoding="utf-8") as f:
         f.write(html)
     return os.fspath(path)
@@ -439,13 +526,14 @@ def _run_local_server() -> None:
     bridge.run()
 
 
-def view(result: Result, problem=None, open: bool = False, fps: float = FPS, frames=()) -> meshcat.Visualizer:
+def view(result: Result, problem: Problem | None = None, open: bool = False, fps: float = FPS,
+         frames=(), path_frame: str | None = None) -> meshcat.Visualizer:
     """Serve the trajectory on a local meshcat server (127.0.0.1) and print its URL.
 
     Returns the connected visualizer; the server lives until this Python process exits
     (or ``vis.window.server_proc`` is killed). ``open=True`` also opens a browser tab.
     """
-    scene = scene_of(result, problem, fps, frames)
+    scene = scene_of(result, problem, fps, frames, path_frame=path_frame)
     vis = serve_local()
     scene.send_to(vis)
     print(f"meshcat viewer: {vis.url()}", flush=True)

@@ -1,7 +1,9 @@
-"""Obstacle-avoiding UR5: the direct-multiple-shooting case study of Neunert et al. 2016, Sec. IV-B.
+"""Obstacle-avoiding UR5: the direct-multiple-shooting case study (Sec. IV-B) of M. Neunert,
+M. Giftthaler, M. Frigerio, C. Semini, J. Buchli, "Fast Derivatives of Rigid Body Dynamics
+for Control, Optimization and Estimation", SIMPAR 2016 ("the paper" below).
 
 A fixed-base 6-DoF arm (UR5 parameters) moves in T = 4 s from a rest configuration to
-another around one static sphere. Both scenarios of the seed are provided:
+another around one static sphere. Both scenarios of the paper are provided:
 
 * ``"straight"`` — the arm stretched (elbow at 0) at start and goal;
 * ``"bent"``     — the elbow bent at start and goal.
@@ -17,11 +19,11 @@ and ``wrist_3_link`` (3 points up to the tool flange); ``wrist_1_link``'s short 
 joins the forearm's last point to wrist_2's first.
 Every point must keep ``margin`` (the links' thickness) from the sphere at the nodes
 1..N: ‖p_j(q_k) − c‖ − ρ − margin ≥ 0. Between nodes nothing is imposed (as in the
-seed); :func:`optdyn.clearance.clearances` checks every RK4 sub-step — the optima dip
+paper); :func:`optdyn.clearance.clearances` checks every RK4 sub-step — the optima dip
 below the margin by < 1 mm there and stay well clear of the sphere.
 
 Discretisation: 20 intervals of 0.2 s, each integrated by 4 RK4 steps of
-50 ms with the torque held (the seed's setting); ``intervals=80, substeps=1`` is the finer
+50 ms with the torque held (the paper's setting); ``intervals=80, substeps=1`` is the finer
 variant. Cost, integrated over the horizon (weights in ``WEIGHTS``):
 
     ℓ(x, u) = ½·w_u‖u‖² + ½·w_v‖v‖²,   w_u = 1e-4, w_v = 1      (effort + velocity)
@@ -29,11 +31,11 @@ variant. Cost, integrated over the horizon (weights in ``WEIGHTS``):
 The velocity term is what keeps the task well posed: with effort alone the cheapest
 motions swing joints through whole turns (the model's ±2π limits are not constraints)
 and the solvers land in different, physically silly local optima. With it, IPOPT from
-the seed's initial guess and DDP/iLQR from rest reach the same optimum.
+the paper's initial guess and DDP/iLQR from rest reach the same optimum.
 
 No terminal cost: the goal is reached at rest by the terminal equality
 x_N = (q_goal, 0). Torques are bounded by the model's effort limits. Initial guess (as in
-the seed): joint positions interpolated linearly, zero velocities, controls = the
+the paper): joint positions interpolated linearly, zero velocities, controls = the
 gravity-compensation torques RNEA(q, 0, 0) at those states.
 """
 from __future__ import annotations
@@ -74,7 +76,9 @@ class ArmObstacleProblem(Problem):
 
     Attributes (besides the Problem's): ``scenario``, ``q_start``, ``q_goal`` (nq,),
     ``x_goal`` (nx,), ``obstacles`` [(center (3,), radius)], ``margin``,
-    ``collision_points`` [(frame name, offset (3,))], ``weights``.
+    ``collision_points`` [(frame name, offset (3,))], ``weights``. These repeat the
+    task for scripts; the viewer, plots and clearance checker read the constraints
+    themselves (:mod:`optdyn.task`).
     """
 
     def __init__(self, *args, scenario: str, q_start, q_goal, obstacles, margin: float,

@@ -1,7 +1,7 @@
 """The obstacle-avoiding arm (problems.arm_obstacle), the clearance checker
 (optdyn.clearance) and the problem registry (problems).
 
-The solver tests solve the seed's setting (20 intervals × 4 RK4 steps) with IPOPT and
+The solver tests solve the paper's setting (20 intervals × 4 RK4 steps) with IPOPT and
 check the result with the sub-step clearance checker, then cross-check the optimum
 against iLQR/DDP on the same discrete problem.
 """
@@ -38,7 +38,7 @@ def ipopt_solutions():
 
 
 # ---------------------------------------------------------------- problem set-up
-def test_seed_discretisation_and_attributes(arm):
+def test_paper_discretisation_and_attributes(arm):
     assert (arm.N, arm.substeps, arm.integrator) == (20, 4, "rk4")
     assert arm.dt == pytest.approx(0.2) and arm.T == pytest.approx(4.0)
     assert arm.dt / arm.substeps == pytest.approx(0.05)
@@ -66,7 +66,7 @@ def test_finer_variant():
     assert prob.T == pytest.approx(4.0)
 
 
-def test_initial_guess_is_the_seeds(arm):
+def test_initial_guess_is_the_papers(arm):
     nv = arm.model.nv
     s = np.linspace(0, 1, arm.N + 1)[:, None]
     np.testing.assert_allclose(arm.xs_init[:, :nv], (1 - s) * arm.q_start + s * arm.q_goal, atol=1e-15)
@@ -170,9 +170,9 @@ def test_exact_and_lbfgs_hessians_reach_the_same_optimum(ipopt_solutions):
 @pytest.mark.parametrize("scenario", SCENARIOS)
 @pytest.mark.parametrize("solver", ["ilqr", "ddp"])
 def test_ddp_and_ilqr_find_the_ipopt_optimum(ipopt_solutions, scenario, solver):
-    """Same discrete problem, different methods: multiple shooting from the seed's guess,
+    """Same discrete problem, different methods: multiple shooting from the paper's guess,
     single shooting + augmented Lagrangian from rest (gravity compensation at x0; the
-    seed's guess itself diverges when rolled out open loop)."""
+    paper's guess itself diverges when rolled out open loop)."""
     prob, ref = ipopt_solutions[scenario]
     g0 = dyn.gravity_torques(prob.model, prob.q_start)
     res = solve(prob, solver, us_init=np.tile(g0, (prob.N, 1)))

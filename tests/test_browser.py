@@ -3,16 +3,23 @@
 Needs /usr/bin/chromium (Debian package ``chromium``; the CI script installs it). WebGL
 runs on SwiftShader, so no GPU or display is needed.
 """
+import importlib.util
 import os
+import re
 import subprocess
-from types import SimpleNamespace
+import sys
 
 import numpy as np
 import pytest
 from matplotlib import image
 
+import dynamics as dyn
 from dynamics.models import ur5
 from optdyn import viz
+from optdyn.cli import main
+from optdyn.costs import ControlCost, FramePositionCost
+from optdyn.constraints import SphereClearance
+from optdyn.problem import Problem
 from optdyn.result import Result
 
 CHROMIUM = "/usr/bin/chromium"
@@ -46,8 +53,8 @@ def ur_blue(rgb: np.ndarray) -> np.ndarray:
 def saved_page(tmp_path, obstacles) -> "os.PathLike":
     model = ur5()
     q = np.array([0.0, -1.2, 1.5, -0.3, 1.57, 0.0])
-    problem = SimpleNamespace(model=model, N=4, dt=0.25, name="browser", obstacles=obstacles,
-                              collision_points=[("wrist_3_link", np.zeros(3))])
+    spheres = [SphereClearance(model, [("wrist_3_link", (0.0, 0.0, 0.0))], c, r) for c, r in obstacles]
+    problem = Problem(model, np.zeros(12), 4, 0.25, path_constraints=spheres, name="browser")
     xs = np.tile(np.concatenate([q, np.zeros(6)]), (5, 1))  # at rest: the pose is known
     result = Result(xs=xs, us=np.zeros((4, 6)), cost=0.0, converged=True, iterations=0, status="converged")
     path = tmp_path / f"scene-{len(obstacles)}.html"
@@ -67,3 +74,107 @@ def test_saved_html_draws_the_arm_and_the_obstacle(tmp_path):
     # the arm and the obstacle are on screen, not off to one side
     rows, cols = np.nonzero(reddish(with_obstacle))
     assert 0 < cols.mean() < 800 and 0 < rows.mean() < 600
+
+
+# ------------------------------------------------- a mesh robot and a problem written from scratch
+
+EXAMPLES = os.path.join(os.path.dirname(__file__), os.pardir, "examples")
+
+
+def panda_example():
+    """examples/panda_reach.py as a module (its ``panda()`` loader and ``make()`` task)."""
+    pytest.importorskip("example_robot_data")
+    spec = importlib.util.spec_from_file_location("panda_reach", os.path.join(EXAMPLES, "panda_reach.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def at_rest(problem) -> Result:
+    """The problem's start held still: the pose on screen is known."""
+    xs = np.tile(problem.x0, (problem.N + 1, 1))
+    return Result(xs=xs, us=np.zeros((problem.N, problem.nu)), cost=1.0, converged=True, iterations=3,
+                  status="converged", solver="ddp")
+
+
+def magenta(rgb: np.ndarray) -> np.ndarray:
+    """Pixels of the target markers (rgba 0.85 0.1 0.85), lit or shaded."""
+    r, g, b = rgb[..., 0], rgb[..., 1], rgb[..., 2]
+    return (r > 0.4) & (b > 0.4) & (r - g > 0.3) & (b - g > 0.3)
+
+
+def orange(rgb: np.ndarray) -> np.ndarray:
+    """Pixels of the capsules drawn in place of missing meshes (rgba 0.95 0.55 0.15)."""
+    r, g, b = rgb[..., 0], rgb[..., 1], rgb[..., 2]
+    return (r > 0.5) & (r - b > 0.35) & (g - b > 0.15) & (r - g > 0.15)
+
+
+def page(tmp_path, name: str, problem, hide_robot: bool = False):
+    """Offline page of the problem at rest (optionally without the robot)."""
+    scene = viz.scene_of(at_rest(problem), problem)
+    if hide_robot:
+        scene.vis["robot"].set_property("visible", False)
+    path = tmp_path / f"{name}.html"
+    path.write_text(scene.html(name, scene.caption), encoding="utf-8")
+    return path
+
+
+def test_panda_meshes_obstacle_and_target_are_drawn(tmp_path):
+    example = panda_example()
+    problem = example.make(example.panda())
+    shot = screenshot(page(tmp_path, "panda", problem), tmp_path, "panda")
+    empty = screenshot(page(tmp_path, "panda-hidden", problem, hide_robot=True), tmp_path, "panda-hidden")
+    robot = np.abs(shot - empty).max(axis=2) > 0.08  # what the robot's meshes cover
+    print(f"robot pixels {robot.sum()}, orange {orange(shot).sum()}, red {reddish(shot).sum()}, "
+          f"magenta {magenta(shot).sum()}")
+    assert robot.sum() > 8000, "the Panda's meshes are not drawn"
+    assert orange(shot).sum() < 50, "capsules drawn instead of the Panda's meshes"
+    assert reddish(shot).sum() > 300 and reddish(empty).sum() > 300, "the obstacle is not drawn"
+    assert magenta(shot).sum() > 30 and magenta(empty).sum() > 30, "the target is not drawn"
+
+
+def test_panda_without_package_dirs_warns_and_draws_capsules(tmp_path):
+    example = panda_example()
+    robots = example.example_robot_data.getModelPath("panda_description/urdf/panda.urdf")
+    with pytest.warns(UserWarning, match="package://example-robot-data/robots/panda_description/meshes"):
+        model = dyn.load_urdf(os.path.join(robots, "panda_description/urdf/panda.urdf"))
+    shot = screenshot(page(tmp_path, "capsules", example.make(model)), tmp_path, "capsules")
+    assert orange(shot).sum() > 1000, "no capsules in place of the missing meshes"
+
+
+def test_custom_problem_draws_arm_obstacle_and_target(tmp_path):
+    model = ur5()
+    q0 = np.array([0.0, -1.2, 1.5, -0.3, 1.57, 0.0])
+    target = FramePositionCost(model, "tool0", (0.3, -0.35, 0.45), 1e3)
+    clearance = SphereClearance(model, [("wrist_3_link", (0.0, 0.0, 0.0))], (0.45, 0.25, 0.35), 0.12, margin=0.03)
+    with_target = Problem(model, np.r_[q0, np.zeros(6)], 5, 0.1, ControlCost(1e-3, nu=6), target,
+                          path_constraints=[clearance], name="custom")
+    without = Problem(model, np.r_[q0, np.zeros(6)], 5, 0.1, ControlCost(1e-3, nu=6),
+                      path_constraints=[clearance], name="custom")
+    shot = screenshot(page(tmp_path, "custom", with_target), tmp_path, "custom")
+    plain = screenshot(page(tmp_path, "custom-plain", without), tmp_path, "custom-plain")
+    print(f"blue {ur_blue(shot).sum()}, red {reddish(shot).sum()}, magenta {magenta(shot).sum()} / "
+          f"{magenta(plain).sum()}")
+    assert ur_blue(shot).sum() > 1000, "the arm is not drawn"
+    assert reddish(shot).sum() > 2000, "the obstacle is not drawn"
+    assert magenta(shot).sum() > 30 and magenta(plain).sum() < 5, "the target is not drawn (or drawn when absent)"
+
+
+def test_panda_end_to_end_script_and_cli(tmp_path, capsys):
+    pytest.importorskip("example_robot_data")
+    env = dict(os.environ, PYTHONPATH=os.path.abspath(os.path.join(EXAMPLES, os.pardir)))
+    run = subprocess.run([sys.executable, os.path.join(EXAMPLES, "panda_reach.py"), str(tmp_path)],
+                         capture_output=True, text=True, timeout=900, env=env)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "status='converged'" in run.stdout
+    npz = tmp_path / "panda_reach.npz"
+    assert main(["show", str(npz), "--html", str(tmp_path / "again.html")]) == 0
+    out = capsys.readouterr().out
+    distance = float(re.search(r"target\s+panda_hand_tcp: (\S+) m", out).group(1))
+    clearance = float(re.search(r"clearance\s+min ([-+0-9.]+) m", out).group(1))
+    assert distance < 1e-3 and clearance > 0.0
+    assert main(["plot", str(npz), "--out", str(tmp_path / "again.png")]) == 0
+    html = (tmp_path / "again.html").read_text()
+    assert "panda-reach · ddp" in html and html.count('"format": "dae"') == 0  # meshes are msgpack, not JSON
+    shot = screenshot(tmp_path / "again.html", tmp_path, "again")
+    assert reddish(shot).sum() > 300 and orange(shot).sum() < 50

@@ -5,7 +5,6 @@ import re
 import subprocess
 import sys
 import urllib.request
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -16,6 +15,9 @@ import dynamics as dyn
 from dynamics.model import Geometry, rpy_matrix, transform
 from dynamics.models import ur5
 from optdyn import viz
+from optdyn.constraints import FramePositionEquality, SphereClearance
+from optdyn.costs import ControlCost, FramePositionCost
+from optdyn.problem import Problem
 from optdyn.result import Result
 
 
@@ -64,12 +66,14 @@ def test_scene_objects_of_a_model():
     model = mixed_model()
     scene = viz.Scene(model)
     kinds = sorted(scene.objects.values())
-    # box, cylinder, sphere drawn; the missing meshes are skipped; l2 and l3 (only a
-    # missing mesh) get a joint sphere plus one capsule (cylinder + end sphere) per child
-    # joint or offset frame: l2 → j3, l3 → tool.
-    assert kinds == sorted(["box", "cylinder", "sphere"] + ["capsule"] * 6)
+    # box, cylinder, sphere drawn; a missing mesh is drawn as capsules: l1 (a missing mesh
+    # besides its shapes), l2 (no visuals) and l3 (only a missing mesh) get a joint sphere
+    # plus one capsule (cylinder + end sphere) per child joint or offset frame:
+    # l1 → j2, l2 → j3, l3 → tool.
+    assert kinds == sorted(["box", "cylinder", "sphere"] + ["capsule"] * 9)
     assert set(scene.body_paths.values()) == {"robot/base", "robot/l1", "robot/l2", "robot/l3"}
-    assert all(p.startswith(("robot/l2/", "robot/l3/")) for p, k in scene.objects.items() if k == "capsule")
+    assert all(p.startswith(("robot/l1/", "robot/l2/", "robot/l3/"))
+               for p, k in scene.objects.items() if k == "capsule")
 
 
 def test_visuals_follow_frame_placement():
@@ -122,11 +126,21 @@ def test_ur5_visual_colours_and_cylinders():
     assert colours == expected and len(colours) >= 2
 
 
-def fake_problem(model, N=10, dt=0.1):
-    return SimpleNamespace(model=model, N=N, dt=dt, name="fake",
-                           obstacles=[(np.array([0.4, 0.1, 0.5]), 0.12), ((0.0, -0.5, 0.3), 0.05)],
-                           collision_points=[("wrist_3_link", np.zeros(3)),
-                                             ("forearm_link", np.array([0.0, 0.0, 0.2]))])
+POINTS = [("wrist_3_link", (0.0, 0.0, 0.0)), ("forearm_link", (0.0, 0.0, 0.2))]
+
+
+def fake_problem(model, N=10, dt=0.1, targets=False):
+    """Two obstacles (clearance constraints, one with a margin) on two points; with
+    ``targets`` a frame cost on tool0 and a terminal frame equality on wrist_2_link."""
+    spheres = [SphereClearance(model, POINTS, (0.4, 0.1, 0.5), 0.12, margin=0.05),
+               SphereClearance(model, POINTS, (0.0, -0.5, 0.3), 0.05)]
+    running = ControlCost(1e-3, nu=6)
+    terminal, equalities = None, []
+    if targets:
+        terminal = FramePositionCost(model, "tool0", (0.3, 0.2, 0.4), 10.0, offset=(0.0, 0.0, 0.05))
+        equalities = [FramePositionEquality(model, "wrist_2_link", (0.1, 0.4, 0.5))]
+    return Problem(model, np.zeros(12), N, dt, running, terminal, path_constraints=spheres,
+                   terminal_constraints=equalities, name="fake")
 
 
 def trajectory(model, N, dt, seed=0):
@@ -167,7 +181,12 @@ def test_scene_of_result_obstacles_points_path_animation():
     scene = viz.scene_of(res, prob, fps=20, frames=("tool0", "shoulder_link"))
     kinds = list(scene.objects.values())
     assert kinds.count("obstacle") == 2 and kinds.count("point") == 2 and kinds.count("triad") == 2
-    assert kinds.count("path") == 1
+    assert kinds.count("path") == 1 and kinds.count("floor") == 1 and kinds.count("target") == 0
+    # the margin of the first obstacle is a faint shell of radius + margin around it
+    assert kinds.count("margin") == 1
+    shell = [c for c in lowered(scene) if c["path"] == "/meshcat/obstacles/margin_0" and c["type"] == "set_object"][0]
+    assert shell["object"]["geometries"][0]["radius"] == pytest.approx(0.17)
+    assert shell["object"]["materials"][0]["opacity"] < 0.3
     # obstacles: semi-transparent red spheres of the right size and place
     obstacle = [c for c in lowered(scene)
                 if c["path"] == "/meshcat/obstacles/obstacle_0" and c["type"] == "set_object"][0]
@@ -200,6 +219,59 @@ def test_scene_of_result_obstacles_points_path_animation():
     np.testing.assert_allclose(world_of(scene, "robot/forearm_link/point_1")[:3, 3],
                                dyn.frame_placement(model, xs[0, :6], "forearm_link")[0] @ [0, 0, 0.2]
                                + dyn.frame_placement(model, xs[0, :6], "forearm_link")[1], atol=1e-12)
+
+
+def test_targets_and_the_path_of_the_frame_the_costs_name():
+    model = ur5()
+    prob = fake_problem(model, targets=True)
+    xs, q_of = trajectory(model, prob.N, prob.dt, seed=2)
+    res = Result(xs=xs, us=np.zeros((prob.N, 6)), cost=1.5, converged=True, iterations=7, status="converged",
+                 solver="ddp")
+    scene = viz.scene_of(res, prob, fps=10)
+    targets = sorted(tuple(np.round(last_transform(scene, p)[:3, 3], 12)) for p, k in scene.objects.items()
+                     if k == "target")
+    assert targets == [(0.1, 0.4, 0.5), (0.3, 0.2, 0.4)]
+    # the path follows the terminal constraint's frame (the first target), not the last frame
+    times, _ = viz.resample(xs, prob.dt, 6, fps=10)
+    path = [c for c in lowered(scene) if c["path"] == "/meshcat/path"][0]["object"]["geometries"][0]
+    positions = np.frombuffer(path["data"]["attributes"]["position"]["array"].data, dtype=np.float32).reshape(-1, 3)
+    expected = np.array([dyn.frame_placement(model, q_of(t), "wrist_2_link")[1] for t in times])
+    np.testing.assert_allclose(positions, expected, atol=1e-6)
+    # overridable, and a point with an offset: tool0 + R·(0, 0, 0.05) when asked for tool0
+    scene = viz.scene_of(res, prob, fps=10, path_frame="tool0")
+    path = [c for c in lowered(scene) if c["path"] == "/meshcat/path"][0]["object"]["geometries"][0]
+    positions = np.frombuffer(path["data"]["attributes"]["position"]["array"].data, dtype=np.float32).reshape(-1, 3)
+    expected = np.array([dyn.frame_placement(model, q_of(t), "tool0")[1] for t in times])
+    np.testing.assert_allclose(positions, expected, atol=1e-6)
+    assert scene.caption == "fake · ddp · cost 1.5 · converged (7 iterations)"
+    html = scene.html("t", scene.caption)
+    assert scene.caption in html and 'id="play"' in html and 'type="range"' in html
+
+
+def test_the_animation_loops():
+    model = ur5()
+    prob = fake_problem(model, N=4)
+    xs, _ = trajectory(model, prob.N, prob.dt)
+    res = Result(xs=xs, us=np.zeros((4, 6)), cost=0.0, converged=True, iterations=0, status="converged")
+    animation = [c for c in lowered(viz.scene_of(res, prob)) if c["type"] == "set_animation"][0]
+    assert animation["options"]["repetitions"] >= 1e6 and animation["options"]["play"]
+
+
+def test_a_missing_mesh_warns_once_and_is_a_capsule(tmp_path):
+    urdf = """<robot name="r"><link name="base"/>
+      <link name="l1"><inertial><mass value="1"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/>
+      </inertial><visual><geometry><mesh filename="package://nowhere/l1.stl"/></geometry></visual>
+      <visual><geometry><mesh filename="package://nowhere/l1.stl"/></geometry></visual></link>
+      <link name="l2"/>
+      <joint name="j1" type="revolute"><parent link="base"/><child link="l1"/><axis xyz="0 0 1"/>
+      <limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+      <joint name="j2" type="fixed"><parent link="l1"/><child link="l2"/><origin xyz="0 0 0.3"/></joint></robot>"""
+    with pytest.warns(UserWarning) as caught:
+        model = dyn.load_urdf(urdf)
+    messages = [str(w.message) for w in caught if "mesh" in str(w.message)]
+    assert len(messages) == 1 and "package://nowhere/l1.stl" in messages[0]
+    scene = viz.Scene(model)
+    assert "robot/l1/capsule_0" in scene.objects and not any("/visual_" in p for p in scene.objects)
 
 
 def test_scene_errors():

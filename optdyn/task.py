@@ -1,0 +1,244 @@
+"""What a problem asks of the robot, read from its costs and constraints.
+
+The viewer, the clearance checker, the plots and the result files all take the task's
+geometry from here, and only from the problem's own cost and constraint objects (no
+extra attributes on the problem):
+
+* obstacles: every :class:`~optdyn.constraints.SphereClearance` path constraint and every
+  :class:`~optdyn.costs.ObstacleCost` term (centre, radius, margin);
+* collision points: the points those obstacles are measured from;
+* targets: the target of every :class:`~optdyn.costs.FramePositionCost` (running or
+  terminal) and :class:`~optdyn.constraints.FramePositionEquality` (terminal);
+* the path frame: the frame (and offset) the first target names.
+
+:func:`record` writes a problem as JSON-able data (model source, horizon, bounds, costs
+and constraints of the types above and :class:`~optdyn.costs.StateCost`,
+:class:`~optdyn.costs.ControlCost`, :class:`~optdyn.constraints.StateEquality`);
+:func:`rebuild` makes the problem again from it, so that a saved result can be drawn,
+plotted and checked without the script that built it. Costs and constraints of other
+types (written by the user) are left out of the record: the rebuilt problem then draws
+and checks what it can, and its cost is that of the recorded terms only.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from dynamics.urdf import load_urdf
+
+from .constraints import FramePositionEquality, SphereClearance, StateEquality
+from .costs import ControlCost, Cost, FramePositionCost, ObstacleCost, StateCost, Sum
+from .problem import Problem
+
+RECORD_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Obstacle:
+    """A sphere the collision points must keep ``margin`` away from."""
+
+    center: np.ndarray
+    radius: float
+    margin: float
+
+
+@dataclass(frozen=True)
+class FrameTarget:
+    """Point ``offset`` fixed in ``frame`` should reach ``target`` (3,); ``kind`` "cost" or "constraint"."""
+
+    frame: str
+    offset: np.ndarray
+    target: np.ndarray
+    kind: str
+
+
+def cost_terms(cost: Cost | None) -> list[Cost]:
+    """The terms of a cost (a :class:`~optdyn.costs.Sum` flattened), [] for None."""
+    if cost is None:
+        return []
+    return [c for _, c in cost.terms] if isinstance(cost, Sum) else [cost]
+
+
+def _require_problem(problem) -> None:
+    if not isinstance(problem, Problem):
+        raise ValueError(f"problem: expected an optdyn.problem.Problem, got {type(problem).__name__}")
+
+
+def clearance_constraints(problem: Problem) -> list[SphereClearance]:
+    """The problem's :class:`~optdyn.constraints.SphereClearance` path constraints."""
+    _require_problem(problem)
+    return [c for c in problem.path_constraints if isinstance(c, SphereClearance)]
+
+
+def _obstacle_terms(problem: Problem) -> list:
+    soft = [c for c in cost_terms(problem.running_cost) + cost_terms(problem.terminal_cost)
+            if isinstance(c, ObstacleCost)]
+    return clearance_constraints(problem) + soft
+
+
+def obstacles(problem: Problem) -> list[Obstacle]:
+    """Every obstacle of the problem (clearance constraints, then obstacle costs), without repeats."""
+    found: dict[tuple, Obstacle] = {}
+    for c in _obstacle_terms(problem):
+        key = (*np.round(c.center, 12), round(c.radius, 12), round(c.margin, 12))
+        found.setdefault(key, Obstacle(c.center.copy(), c.radius, c.margin))
+    return list(found.values())
+
+
+def collision_points(problem: Problem) -> list[tuple[str, np.ndarray]]:
+    """Every point the obstacles are measured from, as (frame, offset (3,)), without repeats."""
+    found: dict[tuple, tuple[str, np.ndarray]] = {}
+    for c in _obstacle_terms(problem):
+        for name, offset in zip(c.points.names, c.points.offsets):
+            found.setdefault((name, *np.round(offset, 12)), (name, offset.copy()))
+    return list(found.values())
+
+
+def frame_targets(problem: Problem) -> list[FrameTarget]:
+    """Targets of terminal constraints, terminal costs, then running costs, without repeats."""
+    _require_problem(problem)
+    items = [(c, "constraint") for c in problem.terminal_constraints if isinstance(c, FramePositionEquality)]
+    items += [(c, "cost") for c in cost_terms(problem.terminal_cost) + cost_terms(problem.running_cost)
+              if isinstance(c, FramePositionCost)]
+    found: dict[tuple, FrameTarget] = {}
+    for c, kind in items:
+        name, offset = c.points.names[0], c.points.offsets[0]
+        key = (name, *np.round(offset, 12), *np.round(c.target, 12))
+        found.setdefault(key, FrameTarget(name, offset.copy(), c.target.copy(), kind))
+    return list(found.values())
+
+
+def path_frame(problem: Problem) -> tuple[str, np.ndarray]:
+    """(frame, offset) whose path is drawn: the first target's, else "tool0", else the last frame."""
+    targets = frame_targets(problem)
+    if targets:
+        return targets[0].frame, targets[0].offset
+    names = problem.model.frame_names
+    return ("tool0" if "tool0" in names else names[-1]), np.zeros(3)
+
+
+# ------------------------------------------------------------------ record / rebuild
+
+def _cost_record(cost: Cost) -> dict | None:
+    """JSON-able description of one cost term; None for types it does not know."""
+    if isinstance(cost, (StateCost, ControlCost)):
+        return {"type": type(cost).__name__, "weight": cost.weight.tolist(), "reference": cost.reference.tolist()}
+    if isinstance(cost, FramePositionCost):
+        return {"type": "FramePositionCost", "frame": cost.points.names[0], "offset": cost.points.offsets[0].tolist(),
+                "target": cost.target.tolist(), "weight": cost.weight}
+    if isinstance(cost, ObstacleCost):
+        return {"type": "ObstacleCost", "points": _points(cost.points), "center": cost.center.tolist(),
+                "radius": cost.radius, "weight": cost.weight, "margin": cost.margin, "width": cost.width}
+    return None
+
+
+def _points(points) -> list:
+    return [[n, o.tolist()] for n, o in zip(points.names, points.offsets)]
+
+
+def _costs_record(cost: Cost | None) -> list[dict]:
+    weights = [w for w, _ in cost.terms] if isinstance(cost, Sum) else [1.0]
+    records = [(w, _cost_record(c)) for w, c in zip(weights, cost_terms(cost))]
+    return [dict(r, scale=w) for w, r in records if r is not None]
+
+
+def _constraint_record(c) -> dict | None:
+    if isinstance(c, SphereClearance):
+        return {"type": "SphereClearance", "points": _points(c.points), "center": c.center.tolist(),
+                "radius": c.radius, "margin": c.margin}
+    if isinstance(c, FramePositionEquality):
+        return {"type": "FramePositionEquality", "frame": c.points.names[0],
+                "offset": c.points.offsets[0].tolist(), "target": c.target.tolist()}
+    if isinstance(c, StateEquality):
+        return {"type": "StateEquality", "target": c.target.tolist(), "indices": c.indices.tolist(), "nx": c.nx}
+    return None
+
+
+def _bounds(a: np.ndarray) -> list:
+    return [float(v) if np.isfinite(v) else ("inf" if v > 0 else "-inf") for v in a]
+
+
+def _package_dirs(model) -> list[str]:
+    """Directories that resolve the model's ``package://`` meshes again (from their resolved paths)."""
+    try:
+        with open(model.source, encoding="utf-8") as f:
+            uris = set(re.findall(r"package://([^\"'\s]+)", f.read()))
+    except OSError:
+        return []
+    dirs = {g.filename[: -len(rel) - 1] for g in model.visuals for rel in uris
+            if os.path.isabs(g.filename) and g.filename.endswith(os.sep + rel)}
+    return sorted(dirs)
+
+
+def model_record(model) -> dict | None:
+    """{"source": URDF path, "package_dirs": [...]} of a model loaded from a file, else None."""
+    if not model.source or not os.path.isfile(model.source):
+        return None
+    return {"source": os.path.abspath(model.source), "package_dirs": _package_dirs(model)}
+
+
+def record(problem: Problem) -> dict | None:
+    """JSON-able description of ``problem`` that :func:`rebuild` reads; None if its model
+    was not loaded from a URDF file (built in code: nothing to reload it from)."""
+    _require_problem(problem)
+    model = model_record(problem.model)
+    if model is None:
+        return None
+    paths = [r for r in map(_constraint_record, problem.path_constraints) if r is not None]
+    terminals = [r for r in map(_constraint_record, problem.terminal_constraints) if r is not None]
+    return {"version": RECORD_VERSION, "model": model, "name": problem.name, "x0": problem.x0.tolist(),
+            "N": problem.N, "dt": problem.dt, "substeps": problem.substeps, "integrator": problem.integrator,
+            "u_lower": _bounds(problem.u_lower), "u_upper": _bounds(problem.u_upper),
+            "running_cost": _costs_record(problem.running_cost),
+            "terminal_cost": _costs_record(problem.terminal_cost),
+            "path_constraints": paths, "terminal_constraints": terminals}
+
+
+def _make_cost(model, r: dict) -> Cost:
+    kind = r["type"]
+    if kind in ("StateCost", "ControlCost"):
+        return {"StateCost": StateCost, "ControlCost": ControlCost}[kind](r["weight"], r["reference"])
+    if kind == "FramePositionCost":
+        return FramePositionCost(model, r["frame"], r["target"], r["weight"], r["offset"])
+    if kind == "ObstacleCost":
+        return ObstacleCost(model, r["points"], r["center"], r["radius"], r["weight"], r["margin"], r["width"])
+    raise ValueError(f"record: unknown cost type {kind!r}")
+
+
+def _make_constraint(model, r: dict):
+    kind = r["type"]
+    if kind == "SphereClearance":
+        return SphereClearance(model, r["points"], r["center"], r["radius"], r["margin"])
+    if kind == "FramePositionEquality":
+        return FramePositionEquality(model, r["frame"], r["target"], r["offset"])
+    if kind == "StateEquality":
+        return StateEquality(r["target"], r["indices"], r["nx"])
+    raise ValueError(f"record: unknown constraint type {kind!r}")
+
+
+def _make_costs(model, records: list[dict]) -> Cost | None:
+    terms = [(r["scale"], _make_cost(model, r)) for r in records]
+    return Sum(terms) if terms else None
+
+
+def rebuild(rec: dict) -> Problem:
+    """The problem described by ``rec`` (from :func:`record`); ValueError if it cannot be made."""
+    if not isinstance(rec, dict) or rec.get("version") != RECORD_VERSION:
+        raise ValueError(f"record: expected a problem record of version {RECORD_VERSION}")
+    try:
+        source = rec["model"]["source"]
+        if not os.path.isfile(source):
+            raise ValueError(f"record: the model file {source} no longer exists")
+        model = load_urdf(source, package_dirs=rec["model"]["package_dirs"] or None)
+        return Problem(model, rec["x0"], rec["N"], rec["dt"], _make_costs(model, rec["running_cost"]),
+                       _make_costs(model, rec["terminal_cost"]), substeps=rec["substeps"],
+                       integrator=rec["integrator"], u_lower=[float(v) for v in rec["u_lower"]],
+                       u_upper=[float(v) for v in rec["u_upper"]],
+                       path_constraints=[_make_constraint(model, r) for r in rec["path_constraints"]],
+                       terminal_constraints=[_make_constraint(model, r) for r in rec["terminal_constraints"]],
+                       name=rec["name"])
+    except (KeyError, TypeError) as e:
+        raise ValueError(f"record: incomplete problem record ({type(e).__name__}: {e})") from None
