@@ -19,7 +19,7 @@ algorithm, ∂FD/∂q, ∂FD/∂v) and :mod:`dynamics.rnea_second_derivatives` (
 coordinates ε ↦ q ⊕ ε (IDSVA-SO's d2tau_dq2 is that chart Hessian, see
 :mod:`dynamics.rnea_second_derivatives`) the chain rule above holds as written, for
 every joint type; indices run over the nv DoF columns. The Inner- and Outer-Terms are formed by direct
-tensor–matrix products (the seed's DTM, the fastest choice below ~40 joints), O(n⁴).
+tensor–matrix products (Singh, Russell & Wensing's DTM, their fastest choice below ~40 joints), O(n⁴).
 :func:`fdsva_so_terms` starts from first-order results the caller already holds.
 """
 from __future__ import annotations

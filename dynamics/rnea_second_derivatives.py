@@ -7,7 +7,7 @@ pass over the tree,
     d2tau_dqdv[i, j, k] = ∂²τ_i/∂q_j∂v_k        dM_dq[i, j, k]     = ∂M_ij/∂q_k
 
 (∂²τ/∂q∂a = ∂M/∂q; ∂²τ/∂a² = ∂²τ/∂v∂a = 0). Everything is in ground coordinates with
-Featherstone's [ω; v] ordering, the setting of the seed. Indices run over DoF columns
+Featherstone's [ω; v] ordering, the setting of Singh, Russell & Wensing 2023. Indices run over DoF columns
 (nv of them), for every joint type.
 
 Derivatives with respect to q are those of ε ↦ τ(q ⊕ ε) at ε = 0 (local coordinates,
