@@ -34,12 +34,18 @@ def subtree_end_column(topology, i, nv):
 
 
 @njit(cache=True)
-def _block_solve(Dinv, i, x, k, out, c0, col):
-    """out[c0 + r, col] = −Σ_b D_i⁻¹[r, b] x[b] for the k rows of joint i."""
+def _block_solve(A, c0, k, X, b, col, Dinv, i, x, out):
+    """out[c0 + r, col] −= Σ_a D_i⁻¹[r, a] (A[c0 + a] · X[b, :, col]) for the k rows of joint i
+    (A = S or U: joint i's columns; X[b] = F_i or P_λ: a force or motion set); x (6,) is scratch."""
+    for a in range(k):
+        s = 0.0
+        for r in range(6):
+            s += A[c0 + a, r] * X[b, r, col]
+        x[a] = s
     for r in range(k):
         s = 0.0
-        for b in range(k):
-            s += Dinv[i, r, b] * x[b]
+        for c in range(k):
+            s += Dinv[i, r, c] * x[c]
         out[c0 + r, col] -= s
 
 
@@ -69,12 +75,7 @@ def minv_passes(topology, S, IA):
             for b in range(k):
                 Minv[c0 + a, c0 + b] = Dinv[i, a, b]
         for col in range(c0 + k, end):  # M⁻¹[i, ν̄(i)] = −D_i⁻¹ S_iᵀ F_i[:, ν̄(i)]
-            for a in range(k):
-                s = 0.0
-                for r in range(6):
-                    s += S[c0 + a, r] * F[i, r, col]
-                x[a] = s
-            _block_solve(Dinv, i, x, k, Minv, c0, col)
+            _block_solve(S, c0, k, F, i, col, Dinv, i, x, Minv)
         lam = topology[i, PARENT]
         if lam < 0:
             continue
@@ -95,13 +96,8 @@ def minv_passes(topology, S, IA):
         lam = topology[i, PARENT]
         c0, k = topology[i, IDX_V], topology[i, NV]
         for col in range(c0, nv):
-            if lam >= 0:
-                for a in range(k):
-                    s = 0.0
-                    for r in range(6):
-                        s += U[c0 + a, r] * P[lam, r, col]
-                    x[a] = s
-                _block_solve(Dinv, i, x, k, Minv, c0, col)
+            if lam >= 0:  # M⁻¹[i, k≥i] −= D_i⁻¹ U_iᵀ P_λ[:, k]
+                _block_solve(U, c0, k, P, lam, col, Dinv, i, x, Minv)
             for r in range(6):
                 s = P[lam, r, col] if lam >= 0 else 0.0
                 for a in range(c0, c0 + k):
