@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 from numba import njit
 
-from ._checks import as_batch
+from ._checks import NO_FORCE, as_batch
 from .aba import aba_kernel
 from .aba_derivatives import aba_derivatives_kernel
 from .aba_second_derivatives_contracted import fdsva_so_contracted_kernel
@@ -25,7 +25,7 @@ from .rnea_derivatives import rnea_derivatives_into
 from .rnea_second_derivatives_contracted import idsva_so_contracted_kernel
 
 
-NO_FORCES = np.zeros((1, 0, 6))
+NO_FORCES = NO_FORCE[None]
 """The ``F_EXT`` the batch kernels receive when no external force is applied (any K)."""
 
 

@@ -25,9 +25,7 @@ def frame_force(model: Model, q, frame: str, wrench) -> np.ndarray:
     The result is a force fixed in the body frame (what ``f_ext`` means): evaluated at a
     different q, the same array is a different world wrench.
     """
-    q = as_vector(q, model.nq, "q")
-    if not np.all(np.isfinite(q)):
-        raise ValueError("q: expected finite values, got NaN or inf")
+    q = as_vector(q, model.nq, "q")  # finite values and unit quaternions: checked by the kinematics
     fr = check_frame(model, frame)
     if fr.body < 0:
         raise ValueError(f"frame: {frame!r} is fixed on the base (world); no joint carries a force applied there")

@@ -116,25 +116,12 @@ class Model:
         """Number of velocity variables, the dimension of the configuration's tangent space."""
         return int(self.topology[:, NV].sum())
 
-    @property
-    def idx_qs(self) -> np.ndarray:
-        """First index in q of every joint, in ``joint_names`` order (Pinocchio's ``idx_qs``)."""
-        return self.topology[:, IDX_Q].copy()
-
-    @property
-    def idx_vs(self) -> np.ndarray:
-        """First index in v of every joint (Pinocchio's ``idx_vs``)."""
-        return self.topology[:, IDX_V].copy()
-
-    @property
-    def nqs(self) -> np.ndarray:
-        """Configuration size of every joint (Pinocchio's ``nqs``)."""
-        return self.topology[:, NQ].copy()
-
-    @property
-    def nvs(self) -> np.ndarray:
-        """Velocity size of every joint (Pinocchio's ``nvs``)."""
-        return self.topology[:, NV].copy()
+    idx_qs = property(lambda self: self.topology[:, IDX_Q].copy(),
+                      doc="First index in q of every joint, in ``joint_names`` order (Pinocchio's ``idx_qs``).")
+    idx_vs = property(lambda self: self.topology[:, IDX_V].copy(),
+                      doc="First index in v of every joint (Pinocchio's ``idx_vs``).")
+    nqs = property(lambda self: self.topology[:, NQ].copy(), doc="Configuration size of every joint (``nqs``).")
+    nvs = property(lambda self: self.topology[:, NV].copy(), doc="Velocity size of every joint (``nvs``).")
 
     @property
     def joint_types(self) -> tuple[str, ...]:

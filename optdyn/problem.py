@@ -37,7 +37,7 @@ from dynamics._checks import as_vector
 from dynamics.batch import NO_FORCES
 from dynamics.forces import frame_force
 from dynamics.model import Model
-from dynamics.rnea import gravity_torques, rnea
+from dynamics.rnea import rnea
 
 from . import integrators
 from .constraints import Constraint, stack_constraints
@@ -152,7 +152,7 @@ class Problem:
                              f"got {f_ext!r}") from None
         if F.shape == (nj, 6):
             F = F[None]
-        if F.shape != (self.N, nj, 6) and not (F.ndim == 3 and F.shape[0] == 1 and F.shape[1:] == (nj, 6)):
+        if F.shape not in ((1, nj, 6), (self.N, nj, 6)):
             raise ValueError(f"f_ext: expected shape ({nj}, 6) (every interval) or ({self.N}, {nj}, 6) "
                              f"(one per interval), got shape {F.shape}")
         if not np.all(np.isfinite(F)):
@@ -163,12 +163,9 @@ class Problem:
         """(N, nu): the torques holding q0 at rest in every interval (g(q0) − Σ Jᵀ f_ext),
         clipped to the bounds."""
         q0, zero = self.x0[: self.model.nq], np.zeros(self.model.nv)
-        if self.forces.shape[1] == 0:
-            tau = np.tile(gravity_torques(self.model, q0), (self.N, 1))
-        else:
-            tau = np.array([rnea(self.model, q0, zero, zero, self.forces[min(k, self.forces.shape[0] - 1)])
-                            for k in range(self.N)])
-        return np.clip(tau, self.u_lower, self.u_upper)
+        F = self.forces if self.forces.shape[1] else [None]  # one set, or one per interval
+        tau = np.array([rnea(self.model, q0, zero, zero, f) for f in F])
+        return np.clip(np.broadcast_to(tau, (self.N, self.model.nv)), self.u_lower, self.u_upper)
 
     def _forces(self, K: int, start: int) -> np.ndarray:
         """F for K knots that are intervals start … start + K − 1."""
