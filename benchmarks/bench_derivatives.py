@@ -105,7 +105,7 @@ def _qdd(args, q, v, tau):
 
 @njit
 def _M(args, q, v, a):
-    return crba_kernel(args, q)[0]
+    return crba_kernel(args, q)
 
 
 @njit

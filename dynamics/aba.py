@@ -18,10 +18,11 @@ import numpy as np
 from numba import njit
 
 from ._checks import as_forces, as_vector
-from .kinematics import kinematics_and_inertias
+from .kinematics import kinematics_into
 from .model import IDX_V, NV, PARENT, Model
 from .rnea import check_forces, check_state, subtract_external_force
 from .spatial import crf_at, crm_at, dot6_at, joint_inertia_inverse, joint_velocity, mat6_vec_at
+from .workspace import new_data
 
 NOT_POSITIVE = "model: articulated inertia about a joint is not positive definite (massless leaf body?)"
 
@@ -29,14 +30,22 @@ NOT_POSITIVE = "model: articulated inertia about a joint is not positive definit
 @njit(cache=True)
 def aba_kernel(m, q, v, tau, f_ext):
     """q̈ = FD(q, v, τ, f_ext) (f_ext (n, 6) local, or (0, 6)), inputs checked for NaN/inf."""
+    qdd = np.empty(v.shape[0])
+    aba_into(m, new_data(m[0]), q, v, tau, f_ext, qdd)
+    return qdd
+
+
+@njit(cache=True)
+def aba_into(m, d, q, v, tau, f_ext, qdd):
+    """Write q̈ = FD(q, v, τ, f_ext) into ``qdd``, every intermediate in the workspace ``d``
+    (:mod:`dynamics.workspace`); inputs checked for NaN/inf."""
     check_state(q, v, tau, "tau: expected finite values, got NaN or inf")
     check_forces(f_ext)
     topology, gravity = m[0], m[4]
-    R, p, S, IA = kinematics_and_inertias(m, q)
-    n, nv = topology.shape[0], S.shape[0]
-    vel, c, pA = np.empty((n, 6)), np.empty((n, 6)), np.empty((n, 6))
-    U, UD, u, Dinv = np.empty((nv, 6)), np.empty((nv, 6)), np.empty(nv), np.empty((n, 6, 6))
-    h = np.empty((2, 6))
+    kinematics_into(m, q, d)
+    n = topology.shape[0]
+    R, p, S, IA, vel, c, pA = d.R, d.p, d.S, d.I, d.vel, d.acc, d.pA
+    U, UD, u, Dinv, h = d.U, d.UD, d.u, d.Dinv, d.h
     for i in range(n):
         lam = topology[i, PARENT]
         joint_velocity(topology, S, v, i, h, 1)
@@ -52,7 +61,7 @@ def aba_kernel(m, q, v, tau, f_ext):
         for a in range(c0, c0 + k):
             mat6_vec_at(IA, i, S, a, U, a)
             u[a] = tau[a] - dot6_at(S, a, pA, i)
-        if not joint_inertia_inverse(topology, S, U, i, Dinv):
+        if not joint_inertia_inverse(topology, S, U, i, Dinv, d.gauss):
             raise ValueError(NOT_POSITIVE)
         lam = topology[i, PARENT]
         if lam < 0:
@@ -75,7 +84,6 @@ def aba_kernel(m, q, v, tau, f_ext):
             pA[lam, r] += s
             for col in range(6):
                 IA[lam, r, col] += IA[i, r, col]
-    qdd = np.empty(nv)
     acc = c  # a_i overwrites c_i once used
     for i in range(n):
         lam = topology[i, PARENT]
@@ -92,7 +100,6 @@ def aba_kernel(m, q, v, tau, f_ext):
         for a in range(c0, c0 + k):
             for r in range(6):
                 acc[i, r] += S[a, r] * qdd[a]
-    return qdd
 
 
 def aba(model: Model, q, v, tau, f_ext=None) -> np.ndarray:

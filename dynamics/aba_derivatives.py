@@ -20,20 +20,20 @@ import numpy as np
 from numba import njit
 
 from ._checks import as_forces, as_vector
-from .kinematics import kinematics_and_inertias
+from .kinematics import kinematics_into
 from .minv import minv_passes
 from .model import PARENT, Model
 from .rnea import check_forces, check_state, rnea_passes_at
 from .rnea_derivatives import rnea_derivative_passes
 from .spatial import joint_velocity, mat6_vec_at
+from .workspace import new_data
 
 
 @njit(cache=True)
-def add_joint_acceleration(topology, S, I, qdd, acc, fC):
+def add_joint_acceleration(topology, S, I, qdd, acc, fC, work):
     """Move RNEA accelerations ``acc`` and composite forces ``fC`` (n, 6), computed at
-    q̈ = 0, to joint accelerations ``qdd`` (ID is affine in q̈)."""
+    q̈ = 0, to joint accelerations ``qdd`` (ID is affine in q̈); work (2, n, 6) is scratch."""
     n = topology.shape[0]
-    work = np.empty((2, n, 6))
     da, dfC = work[0], work[1]
     for i in range(n):
         lam = topology[i, PARENT]
@@ -62,24 +62,36 @@ def aba_derivatives_data(m, q, v, tau, f_ext):
     """:func:`aba_derivatives_kernel` plus the first-order data at q̈ that second-order
     passes start from: (S, I^C, B^C, rates = (Ψ̇, Ψ̈, Ṡ), joint vectors T) of
     :func:`dynamics.rnea_derivatives.rnea_derivative_passes`, as a 5th element."""
+    nv = v.shape[0]
+    d, qdd, out = new_data(m[0]), np.empty(nv), np.empty((3, nv, nv))
+    aba_derivatives_into(m, d, q, v, tau, f_ext, qdd, out[0], out[1], out[2])
+    return qdd, out[0], out[1], out[2], (d.S, d.I, d.BC, d.rates, d.T)
+
+
+@njit(cache=True)
+def aba_derivatives_into(m, d, q, v, tau, f_ext, qdd, dqdd_dq, dqdd_dv, Minv):
+    """Write q̈, ∂q̈/∂q, ∂q̈/∂q̇ and M⁻¹ into the last four arguments, every intermediate in
+    the workspace ``d`` (:mod:`dynamics.workspace`), which keeps the first-order data of
+    :func:`aba_derivatives_data` (d.S, d.I = I^C, d.BC, d.rates, d.T) and ∂τ/∂q, ∂τ/∂q̇ at
+    q̈ (d.dq, d.dv); inputs checked for NaN/inf."""
     check_state(q, v, tau, "tau: expected finite values, got NaN or inf")
     check_forces(f_ext)
     topology = m[0]
-    R, p, S, I = kinematics_and_inertias(m, q)  # one forward kinematics for M⁻¹ and the RNEA
-    n, nv = topology.shape[0], v.shape[0]
-    Minv = minv_passes(topology, S, I.copy())
-    S, I, vel, acc, fC, b = rnea_passes_at(topology, m[4], R, p, S, I, v, np.zeros(nv), f_ext)
-    qdd = np.empty(nv)
+    kinematics_into(m, q, d)  # one forward kinematics for M⁻¹ and the RNEA
+    nv = v.shape[0]
+    d.IA[:, :, :] = d.I
+    minv_passes(topology, d, d.IA, Minv)
+    d.u[:] = 0.0
+    rnea_passes_at(topology, m[4], d, v, d.u, f_ext)
+    b = d.tau
     for r in range(nv):  # FD = M⁻¹ (τ − b)
         s = 0.0
         for k in range(nv):
             s += Minv[r, k] * (tau[k] - b[k])
         qdd[r] = s
-    add_joint_acceleration(topology, S, I, qdd, acc, fC)
-    out = np.empty((4, nv, nv))
-    dtau_dq, dtau_dv, dqdd_dq, dqdd_dv = out[0], out[1], out[2], out[3]
-    rates, BC, T = np.empty((3, nv, 6)), np.empty((n, 6, 6)), np.empty((nv, 6, 6))
-    rnea_derivative_passes(topology, m[4], S, I, vel, acc, fC, rates, BC, T, dtau_dq, dtau_dv)
+    add_joint_acceleration(topology, d.S, d.I, qdd, d.acc, d.fC, d.da)
+    dtau_dq, dtau_dv = d.dq, d.dv
+    rnea_derivative_passes(topology, m[4], d.S, d.I, d.vel, d.acc, d.fC, d.rates, d.BC, d.T, dtau_dq, dtau_dv)
     for r in range(nv):  # eq. 24: −M⁻¹ ∂ID/∂u
         for c in range(nv):
             sq = sv = 0.0
@@ -87,7 +99,6 @@ def aba_derivatives_data(m, q, v, tau, f_ext):
                 sq += Minv[r, k] * dtau_dq[k, c]
                 sv += Minv[r, k] * dtau_dv[k, c]
             dqdd_dq[r, c], dqdd_dv[r, c] = -sq, -sv
-    return qdd, dqdd_dq, dqdd_dv, Minv, (S, I, BC, rates, T)
 
 
 def aba_derivatives(model: Model, q, v, tau, f_ext=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -14,8 +14,8 @@ import numpy as np
 from numba import njit
 
 from ._checks import NO_FORCE, as_batch
-from .aba import aba_kernel
-from .aba_derivatives import aba_derivatives_kernel
+from .aba import aba_into
+from .aba_derivatives import aba_derivatives_into
 from .aba_second_derivatives_contracted import fdsva_so_contracted_kernel
 from .joints import check_configuration
 from .kinematics import forward_kinematics, tangent_size
@@ -23,6 +23,7 @@ from .kinematics_derivatives import body_point, body_point_position, point_kinem
 from .model import Model
 from .rnea_derivatives import rnea_derivatives_into
 from .rnea_second_derivatives_contracted import idsva_so_contracted_kernel
+from .workspace import new_data
 
 
 NO_FORCES = NO_FORCE[None]
@@ -39,10 +40,9 @@ def knot_force(F, k):
 def rnea_derivatives_batch_kernel(m, Q, V, A, F):
     """(∂τ/∂q, ∂τ/∂q̇), each (K, nv, nv), at the K states (Q[k], V[k], A[k])."""
     K, nv = V.shape
-    out = np.empty((2, K, nv, nv))
+    out, d = np.empty((2, K, nv, nv)), new_data(m[0])
     for k in range(K):
-        check_configuration(m[0], Q[k])
-        rnea_derivatives_into(m, Q[k], V[k], A[k], knot_force(F, k), out[0, k], out[1, k])
+        rnea_derivatives_into(m, d, Q[k], V[k], A[k], knot_force(F, k), out[0, k], out[1, k])
     return out[0], out[1]
 
 
@@ -50,9 +50,9 @@ def rnea_derivatives_batch_kernel(m, Q, V, A, F):
 def aba_batch_kernel(m, Q, V, TAU, F):
     """q̈ (K, nv) at the K states (Q[k], V[k], TAU[k])."""
     K, nv = V.shape
-    qdd = np.empty((K, nv))
+    qdd, d = np.empty((K, nv)), new_data(m[0])
     for k in range(K):
-        qdd[k] = aba_kernel(m, Q[k], V[k], TAU[k], knot_force(F, k))
+        aba_into(m, d, Q[k], V[k], TAU[k], knot_force(F, k), qdd[k])
     return qdd
 
 
@@ -60,9 +60,9 @@ def aba_batch_kernel(m, Q, V, TAU, F):
 def aba_derivatives_batch_kernel(m, Q, V, TAU, F):
     """(q̈ (K, nv), ∂q̈/∂q, ∂q̈/∂q̇, M⁻¹ (K, nv, nv)) at the K states."""
     K, nv = V.shape
-    qdd, out = np.empty((K, nv)), np.empty((3, K, nv, nv))
+    qdd, out, d = np.empty((K, nv)), np.empty((3, K, nv, nv)), new_data(m[0])
     for k in range(K):
-        qdd[k], out[0, k], out[1, k], out[2, k] = aba_derivatives_kernel(m, Q[k], V[k], TAU[k], knot_force(F, k))
+        aba_derivatives_into(m, d, Q[k], V[k], TAU[k], knot_force(F, k), qdd[k], out[0, k], out[1, k], out[2, k])
     return qdd, out[0], out[1], out[2]
 
 

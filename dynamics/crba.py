@@ -11,32 +11,41 @@ import numpy as np
 from numba import njit
 
 from ._checks import as_vector
-from .kinematics import kinematics_and_inertias
+from .kinematics import kinematics_into
 from .model import IDX_V, NV, PARENT, Model
 from .spatial import add_to_parent, dot6_at, mat6_vec_at
+from .workspace import new_data
 
 
 @njit(cache=True)
 def crba_kernel(m, q):
-    """M (nv, nv), full symmetric, and the composite inertias I^C (n, 6, 6); q checked."""
+    """M (nv, nv), full and symmetric; q checked."""
+    d = new_data(m[0])
+    M = np.empty((d.S.shape[0], d.S.shape[0]))
+    crba_into(m, d, q, M)
+    return M
+
+
+@njit(cache=True)
+def crba_into(m, d, q, M):
+    """Write M(q) (nv, nv) into ``M`` and the composite inertias I^C into d.I, every
+    intermediate in the workspace ``d`` (:mod:`dynamics.workspace`); q checked."""
     topology = m[0]
-    _, _, S, IC = kinematics_and_inertias(m, q)
-    nv = S.shape[0]
-    M = np.zeros((nv, nv))
-    F = np.empty((1, 6))
+    kinematics_into(m, q, d)
+    S, IC, F = d.S, d.I, d.h
+    M[:, :] = 0.0
     for i in range(topology.shape[0] - 1, -1, -1):
         for c in range(topology[i, IDX_V], topology[i, IDX_V] + topology[i, NV]):
             mat6_vec_at(IC, i, S, c, F, 0)
             j = i
-            while j >= 0:  # M_cd = S_dᵀ I_i^C S_c for the columns d of every j ⪯ i
-                for d in range(topology[j, IDX_V], topology[j, IDX_V] + topology[j, NV]):
-                    M[c, d] = M[d, c] = dot6_at(S, d, F, 0)
+            while j >= 0:  # M_ce = S_eᵀ I_i^C S_c for the columns e of every j ⪯ i
+                for e in range(topology[j, IDX_V], topology[j, IDX_V] + topology[j, NV]):
+                    M[c, e] = M[e, c] = dot6_at(S, e, F, 0)
                 j = topology[j, PARENT]
         add_to_parent(topology, IC, i)
-    return M, IC
 
 
 def crba(model: Model, q) -> np.ndarray:
     """Joint-space inertia matrix M(q) (nv, nv), full and symmetric."""
     q = as_vector(q, model.nq, "q")
-    return crba_kernel(model.arrays, q)[0]
+    return crba_kernel(model.arrays, q)

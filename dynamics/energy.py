@@ -9,9 +9,10 @@ import numpy as np
 from numba import njit
 
 from ._checks import as_vector
-from .kinematics import all_finite, kinematics_and_inertias
+from .kinematics import all_finite, kinematics_into
 from .model import PARENT, Model
 from .spatial import dot6_at, joint_velocity, mat6_vec_at
+from .workspace import new_data
 
 
 @njit(cache=True)
@@ -19,10 +20,10 @@ def _energies(m, q, v):
     if not all_finite(v):
         raise ValueError("v: expected finite values, got NaN or inf")
     topology, inertia, gravity = m[0], m[3], m[4]
-    R, p, S, I = kinematics_and_inertias(m, q)
+    d = new_data(topology)
+    kinematics_into(m, q, d)
+    R, p, S, I, vel, h = d.R, d.p, d.S, d.I, d.vel, d.h
     n = topology.shape[0]
-    vel = np.zeros((n, 6))
-    h = np.empty((2, 6))
     T = V = 0.0
     for i in range(n):
         lam = topology[i, PARENT]

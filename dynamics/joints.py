@@ -82,69 +82,66 @@ def check_configuration(topology, q):
 
 
 @njit(cache=True)
-def quaternion_matrix(q, k, J):
-    """J (3, 3) = rotation of the unit quaternion q[k:k+4] = (x, y, z, w)."""
-    x, y, z, w = q[k], q[k + 1], q[k + 2], q[k + 3]
-    J[0, 0], J[0, 1], J[0, 2] = 1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)
-    J[1, 0], J[1, 1], J[1, 2] = 2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)
-    J[2, 0], J[2, 1], J[2, 2] = 2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)
+def quaternion_rotation(x, y, z, w):
+    """The rotation matrix of the unit quaternion (x, y, z, w), as its 9 entries row by row."""
+    return (1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w),
+            2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w),
+            2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y))
 
 
 @njit(cache=True)
-def joint_motion(jtype, axis, i, q, k, J, t):
-    """Joint transform X_J(q_j) = (J (3, 3), t (3,)) of joint i, q_j = q[k:k+nq_j]."""
-    for r in range(3):
-        t[r] = 0.0
-        for c in range(3):
-            J[r, c] = 1.0 if r == c else 0.0
-    if jtype == PRISMATIC:
-        for r in range(3):
-            t[r] = q[k] * axis[i, r]
-    elif jtype == REVOLUTE:
+def quaternion_matrix(q, k, J):
+    """J (3, 3) = rotation of the unit quaternion q[k:k+4] = (x, y, z, w)."""
+    r = quaternion_rotation(q[k], q[k + 1], q[k + 2], q[k + 3])
+    J[0, 0], J[0, 1], J[0, 2], J[1, 0], J[1, 1], J[1, 2], J[2, 0], J[2, 1], J[2, 2] = r
+
+
+@njit(cache=True)
+def joint_motion(jtype, axis, i, q, k):
+    """Joint transform X_J(q_j) of joint i, q_j = q[k:k+nq_j], as the scalars
+    (J00, J01, J02, J10, …, J22, t0, t1, t2) of its rotation J and translation t."""
+    if jtype == REVOLUTE:  # Rodrigues' formula about the unit axis
         x, y, z = axis[i, 0], axis[i, 1], axis[i, 2]
         s, co = np.sin(q[k]), np.cos(q[k])
         c1 = 1.0 - co
-        J[0, 0], J[0, 1], J[0, 2] = co + x * x * c1, x * y * c1 - z * s, x * z * c1 + y * s
-        J[1, 0], J[1, 1], J[1, 2] = y * x * c1 + z * s, co + y * y * c1, y * z * c1 - x * s
-        J[2, 0], J[2, 1], J[2, 2] = z * x * c1 - y * s, z * y * c1 + x * s, co + z * z * c1
-    elif jtype == SPHERICAL:
-        quaternion_matrix(q, k, J)
-    elif jtype == FREE_FLYER:
-        quaternion_matrix(q, k + 3, J)
-        t[0], t[1], t[2] = q[k], q[k + 1], q[k + 2]
-    else:  # PLANAR
+        return (co + x * x * c1, x * y * c1 - z * s, x * z * c1 + y * s,
+                y * x * c1 + z * s, co + y * y * c1, y * z * c1 - x * s,
+                z * x * c1 - y * s, z * y * c1 + x * s, co + z * z * c1, 0.0, 0.0, 0.0)
+    if jtype == PRISMATIC:
+        return 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, q[k] * axis[i, 0], q[k] * axis[i, 1], q[k] * axis[i, 2]
+    if jtype == PLANAR:
         co, s = q[k + 2], q[k + 3]
-        J[0, 0], J[0, 1], J[1, 0], J[1, 1] = co, -s, s, co
-        t[0], t[1] = q[k], q[k + 1]
+        return co, -s, 0.0, s, co, 0.0, 0.0, 0.0, 1.0, q[k], q[k + 1], 0.0
+    if jtype == SPHERICAL:
+        return quaternion_rotation(q[k], q[k + 1], q[k + 2], q[k + 3]) + (0.0, 0.0, 0.0)
+    return quaternion_rotation(q[k + 3], q[k + 4], q[k + 5], q[k + 6]) + (q[k], q[k + 1], q[k + 2])  # free-flyer
 
 
 @njit(cache=True)
-def joint_transform(topology, joint_placement, axis, q, i, R, p, J, t):
+def joint_transform(topology, joint_placement, axis, q, i, R, p):
     """World pose (R[i], p[i]) of joint frame i: ⁰T_i = ⁰T_λ(i) · X_T(i) · X_J(q_i).
 
-    X_T(i) = ``joint_placement[i]``, X_J from :func:`joint_motion`; J (3, 3) and t (3,)
-    are scratch. Rows of the stacked arrays are addressed by index (no views) so the
-    recursion does no reference counting.
+    X_T(i) = ``joint_placement[i]``, X_J from :func:`joint_motion`. Rows of the stacked
+    arrays are addressed by index (no views) and the 3 × 3 products are written out in
+    scalars, so the recursion does no reference counting and no memory round trips.
     """
     lam = topology[i, PARENT]
+    X = joint_placement
+    j00, j01, j02, j10, j11, j12, j20, j21, j22, t0, t1, t2 = joint_motion(
+        topology[i, JTYPE], axis, i, q, topology[i, IDX_Q])
     for r in range(3):
-        for c in range(4):
-            if lam < 0:
-                x = joint_placement[i, r, c]
-            else:
-                x = (R[lam, r, 0] * joint_placement[i, 0, c] + R[lam, r, 1] * joint_placement[i, 1, c]
-                     + R[lam, r, 2] * joint_placement[i, 2, c])
-            if c < 3:
-                R[i, r, c] = x
-            else:
-                p[i, r] = x + (p[lam, r] if lam >= 0 else 0.0)
-    joint_motion(topology[i, JTYPE], axis, i, q, topology[i, IDX_Q], J, t)
-    for r in range(3):
-        a0, a1, a2 = R[i, r, 0], R[i, r, 1], R[i, r, 2]
-        p[i, r] += a0 * t[0] + a1 * t[1] + a2 * t[2]
-        R[i, r, 0] = a0 * J[0, 0] + a1 * J[1, 0] + a2 * J[2, 0]
-        R[i, r, 1] = a0 * J[0, 1] + a1 * J[1, 1] + a2 * J[2, 1]
-        R[i, r, 2] = a0 * J[0, 2] + a1 * J[1, 2] + a2 * J[2, 2]
+        if lam < 0:  # row r of ⁰T_λ · X_T
+            a0, a1, a2, a3 = X[i, r, 0], X[i, r, 1], X[i, r, 2], X[i, r, 3]
+        else:
+            b0, b1, b2 = R[lam, r, 0], R[lam, r, 1], R[lam, r, 2]
+            a0 = b0 * X[i, 0, 0] + b1 * X[i, 1, 0] + b2 * X[i, 2, 0]
+            a1 = b0 * X[i, 0, 1] + b1 * X[i, 1, 1] + b2 * X[i, 2, 1]
+            a2 = b0 * X[i, 0, 2] + b1 * X[i, 1, 2] + b2 * X[i, 2, 2]
+            a3 = b0 * X[i, 0, 3] + b1 * X[i, 1, 3] + b2 * X[i, 2, 3] + p[lam, r]
+        p[i, r] = a3 + a0 * t0 + a1 * t1 + a2 * t2
+        R[i, r, 0] = a0 * j00 + a1 * j10 + a2 * j20
+        R[i, r, 1] = a0 * j01 + a1 * j11 + a2 * j21
+        R[i, r, 2] = a0 * j02 + a1 * j12 + a2 * j22
 
 
 @njit(cache=True, inline="always")

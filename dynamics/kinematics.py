@@ -36,9 +36,8 @@ def tangent_size(topology):
 def forward_kinematics(m, q, R, p, S):
     """World poses (R (n,3,3), p (n,3)) of the joint frames and world S (nv, 6)."""
     topology, joint_placement, axis = m[0], m[1], m[2]
-    J, t = np.empty((3, 3)), np.empty(3)
     for i in range(topology.shape[0]):
-        joint_transform(topology, joint_placement, axis, q, i, R, p, J, t)
+        joint_transform(topology, joint_placement, axis, q, i, R, p)
         motion_subspace(topology, axis, i, R, p, S)
 
 
@@ -54,15 +53,16 @@ def world_kinematics(m, q):
     return R, p, S
 
 
-@njit(cache=True)
-def kinematics_and_inertias(m, q):
-    """:func:`world_kinematics` plus world spatial inertias I (n, 6, 6); returns (R, p, S, I)."""
-    R, p, S = world_kinematics(m, q)
+@njit(cache=True, inline="always")
+def kinematics_into(m, q, d):
+    """Forward kinematics and world spatial inertias into the workspace ``d``
+    (:mod:`dynamics.workspace`): d.R, d.p, d.S and d.I (n, 6, 6); q checked (NaN/inf,
+    unit quaternions)."""
+    check_configuration(m[0], q)
+    forward_kinematics(m, q, d.R, d.p, d.S)
     inertia = m[3]
-    I = np.empty((inertia.shape[0], 6, 6))
     for i in range(inertia.shape[0]):
-        world_inertia(inertia, i, R, p, I)
-    return R, p, S, I
+        world_inertia(inertia, i, d.R, d.p, d.I)
 
 
 @njit(cache=True)

@@ -21,9 +21,10 @@ from numba import njit
 
 from ._checks import as_vector
 from .aba import NOT_POSITIVE
-from .kinematics import kinematics_and_inertias
+from .kinematics import kinematics_into
 from .model import IDX_V, NV, PARENT, SUBTREE_END, Model
 from .spatial import dot6_at, joint_inertia_inverse, mat6_vec_at
+from .workspace import new_data
 
 
 @njit(cache=True)
@@ -52,23 +53,27 @@ def _block_solve(A, c0, k, X, b, col, Dinv, i, x, out):
 @njit(cache=True)
 def minv_kernel(m, q):
     """M(q)⁻¹ (nv, nv) by the three-pass algorithm; q checked for NaN/inf."""
-    _, _, S, IA = kinematics_and_inertias(m, q)
-    return minv_passes(m[0], S, IA)
+    d = new_data(m[0])
+    kinematics_into(m, q, d)
+    Minv = np.empty((d.S.shape[0], d.S.shape[0]))
+    minv_passes(m[0], d, d.I, Minv)
+    return Minv
 
 
 @njit(cache=True)
-def minv_passes(topology, S, IA):
-    """M⁻¹ (nv, nv) from the world motion subspaces S (nv, 6) and body inertias IA
-    (n, 6, 6) of a forward-kinematics pass; IA is overwritten (articulated inertias)."""
-    n, nv = topology.shape[0], S.shape[0]
-    Minv = np.zeros((nv, nv))
-    F, P = np.zeros((n, 6, nv)), np.zeros((n, 6, nv))
-    U, Dinv, x = np.empty((nv, 6)), np.empty((n, 6, 6)), np.empty(6)
+def minv_passes(topology, d, IA, Minv):
+    """Write M⁻¹ (nv, nv) into ``Minv`` from the world motion subspaces d.S of a
+    forward-kinematics pass and the body inertias ``IA`` (n, 6, 6), which are overwritten
+    (articulated inertias); the other intermediates in the workspace ``d``."""
+    n, nv = topology.shape[0], d.S.shape[0]
+    S, F, P, U, Dinv, x = d.S, d.F, d.P, d.U, d.Dinv, d.h[0]
+    Minv[:, :] = 0.0
+    F[:, :, :] = 0.0  # P needs no clearing: every entry read is written first
     for i in range(n - 1, -1, -1):
         c0, k = topology[i, IDX_V], topology[i, NV]
         for a in range(c0, c0 + k):
             mat6_vec_at(IA, i, S, a, U, a)
-        if not joint_inertia_inverse(topology, S, U, i, Dinv):
+        if not joint_inertia_inverse(topology, S, U, i, Dinv, d.gauss):
             raise ValueError(NOT_POSITIVE)
         end = subtree_end_column(topology, i, nv)
         for a in range(k):
@@ -106,7 +111,6 @@ def minv_passes(topology, S, IA):
     for r in range(nv):
         for col in range(r + 1, nv):
             Minv[col, r] = Minv[r, col]
-    return Minv
 
 
 def minv(model: Model, q) -> np.ndarray:

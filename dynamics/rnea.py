@@ -27,9 +27,10 @@ import numpy as np
 from numba import njit
 
 from ._checks import as_forces, as_vector
-from .kinematics import all_finite, kinematics_and_inertias
+from .kinematics import all_finite, kinematics_into
 from .model import IDX_V, NV, PARENT, Model
 from .spatial import crf_at, crm_at, dot6_at, joint_velocity, mat6_vec_at
+from .workspace import new_data
 
 
 @njit(cache=True)
@@ -50,24 +51,25 @@ def check_forces(f_ext):
 
 
 @njit(cache=True)
-def rnea_passes(m, q, v, a, f_ext):
-    """Both RNEA passes; returns (S, I, vel, acc, fC, tau) in world coordinates.
+def rnea_passes(m, d, q, v, a, f_ext):
+    """Forward kinematics and both RNEA passes into the workspace ``d``
+    (:mod:`dynamics.workspace`), in world coordinates: d.S, d.I (body inertias), d.vel,
+    d.acc, d.fC and τ in d.tau.
 
     ``fC[i]`` is the composite force f_i^C transmitted across joint i; ``f_ext`` is
     (n, 6) local external forces, or (0, 6) for none.
     """
     check_forces(f_ext)
-    R, p, S, I = kinematics_and_inertias(m, q)
-    return rnea_passes_at(m[0], m[4], R, p, S, I, v, a, f_ext)
+    kinematics_into(m, q, d)
+    rnea_passes_at(m[0], m[4], d, v, a, f_ext)
 
 
 @njit(cache=True)
-def rnea_passes_at(topology, gravity, R, p, S, I, v, a, f_ext):
-    """:func:`rnea_passes` from the outputs (R, p, S, I) of a forward-kinematics pass
-    (I is kept: the forces are written to new arrays)."""
+def rnea_passes_at(topology, gravity, d, v, a, f_ext):
+    """:func:`rnea_passes` after the forward kinematics (d.R, d.p, d.S, d.I) is done
+    (d.I is kept)."""
     n = topology.shape[0]
-    vel, acc, fC = np.empty((n, 6)), np.empty((n, 6)), np.empty((n, 6))
-    work = np.empty((3, 6))
+    R, p, S, I, vel, acc, fC, work, tau = d.R, d.p, d.S, d.I, d.vel, d.acc, d.fC, d.h, d.tau
     for i in range(n):
         lam = topology[i, PARENT]
         joint_velocity(topology, S, v, i, work, 0)
@@ -89,7 +91,6 @@ def rnea_passes_at(topology, gravity, R, p, S, I, v, a, f_ext):
             fC[i, k] += work[1, k]
         if f_ext.shape[0] > 0:
             subtract_external_force(R, p, f_ext, i, fC)
-    tau = np.empty(S.shape[0])
     for i in range(n - 1, -1, -1):
         for c in range(topology[i, IDX_V], topology[i, IDX_V] + topology[i, NV]):
             tau[c] = dot6_at(S, c, fC, i)
@@ -97,7 +98,6 @@ def rnea_passes_at(topology, gravity, R, p, S, I, v, a, f_ext):
         if lam >= 0:
             for k in range(6):
                 fC[lam, k] += fC[i, k]
-    return S, I, vel, acc, fC, tau
 
 
 @njit(cache=True)
@@ -120,7 +120,9 @@ def subtract_external_force(R, p, f_ext, i, f):
 def rnea_kernel(m, q, v, a, f_ext):
     """τ = ID(q, v, a, f_ext), inputs checked for NaN/inf."""
     check_state(q, v, a, "a: expected finite values, got NaN or inf")
-    return rnea_passes(m, q, v, a, f_ext)[5]
+    d = new_data(m[0])
+    rnea_passes(m, d, q, v, a, f_ext)
+    return d.tau.copy()
 
 
 def rnea(model: Model, q, v, a, f_ext=None) -> np.ndarray:

@@ -36,6 +36,7 @@ from ._checks import as_forces, as_vector
 from .model import IDX_V, NV, PARENT, Model
 from .rnea import check_state, rnea_passes
 from .spatial import add_to_parent, crf_at, crm_at, dot6_at, mat6_vec_at
+from .workspace import new_data
 
 
 @njit(cache=True)
@@ -88,15 +89,14 @@ def _add_half_skew(x, y, z, B, k, r, c):
 
 
 @njit(cache=True)
-def rnea_derivatives_into(m, q, v, a, f_ext, dtau_dq, dtau_dv):
-    """Write ∂τ/∂q and ∂τ/∂q̇ (nv, nv) at (q, v, a) into ``dtau_dq`` and ``dtau_dv``.
+def rnea_derivatives_into(m, d, q, v, a, f_ext, dtau_dq, dtau_dv):
+    """Write ∂τ/∂q and ∂τ/∂q̇ (nv, nv) at (q, v, a) into ``dtau_dq`` and ``dtau_dv``, every
+    intermediate in the workspace ``d`` (:mod:`dynamics.workspace`).
 
     Inputs are not checked (see :func:`rnea_derivatives_kernel`).
     """
-    S, I, vel, acc, fC, _ = rnea_passes(m, q, v, a, f_ext)
-    n, nv = I.shape[0], S.shape[0]
-    rnea_derivative_passes(m[0], m[4], S, I, vel, acc, fC, np.empty((3, nv, 6)), np.empty((n, 6, 6)),
-                           np.empty((nv, 6, 6)), dtau_dq, dtau_dv)
+    rnea_passes(m, d, q, v, a, f_ext)
+    rnea_derivative_passes(m[0], m[4], d.S, d.I, d.vel, d.acc, d.fC, d.rates, d.BC, d.T, dtau_dq, dtau_dv)
 
 
 # rows of the per-column work array of the backward pass
@@ -115,7 +115,7 @@ def rnea_derivative_passes(topology, gravity, S, IC, vel, acc, fC, rates, BC, T,
     """
     n = topology.shape[0]
     Psid, Psidd, Sd = rates[0], rates[1], rates[2]
-    subspace_rates(topology, gravity, S, vel, acc, Psid, Psidd, Sd)
+    subspace_rates(topology, gravity, S, vel, acc, Psid, Psidd, Sd, T[0])
     for k in range(n):
         body_coriolis(IC, vel, k, BC)
     dtau_dq[:, :] = 0.0
@@ -138,9 +138,10 @@ def rnea_derivative_passes(topology, gravity, S, IC, vel, acc, fC, rates, BC, T,
 
 
 @njit(cache=True)
-def subspace_rates(topology, gravity, S, vel, acc, Psid, Psidd, Sd):
-    """Write Ψ̇, Ψ̈ and Ṡ (nv, 6) of eq. 15; at the root v_λ = 0 and a_λ = a_0 = [0; −g]."""
-    w = np.zeros((2, 6))  # row 0: a_0, row 1: scratch
+def subspace_rates(topology, gravity, S, vel, acc, Psid, Psidd, Sd, w):
+    """Write Ψ̇, Ψ̈ and Ṡ (nv, 6) of eq. 15; at the root v_λ = 0 and a_λ = a_0 = [0; −g].
+    w (≥ 2, 6) is scratch."""
+    w[0, :3] = 0.0  # row 0: a_0, row 1: scratch
     w[0, 3:] = -gravity
     for i in range(topology.shape[0]):
         lam = topology[i, PARENT]
@@ -192,7 +193,7 @@ def rnea_derivatives_kernel(m, q, v, a, f_ext):
     check_state(q, v, a, "a: expected finite values, got NaN or inf")
     nv = v.shape[0]
     dtau_dq, dtau_dv = np.empty((nv, nv)), np.empty((nv, nv))
-    rnea_derivatives_into(m, q, v, a, f_ext, dtau_dq, dtau_dv)
+    rnea_derivatives_into(m, new_data(m[0]), q, v, a, f_ext, dtau_dq, dtau_dv)
     return dtau_dq, dtau_dv
 
 

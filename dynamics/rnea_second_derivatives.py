@@ -80,6 +80,7 @@ from .model import IDX_V, NV, PARENT, Model
 from .rnea import check_state, rnea_passes
 from .rnea_derivatives import D, E, G, H, body_coriolis, coriolis_at, joint_terms, subspace_rates
 from .spatial import add_to_parent, crf_at, dot6_at, mat6_vec_at
+from .workspace import new_data
 
 A1, A3, BS = 0, 1, 2  # rows of the per-body matrix workspace
 U1, U2, U3, U4, U5, U6, U7, U8, U9, U10, U11, TMP = range(12)  # rows of the (i, j) vectors (+2 scratch)
@@ -229,11 +230,12 @@ def idsva_so_kernel(m, q, v, a, f_ext):
     """
     check_state(q, v, a, "a: expected finite values, got NaN or inf")
     topology, gravity = m[0], m[4]
-    S, IC, vel, acc, fC, _ = rnea_passes(m, q, v, a, f_ext)
+    d = new_data(topology)
+    rnea_passes(m, d, q, v, a, f_ext)
+    S, IC, vel, acc, fC, BC = d.S, d.I, d.vel, d.acc, d.fC, d.BC
     n, nv = topology.shape[0], v.shape[0]
-    Psid, Psidd, Sd, PsidSd = np.empty((nv, 6)), np.empty((nv, 6)), np.empty((nv, 6)), np.empty((nv, 6))
-    subspace_rates(topology, gravity, S, vel, acc, Psid, Psidd, Sd)
-    BC = np.empty((n, 6, 6))
+    Psid, Psidd, Sd, PsidSd = d.rates[0], d.rates[1], d.rates[2], d.U
+    subspace_rates(topology, gravity, S, vel, acc, Psid, Psidd, Sd, d.h)
     for i in range(n):
         body_coriolis(IC, vel, i, BC)
     for c in range(nv):

@@ -52,6 +52,7 @@ from .model import IDX_V, NV, PARENT, Model
 from .rnea import check_state, rnea_passes
 from .rnea_derivatives import D, E, G, H, coriolis_at, rnea_derivative_passes
 from .spatial import add_to_parent, crf_at, crm_at, dot6_at
+from .workspace import new_data
 
 # rows of the per-column vector workspace
 U8, U9, U11, U5, U2, P3, P1, PB, TMP, TMP2, TMP3, TMP4 = range(12)
@@ -236,11 +237,12 @@ def idsva_so_contracted_kernel(m, q, v, a, f_ext, mu):
     if not all_finite(mu):
         raise ValueError("mu: expected finite values, got NaN or inf")
     topology, gravity = m[0], m[4]
-    n, nv = topology.shape[0], v.shape[0]
-    S, IC, vel, acc, fC, _ = rnea_passes(m, q, v, a, f_ext)
-    rates, BC, T, out = np.empty((3, nv, 6)), np.empty((n, 6, 6)), np.empty((nv, 6, 6)), np.empty((6, nv, nv))
-    rnea_derivative_passes(topology, gravity, S, IC, vel, acc, fC, rates, BC, T, out[4], out[5])
-    idsva_so_contracted_passes(topology, (S, IC, BC, rates, T), mu, out[0], out[1], out[2], out[3])
+    nv = v.shape[0]
+    d = new_data(topology)
+    rnea_passes(m, d, q, v, a, f_ext)
+    out = np.empty((4, nv, nv))
+    rnea_derivative_passes(topology, gravity, d.S, d.I, d.vel, d.acc, d.fC, d.rates, d.BC, d.T, d.dq, d.dv)
+    idsva_so_contracted_passes(topology, (d.S, d.I, d.BC, d.rates, d.T), mu, out[0], out[1], out[2], out[3])
     return out[0], out[1], out[2], out[3]
 
 

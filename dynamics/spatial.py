@@ -15,7 +15,6 @@ counting, which made the recursions about 4× slower than this row-addressed for
 """
 from __future__ import annotations
 
-import numpy as np
 from numba import njit
 
 from .model import IDX_V, NV, PARENT
@@ -30,36 +29,38 @@ def world_inertia(inertia, i, R, p, I):
     I = [[I_c + m·c×·c×ᵀ, m·c×], [m·c×ᵀ, m·1]].
     """
     m = inertia[i, 0]
-    c0 = p[i, 0] + R[i, 0, 0] * inertia[i, 1] + R[i, 0, 1] * inertia[i, 2] + R[i, 0, 2] * inertia[i, 3]
-    c1 = p[i, 1] + R[i, 1, 0] * inertia[i, 1] + R[i, 1, 1] * inertia[i, 2] + R[i, 1, 2] * inertia[i, 3]
-    c2 = p[i, 2] + R[i, 2, 0] * inertia[i, 1] + R[i, 2, 1] * inertia[i, 2] + R[i, 2, 2] * inertia[i, 3]
-    for r in range(3):
-        for k in range(r, 3):
-            s = 0.0
-            for a in range(3):
-                s += R[i, r, a] * (inertia[i, 4 + 3 * a] * R[i, k, 0] + inertia[i, 5 + 3 * a] * R[i, k, 1]
-                                   + inertia[i, 6 + 3 * a] * R[i, k, 2])
-            I[i, r, k] = I[i, k, r] = s
-            I[i, r, 3 + k] = I[i, k, 3 + r] = I[i, 3 + r, k] = I[i, 3 + k, r] = 0.0
-            I[i, 3 + r, 3 + k] = I[i, 3 + k, 3 + r] = 0.0
-    cc = c0 * c0 + c1 * c1 + c2 * c2
-    I[i, 0, 0] += m * (cc - c0 * c0)
-    I[i, 1, 1] += m * (cc - c1 * c1)
-    I[i, 2, 2] += m * (cc - c2 * c2)
-    I[i, 0, 1] -= m * c0 * c1
-    I[i, 1, 0] -= m * c0 * c1
-    I[i, 0, 2] -= m * c0 * c2
-    I[i, 2, 0] -= m * c0 * c2
-    I[i, 1, 2] -= m * c1 * c2
-    I[i, 2, 1] -= m * c1 * c2
-    I[i, 3, 3] = I[i, 4, 4] = I[i, 5, 5] = m
-    # upper-right block m·c×, lower-left block its transpose
-    I[i, 0, 4] = I[i, 4, 0] = -m * c2
-    I[i, 0, 5] = I[i, 5, 0] = m * c1
-    I[i, 1, 3] = I[i, 3, 1] = m * c2
-    I[i, 1, 5] = I[i, 5, 1] = -m * c0
-    I[i, 2, 3] = I[i, 3, 2] = -m * c1
-    I[i, 2, 4] = I[i, 4, 2] = m * c0
+    r00, r01, r02 = R[i, 0, 0], R[i, 0, 1], R[i, 0, 2]
+    r10, r11, r12 = R[i, 1, 0], R[i, 1, 1], R[i, 1, 2]
+    r20, r21, r22 = R[i, 2, 0], R[i, 2, 1], R[i, 2, 2]
+    k0, k1, k2 = inertia[i, 1], inertia[i, 2], inertia[i, 3]
+    c0 = p[i, 0] + r00 * k0 + r01 * k1 + r02 * k2
+    c1 = p[i, 1] + r10 * k0 + r11 * k1 + r12 * k2
+    c2 = p[i, 2] + r20 * k0 + r21 * k1 + r22 * k2
+    for r in range(3):  # row r of R·I_com, then I_c[r, k] = (R·I_com)[r] · R[k]
+        a, b, d = R[i, r, 0], R[i, r, 1], R[i, r, 2]
+        x0 = a * inertia[i, 4] + b * inertia[i, 7] + d * inertia[i, 10]
+        x1 = a * inertia[i, 5] + b * inertia[i, 8] + d * inertia[i, 11]
+        x2 = a * inertia[i, 6] + b * inertia[i, 9] + d * inertia[i, 12]
+        I[i, r, 0] = x0 * r00 + x1 * r01 + x2 * r02
+        I[i, r, 1] = x0 * r10 + x1 * r11 + x2 * r12
+        I[i, r, 2] = x0 * r20 + x1 * r21 + x2 * r22
+    mc0, mc1, mc2 = m * c0, m * c1, m * c2
+    I[i, 0, 0] += mc1 * c1 + mc2 * c2
+    I[i, 1, 1] += mc0 * c0 + mc2 * c2
+    I[i, 2, 2] += mc0 * c0 + mc1 * c1
+    I[i, 0, 1] -= mc0 * c1
+    I[i, 1, 0] -= mc0 * c1
+    I[i, 0, 2] -= mc0 * c2
+    I[i, 2, 0] -= mc0 * c2
+    I[i, 1, 2] -= mc1 * c2
+    I[i, 2, 1] -= mc1 * c2
+    # upper-right block m·c×, lower-left block its transpose, lower-right m·1
+    I[i, 0, 3], I[i, 0, 4], I[i, 0, 5] = 0.0, -mc2, mc1
+    I[i, 1, 3], I[i, 1, 4], I[i, 1, 5] = mc2, 0.0, -mc0
+    I[i, 2, 3], I[i, 2, 4], I[i, 2, 5] = -mc1, mc0, 0.0
+    I[i, 3, 0], I[i, 3, 1], I[i, 3, 2], I[i, 3, 3], I[i, 3, 4], I[i, 3, 5] = 0.0, mc2, -mc1, m, 0.0, 0.0
+    I[i, 4, 0], I[i, 4, 1], I[i, 4, 2], I[i, 4, 3], I[i, 4, 4], I[i, 4, 5] = -mc2, 0.0, mc0, 0.0, m, 0.0
+    I[i, 5, 0], I[i, 5, 1], I[i, 5, 2], I[i, 5, 3], I[i, 5, 4], I[i, 5, 5] = mc1, -mc0, 0.0, 0.0, 0.0, m
 
 
 @njit(cache=True)
@@ -122,13 +123,12 @@ def joint_velocity(topology, S, v, i, out, k):
 
 
 @njit(cache=True)
-def joint_inertia_inverse(topology, S, U, i, Dinv):
+def joint_inertia_inverse(topology, S, U, i, Dinv, A):
     """Dinv[i, :nv_j, :nv_j] = D_i⁻¹ with D_i = S_iᵀ U_i (nv_j × nv_j, U_i = I_i^A S_i in
     the rows of U at joint i's DoF columns), by Gauss–Jordan elimination on the symmetric
-    positive-definite D_i (no pivoting needed). False if D_i is not positive definite
-    (a massless leaf body, say)."""
+    positive-definite D_i (no pivoting needed; A (6, 12) is the tableau). False if D_i is
+    not positive definite (a massless leaf body, say)."""
     c0, k = topology[i, IDX_V], topology[i, NV]
-    A = np.empty((6, 12))
     for r in range(k):
         for c in range(k):
             A[r, c] = dot6_at(S, c0 + r, U, c0 + c)
