@@ -13,6 +13,7 @@ Public API ::
     Hqq, Hvv, Hqv, Hqtau = dyn.aba_second_derivatives_contracted(model, q, v, tau, lam)  # Σ_i λ_i ∂²q̈_i
     f_ext = dyn.frame_force(model, q, "tool0", [0, 0, 20, 0, 0, 0])          # wrench at a frame → f_ext
     tau  = dyn.rnea(model, q, v, a, f_ext)                                   # ... acting on the robot
+    dyn.set_num_threads(2)                   # threads of the batched kernels (or OPTDYN_NUM_THREADS)
 """
 from .aba import aba
 from .aba_derivatives import aba_derivatives
@@ -29,6 +30,7 @@ from .kinematics_derivatives import point_hessian, point_jacobian, point_positio
 from . import batch
 from .minv import minv
 from .model import Frame, Geometry, Model
+from .parallel import get_num_threads, set_num_threads
 from .rnea import gravity_torques, nonlinear_effects, rnea
 from .rnea_derivatives import rnea_derivatives
 from .rnea_second_derivatives import rnea_second_derivatives
@@ -45,4 +47,5 @@ __all__ = [
     "rnea_derivatives", "aba_derivatives", "rnea_second_derivatives", "aba_second_derivatives",
     "rnea_second_derivatives_contracted", "aba_second_derivatives_contracted",
     "point_position", "point_jacobian", "point_hessian", "batch", "frame_force",
+    "set_num_threads", "get_num_threads",
 ]

@@ -31,14 +31,16 @@ NOT_POSITIVE = "model: articulated inertia about a joint is not positive definit
 def aba_kernel(m, q, v, tau, f_ext):
     """q̈ = FD(q, v, τ, f_ext) (f_ext (n, 6) local, or (0, 6)), inputs checked for NaN/inf."""
     qdd = np.empty(v.shape[0])
-    aba_into(m, new_data(m[0]), q, v, tau, f_ext, qdd)
+    if not aba_into(m, new_data(m[0]), q, v, tau, f_ext, qdd):
+        raise ValueError(NOT_POSITIVE)
     return qdd
 
 
 @njit(cache=True)
 def aba_into(m, d, q, v, tau, f_ext, qdd):
     """Write q̈ = FD(q, v, τ, f_ext) into ``qdd``, every intermediate in the workspace ``d``
-    (:mod:`dynamics.workspace`); inputs checked for NaN/inf."""
+    (:mod:`dynamics.workspace`); inputs checked for NaN/inf. False (``qdd`` unset) if an
+    articulated joint inertia D_i is not positive definite (:data:`NOT_POSITIVE`)."""
     check_state(q, v, tau, "tau: expected finite values, got NaN or inf")
     check_forces(f_ext)
     topology, gravity = m[0], m[4]
@@ -62,7 +64,7 @@ def aba_into(m, d, q, v, tau, f_ext, qdd):
             mat6_vec_at(IA, i, S, a, U, a)
             u[a] = tau[a] - dot6_at(S, a, pA, i)
         if not joint_inertia_inverse(topology, S, U, i, Dinv, d.gauss):
-            raise ValueError(NOT_POSITIVE)
+            return False
         lam = topology[i, PARENT]
         if lam < 0:
             continue
@@ -100,6 +102,7 @@ def aba_into(m, d, q, v, tau, f_ext, qdd):
         for a in range(c0, c0 + k):
             for r in range(6):
                 acc[i, r] += S[a, r] * qdd[a]
+    return True
 
 
 def aba(model: Model, q, v, tau, f_ext=None) -> np.ndarray:

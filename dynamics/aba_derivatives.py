@@ -21,6 +21,7 @@ from numba import njit
 
 from ._checks import as_forces, as_vector
 from .kinematics import kinematics_into
+from .aba import NOT_POSITIVE
 from .minv import minv_passes
 from .model import PARENT, Model
 from .rnea import check_forces, check_state, rnea_passes_at
@@ -64,7 +65,8 @@ def aba_derivatives_data(m, q, v, tau, f_ext):
     :func:`dynamics.rnea_derivatives.rnea_derivative_passes`, as a 5th element."""
     nv = v.shape[0]
     d, qdd, out = new_data(m[0]), np.empty(nv), np.empty((3, nv, nv))
-    aba_derivatives_into(m, d, q, v, tau, f_ext, qdd, out[0], out[1], out[2])
+    if not aba_derivatives_into(m, d, q, v, tau, f_ext, qdd, out[0], out[1], out[2]):
+        raise ValueError(NOT_POSITIVE)
     return qdd, out[0], out[1], out[2], (d.S, d.I, d.BC, d.rates, d.T)
 
 
@@ -73,14 +75,16 @@ def aba_derivatives_into(m, d, q, v, tau, f_ext, qdd, dqdd_dq, dqdd_dv, Minv):
     """Write q̈, ∂q̈/∂q, ∂q̈/∂q̇ and M⁻¹ into the last four arguments, every intermediate in
     the workspace ``d`` (:mod:`dynamics.workspace`), which keeps the first-order data of
     :func:`aba_derivatives_data` (d.S, d.I = I^C, d.BC, d.rates, d.T) and ∂τ/∂q, ∂τ/∂q̇ at
-    q̈ (d.dq, d.dv); inputs checked for NaN/inf."""
+    q̈ (d.dq, d.dv); inputs checked for NaN/inf. False (outputs unset) if a D_i is not
+    positive definite (:data:`dynamics.aba.NOT_POSITIVE`)."""
     check_state(q, v, tau, "tau: expected finite values, got NaN or inf")
     check_forces(f_ext)
     topology = m[0]
     kinematics_into(m, q, d)  # one forward kinematics for M⁻¹ and the RNEA
     nv = v.shape[0]
     d.IA[:, :, :] = d.I
-    minv_passes(topology, d, d.IA, Minv)
+    if not minv_passes(topology, d, d.IA, Minv):
+        return False
     d.u[:] = 0.0
     rnea_passes_at(topology, m[4], d, v, d.u, f_ext)
     b = d.tau
@@ -99,6 +103,7 @@ def aba_derivatives_into(m, d, q, v, tau, f_ext, qdd, dqdd_dq, dqdd_dv, Minv):
                 sq += Minv[r, k] * dtau_dq[k, c]
                 sv += Minv[r, k] * dtau_dv[k, c]
             dqdd_dq[r, c], dqdd_dv[r, c] = -sq, -sv
+    return True
 
 
 def aba_derivatives(model: Model, q, v, tau, f_ext=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -1,8 +1,10 @@
 """Batched dynamics over the knots of a trajectory (leading axis = knots).
 
-Each function evaluates the single-point algorithm at K states in one compiled call (a
-plain loop over knots, no threads), so a whole trajectory costs one Python→numba
-transition instead of K. Inputs are (K, nq) configurations and (K, nv) arrays; a non-finite entry raises
+Each function evaluates the single-point algorithm at K states in one compiled call, so a
+whole trajectory costs one Python→numba transition instead of K. The first-order kernels
+split the knots into chunks evaluated in parallel, each with its own workspace
+(:mod:`dynamics.parallel`, :mod:`dynamics.workspace`): allocation-free per knot, bitwise
+identical for any number of threads. Inputs are (K, nq) configurations and (K, nv) arrays; a non-finite entry raises
 ValueError naming the array and the knot. ``F_EXT`` (K, njoints, 6), optional, gives knot k the
 external forces ``F_EXT[k]`` (the ``f_ext`` of :func:`dynamics.rnea`); None: no external force.
 """
@@ -11,16 +13,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from ._checks import NO_FORCE, as_batch
-from .aba import aba_into
+from .aba import NOT_POSITIVE, aba_into
 from .aba_derivatives import aba_derivatives_into
 from .aba_second_derivatives_contracted import fdsva_so_contracted_kernel
-from .joints import check_configuration
+from .joints import check_configuration, configuration_error
 from .kinematics import forward_kinematics, tangent_size
 from .kinematics_derivatives import body_point, body_point_position, point_kinematics
 from .model import Model
+from .parallel import chunk_count, chunk_start
 from .rnea_derivatives import rnea_derivatives_into
 from .rnea_second_derivatives_contracted import idsva_so_contracted_kernel
 from .workspace import new_data
@@ -37,32 +40,67 @@ def knot_force(F, k):
 
 
 @njit(cache=True)
-def rnea_derivatives_batch_kernel(m, Q, V, A, F):
+def check_knots(topology, Q):
+    """Raise ValueError naming the first knot whose configuration is not valid
+    (:func:`dynamics.joints.check_configuration`): before a parallel loop, where an
+    exception would be lost (:mod:`dynamics.parallel`)."""
+    for k in range(Q.shape[0]):
+        i = configuration_error(topology, Q[k])
+        if i >= 0:
+            raise ValueError("Q: at knot", k, "the unit quaternion (or planar cos, sin) of joint number", i,
+                             "has a norm off 1; use dynamics.normalize")
+        if i == -2:
+            raise ValueError("Q: expected finite values, got NaN or inf at knot", k)
+
+
+@njit(cache=True)
+def check_flags(ok):
+    """Raise :data:`dynamics.aba.NOT_POSITIVE` with the first knot whose flag is False."""
+    for k in range(ok.shape[0]):
+        if not ok[k]:
+            raise ValueError(NOT_POSITIVE, "at knot", k)
+
+
+@njit(cache=True, parallel=True)
+def rnea_derivatives_batch_kernel(m, Q, V, A, F, chunks):
     """(∂τ/∂q, ∂τ/∂q̇), each (K, nv, nv), at the K states (Q[k], V[k], A[k])."""
     K, nv = V.shape
-    out, d = np.empty((2, K, nv, nv)), new_data(m[0])
-    for k in range(K):
-        rnea_derivatives_into(m, d, Q[k], V[k], A[k], knot_force(F, k), out[0, k], out[1, k])
+    check_knots(m[0], Q)
+    out = np.empty((2, K, nv, nv))
+    for c in prange(chunks):
+        d = new_data(m[0])
+        for k in range(chunk_start(K, chunks, c), chunk_start(K, chunks, c + 1)):
+            rnea_derivatives_into(m, d, Q[k], V[k], A[k], knot_force(F, k), out[0, k], out[1, k])
     return out[0], out[1]
 
 
-@njit(cache=True)
-def aba_batch_kernel(m, Q, V, TAU, F):
+@njit(cache=True, parallel=True)
+def aba_batch_kernel(m, Q, V, TAU, F, chunks):
     """q̈ (K, nv) at the K states (Q[k], V[k], TAU[k])."""
     K, nv = V.shape
-    qdd, d = np.empty((K, nv)), new_data(m[0])
-    for k in range(K):
-        aba_into(m, d, Q[k], V[k], TAU[k], knot_force(F, k), qdd[k])
+    check_knots(m[0], Q)
+    qdd, ok = np.empty((K, nv)), np.empty(K, dtype=np.bool_)
+    for c in prange(chunks):
+        d = new_data(m[0])
+        for k in range(chunk_start(K, chunks, c), chunk_start(K, chunks, c + 1)):
+            ok[k] = aba_into(m, d, Q[k], V[k], TAU[k], knot_force(F, k), qdd[k])
+    check_flags(ok)
     return qdd
 
 
-@njit(cache=True)
-def aba_derivatives_batch_kernel(m, Q, V, TAU, F):
+@njit(cache=True, parallel=True)
+def aba_derivatives_batch_kernel(m, Q, V, TAU, F, chunks):
     """(q̈ (K, nv), ∂q̈/∂q, ∂q̈/∂q̇, M⁻¹ (K, nv, nv)) at the K states."""
     K, nv = V.shape
-    qdd, out, d = np.empty((K, nv)), np.empty((3, K, nv, nv)), new_data(m[0])
-    for k in range(K):
-        aba_derivatives_into(m, d, Q[k], V[k], TAU[k], knot_force(F, k), qdd[k], out[0, k], out[1, k], out[2, k])
+    check_knots(m[0], Q)
+    qdd, out = np.empty((K, nv)), np.empty((3, K, nv, nv))
+    ok = np.empty(K, dtype=np.bool_)
+    for c in prange(chunks):
+        d = new_data(m[0])
+        for k in range(chunk_start(K, chunks, c), chunk_start(K, chunks, c + 1)):
+            ok[k] = aba_derivatives_into(m, d, Q[k], V[k], TAU[k], knot_force(F, k), qdd[k], out[0, k], out[1, k],
+                                         out[2, k])
+    check_flags(ok)
     return qdd, out[0], out[1], out[2]
 
 
@@ -148,13 +186,14 @@ def _forces(model: Model, F_EXT, K: int) -> np.ndarray:
 def rnea_derivatives_batch(model: Model, Q, V, A, F_EXT=None) -> tuple[np.ndarray, np.ndarray]:
     """:func:`dynamics.rnea_derivatives` at K knots: (dtau_dq, dtau_dv), each (K, nv, nv)."""
     Q, V, A = _knots(model, Q=Q, V=V, A=A)
-    return rnea_derivatives_batch_kernel(model.arrays, Q, V, A, _forces(model, F_EXT, Q.shape[0]))
+    return rnea_derivatives_batch_kernel(model.arrays, Q, V, A, _forces(model, F_EXT, Q.shape[0]),
+                                         chunk_count(Q.shape[0]))
 
 
 def aba_batch(model: Model, Q, V, TAU, F_EXT=None) -> np.ndarray:
     """:func:`dynamics.aba` at K knots: q̈ (K, nv)."""
     Q, V, TAU = _knots(model, Q=Q, V=V, TAU=TAU)
-    return aba_batch_kernel(model.arrays, Q, V, TAU, _forces(model, F_EXT, Q.shape[0]))
+    return aba_batch_kernel(model.arrays, Q, V, TAU, _forces(model, F_EXT, Q.shape[0]), chunk_count(Q.shape[0]))
 
 
 def aba_derivatives_batch(model: Model, Q, V, TAU, F_EXT=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -163,7 +202,8 @@ def aba_derivatives_batch(model: Model, Q, V, TAU, F_EXT=None) -> tuple[np.ndarr
     :func:`aba_derivatives_batch_kernel` also returns q̈ (K, nv) for compiled callers.
     """
     Q, V, TAU = _knots(model, Q=Q, V=V, TAU=TAU)
-    return aba_derivatives_batch_kernel(model.arrays, Q, V, TAU, _forces(model, F_EXT, Q.shape[0]))[1:]
+    return aba_derivatives_batch_kernel(model.arrays, Q, V, TAU, _forces(model, F_EXT, Q.shape[0]),
+                                        chunk_count(Q.shape[0]))[1:]
 
 
 def rnea_second_derivatives_contracted_batch(model: Model, Q, V, A, MU, F_EXT=None) -> tuple[np.ndarray, ...]:

@@ -65,20 +65,34 @@ def unit_block(topology, i):
 
 
 @njit(cache=True)
-def check_configuration(topology, q):
-    """Raise ValueError naming q and the joint if q has NaN/inf or a quaternion (or a
-    planar (cos, sin)) whose norm is not 1 within ``QUATERNION_TOLERANCE``."""
+def configuration_error(topology, q):
+    """−1 if q is a valid configuration, −2 if it holds NaN or inf, else the number of the
+    first joint whose quaternion (or planar (cos, sin)) has a norm off 1 by more than
+    ``QUATERNION_TOLERANCE``."""
     for e in q:
         if not np.isfinite(e):
-            raise ValueError("q: expected finite values, got NaN or inf")
+            return -2
     for i in range(topology.shape[0]):
         k, m = unit_block(topology, i)
         s = 0.0
         for r in range(m):
             s += q[k + r] * q[k + r]
         if m > 0 and abs(np.sqrt(s) - 1.0) > QUATERNION_TOLERANCE:
-            raise ValueError("q: the unit quaternion (or planar cos, sin) of joint number", i,
-                             "has norm", np.sqrt(s), "expected 1; use dynamics.normalize(model, q)")
+            return i
+    return -1
+
+
+@njit(cache=True)
+def check_configuration(topology, q):
+    """Raise ValueError naming q and the joint if q has NaN/inf or a quaternion (or a
+    planar (cos, sin)) whose norm is not 1 (:func:`configuration_error`)."""
+    i = configuration_error(topology, q)
+    if i == -2:
+        raise ValueError("q: expected finite values, got NaN or inf")
+    if i >= 0:
+        k, m = unit_block(topology, i)
+        raise ValueError("q: the unit quaternion (or planar cos, sin) of joint number", i,
+                         "has norm", np.sqrt(np.sum(q[k:k + m] ** 2)), "expected 1; use dynamics.normalize(model, q)")
 
 
 @njit(cache=True)

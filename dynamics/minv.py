@@ -56,7 +56,8 @@ def minv_kernel(m, q):
     d = new_data(m[0])
     kinematics_into(m, q, d)
     Minv = np.empty((d.S.shape[0], d.S.shape[0]))
-    minv_passes(m[0], d, d.I, Minv)
+    if not minv_passes(m[0], d, d.I, Minv):
+        raise ValueError(NOT_POSITIVE)
     return Minv
 
 
@@ -64,7 +65,8 @@ def minv_kernel(m, q):
 def minv_passes(topology, d, IA, Minv):
     """Write M⁻¹ (nv, nv) into ``Minv`` from the world motion subspaces d.S of a
     forward-kinematics pass and the body inertias ``IA`` (n, 6, 6), which are overwritten
-    (articulated inertias); the other intermediates in the workspace ``d``."""
+    (articulated inertias); the other intermediates in the workspace ``d``. False if a D_i
+    is not positive definite (:data:`dynamics.aba.NOT_POSITIVE`)."""
     n, nv = topology.shape[0], d.S.shape[0]
     S, F, P, U, Dinv, x = d.S, d.F, d.P, d.U, d.Dinv, d.h[0]
     Minv[:, :] = 0.0
@@ -74,7 +76,7 @@ def minv_passes(topology, d, IA, Minv):
         for a in range(c0, c0 + k):
             mat6_vec_at(IA, i, S, a, U, a)
         if not joint_inertia_inverse(topology, S, U, i, Dinv, d.gauss):
-            raise ValueError(NOT_POSITIVE)
+            return False
         end = subtree_end_column(topology, i, nv)
         for a in range(k):
             for b in range(k):
@@ -111,6 +113,7 @@ def minv_passes(topology, d, IA, Minv):
     for r in range(nv):
         for col in range(r + 1, nv):
             Minv[col, r] = Minv[r, col]
+    return True
 
 
 def minv(model: Model, q) -> np.ndarray:

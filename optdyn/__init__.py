@@ -11,6 +11,8 @@
 Problems own one discretisation (N intervals of m RK4 sub-steps, control held) that
 DDP, iLQR and the IPOPT multiple-shooting NLP all solve, so their optima coincide.
 """
+from dynamics.parallel import get_num_threads, set_num_threads
+
 from . import constraints, costs, report
 from .clearance import clearances
 from .compare import compare
@@ -24,6 +26,7 @@ from .sweep import sweep
 __all__ = [
     "Problem", "Result", "STATUSES", "solve", "compare", "costs", "constraints", "clearances", "report",
     "save_result", "load_result", "view", "save_html", "plot_trajectory", "sweep",
+    "set_num_threads", "get_num_threads",
 ]
 
 

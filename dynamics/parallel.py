@@ -1,0 +1,89 @@
+"""Evaluation over the knots of a trajectory in parallel: threads, layer and chunks.
+
+The batched kernels (:mod:`dynamics.batch`, and the interval sensitivities of the
+optimal-control layer) split the K knots into contiguous chunks, one per thread, with
+numba's ``prange``; every chunk has its own workspace (:mod:`dynamics.workspace`). Each
+knot is computed by the same compiled code whichever thread runs it, and nothing is
+summed across knots inside a parallel loop, so results are bitwise identical for any
+number of threads.
+
+Threads: ``set_num_threads(n)`` (at most numba's ``NUMBA_NUM_THREADS``, the number of
+cores by default), or the environment variable ``OPTDYN_NUM_THREADS`` read at import.
+
+Threading layer: numba's thread-safe ones are preferred (TBB, else OpenMP), so kernels may
+be called from several Python threads at once; numba's ``workqueue`` layer, the fallback
+when neither is installed, is not safe for that. A layer chosen by the user
+(``NUMBA_THREADING_LAYER``) is left alone.
+
+Exceptions raised inside a numba parallel loop are lost, so the batched kernels validate
+every knot before the loop and the per-knot algorithms report failure by a return flag.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+
+import numba
+import numpy as np
+from numba import njit
+
+ENVIRONMENT_VARIABLE = "OPTDYN_NUM_THREADS"
+
+
+def _threading_layer() -> str:
+    """The first thread-safe numba threading layer that loads (TBB, OpenMP), else workqueue."""
+    for layer, module in (("tbb", "numba.np.ufunc.tbbpool"), ("omp", "numba.np.ufunc.omppool")):
+        try:
+            importlib.import_module(module)
+            return layer
+        except (ImportError, OSError):
+            continue
+    return "workqueue"
+
+
+def set_num_threads(n: int) -> None:
+    """Use ``n`` threads (1 ≤ n ≤ numba's ``NUMBA_NUM_THREADS``) for the batched kernels
+    called from this thread."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise ValueError(f"n: expected an integer number of threads ≥ 1, got {n!r}")
+    limit = numba.config.NUMBA_NUM_THREADS
+    if not 1 <= n <= limit:
+        raise ValueError(f"n: expected a number of threads between 1 and {limit} (NUMBA_NUM_THREADS), got {n}")
+    numba.set_num_threads(int(n))
+
+
+def get_num_threads() -> int:
+    """Number of threads the batched kernels use."""
+    return numba.get_num_threads()
+
+
+def _from_environment() -> None:
+    value = os.environ.get(ENVIRONMENT_VARIABLE)
+    if value is None:
+        return
+    try:
+        n = int(value)
+    except ValueError:
+        raise ValueError(f"{ENVIRONMENT_VARIABLE}: expected an integer number of threads ≥ 1, got {value!r}") from None
+    try:
+        set_num_threads(n)
+    except ValueError as e:
+        raise ValueError(f"{ENVIRONMENT_VARIABLE}: {e}") from None
+
+
+def chunk_count(K: int) -> int:
+    """Number of chunks the K knots are split into: one per thread, at most K (the
+    kernels take it as an argument: numba cannot cache a kernel that asks for the number
+    of threads itself)."""
+    return max(1, min(int(K), numba.get_num_threads()))
+
+
+@njit(cache=True)
+def chunk_start(K, chunks, c):
+    """First knot of chunk c of ``chunks`` (chunk c covers chunk_start(c) … chunk_start(c + 1) − 1)."""
+    return c * K // chunks
+
+
+if "NUMBA_THREADING_LAYER" not in os.environ:
+    numba.config.THREADING_LAYER = _threading_layer()
+_from_environment()

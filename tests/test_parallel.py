@@ -1,0 +1,108 @@
+"""Batched kernels in parallel over knots: thread count, bitwise determinism, errors.
+
+Results must not depend on the number of threads (each knot runs the same compiled code
+whichever thread takes it), and an invalid knot must still raise ValueError naming it —
+numba loses exceptions raised inside a parallel loop, so the kernels check first.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import dynamics as dyn
+import optdyn
+from dynamics import batch
+
+
+def _knots(model: dyn.Model, K: int, seed: int = 0) -> tuple[np.ndarray, ...]:
+    rng = np.random.default_rng(seed)
+    Q = np.stack([dyn.random_configuration(model, rng) for _ in range(K)])
+    return Q, rng.uniform(-1, 1, (K, model.nv)), rng.uniform(-1, 1, (K, model.nv))
+
+
+@pytest.fixture(params=["ur5", "space_manipulator"])
+def robot(request) -> dyn.Model:
+    return getattr(dyn.models, request.param)()
+
+
+@pytest.fixture
+def threads():
+    """Restores the thread count after the test."""
+    n = dyn.get_num_threads()
+    yield
+    dyn.set_num_threads(n)
+
+
+BATCHED = [batch.aba_batch, batch.aba_derivatives_batch, batch.rnea_derivatives_batch]
+
+
+@pytest.mark.parametrize("func", BATCHED, ids=lambda f: f.__name__)
+def test_results_are_bitwise_identical_for_any_thread_count(robot, func, threads):
+    args = _knots(robot, 37)  # not a multiple of the thread count: uneven chunks
+    dyn.set_num_threads(1)
+    one = func(robot, *args)
+    dyn.set_num_threads(2)
+    two = func(robot, *args)
+    for a, b in zip(np.atleast_1d(one) if isinstance(one, np.ndarray) else one,
+                    np.atleast_1d(two) if isinstance(two, np.ndarray) else two):
+        assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("func", BATCHED, ids=lambda f: f.__name__)
+def test_parallel_batch_equals_single_calls(robot, func, threads):
+    """Every knot of a 2-thread batch equals the single-point function (workspaces reused
+    along a chunk keep no state from one knot to the next)."""
+    dyn.set_num_threads(2)
+    Q, V, X = _knots(robot, 9, seed=1)
+    single = {batch.aba_batch: dyn.aba, batch.aba_derivatives_batch: dyn.aba_derivatives,
+              batch.rnea_derivatives_batch: dyn.rnea_derivatives}[func]
+    out = func(robot, Q, V, X)
+    for k in range(9):
+        ref = single(robot, Q[k], V[k], X[k])
+        got = out[k] if isinstance(out, np.ndarray) else [o[k] for o in out]
+        for a, b in zip(got if isinstance(got, list) else [got], ref if isinstance(ref, tuple) else [ref]):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_invalid_knot_is_named_despite_the_parallel_loop(threads):
+    dyn.set_num_threads(2)
+    model = dyn.models.space_manipulator()
+    Q, V, X = _knots(model, 6)
+    Q[4, 3:7] *= 1.5  # quaternion of knot 4 off the unit sphere
+    for func in BATCHED:
+        with pytest.raises(ValueError, match="Q: at knot.*4.*joint number.*0"):
+            func(model, Q, V, X)
+
+
+def test_massless_leaf_is_named_with_its_knot(threads):
+    model = dyn.load_urdf("""<robot name="r"><link name="base"/>
+      <joint name="j1" type="revolute"><parent link="base"/><child link="arm"/><axis xyz="0 0 1"/></joint>
+      <link name="arm"><inertial><mass value="1"/><origin xyz="0.1 0 0"/>
+        <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial></link>
+      <joint name="j2" type="revolute"><parent link="arm"/><child link="tip"/><axis xyz="0 1 0"/></joint>
+      <link name="tip"/></robot>""")
+    dyn.set_num_threads(2)
+    Q, V, X = _knots(model, 5)
+    for func in (batch.aba_batch, batch.aba_derivatives_batch):
+        with pytest.raises(ValueError, match="not positive definite.*at knot.*0"):
+            func(model, Q, V, X)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, "2", True, None, 10**6])
+def test_bad_thread_count_is_a_value_error(bad):
+    with pytest.raises(ValueError, match="^n: expected"):
+        optdyn.set_num_threads(bad)
+
+
+def test_thread_count_from_the_environment():
+    code = "import dynamics as dyn; print(dyn.get_num_threads())"
+    env = dict(os.environ, OPTDYN_NUM_THREADS="1")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "1", out.stderr
+    env["OPTDYN_NUM_THREADS"] = "many"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode != 0 and "OPTDYN_NUM_THREADS: expected an integer" in out.stderr
