@@ -10,9 +10,12 @@ import numpy as np
 from .model import Frame, Model
 
 
+FLOAT64 = np.dtype(np.float64)
+
+
 def as_vector(x, n: int, name: str) -> np.ndarray:
     """``x`` as a C-contiguous float64 array of shape (n,), else ValueError naming it."""
-    if type(x) is not np.ndarray or x.dtype != np.float64 or not x.flags.c_contiguous:
+    if type(x) is not np.ndarray or x.dtype is not FLOAT64 or not x.flags.c_contiguous:  # else: no conversion
         try:
             x = np.ascontiguousarray(x, dtype=np.float64)
         except (TypeError, ValueError):
@@ -44,7 +47,7 @@ def as_forces(model: Model, f_ext) -> np.ndarray:
         return NO_FORCE
     n = model.njoints
     f = f_ext
-    if type(f) is not np.ndarray or f.dtype != np.float64 or not f.flags.c_contiguous:
+    if type(f) is not np.ndarray or f.dtype is not FLOAT64 or not f.flags.c_contiguous:
         try:
             f = np.ascontiguousarray(f_ext, dtype=np.float64)
         except (TypeError, ValueError):

@@ -34,7 +34,7 @@ def subtree_end_column(topology, i, nv):
     return nv if end >= topology.shape[0] else topology[end, IDX_V]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _block_solve(A, c0, k, X, b, col, Dinv, i, x, out):
     """out[c0 + r, col] −= Σ_a D_i⁻¹[r, a] (A[c0 + a] · X[b, :, col]) for the k rows of joint i
     (A = S or U: joint i's columns; X[b] = F_i or P_λ: a force or motion set); x (6,) is scratch."""

@@ -129,10 +129,11 @@ class Model:
         ``"free-flyer"``, ``"planar"``; continuous joints are revolute)."""
         return tuple(JOINT_TYPE_NAMES[t] for t in self.topology[:, JTYPE])
 
-    @property
+    @cached_property
     def arrays(self) -> tuple:
         """The compiled model record every kernel takes:
-        ``(topology, joint_placement, axis, inertia, gravity)`` (see the module docstring)."""
+        ``(topology, joint_placement, axis, inertia, gravity)`` (see the module docstring;
+        built once, and again after gravity is set)."""
         return (self.topology, self.joint_placement, self.axis, self.inertia, self._gravity)
 
     @property
@@ -151,6 +152,7 @@ class Model:
         if g.shape != (3,) or not np.all(np.isfinite(g)):
             raise ValueError(f"gravity: expected 3 finite numbers, got {g!r}")
         self._gravity = g
+        self.__dict__.pop("arrays", None)
 
     @property
     def frame_names(self) -> tuple[str, ...]:
