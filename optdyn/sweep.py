@@ -73,6 +73,8 @@ from pathlib import Path
 
 import numpy as np
 
+from dynamics.parallel import set_num_threads
+
 from .io import load_result, save_result
 from .problem import Problem
 from .result import Result
@@ -194,9 +196,12 @@ def run_job(factory: Callable[..., Problem], params: dict, point: dict, start: i
 
     Returns ``{"result": Result, "worker": address, "time": s, "cpu": s}`` or, if the factory
     or the solver raised, ``{"error": "Type: message", "worker": ..., "time": ..., "cpu": ...}``.
+    The job's kernels run on one thread: a sweep is parallel over jobs (one per worker
+    core), and threads within a job on top of that would oversubscribe the cores.
     """
     from .solve import solve
 
+    set_num_threads(1)
     t0, c0 = time.perf_counter(), time.thread_time()
     worker = _worker_address()
     try:

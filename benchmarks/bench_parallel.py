@@ -1,0 +1,244 @@
+"""Whole trajectories: batched kernels in parallel over knots → BENCHMARKS.md, section "parallel".
+
+* µs per state of the batched kernels (1000 random states) against a plain Python loop
+  over Pinocchio's C++ functions, on the UR5 and on Solo-12 with its base fixed (a
+  12-DoF tree of four legs), with 1 and 2 threads.
+* The physical floor: floating-point operations per algorithm in our (world-frame)
+  formulation, counted from the kernels' loops (:func:`flops`), over the machine's
+  measured scalar fused multiply-add rate.
+* Thread scaling of a whole-trajectory derivative evaluation: the interval
+  sensitivities (first order and the contracted Hessians DDP uses) of ur5-reach's
+  initial guess, 1 and 2 threads.
+* Solver time per iteration before and after, for DDP, iLQR and IPOPT on ur5-reach and
+  arm-obstacle: "before" is the tree at ``BASELINE`` (the commit before this work), run
+  from a temporary git worktree in the same session.
+
+Run: ``python benchmarks/bench_parallel.py`` (needs the ``dev`` extra: pin and
+example-robot-data; git for the baseline).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+from numba import njit
+
+import dynamics as dyn
+from _common import machine, per_call_us, table, write_section
+
+BASELINE = "f1e158f"
+ROOT = Path(__file__).resolve().parent.parent
+K = 1000
+ROBOTS = {"UR5 (nv = 6)": None, "Solo-12, base fixed (nv = 12)": "solo_description/robots/solo12.urdf"}
+
+
+def load(rel: str | None):
+    """(our model, Pinocchio model, its data) with the same joint order (fixed base)."""
+    import example_robot_data as erd
+    import pinocchio as pin
+
+    path = dyn.models.ur5().source if rel is None else os.path.join(erd.getModelPath(rel), rel)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = dyn.load_urdf(path)
+    pm = pin.buildModelFromUrdf(path)
+    assert list(pm.names)[1:] == list(model.joint_names), "joint orders differ"
+    return model, pm, pm.createData()
+
+
+def states(model, count: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    return (np.stack([dyn.random_configuration(model, rng) for _ in range(count)]),
+            rng.uniform(-1, 1, (count, model.nv)), rng.uniform(-1, 1, (count, model.nv)))
+
+
+def batched_rows() -> list[list]:
+    import pinocchio as pin
+
+    rows = []
+    for name, rel in ROBOTS.items():
+        model, pm, pd = load(rel)
+        Q, V, T = states(model, K)
+        pairs = {
+            "aba": (dyn.batch.aba_batch, pin.aba),
+            "aba_derivatives": (dyn.batch.aba_derivatives_batch, pin.computeABADerivatives),
+            "rnea_derivatives": (dyn.batch.rnea_derivatives_batch, pin.computeRNEADerivatives),
+        }
+        for algo, (ours, theirs) in pairs.items():
+            def loop():
+                for k in range(K):
+                    theirs(pm, pd, Q[k], V[k], T[k])
+            base = per_call_us(loop, repeat=7) / K
+            mine = []
+            for threads in (1, 2):
+                dyn.set_num_threads(threads)
+                mine.append(per_call_us(lambda: ours(model, Q, V, T), repeat=7) / K)
+            rows.append([name, algo, base, mine[0], mine[1], mine[0] / base, mine[1] / base, mine[0] / mine[1]])
+    return rows
+
+
+# ------------------------------------------------------------------ physical floor
+
+def flops(model) -> dict[str, int]:
+    """Floating-point operations (multiplies + adds) of one evaluation, counted from the
+    kernels' loops for 1-DoF joints (n bodies of depth sum D): forward kinematics with
+    world inertias 325 per body (joint transform 150 with sin/cos as 20 each, motion
+    subspace 45, R I Rᵀ and the CoM 130); RNEA passes 257 per body; ABA passes 484 per
+    body; M⁻¹ (Carpentier) 330 per body + 26 per (body, subtree column) + 13 per (body,
+    column after it); first-order RNEA derivative passes 300 per body (rates, B_k) + 170
+    per DoF column + 44 per (column, ancestor column); ∂FD = FK + M⁻¹ + RNEA + derivative
+    passes + 2 nv² (2 nv − 1) for the two products with M⁻¹."""
+    top = model.topology
+    n, nv = top.shape[0], model.nv
+    depth_pairs = sum(len(model.support(i)) for i in range(n))  # (column, ancestor-or-self) pairs
+    subtree_cols = sum(int(top[i, 2]) - i for i in range(n))
+    after_cols = sum(nv - i for i in range(n))
+    fk = 325 * n
+    minv = 330 * n + 26 * subtree_cols + 13 * after_cols
+    dpasses = 300 * n + 170 * nv + 44 * depth_pairs
+    return {"rnea": fk + 257 * n, "aba": fk + 484 * n, "minv": fk + minv,
+            "aba_derivatives": fk + minv + 257 * n + dpasses + 2 * nv * nv * (2 * nv - 1)}
+
+
+@njit(cache=True)
+def _fma_chains(x, count):
+    """8 independent multiply-add chains (enough to fill the FMA units), ``count`` steps."""
+    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = x
+    for _ in range(count):
+        a0 = a0 * 0.999999 + 1e-9
+        a1 = a1 * 0.999998 + 1e-9
+        a2 = a2 * 0.999997 + 1e-9
+        a3 = a3 * 0.999996 + 1e-9
+        a4 = a4 * 0.999995 + 1e-9
+        a5 = a5 * 0.999994 + 1e-9
+        a6 = a6 * 0.999993 + 1e-9
+        a7 = a7 * 0.999992 + 1e-9
+    return a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7
+
+
+def scalar_flop_rate() -> float:
+    """Measured scalar floating-point operations per second (one core, multiply-adds)."""
+    count = 20_000_000
+    _fma_chains(1.0, 10)
+    best = min(_timed(lambda: _fma_chains(1.0, count)) for _ in range(5))
+    return 16 * count / best
+
+
+def _timed(f) -> float:
+    t = time.perf_counter()
+    f()
+    return time.perf_counter() - t
+
+
+def floor_rows(measured: dict) -> tuple[float, list[list]]:
+    rate = scalar_flop_rate()
+    rows = []
+    for name, rel in ROBOTS.items():
+        model = load(rel)[0]
+        for algo, count in flops(model).items():
+            floor = count / rate * 1e6
+            t = measured.get((name, algo))
+            rows.append([name, algo, count, floor, t if t is not None else "–", t / floor if t else "–"])
+    return rate, rows
+
+
+# ------------------------------------------------------------------ whole trajectory
+
+def trajectory_rows() -> list[list]:
+    """Interval sensitivities of ur5-reach's initial guess: first order, and first order
+    plus the contracted Hessians (what one DDP iteration evaluates), 1 and 2 threads."""
+    import problems
+
+    prob = problems.get("ur5-reach")
+    us = np.zeros((prob.N, prob.nu))
+    xs = prob.rollout(us)
+    lam = np.random.default_rng(0).normal(size=(prob.N, prob.ndx))
+    rows = []
+    for label, f in (("step derivatives (first order)", lambda: prob.step_derivatives(xs[:-1], us)),
+                     ("+ contracted Hessians λᵀF_zz", lambda: prob.step_hessians(xs[:-1], us, lam))):
+        t = []
+        for threads in (1, 2):
+            dyn.set_num_threads(threads)
+            t.append(per_call_us(f, repeat=7) / 1e3)
+        rows.append([label, prob.N, t[0], t[1], t[0] / t[1]])
+    return rows
+
+
+# ------------------------------------------------------------------ solvers, before and after
+
+SOLVER_SNIPPET = r"""
+import json, sys, optdyn, problems
+out = []
+for task, kwargs in (("ur5-reach", {}), ("arm-obstacle", {"scenario": "bent"})):
+    prob = problems.get(task, **kwargs)
+    for solver in ("ddp", "ilqr", "ipopt"):
+        optdyn.solve(prob, solver=solver)  # compile
+        runs = [optdyn.solve(prob, solver=solver) for _ in range(3)]
+        best = min(r.wall_time / max(r.iterations, 1) for r in runs)
+        out.append([task, solver, runs[0].iterations, best * 1e3, runs[0].cost])
+print("RESULT" + json.dumps(out))
+"""
+
+
+def solver_times(tree: Path, threads: int | None) -> list:
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    if threads is not None:
+        env["OPTDYN_NUM_THREADS"] = str(threads)
+    out = subprocess.run([sys.executable, "-c", SOLVER_SNIPPET], cwd=tree, env=env, capture_output=True,
+                         text=True, timeout=3600)
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr[-2000:])
+    return json.loads(out.stdout.split("RESULT", 1)[1])
+
+
+def solver_rows() -> list[list]:
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp) / "baseline"
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(base), BASELINE],
+                       check=True, capture_output=True)
+        try:
+            before = solver_times(base, None)
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)], capture_output=True)
+    after = {t: solver_times(ROOT, t) for t in (1, 2)}
+    rows = []
+    for b, a1, a2 in zip(before, after[1], after[2]):
+        rows.append([b[0], b[1], b[2], a2[2], b[3], a1[3], a2[3], b[3] / a2[3], f"{abs(a2[4] - b[4]):.1e}"])
+    return rows
+
+
+def main() -> None:
+    batched = batched_rows()
+    measured = {(r[0], r[1]): r[3] for r in batched}
+    rate, floor = floor_rows(measured)
+    traj = trajectory_rows()
+    solvers = solver_rows()
+    body = [
+        "## Whole trajectories in parallel (issue 15)",
+        f"Machine: {machine()}. Script: `benchmarks/bench_parallel.py`. Warm, best of 7; threads set with "
+        "`optdyn.set_num_threads`; numba threading layer: OpenMP (GNU).",
+        "### Batched kernels against a Python loop over Pinocchio (µs per state, 1000 random states)",
+        table(["robot", "kernel", "Pinocchio loop", "ours 1 thread", "ours 2 threads", "ratio 1 thread",
+               "ratio 2 threads", "2-thread speed-up"], batched),
+        f"### Physical floor (scalar multiply-add rate measured here: {rate / 1e9:.1f} GFLOP/s on one core)",
+        "Operations counted from our world-frame kernels (`flops` in the script); the floor is the time those "
+        "operations take at the measured rate, with no memory traffic and no SIMD.",
+        table(["robot", "algorithm", "flops", "floor µs", "batched µs (1 thread)", "× floor"], floor),
+        "### Whole-trajectory derivative evaluation, ur5-reach (ms per evaluation)",
+        table(["evaluation", "intervals", "1 thread", "2 threads", "speed-up"], traj),
+        f"### Solvers per iteration, before (`{BASELINE}`) and after, same session (ms)",
+        table(["task", "solver", "iterations before", "iterations after", "before", "after, 1 thread",
+               "after, 2 threads", "before / after (2 threads)", "|Δ cost|"], solvers),
+    ]
+    write_section("parallel", "\n\n".join(body))
+
+
+if __name__ == "__main__":
+    main()
