@@ -131,7 +131,7 @@ def joint_motion(jtype, axis, i, q, k):
     return quaternion_rotation(q[k + 3], q[k + 4], q[k + 5], q[k + 6]) + (q[k], q[k + 1], q[k + 2])  # free-flyer
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def joint_transform(topology, joint_placement, axis, q, i, R, p):
     """World pose (R[i], p[i]) of joint frame i: ⁰T_i = ⁰T_λ(i) · X_T(i) · X_J(q_i).
 
@@ -178,7 +178,7 @@ def local_subspace(jtype, axis, i, c):
     return 0.0, 0.0, 1.0, 0.0, 0.0, 0.0  # planar rotation about z
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def motion_subspace(topology, axis, i, R, p, S):
     """World motion subspace of joint i at world pose (R[i], p[i]): the columns
     S[IDX_V[i] : IDX_V[i] + NV[i]] (rows of S (nv, 6)).

@@ -45,7 +45,7 @@ def body_coriolis(I, vel, k, B):
     coriolis_at(I, k, vel, k, B, k)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def coriolis_at(I, i, vel, k, B, b):
     """B[b] = B(I[i], v[k]) of eq. 14.
 
@@ -158,7 +158,7 @@ def subspace_rates(topology, gravity, S, vel, acc, Psid, Psidd, Sd, w):
                 Psidd[j, k] += w[1, k]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def joint_terms(i, c, S, IC, BC, Psid, Psidd, Sd, fC, t):
     """Rows G, H, E, D of ``t`` (6, 6): the vectors of DoF column c (of body i) in eq. 12–13.
 

@@ -20,7 +20,7 @@ from numba import njit
 from .model import IDX_V, NV, PARENT
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def world_inertia(inertia, i, R, p, I):
     """Spatial inertia I[i] (6, 6) at the world origin of body i at pose (R[i], p[i]).
 
@@ -122,7 +122,7 @@ def joint_velocity(topology, S, v, i, out, k):
             out[k, r] += S[c, r] * v[c]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def joint_inertia_inverse(topology, S, U, i, Dinv, A):
     """Dinv[i, :nv_j, :nv_j] = D_i⁻¹ with D_i = S_iᵀ U_i (nv_j × nv_j, U_i = I_i^A S_i in
     the rows of U at joint i's DoF columns), by Gauss–Jordan elimination on the symmetric
