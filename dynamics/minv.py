@@ -36,12 +36,12 @@ def subtree_end_column(topology, i, nv):
 
 @njit(cache=True, inline="always")
 def _block_solve(A, c0, k, X, b, col, Dinv, i, x, out):
-    """out[c0 + r, col] −= Σ_a D_i⁻¹[r, a] (A[c0 + a] · X[b, :, col]) for the k rows of joint i
+    """out[c0 + r, col] −= Σ_a D_i⁻¹[r, a] (A[c0 + a] · X[b, col]) for the k rows of joint i
     (A = S or U: joint i's columns; X[b] = F_i or P_λ: a force or motion set); x (6,) is scratch."""
     for a in range(k):
         s = 0.0
         for r in range(6):
-            s += A[c0 + a, r] * X[b, r, col]
+            s += A[c0 + a, r] * X[b, col, r]
         x[a] = s
     for r in range(k):
         s = 0.0
@@ -88,10 +88,10 @@ def minv_passes(topology, d, IA, Minv):
             continue
         for col in range(c0, end):
             for r in range(6):
-                s = F[i, r, col]
+                s = F[i, col, r]
                 for a in range(c0, c0 + k):
                     s += U[a, r] * Minv[a, col]
-                F[lam, r, col] += s
+                F[lam, col, r] += s
         for r in range(6):
             for c in range(6):
                 s = 0.0
@@ -106,10 +106,10 @@ def minv_passes(topology, d, IA, Minv):
             if lam >= 0:  # M⁻¹[i, k≥i] −= D_i⁻¹ U_iᵀ P_λ[:, k]
                 _block_solve(U, c0, k, P, lam, col, Dinv, i, x, Minv)
             for r in range(6):
-                s = P[lam, r, col] if lam >= 0 else 0.0
+                s = P[lam, col, r] if lam >= 0 else 0.0
                 for a in range(c0, c0 + k):
                     s += S[a, r] * Minv[a, col]
-                P[i, r, col] = s
+                P[i, col, r] = s
     for r in range(nv):
         for col in range(r + 1, nv):
             Minv[col, r] = Minv[r, col]

@@ -29,7 +29,7 @@ Data = namedtuple("Data", [
     "U", "UD", "rates",          # U = I^A S, U D⁻¹ (nv, 6); Ψ̇, Ψ̈, Ṡ (3, nv, 6)
     "u", "tau",                  # joint-space vectors (nv,)
     "Minv", "dq", "dv",          # (nv, nv) matrices
-    "F", "P",                    # force and motion sets of M⁻¹ (n, 6, nv)
+    "F", "P",                    # force and motion sets of M⁻¹, one 6-vector per column (n, nv, 6)
     "T",                         # joint vectors of the derivative passes (nv, 6, 6)
     "h", "gauss",                # scratch rows (4, 6) and the D_i elimination tableau (6, 12)
 ])
@@ -42,7 +42,7 @@ def new_data(topology):
     block of equally shaped arrays, whose rows are the :data:`Data` fields."""
     n, nv = topology.shape[0], tangent_size(topology)
     B66, B6, C6 = np.empty((4, n, 6, 6)), np.empty((6, n, 6)), np.empty((6, nv, 6))
-    vec, NN, FP = np.empty((2, nv)), np.empty((3, nv, nv)), np.empty((2, n, 6, nv))
+    vec, NN, FP = np.empty((2, nv)), np.empty((3, nv, nv)), np.empty((2, n, nv, 6))
     return Data(np.empty((n, 3, 3)), np.empty((n, 3)), C6[0], B66[0], B66[1], B66[2], B66[3],
                 B6[0], B6[1], B6[2], B6[3], B6[4:6], C6[1], C6[2], C6[3:6], vec[0], vec[1],
                 NN[0], NN[1], NN[2], FP[0], FP[1], np.empty((nv, 6, 6)), np.empty((4, 6)), np.empty((6, 12)))
