@@ -58,7 +58,7 @@ from .workspace import new_data
 U8, U9, U11, U5, U2, P3, P1, PB, TMP, TMP2, TMP3, TMP4 = range(12)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _subtree_vectors(j, cj, S, Psid, Ghat, Hhat, BShat, w):
     """Û8, Û9, Û11, Û5, Û2 of column cj (of body j) from the μ-weighted sums over ν(j) (rows of ``w``).
 
@@ -81,7 +81,7 @@ def _subtree_vectors(j, cj, S, Psid, Ghat, Hhat, BShat, w):
         w[U8, r] -= bT_psid
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _deepest_output(topology, j, cj, S, Psid, Psidd, PsidSd, w, Hqq, Hvv, Hqv, Mq):
     """Add the entries whose output column is the deepest one, in ν(j), for every column ck
     of the bodies k ⪯ j (all pairs (cj, ck) when k = j)."""
@@ -103,7 +103,7 @@ def _deepest_output(topology, j, cj, S, Psid, Psidd, PsidSd, w, Hqq, Hvv, Hqv, M
         k = topology[k, PARENT]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _psi_rows(i, ci, S, IC, BC, Bs, Psid, psibar, cvec, w):
     """Rows P3 = A3ᵀψ, P1 = A1 ψ, PB = Bsᵀψ of ``w`` for column ci of body i, with ψ = ψ_λ(i).
 
@@ -137,7 +137,7 @@ def _psi_rows(i, ci, S, IC, BC, Bs, Psid, psibar, cvec, w):
         w[P3, r] += w[TMP, r] - w[TMP2, r] + 2.0 * w[TMP3, r]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _pair_outputs(topology, i, ci, S, Psid, Psidd, PsidSd, cvec, T, w, Hqq, Hvv, Hqv, Mq):
     """Add, for column ci of body i and every column cj of the bodies j ⪯ i, the entries
     whose output column is the shallowest (k ≺ j, through ψ_λ(j)) or lies between
