@@ -133,7 +133,7 @@ def _add_crf(m, i, f, j, out, o):
         out[o, r] += out[TMP, r]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _body_matrices(i, ci, S, IC, BC, Psid, Bw, Am, w):
     """A1, A3 and Bs of DoF column ci (of body i) into rows of ``Am`` (Bw (2, 6, 6) is workspace)."""
     coriolis_at(IC, i, Psid, ci, Bw, 0)  # B(I_i^C, Ψ̇_ci)
@@ -146,7 +146,7 @@ def _body_matrices(i, ci, S, IC, BC, Psid, Bw, Am, w):
             Am[A1, r, c] = Bw[1, r, c] + Bw[1, c, r]  # (I S) ×̄* is skew, the rest symmetric
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _pair_vectors(j, S, Psid, Psidd, PsidSd, Am, t, w):
     """The (i, j) vectors u1 … u11 of Alg. 1 into ``w`` from body i's Am and g, h, e, d (t)."""
     _matT_vec(Am, A3, S, j, w, U1)
@@ -170,7 +170,7 @@ def _pair_vectors(j, S, Psid, Psidd, PsidSd, Am, t, w):
         w[U8, r] -= w[TMP, r]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _same_body_u4(i, ci, cj, S, IC, w):
     """u4 = S_ci ×* (I_i^C S_cj) + u9 for two columns of body i (= 2 u9 when cj = ci)."""
     mat6_vec_at(IC, i, S, cj, w, TMP)
@@ -179,7 +179,7 @@ def _same_body_u4(i, ci, cj, S, IC, w):
         w[U4, r] += w[U9, r]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _triple(i, j, k, ci, cj, ck, S, Psid, Psidd, PsidSd, w, d2q, d2v, dqdv, dM):
     """Write every entry of the columns ci, cj, ck of the bodies k ⪯ j ⪯ i (Alg. 1 lines 42–66).
 
