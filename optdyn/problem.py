@@ -48,7 +48,7 @@ from dynamics.rnea import rnea
 
 from . import integrators
 from .state import check_state, state_difference, state_integrate
-from .constraints import Constraint, stack_constraints
+from .constraints import Constraint, StateEquality, stack_constraints
 from .costs import Cost
 
 
@@ -164,6 +164,10 @@ class Problem:
             raise ValueError(f"u_lower: expected u_lower ≤ u_upper elementwise, got {self.u_lower} > {self.u_upper}")
         self.path_constraints = tuple(path_constraints)
         self.terminal_constraints = tuple(terminal_constraints)
+        if model.nq != model.nv and any(isinstance(c, StateEquality)
+                                        for c in self.path_constraints + self.terminal_constraints):
+            raise ValueError("terminal_constraints: StateEquality compares state coordinates, which needs nq = nv; "
+                             f"{model.name!r} has nq = {model.nq}, nv = {model.nv} (use costs or FramePositionEquality)")
         for cons, arg in ((self.path_constraints, "path_constraints"),
                           (self.terminal_constraints, "terminal_constraints")):
             for c in cons:
@@ -388,12 +392,17 @@ class Problem:
             nx, nu = self.ndx, self.nu
             return (np.zeros(K), np.zeros((K, nx)), np.zeros((K, nu)), np.zeros((K, nx, nx)),
                     np.zeros((K, nu, nx)), np.zeros((K, nu, nu)))
-        return tuple(self.dt * t for t in self.running_cost.evaluate(xs, us))
+        l, lx, lu, lxx, lux, luu = (self.dt * t for t in self.running_cost.evaluate(xs, us))
+        if not self.running_cost.depends_on_x:  # x-derivatives of the width of x: zero, of width ndx
+            lx, lxx, lux = np.zeros((K, self.ndx)), np.zeros((K, self.ndx, self.ndx)), np.zeros((K, self.nu, self.ndx))
+        return l, lx, lu, lxx, lux, luu
 
     def terminal_cost_terms(self, x) -> tuple[float, np.ndarray, np.ndarray]:
         """ℓ_N(x) and its gradient (ndx,) and Hessian (ndx, ndx)."""
         x = _array(x, (self.nx,), "x", finite=False)
         if self.terminal_cost is None:
+            return 0.0, np.zeros(self.ndx), np.zeros((self.ndx, self.ndx))
+        if not self.terminal_cost.depends_on_x:
             return 0.0, np.zeros(self.ndx), np.zeros((self.ndx, self.ndx))
         l, lx, _, lxx, _, _ = self.terminal_cost.evaluate(x[None], np.zeros((1, self.nu)))
         return float(l[0]), lx[0], lxx[0]
