@@ -204,3 +204,31 @@ def check_state(model: Model, x: np.ndarray, name: str) -> None:
             raise ValueError(f"{name}: the quaternion (or planar cos, sin) of joint {model.joint_names[i]!r} has "
                              f"norm {float(np.ravel(norms)[np.argmax(np.ravel(bad))]):.9g}, expected 1 — "
                              "normalise it with dynamics.normalize(model, q)")
+
+
+@njit(cache=True)
+def exp_curvatures(lie, W, G):
+    """(K, nv, nv): per knot, the Hessian in b of Gᵀ(x(b) ⊖ x(0)) for x(b) = x̃ ⊕ (W + b),
+    i.e. :func:`exp_hessian` of every Lie joint's block of W (K, nv) with G (K, nv) (zero
+    on 1-DoF joints): the curvature of the chart b ↦ x̃ ⊕ b at W."""
+    K, nv = W.shape
+    out = np.zeros((K, nv, nv))
+    for k in range(K):
+        for row in range(lie.shape[0]):
+            jt, m, n = lie[row, 0], lie[row, 1], lie[row, 2]
+            out[k, m: m + n, m: m + n] = exp_hessian(jt, W[k, m: m + n].copy(), G[k, m: m + n].copy())
+    return out
+
+
+@njit(cache=True)
+def log_curvatures(lie, D, M, Jinv):
+    """(K, nv, nv): per knot, the Hessian in η of Mᵀ((q ⊕ η) ⊖ q_ref) with D = q ⊖ q_ref
+    (K, nv) and Jinv (K, nv, nv) = ∂D/∂q (block diagonal): :func:`log_hessian` per Lie joint."""
+    K, nv = D.shape
+    out = np.zeros((K, nv, nv))
+    for k in range(K):
+        for row in range(lie.shape[0]):
+            jt, m, n = lie[row, 0], lie[row, 1], lie[row, 2]
+            out[k, m: m + n, m: m + n] = log_hessian(jt, D[k, m: m + n].copy(), M[k, m: m + n].copy(),
+                                                     Jinv[k, m: m + n, m: m + n].copy())
+    return out
