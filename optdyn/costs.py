@@ -26,7 +26,7 @@ from dynamics.kinematics_derivatives import body_point
 from dynamics.joints import lie_jacobians_kernel, neutral
 from dynamics.model import Model
 
-from .state import check_state, lie_blocks, log_hessian, state_difference
+from .state import check_state, lie_blocks, log_curvatures, state_difference
 
 
 class PointSet:
@@ -222,7 +222,7 @@ class StateCost(_Quadratic):
     weights (2·nv,), the default reference the neutral configuration at rest), and its
     derivatives along x ⊕ δx are exact: gradient JᵀW e with J = ∂(x ⊖ x̄)/∂δx = J_r⁻¹(e)
     per Lie joint, Hessian JᵀWJ plus the curvature (We)ᵀ∇²(x ⊖ x̄)
-    (:func:`optdyn.state.log_hessian`; it vanishes on revolute/prismatic joints).
+    (:func:`optdyn.state.log_curvatures`; it vanishes on revolute/prismatic joints).
     """
 
     def __init__(self, weight, reference=None, nx: int | None = None, model: Model | None = None) -> None:
@@ -263,10 +263,8 @@ class StateCost(_Quadratic):
         J[:, :nv, :nv], J[:, nv:, nv:] = Jinv, np.eye(nv)
         lx[:] = np.einsum("kij,ki->kj", J, We)
         lxx[:] = np.einsum("kij,i,kil->kjl", J, self.weight, J)
-        for k in range(K):
-            for jt, m, n in self.lie:
-                lxx[k, m: m + n, m: m + n] += log_hessian(jt, e[k, m: m + n].copy(), We[k, m: m + n].copy(),
-                                                         Jinv[k, m: m + n, m: m + n].copy())
+        lxx[:, :nv, :nv] += log_curvatures(self.lie, np.ascontiguousarray(e[:, :nv]), np.ascontiguousarray(We[:, :nv]),
+                                           Jinv)
         return l, lx, lu, lxx, lux, luu
 
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from dynamics.joints import (QUATERNION_TOLERANCE, _group_rows, difference_kernel, integrate_kernel,
+from dynamics.joints import (QUATERNION_TOLERANCE, _group_rows, _hat, difference_kernel, integrate_kernel,
                              lie_jacobians_kernel, unit_block)
 from dynamics.model import IDX_V, JTYPE, NV, PRISMATIC, REVOLUTE, Model
 
@@ -76,20 +76,12 @@ def _ad(jt, x):
     """ad_x (k, k) of the joint's Lie algebra element x (k,): the se(3) matrix
     [[ω×, v×], [0, ω×]] of (v, ω), restricted to the rows of the joint's subalgebra."""
     rows = _group_rows(jt)
-    k = rows.shape[0]
     xi = np.zeros(6)
-    for r in range(k):
-        xi[rows[r]] = x[r]
-    v0, v1, v2, w0, w1, w2 = xi[0], xi[1], xi[2], xi[3], xi[4], xi[5]
+    xi[rows] = x
+    w = _hat(xi[3], xi[4], xi[5])
     A = np.zeros((6, 6))
-    for o in (0, 3):
-        A[o, o + 1], A[o, o + 2], A[o + 1, o], A[o + 1, o + 2], A[o + 2, o], A[o + 2, o + 1] = -w2, w1, w2, -w0, -w1, w0
-    A[0, 4], A[0, 5], A[1, 3], A[1, 5], A[2, 3], A[2, 4] = -v2, v1, v2, -v0, -v1, v0
-    out = np.empty((k, k))
-    for r in range(k):
-        for c in range(k):
-            out[r, c] = A[rows[r], rows[c]]
-    return out
+    A[:3, :3], A[3:, 3:], A[:3, 3:] = w, w, _hat(xi[0], xi[1], xi[2])
+    return np.ascontiguousarray(A[rows][:, rows])
 
 
 @njit(cache=True)
