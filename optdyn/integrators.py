@@ -15,8 +15,17 @@ z = (x, u) (nz = nx + nu). With G_s = ∂(y_s, u)/∂z = [Y_s; 0 I] and H_s = �
     ∂²k_s/∂z² = Σ_pr f_zz[:, p, r] G_s[p, :] G_s[r, :]  +  f_x · H_s
 
 and Y, H accumulate exactly like y. The derivatives of f come from the analytical ABA
-derivatives (∂q̈/∂τ = M⁻¹, ∂²q̈/∂τ² = 0, ∂²q̈/∂v∂τ = 0). All knots of a trajectory are
-processed in one compiled call. Tensors are laid out T[i, j, l] = ∂²x⁺_i/∂z_j∂z_l.
+derivatives (∂q̈/∂τ = M⁻¹, ∂²q̈/∂τ² = 0, ∂²q̈/∂v∂τ = 0), with τ = B u (the problem's
+actuated joints). All knots of a trajectory are processed in one compiled call. Tensors
+are laid out T[i, j, l] = ∂²x⁺_i/∂z_j∂z_l.
+
+On a floating base (Lie-group joints, :mod:`optdyn.state`) the same tableau is applied in
+the tangent space at the start y of each step — y_s = y ⊕ h Σ_j a_sj k_j and
+y⁺ = y ⊕ h Σ_s b_s k_s, the velocity part of k_j read as a tangent vector at y (Crocoddyl's
+RK4, Mastalli et al. 2020) — and z = (δx, u) with δx in the chart of x (x ⊕ δx). Each
+composition y ⊕ W carries the sensitivities from y's chart to its own by the integrate
+Jacobians and adds its curvature (:func:`_compose`); on revolute/prismatic joints ⊕ is +
+and the kernels run the vector-space code above unchanged.
 
 The continuous dynamics is :func:`robot_dynamics` ``(params, x, u, fext, order, f, Fz, Fzz,
 data, idx)``: it writes f (nx,), and for order ≥ 1 Fz (nx, nz), for order 2 Fzz (nx, nz, nz);

@@ -243,3 +243,20 @@ def test_unnormalised_quaternions_are_refused():
         optdyn.solve(prob, solver="ipopt", xs_init=xs)
     with pytest.raises(ValueError, match="x0"):
         prob.rollout(np.zeros((4, 6)), x0=bad)
+
+
+def test_viewer_moves_the_base(solutions, tmp_path):
+    """The replay's animation places the satellite at its pose from q at every frame: the
+    base's track starts at q0's position and ends at the drifted one."""
+    from optdyn import viz
+    prob, res = solutions
+    r = res["ddp"]
+    scene = viz.scene_of(r)
+    anim = next(c for c in (c.lower() for c in scene.commands) if c["type"] == "set_animation")
+    base = "/meshcat/" + scene.body_paths[0]
+    track = next(t for a in anim["animations"] if a["path"] == base for t in a["clip"]["tracks"]
+                 if t["name"] == ".position")
+    values = np.array([k["value"] for k in track["keys"]], dtype=float)
+    assert np.allclose(values[0], r.xs[0, :3], atol=1e-6) and np.allclose(values[-1], r.xs[-1, :3], atol=1e-6)
+    assert np.linalg.norm(values[-1] - values[0]) > 1e-3
+    assert viz.save_html(r, tmp_path / "space.html").endswith("space.html")
