@@ -313,7 +313,7 @@ def _compose(topology, lie, y, Y, H, W, dW, d2W, order, ys, Ys, Hs):
         for i in range(lie[row, 1], lie[row, 1] + lie[row, 2]):
             e[:] = 0.0
             e[i] = 1.0
-            add_composition_curvature(lie, W[:n].copy(), e, Yq, dWq, nz, Hs[i])
+            add_composition_curvature(lie, W[:n].copy(), Jq, Jv, e, Yq, dWq, nz, Hs[i])
 
 
 @njit(cache=True)
@@ -460,11 +460,14 @@ def no_stages(params):
 
 
 @njit(cache=True)
-def _split_adjoint(topology, Wq, mu, gW, gY):
+def _split_adjoint(topology, lie, Wq, dW, Y0, mu, nz, gW, gY, Hz):
     """Adjoints of the inputs of p = y ⊕ W given μ (ndx,) at p: gW = ∂/∂W = [J_vᵀ μ_q; μ_v],
-    gY = ∂/∂y = [J_qᵀ μ_q; μ_v] (J_q, J_v the integrate Jacobians at W_q)."""
+    gY = ∂/∂y = [J_qᵀ μ_q; μ_v] (J_q, J_v the integrate Jacobians at W_q), and the
+    composition's curvature μᵀ∇²ψ added to Hz, congruent with the sensitivities Y0 of y
+    and dW of W (q rows)."""
     n = Wq.shape[0]
     Jq, Jv = lie_jacobians_kernel(topology, Wq, 0, 1)
+    add_composition_curvature(lie, Wq, Jq, Jv, mu[:n].copy(), Y0, dW, nz, Hz)
     for i in range(n):
         g = t = 0.0
         for p in range(n):
@@ -497,7 +500,6 @@ def interval_hessian(params, a, b, dt, m, u, stages, offset, lam, Hz):
     rec_y, rec_f, rec_Fz, rec_G, data = stages[0], stages[1], stages[2], stages[3], stages[4]
     rec_W, rec_dW, rec_Y0 = lie_records(stages)
     nx, nz, s = rec_Fz.shape[1], Hz.shape[0], b.shape[0]
-    n = nx // 2
     h = dt / m
     lam_y = lam.copy()
     ybar, w = np.empty((s, nx)), np.empty(nx)
@@ -508,8 +510,7 @@ def interval_hessian(params, a, b, dt, m, u, stages, offset, lam, Hz):
         sub = offset // s + step
         if manifold:
             c0 = sub * (s + 1)
-            _split_adjoint(topology, rec_W[c0 + s], lam_y, gW[s], gY[s])
-            add_composition_curvature(lie, rec_W[c0 + s], lam_y[:n].copy(), rec_Y0[sub], rec_dW[c0 + s], nz, Hz)
+            _split_adjoint(topology, lie, rec_W[c0 + s], rec_dW[c0 + s], rec_Y0[sub], lam_y, nz, gW[s], gY[s], Hz)
         else:
             gW[s] = lam_y
             gY[s] = lam_y
@@ -535,9 +536,8 @@ def interval_hessian(params, a, b, dt, m, u, stages, offset, lam, Hz):
                 _congruence_add(W, rec_G[idx], nx, P, Hz)
             if manifold and st > 0:
                 c0 = sub * (s + 1)
-                _split_adjoint(topology, rec_W[c0 + st], ybar[st], gW[st], gY[st])
-                add_composition_curvature(lie, rec_W[c0 + st], ybar[st, :n].copy(), rec_Y0[sub], rec_dW[c0 + st],
-                                          nz, Hz)
+                _split_adjoint(topology, lie, rec_W[c0 + st], rec_dW[c0 + st], rec_Y0[sub], ybar[st], nz, gW[st],
+                               gY[st], Hz)
             else:
                 gW[st] = ybar[st]
                 gY[st] = ybar[st]

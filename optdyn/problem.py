@@ -167,7 +167,8 @@ class Problem:
         if model.nq != model.nv and any(isinstance(c, StateEquality)
                                         for c in self.path_constraints + self.terminal_constraints):
             raise ValueError("terminal_constraints: StateEquality compares state coordinates, which needs nq = nv; "
-                             f"{model.name!r} has nq = {model.nq}, nv = {model.nv} (use costs or FramePositionEquality)")
+                             f"{model.name!r} has nq = {model.nq}, nv = {model.nv} "
+                             "(use costs or FramePositionEquality)")
         for cons, arg in ((self.path_constraints, "path_constraints"),
                           (self.terminal_constraints, "terminal_constraints")):
             for c in cons:

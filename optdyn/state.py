@@ -36,8 +36,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from dynamics.joints import (QUATERNION_TOLERANCE, _group_rows, _hat, difference_kernel, integrate_kernel,
-                             lie_jacobians_kernel, unit_block)
+from dynamics.joints import QUATERNION_TOLERANCE, _group_rows, _hat, difference_kernel, integrate_kernel, unit_block
 from dynamics.model import IDX_V, JTYPE, NV, PRISMATIC, REVOLUTE, Model
 
 
@@ -86,19 +85,15 @@ def _ad(jt, x):
 
 @njit(cache=True)
 def _bracket_form(jt, mu):
-    """Q (k, k), Q[i, j] = μᵀ[e_i, e_j] = μᵀ ad_{e_i} e_j."""
-    k = mu.shape[0]
-    Q, e = np.empty((k, k)), np.zeros(k)
-    for i in range(k):
-        e[:] = 0.0
-        e[i] = 1.0
-        A = _ad(jt, e)
-        for j in range(k):
-            s = 0.0
-            for r in range(k):
-                s += mu[r] * A[r, j]
-            Q[i, j] = s
-    return Q
+    """Q (k, k), Q[i, j] = μᵀ[e_i, e_j]: for se(3), μ = (μ_v, μ_ω),
+    μᵀ[X, Y] = −Xᵀ [[0, μ_v×], [μ_v×, μ_ω×]] Y (restricted to the joint's subalgebra)."""
+    rows = _group_rows(jt)
+    m6 = np.zeros(6)
+    m6[rows] = mu
+    hv, hw = _hat(m6[0], m6[1], m6[2]), _hat(m6[3], m6[4], m6[5])
+    Q = np.zeros((6, 6))
+    Q[:3, 3:], Q[3:, :3], Q[3:, 3:] = -hv, -hv, -hw
+    return np.ascontiguousarray(Q[rows][:, rows])
 
 
 @njit(cache=True)
@@ -142,17 +137,17 @@ def compose_hessians(jt, w, mu, Jq, Jv):
 
 
 @njit(cache=True)
-def add_composition_curvature(lie, W, mu, Y, dW, nz, Hz):
+def add_composition_curvature(lie, W, Jq, Jv, mu, Y, dW, nz, Hz):
     """Hz (nz, nz) += Σ_joints [Y; dW]ᵀ ∇²(μᵀψ) [Y; dW] over the model's Lie joints.
 
     The composition p = q ⊕ (w̄ + δw) of a configuration q (sensitivity Y (nv, nz) in its
-    chart) and an increment w̄ (nv,) (sensitivity dW (nv, nz)) is nonlinear only on the
-    Lie joints (``lie``, :func:`lie_blocks`); μ (nv,) is the adjoint at p's chart."""
+    chart) and an increment w̄ = W (nv,) (sensitivity dW (nv, nz)) is nonlinear only on the
+    Lie joints (``lie``, :func:`lie_blocks`); Jq, Jv (nv, nv) are the integrate Jacobians
+    at W and μ (nv,) the adjoint at p's chart."""
     for row in range(lie.shape[0]):
         jt, m, k = lie[row, 0], lie[row, 1], lie[row, 2]
-        w = W[m: m + k].copy()
-        Jq, Jv = _joint_jacobians(jt, w, k)
-        Pab, Pbb = compose_hessians(jt, w, mu[m: m + k].copy(), Jq, Jv)
+        Pab, Pbb = compose_hessians(jt, W[m: m + k].copy(), mu[m: m + k].copy(), Jq[m: m + k, m: m + k].copy(),
+                                    Jv[m: m + k, m: m + k].copy())
         Ya, Wb = Y[m: m + k].copy(), dW[m: m + k].copy()
         X = Pab @ Wb  # (k, nz)
         Z = Pbb @ Wb
@@ -162,14 +157,6 @@ def add_composition_curvature(lie, W, mu, Y, dW, nz, Hz):
                 for r in range(k):
                     s += Ya[r, i] * X[r, j] + X[r, i] * Ya[r, j] + Wb[r, i] * Z[r, j]
                 Hz[i, j] += s
-
-
-@njit(cache=True)
-def _joint_jacobians(jt, w, k):
-    """(Ad(exp(−w)), J_r(w)) (k, k) of one joint: its blocks of dIntegrate."""
-    topo = np.zeros((1, 7), dtype=np.int64)
-    topo[0, JTYPE], topo[0, NV] = jt, k
-    return lie_jacobians_kernel(topo, w, 0, 1)
 
 
 @njit(cache=True)

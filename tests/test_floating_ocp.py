@@ -9,7 +9,7 @@ import optdyn
 import problems
 from optdyn import Problem
 from optdyn.constraints import OrientationBound
-from optdyn.costs import ControlCost, FramePositionCost, StateCost
+from optdyn.costs import FramePositionCost, StateCost
 from optdyn.ipopt import MultipleShootingNLP
 
 MODEL = dyn.models.space_manipulator()
@@ -29,7 +29,8 @@ def _hessian_fd(f, n, h=4e-3):
         H = np.empty((np.size(f(np.zeros(n))), n, n))
         for i in range(n):
             for j in range(i, n):
-                H[:, i, j] = H[:, j, i] = (f(E[i] + E[j]) - f(E[i] - E[j]) - f(E[j] - E[i]) + f(-E[i] - E[j])) / (4 * h * h)
+                d = f(E[i] + E[j]) - f(E[i] - E[j]) - f(E[j] - E[i]) + f(-E[i] - E[j])
+                H[:, i, j] = H[:, j, i] = d / (4 * h * h)
         return H
     return (4.0 * second(h / 2) - second(h)) / 3.0
 
