@@ -93,6 +93,8 @@ def _bracket_form(jt, mu):
     hv, hw = _hat(m6[0], m6[1], m6[2]), _hat(m6[3], m6[4], m6[5])
     Q = np.zeros((6, 6))
     Q[:3, 3:], Q[3:, :3], Q[3:, 3:] = -hv, -hv, -hw
+    if rows.shape[0] == 6:  # SE(3): the whole matrix
+        return Q
     return np.ascontiguousarray(Q[rows][:, rows])
 
 
@@ -151,12 +153,14 @@ def add_composition_curvature(lie, W, Jq, Jv, mu, Y, dW, nz, Hz):
         Ya, Wb = Y[m: m + k].copy(), dW[m: m + k].copy()
         X = Pab @ Wb  # (k, nz)
         Z = Pbb @ Wb
-        for i in range(nz):
-            for j in range(nz):
+        for i in range(nz):  # symmetric: the upper triangle, mirrored
+            for j in range(i, nz):
                 s = 0.0
                 for r in range(k):
                     s += Ya[r, i] * X[r, j] + X[r, i] * Ya[r, j] + Wb[r, i] * Z[r, j]
                 Hz[i, j] += s
+                if j > i:
+                    Hz[j, i] += s
 
 
 @njit(cache=True)
