@@ -47,8 +47,10 @@ unchanged, with V'_x·F_zz the Hessian of V'_xᵀ(F ⊖ x̄') — which includes
 the group compositions inside the RK stages (:func:`optdyn.integrators.interval_hessian`).
 So DDP's quadratic model is the exact second-order one in the charts; what is not
 modelled is that the charts move with x̄ from one iteration to the next (as in
-Crocoddyl), which does not change the fixed points. Backward and forward passes loop over knots inside compiled code; the backward
-pass is assembled from the named steps :func:`q_expansion`, :func:`dynamics_hessian`,
+Crocoddyl), which does not change the fixed points.
+
+Backward and forward passes loop over knots inside compiled code; the backward pass is
+assembled from the named steps :func:`q_expansion`, :func:`dynamics_hessian`,
 :func:`regularize`, :func:`gains`, :func:`expected_decrease` and :func:`value_update`.
 """
 from __future__ import annotations
