@@ -15,7 +15,15 @@ import optdyn
 import problems
 from _common import machine, table, write_section
 
-NOISE = ("The per-iteration ratios above come from totals of one best-of-3 solve on a 2-core machine shared with other compilations: between two runs of this script the free task's DDP ÷ iLQR went from 1.93 to 1.14 and ur5-reach's from 1.47 to 1.87; `optdyn compare` below (same machine, same run) gives 2.0–2.1× on the free task, above the 1.2–1.6× of the contracted second-order section: per RK stage, a floating base adds the composition's Jacobians and curvature (`optdyn.state`) to the second-order adjoint, and nz = ndx + nu = 30 against 18 for the UR5 makes every congruence G_sᵀW_sG_s larger. DDP also needs more iterations than iLQR here (26 against 18), so iLQR is the faster solver on this task.")
+NOISE = (
+    'The per-iteration ratios above come from totals of one best-of-3 solve on a 2-core machine shared '
+    "with other compilations: between two runs of this script the free task's DDP ÷ iLQR went from 1.93 "
+    "to 1.14 and ur5-reach's from 1.47 to 1.87; `optdyn compare` below (same machine, same run) gives "
+    '2.0–2.1× on the free task, above the 1.2–1.6× of the contracted second-order section: per RK stage, '
+    "a floating base adds the composition's Jacobians and curvature (`optdyn.state`) to the second-order "
+    'adjoint, and nz = ndx + nu = 30 against 18 for the UR5 makes every congruence G_sᵀW_sG_s larger. DDP'
+    ' also needs more iterations than iLQR here (26 against 18), so iLQR is the faster solver on this '
+    'task.')
 RUNS = [("ilqr", {}), ("ddp", {}), ("ddp", {"second_order": "tensor"}),
         ("ipopt", {}), ("ipopt", {"second_order": "tensor"}), ("ipopt", {"hessian": "lbfgs"})]
 

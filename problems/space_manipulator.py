@@ -16,7 +16,7 @@ spatial momentum of the whole system stays zero along every trajectory of the dy
 
 ``attitude_bound`` (rad) adds the path constraint ‖log(R_0⁻¹ R_sat)‖ ≤ attitude_bound at
 every node (:class:`optdyn.constraints.OrientationBound`): the satellite may not turn
-more than that from its initial attitude (the free solution turns it by about 0.047 rad).
+more than that from its initial attitude (the free solution turns it by about 0.057 rad).
 A tight bound makes the task markedly non-convex: from rest, IPOPT and the
 augmented-Lagrangian DDP/iLQR may stop in different local optima (BENCHMARKS.md).
 Initial guess: rest (xs = x0, us = 0).

@@ -261,3 +261,15 @@ def test_viewer_moves_the_base(solutions, tmp_path):
     assert np.allclose(values[0], r.xs[0, :3], atol=1e-6) and np.allclose(values[-1], r.xs[-1, :3], atol=1e-6)
     assert np.linalg.norm(values[-1] - values[0]) > 1e-3
     assert viz.save_html(r, tmp_path / "space.html").endswith("space.html")
+
+
+@pytest.mark.parametrize("solver", ["ilqr", "ipopt"])
+def test_command_line_solves_and_reopens_the_task(solver, capsys, tmp_path):
+    from optdyn.cli import main
+    saved = tmp_path / "space.npz"
+    assert main(["solve", "space-manipulator", "--param", "N=10", "--solver", solver, "--quiet",
+                 "--save", str(saved)]) == 0
+    out = capsys.readouterr().out
+    assert "converged" in out and "tool0" in out
+    assert main(["show", str(saved), "--html", str(tmp_path / "space.html")]) == 0
+    assert (tmp_path / "space.html").stat().st_size > 0
