@@ -158,7 +158,7 @@ def solve_al(problem: Problem, ddp: bool = True, us_init=None, constraint_tol: f
         except (KeyboardInterrupt, SystemError) as e:
             if not is_interrupt(e) and not run.interrupted:
                 raise
-            out = stopped_by_exception(problem, log, (problem.N, problem.nu, problem.nx))
+            out = stopped_by_exception(problem, log, (problem.N, problem.nu, problem.ndx))
             status, message, converged = out.status, out.message, False
     cost, violation = _cost_and_violation(problem, out.xs, out.us)
     return Result(xs=out.xs, us=out.us, cost=cost, converged=converged,

@@ -1,13 +1,15 @@
 """State constraints with exact first and second derivatives.
 
-A constraint maps states xs (K, nx) to values c (K, m) with Jacobians cx (K, m, nx) and
-Hessians cxx (K, m, nx, nx). The problem reads path constraints as inequalities c ≥ 0
+A constraint maps states xs (K, nx) to values c (K, m) with Jacobians cx (K, m, ndx) and
+Hessians cxx (K, m, ndx, ndx), taken in the tangent space at x (:mod:`optdyn.state`;
+ndx = nx on a model of revolute/prismatic joints). The problem reads path constraints as inequalities c ≥ 0
 (imposed at nodes 1..N) and terminal constraints as equalities h = 0 (at node N).
 Control bounds are not constraints objects: they are ``Problem.u_lower/u_upper``.
 
 * :class:`SphereClearance`  c_j = ‖p_j(q) − center‖ − radius − margin ≥ 0 for points fixed on links
 * :class:`StateEquality`    h = x[indices] − target (goal state, e.g. at rest)
 * :class:`FramePositionEquality`  h = p(q) − target for a point fixed in a frame
+* :class:`OrientationBound`  c = θ_max² − ‖log(R_ref⁻¹ R_j(q))‖² ≥ 0 for a spherical or free-flyer joint
 """
 from __future__ import annotations
 
@@ -16,9 +18,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from dynamics.model import Model
+from dynamics.joints import difference_kernel, lie_jacobians_kernel
+from dynamics.model import FREE_FLYER, JTYPE, SPHERICAL, Model
 
 from .costs import PointSet, _vector
+from .state import check_state, log_hessian
 
 
 class Constraint(ABC):
@@ -60,11 +64,11 @@ class SphereClearance(Constraint):
         if not np.isfinite(margin):
             raise ValueError(f"margin: expected a finite length, got {margin!r}")
         self.radius, self.margin = float(radius), float(margin)
-        self.size, self.nx, self.nv = len(self.points), 2 * model.nv, model.nv
+        self.size, self.nx, self.nv, self.nq = len(self.points), 2 * model.nv, model.nv, model.nq
 
     def evaluate(self, xs):
         K, nv = xs.shape[0], self.nv
-        d, dd, ddd = self.points.sphere_distance(xs[:, :nv], self.center)
+        d, dd, ddd = self.points.sphere_distance(xs[:, : self.nq], self.center)
         cx, cxx = np.zeros((K, self.size, self.nx)), np.zeros((K, self.size, self.nx, self.nx))
         cx[:, :, :nv] = dd
         cxx[:, :, :nv, :nv] = ddd
@@ -72,7 +76,7 @@ class SphereClearance(Constraint):
 
     def clearance(self, xs) -> np.ndarray:
         """c (K, P) only (for checkers and plots)."""
-        d, _, _ = self.points.sphere_distance(np.asarray(xs, dtype=float)[:, : self.nv], self.center, False)
+        d, _, _ = self.points.sphere_distance(np.asarray(xs, dtype=float)[:, : self.nq], self.center, False)
         return d - self.radius - self.margin
 
 
@@ -110,12 +114,54 @@ class FramePositionEquality(Constraint):
     def __init__(self, model: Model, frame: str, target, offset=(0.0, 0.0, 0.0)) -> None:
         self.points = PointSet(model, [(frame, offset)])
         self.target = _vector(target, 3, "target")
-        self.size, self.nx, self.nv = 3, 2 * model.nv, model.nv
+        self.size, self.nx, self.nv, self.nq = 3, 2 * model.nv, model.nv, model.nq
 
     def evaluate(self, xs):
         K, nv = xs.shape[0], self.nv
-        p, J, H = self.points.kinematics(xs[:, :nv])
+        p, J, H = self.points.kinematics(xs[:, : self.nq])
         cx, cxx = np.zeros((K, 3, self.nx)), np.zeros((K, 3, self.nx, self.nx))
         cx[:, :, :nv] = J[:, 0]
         cxx[:, :, :nv, :nv] = H[:, 0]
         return p[:, 0] - self.target, cx, cxx
+
+
+class OrientationBound(Constraint):
+    """c = θ_max² − ‖φ‖² ≥ 0: the rotation φ = log(R_ref⁻¹ R_j(q)) of joint ``joint`` (a
+    spherical or free-flyer joint, e.g. a floating base's "root_joint") from its
+    orientation in ``reference`` (nq,) stays within ``max_angle`` (rad, < π).
+
+    φ is the angular part of q_j ⊖ q_ref,j; its derivatives along q ⊕ δq are exact
+    (Jacobian J_r⁻¹ rows, Hessian with the curvature of the log, :func:`optdyn.state.log_hessian`).
+    """
+
+    def __init__(self, model: Model, joint: str, reference, max_angle: float) -> None:
+        if joint not in model.joint_names:
+            raise ValueError(f"joint: unknown joint {joint!r}; the model's joints are {list(model.joint_names)}")
+        i = list(model.joint_names).index(joint)
+        self.jtype = int(model.topology[i, JTYPE])
+        if self.jtype not in (SPHERICAL, FREE_FLYER):
+            raise ValueError(f"joint: {joint!r} is {model.joint_types[i]}; expected a spherical or free-flyer joint")
+        if not (np.isfinite(max_angle) and 0 < max_angle < np.pi):
+            raise ValueError(f"max_angle: expected an angle in (0, π) rad, got {max_angle!r}")
+        self.reference = _vector(reference, model.nq, "reference")
+        check_state(model, self.reference, "reference")
+        self.model, self.joint, self.max_angle = model, joint, float(max_angle)
+        self.m, self.k = int(model.idx_vs[i]), int(model.nvs[i])
+        self.size, self.nx = 1, 2 * model.nv
+
+    def evaluate(self, xs):
+        K, m, k, nv = xs.shape[0], self.m, self.k, self.model.nv
+        r = k - 3  # the rotation rows of the joint's tangent block
+        c, cx, cxx = np.empty((K, 1)), np.zeros((K, 1, self.nx)), np.zeros((K, 1, self.nx, self.nx))
+        for n in range(K):
+            d = difference_kernel(self.model.topology, nv, self.reference, np.ascontiguousarray(xs[n, : self.model.nq]))
+            dj = d[m: m + k].copy()
+            Jinv = lie_jacobians_kernel(self.model.topology, d, 3, 2)[1][m: m + k, m: m + k].copy()
+            phi = dj[r:]
+            c[n, 0] = self.max_angle ** 2 - phi @ phi
+            mu = np.zeros(k)
+            mu[r:] = phi
+            J = Jinv[r:]  # ∂φ/∂δq_j (3, k)
+            cx[n, 0, m: m + k] = -2.0 * phi @ J
+            cxx[n, 0, m: m + k, m: m + k] = -2.0 * (J.T @ J + log_hessian(self.jtype, dj, mu, Jinv))
+        return c, cx, cxx

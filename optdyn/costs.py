@@ -2,10 +2,12 @@
 
 A cost ℓ(x, u) is evaluated over K knots at once (``xs`` (K, nx), ``us`` (K, nu)) and
 returns ``(l (K,), lx (K,nx), lu (K,nu), lxx (K,nx,nx), lux (K,nu,nx), luu (K,nu,nu))``,
-unweighted by dt (the problem multiplies running costs by dt). Used as a terminal cost,
+unweighted by dt (the problem multiplies running costs by dt). Derivatives w.r.t. x are
+taken in the tangent space at x (:mod:`optdyn.state`): lx has ndx = 2·nv columns, which is
+nx for a model of revolute/prismatic joints. Used as a terminal cost,
 its control part is ignored. Costs add (``c1 + c2``) and scale (``0.5 * c``).
 
-* :class:`StateCost`      ½ Σ_i w_i (x_i − x̄_i)²
+* :class:`StateCost`      ½ Σ_i w_i (x ⊖ x̄)_i² (x − x̄ on a vector space)
 * :class:`ControlCost`    ½ Σ_i w_i (u_i − ū_i)²
 * :class:`FramePositionCost`  ½ w ‖p(q) − p*‖², p a point fixed in a frame (end effector)
 * :class:`ObstacleCost`   Σ_j w β softplus(−d_j/β), d_j = ‖p_j(q) − c‖ − r − margin,
@@ -21,7 +23,10 @@ from numba import njit
 
 from dynamics.batch import point_kinematics_batch_kernel, point_positions_batch_kernel
 from dynamics.kinematics_derivatives import body_point
+from dynamics.joints import lie_jacobians_kernel, neutral
 from dynamics.model import Model
+
+from .state import check_state, lie_blocks, log_curvatures, state_difference
 
 
 class PointSet:
@@ -58,7 +63,7 @@ class PointSet:
 
     def kinematics(self, qs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """World positions p (K,P,3), Jacobians J (K,P,3,nv) and Hessians H (K,P,3,nv,nv)
-        (H[.., i, a, b] = ∂²p_i/∂q_a∂q_b) at configurations qs (K, nv)."""
+        (H[.., i, a, b] = ∂²p_i/∂q_a∂q_b, tangent-space derivatives) at configurations qs (K, nq)."""
         m = self.model
         return point_kinematics_batch_kernel(m.arrays, np.ascontiguousarray(qs),
                                              self.bodies, self.local)
@@ -110,6 +115,7 @@ class Cost(ABC):
 
     nx: int | None = None
     nu: int | None = None
+    depends_on_x: bool = True  # False: lx, lxx, lux are zero (a control cost)
 
     @abstractmethod
     def evaluate(self, xs: np.ndarray, us: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -152,11 +158,22 @@ class Sum(Cost):
         for _, c in self.terms:
             c.check_dims(nx, nu, name)
 
+    @property
+    def depends_on_x(self) -> bool:
+        return any(c.depends_on_x for _, c in self.terms)
+
     def evaluate(self, xs, us):
-        total = _zeros(xs.shape[0], xs.shape[1], us.shape[1])
-        for w, c in self.terms:
-            for acc, t in zip(total, c.evaluate(xs, us)):
-                acc += w * t
+        """Sum of the terms' (l, lx, lu, lxx, lux, luu); terms that do not depend on x add
+        nothing to lx, lxx, lux (whose width is then that of the x-dependent terms: ndx)."""
+        total = None
+        for w, c in sorted(self.terms, key=lambda t: not t[1].depends_on_x):
+            terms = c.evaluate(xs, us)
+            if total is None:
+                total = tuple(w * t for t in terms)
+                continue
+            for i, (acc, t) in enumerate(zip(total, terms)):
+                if c.depends_on_x or i in (0, 2, 5):
+                    acc += w * t
         return total
 
     def value(self, xs, us):
@@ -198,14 +215,63 @@ class _Quadratic(Cost):
 
 
 class StateCost(_Quadratic):
-    """½ Σ_i w_i (x_i − x̄_i)²; ``weight`` scalar or (nx,), ``reference`` (nx,) (default 0)."""
+    """½ Σ_i w_i (x ⊖ x̄)_i²; ``weight`` scalar or (ndx,), ``reference`` x̄ (nx,) (default 0).
 
-    def __init__(self, weight, reference=None, nx: int | None = None) -> None:
-        super().__init__(weight, reference, nx, "x")
+    Without ``model`` the state is a vector space (x ⊖ x̄ = x − x̄, nx = ndx). With
+    ``model`` the residual is the state difference of :mod:`optdyn.state` (x̄ (nq + nv,),
+    weights (2·nv,), the default reference the neutral configuration at rest), and its
+    derivatives along x ⊕ δx are exact: gradient JᵀW e with J = ∂(x ⊖ x̄)/∂δx = J_r⁻¹(e)
+    per Lie joint, Hessian JᵀWJ plus the curvature (We)ᵀ∇²(x ⊖ x̄)
+    (:func:`optdyn.state.log_curvatures`; it vanishes on revolute/prismatic joints).
+    """
+
+    def __init__(self, weight, reference=None, nx: int | None = None, model: Model | None = None) -> None:
+        if model is None:
+            super().__init__(weight, reference, nx, "x")
+            self.model = None
+            return
+        ref = np.concatenate([neutral(model), np.zeros(model.nv)]) if reference is None else reference
+        ref = _vector(ref, model.nq + model.nv, "reference")
+        check_state(model, ref, "reference")
+        super().__init__(weight, np.zeros(2 * model.nv), 2 * model.nv, "x")
+        self.model, self.state_reference, self.lie = model, ref, lie_blocks(model)
+
+    def _residual(self, xs):
+        """e = x ⊖ x̄ (K, ndx) and, with the model, J_r⁻¹ blocks (K, nv, nv) of ∂e/∂δq."""
+        if self.model is None:
+            return xs - self.reference, None
+        m, nv = self.model, self.model.nv
+        e, Jinv = np.empty((xs.shape[0], 2 * nv)), np.empty((xs.shape[0], nv, nv))
+        for k in range(xs.shape[0]):
+            x = np.ascontiguousarray(xs[k])
+            state_difference(m.topology, m.nq, self.state_reference, x, e[k])
+            Jinv[k] = lie_jacobians_kernel(m.topology, e[k, :nv].copy(), 3, 2)[1]
+        return e, Jinv
+
+    def value(self, xs, us):
+        return 0.5 * np.sum(self.weight * self._residual(xs)[0] ** 2, axis=1)
+
+    def evaluate(self, xs, us):
+        if self.model is None:
+            return super().evaluate(xs, us)
+        K, nv = xs.shape[0], self.model.nv
+        l, lx, lu, lxx, lux, luu = _zeros(K, 2 * nv, us.shape[1])
+        e, Jinv = self._residual(xs)
+        We = self.weight * e
+        l[:] = 0.5 * np.sum(We * e, axis=1)
+        J = np.zeros((K, 2 * nv, 2 * nv))
+        J[:, :nv, :nv], J[:, nv:, nv:] = Jinv, np.eye(nv)
+        lx[:] = np.einsum("kij,ki->kj", J, We)
+        lxx[:] = np.einsum("kij,i,kil->kjl", J, self.weight, J)
+        lxx[:, :nv, :nv] += log_curvatures(self.lie, np.ascontiguousarray(e[:, :nv]), np.ascontiguousarray(We[:, :nv]),
+                                           Jinv)
+        return l, lx, lu, lxx, lux, luu
 
 
 class ControlCost(_Quadratic):
     """½ Σ_i w_i (u_i − ū_i)²; ``weight`` scalar or (nu,), ``reference`` (nu,) (default 0)."""
+
+    depends_on_x = False
 
     def __init__(self, weight, reference=None, nu: int | None = None) -> None:
         super().__init__(weight, reference, nu, "u")
@@ -243,16 +309,16 @@ class FramePositionCost(Cost):
         self.points = PointSet(model, [(frame, offset)])
         self.target = _vector(target, 3, "target")
         self.weight = _nonnegative(weight, "weight")
-        self.nx, self.nu = 2 * model.nv, model.nv
+        self.nx, self.nv, self.nq = 2 * model.nv, model.nv, model.nq
 
     def value(self, xs, us):
-        p = self.points.positions(xs[:, : self.nu])
+        p = self.points.positions(xs[:, : self.nq])
         return 0.5 * self.weight * np.sum((p[:, 0] - self.target) ** 2, axis=1)
 
     def evaluate(self, xs, us):
-        K, nv = xs.shape[0], self.nu
-        l, lx, lu, lxx, lux, luu = _zeros(K, self.nx, nv)
-        p, J, H = self.points.kinematics(xs[:, :nv])
+        K, nv = xs.shape[0], self.nv
+        l, lx, lu, lxx, lux, luu = _zeros(K, self.nx, us.shape[1])
+        p, J, H = self.points.kinematics(xs[:, : self.nq])
         l[:] = _frame_terms(p, J, H, self.target, self.weight, nv, lx, lxx)
         return l, lx, lu, lxx, lux, luu
 
@@ -317,10 +383,10 @@ class ObstacleCost(Cost):
         if not (np.isfinite(width) and width > 0):
             raise ValueError(f"width: expected a length > 0, got {width!r}")
         self.width = float(width)
-        self.nx, self.nu = 2 * model.nv, model.nv
+        self.nx, self.nv, self.nq = 2 * model.nv, model.nv, model.nq
 
     def _clearance(self, xs, derivatives):
-        d, dd, ddd = self.points.sphere_distance(xs[:, : self.nu], self.center, derivatives)
+        d, dd, ddd = self.points.sphere_distance(xs[:, : self.nq], self.center, derivatives)
         return d - self.radius - self.margin, dd, ddd
 
     def value(self, xs, us):
@@ -328,8 +394,8 @@ class ObstacleCost(Cost):
         return self.weight * self.width * np.sum(_softplus(-c / self.width)[0], axis=1)
 
     def evaluate(self, xs, us):
-        K, nv = xs.shape[0], self.nu
-        l, lx, lu, lxx, lux, luu = _zeros(K, self.nx, nv)
+        K, nv = xs.shape[0], self.nv
+        l, lx, lu, lxx, lux, luu = _zeros(K, self.nx, us.shape[1])
         c, dc, ddc = self._clearance(xs, True)
         beta, w = self.width, self.weight
         sp, sig = _softplus(-c / beta)

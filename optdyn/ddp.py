@@ -33,10 +33,24 @@ free controls and 0 on the clamped ones. The value function follows eq. 11:
     V_x  = Q_x + KᵀQ_uu k + KᵀQ_u + Q_uxᵀ k
     V_xx = Q_xx + KᵀQ_uu K + KᵀQ_ux + Q_uxᵀ K
 
-The forward pass x̂_0 = x_0, û_k = clamp(u_k + α k_k + K_k (x̂_k − x_k)),
+The forward pass x̂_0 = x_0, û_k = clamp(u_k + α k_k + K_k (x̂_k ⊖ x_k)),
 x̂_{k+1} = F(x̂_k, û_k) is accepted by backtracking on the ratio of actual to expected
-decrease. Backward and forward passes loop over knots inside compiled code; the backward
-pass is assembled from the named steps :func:`q_expansion`, :func:`dynamics_hessian`,
+decrease.
+
+On a floating base the state lives on a manifold (:mod:`optdyn.state`) and the backward
+pass works in its tangent spaces, as Crocoddyl does (Mastalli et al. 2020): every
+quantity at knot k (ℓ_x, V_x, the rows and columns of A = F_x) is in the chart
+δx ↦ x̄_k ⊕ δx of the current trajectory, A maps the tangent at x̄_k to the one at x̄_{k+1},
+and the feedback acts on x̂_k ⊖ x̄_k. Expanding Q(δx, δu) = ℓ(x̄ ⊕ δx, ū + δu) +
+V'(F(x̄ ⊕ δx, ū + δu) ⊖ x̄') to second order in these charts gives the formulas above
+unchanged, with V'_x·F_zz the Hessian of V'_xᵀ(F ⊖ x̄') — which includes the curvature of
+the group compositions inside the RK stages (:func:`optdyn.integrators.interval_hessian`).
+So DDP's quadratic model is the exact second-order one in the charts; what is not
+modelled is that the charts move with x̄ from one iteration to the next (as in
+Crocoddyl), which does not change the fixed points.
+
+Backward and forward passes loop over knots inside compiled code; the backward pass is
+assembled from the named steps :func:`q_expansion`, :func:`dynamics_hessian`,
 :func:`regularize`, :func:`gains`, :func:`expected_decrease` and :func:`value_update`.
 """
 from __future__ import annotations
@@ -52,6 +66,7 @@ from dynamics.rnea import gravity_torques
 
 from . import integrators
 from .problem import Problem
+from .state import state_difference
 from .result import Result
 from .runtime import Run, is_interrupt, stop_message
 
@@ -386,15 +401,22 @@ def projected_gradient(A, B, lx, lu, VxN, us, lower, upper):
 @njit(cache=True)
 def forward_pass(params, a, b, dt, m, xs, us, F, k, K, alpha, lower, upper, xs_new, us_new):
     """Closed-loop rollout of the module docstring; False if the state became NaN/inf."""
-    N, nx = K.shape[0], xs.shape[1]
+    N, ndx = K.shape[0], K.shape[2]
     nu = us.shape[1]
     dummy2, dummy3, stages = np.empty((0, 0)), np.empty((0, 0, 0)), integrators.no_stages(params)
+    topology, lie = integrators.lie_structure(params)
+    dx = np.empty(ndx)
     xs_new[0] = xs[0]
     for t in range(N):
+        if lie.shape[0] > 0:  # δx = x̂ ⊖ x̄
+            state_difference(topology, xs.shape[1] - ndx // 2, xs[t], xs_new[t], dx)
+        else:
+            for j in range(ndx):
+                dx[j] = xs_new[t, j] - xs[t, j]
         for i in range(nu):
             du = alpha * k[t, i]
-            for j in range(nx):
-                du += K[t, i, j] * (xs_new[t, j] - xs[t, j])
+            for j in range(ndx):
+                du += K[t, i, j] * dx[j]
             us_new[t, i] = min(max(us[t, i] + du, lower[i]), upper[i])
         if not integrators.interval(params, a, b, xs_new[t], us_new[t], knot_force(F, t), dt, m, 0, xs_new[t + 1],
                                     dummy2, dummy3, stages, 0):
@@ -581,13 +603,13 @@ def line_search(problem: Problem, objective: Objective, o: Options, xs, us, k, K
 
 
 def linearize(problem: Problem, xs: np.ndarray, us: np.ndarray, mode: int, stages: tuple | None = None) -> tuple:
-    """(A (N,nx,nx), B (N,nx,nu), Fzz, stages) along (xs, us) for :func:`backward_pass`.
+    """(A (N,ndx,ndx), B (N,ndx,nu), Fzz, stages) along (xs, us) for :func:`backward_pass`.
 
     Mode 1 (contracted) records the integrator stages (into ``stages`` from the previous
     call when given), mode 2 forms the full tensors Fzz (N, nx, nz, nz); what a mode does
     not use is an empty array of the same rank.
     """
-    N, nx = problem.N, problem.nx
+    N, nx = problem.N, problem.ndx
     Fzz = np.empty((N, 0, 0, 0))
     if mode == SECOND_ORDER["contracted"]:
         A, B, stages = problem.step_stages(xs[:-1], us, stages)
@@ -627,7 +649,7 @@ def iterate(problem: Problem, objective: Objective, us: np.ndarray, o: Options, 
     """
     lower, upper = problem.u_lower, problem.u_upper
     us = np.clip(np.array(us, dtype=float), lower, upper)
-    N, nu, nx = problem.N, problem.nu, problem.nx
+    N, nu, nx = problem.N, problem.nu, problem.ndx
     k, K = np.zeros((N, nu)), np.zeros((N, nu, nx))
     xs, finite = safe_rollout(problem, us)
     if not finite:
@@ -696,14 +718,15 @@ def initial_controls(problem: Problem, us_init=None) -> tuple[np.ndarray, str, l
     """Controls (N, nu) to start single shooting from, where they came from, and the
     candidates rejected on the way.
 
-    Candidates in order: ``us_init`` (if given), the problem's guess, rest (the gravity
-    torques g(q0) at every interval), each clipped to the bounds; the first whose
+    Candidates in order: ``us_init`` (if given), the problem's guess, rest (the actuated
+    part of the gravity torques g(q0) at every interval), each clipped to the bounds; the first whose
     rollout is finite and valid for the model is returned ("us_init", "problem" or
     "rest"). An open-loop guess made for multiple shooting may diverge in a rollout. If
     none works, rest is returned and :func:`iterate` reports "rollout_failed".
     """
     def rest() -> np.ndarray:
-        return np.tile(gravity_torques(problem.model, problem.x0[: problem.model.nq]), (problem.N, 1))
+        g = gravity_torques(problem.model, problem.x0[: problem.model.nq])[problem.actuated]
+        return np.tile(g, (problem.N, 1))
 
     candidates = ([("us_init", lambda: np.array(us_init, dtype=float))] if us_init is not None else []) + \
         [("problem", lambda: problem.us_init), ("rest", rest)]
@@ -752,7 +775,7 @@ def solve_ddp(problem: Problem, ddp: bool = True, us_init=None, **options) -> Re
         except (KeyboardInterrupt, SystemError) as e:
             if not is_interrupt(e) and not run.interrupted:
                 raise
-            out = stopped_by_exception(problem, log, (problem.N, problem.nu, problem.nx))
+            out = stopped_by_exception(problem, log, (problem.N, problem.nu, problem.ndx))
     return Result(xs=out.xs, us=out.us, cost=out.cost, converged=out.converged, iterations=out.iterations,
                   status=out.status, message=out.message, history=log.history(), solver=name,
                   problem=problem.name, params=problem.params, wall_time=run.elapsed(),

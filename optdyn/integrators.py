@@ -15,8 +15,17 @@ z = (x, u) (nz = nx + nu). With G_s = ∂(y_s, u)/∂z = [Y_s; 0 I] and H_s = �
     ∂²k_s/∂z² = Σ_pr f_zz[:, p, r] G_s[p, :] G_s[r, :]  +  f_x · H_s
 
 and Y, H accumulate exactly like y. The derivatives of f come from the analytical ABA
-derivatives (∂q̈/∂τ = M⁻¹, ∂²q̈/∂τ² = 0, ∂²q̈/∂v∂τ = 0). All knots of a trajectory are
-processed in one compiled call. Tensors are laid out T[i, j, l] = ∂²x⁺_i/∂z_j∂z_l.
+derivatives (∂q̈/∂τ = M⁻¹, ∂²q̈/∂τ² = 0, ∂²q̈/∂v∂τ = 0), with τ = B u (the problem's
+actuated joints). All knots of a trajectory are processed in one compiled call. Tensors
+are laid out T[i, j, l] = ∂²x⁺_i/∂z_j∂z_l.
+
+On a floating base (Lie-group joints, :mod:`optdyn.state`) the same tableau is applied in
+the tangent space at the start y of each step — y_s = y ⊕ h Σ_j a_sj k_j and
+y⁺ = y ⊕ h Σ_s b_s k_s, the velocity part of k_j read as a tangent vector at y (Crocoddyl's
+RK4, Mastalli et al. 2020) — and z = (δx, u) with δx in the chart of x (x ⊕ δx). Each
+composition y ⊕ W carries the sensitivities from y's chart to its own by the integrate
+Jacobians and adds its curvature (:func:`_compose`); on revolute/prismatic joints ⊕ is +
+and the kernels run the vector-space code above unchanged.
 
 The continuous dynamics is :func:`robot_dynamics` ``(params, x, u, fext, order, f, Fz, Fzz,
 data, idx)``: it writes f (nx,), and for order ≥ 1 Fz (nx, nz), for order 2 Fzz (nx, nz, nz);
@@ -40,14 +49,18 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+from numba.extending import overload
 
 from dynamics.batch import knot_force
 from dynamics.aba import aba_kernel
 from dynamics.aba_derivatives import aba_derivatives_data
 from dynamics.aba_second_derivatives import fdsva_so_terms
 from dynamics.aba_second_derivatives_contracted import fdsva_so_contracted_terms
+from dynamics.joints import lie_jacobians_kernel
 from dynamics.kinematics import all_finite, tangent_size
 from dynamics.model import Model
+
+from .state import add_composition_curvature, lie_blocks, state_integrate
 
 _RK4 = (np.array([[0.0, 0.0, 0.0, 0.0], [0.5, 0.0, 0.0, 0.0], [0.0, 0.5, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]]),
         np.array([1.0, 2.0, 2.0, 1.0]) / 6.0)
@@ -56,37 +69,72 @@ METHODS = {"rk4": _RK4, "euler": _EULER}
 """Butcher tableaux (a (s, s) strictly lower triangular, b (s,)) by name."""
 
 
-def robot_params(model: Model) -> tuple:
-    """The compiled model record passed to :func:`robot_dynamics` (``model.arrays``)."""
-    return model.arrays
+def robot_params(model: Model, actuated: np.ndarray | None = None) -> tuple:
+    """The compiled record passed to :func:`robot_dynamics`: (``model.arrays``, the
+    actuated tangent indices (nu,) with τ[actuated] = u and the other τ zero,
+    :func:`optdyn.state.lie_blocks`). ``actuated`` defaults to every joint."""
+    act = np.arange(model.nv) if actuated is None else np.asarray(actuated, dtype=np.int64)
+    return model.arrays, np.ascontiguousarray(act, dtype=np.int64), lie_blocks(model)
+
+
+def lie_structure(params):
+    """(topology, Lie blocks (L, 3)) of a :func:`robot_params` record; (0, 7), (0, 3)
+    arrays for any other record (e.g. a vector-space ODE's parameters)."""
+
+
+@overload(lie_structure)
+def _lie_structure(params):
+    if len(params) == 3:
+        return lambda params: (params[0][0], params[2])
+    return lambda params: (np.zeros((0, 7), np.int64), np.zeros((0, 3), np.int64))
+
+
+def lie_records(stages):
+    """The composition records (W (Rc, nv), dW (Rc, nv, nz), Y (Rs, nv, nz)) of stage
+    records with 8 entries (:func:`stage_records`), empty ones for records of 5."""
+
+
+@overload(lie_records)
+def _lie_records(stages):
+    if len(stages) == 8:
+        return lambda stages: (stages[5], stages[6], stages[7])
+    return lambda stages: (np.empty((0, 0)), np.empty((0, 0, 0)), np.empty((0, 0, 0)))
 
 
 @njit(cache=True)
 def robot_data(params, count):
     """Storage for ``count`` evaluations' first-order data (see :func:`robot_dynamics`):
     S (count, nv, 6), I^C and B^C (count, n, 6, 6), rates (count, 3, nv, 6), joint vectors
-    (count, nv, 6, 6)."""
-    n, nv = params[0].shape[0], tangent_size(params[0])
+    (count, nv, 6, 6), M⁻¹ (count, nv, nv)."""
+    n, nv = params[0][0].shape[0], tangent_size(params[0][0])
     return (np.empty((count, nv, 6)), np.empty((count, n, 6, 6)), np.empty((count, n, 6, 6)),
-            np.empty((count, 3, nv, 6)), np.empty((count, nv, 6, 6)))
+            np.empty((count, 3, nv, 6)), np.empty((count, nv, 6, 6)), np.empty((count, nv, nv)))
 
 
 @njit(cache=True)
 def robot_dynamics(params, x, u, fext, order, f, Fz, Fzz, data, idx):
-    """ẋ = [v; FD(q, v, τ, fext)] and its first/second derivatives w.r.t. z = (q, v, τ).
+    """ẋ = [v; FD(q, v, B u, fext)] and its first/second derivatives w.r.t.
+    z = (δq, v, u) (δq in the tangent space at q; τ = B u with the actuated columns
+    ``params[1]`` of B = selection, so ∂/∂u_c = ∂/∂τ_{act[c]}).
 
     For order 1 and ``idx`` ≥ 0 the first-order data that :func:`robot_dynamics_hessian`
-    reuses is copied into row ``idx`` of ``data`` (from :func:`robot_data`).
+    reuses (with M⁻¹) is copied into row ``idx`` of ``data`` (from :func:`robot_data`).
     """
-    n = tangent_size(params[0])
-    q, v = x[:n], x[n:]
+    model, act = params[0], params[1]
+    n = tangent_size(model[0])
+    nq = x.shape[0] - n
+    q, v = x[:nq], x[nq:]
+    tau = np.zeros(n)
+    for c in range(act.shape[0]):
+        tau[act[c]] = u[c]
     f[:n] = v
     if order == 0:
-        f[n:] = aba_kernel(params, q, v, u, fext)
+        f[n:] = aba_kernel(model, q, v, tau, fext)
         return
-    qdd, da_dq, da_dv, da_dtau, fo = aba_derivatives_data(params, q, v, u, fext)
+    qdd, da_dq, da_dv, da_dtau, fo = aba_derivatives_data(model, q, v, tau, fext)
     if idx >= 0:
         data[0][idx], data[1][idx], data[2][idx], data[3][idx], data[4][idx] = fo
+        data[5][idx] = da_dtau
     f[n:] = qdd
     Fz[:] = 0.0
     for i in range(n):
@@ -94,11 +142,11 @@ def robot_dynamics(params, x, u, fext, order, f, Fz, Fzz, data, idx):
         for j in range(n):
             Fz[n + i, j] = da_dq[i, j]
             Fz[n + i, n + j] = da_dv[i, j]
-            Fz[n + i, 2 * n + j] = da_dtau[i, j]
+        for c in range(act.shape[0]):
+            Fz[n + i, 2 * n + c] = da_dtau[i, act[c]]
     if order < 2:
         return
-    d2q, d2v, d2qv, d2qtau = fdsva_so_terms(params, q, v, fext, qdd,
-                                            da_dq, da_dv, da_dtau)
+    d2q, d2v, d2qv, d2qtau = fdsva_so_terms(model, q, v, fext, qdd, da_dq, da_dv, da_dtau)
     Fzz[:] = 0.0
     for i in range(n):
         r = n + i
@@ -108,36 +156,39 @@ def robot_dynamics(params, x, u, fext, order, f, Fz, Fzz, data, idx):
                 Fzz[r, n + j, n + k] = d2v[i, j, k]
                 Fzz[r, j, n + k] = d2qv[i, j, k]
                 Fzz[r, n + k, j] = d2qv[i, j, k]
-                Fzz[r, j, 2 * n + k] = d2qtau[i, j, k]
-                Fzz[r, 2 * n + k, j] = d2qtau[i, j, k]
+            for c in range(act.shape[0]):
+                Fzz[r, j, 2 * n + c] = d2qtau[i, j, act[c]]
+                Fzz[r, 2 * n + c, j] = d2qtau[i, j, act[c]]
 
 
 @njit(cache=True)
 def robot_dynamics_hessian(params, x, u, f, Fz, data, idx, w, W):
-    """W (nz, nz) = Σ_i w_i ∂²f_i/∂z² of ẋ = [v; FD(q, v, τ)] at (x, u), given Fz and the
+    """W (nz, nz) = Σ_i w_i ∂²f_i/∂z² of ẋ = [v; FD(q, v, B u)] at (x, u), given Fz and the
     first-order ``data`` (row ``idx``) that :func:`robot_dynamics` stored there.
 
     Only the FD rows are nonlinear, so this is contracted FDSVA-SO with λ = w[nv:],
-    from ∂q̈/∂q, ∂q̈/∂v, M⁻¹ (held in Fz) and the first-order RNEA data (which already
-    carries the interval's external forces: no ``fext`` argument here).
+    from ∂q̈/∂q, ∂q̈/∂v, M⁻¹ and the first-order RNEA data (which already carries the
+    interval's external forces: no ``fext`` argument here).
     """
-    n = tangent_size(params[0])
-    work = np.empty((8, n, n))
+    act = params[1]
+    n = tangent_size(params[0][0])
+    work = np.empty((7, n, n))
     for i in range(n):
         for j in range(n):
             work[0, i, j] = Fz[n + i, j]
             work[1, i, j] = Fz[n + i, n + j]
-            work[2, i, j] = Fz[n + i, 2 * n + j]
-    Hqq, Hvv, Hqv, Hqtau = work[3], work[4], work[5], work[6]
+    Hqq, Hvv, Hqv, Hqtau = work[2], work[3], work[4], work[5]
     fo = (data[0][idx], data[1][idx], data[2][idx], data[3][idx], data[4][idx])
-    fdsva_so_contracted_terms(params[0], work[0], work[1], work[2], fo, w[n:], Hqq, Hvv, Hqv, Hqtau, work[7])
+    fdsva_so_contracted_terms(params[0][0], work[0], work[1], data[5][idx], fo, w[n:], Hqq, Hvv, Hqv, Hqtau,
+                              work[6])
     W[:] = 0.0
     for j in range(n):
         for k in range(n):
             W[j, k] = Hqq[j, k]
             W[n + j, n + k] = Hvv[j, k]
             W[j, n + k] = W[n + k, j] = Hqv[j, k]
-            W[j, 2 * n + k] = W[2 * n + k, j] = Hqtau[j, k]
+        for c in range(act.shape[0]):
+            W[j, 2 * n + c] = W[2 * n + c, j] = Hqtau[j, act[c]]
 
 
 @njit(cache=True)
@@ -201,22 +252,99 @@ def _axpy(c, x, y):
 
 
 @njit(cache=True)
+def tangent_dim(params, nx):
+    """Tangent dimension ndx of states with nx coordinates: 2·nv on a model with Lie-group
+    joints, nx otherwise (a vector space, also for ODE parameter records)."""
+    topology, lie = lie_structure(params)
+    return 2 * tangent_size(topology) if lie.shape[0] > 0 else nx
+
+
+@njit(cache=True)
+def _accumulate(coef, count, h, k, Ks, K2s, order, y, Y, H):
+    """y += h Σ_{j<count} coef_j k_j, and likewise Y with the stage derivatives' first (Ks)
+    and H with their second (K2s) sensitivities (per ``order``)."""
+    for j in range(count):
+        c = h * coef[j]
+        if c != 0.0:
+            _axpy(c, k[j], y)
+            if order >= 1:
+                _axpy(c, Ks[j], Y)
+            if order >= 2:
+                _axpy(c, K2s[j], H)
+
+
+@njit(cache=True)
+def _compose(topology, lie, y, Y, H, W, dW, d2W, order, ys, Ys, Hs):
+    """ys = y ⊕ W and its sensitivities Ys, Hs in its own chart (:mod:`optdyn.state`),
+    from those of y (Y, H, in y's chart) and of the increment W (dW, d2W):
+
+        Ys_q = J_q Y_q + J_v dW_q,            Ys_v = Y_v + dW_v,
+        Hs_q = J_q H_q + J_v d2W_q + ∇²ψ[(Y_q, dW_q), (Y_q, dW_q)],   Hs_v = H_v + d2W_v,
+
+    J_q, J_v the integrate Jacobians at W_q and ψ the composition of the joints' groups.
+    """
+    n = W.shape[0] // 2
+    nq = y.shape[0] - n
+    ys[:] = state_integrate(topology, nq, y, W)
+    if order == 0:
+        return
+    nz = Y.shape[1]
+    Jq, Jv = lie_jacobians_kernel(topology, W[:n], 0, 1)
+    for i in range(n):
+        for c in range(nz):
+            t = 0.0
+            for p in range(n):
+                t += Jq[i, p] * Y[p, c] + Jv[i, p] * dW[p, c]
+            Ys[i, c] = t
+            Ys[n + i, c] = Y[n + i, c] + dW[n + i, c]
+    if order < 2:
+        return
+    Hs[:] = 0.0
+    for i in range(n):
+        for p in range(n):
+            if Jq[i, p] != 0.0:
+                _axpy(Jq[i, p], H[p], Hs[i])
+            if Jv[i, p] != 0.0:
+                _axpy(Jv[i, p], d2W[p], Hs[i])
+        Hs[n + i] = H[n + i] + d2W[n + i]
+    e = np.zeros(n)
+    Yq, dWq = Y[:n].copy(), dW[:n].copy()
+    for row in range(lie.shape[0]):
+        for i in range(lie[row, 1], lie[row, 1] + lie[row, 2]):
+            e[:] = 0.0
+            e[i] = 1.0
+            add_composition_curvature(lie, W[:n].copy(), Jq, Jv, e, Yq, dWq, nz, Hs[i])
+
+
+@njit(cache=True)
 def interval(params, a, b, x, u, fext, dt, m, order, y, Y, H, stages, offset):
     """One interval (m steps) from (x, u) under external forces ``fext``: writes y = x⁺, Y = ∂x⁺/∂z, H = ∂²x⁺/∂z².
 
-    ``stages`` = (ys (R, nx), fs (R, nx), Fzs (R, nx, nz), Gs (R, nx, nz), data) receives
-    in rows offset … offset + m·s − 1, for order 1, every stage's input y_s, derivative
-    k_s = f(y_s, u), Jacobian f_z(y_s, u), sensitivity Y_s = ∂y_s/∂z and the dynamics'
-    first-order data (:func:`robot_data`): what :func:`interval_hessian` needs. Records
-    with no rows (:func:`no_stages`) record nothing.
+    On a model with Lie-group joints the scheme is the Runge–Kutta method in the tangent
+    space of each step's start y (the Crocoddyl RK4 of Mastalli et al. 2020): stages
+    y_s = y ⊕ h Σ_j a_sj k_j, y⁺ = y ⊕ h Σ_s b_s k_s, where the velocity part of k_j is
+    read in y's tangent space; sensitivities are w.r.t. z = (δx, u), δx in x's chart,
+    and expressed in x⁺'s chart (each composition by :func:`_compose`). On a vector
+    space ⊕ is + and the sensitivities simply accumulate like y (module docstring).
+
+    ``stages`` (:func:`stage_records`) receives in rows offset … offset + m·s − 1, for
+    order 1, every stage's input y_s, derivative k_s = f(y_s, u), Jacobian f_z(y_s, u),
+    sensitivity Y_s = ∂y_s/∂z and the dynamics' first-order data (:func:`robot_data`),
+    and on a manifold the compositions' increments and sensitivities: what
+    :func:`interval_hessian` needs. Records with no rows (:func:`no_stages`) record nothing.
     Returns False (y set to NaN) if a stage state or derivative became non-finite.
     """
-    nx, nz, s = x.shape[0], x.shape[0] + u.shape[0], b.shape[0]
-    rec_y, rec_f, rec_Fz, rec_G, data = stages
+    topology, lie = lie_structure(params)
+    manifold = lie.shape[0] > 0
+    nx = tangent_dim(params, x.shape[0])
+    nz, s = nx + u.shape[0], b.shape[0]
+    n = nx // 2
+    rec_y, rec_f, rec_Fz, rec_G, data = stages[0], stages[1], stages[2], stages[3], stages[4]
+    rec_W, rec_dW, rec_Y0 = lie_records(stages)
     record = rec_y.shape[0] > 0
     h = dt / m
     k = np.empty((s, nx))
-    ys_own = np.empty(nx)
+    ys_own = np.empty(x.shape[0])
     f = np.empty(nx)
     Fz_own = np.empty((nx, nz)) if order >= 1 else np.empty((0, 0))
     Fzz = np.empty((nx, nz, nz)) if order >= 2 else np.empty((0, 0, 0))
@@ -225,6 +353,11 @@ def interval(params, a, b, x, u, fext, dt, m, order, y, Y, H, stages, offset):
     Ys_own = np.empty((nx, nz)) if order >= 1 else np.empty((0, 0))
     Hs = np.empty((nx, nz, nz)) if order >= 2 else np.empty((0, 0, 0))
     T = np.empty((nz, nz))
+    nw = nx if manifold else 0  # increment W of a composition, its sensitivities, the step's output
+    W, y_new = np.empty(nw), np.empty(x.shape[0])
+    dW, Y_new = np.empty((nw, nz) if order >= 1 else (0, 0)), np.empty((nw, nz) if order >= 1 else (0, 0))
+    d2W = np.empty((nw, nz, nz) if order >= 2 else (0, 0, 0))
+    H_new = np.empty((nw, nz, nz) if order >= 2 else (0, 0, 0))
     y[:] = x
     if order >= 1:
         Y[:] = 0.0
@@ -233,24 +366,34 @@ def interval(params, a, b, x, u, fext, dt, m, order, y, Y, H, stages, offset):
     if order >= 2:
         H[:] = 0.0
     for step in range(m):
+        sub = offset // s + step  # this step's row of the composition records
+        if record and manifold:
+            rec_Y0[sub] = Y[:n]
         for st in range(s):
             idx = offset + step * s + st if record else -1
             ys = rec_y[idx] if record else ys_own
             Ys = rec_G[idx] if record else Ys_own
             Fz = rec_Fz[idx] if record else Fz_own
-            ys[:] = y
-            if order >= 1:
-                Ys[:] = Y
-            if order >= 2:
-                Hs[:] = H
-            for j in range(st):
-                c = h * a[st, j]
-                if c != 0.0:
-                    _axpy(c, k[j], ys)
-                    if order >= 1:
-                        _axpy(c, Ks[j], Ys)
-                    if order >= 2:
-                        _axpy(c, K2s[j], Hs)
+            if manifold:  # y_s = y ⊕ W_s, W_s = h Σ_j a_sj k_j
+                W[:] = 0.0
+                if order >= 1:
+                    dW[:] = 0.0
+                if order >= 2:
+                    d2W[:] = 0.0
+                _accumulate(a[st], st, h, k, Ks, K2s, order, W, dW, d2W)
+                if not all_finite(W):
+                    y[:] = np.nan
+                    return False
+                _compose(topology, lie, y, Y, H, W, dW, d2W, order, ys, Ys, Hs)
+                if record:
+                    rec_W[sub * (s + 1) + st], rec_dW[sub * (s + 1) + st] = W[:n], dW[:n]
+            else:  # y_s = y + h Σ_j a_sj k_j
+                ys[:] = y
+                if order >= 1:
+                    Ys[:] = Y
+                if order >= 2:
+                    Hs[:] = H
+                _accumulate(a[st], st, h, k, Ks, K2s, order, ys, Ys, Hs)
             if not all_finite(ys):
                 y[:] = np.nan
                 return False
@@ -268,13 +411,26 @@ def interval(params, a, b, x, u, fext, dt, m, order, y, Y, H, stages, offset):
                 _times_G(Fz, Ys, nx, Ks[st])
             if order >= 2:
                 _stage_hessian(Fz, Fzz, Ys, Hs, nx, T, K2s[st])
-        for st in range(s):
-            c = h * b[st]
-            _axpy(c, k[st], y)
+        if manifold:  # y⁺ = y ⊕ h Σ_s b_s k_s
+            W[:] = 0.0
             if order >= 1:
-                _axpy(c, Ks[st], Y)
+                dW[:] = 0.0
             if order >= 2:
-                _axpy(c, K2s[st], H)
+                d2W[:] = 0.0
+            _accumulate(b, s, h, k, Ks, K2s, order, W, dW, d2W)
+            if record:
+                rec_W[sub * (s + 1) + s], rec_dW[sub * (s + 1) + s] = W[:n], dW[:n]
+            if not all_finite(W):
+                y[:] = np.nan
+                return False
+            _compose(topology, lie, y, Y, H, W, dW, d2W, order, y_new, Y_new, H_new)
+            y[:] = y_new
+            if order >= 1:
+                Y[:] = Y_new
+            if order >= 2:
+                H[:] = H_new
+        else:
+            _accumulate(b, s, h, k, Ks, K2s, order, y, Y, H)
     if not all_finite(y):
         y[:] = np.nan
         return False
@@ -282,16 +438,43 @@ def interval(params, a, b, x, u, fext, dt, m, order, y, Y, H, stages, offset):
 
 
 @njit(cache=True)
-def stage_records(params, count, nx, nz):
-    """Stage records (ys, fs, Fzs, Gs, data) with ``count`` rows (see :func:`interval`)."""
-    return (np.empty((count, nx)), np.empty((count, nx)), np.empty((count, nx, nz)), np.empty((count, nx, nz)),
-            robot_data(params, count))
+def stage_records(params, count, nx, nz, s):
+    """Stage records (ys, fs, Fzs, Gs, data, W, dW, Y0) for ``count`` stages (m·s per
+    knot) of an s-stage method (see :func:`interval`): ys (count, nx) and, with
+    ndx = :func:`tangent_dim`, fs (count, ndx), Fzs and Gs (count, ndx, nz), the dynamics'
+    ``data``; on a manifold also each composition's increment W (count·(s+1)/s, nv) and
+    its sensitivity dW (·, nv, nz), and each step's start sensitivity Y0 (count/s, nv, nz)."""
+    ndx = tangent_dim(params, nx)
+    topology, lie = lie_structure(params)
+    n = ndx // 2 if lie.shape[0] > 0 else 0
+    steps = count // s if s > 0 else 0
+    return (np.empty((count, nx)), np.empty((count, ndx)), np.empty((count, ndx, nz)), np.empty((count, ndx, nz)),
+            robot_data(params, count), np.empty((steps * (s + 1), n)), np.empty((steps * (s + 1), n, nz)),
+            np.empty((steps, n, nz)))
 
 
 @njit(cache=True)
 def no_stages(params):
     """Records with no rows: :func:`interval` records nothing."""
-    return stage_records(params, 0, 0, 0)
+    return stage_records(params, 0, 0, 0, 1)
+
+
+@njit(cache=True)
+def _split_adjoint(topology, lie, Wq, dW, Y0, mu, nz, gW, gY, Hz):
+    """Adjoints of the inputs of p = y ⊕ W given μ (ndx,) at p: gW = ∂/∂W = [J_vᵀ μ_q; μ_v],
+    gY = ∂/∂y = [J_qᵀ μ_q; μ_v] (J_q, J_v the integrate Jacobians at W_q), and the
+    composition's curvature μᵀ∇²ψ added to Hz, congruent with the sensitivities Y0 of y
+    and dW of W (q rows)."""
+    n = Wq.shape[0]
+    Jq, Jv = lie_jacobians_kernel(topology, Wq, 0, 1)
+    add_composition_curvature(lie, Wq, Jq, Jv, mu[:n].copy(), Y0, dW, nz, Hz)
+    for i in range(n):
+        g = t = 0.0
+        for p in range(n):
+            g += Jv[p, i] * mu[p]
+            t += Jq[p, i] * mu[p]
+        gW[i], gY[i] = g, t
+        gW[n + i] = gY[n + i] = mu[n + i]
 
 
 @njit(cache=True)
@@ -299,29 +482,44 @@ def interval_hessian(params, a, b, dt, m, u, stages, offset, lam, Hz):
     """Hz (nz, nz) = ∇²_z (λᵀF(x, u)) of the interval recorded in rows offset … offset + m·s − 1
     of ``stages`` (see :func:`interval`).
 
-    Second-order adjoint: only the stage evaluations k_s = f(y_s, u) are nonlinear, so
+    Second-order adjoint: on a vector space only the stage evaluations k_s = f(y_s, u) are
+    nonlinear, so
 
         ∇²(λᵀF) = Σ_s G_sᵀ (w_sᵀ f_zz(y_s, u)) G_s,    G_s = ∂(y_s, u)/∂z = [Y_s; 0 I],
 
     where w_s = ∂(λᵀF)/∂k_s is the adjoint of stage s, from a reverse sweep over the steps:
     w_s = h (b_s λ⁺ + Σ_{t>s} a_ts ȳ_t), ȳ_s = f_xᵀ w_s, and λ = λ⁺ + Σ_s ȳ_s at the start
     of each step (λ⁺ = ``lam`` after the last one). w_sᵀ f_zz comes contracted from
-    :func:`robot_dynamics_hessian`: no (nx, nz, nz) tensor is formed.
+    :func:`robot_dynamics_hessian`: no (nx, nz, nz) tensor is formed. On a manifold every
+    composition p = y ⊕ W passes its adjoint μ on as J_vᵀμ to W and J_qᵀμ to y
+    (:func:`_split_adjoint`), and adds its own curvature μᵀ∇²ψ congruent with the
+    sensitivities of (y, W) (:func:`optdyn.state.add_composition_curvature`).
     """
-    rec_y, rec_f, rec_Fz, rec_G, data = stages
-    nx, nz, s = rec_y.shape[1], Hz.shape[0], b.shape[0]
+    topology, lie = lie_structure(params)
+    manifold = lie.shape[0] > 0
+    rec_y, rec_f, rec_Fz, rec_G, data = stages[0], stages[1], stages[2], stages[3], stages[4]
+    rec_W, rec_dW, rec_Y0 = lie_records(stages)
+    nx, nz, s = rec_Fz.shape[1], Hz.shape[0], b.shape[0]
     h = dt / m
     lam_y = lam.copy()
     ybar, w = np.empty((s, nx)), np.empty(nx)
+    gW, gY = np.empty((s + 1, nx)), np.empty((s + 1, nx))  # adjoints of W_t and of y through W_t; t = s: y⁺
     W, P = np.empty((nz, nz)), np.empty((nz, nz))
     Hz[:] = 0.0
     for step in range(m - 1, -1, -1):
+        sub = offset // s + step
+        if manifold:
+            c0 = sub * (s + 1)
+            _split_adjoint(topology, lie, rec_W[c0 + s], rec_dW[c0 + s], rec_Y0[sub], lam_y, nz, gW[s], gY[s], Hz)
+        else:
+            gW[s] = lam_y
+            gY[s] = lam_y
         for st in range(s - 1, -1, -1):
             idx = offset + step * s + st
             for i in range(nx):
-                c = b[st] * lam_y[i]
+                c = b[st] * gW[s, i]
                 for t in range(st + 1, s):
-                    c += a[t, st] * ybar[t, i]
+                    c += a[t, st] * gW[t, i]
                 w[i] = h * c
             Fz = rec_Fz[idx]
             for i in range(nx):  # ȳ_s = f_xᵀ w_s
@@ -336,9 +534,17 @@ def interval_hessian(params, a, b, dt, m, u, stages, offset, lam, Hz):
                         Hz[i, j] += W[i, j]
             else:
                 _congruence_add(W, rec_G[idx], nx, P, Hz)
+            if manifold and st > 0:
+                c0 = sub * (s + 1)
+                _split_adjoint(topology, lie, rec_W[c0 + st], rec_dW[c0 + st], rec_Y0[sub], ybar[st], nz, gW[st],
+                               gY[st], Hz)
+            else:
+                gW[st] = ybar[st]
+                gY[st] = ybar[st]
+        lam_y[:] = gY[s]
         for st in range(s):
             for i in range(nx):
-                lam_y[i] += ybar[st, i]
+                lam_y[i] += gY[st, i]
 
 
 @njit(cache=True)
@@ -385,15 +591,17 @@ def step_batch(params, a, b, xs, us, F, dt, m):
 
 @njit(cache=True)
 def step_derivatives_batch(params, a, b, xs, us, F, dt, m, order):
-    """x⁺ (K, nx), Fz (K, nx, nz) and, for order 2, Fzz (K, nx, nz, nz) at every knot.
+    """x⁺ (K, nx), Fz (K, ndx, nz) and, for order 2, Fzz (K, ndx, nz, nz) at every knot
+    (ndx = :func:`tangent_dim`, nz = ndx + nu).
 
     For order 1 the returned Fzz has shape (K, 0, 0, 0).
     """
     K, nx = xs.shape
-    nz = nx + us.shape[1]
+    ndx = tangent_dim(params, nx)
+    nz = ndx + us.shape[1]
     y = np.empty((K, nx))
-    Fz = np.empty((K, nx, nz))
-    Fzz = np.empty((K, nx, nz, nz)) if order >= 2 else np.empty((K, 0, 0, 0))
+    Fz = np.empty((K, ndx, nz))
+    Fzz = np.empty((K, ndx, nz, nz)) if order >= 2 else np.empty((K, 0, 0, 0))
     dummy3, stages = np.empty((0, 0, 0)), no_stages(params)
     for kk in range(K):
         if order >= 2:
@@ -405,15 +613,16 @@ def step_derivatives_batch(params, a, b, xs, us, F, dt, m, order):
 
 @njit(cache=True)
 def step_stages_batch(params, a, b, xs, us, F, dt, m, stages):
-    """x⁺ (K, nx) and Fz (K, nx, nz) at every knot, recording the stages into ``stages``.
+    """x⁺ (K, nx) and Fz (K, ndx, nz) at every knot, recording the stages into ``stages``.
 
     Knot k owns rows k·ms … (k + 1)·ms − 1 (ms = m·s) of the records (see
     :func:`interval`, :func:`stage_records`; they may be reused from one call to the
     next): what :func:`interval_hessian` needs for any multiplier.
     """
     K, nx = xs.shape
-    nz, ms = nx + us.shape[1], m * b.shape[0]
-    y, Fz = np.empty((K, nx)), np.empty((K, nx, nz))
+    ndx = tangent_dim(params, nx)
+    nz, ms = ndx + us.shape[1], m * b.shape[0]
+    y, Fz = np.empty((K, nx)), np.empty((K, ndx, nz))
     dummy3 = np.empty((0, 0, 0))
     for kk in range(K):
         interval(params, a, b, xs[kk], us[kk], knot_force(F, kk), dt, m, 1, y[kk], Fz[kk], dummy3, stages, kk * ms)
@@ -423,7 +632,7 @@ def step_stages_batch(params, a, b, xs, us, F, dt, m, stages):
 @njit(cache=True)
 def interval_hessians_batch(params, a, b, dt, m, us, stages, lams):
     """(K, nz, nz): ∇²_z(λ_kᵀF(x_k, u_k)) at every knot, from the records of
-    :func:`step_stages_batch` and the multipliers lams (K, nx)."""
+    :func:`step_stages_batch` and the multipliers lams (K, ndx)."""
     K = us.shape[0]
     nz, ms = stages[3].shape[2], m * b.shape[0]
     Hz = np.empty((K, nz, nz))

@@ -6,7 +6,7 @@ Layout of the archive (read with ``np.load(path, allow_pickle=False)``)::
                     cost, converged, iterations, status, message, solver, problem,
                     params, wall_time, extra (JSON-able entries), history (names),
                     extra_arrays (names)}
-    xs (N+1, nx), us (N, nu), gains (N, nu, nx) if any
+    xs (N+1, nx), us (N, nu), gains (N, nu, ndx) if any (ndx = nx, or 2·nv on a floating base)
     history/<name>  one array per history entry
     extra/<name>    array-valued entries of ``extra`` (multipliers, ...)
 
@@ -119,7 +119,8 @@ def _arrays(archive, meta: dict, path) -> dict:
     if xs.ndim != 2 or us.ndim != 2 or xs.shape[0] != us.shape[0] + 1:
         raise ValueError(f"{path}: corrupt result file, xs {xs.shape} and us {us.shape} are not (N+1, nx), (N, nu)")
     gains = arrays.get("gains")
-    if gains is not None and gains.shape != (us.shape[0], us.shape[1], xs.shape[1]):
+    if gains is not None and (gains.shape[:2] != us.shape or gains.ndim != 3
+                              or not 0 < gains.shape[2] <= xs.shape[1]):  # (N, nu, ndx), ndx ≤ nx
         raise ValueError(f"{path}: corrupt result file, gains {gains.shape} do not match xs {xs.shape}, us {us.shape}")
     return arrays
 

@@ -26,6 +26,22 @@ constraint Jacobians; the Hessian of the Lagrangian
     ∇²L = σ ∇²(cost) − Σ_k Σ_i λ_{k,i} ∇²F_i(x_k, u_k) + Σ μ ∇²c + Σ ν ∇²h
 
 is block diagonal — one dense (nx+nu)² block per interval and one nx² block for x_N.
+
+Floating base (a model with Lie-group joints, :mod:`optdyn.state`). IPOPT needs a fixed
+vector space, so the state variables are tangent coordinates around a reference
+trajectory x̃ (the initial guess, fixed for the whole solve): x_k = x̃_k ⊕ ξ_k,
+ξ_k ∈ R^{ndx}, and the defects are written in the chart of x̃_{k+1}:
+
+    d_k = ξ_{k+1} − (F(x̃_k ⊕ ξ_k, u_k) ⊖ x̃_{k+1}),
+
+zero exactly when x_{k+1} = F(x_k, u_k) (the chart is one-to-one while the states stay
+within a rotation of π of x̃: far beyond what a solve moves a base). Gradients, Jacobians
+and the Hessian are exact in ξ: with E_k = ∂(x̃_k ⊕ ξ)/∂ξ (J_r(ξ) per Lie joint) and
+D_k = ∂(y ⊖ x̃_{k+1})/∂y (J_r⁻¹), the blocks become D_k A_k E_k, D_k B_k, c_x E_k, and
+the Hessian adds to the chained second derivatives the curvatures of the two charts
+(:func:`optdyn.state.exp_curvatures` with the gradient at x_k,
+:func:`optdyn.state.log_curvatures` with the defect multipliers). On a model of
+revolute/prismatic joints x̃ = 0, ξ = x and all of this is the formulation above.
 The defect terms Σ_i λ_{k,i} ∇²F_i are computed contracted, by a second-order adjoint
 through the integrator stages (:meth:`optdyn.problem.Problem.step_hessians`), never
 forming the (nx, nz, nz) tensors (``second_order="tensor"`` does, for validation).
@@ -42,9 +58,13 @@ from contextlib import contextmanager
 import cyipopt
 import numpy as np
 
+from dynamics.joints import lie_jacobians_kernel
+
 from .problem import Problem
 from .result import Result
 from .runtime import Run, check_max_time, is_interrupt, stop_message
+from .state import (check_state, exp_curvatures, lie_blocks, log_curvatures, state_difference,
+                    state_integrate)
 
 INF = 2e19  # IPOPT treats |bound| ≥ 1e19 as "no bound"
 
@@ -76,6 +96,71 @@ LOG_FIELDS = ("alg_mod", "iteration", "objective", "inf_pr", "inf_du", "mu", "d_
               "regularization", "alpha_du", "alpha_pr", "ls_trials", "time")
 
 
+class StateChart:
+    """The state variables of the NLP: ξ_k with x_k = x̃_k ⊕ ξ_k around the reference x̃
+    (N+1, nx) on a model with Lie-group joints; ξ = x (x̃ = 0, no arithmetic) otherwise
+    (module docstring)."""
+
+    def __init__(self, problem: Problem, reference: np.ndarray) -> None:
+        model = problem.model
+        self.topology, self.nq, self.nv = model.topology, model.nq, model.nv
+        self.lie = lie_blocks(model)
+        self.manifold = self.lie.shape[0] > 0
+        self.reference = np.ascontiguousarray(reference, dtype=float) if self.manifold else None
+
+    def states(self, xis: np.ndarray) -> np.ndarray:
+        """x_k = x̃_k ⊕ ξ_k (N+1, nx)."""
+        if not self.manifold:
+            return xis
+        return np.array([state_integrate(self.topology, self.nq, r, x) for r, x in zip(self.reference, xis)])
+
+    def coordinates(self, xs: np.ndarray, start: int = 0) -> np.ndarray:
+        """ξ_k = x_k ⊖ x̃_k (K, ndx) for the nodes start … start + K − 1."""
+        if not self.manifold:
+            return np.asarray(xs, dtype=float)
+        out = np.empty((xs.shape[0], 2 * self.nv))
+        for k, x in enumerate(xs):
+            state_difference(self.topology, self.nq, self.reference[start + k], np.ascontiguousarray(x), out[k])
+        return out
+
+    def jacobians(self, xis: np.ndarray) -> np.ndarray:
+        """E_k = ∂(x̃_k ⊕ ξ)/∂ξ (K, ndx, ndx): J_r(ξ_q) blocks, identity on velocities."""
+        n = self.nv
+        E = np.zeros((xis.shape[0], 2 * n, 2 * n))
+        for k, xi in enumerate(xis):
+            E[k, :n, :n] = lie_jacobians_kernel(self.topology, np.ascontiguousarray(xi[:n]), 0, 1)[1]
+        E[:, n:, n:] = np.eye(n)
+        return E
+
+    def curvature(self, xis: np.ndarray, g: np.ndarray) -> np.ndarray:
+        """(K, ndx, ndx): Hessian in ξ of gᵀ((x̃ ⊕ ξ) ⊖ (x̃ ⊕ ξ_k)) at ξ_k (q blocks only)."""
+        n = self.nv
+        out = np.zeros((xis.shape[0], 2 * n, 2 * n))
+        out[:, :n, :n] = exp_curvatures(self.lie, np.ascontiguousarray(xis[:, :n]), np.ascontiguousarray(g[:, :n]))
+        return out
+
+    def defect_terms(self, ys: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """(G_k = y_k ⊖ x̃_{k+1} (N, ndx), D_k = ∂G_k/∂y_k (N, ndx, ndx)) for y_k = F(x_k, u_k);
+        (y, None) on a vector space."""
+        if not self.manifold:
+            return ys, None
+        n = self.nv
+        G = self.coordinates(ys, 1)
+        D = np.zeros((ys.shape[0], 2 * n, 2 * n))
+        for k, g in enumerate(G):
+            D[k, :n, :n] = lie_jacobians_kernel(self.topology, np.ascontiguousarray(g[:n]), 3, 2)[1]
+        D[:, n:, n:] = np.eye(n)
+        return G, D
+
+    def log_curvature(self, G: np.ndarray, lam: np.ndarray, D: np.ndarray) -> np.ndarray:
+        """(N, ndx, ndx): Hessian of λ_kᵀ((y_k ⊕ η) ⊖ x̃_{k+1}) in η (q blocks only)."""
+        n = self.nv
+        out = np.zeros((G.shape[0], 2 * n, 2 * n))
+        out[:, :n, :n] = log_curvatures(self.lie, np.ascontiguousarray(G[:, :n]), np.ascontiguousarray(lam[:, :n]),
+                                        np.ascontiguousarray(D[:, :n, :n]))
+        return out
+
+
 class MultipleShootingNLP:
     """The NLP above, with the callbacks cyipopt expects.
 
@@ -99,9 +184,10 @@ class MultipleShootingNLP:
     """
 
     def __init__(self, problem: Problem, exact_hessian: bool = True, callback=None,
-                 second_order: str = "contracted") -> None:
+                 second_order: str = "contracted", reference: np.ndarray | None = None) -> None:
         self.problem, self.exact_hessian, self.second_order = problem, exact_hessian, second_order
-        self.nx, self.nu, self.N = problem.nx, problem.nu, problem.N
+        self.chart = StateChart(problem, problem.xs_init if reference is None else reference)
+        self.nx, self.nu, self.N = problem.ndx, problem.nu, problem.N
         self.nw = self.nx + self.nu
         self.nc, self.nh = problem.nc, problem.nh
         self.n = self.N * self.nw + self.nx
@@ -117,27 +203,36 @@ class MultipleShootingNLP:
     # ------------------------------------------------------------------ layout
     def pack(self, xs: np.ndarray, us: np.ndarray) -> np.ndarray:
         """z (n,) from states xs (N+1, nx) and controls us (N, nu)."""
+        return self._pack(self.chart.coordinates(xs), us)
+
+    def _pack(self, xis: np.ndarray, us: np.ndarray) -> np.ndarray:
+        """z (n,) from state variables ξ (N+1, ndx) and controls us (N, nu)."""
         z = np.empty(self.n)
         w = z[: self.N * self.nw].reshape(self.N, self.nw)
-        w[:, : self.nx], w[:, self.nx:] = xs[:-1], us
-        z[self.N * self.nw:] = xs[-1]
+        w[:, : self.nx], w[:, self.nx:] = xis[:-1], us
+        z[self.N * self.nw:] = xis[-1]
         return z
 
     def unpack(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """States xs (N+1, nx) and controls us (N, nu) of z (n,)."""
+        xis, us = self._split(z)
+        return self.chart.states(xis), us
+
+    def _split(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """State variables ξ (N+1, ndx) and controls us (N, nu) of z (n,)."""
         w = z[: self.N * self.nw].reshape(self.N, self.nw)
-        xs = np.empty((self.N + 1, self.nx))
-        xs[:-1], xs[-1] = w[:, : self.nx], z[self.N * self.nw:]
-        return xs, np.ascontiguousarray(w[:, self.nx:])
+        xis = np.empty((self.N + 1, self.nx))
+        xis[:-1], xis[-1] = w[:, : self.nx], z[self.N * self.nw:]
+        return xis, np.ascontiguousarray(w[:, self.nx:])
 
     def _bounds(self) -> None:
         p, N = self.problem, self.N
         xs_lo = np.full((N + 1, self.nx), -INF)
         xs_hi = np.full((N + 1, self.nx), INF)
-        xs_lo[0] = xs_hi[0] = p.x0
+        xs_lo[0] = xs_hi[0] = self.chart.coordinates(p.x0[None], 0)[0]
         us_lo = np.broadcast_to(np.maximum(p.u_lower, -INF), (N, self.nu))
         us_hi = np.broadcast_to(np.minimum(p.u_upper, INF), (N, self.nu))
-        self.lb, self.ub = self.pack(xs_lo, us_lo), self.pack(xs_hi, us_hi)
+        self.lb, self.ub = self._pack(xs_lo, us_lo), self._pack(xs_hi, us_hi)
         self.cl = np.zeros(self.m)
         self.cu = np.zeros(self.m)
         self.cu[N * self.nx: N * (self.nx + self.nc)] = INF
@@ -196,9 +291,10 @@ class MultipleShootingNLP:
     def _evaluate(self, z: np.ndarray, what: str):
         if what == "xu":
             return self.unpack(z)
-        p, (xs, us) = self.problem, self._get(z, "xu")
+        p, (xs, us), chart = self.problem, self._get(z, "xu"), self.chart
         evaluations = {
-            "step": lambda: p.step(xs[:-1], us),
+            "step": lambda: chart.defect_terms(p.step(xs[:-1], us)),
+            "E": lambda: chart.jacobians(self._split(z)[0]),
             "running_cost": lambda: p.running_cost_terms(xs[:-1], us),
             "terminal_cost": lambda: p.terminal_cost_terms(xs[-1]),
             "path_constraints": lambda: p.path_constraint_terms(xs[1:]),
@@ -222,17 +318,21 @@ class MultipleShootingNLP:
     def gradient(self, z: np.ndarray) -> np.ndarray:
         """∇f (n,)."""
         _, lx, lu = self._get(z, "running_cost")[:3]
+        lN = self._get(z, "terminal_cost")[1]
+        if self.chart.manifold:  # ∇_ξ = Eᵀ ℓ_x
+            E = self._get(z, "E")
+            lx, lN = np.einsum("kij,ki->kj", E[:-1], lx), E[-1].T @ lN
         g = np.empty(self.n)
         w = g[: self.N * self.nw].reshape(self.N, self.nw)
         w[:, : self.nx], w[:, self.nx:] = lx, lu
-        g[self.N * self.nw:] = self._get(z, "terminal_cost")[1]
+        g[self.N * self.nw:] = lN
         return g
 
     def constraints(self, z: np.ndarray) -> np.ndarray:
         """[x_{k+1} − F(x_k, u_k)]_k, [c(x_k)]_{k=1..N}, h(x_N) stacked (m,)."""
-        xs, _ = self._get(z, "xu")
+        xis = self._split(z)[0] if self.chart.manifold else self._get(z, "xu")[0]
         c, h = self._get(z, "path_constraints")[0], self._get(z, "terminal_constraints")[0]
-        return np.concatenate(((xs[1:] - self._get(z, "step")).ravel(), c.ravel(), h))
+        return np.concatenate(((xis[1:] - self._get(z, "step")[0]).ravel(), c.ravel(), h))
 
     def jacobianstructure(self) -> tuple[np.ndarray, np.ndarray]:
         return self._jac_rows, self._jac_cols
@@ -241,6 +341,10 @@ class MultipleShootingNLP:
         """Values of the Jacobian in the order of ``jacobianstructure``."""
         A, B, _ = self._get(z, "first_order")
         cx, hx = self._get(z, "path_constraints")[1], self._get(z, "terminal_constraints")[1]
+        if self.chart.manifold:  # D A E, D B, c_x E, h_x E
+            E, D = self._get(z, "E"), self._get(z, "step")[1]
+            A, B = D @ A @ E[:-1], D @ B
+            cx, hx = cx @ E[1:], hx @ E[-1]
         return self._finite(np.concatenate((-A.ravel(), -B.ravel(), np.ones(self._n_identity), cx.ravel(),
                                             hx.ravel())), "Jacobian")
 
@@ -262,21 +366,50 @@ class MultipleShootingNLP:
         lam = lagrange[: N * nx].reshape(N, nx)
         mu = lagrange[N * nx: N * (nx + self.nc)].reshape(N, self.nc)
         nu_h = lagrange[N * (nx + self.nc):]
-        _, _, _, lxx, lux, luu = self._get(z, "running_cost")
-        cxx = self._get(z, "path_constraints")[2]
+        _, lx, _, lxx, lux, luu = self._get(z, "running_cost")
+        cx, cxx = self._get(z, "path_constraints")[1:]
+        hx, hxx = self._get(z, "terminal_constraints")[1:]
         W = np.empty((N, self.nw, self.nw))
         W[:, :nx, :nx], W[:, nx:, :nx], W[:, nx:, nx:] = obj_factor * lxx, obj_factor * lux, obj_factor * luu
         W[:, :nx, nx:] = W[:, nx:, :nx].transpose(0, 2, 1)
-        W -= self._defect_hessians(z, lam)
         Cxx = np.einsum("kr,krij->kij", mu, cxx)
-        W[1:, :nx, :nx] += Cxx[:-1]
-        WN = (obj_factor * self._get(z, "terminal_cost")[2] + Cxx[-1]
-              + np.einsum("r,rij->ij", nu_h, self._get(z, "terminal_constraints")[2]))
+        WN = (obj_factor * self._get(z, "terminal_cost")[2] + Cxx[-1] + np.einsum("r,rij->ij", nu_h, hxx))
+        if not self.chart.manifold:
+            W -= self._defect_hessians(z, lam)
+            W[1:, :nx, :nx] += Cxx[:-1]
+        else:  # in ξ: Eᵀ(·)E plus the chart's curvature with the gradient w.r.t. x (module docstring)
+            xis, E = self._split(z)[0], self._get(z, "E")
+            gx = np.zeros((N + 1, nx))  # gradient w.r.t. δx of what the Hessian rows at x_k hold
+            gx[:-1] = obj_factor * lx
+            gx[1:] += np.einsum("kr,kri->ki", mu, cx)
+            gx[-1] += obj_factor * self._get(z, "terminal_cost")[1] + nu_h @ hx
+            W[1:, :nx, :nx] += Cxx[:-1]
+            W[:, :nx, :] = np.einsum("kpi,kpj->kij", E[:-1], W[:, :nx, :])
+            W[:, :, :nx] = np.einsum("kip,kpj->kij", W[:, :, :nx], E[:-1])
+            W -= self._defect_hessians(z, lam)
+            W[:, :nx, :nx] += self.chart.curvature(xis[:-1], gx[:-1])
+            WN = E[-1].T @ WN @ E[-1] + self.chart.curvature(xis[-1:], gx[-1:])[0]
         return self._finite(np.concatenate((W[:, self._tril_w[0], self._tril_w[1]].ravel(),
                                             WN[self._tril_x[0], self._tril_x[1]])), "Hessian")
 
     def _defect_hessians(self, z: np.ndarray, lam: np.ndarray) -> np.ndarray:
-        """Σ_i λ_k,i ∇²F_i(x_k, u_k) (N, nw, nw): contracted (the default) or from the tensors."""
+        """Σ_i λ_k,i ∇²G_i (N, nw, nw) of the defects' G_k = F(x_k, u_k) (⊖ x̃_{k+1} in ξ on a
+        manifold): contracted (the default) or from the tensors."""
+        if not self.chart.manifold:
+            return self._dynamics_hessians(z, lam)
+        nx, (A, B, _), (G, D) = self.nx, self._get(z, "first_order"), self._get(z, "step")
+        mu = np.einsum("kij,ki->kj", D, lam)  # multipliers of F: Dᵀλ
+        H = self._dynamics_hessians(z, mu)
+        Fz = np.concatenate((A, B), axis=2)  # + the output chart's curvature, congruent with F_z
+        H += np.einsum("kpi,kpq,kqj->kij", Fz, self.chart.log_curvature(G, lam, D), Fz)
+        E, xis = self._get(z, "E"), self._split(z)[0]
+        H[:, :nx, :] = np.einsum("kpi,kpj->kij", E[:-1], H[:, :nx, :])
+        H[:, :, :nx] = np.einsum("kip,kpj->kij", H[:, :, :nx], E[:-1])
+        H[:, :nx, :nx] += self.chart.curvature(xis[:-1], np.einsum("kpi,kp->ki", A, mu))
+        return H
+
+    def _dynamics_hessians(self, z: np.ndarray, lam: np.ndarray) -> np.ndarray:
+        """Σ_i λ_k,i ∇²F_i(x_k, u_k) (N, nw, nw) w.r.t. (δx, u)."""
         p, (xs, us) = self.problem, self._get(z, "xu")
         if self.second_order == "contracted":
             return p.step_hessians(xs[:-1], us, lam, self._get(z, "first_order")[2])
@@ -362,7 +495,8 @@ def solve_ipopt(problem: Problem, hessian: str = "exact", max_iter: int = 500, t
             which selects 5).
         callback: called once per iteration with a dict (the ``LOG_FIELDS`` and the
             current ``xs``, ``us``); returning False stops the solve ("user_stop").
-        xs_init (N+1, nx), us_init (N, nu): initial guess (default: the problem's).
+        xs_init (N+1, nx), us_init (N, nu): initial guess (default: the problem's); on a
+            floating base also the reference x̃ of the state variables (module docstring).
         max_time: wall-clock limit, s (IPOPT's ``max_wall_time``, also polled every
             iteration): status "time_limit". Ctrl-C stops with status "interrupted"
             (:mod:`optdyn.runtime`); both return IPOPT's current iterate.
@@ -374,7 +508,7 @@ def solve_ipopt(problem: Problem, hessian: str = "exact", max_iter: int = 500, t
         "gradient" (inf_du), "mu", "step" (alpha_pr), "time"; ``extra`` has
         "status_code", "status_message", "log" (per-iteration dict of arrays),
         "evaluation_errors" (points IPOPT had to step back from), "compile_time",
-        "multipliers" ("defects" (N, nx), "path" (N, nc), "terminal" (nh,)) and
+        "multipliers" ("defects" (N, ndx), "path" (N, nc), "terminal" (nh,)) and
         "nlp_size" (n, m).
     """
     if not isinstance(problem, Problem):
@@ -386,9 +520,10 @@ def solve_ipopt(problem: Problem, hessian: str = "exact", max_iter: int = 500, t
     if callback is not None and not callable(callback):
         raise ValueError(f"callback: expected a callable or None, got {callback!r}")
     xs0 = _guess(problem.xs_init if xs_init is None else xs_init, (problem.N + 1, problem.nx), "xs_init")
+    check_state(problem.model, xs0, "xs_init")
     us0 = _guess(problem.us_init if us_init is None else us_init, (problem.N, problem.nu), "us_init")
     run = Run(check_max_time(max_time))
-    nlp = MultipleShootingNLP(problem, hessian == "exact", callback, second_order)
+    nlp = MultipleShootingNLP(problem, hessian == "exact", callback, second_order, reference=xs0)
     ipopt = cyipopt.Problem(n=nlp.n, m=nlp.m, problem_obj=nlp, lb=nlp.lb, ub=nlp.ub, cl=nlp.cl, cu=nlp.cu)
     nlp.nlp = ipopt
     options = {"sb": "yes", "print_level": (5 if verbose else 0) if print_level is None else print_level,

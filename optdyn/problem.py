@@ -1,8 +1,13 @@
 """The discrete-time optimal-control problem every solver sees (DDP, iLQR, IPOPT).
 
-State x = [q; v] (nx = 2·nv), control u = τ (nu = nv), N intervals of length ``dt``;
-interval k maps x_k to x_{k+1} = F(x_k, u_k) by ``substeps`` explicit RK4 (or Euler)
-steps of dt/substeps with u_k held constant (:mod:`optdyn.integrators`). The problem is
+State x = [q; v] on the joints' manifold (nx = nq + nv coordinates, tangent
+dimension ndx = 2·nv, :mod:`optdyn.state`), control u (nu) with τ = B u, B the selection
+of the actuated joints (all joints by default; a floating root is unactuated), N intervals
+of length ``dt``; interval k maps x_k to x_{k+1} = F(x_k, u_k) by ``substeps`` explicit
+RK4 (or Euler) steps of dt/substeps with u_k held constant (:mod:`optdyn.integrators`).
+All derivatives with respect to x are taken in the tangent space at x (δx with
+x ⊕ δx, sizes ndx), and derivatives of F are expressed in the tangent space at F(x, u).
+The problem is
 
     minimise   Σ_{k<N} dt·ℓ(x_k, u_k) + ℓ_N(x_N)
     subject to x_0 = x0,  x_{k+1} = F(x_k, u_k),
@@ -12,6 +17,8 @@ steps of dt/substeps with u_k held constant (:mod:`optdyn.integrators`). The pro
 
 Every evaluation method is vectorised over knots (leading axis K) and computed in
 compiled code; second-order tensors follow ``T[k, i, j, l] = ∂²f_i/∂y_j∂z_l``.
+A state whose quaternions are not of unit norm (``x0``, ``xs_init``, a warm start) is
+refused with a ValueError naming it: normalise with :func:`dynamics.normalize`.
 
 External forces: ``f_ext`` gives the robot known external wrenches during the intervals,
 constant (njoints, 6) or one set per interval (N, njoints, 6), in the kernels' convention
@@ -36,11 +43,12 @@ import numpy as np
 from dynamics._checks import as_vector
 from dynamics.batch import NO_FORCES
 from dynamics.forces import frame_force
-from dynamics.model import Model
+from dynamics.model import FREE_FLYER, JTYPE, Model
 from dynamics.rnea import rnea
 
 from . import integrators
-from .constraints import Constraint, stack_constraints
+from .state import check_state, state_difference, state_integrate
+from .constraints import Constraint, StateEquality, stack_constraints
 from .costs import Cost
 
 
@@ -65,12 +73,44 @@ def _positive_int(n, name: str) -> int:
     return int(n)
 
 
+def _actuated(model: Model, actuated) -> np.ndarray:
+    """Tangent indices (nu,) of the actuated DoFs from ``actuated`` (see :class:`Problem`)."""
+    nv, names = model.nv, list(model.joint_names)
+    if actuated is None:
+        floating = [i for i, t in enumerate(model.topology[:, JTYPE]) if t == FREE_FLYER and model.parent[i] < 0]
+        return np.array([d for i in range(model.njoints) if i not in floating
+                         for d in range(model.idx_vs[i], model.idx_vs[i] + model.nvs[i])], dtype=np.int64)
+    if isinstance(actuated, str):
+        actuated = [actuated]
+    items = list(actuated) if not isinstance(actuated, np.ndarray) else None
+    if items is not None and items and all(isinstance(a, str) for a in items):
+        unknown = [a for a in items if a not in names]
+        if unknown:
+            raise ValueError(f"actuated: unknown joint(s) {unknown}; the model's joints are {names}")
+        if len(set(items)) != len(items):
+            raise ValueError(f"actuated: a joint is named twice in {items}")
+        idx = sorted(names.index(a) for a in items)
+        return np.array([d for i in idx for d in range(model.idx_vs[i], model.idx_vs[i] + model.nvs[i])],
+                        dtype=np.int64)
+    try:
+        B = np.array(actuated, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"actuated: expected joint names or a selection matrix ({nv}, nu), got {actuated!r}") from None
+    if B.ndim != 2 or B.shape[0] != nv or not 1 <= B.shape[1] <= nv:
+        raise ValueError(f"actuated: expected joint names or a selection matrix of shape ({nv}, nu), "
+                         f"1 ≤ nu ≤ {nv}, got shape {B.shape}")
+    rows = np.argmax(B, axis=0)
+    if not (np.all((B == 0) | (B == 1)) and np.all(B.sum(axis=0) == 1) and len(set(rows)) == B.shape[1]):
+        raise ValueError("actuated: a selection matrix has entries 0/1, one 1 per column, in distinct rows")
+    return rows.astype(np.int64)
+
+
 class Problem:
     """Optimal-control problem of a robot: dynamics, horizon, costs, constraints.
 
     Args:
-        model: the robot (:class:`dynamics.Model`); x = [q; v], u = τ.
-        x0: initial state (nx,).
+        model: the robot (:class:`dynamics.Model`); x = [q; v], τ = B u.
+        x0: initial state (nx,) = (nq + nv,), quaternions of unit norm.
         N: number of intervals (≥ 1); dt: interval length, s (> 0).
         running_cost: :class:`~optdyn.costs.Cost` ℓ(x, u) (integrated: weighted by dt).
         terminal_cost: :class:`~optdyn.costs.Cost` ℓ_N(x) (its control part is ignored).
@@ -82,6 +122,9 @@ class Problem:
             gravity torques g(q0) (minus the forces' Σ Jᵀ f_ext) at every interval, clipped
             to the bounds — the rest trajectory when x0 is at rest).
         name: problem name; params: construction parameters (recorded in results).
+        actuated: the actuated joints, as joint names or a selection matrix B (nv, nu) of
+            0/1 with one 1 per column (τ = B u); default: every joint except a free-flyer
+            root (all of them on a fixed base).
         f_ext: known external forces on the robot, (njoints, 6) for every interval or
             (N, njoints, 6) one set per interval, body-fixed as in :func:`dynamics.rnea`
             (see the module docstring; :func:`frame_wrenches` builds them from world
@@ -92,16 +135,14 @@ class Problem:
                  terminal_cost: Cost | None = None, *, substeps: int = 1, integrator: str = "rk4",
                  u_lower=None, u_upper=None, path_constraints: Sequence[Constraint] = (),
                  terminal_constraints: Sequence[Constraint] = (), xs_init=None, us_init=None,
-                 name: str = "custom", params: dict | None = None, f_ext=None) -> None:
+                 name: str = "custom", params: dict | None = None, f_ext=None, actuated=None) -> None:
         if not isinstance(model, Model):
             raise ValueError(f"model: expected a dynamics.Model, got {type(model).__name__}")
-        if model.nq != model.nv:
-            raise ValueError(f"model: the optimal-control layer needs x = [q; v] in a vector space (nq = nv); "
-                             f"{model.name!r} has multi-DoF joints ({', '.join(sorted(set(model.joint_types)))}), "
-                             f"nq = {model.nq}, nv = {model.nv}: floating-base optimal control is not available yet")
         self.model = model
-        nx, nu = 2 * model.nv, model.nv
+        self.actuated = _actuated(model, actuated)
+        nx, ndx, nu = model.nq + model.nv, 2 * model.nv, self.actuated.size
         self.x0 = _array(x0, (nx,), "x0")
+        check_state(model, self.x0, "x0")
         self.N = _positive_int(N, "N")
         if isinstance(dt, bool) or not (isinstance(dt, (int, float, np.integer, np.floating))
                                         and np.isfinite(dt) and dt > 0):
@@ -115,7 +156,7 @@ class Problem:
             if cost is not None and not isinstance(cost, Cost):
                 raise ValueError(f"{arg}: expected an optdyn.costs.Cost or None, got {type(cost).__name__}")
             if cost is not None:
-                cost.check_dims(nx, nu, arg)
+                cost.check_dims(ndx, nu, arg)
         self.running_cost, self.terminal_cost = running_cost, terminal_cost
         self.u_lower = _array(np.full(nu, -np.inf) if u_lower is None else u_lower, (nu,), "u_lower", False)
         self.u_upper = _array(np.full(nu, np.inf) if u_upper is None else u_upper, (nu,), "u_upper", False)
@@ -123,21 +164,27 @@ class Problem:
             raise ValueError(f"u_lower: expected u_lower ≤ u_upper elementwise, got {self.u_lower} > {self.u_upper}")
         self.path_constraints = tuple(path_constraints)
         self.terminal_constraints = tuple(terminal_constraints)
+        if model.nq != model.nv and any(isinstance(c, StateEquality)
+                                        for c in self.path_constraints + self.terminal_constraints):
+            raise ValueError("terminal_constraints: StateEquality compares state coordinates, which needs nq = nv; "
+                             f"{model.name!r} has nq = {model.nq}, nv = {model.nv} "
+                             "(use costs or FramePositionEquality)")
         for cons, arg in ((self.path_constraints, "path_constraints"),
                           (self.terminal_constraints, "terminal_constraints")):
             for c in cons:
                 if not isinstance(c, Constraint):
                     raise ValueError(f"{arg}: expected optdyn.constraints.Constraint objects, got {type(c).__name__}")
-                c.check_dims(nx, arg)
+                c.check_dims(ndx, arg)
         self.xs_init = (np.tile(self.x0, (self.N + 1, 1)) if xs_init is None
                         else _array(xs_init, (self.N + 1, nx), "xs_init"))
+        check_state(model, self.xs_init, "xs_init")
         self.forces = self._check_forces(f_ext)
         self.us_init = self._rest_torques() if us_init is None else _array(us_init, (self.N, nu), "us_init")
         if not isinstance(name, str):
             raise ValueError(f"name: expected a string, got {name!r}")
         self.name = name
         self.params = dict(params or {})
-        self._params = integrators.robot_params(model)
+        self._params = integrators.robot_params(model, self.actuated)
         self._tableau = integrators.METHODS[integrator]
 
     def _check_forces(self, f_ext) -> np.ndarray:
@@ -160,12 +207,12 @@ class Problem:
         return np.ascontiguousarray(F)
 
     def _rest_torques(self) -> np.ndarray:
-        """(N, nu): the torques holding q0 at rest in every interval (g(q0) − Σ Jᵀ f_ext),
-        clipped to the bounds."""
+        """(N, nu): the actuated part of the torques holding q0 at rest in every interval
+        (g(q0) − Σ Jᵀ f_ext), clipped to the bounds."""
         q0, zero = self.x0[: self.model.nq], np.zeros(self.model.nv)
         F = self.forces if self.forces.shape[1] else [None]  # one set, or one per interval
-        tau = np.array([rnea(self.model, q0, zero, zero, f) for f in F])
-        return np.clip(np.broadcast_to(tau, (self.N, self.model.nv)), self.u_lower, self.u_upper)
+        tau = np.array([rnea(self.model, q0, zero, zero, f) for f in F])[:, self.actuated]
+        return np.clip(np.broadcast_to(tau, (self.N, self.nu)), self.u_lower, self.u_upper)
 
     def _forces(self, K: int, start: int) -> np.ndarray:
         """F for K knots that are intervals start … start + K − 1."""
@@ -179,13 +226,49 @@ class Problem:
     # ---- sizes ---------------------------------------------------------------------
     @property
     def nx(self) -> int:
-        """State dimension 2·nv."""
+        """Number of state coordinates nq + nv."""
+        return self.model.nq + self.model.nv
+
+    @property
+    def ndx(self) -> int:
+        """Dimension 2·nv of the state's tangent space (of every derivative w.r.t. x)."""
         return 2 * self.model.nv
 
     @property
     def nu(self) -> int:
-        """Control dimension nv."""
-        return self.model.nv
+        """Control dimension: the number of actuated joint DoFs."""
+        return self.actuated.size
+
+    @property
+    def actuation(self) -> np.ndarray:
+        """The selection matrix B (nv, nu) with τ = B u."""
+        B = np.zeros((self.model.nv, self.nu))
+        B[self.actuated, np.arange(self.nu)] = 1.0
+        return B
+
+    def state_integrate(self, x, dx) -> np.ndarray:
+        """x ⊕ dx = [q ⊕ δq; v + δv] for x (…, nx) and dx (…, ndx) (:mod:`optdyn.state`)."""
+        x, dx = np.asarray(x, dtype=float), np.asarray(dx, dtype=float)
+        if x.shape[-1:] != (self.nx,) or dx.shape[-1:] != (self.ndx,) or x.shape[:-1] != dx.shape[:-1]:
+            raise ValueError(f"x, dx: expected shapes (…, {self.nx}) and (…, {self.ndx}), got {x.shape}, {dx.shape}")
+        check_state(self.model, x, "x")
+        t, nq = self.model.topology, self.model.nq
+        out = [state_integrate(t, nq, xi, di) for xi, di in zip(x.reshape(-1, self.nx), dx.reshape(-1, self.ndx))]
+        return np.array(out).reshape(x.shape)
+
+    def state_difference(self, x0, x1) -> np.ndarray:
+        """x1 ⊖ x0 = [q1 ⊖ q0; v1 − v0] (…, ndx) for x0, x1 (…, nx) (:mod:`optdyn.state`)."""
+        x0, x1 = np.broadcast_arrays(np.asarray(x0, dtype=float), np.asarray(x1, dtype=float))
+        if x0.shape[-1:] != (self.nx,):
+            raise ValueError(f"x0, x1: expected shape (…, {self.nx}), got {x0.shape}")
+        check_state(self.model, x0, "x0")
+        check_state(self.model, x1, "x1")
+        a, b = x0.reshape(-1, self.nx), x1.reshape(-1, self.nx)
+        out = np.empty((a.shape[0], self.ndx))
+        for k in range(a.shape[0]):
+            state_difference(self.model.topology, self.model.nq, np.ascontiguousarray(a[k]),
+                             np.ascontiguousarray(b[k]), out[k])
+        return out.reshape(x0.shape[:-1] + (self.ndx,))
 
     @property
     def T(self) -> float:
@@ -231,15 +314,16 @@ class Problem:
     def step_derivatives(self, xs, us, second_order: bool = False, start: int = 0) -> tuple[np.ndarray, ...]:
         """Exact sensitivities of one interval at each knot.
 
-        Returns (A (K,nx,nx), B (K,nx,nu)), and with ``second_order`` also
-        Fxx (K,nx,nx,nx), Fxu (K,nx,nx,nu), Fuu (K,nx,nu,nu), F[k,i,j,l] = ∂²x⁺_i/∂y_j∂z_l.
+        Returns (A (K,ndx,ndx), B (K,ndx,nu)), and with ``second_order`` also
+        Fxx (K,ndx,ndx,ndx), Fxu (K,ndx,ndx,nu), Fuu (K,ndx,nu,nu), F[k,i,j,l] = ∂²x⁺_i/∂y_j∂z_l:
+        derivatives of δx⁺ = F(x ⊕ δx, u) ⊖ F(x, u) (tangent at x⁺) w.r.t. (δx, u).
         """
         xs, us = self._xu(xs, us)
         a, b = self._tableau
         _, Fz, Fzz = integrators.step_derivatives_batch(
             self._params, a, b, xs, us, self._forces(xs.shape[0], start), self.dt, self.substeps,
             2 if second_order else 1)
-        nx = self.nx
+        nx = self.ndx
         A, B = Fz[:, :, :nx], Fz[:, :, nx:]
         if not second_order:
             return np.ascontiguousarray(A), np.ascontiguousarray(B)
@@ -250,7 +334,7 @@ class Problem:
                     ) -> tuple[np.ndarray, np.ndarray, tuple]:
         """First-order sensitivities and the integrator's stage records at each knot.
 
-        Returns (A (K,nx,nx), B (K,nx,nu), stages): ``stages`` holds what
+        Returns (A (K,ndx,ndx), B (K,ndx,nu), stages): ``stages`` holds what
         :meth:`step_hessians` needs to contract second-order terms with any multipliers
         (stage inputs, derivatives, Jacobians, sensitivities and the dynamics' first-order
         data, m·s rows per knot). Records from an earlier call with as many knots may be
@@ -260,14 +344,15 @@ class Problem:
         a, b = self._tableau
         rows = xs.shape[0] * self.substeps * b.shape[0]
         if stages is None or stages[0].shape[0] != rows:
-            stages = integrators.stage_records(self._params, rows, self.nx, self.nx + self.nu)
+            stages = integrators.stage_records(self._params, rows, self.nx, self.ndx + self.nu, b.shape[0])
         F = self._forces(xs.shape[0], start)
         _, Fz = integrators.step_stages_batch(self._params, a, b, xs, us, F, self.dt, self.substeps, stages)
-        nx = self.nx
+        nx = self.ndx
         return np.ascontiguousarray(Fz[:, :, :nx]), np.ascontiguousarray(Fz[:, :, nx:]), stages
 
     def step_hessians(self, xs, us, lams, stages: tuple | None = None, start: int = 0) -> np.ndarray:
-        """Hessians (K, nz, nz) of λ_kᵀF(x_k, u_k) w.r.t. z = (x, u), nz = nx + nu.
+        """Hessians (K, nz, nz) of λ_kᵀF(x_k, u_k) w.r.t. z = (δx, u), nz = ndx + nu, λ_k (ndx,).
+
 
         Contracted second order (a second-order adjoint through the integrator stages with
         contracted FDSVA-SO, :func:`optdyn.integrators.interval_hessian`): equal to
@@ -275,7 +360,7 @@ class Problem:
         ``stages`` from :meth:`step_stages` at the same (xs, us) saves recomputing them.
         """
         xs, us = self._xu(xs, us)
-        lams = _array(lams, (xs.shape[0], self.nx), "lams")
+        lams = _array(lams, (xs.shape[0], self.ndx), "lams")
         if stages is None:
             stages = self.step_stages(xs, us, start=start)[2]
         a, b = self._tableau
@@ -287,7 +372,11 @@ class Problem:
         A diverging rollout yields NaN/inf rows (the caller decides; solvers reject them).
         """
         us = _array(us, (self.N, self.nu), "us")
-        x0 = self.x0 if x0 is None else _array(x0, (self.nx,), "x0")
+        if x0 is None:
+            x0 = self.x0
+        else:
+            x0 = _array(x0, (self.nx,), "x0")
+            check_state(self.model, x0, "x0")
         a, b = self._tableau
         return integrators.rollout(self._params, a, b, x0, us, self.forces,
                                    self.dt, self.substeps)
@@ -296,21 +385,26 @@ class Problem:
     def running_cost_terms(self, xs, us) -> tuple[np.ndarray, ...]:
         """dt·ℓ and its derivatives at each knot.
 
-        Returns (l (K,), lx (K,nx), lu (K,nu), lxx (K,nx,nx), lux (K,nu,nx), luu (K,nu,nu)).
+        Returns (l (K,), lx (K,ndx), lu (K,nu), lxx (K,ndx,ndx), lux (K,nu,ndx), luu (K,nu,nu)).
         """
         xs, us = self._xu(xs, us)
         K = xs.shape[0]
         if self.running_cost is None:
-            nx, nu = self.nx, self.nu
+            nx, nu = self.ndx, self.nu
             return (np.zeros(K), np.zeros((K, nx)), np.zeros((K, nu)), np.zeros((K, nx, nx)),
                     np.zeros((K, nu, nx)), np.zeros((K, nu, nu)))
-        return tuple(self.dt * t for t in self.running_cost.evaluate(xs, us))
+        l, lx, lu, lxx, lux, luu = (self.dt * t for t in self.running_cost.evaluate(xs, us))
+        if not self.running_cost.depends_on_x:  # x-derivatives of the width of x: zero, of width ndx
+            lx, lxx, lux = np.zeros((K, self.ndx)), np.zeros((K, self.ndx, self.ndx)), np.zeros((K, self.nu, self.ndx))
+        return l, lx, lu, lxx, lux, luu
 
     def terminal_cost_terms(self, x) -> tuple[float, np.ndarray, np.ndarray]:
-        """ℓ_N(x) and its gradient (nx,) and Hessian (nx, nx)."""
+        """ℓ_N(x) and its gradient (ndx,) and Hessian (ndx, ndx)."""
         x = _array(x, (self.nx,), "x", finite=False)
         if self.terminal_cost is None:
-            return 0.0, np.zeros(self.nx), np.zeros((self.nx, self.nx))
+            return 0.0, np.zeros(self.ndx), np.zeros((self.ndx, self.ndx))
+        if not self.terminal_cost.depends_on_x:
+            return 0.0, np.zeros(self.ndx), np.zeros((self.ndx, self.ndx))
         l, lx, _, lxx, _, _ = self.terminal_cost.evaluate(x[None], np.zeros((1, self.nu)))
         return float(l[0]), lx[0], lxx[0]
 
@@ -325,16 +419,16 @@ class Problem:
 
     # ---- constraints ---------------------------------------------------------------
     def path_constraint_terms(self, xs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """c (K,nc) ≥ 0, cx (K,nc,nx), cxx (K,nc,nx,nx) at each state of xs (K, nx)."""
+        """c (K,nc) ≥ 0, cx (K,nc,ndx), cxx (K,nc,ndx,ndx) at each state of xs (K, nx)."""
         xs = np.ascontiguousarray(np.asarray(xs, dtype=float))
         if xs.ndim != 2 or xs.shape[1] != self.nx:
             raise ValueError(f"xs: expected shape (K, {self.nx}), got shape {xs.shape}")
-        return stack_constraints(self.path_constraints, xs, self.nx)
+        return stack_constraints(self.path_constraints, xs, self.ndx)
 
     def terminal_constraint_terms(self, x) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """h (nh,) = 0, hx (nh,nx), hxx (nh,nx,nx) at the final state x (nx,)."""
+        """h (nh,) = 0, hx (nh,ndx), hxx (nh,ndx,ndx) at the final state x (nx,)."""
         x = _array(x, (self.nx,), "x", finite=False)
-        h, hx, hxx = stack_constraints(self.terminal_constraints, x[None], self.nx)
+        h, hx, hxx = stack_constraints(self.terminal_constraints, x[None], self.ndx)
         return h[0], hx[0], hxx[0]
 
     def violation(self, xs, us) -> float:

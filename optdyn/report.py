@@ -51,7 +51,7 @@ def task_errors(problem: Problem, xs: np.ndarray, us: np.ndarray) -> TaskErrors:
         raise ValueError(f"xs, us: expected shapes {(problem.N + 1, problem.nx)} and {(problem.N, problem.nu)}, "
                          f"got {xs.shape} and {us.shape}")
     finite = bool(np.all(np.isfinite(xs)))
-    nv, seen, targets = problem.model.nv, set(), []
+    nq, seen, targets = problem.model.nq, set(), []
     frame_costs = [c for c in cost_terms(problem.terminal_cost) + cost_terms(problem.running_cost)
                    if isinstance(c, FramePositionCost)]
     for c in frame_costs:
@@ -59,7 +59,7 @@ def task_errors(problem: Problem, xs: np.ndarray, us: np.ndarray) -> TaskErrors:
         if key in seen:
             continue
         seen.add(key)
-        d = float(np.linalg.norm(c.points.positions(xs[-1:, :nv])[0, 0] - c.target)) if finite else np.nan
+        d = float(np.linalg.norm(c.points.positions(xs[-1:, :nq])[0, 0] - c.target)) if finite else np.nan
         targets.append(Target(c.points.names[0], c.target.copy(), d))
     violation = problem.violation(xs, us) if finite else np.nan
     tol = 1e-9 * (1.0 + np.abs(us))

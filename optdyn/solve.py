@@ -15,6 +15,7 @@ import numpy as np
 from .augmented_lagrangian import solve_al
 from .ddp import Options, solve_ddp
 from .problem import Problem
+from .state import check_state
 from .result import Result
 from .runtime import check_max_time
 
@@ -64,6 +65,8 @@ def _check_ddp_options(problem: Problem, options: dict) -> None:
             a = np.asarray(options[name], dtype=float)
             if a.shape != shape or not np.all(np.isfinite(a)):
                 raise ValueError(f"{name}: expected finite values of shape {shape}, got shape {a.shape}")
+            if name == "xs_init":
+                check_state(problem.model, a, name)
 
 
 def solve(problem: Problem, solver: str = "ddp", *, init: Result | None = None, max_time: float | None = None,

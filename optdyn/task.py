@@ -182,10 +182,12 @@ def model_record(model) -> dict | None:
 
 def record(problem: Problem) -> dict | None:
     """JSON-able description of ``problem`` that :func:`rebuild` reads; None if its model
-    was not loaded from a URDF file (built in code: nothing to reload it from)."""
+    was not loaded from a URDF file (built in code: nothing to reload it from), or has a
+    floating base (its root joint, gravity and actuation are not part of the record; a
+    registered floating-base problem is rebuilt by name)."""
     _require_problem(problem)
     model = model_record(problem.model)
-    if model is None:
+    if model is None or problem.model.nq != problem.model.nv:
         return None
     paths = [r for r in map(_constraint_record, problem.path_constraints) if r is not None]
     terminals = [r for r in map(_constraint_record, problem.terminal_constraints) if r is not None]

@@ -46,7 +46,7 @@ import umsgpack
 from meshcat.animation import Animation
 from scipy.interpolate import CubicHermiteSpline
 
-from dynamics.joints import neutral
+from dynamics.joints import neutral, normalize_kernel
 from dynamics.kinematics import forward_kinematics
 from dynamics.model import Geometry, Model
 
@@ -443,6 +443,8 @@ def scene_of(result: Result, problem: Problem | None = None, fps: float = FPS, f
     scene.add_targets([t.target for t in task.frame_targets(problem)])
     scene.add_triads(frames)
     times, qs = resample(result.xs, problem.dt, model.nq, fps)
+    if model.nq != model.nv:  # a floating base: quaternions interpolated coordinate-wise, renormalised
+        qs = np.array([normalize_kernel(model.topology, q) for q in qs])
     frame, offset = task.path_frame(problem) if path_frame is None else (path_frame, np.zeros(3))
     if len(qs) >= 2:
         scene.add_path(frame_path(model, qs, frame, offset))

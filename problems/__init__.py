@@ -42,6 +42,10 @@ REGISTRY: dict[str, Entry] = {
     "ur5-reach": Entry(
         "ur5_reach", "make",
         "UR5 brings tool0 to a Cartesian target from rest (the DDP/iLQR speed reference)."),
+    "space-manipulator": Entry(
+        "space_manipulator", "make",
+        "UR5 on a free-floating 300 kg satellite (unactuated free-flyer base, zero gravity) brings tool0 "
+        "to a target at rest in 3 s; option attitude_bound (rad) bounds the satellite's rotation."),
     "pendulum": Entry(
         "pendulum", "make_pendulum", "Single pendulum swing-up."),
     "double-pendulum": Entry(

@@ -184,7 +184,7 @@ def test_ddp_and_ilqr_find_the_ipopt_optimum(ipopt_solutions, scenario, solver):
 
 # ----------------------------------------------------------------------- registry
 def test_registry_names_and_lookup():
-    assert problems.names() == ["arm-obstacle", "double-pendulum", "pendulum", "ur5-reach"]
+    assert problems.names() == ["arm-obstacle", "double-pendulum", "pendulum", "space-manipulator", "ur5-reach"]
     assert problems.entry("arm-obstacle").scenarios == ("bent", "straight")
     assert "bent" in problems.describe("arm_obstacle")
     p = problems.get("arm_obstacle", scenario="straight")

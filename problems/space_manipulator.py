@@ -1,0 +1,56 @@
+"""Space manipulator: a UR5 on a free-floating 300 kg satellite reaches a target at rest.
+
+Robot :func:`dynamics.models.space_manipulator` (free-flyer ``root_joint``, zero gravity);
+x = [q; v] with q = (satellite position, quaternion, six arm angles), nx = 25, ndx = 24;
+only the arm is actuated (u = the six arm torques, the satellite has no thrusters). From
+rest at q0 = (0, 0, 0, identity, Q_ARM), bring ``tool0`` to ``target`` (m, world frame)
+and stop there within T = N·dt (3 s: 30 intervals of 0.1 s, one RK4 step each):
+
+    running  ℓ   = ½·1e-2‖u‖² + ½ Σ_i w_i (x ⊖ x0)_i²           (× dt)
+    terminal ℓ_N = ½·1e4‖p_tool0(q) − p*‖² + ½·10‖v‖²
+
+with state weights w = 0 on the satellite's pose (it drifts freely: position and
+attitude are whatever the reaction of the arm makes them), 1e-3 on the arm angles,
+1e-1 on the satellite's and 1e-2 on the arm's velocities. Nothing external acts, so the
+spatial momentum of the whole system stays zero along every trajectory of the dynamics.
+
+``attitude_bound`` (rad) adds the path constraint ‖log(R_0⁻¹ R_sat)‖ ≤ attitude_bound at
+every node (:class:`optdyn.constraints.OrientationBound`): the satellite may not turn
+more than that from its initial attitude (the free solution turns it by about 0.057 rad).
+A tight bound makes the task markedly non-convex: from rest, IPOPT and the
+augmented-Lagrangian DDP/iLQR may stop in different local optima (BENCHMARKS.md).
+Initial guess: rest (xs = x0, us = 0).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from dynamics.models import space_manipulator
+from optdyn.constraints import OrientationBound
+from optdyn.costs import ControlCost, FramePositionCost, StateCost
+from optdyn.problem import Problem
+
+Q_ARM = (0.0, -1.2, 1.5, -0.3, 1.57, 0.0)
+TARGET = (0.3, 0.5, 1.0)
+WEIGHTS = {"control": 1e-2, "arm": 1e-3, "base_velocity": 1e-1, "arm_velocity": 1e-2,
+           "terminal_position": 1e4, "terminal_velocity": 10.0}
+
+
+def make(N: int = 30, dt: float = 0.1, target=TARGET, attitude_bound: float | None = None) -> Problem:
+    """The space-manipulator reach; ``attitude_bound`` (rad, None = free attitude) bounds
+    the satellite's rotation from its initial attitude at every node."""
+    model = space_manipulator()
+    q0 = np.concatenate([[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0], Q_ARM])
+    x0 = np.concatenate([q0, np.zeros(model.nv)])
+    w = WEIGHTS
+    weights = np.concatenate([np.zeros(6), np.full(6, w["arm"]), np.full(6, w["base_velocity"]),
+                              np.full(6, w["arm_velocity"])])
+    running = ControlCost(w["control"], np.zeros(6)) + StateCost(weights, x0, model=model)
+    at_rest = np.concatenate([np.zeros(model.nv), np.full(model.nv, w["terminal_velocity"])])
+    terminal = (FramePositionCost(model, "tool0", target, w["terminal_position"])
+                + StateCost(at_rest, x0, model=model))
+    path = [] if attitude_bound is None else [OrientationBound(model, "root_joint", q0, attitude_bound)]
+    return Problem(model, x0, N, dt, running, terminal, substeps=1, integrator="rk4", path_constraints=path,
+                   us_init=np.zeros((N, 6)), name="space-manipulator",
+                   params={"N": N, "dt": dt, "target": tuple(float(t) for t in target),
+                           "attitude_bound": attitude_bound})
