@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import importlib
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numba
 import numpy as np
@@ -82,6 +83,28 @@ def chunk_count(K: int) -> int:
 def chunk_start(K, chunks, c):
     """First knot of chunk c of ``chunks`` (chunk c covers chunk_start(c) … chunk_start(c + 1) − 1)."""
     return c * K // chunks
+
+
+_POOL: list = []
+
+
+def run_chunks(kernel, K: int, *args) -> None:
+    """``kernel(*args, k0, k1)`` on every chunk [k0, k1) of the K knots, the chunks in
+    parallel Python threads — for kernels compiled with ``nogil=True`` whose arguments
+    numba's parallel loops cannot take (nested tuples of arrays). The first chunk runs on
+    the calling thread; an exception of any chunk is raised here, after every chunk ended."""
+    chunks = chunk_count(K)
+    bounds = [c * K // chunks for c in range(chunks + 1)]
+    if chunks > 1 and not _POOL:
+        _POOL.append(ThreadPoolExecutor(max_workers=numba.config.NUMBA_NUM_THREADS, thread_name_prefix="optdyn"))
+    futures = [_POOL[0].submit(kernel, *args, bounds[c], bounds[c + 1]) for c in range(1, chunks)]
+    try:
+        kernel(*args, bounds[0], bounds[1])
+    finally:
+        for f in futures:
+            error = f.exception()
+            if error is not None:
+                raise error
 
 
 if "NUMBA_THREADING_LAYER" not in os.environ:

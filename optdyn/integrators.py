@@ -59,6 +59,7 @@ from dynamics.aba_second_derivatives_contracted import fdsva_so_contracted_terms
 from dynamics.joints import lie_jacobians_kernel
 from dynamics.kinematics import all_finite, tangent_size
 from dynamics.model import Model
+from dynamics.parallel import run_chunks
 
 from .state import add_composition_curvature, lie_blocks, state_integrate
 
@@ -578,19 +579,26 @@ def _congruence_add(W, Y, nx, P, Hz):
             Hz[r, c] = Hz[c, r]
 
 
-@njit(cache=True)
-def step_batch(params, a, b, xs, us, F, dt, m):
+# Whole trajectories: each batched evaluation runs its knots in chunks on parallel threads
+# (dynamics.parallel.run_chunks; the chunk kernels release the GIL). Every knot is computed
+# by the same code whichever thread runs it: results do not depend on the thread count.
+# The states must be valid configurations (the callers check them).
+
+def step_batch(params, a, b, xs, us, F, dt, m) -> np.ndarray:
     """x⁺ (K, nx) of one interval from every (x_k, u_k, F[k]); NaN rows where it diverged."""
-    K, nx = xs.shape
-    out = np.empty((K, nx))
-    dummy2, dummy3, stages = np.empty((0, 0)), np.empty((0, 0, 0)), no_stages(params)
-    for kk in range(K):
-        interval(params, a, b, xs[kk], us[kk], knot_force(F, kk), dt, m, 0, out[kk], dummy2, dummy3, stages, 0)
+    out = np.empty(xs.shape)
+    run_chunks(_step_chunk, xs.shape[0], params, a, b, xs, us, F, dt, m, out)
     return out
 
 
-@njit(cache=True)
-def step_derivatives_batch(params, a, b, xs, us, F, dt, m, order):
+@njit(cache=True, nogil=True)
+def _step_chunk(params, a, b, xs, us, F, dt, m, out, k0, k1):
+    dummy2, dummy3, stages = np.empty((0, 0)), np.empty((0, 0, 0)), no_stages(params)
+    for kk in range(k0, k1):
+        interval(params, a, b, xs[kk], us[kk], knot_force(F, kk), dt, m, 0, out[kk], dummy2, dummy3, stages, 0)
+
+
+def step_derivatives_batch(params, a, b, xs, us, F, dt, m, order) -> tuple[np.ndarray, ...]:
     """x⁺ (K, nx), Fz (K, ndx, nz) and, for order 2, Fzz (K, ndx, nz, nz) at every knot
     (ndx = :func:`tangent_dim`, nz = ndx + nu).
 
@@ -599,20 +607,21 @@ def step_derivatives_batch(params, a, b, xs, us, F, dt, m, order):
     K, nx = xs.shape
     ndx = tangent_dim(params, nx)
     nz = ndx + us.shape[1]
-    y = np.empty((K, nx))
-    Fz = np.empty((K, ndx, nz))
+    y, Fz = np.empty((K, nx)), np.empty((K, ndx, nz))
     Fzz = np.empty((K, ndx, nz, nz)) if order >= 2 else np.empty((K, 0, 0, 0))
-    dummy3, stages = np.empty((0, 0, 0)), no_stages(params)
-    for kk in range(K):
-        if order >= 2:
-            interval(params, a, b, xs[kk], us[kk], knot_force(F, kk), dt, m, order, y[kk], Fz[kk], Fzz[kk], stages, 0)
-        else:
-            interval(params, a, b, xs[kk], us[kk], knot_force(F, kk), dt, m, order, y[kk], Fz[kk], dummy3, stages, 0)
+    run_chunks(_step_derivatives_chunk, K, params, a, b, xs, us, F, dt, m, order, y, Fz, Fzz)
     return y, Fz, Fzz
 
 
-@njit(cache=True)
-def step_stages_batch(params, a, b, xs, us, F, dt, m, stages):
+@njit(cache=True, nogil=True)
+def _step_derivatives_chunk(params, a, b, xs, us, F, dt, m, order, y, Fz, Fzz, k0, k1):
+    dummy3, stages = np.empty((0, 0, 0)), no_stages(params)
+    for kk in range(k0, k1):
+        H = Fzz[kk] if order >= 2 else dummy3
+        interval(params, a, b, xs[kk], us[kk], knot_force(F, kk), dt, m, order, y[kk], Fz[kk], H, stages, 0)
+
+
+def step_stages_batch(params, a, b, xs, us, F, dt, m, stages) -> tuple[np.ndarray, np.ndarray]:
     """x⁺ (K, nx) and Fz (K, ndx, nz) at every knot, recording the stages into ``stages``.
 
     Knot k owns rows k·ms … (k + 1)·ms − 1 (ms = m·s) of the records (see
@@ -621,24 +630,32 @@ def step_stages_batch(params, a, b, xs, us, F, dt, m, stages):
     """
     K, nx = xs.shape
     ndx = tangent_dim(params, nx)
-    nz, ms = ndx + us.shape[1], m * b.shape[0]
-    y, Fz = np.empty((K, nx)), np.empty((K, ndx, nz))
-    dummy3 = np.empty((0, 0, 0))
-    for kk in range(K):
-        interval(params, a, b, xs[kk], us[kk], knot_force(F, kk), dt, m, 1, y[kk], Fz[kk], dummy3, stages, kk * ms)
+    y, Fz = np.empty((K, nx)), np.empty((K, ndx, ndx + us.shape[1]))
+    run_chunks(_step_stages_chunk, K, params, a, b, xs, us, F, dt, m, stages, y, Fz)
     return y, Fz
 
 
-@njit(cache=True)
-def interval_hessians_batch(params, a, b, dt, m, us, stages, lams):
+@njit(cache=True, nogil=True)
+def _step_stages_chunk(params, a, b, xs, us, F, dt, m, stages, y, Fz, k0, k1):
+    ms, dummy3 = m * b.shape[0], np.empty((0, 0, 0))
+    for kk in range(k0, k1):
+        interval(params, a, b, xs[kk], us[kk], knot_force(F, kk), dt, m, 1, y[kk], Fz[kk], dummy3, stages, kk * ms)
+
+
+def interval_hessians_batch(params, a, b, dt, m, us, stages, lams) -> np.ndarray:
     """(K, nz, nz): ∇²_z(λ_kᵀF(x_k, u_k)) at every knot, from the records of
     :func:`step_stages_batch` and the multipliers lams (K, ndx)."""
-    K = us.shape[0]
-    nz, ms = stages[3].shape[2], m * b.shape[0]
+    K, nz = us.shape[0], stages[3].shape[2]
     Hz = np.empty((K, nz, nz))
-    for kk in range(K):
-        interval_hessian(params, a, b, dt, m, us[kk], stages, kk * ms, lams[kk], Hz[kk])
+    run_chunks(_interval_hessians_chunk, K, params, a, b, dt, m, us, stages, lams, Hz)
     return Hz
+
+
+@njit(cache=True, nogil=True)
+def _interval_hessians_chunk(params, a, b, dt, m, us, stages, lams, Hz, k0, k1):
+    ms = m * b.shape[0]
+    for kk in range(k0, k1):
+        interval_hessian(params, a, b, dt, m, us[kk], stages, kk * ms, lams[kk], Hz[kk])
 
 
 @njit(cache=True)

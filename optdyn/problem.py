@@ -294,11 +294,13 @@ class Problem:
         return self._params, a, b, self.dt, self.substeps
 
     def _xu(self, xs, us) -> tuple[np.ndarray, np.ndarray]:
+        """(xs, us) checked (shapes, unit quaternions) and C-contiguous."""
         xs, us = np.asarray(xs, dtype=float), np.asarray(us, dtype=float)
         if xs.ndim != 2 or xs.shape[1] != self.nx:
             raise ValueError(f"xs: expected shape (K, {self.nx}), got shape {xs.shape}")
         if us.shape != (xs.shape[0], self.nu):
             raise ValueError(f"us: expected shape ({xs.shape[0]}, {self.nu}), got shape {us.shape}")
+        check_state(self.model, xs, "xs")
         return np.ascontiguousarray(xs), np.ascontiguousarray(us)
 
     def step(self, xs, us, start: int = 0) -> np.ndarray:

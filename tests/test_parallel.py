@@ -106,3 +106,35 @@ def test_thread_count_from_the_environment():
     env["OPTDYN_NUM_THREADS"] = "many"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode != 0 and "OPTDYN_NUM_THREADS: expected an integer" in out.stderr
+
+
+@pytest.mark.parametrize("task", ["ur5-reach", "space-manipulator"])
+def test_trajectory_derivatives_and_solves_identical_for_any_thread_count(task, threads):
+    """Interval sensitivities, contracted Hessians (chunks on parallel threads) and a whole
+    DDP solve give bitwise the same numbers on 1 and 2 threads."""
+    import problems
+
+    prob = problems.get(task)
+    rng = np.random.default_rng(2)
+    us = rng.uniform(-1, 1, (prob.N, prob.nu))
+    xs = prob.rollout(us)
+    lams = rng.normal(size=(prob.N, prob.ndx))
+    out = {}
+    for n in (1, 2):
+        dyn.set_num_threads(n)
+        A, B, stages = prob.step_stages(xs[:-1], us)
+        res = optdyn.solve(prob, solver="ddp", max_iter=3)
+        out[n] = [prob.step(xs[:-1], us), A, B, prob.step_hessians(xs[:-1], us, lams, stages),
+                  *prob.step_derivatives(xs[:-1], us), res.xs, res.us]
+    for a, b in zip(out[1], out[2]):
+        assert np.array_equal(a, b)
+
+
+def test_invalid_state_is_refused_before_the_parallel_loops():
+    import problems
+
+    prob = problems.get("space-manipulator")
+    xs = np.tile(prob.x0, (prob.N, 1))
+    xs[3, 3:7] *= 2.0
+    with pytest.raises(ValueError, match="^xs: the quaternion"):
+        prob.step_stages(xs, np.zeros((prob.N, prob.nu)))
