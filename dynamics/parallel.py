@@ -1,11 +1,12 @@
 """Evaluation over the knots of a trajectory in parallel: threads, layer and chunks.
 
-The batched kernels (:mod:`dynamics.batch`, and the interval sensitivities of the
-optimal-control layer) split the K knots into contiguous chunks, one per thread, with
-numba's ``prange``; every chunk has its own workspace (:mod:`dynamics.workspace`). Each
-knot is computed by the same compiled code whichever thread runs it, and nothing is
-summed across knots inside a parallel loop, so results are bitwise identical for any
-number of threads.
+The batched kernels split the K knots into contiguous chunks, one per thread: those of
+:mod:`dynamics.batch` with numba's ``prange`` (every chunk with its own workspace,
+:mod:`dynamics.workspace`), the interval sensitivities of the optimal-control layer with
+:func:`run_chunks` (compiled chunk kernels that release the GIL, on a thread pool:
+numba's parallel loops cannot take their nested tuples of arrays). Each knot is computed
+by the same compiled code whichever thread runs it, and nothing is summed across knots
+inside a parallel loop, so results are bitwise identical for any number of threads.
 
 Threads: ``set_num_threads(n)`` (at most numba's ``NUMBA_NUM_THREADS``, the number of
 cores by default), or the environment variable ``OPTDYN_NUM_THREADS`` read at import.
@@ -15,8 +16,9 @@ be called from several Python threads at once; numba's ``workqueue`` layer, the 
 when neither is installed, is not safe for that. A layer chosen by the user
 (``NUMBA_THREADING_LAYER``) is left alone.
 
-Exceptions raised inside a numba parallel loop are lost, so the batched kernels validate
-every knot before the loop and the per-knot algorithms report failure by a return flag.
+Exceptions raised inside a numba parallel loop are lost, so the ``prange`` kernels
+validate every knot before the loop and the per-knot algorithms report failure by a
+return flag; :func:`run_chunks` re-raises a chunk's exception in the caller.
 """
 from __future__ import annotations
 
