@@ -22,6 +22,7 @@ return flag; :func:`run_chunks` re-raises a chunk's exception in the caller.
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -87,7 +88,11 @@ def chunk_start(K, chunks, c):
     return c * K // chunks
 
 
-_POOL: list = []
+@functools.cache
+def _pool(pid: int) -> ThreadPoolExecutor:
+    """The threads of :func:`run_chunks` in process ``pid``, started on first use (a forked
+    child starts its own: the parent's threads do not exist there)."""
+    return ThreadPoolExecutor(max_workers=numba.config.NUMBA_NUM_THREADS, thread_name_prefix="optdyn")
 
 
 def run_chunks(kernel, K: int, *args) -> None:
@@ -97,9 +102,7 @@ def run_chunks(kernel, K: int, *args) -> None:
     the calling thread; an exception of any chunk is raised here, after every chunk ended."""
     chunks = chunk_count(K)
     bounds = [c * K // chunks for c in range(chunks + 1)]
-    if chunks > 1 and not _POOL:
-        _POOL.append(ThreadPoolExecutor(max_workers=numba.config.NUMBA_NUM_THREADS, thread_name_prefix="optdyn"))
-    futures = [_POOL[0].submit(kernel, *args, bounds[c], bounds[c + 1]) for c in range(1, chunks)]
+    futures = [_pool(os.getpid()).submit(kernel, *args, bounds[c], bounds[c + 1]) for c in range(1, chunks)]
     try:
         kernel(*args, bounds[0], bounds[1])
     finally:
