@@ -101,7 +101,7 @@ def run_chunks(kernel, K: int, *args) -> None:
     numba's parallel loops cannot take (nested tuples of arrays). The first chunk runs on
     the calling thread; an exception of any chunk is raised here, after every chunk ended."""
     chunks = chunk_count(K)
-    bounds = [c * K // chunks for c in range(chunks + 1)]
+    bounds = [chunk_start(K, chunks, c) for c in range(chunks + 1)]
     futures = [_pool(os.getpid()).submit(kernel, *args, bounds[c], bounds[c + 1]) for c in range(1, chunks)]
     try:
         kernel(*args, bounds[0], bounds[1])
