@@ -29,23 +29,25 @@ from ._checks import as_forces, as_vector
 from .aba_derivatives import aba_derivatives_data
 from .kinematics import all_finite
 from .model import Model
-from .rnea_second_derivatives_contracted import idsva_so_contracted_passes
+from .rnea_second_derivatives_contracted import idsva_so_contracted_passes, new_so_work
 
 
 @njit(cache=True)
-def fdsva_so_contracted_terms(topology, dqdd_dq, dqdd_dv, Minv, data, lam, Hqq, Hvv, Hqv, Hqtau, Mq):
+def fdsva_so_contracted_terms(topology, dqdd_dq, dqdd_dv, Minv, data, lam, Hqq, Hvv, Hqv, Hqtau, Mq, work):
     """Contracted FDSVA-SO from the first-order results at (q, v, τ): ∂q̈/∂q, ∂q̈/∂v,
     M⁻¹ (nv, nv) and the RNEA-derivative ``data`` at q̈ of
     :func:`dynamics.aba_derivatives.aba_derivatives_data`. Writes Hqq, Hvv, Hqv, Hqtau
-    (nv, nv); ``Mq`` (nv, nv) is workspace (on return Σ_a μ_a ∂M_al/∂q_j). Not checked."""
+    (nv, nv); ``Mq`` (nv, nv) is workspace (on return Σ_a μ_a ∂M_al/∂q_j), and so is
+    ``work`` (:func:`dynamics.rnea_second_derivatives_contracted.new_so_work`): nothing is
+    allocated. Not checked."""
     n = Minv.shape[0]  # nv
-    mu = np.empty(n)
+    mu = work[5]
     for r in range(n):  # μ = M⁻¹ λ
         s = 0.0
         for c in range(n):
             s += Minv[r, c] * lam[c]
         mu[r] = s
-    idsva_so_contracted_passes(topology, data, mu, Hqq, Hvv, Hqv, Mq)
+    idsva_so_contracted_passes(topology, data, mu, Hqq, Hvv, Hqv, Mq, work)
     for j in range(n):
         for k in range(n):
             pq = pv = pt = 0.0
@@ -71,7 +73,8 @@ def fdsva_so_contracted_kernel(m, q, v, tau, f_ext, lam):
     _, dqdd_dq, dqdd_dv, Minv, data = aba_derivatives_data(m, q, v, tau, f_ext)
     topology, n = m[0], v.shape[0]
     out = np.empty((5, n, n))
-    fdsva_so_contracted_terms(topology, dqdd_dq, dqdd_dv, Minv, data, lam, out[0], out[1], out[2], out[3], out[4])
+    fdsva_so_contracted_terms(topology, dqdd_dq, dqdd_dv, Minv, data, lam, out[0], out[1], out[2], out[3], out[4],
+                              new_so_work(topology))
     return out[0], out[1], out[2], out[3]
 
 

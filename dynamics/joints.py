@@ -38,6 +38,7 @@ from numba import njit
 
 from ._checks import as_vector
 from .model import FREE_FLYER, IDX_Q, IDX_V, JTYPE, NV, PARENT, PLANAR, PRISMATIC, REVOLUTE, SPHERICAL, Model
+from .spatial import matmul_small
 
 QUATERNION_TOLERANCE = 1e-6
 
@@ -276,9 +277,9 @@ def integrate_kernel(topology, q, dv):
             w = dv[m + o: m + o + 3]
             if jt == FREE_FLYER:  # p ← p + R V(ω) v
                 quaternion_matrix(q, k + 3, J)
-                dp = J @ _apply_V(w, dv[m: m + 3], False)
+                x = _apply_V(w, dv[m: m + 3], False)
                 for r in range(3):
-                    out[k + r] = q[k + r] + dp[r]
+                    out[k + r] = q[k + r] + J[r, 0] * x[0] + J[r, 1] * x[1] + J[r, 2] * x[2]
             e = _exp3_quaternion(w[0], w[1], w[2])
             out[k + o: k + o + 4] = np.array(_quaternion_product(
                 (q[k + o], q[k + o + 1], q[k + o + 2], q[k + o + 3]), e))
@@ -311,7 +312,9 @@ def difference_kernel(topology, nv, q0, q1):
             out[m + o: m + o + 3] = w
             if jt == FREE_FLYER:  # v = V(ω)⁻¹ R0ᵀ (p1 − p0)
                 quaternion_matrix(q0, k + 3, J)
-                out[m: m + 3] = _apply_V(w, J.T @ (q1[k: k + 3] - q0[k: k + 3]), True)
+                dp = q1[k: k + 3] - q0[k: k + 3]
+                x = np.array([J[0, r] * dp[0] + J[1, r] * dp[1] + J[2, r] * dp[2] for r in range(3)])
+                out[m: m + 3] = _apply_V(w, x, True)
         else:  # PLANAR
             c0, s0, c1, s1 = q0[k + 2], q0[k + 3], q1[k + 2], q1[k + 3]
             w = np.arctan2(c0 * s1 - s0 * c1, c0 * c1 + s0 * s1)
@@ -364,16 +367,17 @@ def _se3_left_jacobian(xi, inverse):
         a, b = (1.0 - co) / th2, (th - s) / (th2 * th)
         c, d = (th2 + 2.0 * co - 2.0) / (2.0 * th2 * th2), (2.0 * th - 3.0 * s + th * co) / (2.0 * th2 * th2 * th)
         e = (1.0 - th * s / (2.0 * (1.0 - co))) / th2
-    PP = P @ P
-    Q = (0.5 * Rh + b * (P @ Rh + Rh @ P + P @ Rh @ P) + c * (PP @ Rh + Rh @ PP - 3.0 * P @ Rh @ P)
-         + d * (P @ Rh @ PP + PP @ Rh @ P))
+    PP, PR, RP = matmul_small(P, P), matmul_small(P, Rh), matmul_small(Rh, P)
+    PRP = matmul_small(PR, P)
+    Q = (0.5 * Rh + b * (PR + RP + PRP) + c * (matmul_small(PP, Rh) + matmul_small(Rh, PP) - 3.0 * PRP)
+         + d * (matmul_small(PR, PP) + matmul_small(PP, RP)))
     J = np.zeros((6, 6))
     if not inverse:
         Jr = np.eye(3) + a * P + b * PP
         J[:3, :3], J[3:, 3:], J[:3, 3:] = Jr, Jr, Q
     else:
         Ji = np.eye(3) - 0.5 * P + e * PP
-        J[:3, :3], J[3:, 3:], J[:3, 3:] = Ji, Ji, -Ji @ Q @ Ji
+        J[:3, :3], J[3:, 3:], J[:3, 3:] = Ji, Ji, -matmul_small(matmul_small(Ji, Q), Ji)
     return J
 
 
@@ -389,7 +393,7 @@ def _se3_adjoint_of_exp(xi):
     quaternion_matrix(q, 3, R)
     p = _apply_V(w, xi[:3].copy(), False)
     A = np.zeros((6, 6))
-    A[:3, :3], A[3:, 3:], A[:3, 3:] = R, R, _hat(p[0], p[1], p[2]) @ R
+    A[:3, :3], A[3:, 3:], A[:3, 3:] = R, R, matmul_small(_hat(p[0], p[1], p[2]), R)
     return A
 
 

@@ -141,8 +141,8 @@ def rnea_derivative_passes(topology, gravity, S, IC, vel, acc, fC, rates, BC, T,
 def subspace_rates(topology, gravity, S, vel, acc, Psid, Psidd, Sd, w):
     """Write Ψ̇, Ψ̈ and Ṡ (nv, 6) of eq. 15; at the root v_λ = 0 and a_λ = a_0 = [0; −g].
     w (≥ 2, 6) is scratch."""
-    w[0, :3] = 0.0  # row 0: a_0, row 1: scratch
-    w[0, 3:] = -gravity
+    for k in range(3):  # row 0: a_0, row 1: scratch
+        w[0, k], w[0, 3 + k] = 0.0, -gravity[k]
     for i in range(topology.shape[0]):
         lam = topology[i, PARENT]
         for j in range(topology[i, IDX_V], topology[i, IDX_V] + topology[i, NV]):

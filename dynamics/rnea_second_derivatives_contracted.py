@@ -47,7 +47,7 @@ import numpy as np
 from numba import njit
 
 from ._checks import as_forces, as_vector
-from .kinematics import all_finite
+from .kinematics import all_finite, tangent_size
 from .model import IDX_V, NV, PARENT, Model
 from .rnea import check_state, rnea_passes
 from .rnea_derivatives import D, E, G, H, coriolis_at, rnea_derivative_passes
@@ -177,20 +177,32 @@ def _symmetrize_joint_blocks(topology, H):
 
 
 @njit(cache=True)
-def idsva_so_contracted_passes(topology, data, mu, Hqq, Hvv, Hqv, Mq):
+def new_so_work(topology):
+    """Scratch of :func:`idsva_so_contracted_passes` for the model of ``topology``:
+    (column vectors (2, nv, 6), body sums (3, n, 6), B(I^C, S) per column (nv, 6, 6),
+    B̂s sums (n, 6, 6), per-column vectors (12, 6), a joint-space vector (nv,)). A loop
+    over many evaluations makes it once."""
+    n, nv = topology.shape[0], tangent_size(topology)
+    return (np.empty((2, nv, 6)), np.empty((3, n, 6)), np.empty((nv, 6, 6)), np.empty((n, 6, 6)),
+            np.empty((TMP4 + 1, 6)), np.empty(nv))
+
+
+@njit(cache=True)
+def idsva_so_contracted_passes(topology, data, mu, Hqq, Hvv, Hqv, Mq, work):
     """Contracted IDSVA-SO from the first-order data of
     :func:`dynamics.rnea_derivatives.rnea_derivative_passes`: ``data`` = (S (nv, 6),
     composites I^C and B^C (n, 6, 6), rates (Ψ̇, Ψ̈, Ṡ) (3, nv, 6), column vectors g, h, e, d
-    (nv, 6, 6)). Writes Hqq, Hvv, Hqv, Mq (nv, nv) of the module docstring.
+    (nv, 6, 6)). Writes Hqq, Hvv, Hqv, Mq (nv, nv) of the module docstring; ``work`` from
+    :func:`new_so_work` (nothing is allocated).
     """
     S, IC, BC, rates, T = data
     Psid, Psidd, Sd = rates[0], rates[1], rates[2]
-    n, nv = topology.shape[0], S.shape[0]
-    cols = np.zeros((2, nv, 6))
-    PsidSd, cvec = cols[0], cols[1]
-    bodies = np.zeros((3, n, 6))
+    n = topology.shape[0]
+    PsidSd, cvec = work[0][0], work[0][1]  # written for every column before use
+    bodies, Bs, BShat, w = work[1], work[2], work[3], work[4]
+    bodies[:, :, :] = 0.0
+    BShat[:, :, :] = 0.0
     psibar, Ghat, Hhat = bodies[0], bodies[1], bodies[2]
-    Bs, BShat = np.empty((nv, 6, 6)), np.zeros((n, 6, 6))
     for i in range(n):
         lam = topology[i, PARENT]
         if lam >= 0:  # ψ_λ(i) = Σ_{c of bodies ≺ i} S_c μ_c
@@ -203,7 +215,6 @@ def idsva_so_contracted_passes(topology, data, mu, Hqq, Hvv, Hqv, Mq):
             for r in range(6):
                 PsidSd[c, r] = Psid[c, r] + Sd[c, r]
             crm_at(S, c, psibar, i, cvec, c)  # c_c = S_c × ψ_λ(i)
-    w = np.empty((TMP4 + 1, 6))
     Hqq[:, :] = 0.0
     Hvv[:, :] = 0.0
     Hqv[:, :] = 0.0
@@ -242,7 +253,8 @@ def idsva_so_contracted_kernel(m, q, v, a, f_ext, mu):
     rnea_passes(m, d, q, v, a, f_ext)
     out = np.empty((4, nv, nv))
     rnea_derivative_passes(topology, gravity, d.S, d.I, d.vel, d.acc, d.fC, d.rates, d.BC, d.T, d.dq, d.dv)
-    idsva_so_contracted_passes(topology, (d.S, d.I, d.BC, d.rates, d.T), mu, out[0], out[1], out[2], out[3])
+    idsva_so_contracted_passes(topology, (d.S, d.I, d.BC, d.rates, d.T), mu, out[0], out[1], out[2], out[3],
+                               new_so_work(topology))
     return out[0], out[1], out[2], out[3]
 
 

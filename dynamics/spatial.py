@@ -15,6 +15,7 @@ counting, which made the recursions about 4× slower than this row-addressed for
 """
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 
 from .model import IDX_V, NV, PARENT
@@ -148,3 +149,19 @@ def joint_inertia_inverse(topology, S, U, i, Dinv, A):
         for c in range(k):
             Dinv[i, r, c] = A[r, k + c]
     return True
+
+
+@njit(cache=True)
+def matmul_small(A, B):
+    """A @ B for the small matrices of the Lie-group formulas (3 × 3 to 6 × 6, or a few
+    rows against many columns): plain loops, where numba's ``@`` calls BLAS at a cost of
+    about a microsecond per product."""
+    n, k, m = A.shape[0], A.shape[1], B.shape[1]
+    out = np.zeros((n, m))
+    for i in range(n):
+        for p in range(k):
+            a = A[i, p]
+            if a != 0.0:
+                for j in range(m):
+                    out[i, j] += a * B[p, j]
+    return out

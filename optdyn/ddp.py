@@ -119,15 +119,16 @@ def _qp_value(H, g, x):
 
 
 @njit(cache=True)
-def box_qp(H, g, lower, upper, x, idx, L):
+def box_qp(H, g, lower, upper, x, idx, L, work):
     """Projected-Newton box QP (Tassa, Mansard & Todorov 2014, Alg. 3).
 
     Minimises ½ xᵀHx + gᵀx over lower ≤ x ≤ upper, starting from ``x`` (overwritten
     with the solution). On return ``idx[:nf]`` are the free indices and L the Cholesky
-    factor of H restricted to them. Returns nf, or −1 if H_ff is not positive definite.
+    factor of H restricted to them; ``work`` (4, n) is scratch. Returns nf, or −1 if H_ff
+    is not positive definite.
     """
     n = x.shape[0]
-    grad, dx, xn, b = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    grad, dx, xn, b = work[0], work[1], work[2], work[3]
     for i in range(n):
         x[i] = min(max(x[i], lower[i]), upper[i])
     f = _qp_value(H, g, x)
@@ -236,16 +237,17 @@ def q_expansion(A, B, lx, lu, lxx, lux, luu, Vx, Vxx, VA, VB, Qx, Qu, Qxx, Qux, 
 
 
 @njit(cache=True)
-def dynamics_hessian(t, Vx, mode, Fzz, integration, us, stages, Hz):
+def dynamics_hessian(t, Vx, mode, Fzz, integration, us, stages, work, Hz):
     """Hz (nz, nz) = V'_x·F_zz at knot t: the Hessian of V'_xᵀF(x_t, u_t).
 
     ``mode`` 1: second-order adjoint through the stage records of
-    :func:`optdyn.integrators.step_stages_batch` (``integration`` = (params, a, b, dt, m));
-    mode 2: contraction of the full tensors ``Fzz`` (N, nx, nz, nz).
+    :func:`optdyn.integrators.step_stages_batch` (``integration`` = (params, a, b, dt, m),
+    ``work`` of :func:`optdyn.integrators.interval_work`); mode 2: contraction of the full
+    tensors ``Fzz`` (N, nx, nz, nz).
     """
     if mode == 1:
         params, a, b, dt, m = integration
-        integrators.interval_hessian(params, a, b, dt, m, us[t], stages, t * m * b.shape[0], Vx, Hz)
+        integrators.interval_hessian(params, a, b, dt, m, us[t], stages, t * m * b.shape[0], Vx, Hz, work)
         return
     Hz[:] = 0.0
     for p in range(Fzz.shape[1]):
@@ -285,11 +287,13 @@ def regularize(A, B, Qux, Quu, mu, Qux_r, Quu_r):
 
 
 @njit(cache=True)
-def gains(Quu_r, Qux_r, Qu, lo, hi, k, K, idx, L, rhs):
+def gains(Quu_r, Qux_r, Qu, lo, hi, k, K, idx, L, work):
     """Feed-forward k (box QP, warm-started from its input) and feedback K (nu, nx):
     K_f = −Q̃_uu,ff⁻¹ Q̃_ux,f on the free controls, 0 on the clamped ones (Tassa 2014).
-    Returns the number of free controls, or −1 if Q̃_uu is not positive definite."""
-    nf = box_qp(Quu_r, Qu, lo, hi, k, idx, L)
+    ``work`` (5, nu) is scratch. Returns the number of free controls, or −1 if Q̃_uu is not
+    positive definite."""
+    nf = box_qp(Quu_r, Qu, lo, hi, k, idx, L, work[:4])
+    rhs = work[4]
     if nf < 0:
         return nf
     K[:] = 0.0
@@ -354,17 +358,18 @@ def backward_pass(A, B, lx, lu, lxx, lux, luu, VxN, VxxN, us, lower, upper, mu, 
     Qux_r, Quu_r, QuuK = np.empty((nu, nx)), np.empty((nu, nu)), np.empty((nu, nx))
     VA, VB, Hz = np.empty((nx, nx)), np.empty((nx, nu)), np.empty((nx + nu, nx + nu))
     lo, hi = np.empty(nu), np.empty(nu)
-    idx, L, rhs = np.empty(nu, np.int64), np.empty((nu, nu)), np.empty(nu)
+    idx, L, qp = np.empty(nu, np.int64), np.empty((nu, nu)), np.empty((5, nu))
+    work = integrators.interval_work(integration[0], stages[0].shape[1], nu, integration[2].shape[0], 1)
     dV1 = dV2 = 0.0
     for t in range(N - 1, -1, -1):
         q_expansion(A[t], B[t], lx[t], lu[t], lxx[t], lux[t], luu[t], Vx, Vxx, VA, VB, Qx, Qu, Qxx, Qux, Quu)
         if mode > 0:
-            dynamics_hessian(t, Vx, mode, Fzz, integration, us, stages, Hz)
+            dynamics_hessian(t, Vx, mode, Fzz, integration, us, stages, work, Hz)
             add_dynamics_terms(Hz, Qxx, Qux, Quu)
         regularize(A[t], B[t], Qux, Quu, mu, Qux_r, Quu_r)
         for i in range(nu):
             lo[i], hi[i] = lower[i] - us[t, i], upper[i] - us[t, i]
-        if gains(Quu_r, Qux_r, Qu, lo, hi, k[t], K[t], idx, L, rhs) < 0:
+        if gains(Quu_r, Qux_r, Qu, lo, hi, k[t], K[t], idx, L, qp) < 0:
             return t, 0.0, 0.0
         d1, d2 = expected_decrease(k[t], Qu, Quu)
         dV1 += d1
@@ -404,6 +409,7 @@ def forward_pass(params, a, b, dt, m, xs, us, F, k, K, alpha, lower, upper, xs_n
     N, ndx = K.shape[0], K.shape[2]
     nu = us.shape[1]
     dummy2, dummy3, stages = np.empty((0, 0)), np.empty((0, 0, 0)), integrators.no_stages(params)
+    work = integrators.interval_work(params, xs.shape[1], nu, b.shape[0], 0)
     topology, lie = integrators.lie_structure(params)
     dx = np.empty(ndx)
     xs_new[0] = xs[0]
@@ -419,7 +425,7 @@ def forward_pass(params, a, b, dt, m, xs, us, F, k, K, alpha, lower, upper, xs_n
                 du += K[t, i, j] * dx[j]
             us_new[t, i] = min(max(us[t, i] + du, lower[i]), upper[i])
         if not integrators.interval(params, a, b, xs_new[t], us_new[t], knot_force(F, t), dt, m, 0, xs_new[t + 1],
-                                    dummy2, dummy3, stages, 0):
+                                    dummy2, dummy3, stages, 0, work):
             return False
     return True
 

@@ -28,10 +28,17 @@ Jacobians and adds its curvature (:func:`_compose`); on revolute/prismatic joint
 and the kernels run the vector-space code above unchanged.
 
 The continuous dynamics is :func:`robot_dynamics` ``(params, x, u, fext, order, f, Fz, Fzz,
-data, idx)``: it writes f (nx,), and for order ≥ 1 Fz (nx, nz), for order 2 Fzz (nx, nz, nz);
+data, idx, dw)``: it writes f (nx,), and for order ≥ 1 Fz (nx, nz), for order 2 Fzz (nx, nz, nz);
 :func:`robot_dynamics_hessian` gives the contracted second derivative w·f_zz from what the
-first-order call stored. They are called as globals of the compiled kernels (not passed
-as function arguments, which numba's on-disk cache cannot key reliably).
+first-order call stored; ``dw`` is the dynamics' workspace (:func:`robot_work`). They are
+called as globals of the compiled kernels (not passed as function arguments, which
+numba's on-disk cache cannot key reliably).
+
+Workspace: every temporary of :func:`interval` and :func:`interval_hessian`, the
+dynamics' included, lives in an :data:`IntervalWork` made once per loop over knots
+(:func:`interval_work`: once per chunk, per rollout, per backward pass), so the stage
+sweeps of a whole trajectory allocate nothing per knot or per stage on a fixed base. (On a
+floating base the group compositions still allocate their Jacobians.)
 
 External forces: ``fext`` (njoints, 6) is the robot's ``f_ext`` of :func:`dynamics.rnea`
 during the interval ((0, 6): none), held like u. It is a force fixed in each body's frame,
@@ -47,15 +54,19 @@ second-order adjoint over stage records kept by the first-order pass; the full t
 """
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
 from numba import njit
 from numba.extending import overload
 
 from dynamics.batch import knot_force
-from dynamics.aba import aba_kernel
-from dynamics.aba_derivatives import aba_derivatives_data
+from dynamics.aba import NOT_POSITIVE, aba_into
+from dynamics.aba_derivatives import aba_derivatives_into
 from dynamics.aba_second_derivatives import fdsva_so_terms
 from dynamics.aba_second_derivatives_contracted import fdsva_so_contracted_terms
+from dynamics.rnea_second_derivatives_contracted import new_so_work
+from dynamics.workspace import new_data
 from dynamics.joints import lie_jacobians_kernel
 from dynamics.kinematics import all_finite, tangent_size
 from dynamics.model import Model
@@ -113,10 +124,22 @@ def robot_data(params, count):
 
 
 @njit(cache=True)
-def robot_dynamics(params, x, u, fext, order, f, Fz, Fzz, data, idx):
+def robot_work(params):
+    """Workspace of :func:`robot_dynamics` and :func:`robot_dynamics_hessian`: (the
+    algorithms' :data:`dynamics.workspace.Data`, τ (nv,), (∂q̈/∂q, ∂q̈/∂v, M⁻¹) (3, nv, nv),
+    Hessian blocks (7, nv, nv), contracted-SO scratch of
+    :func:`dynamics.rnea_second_derivatives_contracted.new_so_work`)."""
+    topology = params[0][0]
+    nv = tangent_size(topology)
+    return new_data(topology), np.empty(nv), np.empty((3, nv, nv)), np.empty((7, nv, nv)), new_so_work(topology)
+
+
+@njit(cache=True)
+def robot_dynamics(params, x, u, fext, order, f, Fz, Fzz, data, idx, dw):
     """ẋ = [v; FD(q, v, B u, fext)] and its first/second derivatives w.r.t.
     z = (δq, v, u) (δq in the tangent space at q; τ = B u with the actuated columns
-    ``params[1]`` of B = selection, so ∂/∂u_c = ∂/∂τ_{act[c]}).
+    ``params[1]`` of B = selection, so ∂/∂u_c = ∂/∂τ_{act[c]}); every intermediate in the
+    workspace ``dw`` of :func:`robot_work`.
 
     For order 1 and ``idx`` ≥ 0 the first-order data that :func:`robot_dynamics_hessian`
     reuses (with M⁻¹) is copied into row ``idx`` of ``data`` (from :func:`robot_data`).
@@ -125,18 +148,22 @@ def robot_dynamics(params, x, u, fext, order, f, Fz, Fzz, data, idx):
     n = tangent_size(model[0])
     nq = x.shape[0] - n
     q, v = x[:nq], x[nq:]
-    tau = np.zeros(n)
+    d, tau, out = dw[0], dw[1], dw[2]
+    tau[:] = 0.0
     for c in range(act.shape[0]):
         tau[act[c]] = u[c]
     f[:n] = v
+    qdd = f[n:]
     if order == 0:
-        f[n:] = aba_kernel(model, q, v, tau, fext)
+        if not aba_into(model, d, q, v, tau, fext, qdd):
+            raise ValueError(NOT_POSITIVE)
         return
-    qdd, da_dq, da_dv, da_dtau, fo = aba_derivatives_data(model, q, v, tau, fext)
+    da_dq, da_dv, da_dtau = out[0], out[1], out[2]
+    if not aba_derivatives_into(model, d, q, v, tau, fext, qdd, da_dq, da_dv, da_dtau):
+        raise ValueError(NOT_POSITIVE)
     if idx >= 0:
-        data[0][idx], data[1][idx], data[2][idx], data[3][idx], data[4][idx] = fo
+        data[0][idx], data[1][idx], data[2][idx], data[3][idx], data[4][idx] = d.S, d.I, d.BC, d.rates, d.T
         data[5][idx] = da_dtau
-    f[n:] = qdd
     Fz[:] = 0.0
     for i in range(n):
         Fz[i, n + i] = 1.0
@@ -147,7 +174,7 @@ def robot_dynamics(params, x, u, fext, order, f, Fz, Fzz, data, idx):
             Fz[n + i, 2 * n + c] = da_dtau[i, act[c]]
     if order < 2:
         return
-    d2q, d2v, d2qv, d2qtau = fdsva_so_terms(model, q, v, fext, qdd, da_dq, da_dv, da_dtau)
+    d2q, d2v, d2qv, d2qtau = fdsva_so_terms(model, q, v, fext, qdd, da_dq, da_dv, da_dtau)  # full tensors: allocates
     Fzz[:] = 0.0
     for i in range(n):
         r = n + i
@@ -163,9 +190,10 @@ def robot_dynamics(params, x, u, fext, order, f, Fz, Fzz, data, idx):
 
 
 @njit(cache=True)
-def robot_dynamics_hessian(params, x, u, f, Fz, data, idx, w, W):
+def robot_dynamics_hessian(params, x, u, f, Fz, data, idx, w, W, dw):
     """W (nz, nz) = Σ_i w_i ∂²f_i/∂z² of ẋ = [v; FD(q, v, B u)] at (x, u), given Fz and the
-    first-order ``data`` (row ``idx``) that :func:`robot_dynamics` stored there.
+    first-order ``data`` (row ``idx``) that :func:`robot_dynamics` stored there; ``dw``
+    from :func:`robot_work`.
 
     Only the FD rows are nonlinear, so this is contracted FDSVA-SO with λ = w[nv:],
     from ∂q̈/∂q, ∂q̈/∂v, M⁻¹ and the first-order RNEA data (which already carries the
@@ -173,7 +201,7 @@ def robot_dynamics_hessian(params, x, u, f, Fz, data, idx, w, W):
     """
     act = params[1]
     n = tangent_size(params[0][0])
-    work = np.empty((7, n, n))
+    work = dw[3]
     for i in range(n):
         for j in range(n):
             work[0, i, j] = Fz[n + i, j]
@@ -181,7 +209,7 @@ def robot_dynamics_hessian(params, x, u, f, Fz, data, idx, w, W):
     Hqq, Hvv, Hqv, Hqtau = work[2], work[3], work[4], work[5]
     fo = (data[0][idx], data[1][idx], data[2][idx], data[3][idx], data[4][idx])
     fdsva_so_contracted_terms(params[0][0], work[0], work[1], data[5][idx], fo, w[n:], Hqq, Hvv, Hqv, Hqtau,
-                              work[6])
+                              work[6], dw[4])
     W[:] = 0.0
     for j in range(n):
         for k in range(n):
@@ -317,8 +345,37 @@ def _compose(topology, lie, y, Y, H, W, dW, d2W, order, ys, Ys, Hs):
             add_composition_curvature(lie, W[:n].copy(), Jq, Jv, e, Yq, dWq, nz, Hs[i])
 
 
+IntervalWork = namedtuple("IntervalWork", [
+    "k", "f", "ys", "Fz", "Fzz", "Ks", "K2s", "Ys", "Hs", "T",  # stages of interval()
+    "W", "y_new", "dW", "Y_new", "d2W", "H_new",  # its group compositions (rows 0 off a manifold)
+    "lam", "ybar", "w", "gW", "gY", "Wz", "P",  # adjoints of interval_hessian()
+    "dyn",  # the dynamics' own workspace (robot_work)
+])
+"""Workspace of :func:`interval` (sized for one ``order``) and :func:`interval_hessian`."""
+
+
 @njit(cache=True)
-def interval(params, a, b, x, u, fext, dt, m, order, y, Y, H, stages, offset):
+def interval_work(params, nq_x, nu, s, order):
+    """An :data:`IntervalWork` for states of nq_x coordinates, nu controls, an s-stage
+    method and sensitivities up to ``order``: every array :func:`interval` and
+    :func:`interval_hessian` use, made once for a loop over many intervals."""
+    nx = tangent_dim(params, nq_x)
+    nz = nx + nu
+    nw = nx if lie_structure(params)[1].shape[0] > 0 else 0
+    o1, o2 = order >= 1, order >= 2
+    return IntervalWork(
+        np.empty((s, nx)), np.empty(nx), np.empty(nq_x), np.empty((nx, nz) if o1 else (0, 0)),
+        np.empty((nx, nz, nz) if o2 else (0, 0, 0)), np.empty((s, nx, nz) if o1 else (0, 0, 0)),
+        np.empty((s, nx, nz, nz) if o2 else (0, 0, 0, 0)), np.empty((nx, nz) if o1 else (0, 0)),
+        np.empty((nx, nz, nz) if o2 else (0, 0, 0)), np.empty((nz, nz)),
+        np.empty(nw), np.empty(nq_x), np.empty((nw, nz) if o1 else (0, 0)), np.empty((nw, nz) if o1 else (0, 0)),
+        np.empty((nw, nz, nz) if o2 else (0, 0, 0)), np.empty((nw, nz, nz) if o2 else (0, 0, 0)),
+        np.empty(nx), np.empty((s, nx)), np.empty(nx), np.empty((s + 1, nx)), np.empty((s + 1, nx)),
+        np.empty((nz, nz)), np.empty((nz, nz)), robot_work(params))
+
+
+@njit(cache=True)
+def interval(params, a, b, x, u, fext, dt, m, order, y, Y, H, stages, offset, work):
     """One interval (m steps) from (x, u) under external forces ``fext``: writes y = x⁺, Y = ∂x⁺/∂z, H = ∂²x⁺/∂z².
 
     On a model with Lie-group joints the scheme is the Runge–Kutta method in the tangent
@@ -333,6 +390,7 @@ def interval(params, a, b, x, u, fext, dt, m, order, y, Y, H, stages, offset):
     sensitivity Y_s = ∂y_s/∂z and the dynamics' first-order data (:func:`robot_data`),
     and on a manifold the compositions' increments and sensitivities: what
     :func:`interval_hessian` needs. Records with no rows (:func:`no_stages`) record nothing.
+    ``work`` (:func:`interval_work`, for at least this ``order``) holds every temporary.
     Returns False (y set to NaN) if a stage state or derivative became non-finite.
     """
     topology, lie = lie_structure(params)
@@ -344,21 +402,10 @@ def interval(params, a, b, x, u, fext, dt, m, order, y, Y, H, stages, offset):
     rec_W, rec_dW, rec_Y0 = lie_records(stages)
     record = rec_y.shape[0] > 0
     h = dt / m
-    k = np.empty((s, nx))
-    ys_own = np.empty(x.shape[0])
-    f = np.empty(nx)
-    Fz_own = np.empty((nx, nz)) if order >= 1 else np.empty((0, 0))
-    Fzz = np.empty((nx, nz, nz)) if order >= 2 else np.empty((0, 0, 0))
-    Ks = np.empty((s, nx, nz)) if order >= 1 else np.empty((0, 0, 0))
-    K2s = np.empty((s, nx, nz, nz)) if order >= 2 else np.empty((0, 0, 0, 0))
-    Ys_own = np.empty((nx, nz)) if order >= 1 else np.empty((0, 0))
-    Hs = np.empty((nx, nz, nz)) if order >= 2 else np.empty((0, 0, 0))
-    T = np.empty((nz, nz))
-    nw = nx if manifold else 0  # increment W of a composition, its sensitivities, the step's output
-    W, y_new = np.empty(nw), np.empty(x.shape[0])
-    dW, Y_new = np.empty((nw, nz) if order >= 1 else (0, 0)), np.empty((nw, nz) if order >= 1 else (0, 0))
-    d2W = np.empty((nw, nz, nz) if order >= 2 else (0, 0, 0))
-    H_new = np.empty((nw, nz, nz) if order >= 2 else (0, 0, 0))
+    k, ys_own, f, Fz_own, Fzz, Ks, K2s = work.k, work.ys, work.f, work.Fz, work.Fzz, work.Ks, work.K2s
+    Ys_own, Hs, T = work.Ys, work.Hs, work.T
+    # increment W of a composition, its sensitivities, the step's output
+    W, y_new, dW, Y_new, d2W, H_new = work.W, work.y_new, work.dW, work.Y_new, work.d2W, work.H_new
     y[:] = x
     if order >= 1:
         Y[:] = 0.0
@@ -398,7 +445,7 @@ def interval(params, a, b, x, u, fext, dt, m, order, y, Y, H, stages, offset):
             if not all_finite(ys):
                 y[:] = np.nan
                 return False
-            robot_dynamics(params, ys, u, fext, order, f, Fz, Fzz, data, idx)
+            robot_dynamics(params, ys, u, fext, order, f, Fz, Fzz, data, idx, work.dyn)
             k[st] = f
             if record:
                 rec_f[idx] = f
@@ -479,7 +526,7 @@ def _split_adjoint(topology, lie, Wq, dW, Y0, mu, nz, gW, gY, Hz):
 
 
 @njit(cache=True)
-def interval_hessian(params, a, b, dt, m, u, stages, offset, lam, Hz):
+def interval_hessian(params, a, b, dt, m, u, stages, offset, lam, Hz, work):
     """Hz (nz, nz) = ∇²_z (λᵀF(x, u)) of the interval recorded in rows offset … offset + m·s − 1
     of ``stages`` (see :func:`interval`).
 
@@ -494,7 +541,8 @@ def interval_hessian(params, a, b, dt, m, u, stages, offset, lam, Hz):
     :func:`robot_dynamics_hessian`: no (nx, nz, nz) tensor is formed. On a manifold every
     composition p = y ⊕ W passes its adjoint μ on as J_vᵀμ to W and J_qᵀμ to y
     (:func:`_split_adjoint`), and adds its own curvature μᵀ∇²ψ congruent with the
-    sensitivities of (y, W) (:func:`optdyn.state.add_composition_curvature`).
+    sensitivities of (y, W) (:func:`optdyn.state.add_composition_curvature`). ``work``:
+    :func:`interval_work`.
     """
     topology, lie = lie_structure(params)
     manifold = lie.shape[0] > 0
@@ -502,10 +550,10 @@ def interval_hessian(params, a, b, dt, m, u, stages, offset, lam, Hz):
     rec_W, rec_dW, rec_Y0 = lie_records(stages)
     nx, nz, s = rec_Fz.shape[1], Hz.shape[0], b.shape[0]
     h = dt / m
-    lam_y = lam.copy()
-    ybar, w = np.empty((s, nx)), np.empty(nx)
-    gW, gY = np.empty((s + 1, nx)), np.empty((s + 1, nx))  # adjoints of W_t and of y through W_t; t = s: y⁺
-    W, P = np.empty((nz, nz)), np.empty((nz, nz))
+    lam_y, ybar, w = work.lam, work.ybar, work.w
+    lam_y[:] = lam
+    gW, gY = work.gW, work.gY  # adjoints of W_t and of y through W_t; t = s: y⁺
+    W, P = work.Wz, work.P
     Hz[:] = 0.0
     for step in range(m - 1, -1, -1):
         sub = offset // s + step
@@ -528,7 +576,7 @@ def interval_hessian(params, a, b, dt, m, u, stages, offset, lam, Hz):
                 for p in range(nx):
                     c += Fz[p, i] * w[p]
                 ybar[st, i] = c
-            robot_dynamics_hessian(params, rec_y[idx], u, rec_f[idx], Fz, data, idx, w, W)
+            robot_dynamics_hessian(params, rec_y[idx], u, rec_f[idx], Fz, data, idx, w, W, work.dyn)
             if idx == offset:  # G_0 = identity
                 for i in range(nz):
                     for j in range(nz):
@@ -594,8 +642,10 @@ def step_batch(params, a, b, xs, us, F, dt, m) -> np.ndarray:
 @njit(cache=True, nogil=True)
 def _step_chunk(params, a, b, xs, us, F, dt, m, out, k0, k1):
     dummy2, dummy3, stages = np.empty((0, 0)), np.empty((0, 0, 0)), no_stages(params)
+    work = interval_work(params, xs.shape[1], us.shape[1], b.shape[0], 0)
     for kk in range(k0, k1):
-        interval(params, a, b, xs[kk], us[kk], knot_force(F, kk), dt, m, 0, out[kk], dummy2, dummy3, stages, 0)
+        interval(params, a, b, xs[kk], us[kk], knot_force(F, kk), dt, m, 0, out[kk], dummy2, dummy3, stages, 0,
+                 work)
 
 
 def step_derivatives_batch(params, a, b, xs, us, F, dt, m, order) -> tuple[np.ndarray, ...]:
@@ -616,9 +666,10 @@ def step_derivatives_batch(params, a, b, xs, us, F, dt, m, order) -> tuple[np.nd
 @njit(cache=True, nogil=True)
 def _step_derivatives_chunk(params, a, b, xs, us, F, dt, m, order, y, Fz, Fzz, k0, k1):
     dummy3, stages = np.empty((0, 0, 0)), no_stages(params)
+    work = interval_work(params, xs.shape[1], us.shape[1], b.shape[0], order)
     for kk in range(k0, k1):
         H = Fzz[kk] if order >= 2 else dummy3
-        interval(params, a, b, xs[kk], us[kk], knot_force(F, kk), dt, m, order, y[kk], Fz[kk], H, stages, 0)
+        interval(params, a, b, xs[kk], us[kk], knot_force(F, kk), dt, m, order, y[kk], Fz[kk], H, stages, 0, work)
 
 
 def step_stages_batch(params, a, b, xs, us, F, dt, m, stages) -> tuple[np.ndarray, np.ndarray]:
@@ -638,8 +689,10 @@ def step_stages_batch(params, a, b, xs, us, F, dt, m, stages) -> tuple[np.ndarra
 @njit(cache=True, nogil=True)
 def _step_stages_chunk(params, a, b, xs, us, F, dt, m, stages, y, Fz, k0, k1):
     ms, dummy3 = m * b.shape[0], np.empty((0, 0, 0))
+    work = interval_work(params, xs.shape[1], us.shape[1], b.shape[0], 1)
     for kk in range(k0, k1):
-        interval(params, a, b, xs[kk], us[kk], knot_force(F, kk), dt, m, 1, y[kk], Fz[kk], dummy3, stages, kk * ms)
+        interval(params, a, b, xs[kk], us[kk], knot_force(F, kk), dt, m, 1, y[kk], Fz[kk], dummy3, stages, kk * ms,
+                 work)
 
 
 def interval_hessians_batch(params, a, b, dt, m, us, stages, lams) -> np.ndarray:
@@ -654,8 +707,9 @@ def interval_hessians_batch(params, a, b, dt, m, us, stages, lams) -> np.ndarray
 @njit(cache=True, nogil=True)
 def _interval_hessians_chunk(params, a, b, dt, m, us, stages, lams, Hz, k0, k1):
     ms = m * b.shape[0]
+    work = interval_work(params, stages[0].shape[1], us.shape[1], b.shape[0], 1)
     for kk in range(k0, k1):
-        interval_hessian(params, a, b, dt, m, us[kk], stages, kk * ms, lams[kk], Hz[kk])
+        interval_hessian(params, a, b, dt, m, us[kk], stages, kk * ms, lams[kk], Hz[kk], work)
 
 
 @njit(cache=True)
@@ -665,9 +719,10 @@ def rollout(params, a, b, x0, us, F, dt, m):
     xs = np.empty((N + 1, nx))
     xs[0] = x0
     dummy2, dummy3, stages = np.empty((0, 0)), np.empty((0, 0, 0)), no_stages(params)
+    work = interval_work(params, nx, us.shape[1], b.shape[0], 0)
     for kk in range(N):
         if not interval(params, a, b, xs[kk], us[kk], knot_force(F, kk), dt, m, 0, xs[kk + 1], dummy2, dummy3,
-                        stages, 0):
+                        stages, 0, work):
             xs[kk + 1:] = np.nan
             break
     return xs

@@ -38,6 +38,7 @@ from numba import njit
 
 from dynamics.joints import QUATERNION_TOLERANCE, _group_rows, _hat, difference_kernel, integrate_kernel, unit_block
 from dynamics.model import IDX_V, JTYPE, NV, PRISMATIC, REVOLUTE, Model
+from dynamics.spatial import matmul_small
 
 
 def lie_blocks(model: Model) -> np.ndarray:
@@ -83,25 +84,42 @@ def _ad(jt, x):
     return np.ascontiguousarray(A[rows][:, rows])
 
 
+@njit(cache=True, inline="always")
+def _neg_hat_into(x0, x1, x2, Q, r, c):
+    """Q[r:r+3, c:c+3] = −[x]×."""
+    Q[r, c + 1], Q[r, c + 2] = x2, -x1
+    Q[r + 1, c], Q[r + 1, c + 2] = -x2, x0
+    Q[r + 2, c], Q[r + 2, c + 1] = x1, -x0
+
+
+@njit(cache=True)
+def _bracket_form_into(rows, mu, Q):
+    """Q (k, k), Q[i, j] = μᵀ[e_i, e_j] of the subalgebra on ``rows`` of se(3): for
+    μ = (μ_v, μ_ω), μᵀ[X, Y] = −Xᵀ [[0, μ_v×], [μ_v×, μ_ω×]] Y, restricted to the rows."""
+    m6, Q6 = np.zeros(6), np.zeros((6, 6))
+    for r in range(rows.shape[0]):
+        m6[rows[r]] = mu[r]
+    _neg_hat_into(m6[0], m6[1], m6[2], Q6, 0, 3)
+    _neg_hat_into(m6[0], m6[1], m6[2], Q6, 3, 0)
+    _neg_hat_into(m6[3], m6[4], m6[5], Q6, 3, 3)
+    for i in range(rows.shape[0]):
+        for j in range(rows.shape[0]):
+            Q[i, j] = Q6[rows[i], rows[j]]
+
+
 @njit(cache=True)
 def _bracket_form(jt, mu):
-    """Q (k, k), Q[i, j] = μᵀ[e_i, e_j]: for se(3), μ = (μ_v, μ_ω),
-    μᵀ[X, Y] = −Xᵀ [[0, μ_v×], [μ_v×, μ_ω×]] Y (restricted to the joint's subalgebra)."""
-    rows = _group_rows(jt)
-    m6 = np.zeros(6)
-    m6[rows] = mu
-    hv, hw = _hat(m6[0], m6[1], m6[2]), _hat(m6[3], m6[4], m6[5])
-    Q = np.zeros((6, 6))
-    Q[:3, 3:], Q[3:, :3], Q[3:, 3:] = -hv, -hv, -hw
-    if rows.shape[0] == 6:  # SE(3): the whole matrix
-        return Q
-    return np.ascontiguousarray(Q[rows][:, rows])
+    """Q (k, k) of :func:`_bracket_form_into` for a joint of type ``jt``."""
+    Q = np.empty((mu.shape[0], mu.shape[0]))
+    _bracket_form_into(_group_rows(jt), mu, Q)
+    return Q
 
 
 @njit(cache=True)
 def exp_hessian(jt, w, mu):
     """P (k, k): Hessian in b at b = 0 of μᵀ log(exp(−w) exp(w + b)), w, μ (k,) — the
-    second-order term ½ μᵀC(b, b) of the module docstring, summed as a series."""
+    second-order term ½ μᵀC(b, b) of the module docstring, summed as a series
+    M = Σ_i Q_{r_i} Σ_j c_{i+j+1} ad^j (plain loops: the matrices are at most 6 × 6)."""
     k = w.shape[0]
     ad = _ad(jt, w)
     norm = np.sqrt(np.sum(ad * ad))
@@ -110,24 +128,44 @@ def exp_hessian(jt, w, mu):
     while K < 60 and bound > 1e-18:
         K += 1
         bound *= norm / K
-    S = np.empty((K, k, k))  # S_j = ad^j
+    S = np.zeros((K, k, k))  # S_j = ad^j
     R = np.empty((K, k))  # r_i = (adᵀ)^i μ
-    S[0] = np.eye(k)
-    R[0] = mu
+    for i in range(k):
+        S[0, i, i] = 1.0
+        R[0, i] = mu[i]
     for j in range(1, K):
-        S[j] = ad @ S[j - 1]
-        R[j] = ad.T @ R[j - 1]
+        for r in range(k):
+            t = 0.0
+            for p in range(k):
+                t += ad[p, r] * R[j - 1, p]
+                a = ad[r, p]
+                if a != 0.0:
+                    for c in range(k):
+                        S[j, r, c] += a * S[j - 1, p, c]
+            R[j, r] = t
     c = np.empty(K + 1)  # c_n = (−1)^n/(n+1)!
     c[0] = 1.0
     for n in range(1, K + 1):
         c[n] = -c[n - 1] / (n + 1)
-    M, T = np.zeros((k, k)), np.empty((k, k))
+    rows = _group_rows(jt)
+    M, T, Q = np.zeros((k, k)), np.empty((k, k)), np.empty((k, k))
     for i in range(K):
         T[:] = 0.0
         for j in range(K - i):
-            T += c[i + j + 1] * S[j]
-        M += _bracket_form(jt, R[i]) @ T
-    return 0.5 * (M + M.T)
+            for r in range(k):
+                for col in range(k):
+                    T[r, col] += c[i + j + 1] * S[j, r, col]
+        _bracket_form_into(rows, R[i], Q)
+        for r in range(k):
+            for p in range(k):
+                q = Q[r, p]
+                if q != 0.0:
+                    for col in range(k):
+                        M[r, col] += q * T[p, col]
+    for r in range(k):
+        for col in range(r + 1):
+            M[r, col] = M[col, r] = 0.5 * (M[r, col] + M[col, r])
+    return M
 
 
 @njit(cache=True)
@@ -135,7 +173,7 @@ def compose_hessians(jt, w, mu, Jq, Jv):
     """(P_ab, P_bb) (k, k): the Hessian blocks ∂²/∂a∂b and ∂²/∂b² of μᵀψ(a, b),
     ψ(a, b) = ((q ⊕ a) ⊕ (w + b)) ⊖ (q ⊕ w) (∂²/∂a² = 0); Jq, Jv the joint's blocks
     of the integrate Jacobians at w (module docstring)."""
-    return 0.5 * (Jq.T @ _bracket_form(jt, mu) @ Jv), exp_hessian(jt, w, mu)
+    return 0.5 * matmul_small(matmul_small(Jq.T, _bracket_form(jt, mu)), Jv), exp_hessian(jt, w, mu)
 
 
 @njit(cache=True)
@@ -146,21 +184,25 @@ def add_composition_curvature(lie, W, Jq, Jv, mu, Y, dW, nz, Hz):
     chart) and an increment w̄ = W (nv,) (sensitivity dW (nv, nz)) is nonlinear only on the
     Lie joints (``lie``, :func:`lie_blocks`); Jq, Jv (nv, nv) are the integrate Jacobians
     at W and μ (nv,) the adjoint at p's chart."""
+    acc = np.empty((nz, nz))  # upper triangle of one joint's term (symmetric)
     for row in range(lie.shape[0]):
         jt, m, k = lie[row, 0], lie[row, 1], lie[row, 2]
         Pab, Pbb = compose_hessians(jt, W[m: m + k].copy(), mu[m: m + k].copy(), Jq[m: m + k, m: m + k].copy(),
                                     Jv[m: m + k, m: m + k].copy())
-        Ya, Wb = Y[m: m + k].copy(), dW[m: m + k].copy()
-        X = Pab @ Wb  # (k, nz)
-        Z = Pbb @ Wb
-        for i in range(nz):  # symmetric: the upper triangle, mirrored
-            for j in range(i, nz):
-                s = 0.0
-                for r in range(k):
-                    s += Ya[r, i] * X[r, j] + X[r, i] * Ya[r, j] + Wb[r, i] * Z[r, j]
-                Hz[i, j] += s
-                if j > i:
-                    Hz[j, i] += s
+        Ya, Wb = Y[m: m + k], dW[m: m + k]
+        X = matmul_small(Pab, Wb)  # (k, nz)
+        Z = matmul_small(Pbb, Wb)
+        acc[:] = 0.0
+        for r in range(k):  # Yaᵀ X + Xᵀ Ya + Wbᵀ Z, row by row (contiguous inner loops)
+            for i in range(nz):
+                a, x, wb = Ya[r, i], X[r, i], Wb[r, i]
+                for j in range(i, nz):
+                    acc[i, j] += a * X[r, j] + x * Ya[r, j] + wb * Z[r, j]
+        for i in range(nz):
+            Hz[i, i] += acc[i, i]
+            for j in range(i + 1, nz):
+                Hz[i, j] += acc[i, j]
+                Hz[j, i] += acc[i, j]
 
 
 @njit(cache=True)
@@ -168,8 +210,8 @@ def log_hessian(jt, d, mu, Jr_inv):
     """Hessian (k, k) in η at η = 0 of μᵀ log(exp(d) exp(η)) — of q ⊖ q_ref along q ⊕ η,
     d = q ⊖ q_ref, Jr_inv = J_r(d)⁻¹: the inverse function of the composition,
     −J_r⁻ᵀ P_bb(J_r⁻ᵀ μ) J_r⁻¹ (module docstring)."""
-    nu = Jr_inv.T @ mu
-    return -(Jr_inv.T @ exp_hessian(jt, d, nu) @ Jr_inv)
+    nu = matmul_small(Jr_inv.T, mu.reshape(-1, 1))[:, 0]
+    return -matmul_small(matmul_small(Jr_inv.T, exp_hessian(jt, d, nu)), Jr_inv)
 
 
 def check_state(model: Model, x: np.ndarray, name: str) -> None:

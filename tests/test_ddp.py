@@ -5,6 +5,7 @@ from scipy.optimize import lsq_linear
 
 from dynamics import ModelBuilder
 from dynamics.models import double_pendulum
+from optdyn import integrators
 from optdyn.constraints import SphereClearance, StateEquality
 from optdyn.costs import ControlCost, StateCost
 from optdyn.ddp import SECOND_ORDER, backward_pass, box_qp, dynamics_hessian, linearize
@@ -105,13 +106,13 @@ def test_box_qp_matches_bounded_least_squares():
         g = rng.normal(size=4) * 3
         lo, hi = -rng.uniform(0.1, 1, 4), rng.uniform(0.1, 1, 4)
         x, idx, L = np.zeros(4), np.empty(4, np.int64), np.empty((4, 4))
-        nf = box_qp(H, g, lo, hi, x, idx, L)
+        nf = box_qp(H, g, lo, hi, x, idx, L, np.empty((4, 4)))
         Lh = np.linalg.cholesky(H)  # ½xᵀHx + gᵀx = ½‖Lhᵀx + Lh⁻¹g‖² + const
         ref = lsq_linear(Lh.T, -np.linalg.solve(Lh, g), bounds=(lo, hi), method="bvls", tol=1e-14).x
         assert nf >= 0 and np.allclose(x, ref, atol=1e-8)
     H = np.diag([1.0, -1.0])
     assert box_qp(H, np.ones(2), -np.ones(2) * np.inf, np.ones(2) * np.inf, np.zeros(2),
-                  np.empty(2, np.int64), np.empty((2, 2))) == -1
+                  np.empty(2, np.int64), np.empty((2, 2)), np.empty((4, 2))) == -1
 
 
 @pytest.fixture(scope="module")
@@ -148,7 +149,8 @@ def test_contracted_and_tensor_second_order_give_the_same_backward_pass(make):
         A, B, Fzz, stages = linearize(prob, xs, us, mode)
         Vx = rng.normal(size=prob.nx) if name == "contracted" else Vx
         Hz = np.empty((prob.nx + prob.nu,) * 2)
-        dynamics_hessian(1, Vx, mode, Fzz, prob.integration, us, stages, Hz)
+        work = integrators.interval_work(prob.integration[0], prob.nx, prob.nu, 4, 1)
+        dynamics_hessian(1, Vx, mode, Fzz, prob.integration, us, stages, work, Hz)
         k, K = np.zeros((prob.N, prob.nu)), np.zeros((prob.N, prob.nu, prob.nx))
         res = backward_pass(A, B, lx, lu, lxx, lux, luu, VxN, VxxN, us, prob.u_lower, prob.u_upper, 10.0, mode,
                             Fzz, prob.integration, stages, k, K)

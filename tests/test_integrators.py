@@ -10,7 +10,7 @@ from optdyn import integrators
 
 
 @njit(cache=True)
-def _toy(params, x, u, fext, order, f, Fz, Fzz, data, idx):
+def _toy(params, x, u, fext, order, f, Fz, Fzz, data, idx, dw):
     """Nonlinear 3-state, 2-input ODE with x–x, x–u and u–u couplings (analytic derivatives)."""
     c = params[0][0]
     f[0] = x[1]
@@ -42,10 +42,10 @@ def _toy_data(params, count):
 
 
 @njit(cache=True)
-def _toy_hessian(params, x, u, f, Fz, data, idx, w, W):
+def _toy_hessian(params, x, u, f, Fz, data, idx, w, W, dw):
     """W = Σ_i w_i ∂²f_i/∂z² of the toy ODE (from its full tensor)."""
     Fzz = np.empty((3, 5, 5))
-    _toy(params, x, u, np.zeros((0, 6)), 2, np.empty(3), np.empty((3, 5)), Fzz, data, idx)
+    _toy(params, x, u, np.zeros((0, 6)), 2, np.empty(3), np.empty((3, 5)), Fzz, data, idx, dw)
     W[:] = 0.0
     for i in range(3):
         W += w[i] * Fzz[i]
@@ -54,12 +54,22 @@ def _toy_hessian(params, x, u, f, Fz, data, idx, w, W):
 # The package's interval kernel compiled (uncached) with the toy ODE in place of the
 # robot dynamics it calls: same chain-rule code, analytic right-hand side.
 _py = integrators.interval.py_func
-_toy_globals = {"robot_dynamics": _toy, "robot_dynamics_hessian": _toy_hessian, "robot_data": _toy_data}
-_interval = njit(types.FunctionType(_py.__code__, {**_py.__globals__, **_toy_globals}, _py.__name__))
+@njit(cache=True)
+def _toy_work(params):
+    return (np.empty(1),)
 
 
-_pyh = integrators.interval_hessian.py_func
-_interval_hessian = njit(types.FunctionType(_pyh.__code__, {**_pyh.__globals__, **_toy_globals}, _pyh.__name__))
+_toy_globals = {"robot_dynamics": _toy, "robot_dynamics_hessian": _toy_hessian, "robot_data": _toy_data,
+                "robot_work": _toy_work}
+
+
+def _with_toy(kernel):
+    py = kernel.py_func
+    return njit(types.FunctionType(py.__code__, {**py.__globals__, **_toy_globals}, py.__name__))
+
+
+_interval, _interval_hessian, _interval_work = (_with_toy(k) for k in (
+    integrators.interval, integrators.interval_hessian, integrators.interval_work))
 
 
 def _records(count):
@@ -71,7 +81,7 @@ def _run(method, z, dt, m, order, stages=None):
     a, b = integrators.METHODS[method]
     y, Y, H = np.empty(3), np.empty((3, 5)), np.empty((3, 5, 5))
     ok = _interval(PARAMS, a, b, z[:3].copy(), z[3:].copy(), np.zeros((0, 6)), dt, m, order, y, Y, H,
-                   _records(0) if stages is None else stages, 0)
+                   _records(0) if stages is None else stages, 0, _interval_work(PARAMS, 3, 2, b.shape[0], order))
     return ok, y, Y, H
 
 
@@ -81,7 +91,7 @@ def _contracted(method, z, lam, dt=0.1, m=3):
     _run(method, z, dt, m, 1, stages)
     a, b = integrators.METHODS[method]
     Hz = np.empty((5, 5))
-    _interval_hessian(PARAMS, a, b, dt, m, z[3:].copy(), stages, 0, lam, Hz)
+    _interval_hessian(PARAMS, a, b, dt, m, z[3:].copy(), stages, 0, lam, Hz, _interval_work(PARAMS, 3, 2, b.shape[0], 1))
     return Hz
 
 

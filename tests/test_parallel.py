@@ -138,3 +138,59 @@ def test_invalid_state_is_refused_before_the_parallel_loops():
     xs[3, 3:7] *= 2.0
     with pytest.raises(ValueError, match="^xs: the quaternion"):
         prob.step_stages(xs, np.zeros((prob.N, prob.nu)))
+
+
+def _allocations(call) -> int:
+    """NRT allocations (numba's array allocator) made by ``call()``, warm."""
+    from numba.core.runtime import _nrt_python, rtsys
+
+    call()
+    was = _nrt_python.memsys_stats_enabled()
+    _nrt_python.memsys_enable_stats()
+    try:
+        before = rtsys.get_allocation_stats().alloc
+        call()
+        return rtsys.get_allocation_stats().alloc - before
+    finally:
+        if not was:
+            _nrt_python.memsys_disable_stats()
+
+
+def test_stage_sweeps_allocate_nothing_per_knot(threads):
+    """On a fixed base the RK stage sweeps of the solvers (rollout, first-order and
+    recorded sensitivities, contracted Hessians, DDP's backward and forward passes) make
+    their workspace once per call: twice the knots, the same number of allocations."""
+    import problems
+    from optdyn import ddp, integrators as rk
+
+    dyn.set_num_threads(1)
+    prob = problems.get("ur5-reach")
+    params, a, b, dt, m = prob.integration
+    F, nz = prob.forces, prob.ndx + prob.nu
+    counts = {}
+    for N in (6, 12):
+        us = np.ascontiguousarray(prob.us_init[:N])
+        xs = rk.rollout(params, a, b, prob.x0, us, F, dt, m)
+        X = np.ascontiguousarray(xs[:-1])
+        y, Fz = np.empty((N, prob.nx)), np.empty((N, prob.ndx, nz))
+        stages = rk.stage_records(params, N * m * b.shape[0], prob.nx, nz, b.shape[0])
+        lams, Hz = np.ones((N, prob.ndx)), np.empty((N, nz, nz))
+        k, K = np.zeros((N, prob.nu)), np.zeros((N, prob.nu, prob.ndx))
+        zeros = (np.zeros((N, prob.ndx)), np.zeros((N, prob.nu)), np.zeros((N, prob.ndx, prob.ndx)),
+                 np.zeros((N, prob.nu, prob.ndx)), np.eye(prob.nu)[None].repeat(N, 0))
+        calls = {
+            "rollout": lambda: rk.rollout(params, a, b, prob.x0, us, F, dt, m),
+            "first order": lambda: rk._step_derivatives_chunk(params, a, b, X, us, F, dt, m, 1, y, Fz,
+                                                              np.empty((N, 0, 0, 0)), 0, N),
+            "recorded stages": lambda: rk._step_stages_chunk(params, a, b, X, us, F, dt, m, stages, y, Fz, 0, N),
+            "contracted Hessians": lambda: rk._interval_hessians_chunk(params, a, b, dt, m, us, stages, lams, Hz,
+                                                                       0, N),
+            "DDP backward pass": lambda: ddp.backward_pass(Fz[:, :, :prob.ndx].copy(), Fz[:, :, prob.ndx:].copy(),
+                                                           *zeros, np.zeros(prob.ndx), np.eye(prob.ndx), us,
+                                                           prob.u_lower, prob.u_upper, 1.0, 1, np.empty((N, 0, 0, 0)),
+                                                           prob.integration, stages, k, K),
+            "DDP forward pass": lambda: ddp.forward_pass(params, a, b, dt, m, xs, us, F, k, K, 0.5, prob.u_lower,
+                                                         prob.u_upper, np.empty_like(xs), np.empty_like(us)),
+        }
+        counts[N] = {name: _allocations(call) for name, call in calls.items()}
+    assert counts[6] == counts[12]
