@@ -93,10 +93,10 @@ def _neg_hat_into(x0, x1, x2, Q, r, c):
 
 
 @njit(cache=True)
-def _bracket_form_into(rows, mu, Q):
+def _bracket_form_into(rows, mu, Q, m6, Q6):
     """Q (k, k), Q[i, j] = μᵀ[e_i, e_j] of the subalgebra on ``rows`` of se(3): for
-    μ = (μ_v, μ_ω), μᵀ[X, Y] = −Xᵀ [[0, μ_v×], [μ_v×, μ_ω×]] Y, restricted to the rows."""
-    m6, Q6 = np.zeros(6), np.zeros((6, 6))
+    μ = (μ_v, μ_ω), μᵀ[X, Y] = −Xᵀ [[0, μ_v×], [μ_v×, μ_ω×]] Y, restricted to the rows.
+    m6 (6,) and Q6 (6, 6) are scratch, zero on entry outside ``rows`` (as they are left)."""
     for r in range(rows.shape[0]):
         m6[rows[r]] = mu[r]
     _neg_hat_into(m6[0], m6[1], m6[2], Q6, 0, 3)
@@ -111,7 +111,7 @@ def _bracket_form_into(rows, mu, Q):
 def _bracket_form(jt, mu):
     """Q (k, k) of :func:`_bracket_form_into` for a joint of type ``jt``."""
     Q = np.empty((mu.shape[0], mu.shape[0]))
-    _bracket_form_into(_group_rows(jt), mu, Q)
+    _bracket_form_into(_group_rows(jt), mu, Q, np.zeros(6), np.zeros((6, 6)))
     return Q
 
 
@@ -149,13 +149,14 @@ def exp_hessian(jt, w, mu):
         c[n] = -c[n - 1] / (n + 1)
     rows = _group_rows(jt)
     M, T, Q = np.zeros((k, k)), np.empty((k, k)), np.empty((k, k))
+    m6, Q6 = np.zeros(6), np.zeros((6, 6))
     for i in range(K):
         T[:] = 0.0
         for j in range(K - i):
             for r in range(k):
                 for col in range(k):
                     T[r, col] += c[i + j + 1] * S[j, r, col]
-        _bracket_form_into(rows, R[i], Q)
+        _bracket_form_into(rows, R[i], Q, m6, Q6)
         for r in range(k):
             for p in range(k):
                 q = Q[r, p]
