@@ -152,16 +152,22 @@ def joint_inertia_inverse(topology, S, U, i, Dinv, A):
 
 
 @njit(cache=True)
-def matmul_small(A, B):
-    """A @ B for the small matrices of the Lie-group formulas (3 × 3 to 6 × 6, or a few
-    rows against many columns): plain loops, where numba's ``@`` calls BLAS at a cost of
-    about a microsecond per product."""
-    n, k, m = A.shape[0], A.shape[1], B.shape[1]
-    out = np.zeros((n, m))
-    for i in range(n):
-        for p in range(k):
+def matmul_add(A, B, out):
+    """out += A @ B in plain loops (zero entries of A skipped), for the small matrices of
+    the Lie-group formulas, where numba's ``@`` calls BLAS at about a microsecond per
+    product."""
+    for i in range(A.shape[0]):
+        for p in range(A.shape[1]):
             a = A[i, p]
             if a != 0.0:
-                for j in range(m):
+                for j in range(B.shape[1]):
                     out[i, j] += a * B[p, j]
+
+
+@njit(cache=True)
+def matmul_small(A, B):
+    """A @ B (a new array) by :func:`matmul_add`: 3 × 3 to 6 × 6, or a few rows against
+    many columns."""
+    out = np.zeros((A.shape[0], B.shape[1]))
+    matmul_add(A, B, out)
     return out

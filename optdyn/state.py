@@ -38,7 +38,7 @@ from numba import njit
 
 from dynamics.joints import QUATERNION_TOLERANCE, _group_rows, _hat, difference_kernel, integrate_kernel, unit_block
 from dynamics.model import IDX_V, JTYPE, NV, PRISMATIC, REVOLUTE, Model
-from dynamics.spatial import matmul_small
+from dynamics.spatial import matmul_add, matmul_small
 
 
 def lie_blocks(model: Model) -> np.ndarray:
@@ -134,14 +134,11 @@ def exp_hessian(jt, w, mu):
         S[0, i, i] = 1.0
         R[0, i] = mu[i]
     for j in range(1, K):
+        matmul_add(ad, S[j - 1], S[j])
         for r in range(k):
             t = 0.0
             for p in range(k):
                 t += ad[p, r] * R[j - 1, p]
-                a = ad[r, p]
-                if a != 0.0:
-                    for c in range(k):
-                        S[j, r, c] += a * S[j - 1, p, c]
             R[j, r] = t
     c = np.empty(K + 1)  # c_n = (−1)^n/(n+1)!
     c[0] = 1.0
@@ -157,12 +154,7 @@ def exp_hessian(jt, w, mu):
                 for col in range(k):
                     T[r, col] += c[i + j + 1] * S[j, r, col]
         _bracket_form_into(rows, R[i], Q, m6, Q6)
-        for r in range(k):
-            for p in range(k):
-                q = Q[r, p]
-                if q != 0.0:
-                    for col in range(k):
-                        M[r, col] += q * T[p, col]
+        matmul_add(Q, T, M)
     for r in range(k):
         for col in range(r + 1):
             M[r, col] = M[col, r] = 0.5 * (M[r, col] + M[col, r])
