@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from dynamics.joints import QUATERNION_TOLERANCE, _group_rows, _hat, difference_kernel, integrate_kernel, unit_block
+from dynamics.joints import QUATERNION_TOLERANCE, _group_rows, difference_kernel, integrate_kernel, unit_block
 from dynamics.model import IDX_V, JTYPE, NV, PRISMATIC, REVOLUTE, Model
 from dynamics.spatial import matmul_add, matmul_small
 
@@ -76,12 +76,17 @@ def _ad(jt, x):
     """ad_x (k, k) of the joint's Lie algebra element x (k,): the se(3) matrix
     [[ω×, v×], [0, ω×]] of (v, ω), restricted to the rows of the joint's subalgebra."""
     rows = _group_rows(jt)
-    xi = np.zeros(6)
-    xi[rows] = x
-    w = _hat(xi[3], xi[4], xi[5])
-    A = np.zeros((6, 6))
-    A[:3, :3], A[3:, 3:], A[:3, 3:] = w, w, _hat(xi[0], xi[1], xi[2])
-    return np.ascontiguousarray(A[rows][:, rows])
+    xi, A = np.zeros(6), np.zeros((6, 6))
+    for r in range(rows.shape[0]):
+        xi[rows[r]] = x[r]
+    _neg_hat_into(-xi[3], -xi[4], -xi[5], A, 0, 0)  # ω×
+    _neg_hat_into(-xi[3], -xi[4], -xi[5], A, 3, 3)
+    _neg_hat_into(-xi[0], -xi[1], -xi[2], A, 0, 3)  # v×
+    out = np.empty((rows.shape[0], rows.shape[0]))
+    for i in range(rows.shape[0]):
+        for j in range(rows.shape[0]):
+            out[i, j] = A[rows[i], rows[j]]
+    return out
 
 
 @njit(cache=True, inline="always")
@@ -118,8 +123,11 @@ def _bracket_form(jt, mu):
 @njit(cache=True)
 def exp_hessian(jt, w, mu):
     """P (k, k): Hessian in b at b = 0 of μᵀ log(exp(−w) exp(w + b)), w, μ (k,) — the
-    second-order term ½ μᵀC(b, b) of the module docstring, summed as a series
-    M = Σ_i Q_{r_i} Σ_j c_{i+j+1} ad^j (plain loops: the matrices are at most 6 × 6)."""
+    second-order term ½ μᵀC(b, b) of the module docstring, summed as a series.
+
+    M = Σ_i Q_{r_i} Σ_j c_{i+j+1} ad^j = Σ_j Q_{ρ_j} ad^j with ρ_j = Σ_i c_{i+j+1} r_i
+    (Q_r is linear in r), evaluated by Horner's rule in ad: one k × k product per term
+    (plain loops: k ≤ 6), and P = ½(M + Mᵀ)."""
     k = w.shape[0]
     ad = _ad(jt, w)
     norm = np.sqrt(np.sum(ad * ad))
@@ -128,33 +136,30 @@ def exp_hessian(jt, w, mu):
     while K < 60 and bound > 1e-18:
         K += 1
         bound *= norm / K
-    S = np.zeros((K, k, k))  # S_j = ad^j
     R = np.empty((K, k))  # r_i = (adᵀ)^i μ
-    for i in range(k):
-        S[0, i, i] = 1.0
-        R[0, i] = mu[i]
-    for j in range(1, K):
-        matmul_add(ad, S[j - 1], S[j])
+    R[0] = mu
+    for i in range(1, K):
         for r in range(k):
             t = 0.0
             for p in range(k):
-                t += ad[p, r] * R[j - 1, p]
-            R[j, r] = t
+                t += ad[p, r] * R[i - 1, p]
+            R[i, r] = t
     c = np.empty(K + 1)  # c_n = (−1)^n/(n+1)!
     c[0] = 1.0
     for n in range(1, K + 1):
         c[n] = -c[n - 1] / (n + 1)
     rows = _group_rows(jt)
-    M, T, Q = np.zeros((k, k)), np.empty((k, k)), np.empty((k, k))
+    M, Q, rho = np.zeros((k, k)), np.empty((k, k)), np.empty(k)
     m6, Q6 = np.zeros(6), np.zeros((6, 6))
-    for i in range(K):
-        T[:] = 0.0
-        for j in range(K - i):
-            for r in range(k):
-                for col in range(k):
-                    T[r, col] += c[i + j + 1] * S[j, r, col]
-        _bracket_form_into(rows, R[i], Q, m6, Q6)
-        matmul_add(Q, T, M)
+    for j in range(K - 1, -1, -1):  # M ← Q_{ρ_j} + M ad
+        for r in range(k):
+            t = 0.0
+            for i in range(K - j):
+                t += c[i + j + 1] * R[i, r]
+            rho[r] = t
+        _bracket_form_into(rows, rho, Q, m6, Q6)
+        matmul_add(M, ad, Q)
+        M[:] = Q
     for r in range(k):
         for col in range(r + 1):
             M[r, col] = M[col, r] = 0.5 * (M[r, col] + M[col, r])
@@ -180,8 +185,7 @@ def add_composition_curvature(lie, W, Jq, Jv, mu, Y, dW, nz, Hz):
     acc = np.empty((nz, nz))  # upper triangle of one joint's term (symmetric)
     for row in range(lie.shape[0]):
         jt, m, k = lie[row, 0], lie[row, 1], lie[row, 2]
-        Pab, Pbb = compose_hessians(jt, W[m: m + k].copy(), mu[m: m + k].copy(), Jq[m: m + k, m: m + k].copy(),
-                                    Jv[m: m + k, m: m + k].copy())
+        Pab, Pbb = compose_hessians(jt, W[m: m + k], mu[m: m + k], Jq[m: m + k, m: m + k], Jv[m: m + k, m: m + k])
         Ya, Wb = Y[m: m + k], dW[m: m + k]
         X = matmul_small(Pab, Wb)  # (k, nz)
         Z = matmul_small(Pbb, Wb)
