@@ -430,20 +430,33 @@ def _joint_block(jt, d, m, k, which):
 
 
 @njit(cache=True)
-def lie_jacobians_kernel(topology, d, first, second):
-    """Block-diagonal (nv, nv) Jacobians of a Lie-group operation at tangent displacement d:
-    blocks ``first`` and ``second`` of :func:`_joint_block` (identity for 1-DoF joints)."""
+def lie_jacobian_kernel(topology, d, which):
+    """Block-diagonal (nv, nv) Jacobian of a Lie-group operation at tangent displacement d:
+    block ``which`` of :func:`_joint_block` per joint (±1 on 1-DoF joints)."""
     nv = d.shape[0]
-    A, B = np.zeros((nv, nv)), np.zeros((nv, nv))
+    A = np.zeros((nv, nv))
     for i in range(topology.shape[0]):
         jt, m, k = topology[i, JTYPE], topology[i, IDX_V], topology[i, NV]
         if jt == REVOLUTE or jt == PRISMATIC:
-            A[m, m] = -1.0 if first == 3 else 1.0
-            B[m, m] = 1.0
-            continue
-        A[m: m + k, m: m + k] = _joint_block(jt, d, m, k, first)
-        B[m: m + k, m: m + k] = _joint_block(jt, d, m, k, second)
-    return A, B
+            A[m, m] = -1.0 if which == 3 else 1.0
+        else:
+            A[m: m + k, m: m + k] = _joint_block(jt, d, m, k, which)
+    return A
+
+
+@njit(cache=True)
+def lie_jacobians_kernel(topology, d, first, second):
+    """The Jacobians ``first`` and ``second`` of :func:`lie_jacobian_kernel` at d."""
+    return lie_jacobian_kernel(topology, d, first), lie_jacobian_kernel(topology, d, second)
+
+
+@njit(cache=True)
+def lie_jacobian_batch(topology, D, which):
+    """(K, nv, nv): :func:`lie_jacobian_kernel` at every row of D (K, nv)."""
+    out = np.empty((D.shape[0], D.shape[1], D.shape[1]))
+    for k in range(D.shape[0]):
+        out[k] = lie_jacobian_kernel(topology, D[k], which)
+    return out
 
 
 # ---------------------------------------------------------------- public functions

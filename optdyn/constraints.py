@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from dynamics.joints import difference_kernel, lie_jacobians_kernel
+from dynamics.joints import difference_kernel, lie_jacobian_kernel
 from dynamics.model import FREE_FLYER, JTYPE, SPHERICAL, Model
 
 from .costs import PointSet, _vector
@@ -156,7 +156,7 @@ class OrientationBound(Constraint):
         for n in range(K):
             d = difference_kernel(self.model.topology, nv, self.reference, np.ascontiguousarray(xs[n, : self.model.nq]))
             dj = d[m: m + k].copy()
-            Jinv = lie_jacobians_kernel(self.model.topology, d, 3, 2)[1][m: m + k, m: m + k].copy()
+            Jinv = lie_jacobian_kernel(self.model.topology, d, 2)[m: m + k, m: m + k].copy()
             phi = dj[r:]
             c[n, 0] = self.max_angle ** 2 - phi @ phi
             mu = np.zeros(k)

@@ -23,10 +23,10 @@ from numba import njit
 
 from dynamics.batch import point_kinematics_batch_kernel, point_positions_batch_kernel
 from dynamics.kinematics_derivatives import body_point
-from dynamics.joints import lie_jacobians_kernel, neutral
+from dynamics.joints import lie_jacobian_batch, neutral
 from dynamics.model import Model
 
-from .state import check_state, lie_blocks, log_curvatures, state_difference
+from .state import check_state, lie_blocks, log_curvatures, state_difference_batch
 
 
 class PointSet:
@@ -241,12 +241,9 @@ class StateCost(_Quadratic):
         if self.model is None:
             return xs - self.reference, None
         m, nv = self.model, self.model.nv
-        e, Jinv = np.empty((xs.shape[0], 2 * nv)), np.empty((xs.shape[0], nv, nv))
-        for k in range(xs.shape[0]):
-            x = np.ascontiguousarray(xs[k])
-            state_difference(m.topology, m.nq, self.state_reference, x, e[k])
-            Jinv[k] = lie_jacobians_kernel(m.topology, e[k, :nv].copy(), 3, 2)[1]
-        return e, Jinv
+        ref = np.broadcast_to(self.state_reference, xs.shape)
+        e = state_difference_batch(m.topology, m.nq, np.ascontiguousarray(ref), np.ascontiguousarray(xs, dtype=float))
+        return e, lie_jacobian_batch(m.topology, np.ascontiguousarray(e[:, :nv]), 2)
 
     def value(self, xs, us):
         return 0.5 * np.sum(self.weight * self._residual(xs)[0] ** 2, axis=1)

@@ -58,13 +58,13 @@ from contextlib import contextmanager
 import cyipopt
 import numpy as np
 
-from dynamics.joints import lie_jacobians_kernel
+from dynamics.joints import lie_jacobian_batch
 
 from .problem import Problem
 from .result import Result
 from .runtime import Run, check_max_time, is_interrupt, stop_message
-from .state import (check_state, exp_curvatures, lie_blocks, log_curvatures, state_difference,
-                    state_integrate)
+from .state import (check_state, exp_curvatures, lie_blocks, log_curvatures, state_difference_batch,
+                    state_integrate_batch)
 
 INF = 2e19  # IPOPT treats |bound| ≥ 1e19 as "no bound"
 
@@ -112,23 +112,20 @@ class StateChart:
         """x_k = x̃_k ⊕ ξ_k (N+1, nx)."""
         if not self.manifold:
             return xis
-        return np.array([state_integrate(self.topology, self.nq, r, x) for r, x in zip(self.reference, xis)])
+        return state_integrate_batch(self.topology, self.nq, self.reference, np.ascontiguousarray(xis))
 
     def coordinates(self, xs: np.ndarray, start: int = 0) -> np.ndarray:
         """ξ_k = x_k ⊖ x̃_k (K, ndx) for the nodes start … start + K − 1."""
         if not self.manifold:
             return np.asarray(xs, dtype=float)
-        out = np.empty((xs.shape[0], 2 * self.nv))
-        for k, x in enumerate(xs):
-            state_difference(self.topology, self.nq, self.reference[start + k], np.ascontiguousarray(x), out[k])
-        return out
+        return state_difference_batch(self.topology, self.nq, self.reference[start: start + xs.shape[0]],
+                                      np.ascontiguousarray(xs, dtype=float))
 
     def jacobians(self, xis: np.ndarray) -> np.ndarray:
         """E_k = ∂(x̃_k ⊕ ξ)/∂ξ (K, ndx, ndx): J_r(ξ_q) blocks, identity on velocities."""
         n = self.nv
         E = np.zeros((xis.shape[0], 2 * n, 2 * n))
-        for k, xi in enumerate(xis):
-            E[k, :n, :n] = lie_jacobians_kernel(self.topology, np.ascontiguousarray(xi[:n]), 0, 1)[1]
+        E[:, :n, :n] = lie_jacobian_batch(self.topology, np.ascontiguousarray(xis[:, :n]), 1)
         E[:, n:, n:] = np.eye(n)
         return E
 
@@ -147,8 +144,7 @@ class StateChart:
         n = self.nv
         G = self.coordinates(ys, 1)
         D = np.zeros((ys.shape[0], 2 * n, 2 * n))
-        for k, g in enumerate(G):
-            D[k, :n, :n] = lie_jacobians_kernel(self.topology, np.ascontiguousarray(g[:n]), 3, 2)[1]
+        D[:, :n, :n] = lie_jacobian_batch(self.topology, np.ascontiguousarray(G[:, :n]), 2)
         D[:, n:, n:] = np.eye(n)
         return G, D
 

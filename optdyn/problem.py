@@ -47,7 +47,7 @@ from dynamics.model import FREE_FLYER, JTYPE, Model
 from dynamics.rnea import rnea
 
 from . import integrators
-from .state import check_state, state_difference, state_integrate
+from .state import check_state, state_difference_batch, state_integrate_batch
 from .constraints import Constraint, StateEquality, stack_constraints
 from .costs import Cost
 
@@ -252,9 +252,9 @@ class Problem:
         if x.shape[-1:] != (self.nx,) or dx.shape[-1:] != (self.ndx,) or x.shape[:-1] != dx.shape[:-1]:
             raise ValueError(f"x, dx: expected shapes (…, {self.nx}) and (…, {self.ndx}), got {x.shape}, {dx.shape}")
         check_state(self.model, x, "x")
-        t, nq = self.model.topology, self.model.nq
-        out = [state_integrate(t, nq, xi, di) for xi, di in zip(x.reshape(-1, self.nx), dx.reshape(-1, self.ndx))]
-        return np.array(out).reshape(x.shape)
+        out = state_integrate_batch(self.model.topology, self.model.nq, np.ascontiguousarray(x.reshape(-1, self.nx)),
+                                    np.ascontiguousarray(dx.reshape(-1, self.ndx)))
+        return out.reshape(x.shape)
 
     def state_difference(self, x0, x1) -> np.ndarray:
         """x1 ⊖ x0 = [q1 ⊖ q0; v1 − v0] (…, ndx) for x0, x1 (…, nx) (:mod:`optdyn.state`)."""
@@ -263,11 +263,9 @@ class Problem:
             raise ValueError(f"x0, x1: expected shape (…, {self.nx}), got {x0.shape}")
         check_state(self.model, x0, "x0")
         check_state(self.model, x1, "x1")
-        a, b = x0.reshape(-1, self.nx), x1.reshape(-1, self.nx)
-        out = np.empty((a.shape[0], self.ndx))
-        for k in range(a.shape[0]):
-            state_difference(self.model.topology, self.model.nq, np.ascontiguousarray(a[k]),
-                             np.ascontiguousarray(b[k]), out[k])
+        out = state_difference_batch(self.model.topology, self.model.nq,
+                                     np.ascontiguousarray(x0.reshape(-1, self.nx)),
+                                     np.ascontiguousarray(x1.reshape(-1, self.nx)))
         return out.reshape(x0.shape[:-1] + (self.ndx,))
 
     @property

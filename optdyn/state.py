@@ -72,6 +72,24 @@ def state_difference(topology, nq, x0, x1, out):
 
 
 @njit(cache=True)
+def state_integrate_batch(topology, nq, X, DX):
+    """Rows x_k ⊕ dx_k (K, nq + nv) of X (K, nq + nv) and DX (K, 2·nv)."""
+    out = np.empty(X.shape)
+    for k in range(X.shape[0]):
+        out[k] = state_integrate(topology, nq, X[k], DX[k])
+    return out
+
+
+@njit(cache=True)
+def state_difference_batch(topology, nq, X0, X1):
+    """Rows x1_k ⊖ x0_k (K, 2·nv) of X0, X1 (K, nq + nv)."""
+    out = np.empty((X0.shape[0], 2 * (X0.shape[1] - nq)))
+    for k in range(X0.shape[0]):
+        state_difference(topology, nq, X0[k], X1[k], out[k])
+    return out
+
+
+@njit(cache=True)
 def _ad(jt, x):
     """ad_x (k, k) of the joint's Lie algebra element x (k,): the se(3) matrix
     [[ω×, v×], [0, ω×]] of (v, ω), restricted to the rows of the joint's subalgebra."""
