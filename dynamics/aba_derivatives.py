@@ -96,13 +96,16 @@ def aba_derivatives_into(m, d, q, v, tau, f_ext, qdd, dqdd_dq, dqdd_dv, Minv):
     add_joint_acceleration(topology, d.S, d.I, qdd, d.acc, d.fC, d.da)
     dtau_dq, dtau_dv = d.dq, d.dv
     rnea_derivative_passes(topology, m[4], d.S, d.I, d.vel, d.acc, d.fC, d.rates, d.BC, d.T, dtau_dq, dtau_dv)
-    for r in range(nv):  # eq. 24: −M⁻¹ ∂ID/∂u
+    for r in range(nv):  # eq. 24: −M⁻¹ ∂ID/∂u, row by row (contiguous inner loops)
+        dqdd_dq[r, :] = 0.0
+        dqdd_dv[r, :] = 0.0
+        for k in range(nv):
+            mk = Minv[r, k]
+            for c in range(nv):
+                dqdd_dq[r, c] += mk * dtau_dq[k, c]
+                dqdd_dv[r, c] += mk * dtau_dv[k, c]
         for c in range(nv):
-            sq = sv = 0.0
-            for k in range(nv):
-                sq += Minv[r, k] * dtau_dq[k, c]
-                sv += Minv[r, k] * dtau_dv[k, c]
-            dqdd_dq[r, c], dqdd_dv[r, c] = -sq, -sv
+            dqdd_dq[r, c], dqdd_dv[r, c] = -dqdd_dq[r, c], -dqdd_dv[r, c]
     return True
 
 

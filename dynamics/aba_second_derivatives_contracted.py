@@ -41,24 +41,27 @@ def fdsva_so_contracted_terms(topology, dqdd_dq, dqdd_dv, Minv, data, lam, Hqq, 
     ``work`` (:func:`dynamics.rnea_second_derivatives_contracted.new_so_work`): nothing is
     allocated. Not checked."""
     n = Minv.shape[0]  # nv
-    mu = work[5]
+    mu, pq, pv = work[5][0], work[5][1], work[5][2]
     for r in range(n):  # μ = M⁻¹ λ
         s = 0.0
         for c in range(n):
             s += Minv[r, c] * lam[c]
         mu[r] = s
     idsva_so_contracted_passes(topology, data, mu, Hqq, Hvv, Hqv, Mq, work)
-    for j in range(n):
+    for j in range(n):  # row j of Mqᵀ ∂q̈/∂q, Mqᵀ ∂q̈/∂v, Mqᵀ M⁻¹ (contiguous inner loops)
+        pq[:] = 0.0
+        pv[:] = 0.0
+        Hqtau[j, :] = 0.0
+        for l in range(n):
+            m = Mq[l, j]
+            for k in range(n):
+                pq[k] += m * dqdd_dq[l, k]
+                pv[k] += m * dqdd_dv[l, k]
+                Hqtau[j, k] += m * Minv[l, k]
         for k in range(n):
-            pq = pv = pt = 0.0
-            for l in range(n):
-                m = Mq[l, j]
-                pq += m * dqdd_dq[l, k]
-                pv += m * dqdd_dv[l, k]
-                pt += m * Minv[l, k]
-            Hqq[j, k] += 2.0 * pq  # ½(X + Xᵀ) below gives μ·∂²ID/∂q² + P + Pᵀ (the first is symmetric)
-            Hqv[j, k] = -(Hqv[j, k] + pv)
-            Hqtau[j, k] = -pt
+            Hqq[j, k] += 2.0 * pq[k]  # ½(X + Xᵀ) below gives μ·∂²ID/∂q² + P + Pᵀ (the first is symmetric)
+            Hqv[j, k] = -(Hqv[j, k] + pv[k])
+            Hqtau[j, k] = -Hqtau[j, k]
             Hvv[j, k] = -Hvv[j, k]
     for j in range(n):
         for k in range(j + 1):

@@ -185,17 +185,22 @@ integrator stages (:func:`optdyn.integrators.interval_hessian`, the default) or 
 full second-order tensors (kept to validate the contracted path)."""
 
 
+# The products below accumulate each output entry over r in increasing order, as a dot
+# product would, but with r outside the contiguous inner loop: independent entries
+# update together (the loop vectorises) instead of one long chain of dependent additions.
+
 @njit(cache=True)
 def gemm_tn(A, B, C, add):
     """C (m, n) = AᵀB, or C += AᵀB with ``add``; A (p, m), B (p, n)."""
     p, m = A.shape
     n = B.shape[1]
-    for i in range(m):
-        for j in range(n):
-            s = C[i, j] if add else 0.0
-            for r in range(p):
-                s += A[r, i] * B[r, j]
-            C[i, j] = s
+    if not add:
+        C[:] = 0.0
+    for r in range(p):
+        for i in range(m):
+            a = A[r, i]
+            for j in range(n):
+                C[i, j] += a * B[r, j]
 
 
 @njit(cache=True)
@@ -203,23 +208,24 @@ def gemm_nn(A, B, C):
     """C (m, n) = A B; A (m, p), B (p, n)."""
     m, p = A.shape
     n = B.shape[1]
+    C[:] = 0.0
     for i in range(m):
-        for j in range(n):
-            s = 0.0
-            for r in range(p):
-                s += A[i, r] * B[r, j]
-            C[i, j] = s
+        for r in range(p):
+            a = A[i, r]
+            for j in range(n):
+                C[i, j] += a * B[r, j]
 
 
 @njit(cache=True)
 def gemv_t(A, x, y, add):
     """y (m,) = Aᵀx, or y += Aᵀx with ``add``; A (p, m)."""
     p, m = A.shape
-    for i in range(m):
-        s = y[i] if add else 0.0
-        for r in range(p):
-            s += A[r, i] * x[r]
-        y[i] = s
+    if not add:
+        y[:] = 0.0
+    for r in range(p):
+        xr = x[r]
+        for i in range(m):
+            y[i] += A[r, i] * xr
 
 
 @njit(cache=True)

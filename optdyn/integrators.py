@@ -598,18 +598,20 @@ def interval_hessian(params, a, b, dt, m, u, stages, offset, lam, Hz, work):
 
 @njit(cache=True)
 def _add_Gt_times(Y, X, nx, out):
-    """Upper triangle of out (nz, nz) += Gᵀ X for G = [Y; 0 I] (Y (nx, nz)), X (nz, nz)
-    symmetric once multiplied; zero entries of Y are skipped."""
+    """out (nz, nz) += Gᵀ X for G = [Y; 0 I] (Y (nx, nz)), X (nz, nz); zero entries of Y
+    are skipped. The callers use the upper triangle and mirror it (Gᵀ X is symmetric
+    once multiplied by G); the whole rows are updated all the same, since full-length
+    contiguous loops vectorise and cost less than the triangle's ragged ones."""
     nz = X.shape[0]
     for p in range(nz):
         if p < nx:
             for r in range(nz):
                 g = Y[p, r]
                 if g != 0.0:
-                    for c in range(r, nz):
+                    for c in range(nz):
                         out[r, c] += g * X[p, c]
         else:
-            for c in range(p, nz):
+            for c in range(nz):
                 out[p, c] += X[p, c]
 
 
