@@ -256,12 +256,11 @@ class StateCost(_Quadratic):
         e, Jinv = self._residual(xs)
         We = self.weight * e
         l[:] = 0.5 * np.sum(We * e, axis=1)
-        J = np.zeros((K, 2 * nv, 2 * nv))
-        J[:, :nv, :nv], J[:, nv:, nv:] = Jinv, np.eye(nv)
-        lx[:] = np.einsum("kij,ki->kj", J, We)
-        lxx[:] = np.einsum("kij,i,kil->kjl", J, self.weight, J)
-        lxx[:, :nv, :nv] += log_curvatures(self.lie, np.ascontiguousarray(e[:, :nv]), np.ascontiguousarray(We[:, :nv]),
-                                           Jinv)
+        JinvT = Jinv.transpose(0, 2, 1)  # J = blockdiag(J_r⁻¹, 1): only the q block is not the identity
+        lx[:, :nv], lx[:, nv:] = np.matmul(JinvT, We[:, :nv, None])[:, :, 0], We[:, nv:]
+        lxx[:, :nv, :nv] = np.matmul(JinvT * self.weight[:nv], Jinv) + log_curvatures(
+            self.lie, np.ascontiguousarray(e[:, :nv]), np.ascontiguousarray(We[:, :nv]), Jinv)
+        lxx[:, nv:, nv:] = np.diag(self.weight[nv:])
         return l, lx, lu, lxx, lux, luu
 
 
