@@ -11,10 +11,13 @@ from .model import Frame, Model
 
 
 FLOAT64 = np.dtype(np.float64)
+UNIT_STRIDE = (FLOAT64.itemsize,)
 
 
 def as_vector(x, n: int, name: str) -> np.ndarray:
     """``x`` as a C-contiguous float64 array of shape (n,), else ValueError naming it."""
+    if type(x) is np.ndarray and x.dtype is FLOAT64 and x.shape == (n,) and x.strides == UNIT_STRIDE:
+        return x  # the common case, decided without the (slow) flags object
     if type(x) is not np.ndarray or x.dtype is not FLOAT64 or not x.flags.c_contiguous:  # else: no conversion
         try:
             x = np.ascontiguousarray(x, dtype=np.float64)
