@@ -130,6 +130,29 @@ def test_trajectory_derivatives_and_solves_identical_for_any_thread_count(task, 
         assert np.array_equal(a, b)
 
 
+@pytest.mark.parametrize("K", [1, 2, 7, 37])
+def test_run_chunks_takes_every_knot_once_and_raises_a_pieces_error(K, threads):
+    """The pieces that free threads take in turn cover the knots exactly once, and an
+    exception raised in any piece (on any thread) reaches the caller."""
+    from dynamics.parallel import run_chunks
+
+    dyn.set_num_threads(2)
+    seen = np.zeros(K, dtype=int)
+
+    def kernel(out, k0, k1):
+        out[k0:k1] += 1
+
+    run_chunks(kernel, K, seen)
+    assert np.array_equal(seen, np.ones(K, dtype=int))
+
+    def failing(k0, k1):
+        if k0 <= K - 1 < k1:
+            raise ValueError(f"knot {K - 1}")
+
+    with pytest.raises(ValueError, match=f"knot {K - 1}"):
+        run_chunks(failing, K)
+
+
 def test_invalid_state_is_refused_before_the_parallel_loops():
     import problems
 
