@@ -27,7 +27,7 @@ from .spatial import dot6_at, joint_inertia_inverse, mat6_vec_at
 from .workspace import new_data
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def subtree_end_column(topology, i, nv):
     """One past the last DoF column of the subtree ν(i) (columns are in depth-first order)."""
     end = topology[i, SUBTREE_END]

@@ -39,7 +39,7 @@ from .spatial import add_to_parent, crf_at, crm_at, dot6_at, mat6_vec_at
 from .workspace import new_data
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def body_coriolis(I, vel, k, B):
     """B[k] = B(I[k], v[k]) of eq. 14."""
     coriolis_at(I, k, vel, k, B, k)

@@ -64,7 +64,7 @@ def world_inertia(inertia, i, R, p, I):
     I[i, 5, 0], I[i, 5, 1], I[i, 5, 2], I[i, 5, 3], I[i, 5, 4], I[i, 5, 5] = mc1, -mc0, 0.0, 0.0, 0.0, m
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def crm_at(m, i, u, j, out, k):
     """out[k] = (m[i]×) u[j]."""
     out[k, 0] = m[i, 1] * u[j, 2] - m[i, 2] * u[j, 1]
@@ -75,7 +75,7 @@ def crm_at(m, i, u, j, out, k):
     out[k, 5] = m[i, 0] * u[j, 4] - m[i, 1] * u[j, 3] + m[i, 3] * u[j, 1] - m[i, 4] * u[j, 0]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def crf_at(m, i, f, j, out, k):
     """out[k] = (m[i]×*) f[j]."""
     out[k, 0] = m[i, 1] * f[j, 2] - m[i, 2] * f[j, 1] + m[i, 4] * f[j, 5] - m[i, 5] * f[j, 4]
@@ -86,7 +86,7 @@ def crf_at(m, i, f, j, out, k):
     out[k, 5] = m[i, 0] * f[j, 4] - m[i, 1] * f[j, 3]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def mat6_vec_at(A, i, x, j, out, k):
     """out[k] = A[i] x[j] for stacked (6, 6) matrices and 6-vectors."""
     for r in range(6):
@@ -96,14 +96,14 @@ def mat6_vec_at(A, i, x, j, out, k):
         out[k, r] = s
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def dot6_at(a, i, b, j):
     """a[i]ᵀ b[j] for stacked 6-vectors."""
     return (a[i, 0] * b[j, 0] + a[i, 1] * b[j, 1] + a[i, 2] * b[j, 2]
             + a[i, 3] * b[j, 3] + a[i, 4] * b[j, 4] + a[i, 5] * b[j, 5])
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def add_to_parent(topology, X, i):
     """X[λ(i)] += X[i] for stacked (6, 6) matrices: the composite sums I^C, B^C of a subtree."""
     lam = topology[i, PARENT]
@@ -113,7 +113,7 @@ def add_to_parent(topology, X, i):
                 X[lam, r, c] += X[i, r, c]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def joint_velocity(topology, S, v, i, out, k):
     """out[k] = S_i v_i = Σ_c S[c] v[c] over the DoF columns c of joint i."""
     for r in range(6):
