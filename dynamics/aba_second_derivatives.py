@@ -55,14 +55,14 @@ def _add_dM_times(dM, X, out, swap):
 
 
 @njit(cache=True)
-def _outer_term(Minv, inner):
-    """−M⁻¹ applied to the rows of ``inner`` (nv, nv, nv): out[i] = −Σ_a M⁻¹[i, a] inner[a].
+def _outer_term(Minv, inner, out):
+    """out (nv, nv, nv, zeroed) = −M⁻¹ applied to the rows of ``inner``:
+    out[i] = −Σ_a M⁻¹[i, a] inner[a].
 
     Zero rows inner[a, j, :] (branch-induced sparsity) are skipped; the inner loop runs
     along contiguous memory.
     """
     n = Minv.shape[0]
-    out = np.zeros_like(inner)
     for a in range(n):
         for j in range(n):
             nonzero = False
@@ -76,7 +76,6 @@ def _outer_term(Minv, inner):
                 m = Minv[i, a]
                 for k in range(n):
                     out[i, j, k] -= m * inner[a, j, k]
-    return out
 
 
 @njit(cache=True)
@@ -93,8 +92,12 @@ def fdsva_so_terms(m, q, v, f_ext, qdd, dqdd_dq, dqdd_dv, Minv):
     _add_dM_times(dM_dq, dqdd_dv, d2tau_dqdv, False)
     dM_Minv = np.zeros_like(dM_dq)
     _add_dM_times(dM_dq, Minv, dM_Minv, False)
-    return (_outer_term(Minv, d2tau_dq2), _outer_term(Minv, d2tau_dv2),
-            _outer_term(Minv, d2tau_dqdv), _outer_term(Minv, dM_Minv))
+    out = np.zeros((4,) + dM_dq.shape)  # one block, as the IDSVA-SO tensors (reused by the allocator)
+    _outer_term(Minv, d2tau_dq2, out[0])
+    _outer_term(Minv, d2tau_dv2, out[1])
+    _outer_term(Minv, d2tau_dqdv, out[2])
+    _outer_term(Minv, dM_Minv, out[3])
+    return out[0], out[1], out[2], out[3]
 
 
 @njit(cache=True)
@@ -112,7 +115,8 @@ def aba_second_derivatives(model: Model, q, v, tau, f_ext=None
     out T[i, j, k] = ∂²q̈_i/∂y_j∂z_k: d2qdd_dqdv[i, j, k] = ∂²q̈_i/∂q_j∂v_k and
     d2qdd_dqdtau[i, j, k] = ∂²q̈_i/∂q_j∂τ_k = ∂(M⁻¹)_ik/∂q_j. (∂²q̈/∂τ² = ∂²q̈/∂v∂τ = 0.)
     Every joint type: derivatives with respect to q are those of ε ↦ q̈(q ⊕ ε) at ε = 0
-    (:func:`dynamics.integrate`; local coordinates, d2qdd_dq2 symmetric in j, k).
+    (:func:`dynamics.integrate`; local coordinates, d2qdd_dq2 symmetric in j, k). The four
+    are views of one (4, nv, nv, nv) array.
     """
     q, v, tau = as_vector(q, model.nq, "q"), as_vector(v, model.nv, "v"), as_vector(tau, model.nv, "tau")
     return fdsva_so_kernel(model.arrays, q, v, tau, as_forces(model, f_ext))

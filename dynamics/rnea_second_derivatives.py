@@ -86,7 +86,7 @@ A1, A3, BS = 0, 1, 2  # rows of the per-body matrix workspace
 U1, U2, U3, U4, U5, U6, U7, U8, U9, U10, U11, TMP = range(12)  # rows of the (i, j) vectors (+2 scratch)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _commutator(u, b, X, x, out, o, tmp):
     """out[o] = u[b]×* X[x] − X[x] u[b]×: the change of X[x] under motion u[b] (eq. K5).
 
@@ -107,7 +107,7 @@ def _commutator(u, b, X, x, out, o, tmp):
             out[o, r, c] += tmp[TMP + 1, c]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _matT_vec(X, x, y, b, out, o):
     """out[o] = X[x]ᵀ y[b]."""
     for r in range(6):
@@ -117,7 +117,7 @@ def _matT_vec(X, x, y, b, out, o):
         out[o, r] = s
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _add_mat_vec(X, x, y, b, out, o):
     """out[o] += X[x] y[b] (row TMP of ``out`` is scratch)."""
     mat6_vec_at(X, x, y, b, out, TMP)
@@ -125,7 +125,7 @@ def _add_mat_vec(X, x, y, b, out, o):
         out[o, r] += out[TMP, r]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _add_crf(m, i, f, j, out, o):
     """out[o] += m[i] ×* f[j] (row TMP of ``out`` is scratch)."""
     crf_at(m, i, f, j, out, TMP)
@@ -179,35 +179,40 @@ def _same_body_u4(i, ci, cj, S, IC, w):
         w[U4, r] += w[U9, r]
 
 
+Q2, V2, QV, DM = range(4)  # blocks of the output: d2tau_dq2, d2tau_dv2, d2tau_dqdv, dM_dq
+
+
 @njit(cache=True, inline="always")
-def _triple(i, j, k, ci, cj, ck, S, Psid, Psidd, PsidSd, w, d2q, d2v, dqdv, dM):
-    """Write every entry of the columns ci, cj, ck of the bodies k ⪯ j ⪯ i (Alg. 1 lines 42–66).
+def _triple(i, j, k, ci, cj, ck, S, Psid, Psidd, PsidSd, w, T):
+    """Write every entry of the columns ci, cj, ck of the bodies k ⪯ j ⪯ i (Alg. 1 lines 42–66)
+    into the blocks Q2, V2, QV, DM of T (4, nv, nv, nv): one array, so that the loops
+    hand one reference around instead of four.
 
     The cases compare bodies: two columns of one body take the "k = j" or "j = i" forms.
     """
-    d2q[ci, cj, ck] = dot6_at(w, U8, Psid, ck) + dot6_at(w, U9, Psidd, ck)
-    dqdv[ci, ck, cj] = -dot6_at(w, U11, Psid, ck)
+    T[Q2, ci, cj, ck] = dot6_at(w, U8, Psid, ck) + dot6_at(w, U9, Psidd, ck)
+    T[QV, ci, ck, cj] = -dot6_at(w, U11, Psid, ck)
     if k != j:
-        d2q[ci, ck, cj] = d2q[ci, cj, ck]
-        d2v[ci, cj, ck] = d2v[ci, ck, cj] = -dot6_at(w, U11, S, ck)
-        dqdv[ci, cj, ck] = dot6_at(w, U5, S, ck) + dot6_at(w, U9, PsidSd, ck)
-        d2q[ck, ci, cj] = dot6_at(w, U3, S, ck)
-        dqdv[ck, cj, ci] = dot6_at(w, U6, S, ck)
-        dM[ck, ci, cj] = dM[ci, ck, cj] = dot6_at(w, U9, S, ck)
+        T[Q2, ci, ck, cj] = T[Q2, ci, cj, ck]
+        T[V2, ci, cj, ck] = T[V2, ci, ck, cj] = -dot6_at(w, U11, S, ck)
+        T[QV, ci, cj, ck] = dot6_at(w, U5, S, ck) + dot6_at(w, U9, PsidSd, ck)
+        T[Q2, ck, ci, cj] = dot6_at(w, U3, S, ck)
+        T[QV, ck, cj, ci] = dot6_at(w, U6, S, ck)
+        T[DM, ck, ci, cj] = T[DM, ci, ck, cj] = dot6_at(w, U9, S, ck)
         if j != i:
-            d2q[ck, cj, ci] = d2q[ck, ci, cj]
-            d2v[ck, ci, cj] = d2v[ck, cj, ci] = dot6_at(w, U10, S, ck)
-            dqdv[ck, ci, cj] = dot6_at(w, U7, S, ck)
+            T[Q2, ck, cj, ci] = T[Q2, ck, ci, cj]
+            T[V2, ck, ci, cj] = T[V2, ck, cj, ci] = dot6_at(w, U10, S, ck)
+            T[QV, ck, ci, cj] = dot6_at(w, U7, S, ck)
         else:
-            d2v[ck, cj, ci] = dot6_at(w, U4, S, ck)
+            T[V2, ck, cj, ci] = dot6_at(w, U4, S, ck)
     else:
-        d2v[ci, cj, ck] = -dot6_at(w, U2, S, ck)
+        T[V2, ci, cj, ck] = -dot6_at(w, U2, S, ck)
     if j != i:
-        d2q[cj, ck, ci] = d2q[cj, ci, ck] = dot6_at(w, U1, Psid, ck) + dot6_at(w, U2, Psidd, ck)
-        d2v[cj, ck, ci] = d2v[cj, ci, ck] = dot6_at(w, U11, S, ck)
-        dqdv[cj, ck, ci] = dot6_at(w, U11, Psid, ck)
-        dqdv[cj, ci, ck] = dot6_at(w, U1, S, ck) + dot6_at(w, U2, PsidSd, ck)
-        dM[ck, cj, ci] = dM[cj, ck, ci] = dot6_at(w, U2, S, ck)
+        T[Q2, cj, ck, ci] = T[Q2, cj, ci, ck] = dot6_at(w, U1, Psid, ck) + dot6_at(w, U2, Psidd, ck)
+        T[V2, cj, ck, ci] = T[V2, cj, ci, ck] = dot6_at(w, U11, S, ck)
+        T[QV, cj, ck, ci] = dot6_at(w, U11, Psid, ck)
+        T[QV, cj, ci, ck] = dot6_at(w, U1, S, ck) + dot6_at(w, U2, PsidSd, ck)
+        T[DM, ck, cj, ci] = T[DM, cj, ck, ci] = dot6_at(w, U2, S, ck)
 
 
 @njit(cache=True)
@@ -242,8 +247,9 @@ def idsva_so_kernel(m, q, v, a, f_ext):
         for r in range(6):
             PsidSd[c, r] = Psid[c, r] + Sd[c, r]
     Bw, Am, t, w = np.empty((2, 6, 6)), np.empty((3, 6, 6)), np.empty((6, 6)), np.empty((TMP + 2, 6))
-    d2q, d2v = np.zeros((nv, nv, nv)), np.zeros((nv, nv, nv))
-    dqdv, dM = np.zeros((nv, nv, nv)), np.zeros((nv, nv, nv))
+    # one block for the four tensors: freed and reallocated as a whole, it is reused by the
+    # C allocator instead of being handed back to the system and faulted in again each call
+    T = np.zeros((4, nv, nv, nv))
     for i in range(n - 1, -1, -1):  # I^C, B^C of ν(i) are complete here
         for ci in range(topology[i, IDX_V], topology[i, IDX_V] + topology[i, NV]):
             joint_terms(i, ci, S, IC, BC, Psid, Psidd, Sd, fC, t)
@@ -257,13 +263,13 @@ def idsva_so_kernel(m, q, v, a, f_ext):
                     k = j
                     while k >= 0:
                         for ck in range(topology[k, IDX_V], topology[k, IDX_V] + topology[k, NV]):
-                            _triple(i, j, k, ci, cj, ck, S, Psid, Psidd, PsidSd, w, d2q, d2v, dqdv, dM)
+                            _triple(i, j, k, ci, cj, ck, S, Psid, Psidd, PsidSd, w, T)
                         k = topology[k, PARENT]
                 j = topology[j, PARENT]
         add_to_parent(topology, IC, i)
         add_to_parent(topology, BC, i)
-    symmetrize_joint_blocks(topology, d2q)
-    return d2q, d2v, dqdv, dM
+    symmetrize_joint_blocks(topology, T[Q2])
+    return T[Q2], T[V2], T[QV], T[DM]
 
 
 def rnea_second_derivatives(model: Model, q, v, a, f_ext=None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -274,7 +280,8 @@ def rnea_second_derivatives(model: Model, q, v, a, f_ext=None) -> tuple[np.ndarr
     dM_dq[i, j, k] = ∂M_ij/∂q_k (= ∂²τ_i/∂q_k∂a_j). Every joint type: derivatives with
     respect to q are those of ε ↦ τ(q ⊕ ε) at ε = 0 (:func:`dynamics.integrate`; local
     coordinates, d2tau_dq2 symmetric in j, k — for two columns of one multi-DoF joint the
-    mean of the two iterated Lie derivatives, see the module docstring).
+    mean of the two iterated Lie derivatives, see the module docstring). The four are
+    views of one (4, nv, nv, nv) array.
     """
     q, v, a = as_vector(q, model.nq, "q"), as_vector(v, model.nv, "v"), as_vector(a, model.nv, "a")
     return idsva_so_kernel(model.arrays, q, v, a, as_forces(model, f_ext))
