@@ -1,13 +1,12 @@
 """Evaluation over the knots of a trajectory in parallel: threads, layer and chunks.
 
-The batched kernels split the K knots into contiguous chunks: those of
-:mod:`dynamics.batch` one per thread, with numba's ``prange`` (every chunk with its own
-workspace, :mod:`dynamics.workspace`); the interval sensitivities of the optimal-control
-layer a few per thread, taken in turn by whichever thread is free, with :func:`run_chunks`
-(compiled kernels that release the GIL, on a thread pool: numba's parallel loops cannot
-take their nested tuples of arrays). Each knot is computed by the same compiled code
-whichever thread runs it, and nothing is summed across knots inside a parallel loop, so
-results are bitwise identical for any number of threads.
+The batched kernels split the K knots into contiguous chunks, one per thread: those of
+:mod:`dynamics.batch` with numba's ``prange`` (every chunk with its own workspace,
+:mod:`dynamics.workspace`), the interval sensitivities of the optimal-control layer with
+:func:`run_chunks` (compiled chunk kernels that release the GIL, on a thread pool:
+numba's parallel loops cannot take their nested tuples of arrays). Each knot is computed
+by the same compiled code whichever thread runs it, and nothing is summed across knots
+inside a parallel loop, so results are bitwise identical for any number of threads.
 
 Threads: ``set_num_threads(n)`` (at most numba's ``NUMBA_NUM_THREADS``, the number of
 cores by default), or the environment variable ``OPTDYN_NUM_THREADS`` read at import.
@@ -25,7 +24,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import itertools
 import os
 from concurrent.futures import ThreadPoolExecutor
 
@@ -97,36 +95,16 @@ def _pool(pid: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=numba.config.NUMBA_NUM_THREADS, thread_name_prefix="optdyn")
 
 
-PIECES_PER_THREAD = 4
-""":func:`run_chunks` splits the knots into this many pieces per thread, taken in turn by
-whichever thread is free: a thread that starts late or is slowed down by another process
-leaves its remaining pieces to the others instead of holding up the whole evaluation."""
-
-
 def run_chunks(kernel, K: int, *args) -> None:
-    """``kernel(*args, k0, k1)`` on pieces [k0, k1) covering the K knots, in parallel Python
-    threads that each take the next piece when done with one — for kernels compiled with
-    ``nogil=True`` whose arguments numba's parallel loops cannot take (nested tuples of
-    arrays). The calling thread takes pieces too; an exception of any piece is raised
-    here, after every thread stopped. Which thread evaluates a knot does not change its
-    result (each piece makes its own workspace)."""
-    threads = chunk_count(K)
-    if threads == 1:
-        kernel(*args, 0, K)
-        return
-    pieces = min(int(K), PIECES_PER_THREAD * threads)
-    bounds = [chunk_start(K, pieces, c) for c in range(pieces + 1)]
-    queue = itertools.count()  # next() is atomic under the GIL: each piece is taken once
-
-    def take_pieces() -> None:
-        for c in queue:
-            if c >= pieces:
-                return
-            kernel(*args, bounds[c], bounds[c + 1])
-
-    futures = [_pool(os.getpid()).submit(take_pieces) for _ in range(threads - 1)]
+    """``kernel(*args, k0, k1)`` on every chunk [k0, k1) of the K knots, the chunks in
+    parallel Python threads — for kernels compiled with ``nogil=True`` whose arguments
+    numba's parallel loops cannot take (nested tuples of arrays). The first chunk runs on
+    the calling thread; an exception of any chunk is raised here, after every chunk ended."""
+    chunks = chunk_count(K)
+    bounds = [chunk_start(K, chunks, c) for c in range(chunks + 1)]
+    futures = [_pool(os.getpid()).submit(kernel, *args, bounds[c], bounds[c + 1]) for c in range(1, chunks)]
     try:
-        take_pieces()
+        kernel(*args, bounds[0], bounds[1])
     finally:
         for f in futures:
             error = f.exception()

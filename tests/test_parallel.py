@@ -131,9 +131,9 @@ def test_trajectory_derivatives_and_solves_identical_for_any_thread_count(task, 
 
 
 @pytest.mark.parametrize("K", [1, 2, 7, 37])
-def test_run_chunks_takes_every_knot_once_and_raises_a_pieces_error(K, threads):
-    """The pieces that free threads take in turn cover the knots exactly once, and an
-    exception raised in any piece (on any thread) reaches the caller."""
+def test_run_chunks_takes_every_knot_once_and_raises_a_chunks_error(K, threads):
+    """The chunks of the threads cover the knots exactly once, and an exception raised in
+    any chunk (on any thread) reaches the caller."""
     from dynamics.parallel import run_chunks
 
     dyn.set_num_threads(2)
