@@ -206,14 +206,7 @@ def gemm_tn(A, B, C, add):
 @njit(cache=True)
 def gemm_nn(A, B, C):
     """C (m, n) = A B; A (m, p), B (p, n)."""
-    m, p = A.shape
-    n = B.shape[1]
-    C[:] = 0.0
-    for i in range(m):
-        for r in range(p):
-            a = A[i, r]
-            for j in range(n):
-                C[i, j] += a * B[r, j]
+    gemm_tn(A.T, B, C, False)
 
 
 @njit(cache=True)
