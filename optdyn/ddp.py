@@ -383,21 +383,16 @@ def projected_gradient(A, B, lx, lu, VxN, us, lower, upper):
     λ_N = ℓ_N,x, g_k = ℓ_u + B_kᵀλ_{k+1}, λ_k = ℓ_x + A_kᵀλ_{k+1}, with the components
     pushing a control against its active bound removed (KKT residual of the box)."""
     N, nx, nu = B.shape
-    lam, new = VxN.copy(), np.empty(nx)
+    lam, new, g = VxN.copy(), np.empty(nx), np.empty(nu)
     gmax = 0.0
     for t in range(N - 1, -1, -1):
+        g[:] = lu[t]
+        gemv_t(B[t], lam, g, True)
         for i in range(nu):
-            g = lu[t, i]
-            for p in range(nx):
-                g += B[t, p, i] * lam[p]
-            if (us[t, i] <= lower[i] and g > 0.0) or (us[t, i] >= upper[i] and g < 0.0):
-                g = 0.0
-            gmax = max(gmax, abs(g))
-        for i in range(nx):
-            s = lx[t, i]
-            for p in range(nx):
-                s += A[t, p, i] * lam[p]
-            new[i] = s
+            if not ((us[t, i] <= lower[i] and g[i] > 0.0) or (us[t, i] >= upper[i] and g[i] < 0.0)):
+                gmax = max(gmax, abs(g[i]))
+        new[:] = lx[t]
+        gemv_t(A[t], lam, new, True)
         lam[:] = new
     return gmax
 

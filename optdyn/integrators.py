@@ -60,17 +60,18 @@ import numpy as np
 from numba import njit
 from numba.extending import overload
 
-from dynamics.batch import knot_force
 from dynamics.aba import NOT_POSITIVE, aba_into
 from dynamics.aba_derivatives import aba_derivatives_into
 from dynamics.aba_second_derivatives import fdsva_so_terms
 from dynamics.aba_second_derivatives_contracted import fdsva_so_contracted_terms
-from dynamics.rnea_second_derivatives_contracted import new_so_work
-from dynamics.workspace import new_data
+from dynamics.batch import knot_force
 from dynamics.joints import lie_jacobians_kernel
 from dynamics.kinematics import all_finite, tangent_size
 from dynamics.model import Model
 from dynamics.parallel import run_chunks
+from dynamics.rnea_second_derivatives_contracted import new_so_work
+from dynamics.spatial import matmul_add
+from dynamics.workspace import new_data
 
 from .state import add_composition_curvature, lie_blocks, state_integrate
 
@@ -319,12 +320,11 @@ def _compose(topology, lie, y, Y, H, W, dW, d2W, order, ys, Ys, Hs):
         return
     nz = Y.shape[1]
     Jq, Jv = lie_jacobians_kernel(topology, W[:n], 0, 1)
+    Ys[:n] = 0.0  # Ys_q = J_q Y_q + J_v dW_q (block-diagonal J: the zeros are skipped)
+    matmul_add(Jq, Y[:n], Ys[:n])
+    matmul_add(Jv, dW[:n], Ys[:n])
     for i in range(n):
         for c in range(nz):
-            t = 0.0
-            for p in range(n):
-                t += Jq[i, p] * Y[p, c] + Jv[i, p] * dW[p, c]
-            Ys[i, c] = t
             Ys[n + i, c] = Y[n + i, c] + dW[n + i, c]
     if order < 2:
         return
@@ -337,12 +337,11 @@ def _compose(topology, lie, y, Y, H, W, dW, d2W, order, ys, Ys, Hs):
                 _axpy(Jv[i, p], d2W[p], Hs[i])
         Hs[n + i] = H[n + i] + d2W[n + i]
     e = np.zeros(n)
-    Yq, dWq = Y[:n].copy(), dW[:n].copy()
     for row in range(lie.shape[0]):
         for i in range(lie[row, 1], lie[row, 1] + lie[row, 2]):
             e[:] = 0.0
             e[i] = 1.0
-            add_composition_curvature(lie, W[:n].copy(), Jq, Jv, e, Yq, dWq, nz, Hs[i])
+            add_composition_curvature(lie, W[:n], Jq, Jv, e, Y[:n], dW[:n], nz, Hs[i])
 
 
 IntervalWork = namedtuple("IntervalWork", [
@@ -515,7 +514,7 @@ def _split_adjoint(topology, lie, Wq, dW, Y0, mu, nz, gW, gY, Hz):
     and dW of W (q rows)."""
     n = Wq.shape[0]
     Jq, Jv = lie_jacobians_kernel(topology, Wq, 0, 1)
-    add_composition_curvature(lie, Wq, Jq, Jv, mu[:n].copy(), Y0, dW, nz, Hz)
+    add_composition_curvature(lie, Wq, Jq, Jv, mu[:n], Y0, dW, nz, Hz)
     for i in range(n):
         g = t = 0.0
         for p in range(n):
