@@ -18,11 +18,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from dynamics.joints import difference_kernel, lie_jacobian_kernel
+from dynamics.joints import lie_jacobian_batch
 from dynamics.model import FREE_FLYER, JTYPE, SPHERICAL, Model
 
 from .costs import PointSet, _vector
-from .state import check_state, log_hessian
+from .state import check_state, lie_blocks, log_curvatures, state_difference_batch
 
 
 class Constraint(ABC):
@@ -131,15 +131,14 @@ class OrientationBound(Constraint):
     orientation in ``reference`` (nq,) stays within ``max_angle`` (rad, < π).
 
     φ is the angular part of q_j ⊖ q_ref,j; its derivatives along q ⊕ δq are exact
-    (Jacobian J_r⁻¹ rows, Hessian with the curvature of the log, :func:`optdyn.state.log_hessian`).
+    (Jacobian J_r⁻¹ rows, Hessian with the curvature of the log, :func:`optdyn.state.log_curvatures`).
     """
 
     def __init__(self, model: Model, joint: str, reference, max_angle: float) -> None:
         if joint not in model.joint_names:
             raise ValueError(f"joint: unknown joint {joint!r}; the model's joints are {list(model.joint_names)}")
         i = list(model.joint_names).index(joint)
-        self.jtype = int(model.topology[i, JTYPE])
-        if self.jtype not in (SPHERICAL, FREE_FLYER):
+        if int(model.topology[i, JTYPE]) not in (SPHERICAL, FREE_FLYER):
             raise ValueError(f"joint: {joint!r} is {model.joint_types[i]}; expected a spherical or free-flyer joint")
         if not (np.isfinite(max_angle) and 0 < max_angle < np.pi):
             raise ValueError(f"max_angle: expected an angle in (0, π) rad, got {max_angle!r}")
@@ -147,21 +146,23 @@ class OrientationBound(Constraint):
         check_state(model, self.reference, "reference")
         self.model, self.joint, self.max_angle = model, joint, float(max_angle)
         self.m, self.k = int(model.idx_vs[i]), int(model.nvs[i])
+        self.reference_state, self.lie = np.concatenate([self.reference, np.zeros(model.nv)]), lie_blocks(model)
         self.size, self.nx = 1, 2 * model.nv
 
     def evaluate(self, xs):
-        K, m, k, nv = xs.shape[0], self.m, self.k, self.model.nv
-        r = k - 3  # the rotation rows of the joint's tangent block
+        K, m, k, model = xs.shape[0], self.m, self.k, self.model
+        nq, nv = model.nq, model.nv
+        r = m + k - 3  # the rotation rows of the joint's tangent block
+        ref = np.broadcast_to(self.reference_state, (K, nq + nv))
+        D = state_difference_batch(model.topology, nq, np.ascontiguousarray(ref),
+                                   np.ascontiguousarray(xs, dtype=float))[:, :nv]  # q ⊖ q_ref
+        Jinv = lie_jacobian_batch(model.topology, np.ascontiguousarray(D), 2)
+        phi, J = D[:, r: m + k], Jinv[:, r: m + k, m: m + k]  # φ and ∂φ/∂δq_j (K, 3, k)
+        M = np.zeros((K, nv))
+        M[:, r: m + k] = phi
         c, cx, cxx = np.empty((K, 1)), np.zeros((K, 1, self.nx)), np.zeros((K, 1, self.nx, self.nx))
-        for n in range(K):
-            d = difference_kernel(self.model.topology, nv, self.reference, np.ascontiguousarray(xs[n, : self.model.nq]))
-            dj = d[m: m + k].copy()
-            Jinv = lie_jacobian_kernel(self.model.topology, d, 2)[m: m + k, m: m + k].copy()
-            phi = dj[r:]
-            c[n, 0] = self.max_angle ** 2 - phi @ phi
-            mu = np.zeros(k)
-            mu[r:] = phi
-            J = Jinv[r:]  # ∂φ/∂δq_j (3, k)
-            cx[n, 0, m: m + k] = -2.0 * phi @ J
-            cxx[n, 0, m: m + k, m: m + k] = -2.0 * (J.T @ J + log_hessian(self.jtype, dj, mu, Jinv))
+        c[:, 0] = self.max_angle ** 2 - np.sum(phi * phi, axis=1)
+        cx[:, 0, m: m + k] = -2.0 * np.matmul(phi[:, None, :], J)[:, 0]
+        curvature = log_curvatures(self.lie, np.ascontiguousarray(D), M, Jinv)[:, m: m + k, m: m + k]
+        cxx[:, 0, m: m + k, m: m + k] = -2.0 * (np.matmul(J.transpose(0, 2, 1), J) + curvature)
         return c, cx, cxx
