@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ._compile import allocation_free
 from ._checks import as_forces, as_vector
 from .kinematics import kinematics_into
 from .model import IDX_V, NV, PARENT, Model
@@ -36,7 +37,7 @@ def aba_kernel(m, q, v, tau, f_ext):
     return qdd
 
 
-@njit(cache=True)
+@allocation_free
 def aba_into(m, d, q, v, tau, f_ext, qdd):
     """Write q̈ = FD(q, v, τ, f_ext) into ``qdd``, every intermediate in the workspace ``d``
     (:mod:`dynamics.workspace`); inputs checked for NaN/inf. False (``qdd`` unset) if an

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ._compile import allocation_free
 from ._checks import as_forces, as_vector
 from .kinematics import kinematics_into
 from .aba import NOT_POSITIVE
@@ -26,11 +27,11 @@ from .minv import minv_passes
 from .model import PARENT, Model
 from .rnea import check_forces, check_state, rnea_passes_at
 from .rnea_derivatives import rnea_derivative_passes
-from .spatial import joint_velocity, mat6_vec_at
+from .spatial import copy_into, joint_velocity, mat6_vec_at
 from .workspace import new_data
 
 
-@njit(cache=True)
+@allocation_free
 def add_joint_acceleration(topology, S, I, qdd, acc, fC, work):
     """Move RNEA accelerations ``acc`` and composite forces ``fC`` (n, 6), computed at
     q̈ = 0, to joint accelerations ``qdd`` (ID is affine in q̈); work (2, n, 6) is scratch."""
@@ -70,7 +71,7 @@ def aba_derivatives_data(m, q, v, tau, f_ext):
     return qdd, out[0], out[1], out[2], (d.S, d.I, d.BC, d.rates, d.T)
 
 
-@njit(cache=True)
+@allocation_free
 def aba_derivatives_into(m, d, q, v, tau, f_ext, qdd, dqdd_dq, dqdd_dv, Minv):
     """Write q̈, ∂q̈/∂q, ∂q̈/∂q̇ and M⁻¹ into the last four arguments, every intermediate in
     the workspace ``d`` (:mod:`dynamics.workspace`), which keeps the first-order data of
@@ -82,7 +83,7 @@ def aba_derivatives_into(m, d, q, v, tau, f_ext, qdd, dqdd_dq, dqdd_dv, Minv):
     topology = m[0]
     kinematics_into(m, q, d)  # one forward kinematics for M⁻¹ and the RNEA
     nv = v.shape[0]
-    d.IA[:, :, :] = d.I
+    copy_into(d.IA, d.I)
     if not minv_passes(topology, d, d.IA, Minv):
         return False
     d.u[:] = 0.0

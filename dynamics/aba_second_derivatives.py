@@ -27,13 +27,14 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ._compile import allocation_free
 from ._checks import as_forces, as_vector
 from .aba_derivatives import aba_derivatives_kernel
 from .model import Model
 from .rnea_second_derivatives import idsva_so_kernel
 
 
-@njit(cache=True)
+@allocation_free
 def _add_dM_times(dM, X, out, swap):
     """out[a, j, k] += Σ_l ∂M_al/∂q_j X[l, k]; with ``swap`` into out[a, k, j] instead.
 
@@ -54,7 +55,7 @@ def _add_dM_times(dM, X, out, swap):
                         out[a, j, k] += d * X[l, k]
 
 
-@njit(cache=True)
+@allocation_free
 def _outer_term(Minv, inner, out):
     """out (nv, nv, nv, zeroed) = −M⁻¹ applied to the rows of ``inner``:
     out[i] = −Σ_a M⁻¹[i, a] inner[a].

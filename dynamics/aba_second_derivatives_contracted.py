@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ._compile import allocation_free
 from ._checks import as_forces, as_vector
 from .aba_derivatives import aba_derivatives_data
 from .kinematics import all_finite
@@ -32,7 +33,7 @@ from .model import Model
 from .rnea_second_derivatives_contracted import idsva_so_contracted_passes, new_so_work
 
 
-@njit(cache=True)
+@allocation_free
 def fdsva_so_contracted_terms(topology, dqdd_dq, dqdd_dv, Minv, data, lam, Hqq, Hvv, Hqv, Hqtau, Mq, work):
     """Contracted FDSVA-SO from the first-order results at (q, v, τ): ∂q̈/∂q, ∂q̈/∂v,
     M⁻¹ (nv, nv) and the RNEA-derivative ``data`` at q̈ of

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ._compile import allocation_free
 from ._checks import as_vector
 from .kinematics import kinematics_into
 from .model import IDX_V, NV, PARENT, Model
@@ -26,7 +27,7 @@ def crba_kernel(m, q):
     return M
 
 
-@njit(cache=True)
+@allocation_free
 def crba_into(m, d, q, M):
     """Write M(q) (nv, nv) into ``M`` and the composite inertias I^C into d.I, every
     intermediate in the workspace ``d`` (:mod:`dynamics.workspace`); q checked."""

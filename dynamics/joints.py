@@ -36,6 +36,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ._compile import allocation_free
 from ._checks import as_vector
 from .model import FREE_FLYER, IDX_Q, IDX_V, JTYPE, NV, PARENT, PLANAR, PRISMATIC, REVOLUTE, SPHERICAL, Model
 from .spatial import matmul_small
@@ -43,7 +44,7 @@ from .spatial import matmul_small
 QUATERNION_TOLERANCE = 1e-6
 
 
-@njit(cache=True)
+@allocation_free
 def quaternion_offset(jtype):
     """Index of the quaternion (or planar (cos, sin)) within q_j, −1 if the type has none."""
     if jtype == SPHERICAL:
@@ -55,7 +56,7 @@ def quaternion_offset(jtype):
     return -1
 
 
-@njit(cache=True)
+@allocation_free
 def unit_block(topology, i):
     """(start, length) in q of joint i's unit-norm block — its quaternion, or its planar
     (cos θ, sin θ) — and (−1, 0) for a joint without one."""
@@ -65,7 +66,7 @@ def unit_block(topology, i):
     return topology[i, IDX_Q] + o, 2 if topology[i, JTYPE] == PLANAR else 4
 
 
-@njit(cache=True)
+@allocation_free
 def configuration_error(topology, q):
     """−1 if q is a valid configuration, −2 if it holds NaN or inf, else the number of the
     first joint whose quaternion (or planar (cos, sin)) has a norm off 1 by more than
@@ -83,7 +84,7 @@ def configuration_error(topology, q):
     return -1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=True)  # its message is built at run time: needs NRT
 def check_configuration(topology, q):
     """Raise ValueError naming q and the joint if q has NaN/inf or a quaternion (or a
     planar (cos, sin)) whose norm is not 1 (:func:`configuration_error`)."""
@@ -96,7 +97,7 @@ def check_configuration(topology, q):
                          "has norm", np.sqrt(np.sum(q[k:k + m] ** 2)), "expected 1; use dynamics.normalize(model, q)")
 
 
-@njit(cache=True)
+@allocation_free
 def quaternion_rotation(x, y, z, w):
     """The rotation matrix of the unit quaternion (x, y, z, w), as its 9 entries row by row."""
     return (1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w),
@@ -104,14 +105,14 @@ def quaternion_rotation(x, y, z, w):
             2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y))
 
 
-@njit(cache=True)
+@allocation_free
 def quaternion_matrix(q, k, J):
     """J (3, 3) = rotation of the unit quaternion q[k:k+4] = (x, y, z, w)."""
     r = quaternion_rotation(q[k], q[k + 1], q[k + 2], q[k + 3])
     J[0, 0], J[0, 1], J[0, 2], J[1, 0], J[1, 1], J[1, 2], J[2, 0], J[2, 1], J[2, 2] = r
 
 
-@njit(cache=True)
+@allocation_free
 def joint_motion(jtype, axis, i, q, k):
     """Joint transform X_J(q_j) of joint i, q_j = q[k:k+nq_j], as the scalars
     (J00, J01, J02, J10, …, J22, t0, t1, t2) of its rotation J and translation t."""
@@ -132,7 +133,7 @@ def joint_motion(jtype, axis, i, q, k):
     return quaternion_rotation(q[k + 3], q[k + 4], q[k + 5], q[k + 6]) + (q[k], q[k + 1], q[k + 2])  # free-flyer
 
 
-@njit(cache=True, inline="always")
+@allocation_free(inline="always")
 def joint_transform(topology, joint_placement, axis, q, i, R, p):
     """World pose (R[i], p[i]) of joint frame i: ⁰T_i = ⁰T_λ(i) · X_T(i) · X_J(q_i).
 
@@ -159,12 +160,12 @@ def joint_transform(topology, joint_placement, axis, q, i, R, p):
         R[i, r, 2] = a0 * j02 + a1 * j12 + a2 * j22
 
 
-@njit(cache=True, inline="always")
+@allocation_free(inline="always")
 def _unit(a, b):
     return 1.0 if a == b else 0.0
 
 
-@njit(cache=True)
+@allocation_free
 def local_subspace(jtype, axis, i, c):
     """Column c of joint i's motion subspace in its own frame, as (ω_x, ω_y, ω_z, v_x, v_y, v_z)."""
     if jtype == REVOLUTE:
@@ -179,7 +180,7 @@ def local_subspace(jtype, axis, i, c):
     return 0.0, 0.0, 1.0, 0.0, 0.0, 0.0  # planar rotation about z
 
 
-@njit(cache=True, inline="always")
+@allocation_free(inline="always")
 def motion_subspace(topology, axis, i, R, p, S):
     """World motion subspace of joint i at world pose (R[i], p[i]): the columns
     S[IDX_V[i] : IDX_V[i] + NV[i]] (rows of S (nv, 6)).

@@ -10,29 +10,30 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ._compile import allocation_free
 from ._checks import as_vector, check_frame
 from .joints import check_configuration, joint_transform, motion_subspace
 from .model import IDX_V, NV, PARENT, Model
 from .spatial import world_inertia
 
 
-@njit(cache=True)
+@allocation_free
 def all_finite(x) -> bool:
     """True if no entry of the array is NaN or ±inf (compiled, allocation-free)."""
-    for e in x.ravel():
+    for e in x.flat:
         if not np.isfinite(e):
             return False
     return True
 
 
-@njit(cache=True)
+@allocation_free
 def tangent_size(topology):
     """nv, the number of velocity variables (DoF columns) of the model."""
     n = topology.shape[0]
     return 0 if n == 0 else topology[n - 1, IDX_V] + topology[n - 1, NV]
 
 
-@njit(cache=True)
+@allocation_free
 def forward_kinematics(m, q, R, p, S):
     """World poses (R (n,3,3), p (n,3)) of the joint frames and world S (nv, 6)."""
     topology, joint_placement, axis = m[0], m[1], m[2]
@@ -53,7 +54,7 @@ def world_kinematics(m, q):
     return R, p, S
 
 
-@njit(cache=True, inline="always")
+@allocation_free(inline="always")
 def kinematics_into(m, q, d):
     """Forward kinematics and world spatial inertias into the workspace ``d``
     (:mod:`dynamics.workspace`): d.R, d.p, d.S and d.I (n, 6, 6); q checked (NaN/inf,

@@ -31,23 +31,25 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ._compile import allocation_free
 from ._checks import as_vector, check_frame
 from .kinematics import world_kinematics
 from .model import IDX_V, NV, PARENT, Model
 
 
-@njit(cache=True)
+@allocation_free
 def body_point_position(R, pos, body, offset, p):
     """Write the world position p (3,) of the point ``offset`` (3,) fixed on body ``body``
     (``body = -1``: the fixed base, ``offset`` is then a world point)."""
     if body < 0:
-        p[:] = offset
+        for r in range(3):
+            p[r] = offset[r]
         return
     for r in range(3):
         p[r] = pos[body, r] + R[body, r, 0] * offset[0] + R[body, r, 1] * offset[1] + R[body, r, 2] * offset[2]
 
 
-@njit(cache=True)
+@allocation_free
 def point_kinematics(topology, R, pos, S, body, offset, p, J, H):
     """Write p (3,), J (3, nv) and H (3, nv, nv) of the point ``offset`` (3,) of body ``body``.
 

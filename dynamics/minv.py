@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ._compile import allocation_free
 from ._checks import as_vector
 from .aba import NOT_POSITIVE
 from .kinematics import kinematics_into
@@ -27,14 +28,14 @@ from .spatial import dot6_at, joint_inertia_inverse, mat6_vec_at
 from .workspace import new_data
 
 
-@njit(cache=True, inline="always")
+@allocation_free(inline="always")
 def subtree_end_column(topology, i, nv):
     """One past the last DoF column of the subtree ν(i) (columns are in depth-first order)."""
     end = topology[i, SUBTREE_END]
     return nv if end >= topology.shape[0] else topology[end, IDX_V]
 
 
-@njit(cache=True, inline="always")
+@allocation_free(inline="always")
 def _block_solve(A, c0, k, X, b, col, Dinv, i, x, out):
     """out[c0 + r, col] −= Σ_a D_i⁻¹[r, a] (A[c0 + a] · X[b, col]) for the k rows of joint i
     (A = S or U: joint i's columns; X[b] = F_i or P_λ: a force or motion set); x (6,) is scratch."""
@@ -61,7 +62,7 @@ def minv_kernel(m, q):
     return Minv
 
 
-@njit(cache=True)
+@allocation_free
 def minv_passes(topology, d, IA, Minv):
     """Write M⁻¹ (nv, nv) into ``Minv`` from the world motion subspaces d.S of a
     forward-kinematics pass and the body inertias ``IA`` (n, 6, 6), which are overwritten

@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ._compile import allocation_free
 from ._checks import as_forces, as_vector
 from .kinematics import all_finite, kinematics_into
 from .model import IDX_V, NV, PARENT, Model
@@ -33,7 +34,7 @@ from .spatial import crf_at, crm_at, dot6_at, joint_velocity, mat6_vec_at
 from .workspace import new_data
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=True)  # raises a message passed at run time: needs NRT
 def check_state(q, v, w, w_name):
     """Raise ValueError naming the first of v, w holding NaN or inf (q is checked by the
     kinematics)."""
@@ -43,14 +44,14 @@ def check_state(q, v, w, w_name):
         raise ValueError(w_name)
 
 
-@njit(cache=True)
+@allocation_free
 def check_forces(f_ext):
     """Raise ValueError if f_ext holds NaN or inf (its shape is checked in Python)."""
     if not all_finite(f_ext):
         raise ValueError("f_ext: expected finite values, got NaN or inf")
 
 
-@njit(cache=True)
+@allocation_free
 def rnea_passes(m, d, q, v, a, f_ext):
     """Forward kinematics and both RNEA passes into the workspace ``d``
     (:mod:`dynamics.workspace`), in world coordinates: d.S, d.I (body inertias), d.vel,
@@ -64,7 +65,7 @@ def rnea_passes(m, d, q, v, a, f_ext):
     rnea_passes_at(m[0], m[4], d, v, a, f_ext)
 
 
-@njit(cache=True)
+@allocation_free
 def rnea_passes_at(topology, gravity, d, v, a, f_ext):
     """:func:`rnea_passes` after the forward kinematics (d.R, d.p, d.S, d.I) is done
     (d.I is kept)."""
@@ -100,7 +101,7 @@ def rnea_passes_at(topology, gravity, d, v, a, f_ext):
                 fC[lam, k] += fC[i, k]
 
 
-@njit(cache=True)
+@allocation_free
 def subtract_external_force(R, p, f_ext, i, f):
     """f[i] −= the world spatial force [R n + p × R f; R f] of f_ext[i] = [f; n] (joint i's frame)."""
     for r in range(3):

@@ -32,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ._compile import allocation_free
 from ._checks import as_forces, as_vector
 from .model import IDX_V, NV, PARENT, Model
 from .rnea import check_state, rnea_passes
@@ -39,13 +40,13 @@ from .spatial import add_to_parent, crf_at, crm_at, dot6_at, mat6_vec_at
 from .workspace import new_data
 
 
-@njit(cache=True, inline="always")
+@allocation_free(inline="always")
 def body_coriolis(I, vel, k, B):
     """B[k] = B(I[k], v[k]) of eq. 14."""
     coriolis_at(I, k, vel, k, B, k)
 
 
-@njit(cache=True, inline="always")
+@allocation_free(inline="always")
 def coriolis_at(I, i, vel, k, B, b):
     """B[b] = B(I[i], v[k]) of eq. 14.
 
@@ -77,7 +78,7 @@ def coriolis_at(I, i, vel, k, B, b):
     _add_half_skew(-g0, -g1, -g2, B, b, 3, 0)
 
 
-@njit(cache=True, inline="always")
+@allocation_free(inline="always")
 def _add_half_skew(x, y, z, B, k, r, c):
     """B[k, r:r+3, c:c+3] += ½ [x, y, z]×."""
     B[k, r, c + 1] -= 0.5 * z
@@ -88,7 +89,7 @@ def _add_half_skew(x, y, z, B, k, r, c):
     B[k, r + 2, c + 1] += 0.5 * x
 
 
-@njit(cache=True)
+@allocation_free
 def rnea_derivatives_into(m, d, q, v, a, f_ext, dtau_dq, dtau_dv):
     """Write ∂τ/∂q and ∂τ/∂q̇ (nv, nv) at (q, v, a) into ``dtau_dq`` and ``dtau_dv``, every
     intermediate in the workspace ``d`` (:mod:`dynamics.workspace`).
@@ -103,7 +104,7 @@ def rnea_derivatives_into(m, d, q, v, a, f_ext, dtau_dq, dtau_dv):
 G, H, E, D, TMP, TMP2 = range(6)
 
 
-@njit(cache=True)
+@allocation_free
 def rnea_derivative_passes(topology, gravity, S, IC, vel, acc, fC, rates, BC, T, dtau_dq, dtau_dv):
     """Eq. 12–15 from the outputs of :func:`dynamics.rnea.rnea_passes`.
 
@@ -137,7 +138,7 @@ def rnea_derivative_passes(topology, gravity, S, IC, vel, acc, fC, rates, BC, T,
         add_to_parent(topology, BC, i)
 
 
-@njit(cache=True)
+@allocation_free
 def subspace_rates(topology, gravity, S, vel, acc, Psid, Psidd, Sd, w):
     """Write Ψ̇, Ψ̈ and Ṡ (nv, 6) of eq. 15; at the root v_λ = 0 and a_λ = a_0 = [0; −g].
     w (≥ 2, 6) is scratch."""
@@ -158,7 +159,7 @@ def subspace_rates(topology, gravity, S, vel, acc, Psid, Psidd, Sd, w):
                 Psidd[j, k] += w[1, k]
 
 
-@njit(cache=True, inline="always")
+@allocation_free(inline="always")
 def joint_terms(i, c, S, IC, BC, Psid, Psidd, Sd, fC, t):
     """Rows G, H, E, D of ``t`` (6, 6): the vectors of DoF column c (of body i) in eq. 12–13.
 

@@ -75,6 +75,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ._compile import allocation_free
 from ._checks import as_forces, as_vector
 from .model import IDX_V, NV, PARENT, Model
 from .rnea import check_state, rnea_passes
@@ -215,7 +216,7 @@ def _triple(i, j, k, ci, cj, ck, S, Psid, Psidd, PsidSd, w, T):
         T[DM, ck, cj, ci] = T[DM, cj, ck, ci] = dot6_at(w, U2, S, ck)
 
 
-@njit(cache=True)
+@allocation_free
 def symmetrize_joint_blocks(topology, d2q):
     """Replace the iterated Lie derivatives D_k D_l τ of two columns k, l of one joint by the
     chart Hessian ½ (D_k D_l + D_l D_k) τ in d2q[:, k, l] and d2q[:, l, k] (no-op for 1-DoF)."""
@@ -234,8 +235,20 @@ def idsva_so_kernel(m, q, v, a, f_ext):
     Inputs are checked for NaN/inf.
     """
     check_state(q, v, a, "a: expected finite values, got NaN or inf")
+    nv = v.shape[0]
+    # one block for the four tensors: freed and reallocated as a whole, it is reused by the
+    # C allocator instead of being handed back to the system and faulted in again each call
+    T = np.zeros((4, nv, nv, nv))
+    idsva_so_passes(m, new_data(m[0]), q, v, a, f_ext, np.empty((6, 6, 6)), np.empty((TMP + 2, 6)), T)
+    return T[Q2], T[V2], T[QV], T[DM]
+
+
+@allocation_free
+def idsva_so_passes(m, d, q, v, a, f_ext, B, w, T):
+    """The passes of :func:`idsva_so_kernel`, adding the four tensors into T (4, nv, nv, nv)
+    (zeroed by the caller); ``d`` a workspace (:mod:`dynamics.workspace`), B (6, 6, 6) and
+    w (TMP + 2, 6) scratch."""
     topology, gravity = m[0], m[4]
-    d = new_data(topology)
     rnea_passes(m, d, q, v, a, f_ext)
     S, IC, vel, acc, fC, BC = d.S, d.I, d.vel, d.acc, d.fC, d.BC
     n, nv = topology.shape[0], v.shape[0]
@@ -246,10 +259,7 @@ def idsva_so_kernel(m, q, v, a, f_ext):
     for c in range(nv):
         for r in range(6):
             PsidSd[c, r] = Psid[c, r] + Sd[c, r]
-    Bw, Am, t, w = np.empty((2, 6, 6)), np.empty((3, 6, 6)), np.empty((6, 6)), np.empty((TMP + 2, 6))
-    # one block for the four tensors: freed and reallocated as a whole, it is reused by the
-    # C allocator instead of being handed back to the system and faulted in again each call
-    T = np.zeros((4, nv, nv, nv))
+    Bw, Am, t = B[0:2], B[2:5], B[5]
     for i in range(n - 1, -1, -1):  # I^C, B^C of ν(i) are complete here
         for ci in range(topology[i, IDX_V], topology[i, IDX_V] + topology[i, NV]):
             joint_terms(i, ci, S, IC, BC, Psid, Psidd, Sd, fC, t)
@@ -269,7 +279,6 @@ def idsva_so_kernel(m, q, v, a, f_ext):
         add_to_parent(topology, IC, i)
         add_to_parent(topology, BC, i)
     symmetrize_joint_blocks(topology, T[Q2])
-    return T[Q2], T[V2], T[QV], T[DM]
 
 
 def rnea_second_derivatives(model: Model, q, v, a, f_ext=None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

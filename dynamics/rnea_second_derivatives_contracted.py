@@ -46,6 +46,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ._compile import allocation_free
 from ._checks import as_forces, as_vector
 from .kinematics import all_finite, tangent_size
 from .model import IDX_V, NV, PARENT, Model
@@ -165,7 +166,7 @@ def _pair_outputs(topology, i, ci, S, Psid, Psidd, PsidSd, cvec, T, w, Hqq, Hvv,
         j = topology[j, PARENT]
 
 
-@njit(cache=True)
+@allocation_free
 def _symmetrize_joint_blocks(topology, H):
     """H[k, l] = H[l, k] = ½ (H[k, l] + H[l, k]) for two columns k, l of one joint: the chart
     Hessian from the iterated Lie derivatives (see :func:`dynamics.rnea_second_derivatives.symmetrize_joint_blocks`)."""
@@ -187,7 +188,7 @@ def new_so_work(topology):
             np.empty((TMP4 + 1, 6)), np.empty((3, nv)))
 
 
-@njit(cache=True)
+@allocation_free
 def idsva_so_contracted_passes(topology, data, mu, Hqq, Hvv, Hqv, Mq, work):
     """Contracted IDSVA-SO from the first-order data of
     :func:`dynamics.rnea_derivatives.rnea_derivative_passes`: ``data`` = (S (nv, 6),

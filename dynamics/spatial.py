@@ -18,10 +18,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ._compile import allocation_free
 from .model import IDX_V, NV, PARENT
 
 
-@njit(cache=True, inline="always")
+@allocation_free(inline="always")
 def world_inertia(inertia, i, R, p, I):
     """Spatial inertia I[i] (6, 6) at the world origin of body i at pose (R[i], p[i]).
 
@@ -64,7 +65,7 @@ def world_inertia(inertia, i, R, p, I):
     I[i, 5, 0], I[i, 5, 1], I[i, 5, 2], I[i, 5, 3], I[i, 5, 4], I[i, 5, 5] = mc1, -mc0, 0.0, 0.0, 0.0, m
 
 
-@njit(cache=True, inline="always")
+@allocation_free(inline="always")
 def crm_at(m, i, u, j, out, k):
     """out[k] = (m[i]×) u[j]."""
     out[k, 0] = m[i, 1] * u[j, 2] - m[i, 2] * u[j, 1]
@@ -75,7 +76,7 @@ def crm_at(m, i, u, j, out, k):
     out[k, 5] = m[i, 0] * u[j, 4] - m[i, 1] * u[j, 3] + m[i, 3] * u[j, 1] - m[i, 4] * u[j, 0]
 
 
-@njit(cache=True, inline="always")
+@allocation_free(inline="always")
 def crf_at(m, i, f, j, out, k):
     """out[k] = (m[i]×*) f[j]."""
     out[k, 0] = m[i, 1] * f[j, 2] - m[i, 2] * f[j, 1] + m[i, 4] * f[j, 5] - m[i, 5] * f[j, 4]
@@ -86,7 +87,7 @@ def crf_at(m, i, f, j, out, k):
     out[k, 5] = m[i, 0] * f[j, 4] - m[i, 1] * f[j, 3]
 
 
-@njit(cache=True, inline="always")
+@allocation_free(inline="always")
 def mat6_vec_at(A, i, x, j, out, k):
     """out[k] = A[i] x[j] for stacked (6, 6) matrices and 6-vectors."""
     for r in range(6):
@@ -96,14 +97,14 @@ def mat6_vec_at(A, i, x, j, out, k):
         out[k, r] = s
 
 
-@njit(cache=True, inline="always")
+@allocation_free(inline="always")
 def dot6_at(a, i, b, j):
     """a[i]ᵀ b[j] for stacked 6-vectors."""
     return (a[i, 0] * b[j, 0] + a[i, 1] * b[j, 1] + a[i, 2] * b[j, 2]
             + a[i, 3] * b[j, 3] + a[i, 4] * b[j, 4] + a[i, 5] * b[j, 5])
 
 
-@njit(cache=True, inline="always")
+@allocation_free(inline="always")
 def add_to_parent(topology, X, i):
     """X[λ(i)] += X[i] for stacked (6, 6) matrices: the composite sums I^C, B^C of a subtree."""
     lam = topology[i, PARENT]
@@ -113,7 +114,7 @@ def add_to_parent(topology, X, i):
                 X[lam, r, c] += X[i, r, c]
 
 
-@njit(cache=True, inline="always")
+@allocation_free(inline="always")
 def joint_velocity(topology, S, v, i, out, k):
     """out[k] = S_i v_i = Σ_c S[c] v[c] over the DoF columns c of joint i."""
     for r in range(6):
@@ -123,7 +124,7 @@ def joint_velocity(topology, S, v, i, out, k):
             out[k, r] += S[c, r] * v[c]
 
 
-@njit(cache=True, inline="always")
+@allocation_free(inline="always")
 def joint_inertia_inverse(topology, S, U, i, Dinv, A):
     """Dinv[i, :nv_j, :nv_j] = D_i⁻¹ with D_i = S_iᵀ U_i (nv_j × nv_j, U_i = I_i^A S_i in
     the rows of U at joint i's DoF columns), by Gauss–Jordan elimination on the symmetric
@@ -149,6 +150,15 @@ def joint_inertia_inverse(topology, S, U, i, Dinv, A):
         for c in range(k):
             Dinv[i, r, c] = A[r, k + c]
     return True
+
+
+@allocation_free
+def copy_into(dst, src):
+    """dst[...] = src for C-contiguous arrays of one size, element by element (numba's
+    ``dst[:] = src`` may make a temporary copy, which an allocation-free kernel cannot)."""
+    d, s = dst.reshape(-1), src.reshape(-1)
+    for i in range(d.shape[0]):
+        d[i] = s[i]
 
 
 @njit(cache=True)

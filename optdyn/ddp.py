@@ -61,8 +61,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit
 
+from dynamics._compile import allocation_free
 from dynamics.batch import knot_force
 from dynamics.rnea import gravity_torques
+from dynamics.spatial import copy_into
 
 from . import integrators
 from .problem import Problem
@@ -75,7 +77,7 @@ from .runtime import Run, is_interrupt, stop_message
 # ---------------------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@allocation_free
 def cholesky(H, idx, nf, L):
     """Cholesky factor L (nf, nf) of H[idx[:nf], idx[:nf]]; False if not positive definite."""
     for i in range(nf):
@@ -92,7 +94,7 @@ def cholesky(H, idx, nf, L):
     return True
 
 
-@njit(cache=True)
+@allocation_free
 def cholesky_solve(L, nf, b):
     """Solve (L Lᵀ) y = b in place for b (nf,)."""
     for i in range(nf):
@@ -107,7 +109,7 @@ def cholesky_solve(L, nf, b):
         b[i] = s / L[i, i]
 
 
-@njit(cache=True)
+@allocation_free
 def _qp_value(H, g, x):
     n = x.shape[0]
     f = 0.0
@@ -118,7 +120,7 @@ def _qp_value(H, g, x):
     return f
 
 
-@njit(cache=True)
+@allocation_free
 def box_qp(H, g, lower, upper, x, idx, L, work):
     """Projected-Newton box QP (Tassa, Mansard & Todorov 2014, Alg. 3).
 
@@ -171,7 +173,7 @@ def box_qp(H, g, lower, upper, x, idx, L, work):
             step *= 0.6
         if not accepted:
             break
-        x[:] = xn
+        copy_into(x, xn)
         improvement = f - f_new
         f = f_new
         if improvement < 1e-14 * (1.0 + abs(f)):
@@ -189,7 +191,7 @@ full second-order tensors (kept to validate the contracted path)."""
 # product would, but with r outside the contiguous inner loop: independent entries
 # update together (the loop vectorises) instead of one long chain of dependent additions.
 
-@njit(cache=True)
+@allocation_free
 def gemm_tn(A, B, C, add):
     """C (m, n) = AᵀB, or C += AᵀB with ``add``; A (p, m), B (p, n)."""
     p, m = A.shape
@@ -203,13 +205,13 @@ def gemm_tn(A, B, C, add):
                 C[i, j] += a * B[r, j]
 
 
-@njit(cache=True)
+@allocation_free
 def gemm_nn(A, B, C):
     """C (m, n) = A B; A (m, p), B (p, n)."""
     gemm_tn(A.T, B, C, False)
 
 
-@njit(cache=True)
+@allocation_free
 def gemv_t(A, x, y, add):
     """y (m,) = Aᵀx, or y += Aᵀx with ``add``; A (p, m)."""
     p, m = A.shape
@@ -221,13 +223,17 @@ def gemv_t(A, x, y, add):
             y[i] += A[r, i] * xr
 
 
-@njit(cache=True)
+@allocation_free
 def q_expansion(A, B, lx, lu, lxx, lux, luu, Vx, Vxx, VA, VB, Qx, Qu, Qxx, Qux, Quu):
     """Q_x = ℓ_x + AᵀV'_x, Q_u = ℓ_u + BᵀV'_x, Q_xx = ℓ_xx + AᵀV'_xx A, Q_ux = ℓ_ux + BᵀV'_xx A,
     Q_uu = ℓ_uu + BᵀV'_xx B (Tassa 2012 eq. 5) at one knot; VA, VB are workspace."""
     gemm_nn(Vxx, A, VA)
     gemm_nn(Vxx, B, VB)
-    Qx[:], Qu[:], Qxx[:], Qux[:], Quu[:] = lx, lu, lxx, lux, luu
+    copy_into(Qx, lx)
+    copy_into(Qu, lu)
+    copy_into(Qxx, lxx)
+    copy_into(Qux, lux)
+    copy_into(Quu, luu)
     gemv_t(A, Vx, Qx, True)
     gemv_t(B, Vx, Qu, True)
     gemm_tn(A, VA, Qxx, True)
@@ -235,7 +241,7 @@ def q_expansion(A, B, lx, lu, lxx, lux, luu, Vx, Vxx, VA, VB, Qx, Qu, Qxx, Qux, 
     gemm_tn(B, VB, Quu, True)
 
 
-@njit(cache=True)
+@allocation_free
 def dynamics_hessian(t, Vx, mode, Fzz, integration, us, stages, work, Hz):
     """Hz (nz, nz) = V'_x·F_zz at knot t: the Hessian of V'_xᵀF(x_t, u_t).
 
@@ -257,7 +263,7 @@ def dynamics_hessian(t, Vx, mode, Fzz, integration, us, stages, work, Hz):
                     Hz[i, j] += w * Fzz[t, p, i, j]
 
 
-@njit(cache=True)
+@allocation_free
 def add_dynamics_terms(Hz, Qxx, Qux, Quu):
     """Q_xx += [V'_x·F]_xx, Q_ux += [V'_x·F]_ux, Q_uu += [V'_x·F]_uu (DDP's terms)."""
     nx = Qxx.shape[0]
@@ -271,7 +277,7 @@ def add_dynamics_terms(Hz, Qxx, Qux, Quu):
                 Quu[i - nx, j - nx] += Hz[i, j]
 
 
-@njit(cache=True)
+@allocation_free
 def regularize(A, B, Qux, Quu, mu, Qux_r, Quu_r):
     """Q̃_ux = Q_ux + μ BᵀA, Q̃_uu = Q_uu + μ BᵀB (symmetrised): μ acts on V'_xx (Tassa 2012 eq. 10)."""
     gemm_tn(B, A, Qux_r, False)
@@ -285,7 +291,7 @@ def regularize(A, B, Qux, Quu, mu, Qux_r, Quu_r):
             Quu_r[i, j] = 0.5 * (Quu[i, j] + Quu[j, i]) + mu * Quu_r[i, j]
 
 
-@njit(cache=True)
+@allocation_free
 def gains(Quu_r, Qux_r, Qu, lo, hi, k, K, idx, L, work):
     """Feed-forward k (box QP, warm-started from its input) and feedback K (nu, nx):
     K_f = −Q̃_uu,ff⁻¹ Q̃_ux,f on the free controls, 0 on the clamped ones (Tassa 2014).
@@ -305,7 +311,7 @@ def gains(Quu_r, Qux_r, Qu, lo, hi, k, K, idx, L, work):
     return nf
 
 
-@njit(cache=True)
+@allocation_free
 def value_update(Qx, Qu, Qxx, Qux, Quu, k, K, Vx, Vxx, QuuK, Quuk):
     """V_x = Q_x + KᵀQ_uu k + KᵀQ_u + Q_uxᵀk, V_xx = Q_xx + KᵀQ_uu K + KᵀQ_ux + Q_uxᵀK
     (Tassa 2012 eq. 11, symmetrised); QuuK (nu, nx), Quuk (nu,) are workspace."""
@@ -315,10 +321,10 @@ def value_update(Qx, Qu, Qxx, Qux, Quu, k, K, Vx, Vxx, QuuK, Quuk):
         for p in range(Qu.shape[0]):
             s += Quu[a, p] * k[p]
         Quuk[a] = s  # Q_uu k + Q_u
-    Vx[:] = Qx
+    copy_into(Vx, Qx)
     gemv_t(K, Quuk, Vx, True)
     gemv_t(Qux, k, Vx, True)
-    Vxx[:] = Qxx
+    copy_into(Vxx, Qxx)
     gemm_tn(K, QuuK, Vxx, True)
     gemm_tn(K, Qux, Vxx, True)
     gemm_tn(Qux, K, Vxx, True)
@@ -327,7 +333,7 @@ def value_update(Qx, Qu, Qxx, Qux, Quu, k, K, Vx, Vxx, QuuK, Quuk):
             Vxx[i, j] = Vxx[j, i] = 0.5 * (Vxx[i, j] + Vxx[j, i])
 
 
-@njit(cache=True)
+@allocation_free
 def expected_decrease(k, Qu, Quu):
     """(kᵀQ_u, ½kᵀQ_uu k): ΔV(α) = α·first + α²·second."""
     d1 = d2 = 0.0

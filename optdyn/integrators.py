@@ -60,6 +60,7 @@ import numpy as np
 from numba import njit
 from numba.extending import overload
 
+from dynamics._compile import allocation_free
 from dynamics.aba import NOT_POSITIVE, aba_into
 from dynamics.aba_derivatives import aba_derivatives_into
 from dynamics.aba_second_derivatives import fdsva_so_terms
@@ -70,7 +71,7 @@ from dynamics.kinematics import all_finite, tangent_size
 from dynamics.model import Model
 from dynamics.parallel import run_chunks
 from dynamics.rnea_second_derivatives_contracted import new_so_work
-from dynamics.spatial import matmul_add
+from dynamics.spatial import copy_into, matmul_add
 from dynamics.workspace import new_data
 
 from .state import add_composition_curvature, lie_blocks, state_integrate
@@ -190,7 +191,7 @@ def robot_dynamics(params, x, u, fext, order, f, Fz, Fzz, data, idx, dw):
                 Fzz[r, 2 * n + c, j] = d2qtau[i, j, act[c]]
 
 
-@njit(cache=True)
+@allocation_free
 def robot_dynamics_hessian(params, x, u, f, Fz, data, idx, w, W, dw):
     """W (nz, nz) = Σ_i w_i ∂²f_i/∂z² of ẋ = [v; FD(q, v, B u)] at (x, u), given Fz and the
     first-order ``data`` (row ``idx``) that :func:`robot_dynamics` stored there; ``dw``
@@ -221,7 +222,7 @@ def robot_dynamics_hessian(params, x, u, f, Fz, data, idx, w, W, dw):
             W[j, 2 * n + c] = W[2 * n + c, j] = Hqtau[j, act[c]]
 
 
-@njit(cache=True)
+@allocation_free
 def _times_G(X, Y, nx, out):
     """out (r, nz) = X G for X (r, nz) and G = [Y; 0 I] (Y (nx, nz)): with X = f_z, the
     stage Jacobian ∂k_s/∂z = f_z G_s. Zero entries of X are skipped."""
@@ -236,7 +237,7 @@ def _times_G(X, Y, nx, out):
                     out[i, c] += xp * Y[p, c]
 
 
-@njit(cache=True)
+@allocation_free
 def _stage_hessian(Fz, Fzz, Ys, Hs, nx, T, K2s):
     """K2s (nx, nz, nz) = Σ_pr f_zz[:, p, r] G_s[p] G_s[r] + f_x H_s (T: work (nz, nz)).
 
@@ -273,7 +274,7 @@ def _stage_hessian(Fz, Fzz, Ys, Hs, nx, T, K2s):
                 K[b, c] = K[c, b]
 
 
-@njit(cache=True)
+@allocation_free
 def _axpy(c, x, y):
     """y += c·x for C-contiguous arrays of equal shape, without temporaries."""
     xf, yf = x.reshape(-1), y.reshape(-1)
@@ -289,7 +290,7 @@ def tangent_dim(params, nx):
     return 2 * tangent_size(topology) if lie.shape[0] > 0 else nx
 
 
-@njit(cache=True)
+@allocation_free
 def _accumulate(coef, count, h, k, Ks, K2s, order, y, Y, H):
     """y += h Σ_{j<count} coef_j k_j, and likewise Y with the stage derivatives' first (Ks)
     and H with their second (K2s) sensitivities (per ``order``)."""
@@ -506,7 +507,7 @@ def no_stages(params):
     return stage_records(params, 0, 0, 0, 1)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=True)  # allocates the integrate Jacobians: counted references
 def _split_adjoint(topology, lie, Wq, dW, Y0, mu, nz, gW, gY, Hz):
     """Adjoints of the inputs of p = y ⊕ W given μ (ndx,) at p: gW = ∂/∂W = [J_vᵀ μ_q; μ_v],
     gY = ∂/∂y = [J_qᵀ μ_q; μ_v] (J_q, J_v the integrate Jacobians at W_q), and the
@@ -524,7 +525,7 @@ def _split_adjoint(topology, lie, Wq, dW, Y0, mu, nz, gW, gY, Hz):
         gW[n + i] = gY[n + i] = mu[n + i]
 
 
-@njit(cache=True)
+@allocation_free
 def interval_hessian(params, a, b, dt, m, u, stages, offset, lam, Hz, work):
     """Hz (nz, nz) = ∇²_z (λᵀF(x, u)) of the interval recorded in rows offset … offset + m·s − 1
     of ``stages`` (see :func:`interval`).
@@ -550,7 +551,7 @@ def interval_hessian(params, a, b, dt, m, u, stages, offset, lam, Hz, work):
     nx, nz, s = rec_Fz.shape[1], Hz.shape[0], b.shape[0]
     h = dt / m
     lam_y, ybar, w = work.lam, work.ybar, work.w
-    lam_y[:] = lam
+    copy_into(lam_y, lam)
     gW, gY = work.gW, work.gY  # adjoints of W_t and of y through W_t; t = s: y⁺
     W, P = work.Wz, work.P
     Hz[:] = 0.0
@@ -560,8 +561,8 @@ def interval_hessian(params, a, b, dt, m, u, stages, offset, lam, Hz, work):
             c0 = sub * (s + 1)
             _split_adjoint(topology, lie, rec_W[c0 + s], rec_dW[c0 + s], rec_Y0[sub], lam_y, nz, gW[s], gY[s], Hz)
         else:
-            gW[s] = lam_y
-            gY[s] = lam_y
+            copy_into(gW[s], lam_y)
+            copy_into(gY[s], lam_y)
         for st in range(s - 1, -1, -1):
             idx = offset + step * s + st
             for i in range(nx):
@@ -587,15 +588,15 @@ def interval_hessian(params, a, b, dt, m, u, stages, offset, lam, Hz, work):
                 _split_adjoint(topology, lie, rec_W[c0 + st], rec_dW[c0 + st], rec_Y0[sub], ybar[st], nz, gW[st],
                                gY[st], Hz)
             else:
-                gW[st] = ybar[st]
-                gY[st] = ybar[st]
-        lam_y[:] = gY[s]
+                copy_into(gW[st], ybar[st])
+                copy_into(gY[st], ybar[st])
+        copy_into(lam_y, gY[s])
         for st in range(s):
             for i in range(nx):
                 lam_y[i] += gY[st, i]
 
 
-@njit(cache=True)
+@allocation_free
 def _add_Gt_times(Y, X, nx, out):
     """out (nz, nz) += Gᵀ X for G = [Y; 0 I] (Y (nx, nz)), X (nz, nz); zero entries of Y
     are skipped. The callers use the upper triangle and mirror it (Gᵀ X is symmetric
@@ -614,7 +615,7 @@ def _add_Gt_times(Y, X, nx, out):
                 out[p, c] += X[p, c]
 
 
-@njit(cache=True)
+@allocation_free
 def _congruence_add(W, Y, nx, P, Hz):
     """Hz += Gᵀ W G for G = [Y; 0 I] (Y (nx, nz)); P (nz, nz) is workspace.
 

@@ -1,0 +1,34 @@
+"""How the kernels are compiled: with or without numba's reference counting.
+
+Every kernel is numba-compiled and cached on disk. Those that return fresh arrays use
+``njit(cache=True)``. The passes that only read their inputs and write into arrays of a
+workspace use :func:`allocation_free`: they are compiled without numba's runtime (NRT).
+
+Why: numba counts references to every array a compiled function receives, copies, or
+unpacks from a tuple (a workspace is a tuple of some twenty arrays), with atomic
+increments and decrements that its pruning pass cannot remove across loops and branches.
+In the first-order passes on a 6-DoF arm they took about a third of the time. A function
+that allocates nothing needs none of them: every array it touches is owned by a caller
+that outlives the call.
+
+The rules, and who checks them:
+
+- it allocates nothing (numba refuses to compile an allocation without NRT);
+- it raises only exceptions with constant messages (numba: same);
+- it never returns one of its array arguments, whose reference the caller would then
+  release without having been given it (numba does not check this; a test of ours reads
+  the sources for it);
+- a function it calls that needs NRT (one that raises a message built at run time) is
+  compiled with ``njit(cache=True, _nrt=True)``: numba compiles callees with the
+  caller's setting unless they set their own.
+"""
+from __future__ import annotations
+
+from numba import njit
+
+
+def allocation_free(fn=None, *, inline: str = "never"):
+    """``njit(cache=True)`` without reference counting (see the module docstring);
+    ``inline="always"`` inlines the function into its callers' numba IR."""
+    decorate = njit(cache=True, inline=inline, _nrt=False)
+    return decorate if fn is None else decorate(fn)

@@ -1,0 +1,48 @@
+"""The rule of allocation-free kernels that numba does not check (see dynamics._compile):
+they never return one of their array arguments."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCES = sorted(p for pkg in ("dynamics", "optdyn") for p in (ROOT / pkg).rglob("*.py"))
+
+
+def _decorator_name(node: ast.expr) -> str:
+    target = node.func if isinstance(node, ast.Call) else node
+    return target.id if isinstance(target, ast.Name) else getattr(target, "attr", "")
+
+
+def _returned_arguments(fn: ast.FunctionDef) -> list[str]:
+    """Names of ``fn``'s parameters returned bare (alone or in a returned tuple)."""
+    params = {a.arg for a in fn.args.args + fn.args.kwonlyargs}
+    found = []
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Return) and node.value is not None:
+            values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
+            found += [v.id for v in values if isinstance(v, ast.Name) and v.id in params]
+    return found
+
+
+def _allocation_free_functions(path: Path) -> list[ast.FunctionDef]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    return [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)
+            and any(_decorator_name(d) == "allocation_free" for d in node.decorator_list)]
+
+
+def test_the_rule_is_found_when_broken():
+    bad = ast.parse("@allocation_free\ndef f(x, y):\n    if y > 0:\n        return x, 1.0\n    return 0.0, 1.0\n")
+    assert _returned_arguments(bad.body[0]) == ["x"]
+
+
+def test_there_are_allocation_free_kernels():
+    assert sum(len(_allocation_free_functions(p)) for p in SOURCES) >= 40
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_allocation_free_kernels_return_no_argument(path):
+    bad = {fn.name: names for fn in _allocation_free_functions(path) if (names := _returned_arguments(fn))}
+    assert not bad, f"{path.name}: allocation-free functions returning an argument: {bad}"
