@@ -18,9 +18,9 @@ The rules, and who checks them:
 - it never returns one of its array arguments, whose reference the caller would then
   release without having been given it (numba does not check this; a test of ours reads
   the sources for it);
-- a function it calls that needs NRT (one that raises a message built at run time) is
-  compiled with ``njit(cache=True, _nrt=True)``: numba compiles callees with the
-  caller's setting unless they set their own.
+- a function it calls that needs NRT (one that raises a message built at run time, or
+  allocates and frees its own arrays) is compiled with ``njit(cache=True, _nrt=True)``:
+  numba compiles callees with the caller's setting unless they set their own.
 """
 from __future__ import annotations
 

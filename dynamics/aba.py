@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._compile import allocation_free
 from ._checks import as_forces, as_vector
+from ._compile import allocation_free
 from .kinematics import kinematics_into
 from .model import IDX_V, NV, PARENT, Model
 from .rnea import check_forces, check_state, subtract_external_force

@@ -27,8 +27,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._compile import allocation_free
 from ._checks import as_forces, as_vector
+from ._compile import allocation_free
 from .aba_derivatives import aba_derivatives_kernel
 from .model import Model
 from .rnea_second_derivatives import idsva_so_kernel

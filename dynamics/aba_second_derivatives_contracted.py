@@ -25,8 +25,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._compile import allocation_free
 from ._checks import as_forces, as_vector
+from ._compile import allocation_free
 from .aba_derivatives import aba_derivatives_data
 from .kinematics import all_finite
 from .model import Model

@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._compile import allocation_free
 from ._checks import as_vector
+from ._compile import allocation_free
 from .kinematics import kinematics_into
 from .model import IDX_V, NV, PARENT, Model
 from .spatial import add_to_parent, dot6_at, mat6_vec_at

@@ -36,8 +36,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._compile import allocation_free
 from ._checks import as_vector
+from ._compile import allocation_free
 from .model import FREE_FLYER, IDX_Q, IDX_V, JTYPE, NV, PARENT, PLANAR, PRISMATIC, REVOLUTE, SPHERICAL, Model
 from .spatial import matmul_small
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._compile import allocation_free
 from ._checks import as_vector, check_frame
+from ._compile import allocation_free
 from .joints import check_configuration, joint_transform, motion_subspace
 from .model import IDX_V, NV, PARENT, Model
 from .spatial import world_inertia

@@ -31,8 +31,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._compile import allocation_free
 from ._checks import as_vector, check_frame
+from ._compile import allocation_free
 from .kinematics import world_kinematics
 from .model import IDX_V, NV, PARENT, Model
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._compile import allocation_free
 from ._checks import as_vector
+from ._compile import allocation_free
 from .aba import NOT_POSITIVE
 from .kinematics import kinematics_into
 from .model import IDX_V, NV, PARENT, SUBTREE_END, Model

@@ -26,8 +26,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._compile import allocation_free
 from ._checks import as_forces, as_vector
+from ._compile import allocation_free
 from .kinematics import all_finite, kinematics_into
 from .model import IDX_V, NV, PARENT, Model
 from .spatial import crf_at, crm_at, dot6_at, joint_velocity, mat6_vec_at

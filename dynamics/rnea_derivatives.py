@@ -32,8 +32,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._compile import allocation_free
 from ._checks import as_forces, as_vector
+from ._compile import allocation_free
 from .model import IDX_V, NV, PARENT, Model
 from .rnea import check_state, rnea_passes
 from .spatial import add_to_parent, crf_at, crm_at, dot6_at, mat6_vec_at

@@ -75,8 +75,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._compile import allocation_free
 from ._checks import as_forces, as_vector
+from ._compile import allocation_free
 from .model import IDX_V, NV, PARENT, Model
 from .rnea import check_state, rnea_passes
 from .rnea_derivatives import D, E, G, H, body_coriolis, coriolis_at, joint_terms, subspace_rates

@@ -46,8 +46,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._compile import allocation_free
 from ._checks import as_forces, as_vector
+from ._compile import allocation_free
 from .kinematics import all_finite, tangent_size
 from .model import IDX_V, NV, PARENT, Model
 from .rnea import check_state, rnea_passes
