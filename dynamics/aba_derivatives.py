@@ -103,10 +103,8 @@ def aba_derivatives_into(m, d, q, v, tau, f_ext, qdd, dqdd_dq, dqdd_dv, Minv):
         for k in range(nv):
             mk = Minv[r, k]
             for c in range(nv):
-                dqdd_dq[r, c] += mk * dtau_dq[k, c]
-                dqdd_dv[r, c] += mk * dtau_dv[k, c]
-        for c in range(nv):
-            dqdd_dq[r, c], dqdd_dv[r, c] = -dqdd_dq[r, c], -dqdd_dv[r, c]
+                dqdd_dq[r, c] -= mk * dtau_dq[k, c]
+                dqdd_dv[r, c] -= mk * dtau_dv[k, c]
     return True
 
 

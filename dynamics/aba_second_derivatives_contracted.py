@@ -49,7 +49,7 @@ def fdsva_so_contracted_terms(topology, dqdd_dq, dqdd_dv, Minv, data, lam, Hqq, 
             s += Minv[r, c] * lam[c]
         mu[r] = s
     idsva_so_contracted_passes(topology, data, mu, Hqq, Hvv, Hqv, Mq, work)
-    for j in range(n):  # row j of Mqᵀ ∂q̈/∂q, Mqᵀ ∂q̈/∂v, Mqᵀ M⁻¹ (contiguous inner loops)
+    for j in range(n):  # row j of Mqᵀ ∂q̈/∂q, Mqᵀ ∂q̈/∂v, −Mqᵀ M⁻¹ (contiguous inner loops)
         pq[:] = 0.0
         pv[:] = 0.0
         Hqtau[j, :] = 0.0
@@ -58,11 +58,10 @@ def fdsva_so_contracted_terms(topology, dqdd_dq, dqdd_dv, Minv, data, lam, Hqq, 
             for k in range(n):
                 pq[k] += m * dqdd_dq[l, k]
                 pv[k] += m * dqdd_dv[l, k]
-                Hqtau[j, k] += m * Minv[l, k]
+                Hqtau[j, k] -= m * Minv[l, k]
         for k in range(n):
             Hqq[j, k] += 2.0 * pq[k]  # ½(X + Xᵀ) below gives μ·∂²ID/∂q² + P + Pᵀ (the first is symmetric)
             Hqv[j, k] = -(Hqv[j, k] + pv[k])
-            Hqtau[j, k] = -Hqtau[j, k]
             Hvv[j, k] = -Hvv[j, k]
     for j in range(n):
         for k in range(j + 1):

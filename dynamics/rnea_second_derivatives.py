@@ -186,8 +186,8 @@ Q2, V2, QV, DM = range(4)  # blocks of the output: d2tau_dq2, d2tau_dv2, d2tau_d
 @njit(cache=True, inline="always")
 def _triple(i, j, k, ci, cj, ck, S, Psid, Psidd, PsidSd, w, T):
     """Write every entry of the columns ci, cj, ck of the bodies k ⪯ j ⪯ i (Alg. 1 lines 42–66)
-    into the blocks Q2, V2, QV, DM of T (4, nv, nv, nv): one array, so that the loops
-    hand one reference around instead of four.
+    into the blocks Q2, V2, QV, DM of T (4, nv, nv, nv), the one array of the four
+    tensors (see :func:`idsva_so_kernel`).
 
     The cases compare bodies: two columns of one body take the "k = j" or "j = i" forms.
     """

@@ -52,6 +52,7 @@ from .kinematics import all_finite, tangent_size
 from .model import IDX_V, NV, PARENT, Model
 from .rnea import check_state, rnea_passes
 from .rnea_derivatives import D, E, G, H, coriolis_at, rnea_derivative_passes
+from .rnea_second_derivatives import symmetrize_joint_blocks
 from .spatial import add_to_parent, crf_at, crm_at, dot6_at
 from .workspace import new_data
 
@@ -166,17 +167,6 @@ def _pair_outputs(topology, i, ci, S, Psid, Psidd, PsidSd, cvec, T, w, Hqq, Hvv,
         j = topology[j, PARENT]
 
 
-@allocation_free
-def _symmetrize_joint_blocks(topology, H):
-    """H[k, l] = H[l, k] = ½ (H[k, l] + H[l, k]) for two columns k, l of one joint: the chart
-    Hessian from the iterated Lie derivatives (see :func:`dynamics.rnea_second_derivatives.symmetrize_joint_blocks`)."""
-    for i in range(topology.shape[0]):
-        c0 = topology[i, IDX_V]
-        for k in range(c0, c0 + topology[i, NV]):
-            for l in range(c0, k):
-                H[k, l] = H[l, k] = 0.5 * (H[k, l] + H[l, k])
-
-
 @njit(cache=True)
 def new_so_work(topology):
     """Scratch of :func:`idsva_so_contracted_passes` for the model of ``topology``:
@@ -239,7 +229,7 @@ def idsva_so_contracted_passes(topology, data, mu, Hqq, Hvv, Hqv, Mq, work):
                 Ghat[lam, r] += Ghat[i, r]
                 Hhat[lam, r] += Hhat[i, r]
         add_to_parent(topology, BShat, i)
-    _symmetrize_joint_blocks(topology, Hqq)
+    symmetrize_joint_blocks(topology, Hqq.reshape((1,) + Hqq.shape))  # the chart Hessian of two columns of one joint
 
 
 @njit(cache=True)
