@@ -40,11 +40,12 @@ from numba import njit
 import dynamics as dyn
 from _common import loglog_slope, machine, per_call_us, table, write_section
 from dynamics._checks import NO_FORCE
-from dynamics.aba import aba_kernel
+from dynamics.aba import aba_into
 from dynamics.aba_derivatives import aba_derivatives_kernel
-from dynamics.crba import crba_kernel
-from dynamics.rnea import rnea_kernel
-from dynamics.rnea_derivatives import rnea_derivatives_kernel
+from dynamics.crba import crba_into
+from dynamics.rnea import rnea_passes
+from dynamics.rnea_derivatives import rnea_derivatives_into
+from dynamics.workspace import new_data
 
 SIZES = [2, 4, 8, 16, 24, 32, 40]
 FAMILIES = ("serial_chain", "binary_tree")
@@ -95,23 +96,30 @@ def central_differences(f, data, X, n_inputs, h):
 
 @njit
 def _tau(args, q, v, a):
-    return rnea_kernel(args, q, v, a, NO_FORCE)
+    d = new_data(args[0])
+    rnea_passes(args, d, q, v, a, NO_FORCE)
+    return d.tau.copy()
 
 
 @njit
 def _qdd(args, q, v, tau):
-    return aba_kernel(args, q, v, tau, NO_FORCE)
+    qdd = np.empty(v.shape[0])
+    aba_into(args, new_data(args[0]), q, v, tau, NO_FORCE, qdd)
+    return qdd
 
 
 @njit
 def _M(args, q, v, a):
-    return crba_kernel(args, q)
+    M = np.empty((v.shape[0], v.shape[0]))
+    crba_into(args, new_data(args[0]), q, M)
+    return M
 
 
 @njit
 def _tau_fo(args, q, v, a):
-    dtau_dq, dtau_dv = rnea_derivatives_kernel(args, q, v, a, NO_FORCE)
-    return np.stack((dtau_dq, dtau_dv))
+    out = np.empty((2, v.shape[0], v.shape[0]))
+    rnea_derivatives_into(args, new_data(args[0]), q, v, a, NO_FORCE, out[0], out[1])
+    return out
 
 
 @njit

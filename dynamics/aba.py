@@ -15,26 +15,26 @@ products with D_i⁻¹ (Featherstone Table 7.1 as written, for multi-DoF joints)
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
-from ._checks import as_forces, as_vector
-from ._compile import allocation_free
+from ._checks import NO_FORCE, as_state
+from ._compile import allocation_free, call_checked, entry_point
 from .kinematics import kinematics_into
 from .model import IDX_V, NV, PARENT, Model
-from .rnea import check_forces, check_state, subtract_external_force
+from .rnea import check_forces, check_sizes, check_state, subtract_external_force
 from .spatial import crf_at, crm_at, dot6_at, joint_inertia_inverse, joint_velocity, mat6_vec_at
-from .workspace import new_data
+from .workspace import call_views
 
 NOT_POSITIVE = "model: articulated inertia about a joint is not positive definite (massless leaf body?)"
 
 
-@njit(cache=True)
-def aba_kernel(m, q, v, tau, f_ext):
-    """q̈ = FD(q, v, τ, f_ext) (f_ext (n, 6) local, or (0, 6)), inputs checked for NaN/inf."""
-    qdd = np.empty(v.shape[0])
-    if not aba_into(m, new_data(m[0]), q, v, tau, f_ext, qdd):
+@entry_point
+def aba_call(b, q, v, tau, f_ext, qdd):
+    """q̈ = FD(q, v, τ, f_ext) into ``qdd`` (f_ext (n, 6) local, or (0, 6)), model and
+    workspace cut from ``b`` (a :func:`dynamics.workspace.call_buffer`); inputs checked."""
+    m, d = call_views(b)
+    check_sizes(m[0], q, v, tau, f_ext)
+    if not aba_into(m, d, q, v, tau, f_ext, qdd):
         raise ValueError(NOT_POSITIVE)
-    return qdd
 
 
 @allocation_free
@@ -111,5 +111,9 @@ def aba(model: Model, q, v, tau, f_ext=None) -> np.ndarray:
 
     ``f_ext`` (njoints, 6), optional: external forces as in :func:`dynamics.rnea`.
     """
-    q, v, tau = as_vector(q, model.nq, "q"), as_vector(v, model.nv, "v"), as_vector(tau, model.nv, "tau")
-    return aba_kernel(model.arrays, q, v, tau, as_forces(model, f_ext))
+    qdd = np.empty(model.nv)
+    try:
+        aba_call(model.workspace, q, v, tau, NO_FORCE if f_ext is None else f_ext, qdd)
+    except (TypeError, ValueError):  # not float64 vectors, or bad input: check and name it
+        call_checked(aba_call, model.workspace, *as_state(model, q, v, tau, "tau", f_ext), qdd)
+    return qdd

@@ -19,16 +19,16 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._checks import as_forces, as_vector
-from ._compile import allocation_free
+from ._checks import NO_FORCE, as_state
+from ._compile import allocation_free, call_checked, entry_point
 from .kinematics import kinematics_into
 from .aba import NOT_POSITIVE
 from .minv import minv_passes
 from .model import PARENT, Model
-from .rnea import check_forces, check_state, rnea_passes_at
+from .rnea import check_forces, check_sizes, check_state, rnea_passes_at
 from .rnea_derivatives import rnea_derivative_passes
 from .spatial import copy_into, joint_velocity, mat6_vec_at
-from .workspace import new_data
+from .workspace import call_views, new_data
 
 
 @allocation_free
@@ -69,6 +69,16 @@ def aba_derivatives_data(m, q, v, tau, f_ext):
     if not aba_derivatives_into(m, d, q, v, tau, f_ext, qdd, out[0], out[1], out[2]):
         raise ValueError(NOT_POSITIVE)
     return qdd, out[0], out[1], out[2], (d.S, d.I, d.BC, d.rates, d.T)
+
+
+@entry_point
+def aba_derivatives_call(b, q, v, tau, f_ext, qdd, out):
+    """q̈ into ``qdd`` and (∂q̈/∂q, ∂q̈/∂q̇, M⁻¹) into ``out`` (3, nv, nv), model and
+    workspace cut from ``b`` (a :func:`dynamics.workspace.call_buffer`); inputs checked."""
+    m, d = call_views(b)
+    check_sizes(m[0], q, v, tau, f_ext)
+    if not aba_derivatives_into(m, d, q, v, tau, f_ext, qdd, out[0], out[1], out[2]):
+        raise ValueError(NOT_POSITIVE)
 
 
 @allocation_free
@@ -116,6 +126,9 @@ def aba_derivatives(model: Model, q, v, tau, f_ext=None) -> tuple[np.ndarray, np
     ``dqdd_dq[i, j] = ∂q̈_i/∂q_j`` (tangent direction j, as :func:`dynamics.rnea_derivatives`);
     ``dqdd_dtau`` = M(q)⁻¹ (symmetric).
     """
-    q, v, tau = as_vector(q, model.nq, "q"), as_vector(v, model.nv, "v"), as_vector(tau, model.nv, "tau")
-    _, dqdd_dq, dqdd_dv, Minv = aba_derivatives_kernel(model.arrays, q, v, tau, as_forces(model, f_ext))
-    return dqdd_dq, dqdd_dv, Minv
+    qdd, out = np.empty(model.nv), np.empty((3, model.nv, model.nv))
+    try:
+        aba_derivatives_call(model.workspace, q, v, tau, NO_FORCE if f_ext is None else f_ext, qdd, out)
+    except (TypeError, ValueError):  # not float64 vectors, or bad input: check and name it
+        call_checked(aba_derivatives_call, model.workspace, *as_state(model, q, v, tau, "tau", f_ext), qdd, out)
+    return out[0], out[1], out[2]

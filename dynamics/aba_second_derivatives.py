@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._checks import as_forces, as_vector
+from ._checks import as_state
 from ._compile import allocation_free
 from .aba_derivatives import aba_derivatives_kernel
 from .model import Model
@@ -119,5 +119,4 @@ def aba_second_derivatives(model: Model, q, v, tau, f_ext=None
     (:func:`dynamics.integrate`; local coordinates, d2qdd_dq2 symmetric in j, k). The four
     are views of one (4, nv, nv, nv) array.
     """
-    q, v, tau = as_vector(q, model.nq, "q"), as_vector(v, model.nv, "v"), as_vector(tau, model.nv, "tau")
-    return fdsva_so_kernel(model.arrays, q, v, tau, as_forces(model, f_ext))
+    return fdsva_so_kernel(model.arrays, *as_state(model, q, v, tau, "tau", f_ext))

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._checks import as_forces, as_vector
+from ._checks import as_state, as_vector
 from ._compile import allocation_free
 from .aba_derivatives import aba_derivatives_data
 from .kinematics import all_finite
@@ -92,6 +92,5 @@ def aba_second_derivatives_contracted(model: Model, q, v, tau, lam, f_ext=None
     the tensors of :func:`dynamics.aba_second_derivatives`. Every joint type;
     q-derivatives are those of ε ↦ λᵀq̈(q ⊕ ε) at ε = 0 (Hqq symmetric).
     """
-    q, v, tau = as_vector(q, model.nq, "q"), as_vector(v, model.nv, "v"), as_vector(tau, model.nv, "tau")
-    lam = as_vector(lam, model.nv, "lam")
-    return fdsva_so_contracted_kernel(model.arrays, q, v, tau, as_forces(model, f_ext), lam)
+    return fdsva_so_contracted_kernel(model.arrays, *as_state(model, q, v, tau, "tau", f_ext),
+                                      as_vector(lam, model.nv, "lam"))

@@ -8,23 +8,22 @@ Featherstone Table 6.2 in ground coordinates, where no transforms are needed:
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from ._checks import as_vector
-from ._compile import allocation_free
-from .kinematics import kinematics_into
+from ._compile import allocation_free, call_checked, entry_point
+from .kinematics import check_configuration_size, kinematics_into
 from .model import IDX_V, NV, PARENT, Model
 from .spatial import add_to_parent, dot6_at, mat6_vec_at
-from .workspace import new_data
+from .workspace import call_views
 
 
-@njit(cache=True)
-def crba_kernel(m, q):
-    """M (nv, nv), full and symmetric; q checked."""
-    d = new_data(m[0])
-    M = np.empty((d.S.shape[0], d.S.shape[0]))
+@entry_point
+def crba_call(b, q, M):
+    """M(q) into ``M`` (nv, nv), model and workspace cut from ``b`` (a
+    :func:`dynamics.workspace.call_buffer`); q checked."""
+    m, d = call_views(b)
+    check_configuration_size(m[0], q)
     crba_into(m, d, q, M)
-    return M
 
 
 @allocation_free
@@ -48,5 +47,9 @@ def crba_into(m, d, q, M):
 
 def crba(model: Model, q) -> np.ndarray:
     """Joint-space inertia matrix M(q) (nv, nv), full and symmetric."""
-    q = as_vector(q, model.nq, "q")
-    return crba_kernel(model.arrays, q)
+    M = np.empty((model.nv, model.nv))
+    try:
+        crba_call(model.workspace, q, M)
+    except (TypeError, ValueError):  # not a float64 vector, or bad input: check and name it
+        call_checked(crba_call, model.workspace, as_vector(q, model.nq, "q"), M)
+    return M

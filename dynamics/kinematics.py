@@ -13,7 +13,7 @@ from numba import njit
 from ._checks import as_vector, check_frame
 from ._compile import allocation_free
 from .joints import check_configuration, joint_transform, motion_subspace
-from .model import IDX_V, NV, PARENT, Model
+from .model import IDX_Q, IDX_V, NQ, NV, PARENT, Model
 from .spatial import world_inertia
 
 
@@ -31,6 +31,21 @@ def tangent_size(topology):
     """nv, the number of velocity variables (DoF columns) of the model."""
     n = topology.shape[0]
     return 0 if n == 0 else topology[n - 1, IDX_V] + topology[n - 1, NV]
+
+
+@allocation_free
+def configuration_size(topology):
+    """nq, the number of configuration variables of the model."""
+    n = topology.shape[0]
+    return 0 if n == 0 else topology[n - 1, IDX_Q] + topology[n - 1, NQ]
+
+
+@allocation_free
+def check_configuration_size(topology, q):
+    """Raise ValueError unless q has nq entries (for kernels called on unchecked arrays,
+    whose caller then names the argument: :func:`dynamics._compile.entry_point`)."""
+    if q.shape[0] != configuration_size(topology):
+        raise ValueError("q has the wrong size")
 
 
 @allocation_free

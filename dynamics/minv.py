@@ -17,15 +17,14 @@ D_i⁻¹ and the divisions by D_i products with it.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from ._checks import as_vector
-from ._compile import allocation_free
+from ._compile import allocation_free, call_checked, entry_point
 from .aba import NOT_POSITIVE
-from .kinematics import kinematics_into
+from .kinematics import check_configuration_size, kinematics_into
 from .model import IDX_V, NV, PARENT, SUBTREE_END, Model
-from .spatial import dot6_at, joint_inertia_inverse, mat6_vec_at
-from .workspace import new_data
+from .spatial import joint_inertia_inverse, mat6_vec_at
+from .workspace import call_views
 
 
 @allocation_free(inline="always")
@@ -51,15 +50,15 @@ def _block_solve(A, c0, k, X, b, col, Dinv, i, x, out):
         out[c0 + r, col] -= s
 
 
-@njit(cache=True)
-def minv_kernel(m, q):
-    """M(q)⁻¹ (nv, nv) by the three-pass algorithm; q checked for NaN/inf."""
-    d = new_data(m[0])
+@entry_point
+def minv_call(b, q, Minv):
+    """M(q)⁻¹ into ``Minv`` (nv, nv) by the three-pass algorithm, model and workspace cut
+    from ``b`` (a :func:`dynamics.workspace.call_buffer`); q checked."""
+    m, d = call_views(b)
+    check_configuration_size(m[0], q)
     kinematics_into(m, q, d)
-    Minv = np.empty((d.S.shape[0], d.S.shape[0]))
     if not minv_passes(m[0], d, d.I, Minv):
         raise ValueError(NOT_POSITIVE)
-    return Minv
 
 
 @allocation_free
@@ -119,5 +118,9 @@ def minv_passes(topology, d, IA, Minv):
 
 def minv(model: Model, q) -> np.ndarray:
     """M(q)⁻¹ (nv, nv) by Carpentier's algorithm (not a factorisation of M)."""
-    q = as_vector(q, model.nq, "q")
-    return minv_kernel(model.arrays, q)
+    Minv = np.empty((model.nv, model.nv))
+    try:
+        minv_call(model.workspace, q, Minv)
+    except (TypeError, ValueError):  # not a float64 vector, or bad input: check and name it
+        call_checked(minv_call, model.workspace, as_vector(q, model.nq, "q"), Minv)
+    return Minv

@@ -136,6 +136,17 @@ class Model:
         built once, and again after gravity is set)."""
         return (self.topology, self.joint_placement, self.axis, self.inertia, self._gravity)
 
+    @cached_property
+    def workspace(self) -> np.ndarray:
+        """The buffer of the single-state functions called from Python (``dynamics.rnea``,
+        ``crba``, ``aba``, ``minv`` and their first derivatives): a packed copy of
+        :attr:`arrays` and the scratch space their kernels cut into the views of
+        ``dynamics.workspace.Data``, made once as Pinocchio's Data from its Model (built
+        again after gravity is set). The kernels hold the GIL, so calls from several Python
+        threads take turns on it; the batched and parallel kernels make their own."""
+        from .workspace import call_buffer  # the workspace module reads this one's constants
+        return call_buffer(self.arrays)
+
     @property
     def parent(self) -> np.ndarray:
         """Parent body index λ(i) of every body, −1 for the fixed base."""
@@ -153,6 +164,7 @@ class Model:
             raise ValueError(f"gravity: expected 3 finite numbers, got {g!r}")
         self._gravity = g
         self.__dict__.pop("arrays", None)
+        self.__dict__.pop("workspace", None)
 
     @property
     def frame_names(self) -> tuple[str, ...]:

@@ -26,12 +26,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._checks import as_forces, as_vector
-from ._compile import allocation_free
-from .kinematics import all_finite, kinematics_into
+from ._checks import NO_FORCE, as_state
+from ._compile import allocation_free, call_checked, entry_point
+from .kinematics import all_finite, check_configuration_size, kinematics_into, tangent_size
 from .model import IDX_V, NV, PARENT, Model
-from .spatial import crf_at, crm_at, dot6_at, joint_velocity, mat6_vec_at
-from .workspace import new_data
+from .spatial import copy_into, crf_at, crm_at, dot6_at, joint_velocity, mat6_vec_at
+from .workspace import call_views
 
 
 @njit(cache=True, _nrt=True)  # raises a message passed at run time: needs NRT
@@ -42,6 +42,17 @@ def check_state(q, v, w, w_name):
         raise ValueError("v: expected finite values, got NaN or inf")
     if not all_finite(w):
         raise ValueError(w_name)
+
+
+@allocation_free
+def check_sizes(topology, q, v, w, f_ext):
+    """Raise ValueError unless q (nq,), v and w (nv,) and f_ext ((n, 6) or (0, 6)) have the
+    model's sizes: the check of an :func:`dynamics._compile.entry_point`, whose caller then
+    names the argument."""
+    check_configuration_size(topology, q)
+    nv, nf = tangent_size(topology), f_ext.shape[0]
+    if v.shape[0] != nv or w.shape[0] != nv or f_ext.shape[1] != 6 or (nf != 0 and nf != topology.shape[0]):
+        raise ValueError("an argument has the wrong size")
 
 
 @allocation_free
@@ -117,13 +128,15 @@ def subtract_external_force(R, p, f_ext, i, f):
     f[i, 2] -= p[i, 0] * f1 - p[i, 1] * f0
 
 
-@njit(cache=True)
-def rnea_kernel(m, q, v, a, f_ext):
-    """τ = ID(q, v, a, f_ext), inputs checked for NaN/inf."""
+@entry_point
+def rnea_call(b, q, v, a, f_ext, tau):
+    """τ = ID(q, v, a, f_ext) into ``tau``, model and workspace cut from ``b`` (a
+    :func:`dynamics.workspace.call_buffer`); inputs checked."""
+    m, d = call_views(b)
+    check_sizes(m[0], q, v, a, f_ext)
     check_state(q, v, a, "a: expected finite values, got NaN or inf")
-    d = new_data(m[0])
     rnea_passes(m, d, q, v, a, f_ext)
-    return d.tau.copy()
+    copy_into(tau, d.tau)
 
 
 def rnea(model: Model, q, v, a, f_ext=None) -> np.ndarray:
@@ -132,8 +145,12 @@ def rnea(model: Model, q, v, a, f_ext=None) -> np.ndarray:
     ``f_ext`` (njoints, 6), optional: one external spatial force [linear; angular] per
     joint's body, expressed in that joint's frame about its origin (Pinocchio's ``fext``).
     """
-    q, v, a = as_vector(q, model.nq, "q"), as_vector(v, model.nv, "v"), as_vector(a, model.nv, "a")
-    return rnea_kernel(model.arrays, q, v, a, as_forces(model, f_ext))
+    tau = np.empty(model.nv)
+    try:
+        rnea_call(model.workspace, q, v, a, NO_FORCE if f_ext is None else f_ext, tau)
+    except (TypeError, ValueError):  # not float64 vectors, or bad input: check and name it
+        call_checked(rnea_call, model.workspace, *as_state(model, q, v, a, "a", f_ext), tau)
+    return tau
 
 
 def nonlinear_effects(model: Model, q, v) -> np.ndarray:

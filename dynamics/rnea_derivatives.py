@@ -30,14 +30,13 @@ derivatives Pinocchio returns; for 1-DoF joints they are ordinary partial deriva
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
-from ._checks import as_forces, as_vector
-from ._compile import allocation_free
+from ._checks import NO_FORCE, as_state
+from ._compile import allocation_free, call_checked, entry_point
 from .model import IDX_V, NV, PARENT, Model
-from .rnea import check_state, rnea_passes
+from .rnea import check_sizes, check_state, rnea_passes
 from .spatial import add_to_parent, crf_at, crm_at, dot6_at, mat6_vec_at
-from .workspace import new_data
+from .workspace import call_views
 
 
 @allocation_free(inline="always")
@@ -94,7 +93,7 @@ def rnea_derivatives_into(m, d, q, v, a, f_ext, dtau_dq, dtau_dv):
     """Write ∂τ/∂q and ∂τ/∂q̇ (nv, nv) at (q, v, a) into ``dtau_dq`` and ``dtau_dv``, every
     intermediate in the workspace ``d`` (:mod:`dynamics.workspace`).
 
-    Inputs are not checked (see :func:`rnea_derivatives_kernel`).
+    Inputs are not checked (see :func:`rnea_derivatives_call`).
     """
     rnea_passes(m, d, q, v, a, f_ext)
     rnea_derivative_passes(m[0], m[4], d.S, d.I, d.vel, d.acc, d.fC, d.rates, d.BC, d.T, dtau_dq, dtau_dv)
@@ -188,14 +187,14 @@ def joint_terms(i, c, S, IC, BC, Psid, Psidd, Sd, fC, t):
         t[D, r] += t[TMP, r]
 
 
-@njit(cache=True)
-def rnea_derivatives_kernel(m, q, v, a, f_ext):
-    """(∂τ/∂q, ∂τ/∂q̇), each (nv, nv), inputs checked for NaN/inf."""
+@entry_point
+def rnea_derivatives_call(b, q, v, a, f_ext, out):
+    """(∂τ/∂q, ∂τ/∂q̇) into ``out`` (2, nv, nv), model and workspace cut from ``b`` (a
+    :func:`dynamics.workspace.call_buffer`); inputs checked."""
+    m, d = call_views(b)
+    check_sizes(m[0], q, v, a, f_ext)
     check_state(q, v, a, "a: expected finite values, got NaN or inf")
-    nv = v.shape[0]
-    dtau_dq, dtau_dv = np.empty((nv, nv)), np.empty((nv, nv))
-    rnea_derivatives_into(m, new_data(m[0]), q, v, a, f_ext, dtau_dq, dtau_dv)
-    return dtau_dq, dtau_dv
+    rnea_derivatives_into(m, d, q, v, a, f_ext, out[0], out[1])
 
 
 def rnea_derivatives(model: Model, q, v, a, f_ext=None) -> tuple[np.ndarray, np.ndarray]:
@@ -206,5 +205,9 @@ def rnea_derivatives(model: Model, q, v, a, f_ext=None) -> tuple[np.ndarray, np.
     derivative along the tangent direction j (q ⊕ ε, :mod:`dynamics.joints`).
     ∂τ/∂a is M(q) (:func:`dynamics.crba`).
     """
-    q, v, a = as_vector(q, model.nq, "q"), as_vector(v, model.nv, "v"), as_vector(a, model.nv, "a")
-    return rnea_derivatives_kernel(model.arrays, q, v, a, as_forces(model, f_ext))
+    out = np.empty((2, model.nv, model.nv))
+    try:
+        rnea_derivatives_call(model.workspace, q, v, a, NO_FORCE if f_ext is None else f_ext, out)
+    except (TypeError, ValueError):  # not float64 vectors, or bad input: check and name it
+        call_checked(rnea_derivatives_call, model.workspace, *as_state(model, q, v, a, "a", f_ext), out)
+    return out[0], out[1]

@@ -75,7 +75,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._checks import as_forces, as_vector
+from ._checks import as_state
 from ._compile import allocation_free
 from .model import IDX_V, NV, PARENT, Model
 from .rnea import check_state, rnea_passes
@@ -292,5 +292,4 @@ def rnea_second_derivatives(model: Model, q, v, a, f_ext=None) -> tuple[np.ndarr
     mean of the two iterated Lie derivatives, see the module docstring). The four are
     views of one (4, nv, nv, nv) array.
     """
-    q, v, a = as_vector(q, model.nq, "q"), as_vector(v, model.nv, "v"), as_vector(a, model.nv, "a")
-    return idsva_so_kernel(model.arrays, q, v, a, as_forces(model, f_ext))
+    return idsva_so_kernel(model.arrays, *as_state(model, q, v, a, "a", f_ext))

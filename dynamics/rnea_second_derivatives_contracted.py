@@ -46,7 +46,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._checks import as_forces, as_vector
+from ._checks import as_state, as_vector
 from ._compile import allocation_free
 from .kinematics import all_finite, tangent_size
 from .model import IDX_V, NV, PARENT, Model
@@ -260,6 +260,4 @@ def rnea_second_derivatives_contracted(model: Model, q, v, a, mu, f_ext=None
     :func:`dynamics.rnea_second_derivatives`, in O(n·d) instead of O(n·d²). Every joint
     type; q-derivatives are those of ε ↦ μᵀτ(q ⊕ ε) at ε = 0 (Hqq symmetric).
     """
-    q, v, a = as_vector(q, model.nq, "q"), as_vector(v, model.nv, "v"), as_vector(a, model.nv, "a")
-    mu = as_vector(mu, model.nv, "mu")
-    return idsva_so_contracted_kernel(model.arrays, q, v, a, as_forces(model, f_ext), mu)
+    return idsva_so_contracted_kernel(model.arrays, *as_state(model, q, v, a, "a", f_ext), as_vector(mu, model.nv, "mu"))

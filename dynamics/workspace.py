@@ -7,18 +7,26 @@ allocate nothing, so a loop over the knots of a trajectory allocates its workspa
 (once per chunk of knots when they run in parallel: no two threads share one) and every
 evaluation after that is allocation-free.
 
-A single call from Python makes a workspace for itself: eleven allocations, one per block
-of equally shaped arrays whose rows are the fields (about 0.5 µs on a 6-DoF arm, no more
-than the arrays it replaces). It is not handed over from Python because numba unboxes
-every array of an argument on each call (about 0.1 µs per array, more than allocating it).
+A workspace is one float64 buffer of :func:`data_size` entries, cut into the fields by
+:func:`data_views`. The single-state functions called from Python (``dynamics.rnea`` and
+the others of Pinocchio's per-call API) reuse a buffer their model owns
+(``Model.workspace``, a :func:`call_buffer`), which also holds a packed copy of the model
+record, and receive model and workspace as that one array: numba unboxes every array of
+an argument on each call (about 0.1 µs per array, 0.45 µs for the record's tuple of five),
+which on a 6-DoF arm costs as much as the algorithm; so would allocating the workspace.
 """
 from __future__ import annotations
 
 from collections import namedtuple
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.core import cgutils
+from numba.core.imputils import impl_ret_borrowed
+from numba.extending import intrinsic
+from numba.np.arrayobj import make_array, populate_array
 
+from ._compile import allocation_free
 from .kinematics import tangent_size
 
 Data = namedtuple("Data", [
@@ -36,13 +44,90 @@ Data = namedtuple("Data", [
 """The views of a workspace (see the shapes above; n bodies, nv DoF columns)."""
 
 
+@allocation_free
+def data_size(n, nv):
+    """Number of float64 entries of the workspace of a model of n bodies and nv DoF columns
+    (the blocks of :func:`data_views`)."""
+    return 4 * n * 36 + 6 * n * 6 + 6 * nv * 6 + 2 * nv + 3 * nv * nv + 2 * n * nv * 6 + n * 12 + nv * 36 + 24 + 72
+
+
+@intrinsic
+def c_view(typingctx, w, k, shape):
+    """``w[k : k + prod(shape)].reshape(shape)`` for a contiguous ``w``, unchecked: the
+    C-contiguous view built in place. numba's reshape calls a runtime helper (about 30 ns),
+    and the sixteen views of a call buffer would cost a third of the RNEA on a 6-DoF arm."""
+    signature = w.copy(ndim=len(shape), layout="C")(w, k, shape)
+
+    def codegen(context, builder, signature, args):
+        source = make_array(signature.args[0])(context, builder, args[0])
+        view = make_array(signature.return_type)(context, builder)
+        dims = [context.cast(builder, d, t, types.intp)
+                for d, t in zip(cgutils.unpack_tuple(builder, args[2]), signature.args[2])]
+        strides, stride = [], source.itemsize
+        for d in reversed(dims):
+            strides.insert(0, stride)
+            stride = builder.mul(stride, d)
+        start = context.cast(builder, args[1], signature.args[1], types.intp)
+        populate_array(view, data=builder.gep(source.data, [start]), shape=dims, strides=strides,
+                       itemsize=source.itemsize, meminfo=source.meminfo, parent=source.parent)
+        return impl_ret_borrowed(context, builder, signature.return_type, view._getvalue())
+
+    return signature, codegen
+
+
+@allocation_free(inline="always")
+def _block(w, k, shape):
+    """The view of ``w`` from entry k with the given shape, and the entry after it."""
+    size = 1
+    for s in shape:
+        size *= s
+    return c_view(w, k, shape), k + size
+
+
+@allocation_free(inline="always")
+def data_views(topology, w):
+    """The workspace cut from the buffer ``w`` of :func:`data_size` entries: its fields
+    are views of ``w``, by blocks of equally shaped arrays. Inlined into its callers, so
+    the views are never handed across a call compiled without reference counting."""
+    n, nv = topology.shape[0], tangent_size(topology)
+    B66, k = _block(w, 0, (4, n, 6, 6))
+    B6, k = _block(w, k, (6, n, 6))
+    C6, k = _block(w, k, (6, nv, 6))
+    vec, k = _block(w, k, (2, nv))
+    NN, k = _block(w, k, (3, nv, nv))
+    FP, k = _block(w, k, (2, n, nv, 6))
+    R, k = _block(w, k, (n, 3, 3))
+    p, k = _block(w, k, (n, 3))
+    T, k = _block(w, k, (nv, 6, 6))
+    h, k = _block(w, k, (4, 6))
+    gauss, k = _block(w, k, (6, 12))
+    return Data(R, p, C6[0], B66[0], B66[1], B66[2], B66[3], B6[0], B6[1], B6[2], B6[3], B6[4:6],
+                C6[1], C6[2], C6[3:6], vec[0], vec[1], NN[0], NN[1], NN[2], FP[0], FP[1], T, h, gauss)
+
+
+def call_buffer(m: tuple) -> np.ndarray:
+    """The one array a single-state kernel called from Python receives (see the module
+    docstring): the model record ``m`` packed — n, the int64 topology's bits, the joint
+    placements, axes, inertias and gravity — followed by a workspace; cut by :func:`call_views`."""
+    topology = m[0]
+    n, nv = topology.shape[0], tangent_size(topology)
+    head = np.concatenate(([n], topology.ravel().view(np.float64), *(np.ravel(a) for a in m[1:])))
+    return np.concatenate((head, np.empty(data_size(n, nv))))
+
+
+@allocation_free(inline="always")
+def call_views(b):
+    """(model record, workspace) cut from a :func:`call_buffer`, both views of ``b``."""
+    n = int(b[0])
+    topology = c_view(b.view(np.int64), 1, (n, 7))
+    joint_placement, k = _block(b, 1 + 7 * n, (n, 4, 4))
+    axis, k = _block(b, k, (n, 3))
+    inertia, k = _block(b, k, (n, 13))
+    gravity, k = _block(b, k, (3,))
+    return (topology, joint_placement, axis, inertia, gravity), data_views(topology, b[k:])
+
+
 @njit(cache=True)
 def new_data(topology):
-    """A fresh workspace (uninitialised) for the model of ``topology``: one allocation per
-    block of equally shaped arrays, whose rows are the :data:`Data` fields."""
-    n, nv = topology.shape[0], tangent_size(topology)
-    B66, B6, C6 = np.empty((4, n, 6, 6)), np.empty((6, n, 6)), np.empty((6, nv, 6))
-    vec, NN, FP = np.empty((2, nv)), np.empty((3, nv, nv)), np.empty((2, n, nv, 6))
-    return Data(np.empty((n, 3, 3)), np.empty((n, 3)), C6[0], B66[0], B66[1], B66[2], B66[3],
-                B6[0], B6[1], B6[2], B6[3], B6[4:6], C6[1], C6[2], C6[3:6], vec[0], vec[1],
-                NN[0], NN[1], NN[2], FP[0], FP[1], np.empty((nv, 6, 6)), np.empty((4, 6)), np.empty((6, 12)))
+    """A fresh workspace (uninitialised) for the model of ``topology``: one allocation."""
+    return data_views(topology, np.empty(data_size(topology.shape[0], tangent_size(topology))))

@@ -7,6 +7,7 @@ differences (gravity = ∇V, frame Jacobians).
 """
 from __future__ import annotations
 
+import numba
 import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
@@ -279,3 +280,54 @@ def test_valid_inputs_of_other_types_are_accepted(ur5):
     qf = np.array(q, dtype=np.float32)
     np.testing.assert_allclose(dyn.crba(ur5, q), dyn.crba(ur5, np.asarray(q, float)), rtol=0, atol=0)
     np.testing.assert_allclose(dyn.crba(ur5, qf), dyn.crba(ur5, qf.astype(float)), rtol=0, atol=0)
+
+
+SINGLE_STATE = {  # the public single-state functions that call a kernel on the user's arrays
+    "rnea": (lambda m, q, v, a: dyn.rnea(m, q, v, a), "dynamics.rnea", "rnea_call"),
+    "aba": (lambda m, q, v, a: dyn.aba(m, q, v, a), "dynamics.aba", "aba_call"),
+    "crba": (lambda m, q, v, a: dyn.crba(m, q), "dynamics.crba", "crba_call"),
+    "minv": (lambda m, q, v, a: dyn.minv(m, q), "dynamics.minv", "minv_call"),
+    "rnea_derivatives": (lambda m, q, v, a: np.stack(dyn.rnea_derivatives(m, q, v, a)),
+                         "dynamics.rnea_derivatives", "rnea_derivatives_call"),
+    "aba_derivatives": (lambda m, q, v, a: np.stack(dyn.aba_derivatives(m, q, v, a)),
+                        "dynamics.aba_derivatives", "aba_derivatives_call"),
+}
+
+
+def _read_only(x):
+    x = x.copy()
+    x.flags.writeable = False
+    return x
+
+
+@pytest.mark.parametrize("func", list(SINGLE_STATE))
+def test_arrays_of_other_types_and_layouts_give_the_same_result_and_compile_nothing_for_them(ur5, func):
+    """Lists, strided, read-only and integer arrays are converted in Python (read-only
+    ones compiled for once); the kernel is never compiled for a foreign type."""
+    import importlib
+
+    f, module, kernel_name = SINGLE_STATE[func]
+    kernel = getattr(importlib.import_module(module), kernel_name)
+    q, v, a = random_state(ur5, 3)
+    ref = f(ur5, q, v, a)
+    for convert in (list, lambda x: np.repeat(x, 2)[::2], _read_only):
+        np.testing.assert_array_equal(f(ur5, convert(q), convert(v), convert(a)), ref)
+    q, v, a = (np.round(3 * x) for x in (q, v, a))
+    np.testing.assert_array_equal(f(ur5, *(x.astype(np.int64) for x in (q, v, a))), f(ur5, q, v, a))
+    for signature in kernel.signatures:
+        assert all(isinstance(t, numba.types.Array) and t.dtype == numba.float64 for t in signature), signature
+
+
+def test_the_single_state_functions_share_the_models_buffer_without_stale_results():
+    """Interleaved calls on two models and after a gravity change see their own model."""
+    ur5, pendulum = dyn.models.ur5(), dyn.models.double_pendulum()
+    q, v, a = random_state(ur5, 4)
+    qp, vp, ap = random_state(pendulum, 4)
+    tau, taup = dyn.rnea(ur5, q, v, a), dyn.rnea(pendulum, qp, vp, ap)
+    for _ in range(2):
+        np.testing.assert_array_equal(dyn.rnea(ur5, q, v, a), tau)
+        np.testing.assert_array_equal(dyn.rnea(pendulum, qp, vp, ap), taup)
+    M = dyn.crba(ur5, q)
+    ur5.gravity = (0.0, 0.0, 0.0)
+    np.testing.assert_allclose(dyn.rnea(ur5, q, v, a), tau - dyn.gravity_torques(dyn.models.ur5(), q), atol=1e-12)
+    np.testing.assert_array_equal(dyn.crba(ur5, q), M)
