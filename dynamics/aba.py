@@ -37,6 +37,25 @@ def aba_call(b, q, v, tau, f_ext, qdd):
         raise ValueError(NOT_POSITIVE)
 
 
+@allocation_free(inline="always")
+def project_out_joint(topology, U, Dinv, i, UD, IA):
+    """UD (joint i's rows) = U_i D_i⁻¹ and IA[i] −= U_i D_i⁻¹ U_iᵀ: the articulated inertia
+    I^a_i that body i passes to its parent (Featherstone 2008, Table 7.1), the outer
+    product row by row (contiguous inner loops)."""
+    c0, k = topology[i, IDX_V], topology[i, NV]
+    for a in range(k):
+        for r in range(6):
+            s = 0.0
+            for b in range(k):
+                s += U[c0 + b, r] * Dinv[i, b, a]
+            UD[c0 + a, r] = s
+    for a in range(c0, c0 + k):
+        for r in range(6):
+            ud = UD[a, r]
+            for col in range(6):
+                IA[i, r, col] -= ud * U[a, col]
+
+
 @allocation_free
 def aba_into(m, d, q, v, tau, f_ext, qdd):
     """Write q̈ = FD(q, v, τ, f_ext) into ``qdd``, every intermediate in the workspace ``d``
@@ -69,16 +88,7 @@ def aba_into(m, d, q, v, tau, f_ext, qdd):
         lam = topology[i, PARENT]
         if lam < 0:
             continue
-        for a in range(k):  # U D⁻¹ column by column
-            for r in range(6):
-                s = 0.0
-                for b in range(k):
-                    s += U[c0 + b, r] * Dinv[i, b, a]
-                UD[c0 + a, r] = s
-        for a in range(c0, c0 + k):
-            for r in range(6):
-                for col in range(6):
-                    IA[i, r, col] -= UD[a, r] * U[a, col]
+        project_out_joint(topology, U, Dinv, i, UD, IA)
         mat6_vec_at(IA, i, c, i, h, 0)
         for r in range(6):
             s = pA[i, r] + h[0, r]

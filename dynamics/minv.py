@@ -9,7 +9,8 @@ columns are M⁻¹ directly; M is never formed nor factorised. In ground coordin
     forward:   M⁻¹[i, k≥i] −= U_iᵀ P_λ[:, k] / D_i,   P_i[:, k≥i] = P_λ[:, k] + S_i M⁻¹[i, k]
 
 F_i is the force set collecting the contributions of the subtree ν(i) and P_i the
-motion set (accelerations) of body i per unit τ_k. Only the upper triangle (k ≥ i in
+motion set (accelerations) of body i per unit τ_k, each stored 6 × nv (a row per spatial
+coordinate) so that every inner loop runs along contiguous columns k. Only the upper triangle (k ≥ i in
 depth-first order) is computed; the lower one follows by symmetry. For a joint of nv_j
 DoF, the rows of M⁻¹ at its columns form a block: 1/D_i becomes the nv_j × nv_j block
 D_i⁻¹ and the divisions by D_i products with it.
@@ -20,7 +21,7 @@ import numpy as np
 
 from ._checks import as_vector
 from ._compile import allocation_free, call_checked, entry_point
-from .aba import NOT_POSITIVE
+from .aba import NOT_POSITIVE, project_out_joint
 from .kinematics import check_configuration_size, kinematics_into
 from .model import IDX_V, NV, PARENT, SUBTREE_END, Model
 from .spatial import joint_inertia_inverse, mat6_vec_at
@@ -35,19 +36,33 @@ def subtree_end_column(topology, i, nv):
 
 
 @allocation_free(inline="always")
-def _block_solve(A, c0, k, X, b, col, Dinv, i, x, out):
-    """out[c0 + r, col] −= Σ_a D_i⁻¹[r, a] (A[c0 + a] · X[b, col]) for the k rows of joint i
-    (A = S or U: joint i's columns; X[b] = F_i or P_λ: a force or motion set); x (6,) is scratch."""
-    for a in range(k):
-        s = 0.0
+def _block_solve(A, c0, k, X, b, Dinv, i, T, start, stop, Minv):
+    """Minv[c0 + a, col] −= Σ_c D_i⁻¹[a, c] (A[c0 + c] · X[b, :, col]) for the k rows of
+    joint i and the columns [start, stop) (A = S or U: joint i's columns; X[b] = F_i or
+    P_λ: a force or motion set); T (6, nv) is scratch for the k projections A·X."""
+    for c in range(k):
+        for col in range(start, stop):
+            T[c, col] = 0.0
         for r in range(6):
-            s += A[c0 + a, r] * X[b, col, r]
-        x[a] = s
-    for r in range(k):
-        s = 0.0
+            w = A[c0 + c, r]
+            for col in range(start, stop):
+                T[c, col] += w * X[b, r, col]
+    for a in range(k):
         for c in range(k):
-            s += Dinv[i, r, c] * x[c]
-        out[c0 + r, col] -= s
+            w = Dinv[i, a, c]
+            for col in range(start, stop):
+                Minv[c0 + a, col] -= w * T[c, col]
+
+
+@allocation_free(inline="always")
+def _add_columns(A, c0, k, Minv, start, stop, Y, j):
+    """Y[j, r, col] += Σ_a A[c0 + a, r] M⁻¹[c0 + a, col] for the columns [start, stop): the
+    set of body j gains joint i's columns A (U_i or S_i) times joint i's rows of M⁻¹."""
+    for r in range(6):
+        for a in range(c0, c0 + k):
+            w = A[a, r]
+            for col in range(start, stop):
+                Y[j, r, col] += w * Minv[a, col]
 
 
 @entry_point
@@ -68,9 +83,12 @@ def minv_passes(topology, d, IA, Minv):
     (articulated inertias); the other intermediates in the workspace ``d``. False if a D_i
     is not positive definite (:data:`dynamics.aba.NOT_POSITIVE`)."""
     n, nv = topology.shape[0], d.S.shape[0]
-    S, F, P, U, Dinv, x = d.S, d.F, d.P, d.U, d.Dinv, d.h[0]
+    S, F, P, U, Dinv = d.S, d.F, d.P, d.U, d.Dinv
     Minv[:, :] = 0.0
-    F[:, :, :] = 0.0  # P needs no clearing: every entry read is written first
+    for i in range(n):  # F_i is read on ν(i)'s columns only (P needs no clearing: written before read)
+        for r in range(6):
+            for col in range(topology[i, IDX_V], subtree_end_column(topology, i, nv)):
+                F[i, r, col] = 0.0
     for i in range(n - 1, -1, -1):
         c0, k = topology[i, IDX_V], topology[i, NV]
         for a in range(c0, c0 + k):
@@ -81,35 +99,27 @@ def minv_passes(topology, d, IA, Minv):
         for a in range(k):
             for b in range(k):
                 Minv[c0 + a, c0 + b] = Dinv[i, a, b]
-        for col in range(c0 + k, end):  # M⁻¹[i, ν̄(i)] = −D_i⁻¹ S_iᵀ F_i[:, ν̄(i)]
-            _block_solve(S, c0, k, F, i, col, Dinv, i, x, Minv)
+        _block_solve(S, c0, k, F, i, Dinv, i, P[i], c0 + k, end, Minv)  # M⁻¹[i, ν̄(i)]; P_i is free here
         lam = topology[i, PARENT]
         if lam < 0:
             continue
-        for col in range(c0, end):
-            for r in range(6):
-                s = F[i, col, r]
-                for a in range(c0, c0 + k):
-                    s += U[a, r] * Minv[a, col]
-                F[lam, col, r] += s
+        for r in range(6):
+            for col in range(c0, end):
+                F[lam, r, col] += F[i, r, col]
+        _add_columns(U, c0, k, Minv, c0, end, F, lam)
+        project_out_joint(topology, U, Dinv, i, d.UD, IA)
         for r in range(6):
             for c in range(6):
-                s = 0.0
-                for a in range(k):
-                    for b in range(k):
-                        s += U[c0 + a, r] * Dinv[i, a, b] * U[c0 + b, c]
-                IA[lam, r, c] += IA[i, r, c] - s
+                IA[lam, r, c] += IA[i, r, c]
     for i in range(n):
         lam = topology[i, PARENT]
         c0, k = topology[i, IDX_V], topology[i, NV]
-        for col in range(c0, nv):
-            if lam >= 0:  # M⁻¹[i, k≥i] −= D_i⁻¹ U_iᵀ P_λ[:, k]
-                _block_solve(U, c0, k, P, lam, col, Dinv, i, x, Minv)
-            for r in range(6):
-                s = P[lam, col, r] if lam >= 0 else 0.0
-                for a in range(c0, c0 + k):
-                    s += S[a, r] * Minv[a, col]
-                P[i, col, r] = s
+        if lam >= 0:  # M⁻¹[i, k≥i] −= D_i⁻¹ U_iᵀ P_λ[:, k]; F_i is free here
+            _block_solve(U, c0, k, P, lam, Dinv, i, F[i], c0, nv, Minv)
+        for r in range(6):
+            for col in range(c0, nv):
+                P[i, r, col] = P[lam, r, col] if lam >= 0 else 0.0
+        _add_columns(S, c0, k, Minv, c0, nv, P, i)
     for r in range(nv):
         for col in range(r + 1, nv):
             Minv[col, r] = Minv[r, col]

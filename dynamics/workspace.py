@@ -37,7 +37,7 @@ Data = namedtuple("Data", [
     "U", "UD", "rates",          # U = I^A S, U D⁻¹ (nv, 6); Ψ̇, Ψ̈, Ṡ (3, nv, 6)
     "u", "tau",                  # joint-space vectors (nv,)
     "Minv", "dq", "dv",          # (nv, nv) matrices
-    "F", "P",                    # force and motion sets of M⁻¹, one 6-vector per column (n, nv, 6)
+    "F", "P",                    # force and motion sets of M⁻¹, a row per spatial coordinate (n, 6, nv)
     "T",                         # joint vectors of the derivative passes (nv, 6, 6)
     "h", "gauss",                # scratch rows (4, 6) and the D_i elimination tableau (6, 12)
 ])
@@ -95,7 +95,7 @@ def data_views(topology, w):
     C6, k = _block(w, k, (6, nv, 6))
     vec, k = _block(w, k, (2, nv))
     NN, k = _block(w, k, (3, nv, nv))
-    FP, k = _block(w, k, (2, n, nv, 6))
+    FP, k = _block(w, k, (2, n, 6, nv))
     R, k = _block(w, k, (n, 3, 3))
     p, k = _block(w, k, (n, 3))
     T, k = _block(w, k, (nv, 6, 6))
