@@ -26,6 +26,18 @@ def per_call_us(f, min_time: float = 0.2, repeat: int = 5) -> float:
     return min(timer.repeat(repeat=repeat, number=number)) / number * 1e6
 
 
+def interleaved_us(cases, rounds: int = 9, min_time: float = 0.1, repeat: int = 3) -> list[float]:
+    """Best per-call µs of each ``(setup, f)`` of ``cases``, measured in turn over ``rounds``
+    rounds (``setup()`` runs before each measurement of ``f``, e.g. to set the number of
+    threads): a shared machine drifts, and alternating keeps every case under the same load."""
+    best = [float("inf")] * len(cases)
+    for _ in range(rounds):
+        for c, (setup, f) in enumerate(cases):
+            setup()
+            best[c] = min(best[c], per_call_us(f, min_time=min_time, repeat=repeat))
+    return best
+
+
 def loglog_slope(ns, times) -> float:
     """Least-squares slope of log(time) against log(n)."""
     return float(np.polyfit(np.log(ns), np.log(times), 1)[0])

@@ -19,20 +19,10 @@ from dynamics import batch
 from dynamics._checks import NO_FORCE
 from dynamics.aba import aba_call
 from dynamics.rnea import rnea_call
-from _common import machine, per_call_us, table, write_section
+from _common import interleaved_us, machine, per_call_us, table, write_section
 
 K = 100
 ROUNDS = 9
-
-
-def paired_us(without, with_f) -> tuple[float, float]:
-    """Best per-call µs of each, measured alternately over ROUNDS rounds (a shared, loaded
-    machine drifts: alternating keeps both sides under the same load)."""
-    t0, t1 = [], []
-    for _ in range(ROUNDS):
-        t0.append(per_call_us(without, min_time=0.1, repeat=3))
-        t1.append(per_call_us(with_f, min_time=0.1, repeat=3))
-    return min(t0), min(t1)
 
 
 def main() -> None:
@@ -59,7 +49,7 @@ def main() -> None:
     }
     rows = []
     for name, (without, with_f) in cases.items():
-        t0, t1 = paired_us(without, with_f)
+        t0, t1 = interleaved_us([(lambda: None, without), (lambda: None, with_f)], rounds=ROUNDS)
         rows.append([name, t0, t1, t1 / t0])
     t_ff = per_call_us(lambda: dyn.frame_force(model, q, "tool0", [0, 0, 20.0, 0, 0, 0]))
     body = (f"UR5, per call from Python (warm; best of {ROUNDS} alternating rounds), µs; {machine()}.\n"

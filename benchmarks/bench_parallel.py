@@ -32,11 +32,12 @@ import numpy as np
 from numba import njit
 
 import dynamics as dyn
-from _common import machine, per_call_us, table, write_section
+from _common import interleaved_us, machine, table, write_section
 
 BASELINE = "f1e158f"
 ROOT = Path(__file__).resolve().parent.parent
 K = 1000
+ROUNDS = 5  # alternating rounds of the batched and trajectory timings (fastest round kept)
 ROBOTS = {"UR5 (nv = 6)": None, "Solo-12, base fixed (nv = 12)": "solo_description/robots/solo12.urdf"}
 
 
@@ -60,6 +61,11 @@ def states(model, count: int, seed: int = 0):
             rng.uniform(-1, 1, (count, model.nv)), rng.uniform(-1, 1, (count, model.nv)))
 
 
+def threads_cases(f) -> list[tuple]:
+    """``f`` on 1 and on 2 threads, as cases of :func:`_common.interleaved_us`."""
+    return [(lambda: dyn.set_num_threads(1), f), (lambda: dyn.set_num_threads(2), f)]
+
+
 def batched_rows() -> list[list]:
     import pinocchio as pin
 
@@ -76,11 +82,8 @@ def batched_rows() -> list[list]:
             def loop():
                 for k in range(K):
                     theirs(pm, pd, Q[k], V[k], T[k])
-            base = per_call_us(loop, repeat=7) / K
-            mine = []
-            for threads in (1, 2):
-                dyn.set_num_threads(threads)
-                mine.append(per_call_us(lambda: ours(model, Q, V, T), repeat=7) / K)
+            base, *mine = (t / K for t in interleaved_us([(lambda: None, loop)] + threads_cases(lambda: ours(model, Q, V, T)),
+                                                          rounds=ROUNDS))
             rows.append([name, algo, base, mine[0], mine[1], mine[0] / base, mine[1] / base, mine[0] / mine[1]])
     return rows
 
@@ -164,10 +167,7 @@ def trajectory_rows() -> list[list]:
     rows = []
     for label, f in (("step derivatives (first order)", lambda: prob.step_derivatives(xs[:-1], us)),
                      ("+ contracted Hessians λᵀF_zz", lambda: prob.step_hessians(xs[:-1], us, lam))):
-        t = []
-        for threads in (1, 2):
-            dyn.set_num_threads(threads)
-            t.append(per_call_us(f, repeat=7) / 1e3)
+        t = [us / 1e3 for us in interleaved_us(threads_cases(f), rounds=ROUNDS)]
         rows.append([label, prob.N, t[0], t[1], t[0] / t[1]])
     return rows
 
@@ -235,7 +235,8 @@ def main() -> None:
     solvers = solver_rows()
     body = [
         "## Whole trajectories in parallel (issue 15)",
-        f"Machine: {machine()}. Script: `benchmarks/bench_parallel.py`. Warm, best of 7; threads set with "
+        f"Machine: {machine()}. Script: `benchmarks/bench_parallel.py`. Warm; the Pinocchio loop and our "
+        f"kernel on 1 and 2 threads are timed in turn over {ROUNDS} rounds, fastest round kept; threads set with "
         "`optdyn.set_num_threads`; numba threading layer: OpenMP (GNU).",
         "### Batched kernels against a Python loop over Pinocchio (µs per state, 1000 random states)",
         table(["robot", "kernel", "Pinocchio loop", "ours 1 thread", "ours 2 threads", "ratio 1 thread",
