@@ -1,11 +1,16 @@
 """The rule of allocation-free kernels that numba does not check (see dynamics._compile):
-they never return one of their array arguments."""
+they never return one of their array arguments; and the workspace buffers those kernels
+cut into views (dynamics.workspace)."""
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
+import numba
+import numpy as np
 import pytest
+
+from dynamics.workspace import call_views
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = sorted(p for pkg in ("dynamics", "optdyn") for p in (ROOT / pkg).rglob("*.py"))
@@ -46,3 +51,36 @@ def test_there_are_allocation_free_kernels():
 def test_allocation_free_kernels_return_no_argument(path):
     bad = {fn.name: names for fn in _allocation_free_functions(path) if (names := _returned_arguments(fn))}
     assert not bad, f"{path.name}: allocation-free functions returning an argument: {bad}"
+
+
+def test_the_workspace_fields_are_disjoint_views_filling_one_buffer():
+    """new_data cuts data_size entries into the Data fields with no overlap (an overlap
+    would let one pass overwrite another's intermediate)."""
+    import dynamics as dyn
+    from dynamics.workspace import data_size, new_data
+
+    for model in (dyn.models.ur5(), dyn.models.binary_tree(3), dyn.models.space_manipulator()):
+        fields = new_data(model.topology)
+        assert sum(f.size for f in fields) == data_size(model.njoints, model.nv)
+        for a in range(len(fields)):
+            assert fields[a].flags.c_contiguous
+            for b in range(a):
+                assert not np.shares_memory(fields[a], fields[b]), (fields._fields[a], fields._fields[b])
+
+
+@numba.njit
+def _unpacked(b):
+    m, d = call_views(b)
+    return m, d.gauss.shape
+
+
+def test_the_call_buffer_holds_the_model_record_bit_for_bit():
+    import dynamics as dyn
+
+    model = dyn.models.ur5()
+    model.gravity = (0.5, -1.0, -9.0)
+    record, gauss_shape = _unpacked(model.workspace)
+    assert gauss_shape == (6, 12)
+    for ours, packed in zip(model.arrays, record):
+        assert packed.dtype == ours.dtype and packed.flags.c_contiguous
+        np.testing.assert_array_equal(packed, ours)
