@@ -70,4 +70,5 @@ def check_frame(model: Model, frame: str) -> Frame:
 def as_state(model: Model, q, v, w, w_name: str, f_ext) -> tuple[np.ndarray, ...]:
     """(q (nq,), v (nv,), w (nv,), f_ext) as the kernels take them (:func:`as_vector`,
     :func:`as_forces`); ValueError naming the first bad one (``w_name`` for w)."""
-    return as_vector(q, model.nq, "q"), as_vector(v, model.nv, "v"), as_vector(w, model.nv, w_name), as_forces(model, f_ext)
+    return (as_vector(q, model.nq, "q"), as_vector(v, model.nv, "v"), as_vector(w, model.nv, w_name),
+            as_forces(model, f_ext))

@@ -10,10 +10,10 @@ columns are M⁻¹ directly; M is never formed nor factorised. In ground coordin
 
 F_i is the force set collecting the contributions of the subtree ν(i) and P_i the
 motion set (accelerations) of body i per unit τ_k, each stored 6 × nv (a row per spatial
-coordinate) so that every inner loop runs along contiguous columns k. Only the upper triangle (k ≥ i in
-depth-first order) is computed; the lower one follows by symmetry. For a joint of nv_j
-DoF, the rows of M⁻¹ at its columns form a block: 1/D_i becomes the nv_j × nv_j block
-D_i⁻¹ and the divisions by D_i products with it.
+coordinate) so that every inner loop runs along contiguous columns k. Only the upper
+triangle (k ≥ i in depth-first order) is computed; the lower one follows by symmetry. For
+a joint of nv_j DoF, the rows of M⁻¹ at its columns form a block: 1/D_i becomes the
+nv_j × nv_j block D_i⁻¹ and the divisions by D_i products with it.
 """
 from __future__ import annotations
 

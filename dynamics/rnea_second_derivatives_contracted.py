@@ -260,4 +260,5 @@ def rnea_second_derivatives_contracted(model: Model, q, v, a, mu, f_ext=None
     :func:`dynamics.rnea_second_derivatives`, in O(n·d) instead of O(n·d²). Every joint
     type; q-derivatives are those of ε ↦ μᵀτ(q ⊕ ε) at ε = 0 (Hqq symmetric).
     """
-    return idsva_so_contracted_kernel(model.arrays, *as_state(model, q, v, a, "a", f_ext), as_vector(mu, model.nv, "mu"))
+    return idsva_so_contracted_kernel(model.arrays, *as_state(model, q, v, a, "a", f_ext),
+                                      as_vector(mu, model.nv, "mu"))
