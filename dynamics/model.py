@@ -142,8 +142,10 @@ class Model:
         ``crba``, ``aba``, ``minv`` and their first derivatives): a packed copy of
         :attr:`arrays` and the scratch space their kernels cut into the views of
         ``dynamics.workspace.Data``, made once as Pinocchio's Data from its Model (built
-        again after gravity is set). The kernels hold the GIL, so calls from several Python
-        threads take turns on it; the batched and parallel kernels make their own."""
+        again after gravity is set; the model's arrays are not to be changed in place, as
+        the module docstring says: these functions would not see it). The kernels hold the
+        GIL, so calls from several Python threads take turns on it; the batched and parallel
+        kernels make their own."""
         from .workspace import call_buffer  # the workspace module reads this one's constants
         return call_buffer(self.arrays)
 
