@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import NO_FORCE, as_state
-from ._compile import allocation_free, call_checked, entry_point
+from ._compile import allocation_free, call_on_state, entry_point
 from .kinematics import kinematics_into
 from .model import IDX_V, NV, PARENT, Model
 from .rnea import check_forces, check_sizes, check_state, subtract_external_force
@@ -121,9 +120,4 @@ def aba(model: Model, q, v, tau, f_ext=None) -> np.ndarray:
 
     ``f_ext`` (njoints, 6), optional: external forces as in :func:`dynamics.rnea`.
     """
-    qdd = np.empty(model.nv)
-    try:
-        aba_call(model.workspace, q, v, tau, NO_FORCE if f_ext is None else f_ext, qdd)
-    except (TypeError, ValueError):  # not float64 vectors, or bad input: check and name it
-        call_checked(aba_call, model.workspace, *as_state(model, q, v, tau, "tau", f_ext), qdd)
-    return qdd
+    return call_on_state(aba_call, model, q, v, tau, "tau", f_ext, np.empty(model.nv))

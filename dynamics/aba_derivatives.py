@@ -19,8 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._checks import NO_FORCE, as_state
-from ._compile import allocation_free, call_checked, entry_point
+from ._compile import allocation_free, call_on_state, entry_point
 from .kinematics import kinematics_into
 from .aba import NOT_POSITIVE
 from .minv import minv_passes
@@ -72,12 +71,13 @@ def aba_derivatives_data(m, q, v, tau, f_ext):
 
 
 @entry_point
-def aba_derivatives_call(b, q, v, tau, f_ext, qdd, out):
-    """q̈ into ``qdd`` and (∂q̈/∂q, ∂q̈/∂q̇, M⁻¹) into ``out`` (3, nv, nv), model and
-    workspace cut from ``b`` (a :func:`dynamics.workspace.call_buffer`); inputs checked."""
+def aba_derivatives_call(b, q, v, tau, f_ext, out):
+    """(∂q̈/∂q, ∂q̈/∂q̇, M⁻¹) into out[0:3] and q̈ into out[3, 0] (out (4, nv, nv); the rest
+    of out[3] is unused), model and workspace cut from ``b`` (a
+    :func:`dynamics.workspace.call_buffer`); inputs checked."""
     m, d = call_views(b)
     check_sizes(m[0], q, v, tau, f_ext)
-    if not aba_derivatives_into(m, d, q, v, tau, f_ext, qdd, out[0], out[1], out[2]):
+    if not aba_derivatives_into(m, d, q, v, tau, f_ext, out[3, 0], out[0], out[1], out[2]):
         raise ValueError(NOT_POSITIVE)
 
 
@@ -126,9 +126,5 @@ def aba_derivatives(model: Model, q, v, tau, f_ext=None) -> tuple[np.ndarray, np
     ``dqdd_dq[i, j] = ∂q̈_i/∂q_j`` (tangent direction j, as :func:`dynamics.rnea_derivatives`);
     ``dqdd_dtau`` = M(q)⁻¹ (symmetric).
     """
-    qdd, out = np.empty(model.nv), np.empty((3, model.nv, model.nv))
-    try:
-        aba_derivatives_call(model.workspace, q, v, tau, NO_FORCE if f_ext is None else f_ext, qdd, out)
-    except (TypeError, ValueError):  # not float64 vectors, or bad input: check and name it
-        call_checked(aba_derivatives_call, model.workspace, *as_state(model, q, v, tau, "tau", f_ext), qdd, out)
+    out = call_on_state(aba_derivatives_call, model, q, v, tau, "tau", f_ext, np.empty((4, model.nv, model.nv)))
     return out[0], out[1], out[2]

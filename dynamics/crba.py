@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import as_vector
-from ._compile import allocation_free, call_checked, entry_point
+from ._compile import allocation_free, call_on_configuration, entry_point
 from .kinematics import check_configuration_size, kinematics_into
 from .model import IDX_V, NV, PARENT, Model
 from .spatial import add_to_parent, dot6_at, mat6_vec_at
@@ -47,9 +46,4 @@ def crba_into(m, d, q, M):
 
 def crba(model: Model, q) -> np.ndarray:
     """Joint-space inertia matrix M(q) (nv, nv), full and symmetric."""
-    M = np.empty((model.nv, model.nv))
-    try:
-        crba_call(model.workspace, q, M)
-    except (TypeError, ValueError):  # not a float64 vector, or bad input: check and name it
-        call_checked(crba_call, model.workspace, as_vector(q, model.nq, "q"), M)
-    return M
+    return call_on_configuration(crba_call, model, q, np.empty((model.nv, model.nv)))

@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import as_vector
-from ._compile import allocation_free, call_checked, entry_point
+from ._compile import allocation_free, call_on_configuration, entry_point
 from .aba import NOT_POSITIVE, project_out_joint
 from .kinematics import check_configuration_size, kinematics_into
 from .model import IDX_V, NV, PARENT, SUBTREE_END, Model
@@ -128,9 +127,4 @@ def minv_passes(topology, d, IA, Minv):
 
 def minv(model: Model, q) -> np.ndarray:
     """M(q)⁻¹ (nv, nv) by Carpentier's algorithm (not a factorisation of M)."""
-    Minv = np.empty((model.nv, model.nv))
-    try:
-        minv_call(model.workspace, q, Minv)
-    except (TypeError, ValueError):  # not a float64 vector, or bad input: check and name it
-        call_checked(minv_call, model.workspace, as_vector(q, model.nq, "q"), Minv)
-    return Minv
+    return call_on_configuration(minv_call, model, q, np.empty((model.nv, model.nv)))

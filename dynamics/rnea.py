@@ -26,8 +26,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._checks import NO_FORCE, as_state
-from ._compile import allocation_free, call_checked, entry_point
+from ._compile import allocation_free, call_on_state, entry_point
 from .kinematics import all_finite, check_configuration_size, kinematics_into, tangent_size
 from .model import IDX_V, NV, PARENT, Model
 from .spatial import copy_into, crf_at, crm_at, dot6_at, joint_velocity, mat6_vec_at
@@ -57,7 +56,8 @@ def check_sizes(topology, q, v, w, f_ext):
 
 @allocation_free
 def check_forces(f_ext):
-    """Raise ValueError if f_ext holds NaN or inf (its shape is checked in Python)."""
+    """Raise ValueError if f_ext holds NaN or inf (its shape is checked by the caller:
+    :func:`dynamics._checks.as_forces` or :func:`check_sizes`)."""
     if not all_finite(f_ext):
         raise ValueError("f_ext: expected finite values, got NaN or inf")
 
@@ -145,12 +145,7 @@ def rnea(model: Model, q, v, a, f_ext=None) -> np.ndarray:
     ``f_ext`` (njoints, 6), optional: one external spatial force [linear; angular] per
     joint's body, expressed in that joint's frame about its origin (Pinocchio's ``fext``).
     """
-    tau = np.empty(model.nv)
-    try:
-        rnea_call(model.workspace, q, v, a, NO_FORCE if f_ext is None else f_ext, tau)
-    except (TypeError, ValueError):  # not float64 vectors, or bad input: check and name it
-        call_checked(rnea_call, model.workspace, *as_state(model, q, v, a, "a", f_ext), tau)
-    return tau
+    return call_on_state(rnea_call, model, q, v, a, "a", f_ext, np.empty(model.nv))
 
 
 def nonlinear_effects(model: Model, q, v) -> np.ndarray:

@@ -31,8 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import NO_FORCE, as_state
-from ._compile import allocation_free, call_checked, entry_point
+from ._compile import allocation_free, call_on_state, entry_point
 from .model import IDX_V, NV, PARENT, Model
 from .rnea import check_sizes, check_state, rnea_passes
 from .spatial import add_to_parent, crf_at, crm_at, dot6_at, mat6_vec_at
@@ -205,9 +204,5 @@ def rnea_derivatives(model: Model, q, v, a, f_ext=None) -> tuple[np.ndarray, np.
     derivative along the tangent direction j (q ⊕ ε, :mod:`dynamics.joints`).
     ∂τ/∂a is M(q) (:func:`dynamics.crba`).
     """
-    out = np.empty((2, model.nv, model.nv))
-    try:
-        rnea_derivatives_call(model.workspace, q, v, a, NO_FORCE if f_ext is None else f_ext, out)
-    except (TypeError, ValueError):  # not float64 vectors, or bad input: check and name it
-        call_checked(rnea_derivatives_call, model.workspace, *as_state(model, q, v, a, "a", f_ext), out)
+    out = call_on_state(rnea_derivatives_call, model, q, v, a, "a", f_ext, np.empty((2, model.nv, model.nv)))
     return out[0], out[1]
