@@ -596,11 +596,13 @@ def interval_hessian(params, a, b, dt, m, u, stages, offset, lam, Hz, work):
                     c += a[t, st] * gW[t, i]
                 w[i] = h * c
             Fz = rec_Fz[idx]
-            for i in range(nx):  # ȳ_s = f_xᵀ w_s
-                c = 0.0
-                for p in range(nx):
-                    c += Fz[p, i] * w[p]
-                ybar[st, i] = c
+            yb = ybar[st]  # ȳ_s = f_xᵀ w_s, by rows of f_x (contiguous)
+            yb[:] = 0.0
+            for p in range(nx):
+                wp = w[p]
+                if wp != 0.0:
+                    for i in range(nx):
+                        yb[i] += Fz[p, i] * wp
             robot_dynamics_hessian(params, rec_y[idx], u, rec_f[idx], Fz, data, idx, w, W, work.dyn)
             if idx == offset:  # G_0 = identity
                 for i in range(nz):
