@@ -561,6 +561,8 @@ def _result(problem, nlp: MultipleShootingNLP, z, info, hessian: str, run: Run) 
         status, msg = nlp.stopped, stop_message(nlp.stopped, run)
     elif status == "time_limit" and run.max_time is not None:
         msg = stop_message("time_limit", run)
+    elif status == "invalid_number" and nlp.last_error:
+        msg = f"{msg} Last evaluation error: {nlp.last_error}"
     xs, us = nlp.unpack(z)
     try:
         cost = float(problem.cost(xs, us))

@@ -104,6 +104,15 @@ def test_ipopt_points_the_model_rejects_are_evaluation_errors(panda):
     assert np.all(np.isfinite(nlp.constraints(z)))  # a good point still evaluates
 
 
+def test_ipopt_says_which_evaluation_failed_when_it_stops_on_one(panda):
+    xs = panda.rollout(panda.us_init)
+    xs[1:, 7] = 1e12  # an initial guess the model rejects at every knot
+    res = solve(panda, "ipopt", xs_init=xs, us_init=panda.us_init)
+    assert_honest(res, panda)
+    assert res.status == "invalid_number" and res.iterations == 0
+    assert "articulated inertia" in res.message and res.message == res.extra["status_message"]
+
+
 def test_every_status_is_documented():
     assert set(IPOPT_STATUS.values()) <= set(STATUSES)
     assert set(STOP_MESSAGES) <= set(STATUSES)
