@@ -390,7 +390,8 @@ def interval_work(params, nq_x, nu, s, order):
         np.empty((nx, nz, nz) if o2 else (0, 0, 0)), np.empty((nz, nz)),
         np.empty(nw), np.empty(nq_x), np.empty((nw, nz) if o1 else (0, 0)), np.empty((nw, nz) if o1 else (0, 0)),
         np.empty((nw, nz, nz) if o2 else (0, 0, 0)), np.empty((nw, nz, nz) if o2 else (0, 0, 0)),
-        np.empty((2, nw // 2, 6)), np.empty(nx), np.empty((s, nx)), np.empty(nx), np.empty((s + 1, nx)), np.empty((s + 1, nx)),
+        np.empty((2, nw // 2, 6)), np.empty(nx), np.empty((s, nx)), np.empty(nx), np.empty((s + 1, nx)),
+        np.empty((s + 1, nx)),
         np.empty((nz, nz)), np.empty((nz, nz)), robot_work(params))
 
 
@@ -452,10 +453,10 @@ def interval(params, a, b, x, u, fext, dt, m, order, y, Y, H, stages, offset, wo
                 if not all_finite(W):
                     y[:] = np.nan
                     return False
-                c = sub * (s + 1) + st
-                _compose(topology, lie, y, Y, H, W, dW, d2W, order, ys, Ys, Hs, rec_J[c] if record else work.J)
+                comp = sub * (s + 1) + st  # this composition's row of the records
+                _compose(topology, lie, y, Y, H, W, dW, d2W, order, ys, Ys, Hs, rec_J[comp] if record else work.J)
                 if record:
-                    rec_W[c], rec_dW[c] = W[:n], dW[:n]
+                    rec_W[comp], rec_dW[comp] = W[:n], dW[:n]
             else:  # y_s = y + h Σ_j a_sj k_j
                 ys[:] = y
                 if order >= 1:
