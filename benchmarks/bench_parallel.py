@@ -19,6 +19,7 @@ example-robot-data; git for the baseline).
 """
 from __future__ import annotations
 
+import copy
 import json
 import os
 import subprocess
@@ -176,19 +177,11 @@ def _copies_chunk(copies, k0, k1):
 def _private_copies(prob, xs, us) -> tuple:
     """Two bundles of every argument of ur5-reach's first-order evaluation, each with its
     own copy of every array (nothing shared between threads)."""
-    def deep(v):
-        if isinstance(v, np.ndarray):
-            return v.copy()
-        if isinstance(v, tuple):
-            items = [deep(x) for x in v]
-            return type(v)(*items) if hasattr(v, "_fields") else tuple(items)
-        return v
-
     a, b = prob._tableau
     K, ndx, nz = xs.shape[0], prob.ndx, prob.ndx + prob.nu
     bundle = (prob._params, a, b, xs, us, prob._forces(K, 0), prob.dt, prob.substeps, np.empty((K, xs.shape[1])),
               np.empty((K, ndx, nz)), np.empty((K, 0, 0, 0)))
-    return deep(bundle), deep(bundle)
+    return copy.deepcopy(bundle), copy.deepcopy(bundle)
 
 
 def trajectory_rows() -> list[list]:

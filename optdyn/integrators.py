@@ -71,7 +71,7 @@ from dynamics.kinematics import all_finite, tangent_size
 from dynamics.model import Model
 from dynamics.parallel import run_chunks
 from dynamics.rnea_second_derivatives_contracted import new_so_work
-from dynamics.spatial import copy_into, matmul_add
+from dynamics.spatial import copy_into, matmul_add, symmetrize
 from dynamics.workspace import new_data
 
 from .state import add_joint_curvature, lie_blocks, state_integrate
@@ -272,14 +272,6 @@ def _stage_hessian(Fz, Fzz, Ys, Hs, nx, T, K2s):
         for b in range(nz):
             for c in range(b):
                 K[b, c] = K[c, b]
-
-
-@allocation_free
-def symmetrize(H):
-    """H ← ½(H + Hᵀ) in place, for a square H symmetric up to the rounding of its sum."""
-    for i in range(H.shape[0]):
-        for j in range(i):
-            H[i, j] = H[j, i] = 0.5 * (H[i, j] + H[j, i])
 
 
 @allocation_free

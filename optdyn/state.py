@@ -38,7 +38,7 @@ from numba import njit
 
 from dynamics.joints import QUATERNION_TOLERANCE, _group_rows, difference_kernel, integrate_kernel, unit_block
 from dynamics.model import IDX_V, JTYPE, NV, PRISMATIC, REVOLUTE, Model
-from dynamics.spatial import matmul_add, matmul_small
+from dynamics.spatial import matmul_add, matmul_small, symmetrize
 
 
 def lie_blocks(model: Model) -> np.ndarray:
@@ -177,9 +177,7 @@ def exp_hessian(jt, w, mu):
                     t += M[a, p] * ad[p, b]
                 T[a, b] = t
         M, T = T, M
-    for r in range(k):
-        for col in range(r + 1):
-            M[r, col] = M[col, r] = 0.5 * (M[r, col] + M[col, r])
+    symmetrize(M)
     return M
 
 
@@ -192,13 +190,13 @@ def compose_hessians(jt, w, mu, Jq, Jv):
     rows = _group_rows(jt)
     m6 = np.zeros(6)
     _embed(rows, mu, m6)
-    QJ, Pab = np.empty((k, k)), np.empty((k, k))
-    for a in range(k):  # Q_μ J_v
-        for b in range(k):
-            t = 0.0
-            for p in range(k):
-                t += _bracket_entry(m6, rows[a], rows[p]) * Jv[p, b]
-            QJ[a, b] = t
+    QJ, Pab = np.zeros((k, k)), np.empty((k, k))
+    for a in range(k):  # Q_μ J_v, each entry of Q_μ formed once (its zeros skipped)
+        for p in range(k):
+            q = _bracket_entry(m6, rows[a], rows[p])
+            if q != 0.0:
+                for b in range(k):
+                    QJ[a, b] += q * Jv[p, b]
     for a in range(k):
         for b in range(k):
             t = 0.0
