@@ -71,7 +71,7 @@ from dynamics.kinematics import all_finite, tangent_size
 from dynamics.model import Model
 from dynamics.parallel import run_chunks
 from dynamics.rnea_second_derivatives_contracted import new_so_work
-from dynamics.spatial import copy_into, matmul_add, symmetrize
+from dynamics.spatial import copy_into, matmul_add, mirror_upper
 from dynamics.workspace import new_data
 
 from .state import add_joint_curvature, lie_blocks, state_integrate
@@ -354,7 +354,7 @@ def _compose(topology, lie, y, Y, H, W, dW, d2W, order, ys, Ys, Hs, J):
             e[i] = 1.0
             add_joint_curvature(jt, W[m: m + k], Jq[m: m + k, m: m + k], Jv[m: m + k, m: m + k], e, Y[m: m + k],
                                 dW[m: m + k], Hs[m + i])
-            symmetrize(Hs[m + i])
+            mirror_upper(Hs[m + i])
 
 
 IntervalWork = namedtuple("IntervalWork", [
@@ -614,15 +614,15 @@ def interval_hessian(params, a, b, dt, m, u, stages, offset, lam, Hz, work):
         for st in range(s):
             for i in range(nx):
                 lam_y[i] += gY[st, i]
-    symmetrize(Hz)
+    mirror_upper(Hz)
 
 
 @allocation_free
 def _add_Gt_times(Y, X, nx, out):
     """out (nz, nz) += Gᵀ X for G = [Y; 0 I] (Y (nx, nz)), X (nz, nz); zero entries of Y
-    are skipped. Gᵀ X G is symmetric, and the callers only need its symmetric part
-    (:func:`_stage_hessian` mirrors the upper triangle, :func:`interval_hessian`
-    symmetrises its sum); whole rows are updated all the same, since full-length
+    are skipped. Gᵀ X G is symmetric, and the callers only use its upper triangle
+    (:func:`_stage_hessian` and :func:`interval_hessian` mirror its upper
+    triangle); whole rows are updated all the same, since full-length
     contiguous loops vectorise and cost less than the triangle's ragged ones."""
     nz = X.shape[0]
     for p in range(nz):
@@ -639,8 +639,8 @@ def _add_Gt_times(Y, X, nx, out):
 
 @allocation_free
 def _congruence_add(W, Y, nx, P, Hz):
-    """Hz += Gᵀ W G for G = [Y; 0 I] (Y (nx, nz)), symmetric up to rounding (the caller
-    symmetrises the sum once); P (nz, nz) is workspace.
+    """Hz += Gᵀ W G for G = [Y; 0 I] (Y (nx, nz)), whose upper triangle alone is used (the
+    caller mirrors the sum once); P (nz, nz) is workspace.
 
     Zero entries of W (most of the v–τ and τ–τ blocks of a robot's) are skipped.
     """

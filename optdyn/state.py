@@ -208,8 +208,8 @@ def compose_hessians(jt, w, mu, Jq, Jv):
 
 @njit(cache=True)
 def add_joint_curvature(jt, W, Jq, Jv, mu, Ya, Wb, Hz):
-    """Hz (nz, nz) += [Y_a; W_b]ᵀ ∇²(μᵀψ) [Y_a; W_b] for one Lie joint of type ``jt``,
-    symmetric up to rounding (the callers symmetrise their sum once).
+    """Hz (nz, nz) += [Y_a; W_b]ᵀ ∇²(μᵀψ) [Y_a; W_b] for one Lie joint of type ``jt``: a
+    symmetric term of which the upper triangle is exact (the callers mirror their sum once).
 
     The composition p = q ⊕ (w̄ + δw) of the joint's configuration q (sensitivity
     Y_a (k, nz) in its chart) and increment w̄ = W (k,) (sensitivity W_b (k, nz)) has the
