@@ -19,6 +19,7 @@ example-robot-data; git for the baseline).
 """
 from __future__ import annotations
 
+import copy
 import json
 import os
 import subprocess
@@ -32,12 +33,16 @@ import numpy as np
 from numba import njit
 
 import dynamics as dyn
+from dynamics.parallel import run_chunks
+from optdyn.integrators import _step_derivatives_chunk
 from _common import interleaved_us, machine, table, write_section
 
 BASELINE = "f1e158f"
 ROOT = Path(__file__).resolve().parent.parent
 K = 1000
-ROUNDS = 5  # alternating rounds of the batched and trajectory timings (fastest round kept)
+ROUNDS = 5  # alternating rounds of the batched timings (fastest round kept)
+TRAJECTORY_ROUNDS = 15  # the trajectory timings are milliseconds: more rounds, same minute
+PROBE_STEPS = 20_000  # steps of the 8 FMA chains per probe "knot": about one ur5-reach interval (~35 µs)
 ROBOTS = {"UR5 (nv = 6)": None, "Solo-12, base fixed (nv = 12)": "solo_description/robots/solo12.urdf"}
 
 
@@ -155,21 +160,53 @@ def floor_rows(measured: dict) -> tuple[float, list[list]]:
 
 # ------------------------------------------------------------------ whole trajectory
 
+@njit(cache=True, nogil=True)
+def _probe_chunk(count, out, k0, k1):
+    for k in range(k0, k1):
+        out[k] = _fma_chains(1.0, count)
+
+
+@njit(cache=True, nogil=True)
+def _copies_chunk(copies, k0, k1):
+    """The first-order evaluation of whole trajectories, copy k0 … k1 − 1 of ``copies``."""
+    for c in range(k0, k1):
+        params, a, b, xs, us, F, dt, m, y, Fz, Fzz = copies[c]
+        _step_derivatives_chunk(params, a, b, xs, us, F, dt, m, 1, y, Fz, Fzz, 0, xs.shape[0])
+
+
+def _private_copies(prob, xs, us) -> tuple:
+    """Two bundles of every argument of ur5-reach's first-order evaluation, each with its
+    own copy of every array (nothing shared between threads)."""
+    a, b = prob._tableau
+    K, ndx, nz = xs.shape[0], prob.ndx, prob.ndx + prob.nu
+    bundle = (prob._params, a, b, xs, us, prob._forces(K, 0), prob.dt, prob.substeps, np.empty((K, xs.shape[1])),
+              np.empty((K, ndx, nz)), np.empty((K, 0, 0, 0)))
+    return copy.deepcopy(bundle), copy.deepcopy(bundle)
+
+
 def trajectory_rows() -> list[list]:
     """Interval sensitivities of ur5-reach's initial guess: first order, and first order
-    plus the contracted Hessians (what one DDP iteration evaluates), 1 and 2 threads."""
+    plus the contracted Hessians (what one DDP iteration evaluates), 1 and 2 threads.
+
+    Beside them, in the same rounds, two probes of what two threads can give here, on the
+    same thread pool (``run_chunks``): as many "knots" of pure arithmetic
+    (:func:`_fma_chains`, registers only), and the first-order evaluation run twice on
+    private copies of every array (one copy per thread, in turn on one thread; nothing
+    shared, so its speed-up is this code's ceiling on this machine at that moment)."""
     import problems
 
     prob = problems.get("ur5-reach")
     us = np.zeros((prob.N, prob.nu))
     xs = prob.rollout(us)
     lam = np.random.default_rng(0).normal(size=(prob.N, prob.ndx))
-    rows = []
-    for label, f in (("step derivatives (first order)", lambda: prob.step_derivatives(xs[:-1], us)),
-                     ("+ contracted Hessians λᵀF_zz", lambda: prob.step_hessians(xs[:-1], us, lam))):
-        t = [us / 1e3 for us in interleaved_us(threads_cases(f), rounds=ROUNDS)]
-        rows.append([label, prob.N, t[0], t[1], t[0] / t[1]])
-    return rows
+    out = np.empty(prob.N)
+    cases = [("step derivatives (first order)", lambda: prob.step_derivatives(xs[:-1], us)),
+             ("+ contracted Hessians λᵀF_zz", lambda: prob.step_hessians(xs[:-1], us, lam)),
+             ("probe: arithmetic only, same knots and pool", lambda: run_chunks(_probe_chunk, prob.N, PROBE_STEPS, out)),
+             ("probe: first order on two private copies", lambda: run_chunks(_copies_chunk, 2, copies))]
+    copies = _private_copies(prob, np.ascontiguousarray(xs[:-1]), us)
+    t = [us / 1e3 for us in interleaved_us([c for _, f in cases for c in threads_cases(f)], rounds=TRAJECTORY_ROUNDS)]
+    return [[label, prob.N, t[2 * i], t[2 * i + 1], t[2 * i] / t[2 * i + 1]] for i, (label, _) in enumerate(cases)]
 
 
 # ------------------------------------------------------------------ solvers, before and after
@@ -245,7 +282,12 @@ def main() -> None:
         "Operations counted from our world-frame kernels (`flops` in the script); the floor is the time those "
         "operations take at the measured rate, with no memory traffic and no SIMD.",
         table(["robot", "algorithm", "flops", "floor µs", "batched µs (1 thread)", "× floor"], floor),
-        "### Whole-trajectory derivative evaluation, ur5-reach (ms per evaluation)",
+        f"### Whole-trajectory derivative evaluation, ur5-reach (ms per evaluation, {TRAJECTORY_ROUNDS} rounds)",
+        "Probes, same rounds and thread pool: pure arithmetic in registers, split into the same knots; and the "
+        "first-order evaluation run twice on private copies of every array, one copy per thread (in turn on one "
+        "thread). Nothing is shared in the second, so its speed-up is the ceiling two threads give this code on "
+        "this machine at that time: the two vCPUs share more than they seem to (a loop streaming over 8 KB of its "
+        "own per thread gained 1.35–1.6× from the second one on 2026-11-23).",
         table(["evaluation", "intervals", "1 thread", "2 threads", "speed-up"], traj),
         f"### Solvers per iteration, before (`{BASELINE}`) and after, same session, fastest of 3 interleaved "
         "rounds (ms)",

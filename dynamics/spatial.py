@@ -153,6 +153,23 @@ def joint_inertia_inverse(topology, S, U, i, Dinv, A):
 
 
 @allocation_free
+def symmetrize(H):
+    """H ← ½(H + Hᵀ) in place, for a square H symmetric up to the rounding of its sums."""
+    for i in range(H.shape[0]):
+        for j in range(i):
+            H[i, j] = H[j, i] = 0.5 * (H[i, j] + H[j, i])
+
+
+@allocation_free
+def mirror_upper(H):
+    """H[i, j] = H[j, i] for i > j: a square H made symmetric from its upper triangle alone
+    (its lower one is never read)."""
+    for i in range(H.shape[0]):
+        for j in range(i):
+            H[i, j] = H[j, i]
+
+
+@allocation_free
 def copy_into(dst, src):
     """dst[...] = src for C-contiguous arrays of one size, element by element (numba's
     ``dst[:] = src`` may make a temporary copy, which an allocation-free kernel cannot)."""

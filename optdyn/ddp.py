@@ -64,7 +64,7 @@ from numba import njit
 from dynamics._compile import allocation_free
 from dynamics.batch import knot_force
 from dynamics.rnea import gravity_torques
-from dynamics.spatial import copy_into
+from dynamics.spatial import copy_into, symmetrize
 
 from . import integrators
 from .problem import Problem
@@ -328,9 +328,7 @@ def value_update(Qx, Qu, Qxx, Qux, Quu, k, K, Vx, Vxx, QuuK, Quuk):
     gemm_tn(K, QuuK, Vxx, True)
     gemm_tn(K, Qux, Vxx, True)
     gemm_tn(Qux, K, Vxx, True)
-    for i in range(Vxx.shape[0]):
-        for j in range(i):
-            Vxx[i, j] = Vxx[j, i] = 0.5 * (Vxx[i, j] + Vxx[j, i])
+    symmetrize(Vxx)
 
 
 @allocation_free

@@ -71,10 +71,10 @@ from dynamics.kinematics import all_finite, tangent_size
 from dynamics.model import Model
 from dynamics.parallel import run_chunks
 from dynamics.rnea_second_derivatives_contracted import new_so_work
-from dynamics.spatial import copy_into, matmul_add
+from dynamics.spatial import copy_into, matmul_add, mirror_upper
 from dynamics.workspace import new_data
 
-from .state import add_composition_curvature, lie_blocks, state_integrate
+from .state import add_joint_curvature, lie_blocks, state_integrate
 
 _RK4 = (np.array([[0.0, 0.0, 0.0, 0.0], [0.5, 0.0, 0.0, 0.0], [0.0, 0.5, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]]),
         np.array([1.0, 2.0, 2.0, 1.0]) / 6.0)
@@ -104,15 +104,15 @@ def _lie_structure(params):
 
 
 def lie_records(stages):
-    """The composition records (W (Rc, nv), dW (Rc, nv, nz), Y (Rs, nv, nz)) of stage
-    records with 8 entries (:func:`stage_records`), empty ones for records of 5."""
+    """The composition records (W (Rc, nv), dW (Rc, nv, nz), Y (Rs, nv, nz), J (Rc, 2, nv, 6))
+    of stage records with 9 entries (:func:`stage_records`), empty ones for records of 5."""
 
 
 @overload(lie_records)
 def _lie_records(stages):
-    if len(stages) == 8:
-        return lambda stages: (stages[5], stages[6], stages[7])
-    return lambda stages: (np.empty((0, 0)), np.empty((0, 0, 0)), np.empty((0, 0, 0)))
+    if len(stages) == 9:
+        return lambda stages: (stages[5], stages[6], stages[7], stages[8])
+    return lambda stages: (np.empty((0, 0)), np.empty((0, 0, 0)), np.empty((0, 0, 0)), np.empty((0, 2, 0, 6)))
 
 
 @njit(cache=True)
@@ -305,7 +305,7 @@ def _accumulate(coef, count, h, k, Ks, K2s, order, y, Y, H):
 
 
 @njit(cache=True)
-def _compose(topology, lie, y, Y, H, W, dW, d2W, order, ys, Ys, Hs):
+def _compose(topology, lie, y, Y, H, W, dW, d2W, order, ys, Ys, Hs, J):
     """ys = y ⊕ W and its sensitivities Ys, Hs in its own chart (:mod:`optdyn.state`),
     from those of y (Y, H, in y's chart) and of the increment W (dW, d2W):
 
@@ -313,6 +313,10 @@ def _compose(topology, lie, y, Y, H, W, dW, d2W, order, ys, Ys, Hs):
         Hs_q = J_q H_q + J_v d2W_q + ∇²ψ[(Y_q, dW_q), (Y_q, dW_q)],   Hs_v = H_v + d2W_v,
 
     J_q, J_v the integrate Jacobians at W_q and ψ the composition of the joints' groups.
+    For order ≥ 1 the Lie joints' diagonal blocks of J_q, J_v are kept for the adjoint of
+    :func:`interval_hessian` in J (2, nv, 6): J[0, m + i, c] = J_q[m + i, m + c] for the
+    joint whose block starts at row m (likewise J[1] and J_v); the rows of 1-DoF joints
+    are left alone (their Jacobians are 1).
     """
     n = W.shape[0] // 2
     nq = y.shape[0] - n
@@ -321,6 +325,11 @@ def _compose(topology, lie, y, Y, H, W, dW, d2W, order, ys, Ys, Hs):
         return
     nz = Y.shape[1]
     Jq, Jv = lie_jacobians_kernel(topology, W[:n], 0, 1)
+    for row in range(lie.shape[0]):
+        m, k = lie[row, 1], lie[row, 2]
+        for i in range(m, m + k):
+            for c in range(k):
+                J[0, i, c], J[1, i, c] = Jq[i, m + c], Jv[i, m + c]
     Ys[:n] = 0.0  # Ys_q = J_q Y_q + J_v dW_q (block-diagonal J: the zeros are skipped)
     matmul_add(Jq, Y[:n], Ys[:n])
     matmul_add(Jv, dW[:n], Ys[:n])
@@ -337,17 +346,20 @@ def _compose(topology, lie, y, Y, H, W, dW, d2W, order, ys, Ys, Hs):
             if Jv[i, p] != 0.0:
                 _axpy(Jv[i, p], d2W[p], Hs[i])
         Hs[n + i] = H[n + i] + d2W[n + i]
-    e = np.zeros(n)
     for row in range(lie.shape[0]):
-        for i in range(lie[row, 1], lie[row, 1] + lie[row, 2]):
+        jt, m, k = lie[row, 0], lie[row, 1], lie[row, 2]
+        e = np.zeros(k)
+        for i in range(k):
             e[:] = 0.0
             e[i] = 1.0
-            add_composition_curvature(lie, W[:n], Jq, Jv, e, Y[:n], dW[:n], nz, Hs[i])
+            add_joint_curvature(jt, W[m: m + k], Jq[m: m + k, m: m + k], Jv[m: m + k, m: m + k], e, Y[m: m + k],
+                                dW[m: m + k], Hs[m + i])
+            mirror_upper(Hs[m + i])
 
 
 IntervalWork = namedtuple("IntervalWork", [
     "k", "f", "ys", "Fz", "Fzz", "Ks", "K2s", "Ys", "Hs", "T",  # stages of interval()
-    "W", "y_new", "dW", "Y_new", "d2W", "H_new",  # its group compositions (rows 0 off a manifold)
+    "W", "y_new", "dW", "Y_new", "d2W", "H_new", "J",  # its group compositions (rows 0 off a manifold)
     "lam", "ybar", "w", "gW", "gY", "Wz", "P",  # adjoints of interval_hessian()
     "dyn",  # the dynamics' own workspace (robot_work)
 ])
@@ -370,7 +382,8 @@ def interval_work(params, nq_x, nu, s, order):
         np.empty((nx, nz, nz) if o2 else (0, 0, 0)), np.empty((nz, nz)),
         np.empty(nw), np.empty(nq_x), np.empty((nw, nz) if o1 else (0, 0)), np.empty((nw, nz) if o1 else (0, 0)),
         np.empty((nw, nz, nz) if o2 else (0, 0, 0)), np.empty((nw, nz, nz) if o2 else (0, 0, 0)),
-        np.empty(nx), np.empty((s, nx)), np.empty(nx), np.empty((s + 1, nx)), np.empty((s + 1, nx)),
+        np.empty((2, nw // 2, 6)), np.empty(nx), np.empty((s, nx)), np.empty(nx), np.empty((s + 1, nx)),
+        np.empty((s + 1, nx)),
         np.empty((nz, nz)), np.empty((nz, nz)), robot_work(params))
 
 
@@ -399,7 +412,7 @@ def interval(params, a, b, x, u, fext, dt, m, order, y, Y, H, stages, offset, wo
     nz, s = nx + u.shape[0], b.shape[0]
     n = nx // 2
     rec_y, rec_f, rec_Fz, rec_G, data = stages[0], stages[1], stages[2], stages[3], stages[4]
-    rec_W, rec_dW, rec_Y0 = lie_records(stages)
+    rec_W, rec_dW, rec_Y0, rec_J = lie_records(stages)
     record = rec_y.shape[0] > 0
     h = dt / m
     k, ys_own, f, Fz_own, Fzz, Ks, K2s = work.k, work.ys, work.f, work.Fz, work.Fzz, work.Ks, work.K2s
@@ -432,9 +445,10 @@ def interval(params, a, b, x, u, fext, dt, m, order, y, Y, H, stages, offset, wo
                 if not all_finite(W):
                     y[:] = np.nan
                     return False
-                _compose(topology, lie, y, Y, H, W, dW, d2W, order, ys, Ys, Hs)
+                comp = sub * (s + 1) + st  # this composition's row of the records
+                _compose(topology, lie, y, Y, H, W, dW, d2W, order, ys, Ys, Hs, rec_J[comp] if record else work.J)
                 if record:
-                    rec_W[sub * (s + 1) + st], rec_dW[sub * (s + 1) + st] = W[:n], dW[:n]
+                    rec_W[comp], rec_dW[comp] = W[:n], dW[:n]
             else:  # y_s = y + h Σ_j a_sj k_j
                 ys[:] = y
                 if order >= 1:
@@ -471,7 +485,8 @@ def interval(params, a, b, x, u, fext, dt, m, order, y, Y, H, stages, offset, wo
             if not all_finite(W):
                 y[:] = np.nan
                 return False
-            _compose(topology, lie, y, Y, H, W, dW, d2W, order, y_new, Y_new, H_new)
+            _compose(topology, lie, y, Y, H, W, dW, d2W, order, y_new, Y_new, H_new,
+                     rec_J[sub * (s + 1) + s] if record else work.J)
             y[:] = y_new
             if order >= 1:
                 Y[:] = Y_new
@@ -487,18 +502,19 @@ def interval(params, a, b, x, u, fext, dt, m, order, y, Y, H, stages, offset, wo
 
 @njit(cache=True)
 def stage_records(params, count, nx, nz, s):
-    """Stage records (ys, fs, Fzs, Gs, data, W, dW, Y0) for ``count`` stages (m·s per
+    """Stage records (ys, fs, Fzs, Gs, data, W, dW, Y0, J) for ``count`` stages (m·s per
     knot) of an s-stage method (see :func:`interval`): ys (count, nx) and, with
     ndx = :func:`tangent_dim`, fs (count, ndx), Fzs and Gs (count, ndx, nz), the dynamics'
-    ``data``; on a manifold also each composition's increment W (count·(s+1)/s, nv) and
-    its sensitivity dW (·, nv, nz), and each step's start sensitivity Y0 (count/s, nv, nz)."""
+    ``data``; on a manifold also each composition's increment W (count·(s+1)/s, nv), its
+    sensitivity dW (·, nv, nz) and the Lie joints' integrate-Jacobian blocks J (·, 2, nv, 6)
+    (:func:`_compose`), and each step's start sensitivity Y0 (count/s, nv, nz)."""
     ndx = tangent_dim(params, nx)
     topology, lie = lie_structure(params)
     n = ndx // 2 if lie.shape[0] > 0 else 0
     steps = count // s if s > 0 else 0
     return (np.empty((count, nx)), np.empty((count, ndx)), np.empty((count, ndx, nz)), np.empty((count, ndx, nz)),
             robot_data(params, count), np.empty((steps * (s + 1), n)), np.empty((steps * (s + 1), n, nz)),
-            np.empty((steps, n, nz)))
+            np.empty((steps, n, nz)), np.empty((steps * (s + 1), 2, n, 6)))
 
 
 @njit(cache=True)
@@ -507,22 +523,24 @@ def no_stages(params):
     return stage_records(params, 0, 0, 0, 1)
 
 
-@njit(cache=True, _nrt=True)  # allocates the integrate Jacobians: counted references
-def _split_adjoint(topology, lie, Wq, dW, Y0, mu, nz, gW, gY, Hz):
+@njit(cache=True, _nrt=True)  # allocates the joints' curvature terms: counted references
+def _split_adjoint(lie, Wq, dW, Y0, J, mu, gW, gY, Hz):
     """Adjoints of the inputs of p = y ⊕ W given μ (ndx,) at p: gW = ∂/∂W = [J_vᵀ μ_q; μ_v],
-    gY = ∂/∂y = [J_qᵀ μ_q; μ_v] (J_q, J_v the integrate Jacobians at W_q), and the
-    composition's curvature μᵀ∇²ψ added to Hz, congruent with the sensitivities Y0 of y
-    and dW of W (q rows)."""
-    n = Wq.shape[0]
-    Jq, Jv = lie_jacobians_kernel(topology, Wq, 0, 1)
-    add_composition_curvature(lie, Wq, Jq, Jv, mu[:n], Y0, dW, nz, Hz)
-    for i in range(n):
-        g = t = 0.0
-        for p in range(n):
-            g += Jv[p, i] * mu[p]
-            t += Jq[p, i] * mu[p]
-        gW[i], gY[i] = g, t
-        gW[n + i] = gY[n + i] = mu[n + i]
+    gY = ∂/∂y = [J_qᵀ μ_q; μ_v] (J_q, J_v the integrate Jacobians at W_q: identity off the
+    Lie joints, whose blocks :func:`_compose` kept in J), and the composition's curvature
+    μᵀ∇²ψ added to Hz, congruent with the sensitivities Y0 of y and dW of W (q rows)."""
+    copy_into(gW, mu)
+    copy_into(gY, mu)
+    for row in range(lie.shape[0]):
+        jt, m, k = lie[row, 0], lie[row, 1], lie[row, 2]
+        Jq, Jv = J[0, m: m + k, :k], J[1, m: m + k, :k]
+        add_joint_curvature(jt, Wq[m: m + k], Jq, Jv, mu[m: m + k], Y0[m: m + k], dW[m: m + k], Hz)
+        for i in range(k):
+            g = t = 0.0
+            for p in range(k):
+                g += Jv[p, i] * mu[m + p]
+                t += Jq[p, i] * mu[m + p]
+            gW[m + i], gY[m + i] = g, t
 
 
 @allocation_free
@@ -541,13 +559,13 @@ def interval_hessian(params, a, b, dt, m, u, stages, offset, lam, Hz, work):
     :func:`robot_dynamics_hessian`: no (nx, nz, nz) tensor is formed. On a manifold every
     composition p = y ⊕ W passes its adjoint μ on as J_vᵀμ to W and J_qᵀμ to y
     (:func:`_split_adjoint`), and adds its own curvature μᵀ∇²ψ congruent with the
-    sensitivities of (y, W) (:func:`optdyn.state.add_composition_curvature`). ``work``:
+    sensitivities of (y, W) (:func:`optdyn.state.add_joint_curvature`). ``work``:
     :func:`interval_work`.
     """
-    topology, lie = lie_structure(params)
+    lie = lie_structure(params)[1]
     manifold = lie.shape[0] > 0
     rec_y, rec_f, rec_Fz, rec_G, data = stages[0], stages[1], stages[2], stages[3], stages[4]
-    rec_W, rec_dW, rec_Y0 = lie_records(stages)
+    rec_W, rec_dW, rec_Y0, rec_J = lie_records(stages)
     nx, nz, s = rec_Fz.shape[1], Hz.shape[0], b.shape[0]
     h = dt / m
     lam_y, ybar, w = work.lam, work.ybar, work.w
@@ -559,7 +577,7 @@ def interval_hessian(params, a, b, dt, m, u, stages, offset, lam, Hz, work):
         sub = offset // s + step
         if manifold:
             c0 = sub * (s + 1)
-            _split_adjoint(topology, lie, rec_W[c0 + s], rec_dW[c0 + s], rec_Y0[sub], lam_y, nz, gW[s], gY[s], Hz)
+            _split_adjoint(lie, rec_W[c0 + s], rec_dW[c0 + s], rec_Y0[sub], rec_J[c0 + s], lam_y, gW[s], gY[s], Hz)
         else:
             copy_into(gW[s], lam_y)
             copy_into(gY[s], lam_y)
@@ -571,11 +589,13 @@ def interval_hessian(params, a, b, dt, m, u, stages, offset, lam, Hz, work):
                     c += a[t, st] * gW[t, i]
                 w[i] = h * c
             Fz = rec_Fz[idx]
-            for i in range(nx):  # ȳ_s = f_xᵀ w_s
-                c = 0.0
-                for p in range(nx):
-                    c += Fz[p, i] * w[p]
-                ybar[st, i] = c
+            yb = ybar[st]  # ȳ_s = f_xᵀ w_s, by rows of f_x (contiguous)
+            yb[:] = 0.0
+            for p in range(nx):
+                wp = w[p]
+                if wp != 0.0:
+                    for i in range(nx):
+                        yb[i] += Fz[p, i] * wp
             robot_dynamics_hessian(params, rec_y[idx], u, rec_f[idx], Fz, data, idx, w, W, work.dyn)
             if idx == offset:  # G_0 = identity
                 for i in range(nz):
@@ -585,7 +605,7 @@ def interval_hessian(params, a, b, dt, m, u, stages, offset, lam, Hz, work):
                 _congruence_add(W, rec_G[idx], nx, P, Hz)
             if manifold and st > 0:
                 c0 = sub * (s + 1)
-                _split_adjoint(topology, lie, rec_W[c0 + st], rec_dW[c0 + st], rec_Y0[sub], ybar[st], nz, gW[st],
+                _split_adjoint(lie, rec_W[c0 + st], rec_dW[c0 + st], rec_Y0[sub], rec_J[c0 + st], ybar[st], gW[st],
                                gY[st], Hz)
             else:
                 copy_into(gW[st], ybar[st])
@@ -594,13 +614,15 @@ def interval_hessian(params, a, b, dt, m, u, stages, offset, lam, Hz, work):
         for st in range(s):
             for i in range(nx):
                 lam_y[i] += gY[st, i]
+    mirror_upper(Hz)
 
 
 @allocation_free
 def _add_Gt_times(Y, X, nx, out):
     """out (nz, nz) += Gᵀ X for G = [Y; 0 I] (Y (nx, nz)), X (nz, nz); zero entries of Y
-    are skipped. The callers use the upper triangle and mirror it (Gᵀ X is symmetric
-    once multiplied by G); the whole rows are updated all the same, since full-length
+    are skipped. Gᵀ X G is symmetric, and the callers only use its upper triangle
+    (:func:`_stage_hessian` and :func:`interval_hessian` mirror its upper
+    triangle); whole rows are updated all the same, since full-length
     contiguous loops vectorise and cost less than the triangle's ragged ones."""
     nz = X.shape[0]
     for p in range(nz):
@@ -617,16 +639,13 @@ def _add_Gt_times(Y, X, nx, out):
 
 @allocation_free
 def _congruence_add(W, Y, nx, P, Hz):
-    """Hz += Gᵀ W G for G = [Y; 0 I] (Y (nx, nz)); P (nz, nz) is workspace.
+    """Hz += Gᵀ W G for G = [Y; 0 I] (Y (nx, nz)), whose upper triangle alone is used (the
+    caller mirrors the sum once); P (nz, nz) is workspace.
 
     Zero entries of W (most of the v–τ and τ–τ blocks of a robot's) are skipped.
     """
-    nz = W.shape[0]
     _times_G(W, Y, nx, P)
     _add_Gt_times(Y, P, nx, Hz)
-    for r in range(nz):
-        for c in range(r):
-            Hz[r, c] = Hz[c, r]
 
 
 # Whole trajectories: each batched evaluation runs its knots in chunks on parallel threads

@@ -38,7 +38,7 @@ from numba import njit
 
 from dynamics.joints import QUATERNION_TOLERANCE, _group_rows, difference_kernel, integrate_kernel, unit_block
 from dynamics.model import IDX_V, JTYPE, NV, PRISMATIC, REVOLUTE, Model
-from dynamics.spatial import matmul_add, matmul_small
+from dynamics.spatial import matmul_add, matmul_small, symmetrize
 
 
 def lie_blocks(model: Model) -> np.ndarray:
@@ -89,53 +89,42 @@ def state_difference_batch(topology, nq, X0, X1):
     return out
 
 
-@njit(cache=True)
-def _ad(jt, x):
-    """ad_x (k, k) of the joint's Lie algebra element x (k,): the se(3) matrix
-    [[ω×, v×], [0, ω×]] of (v, ω), restricted to the rows of the joint's subalgebra."""
-    rows = _group_rows(jt)
-    xi, A = np.zeros(6), np.zeros((6, 6))
-    for r in range(rows.shape[0]):
-        xi[rows[r]] = x[r]
-    _neg_hat_into(-xi[3], -xi[4], -xi[5], A, 0, 0)  # ω×
-    _neg_hat_into(-xi[3], -xi[4], -xi[5], A, 3, 3)
-    _neg_hat_into(-xi[0], -xi[1], -xi[2], A, 0, 3)  # v×
-    out = np.empty((rows.shape[0], rows.shape[0]))
-    for i in range(rows.shape[0]):
-        for j in range(rows.shape[0]):
-            out[i, j] = A[rows[i], rows[j]]
-    return out
+@njit(cache=True, inline="always")
+def _hat_entry(x0, x1, x2, r, c):
+    """[x]×[r, c] (r, c < 3) of x = (x0, x1, x2)."""
+    if r == c:
+        return 0.0
+    t = 3 - r - c
+    x = x0 if t == 0 else (x1 if t == 1 else x2)
+    return -x if (c - r) % 3 == 1 else x
 
 
 @njit(cache=True, inline="always")
-def _neg_hat_into(x0, x1, x2, Q, r, c):
-    """Q[r:r+3, c:c+3] = −[x]×."""
-    Q[r, c + 1], Q[r, c + 2] = x2, -x1
-    Q[r + 1, c], Q[r + 1, c + 2] = -x2, x0
-    Q[r + 2, c], Q[r + 2, c + 1] = x1, -x0
+def _ad_entry(xi, a, b):
+    """ad_ξ[a, b] = [[ω×, v×], [0, ω×]][a, b] of ξ = (v, ω) (6,) in se(3)."""
+    if a >= 3 and b < 3:
+        return 0.0
+    if a < 3 <= b:
+        return _hat_entry(xi[0], xi[1], xi[2], a, b - 3)
+    return _hat_entry(xi[3], xi[4], xi[5], a % 3, b % 3)
 
 
-@njit(cache=True)
-def _bracket_form_into(rows, mu, Q, m6, Q6):
-    """Q (k, k), Q[i, j] = μᵀ[e_i, e_j] of the subalgebra on ``rows`` of se(3): for
-    μ = (μ_v, μ_ω), μᵀ[X, Y] = −Xᵀ [[0, μ_v×], [μ_v×, μ_ω×]] Y, restricted to the rows.
-    m6 (6,) and Q6 (6, 6) are scratch, zero on entry outside ``rows`` (as they are left)."""
+@njit(cache=True, inline="always")
+def _bracket_entry(mu, a, b):
+    """Q_μ[a, b] = μᵀ[e_a, e_b] in se(3) for μ = (μ_v, μ_ω) (6,): the entries of
+    −[[0, μ_v×], [μ_v×, μ_ω×]] (μᵀ[X, Y] = −Xᵀ [[0, μ_v×], [μ_v×, μ_ω×]] Y)."""
+    if a < 3 and b < 3:
+        return 0.0
+    if a >= 3 and b >= 3:
+        return -_hat_entry(mu[3], mu[4], mu[5], a - 3, b - 3)
+    return -_hat_entry(mu[0], mu[1], mu[2], a % 3, b % 3)
+
+
+@njit(cache=True, inline="always")
+def _embed(rows, x, xi):
+    """xi[rows[r]] = x[r]: a subalgebra element in se(3) (the other entries of xi untouched)."""
     for r in range(rows.shape[0]):
-        m6[rows[r]] = mu[r]
-    _neg_hat_into(m6[0], m6[1], m6[2], Q6, 0, 3)
-    _neg_hat_into(m6[0], m6[1], m6[2], Q6, 3, 0)
-    _neg_hat_into(m6[3], m6[4], m6[5], Q6, 3, 3)
-    for i in range(rows.shape[0]):
-        for j in range(rows.shape[0]):
-            Q[i, j] = Q6[rows[i], rows[j]]
-
-
-@njit(cache=True)
-def _bracket_form(jt, mu):
-    """Q (k, k) of :func:`_bracket_form_into` for a joint of type ``jt``."""
-    Q = np.empty((mu.shape[0], mu.shape[0]))
-    _bracket_form_into(_group_rows(jt), mu, Q, np.zeros(6), np.zeros((6, 6)))
-    return Q
+        xi[rows[r]] = x[r]
 
 
 @njit(cache=True)
@@ -145,12 +134,20 @@ def exp_hessian(jt, w, mu):
 
     M = Σ_i Q_{r_i} Σ_j c_{i+j+1} ad^j = Σ_j Q_{ρ_j} ad^j with ρ_j = Σ_i c_{i+j+1} r_i
     (Q_r is linear in r), evaluated by Horner's rule in ad: one k × k product per term
-    (plain loops: k ≤ 6), and P = ½(M + Mᵀ)."""
+    (plain loops: k ≤ 6), and P = ½(M + Mᵀ). ad and Q are the joint's rows of se(3)'s
+    (:func:`_ad_entry`, :func:`_bracket_entry`)."""
     k = w.shape[0]
-    ad = _ad(jt, w)
-    norm = np.sqrt(np.sum(ad * ad))
+    rows = _group_rows(jt)
+    xi = np.zeros(6)  # w, then each ρ_j, in se(3)
+    _embed(rows, w, xi)
+    ad = np.empty((k, k))
+    norm2 = 0.0
+    for a in range(k):
+        for b in range(k):
+            ad[a, b] = _ad_entry(xi, rows[a], rows[b])
+            norm2 += ad[a, b] * ad[a, b]
     # terms of order K are bounded by ‖ad‖^{K−1}/K!: stop when that is below rounding
-    K, bound = 1, 1.0
+    K, bound, norm = 1, 1.0, np.sqrt(norm2)
     while K < 60 and bound > 1e-18:
         K += 1
         bound *= norm / K
@@ -166,21 +163,21 @@ def exp_hessian(jt, w, mu):
     c[0] = 1.0
     for n in range(1, K + 1):
         c[n] = -c[n - 1] / (n + 1)
-    rows = _group_rows(jt)
-    M, Q, rho = np.zeros((k, k)), np.empty((k, k)), np.empty(k)
-    m6, Q6 = np.zeros(6), np.zeros((6, 6))
+    M, T = np.zeros((k, k)), np.empty((k, k))
     for j in range(K - 1, -1, -1):  # M ← Q_{ρ_j} + M ad
         for r in range(k):
             t = 0.0
             for i in range(K - j):
                 t += c[i + j + 1] * R[i, r]
-            rho[r] = t
-        _bracket_form_into(rows, rho, Q, m6, Q6)
-        matmul_add(M, ad, Q)
-        M[:] = Q
-    for r in range(k):
-        for col in range(r + 1):
-            M[r, col] = M[col, r] = 0.5 * (M[r, col] + M[col, r])
+            xi[rows[r]] = t
+        for a in range(k):
+            for b in range(k):
+                t = _bracket_entry(xi, rows[a], rows[b])
+                for p in range(k):
+                    t += M[a, p] * ad[p, b]
+                T[a, b] = t
+        M, T = T, M
+    symmetrize(M)
     return M
 
 
@@ -188,36 +185,54 @@ def exp_hessian(jt, w, mu):
 def compose_hessians(jt, w, mu, Jq, Jv):
     """(P_ab, P_bb) (k, k): the Hessian blocks ∂²/∂a∂b and ∂²/∂b² of μᵀψ(a, b),
     ψ(a, b) = ((q ⊕ a) ⊕ (w + b)) ⊖ (q ⊕ w) (∂²/∂a² = 0); Jq, Jv the joint's blocks
-    of the integrate Jacobians at w (module docstring)."""
-    return 0.5 * matmul_small(matmul_small(Jq.T, _bracket_form(jt, mu)), Jv), exp_hessian(jt, w, mu)
+    of the integrate Jacobians at w (module docstring): P_ab = ½ J_qᵀ Q_μ J_v."""
+    k = mu.shape[0]
+    rows = _group_rows(jt)
+    m6 = np.zeros(6)
+    _embed(rows, mu, m6)
+    QJ, Pab = np.zeros((k, k)), np.empty((k, k))
+    for a in range(k):  # Q_μ J_v, each entry of Q_μ formed once (its zeros skipped)
+        for p in range(k):
+            q = _bracket_entry(m6, rows[a], rows[p])
+            if q != 0.0:
+                for b in range(k):
+                    QJ[a, b] += q * Jv[p, b]
+    for a in range(k):
+        for b in range(k):
+            t = 0.0
+            for p in range(k):
+                t += Jq[p, a] * QJ[p, b]
+            Pab[a, b] = 0.5 * t
+    return Pab, exp_hessian(jt, w, mu)
 
 
 @njit(cache=True)
-def add_composition_curvature(lie, W, Jq, Jv, mu, Y, dW, nz, Hz):
-    """Hz (nz, nz) += Σ_joints [Y; dW]ᵀ ∇²(μᵀψ) [Y; dW] over the model's Lie joints.
+def add_joint_curvature(jt, W, Jq, Jv, mu, Ya, Wb, Hz):
+    """Hz (nz, nz) += [Y_a; W_b]ᵀ ∇²(μᵀψ) [Y_a; W_b] for one Lie joint of type ``jt``: a
+    symmetric term of which the upper triangle is exact (the callers mirror their sum once).
 
-    The composition p = q ⊕ (w̄ + δw) of a configuration q (sensitivity Y (nv, nz) in its
-    chart) and an increment w̄ = W (nv,) (sensitivity dW (nv, nz)) is nonlinear only on the
-    Lie joints (``lie``, :func:`lie_blocks`); Jq, Jv (nv, nv) are the integrate Jacobians
-    at W and μ (nv,) the adjoint at p's chart."""
-    acc = np.empty((nz, nz))  # upper triangle of one joint's term (symmetric)
-    for row in range(lie.shape[0]):
-        jt, m, k = lie[row, 0], lie[row, 1], lie[row, 2]
-        Pab, Pbb = compose_hessians(jt, W[m: m + k], mu[m: m + k], Jq[m: m + k, m: m + k], Jv[m: m + k, m: m + k])
-        Ya, Wb = Y[m: m + k], dW[m: m + k]
-        X = matmul_small(Pab, Wb)  # (k, nz)
-        Z = matmul_small(Pbb, Wb)
-        acc[:] = 0.0
-        for r in range(k):  # Yaᵀ X + Xᵀ Ya + Wbᵀ Z, row by row (contiguous inner loops)
-            for i in range(nz):
-                a, x, wb = Ya[r, i], X[r, i], Wb[r, i]
-                for j in range(i, nz):
-                    acc[i, j] += a * X[r, j] + x * Ya[r, j] + wb * Z[r, j]
+    The composition p = q ⊕ (w̄ + δw) of the joint's configuration q (sensitivity
+    Y_a (k, nz) in its chart) and increment w̄ = W (k,) (sensitivity W_b (k, nz)) has the
+    Hessian blocks P_ab, P_bb of :func:`compose_hessians` (Jq, Jv (k, k): the joint's
+    integrate Jacobians at W; μ (k,): the adjoint at p's chart). The term is
+    Y_aᵀ X + W_bᵀ V with X = P_ab W_b and V = P_abᵀ Y_a + P_bb W_b: rank-one row updates
+    over the nonzero entries of Y_a (which is [I 0] at the start of an interval) and W_b,
+    whole contiguous rows."""
+    Pab, Pbb = compose_hessians(jt, W, mu, Jq, Jv)
+    k, nz = Wb.shape
+    X, V = np.zeros((k, nz)), np.zeros((k, nz))
+    matmul_add(Pab, Wb, X)
+    matmul_add(Pbb, Wb, V)
+    matmul_add(Pab.T, Ya, V)
+    for r in range(k):
         for i in range(nz):
-            Hz[i, i] += acc[i, i]
-            for j in range(i + 1, nz):
-                Hz[i, j] += acc[i, j]
-                Hz[j, i] += acc[i, j]
+            a, b = Ya[r, i], Wb[r, i]
+            if a != 0.0:
+                for j in range(nz):
+                    Hz[i, j] += a * X[r, j]
+            if b != 0.0:
+                for j in range(nz):
+                    Hz[i, j] += b * V[r, j]
 
 
 @njit(cache=True)
