@@ -344,12 +344,17 @@ class MultipleShootingNLP:
         return self._finite(np.concatenate((-A.ravel(), -B.ravel(), np.ones(self._n_identity), cx.ravel(),
                                             hx.ravel())), "Jacobian")
 
-    def _finite(self, values: np.ndarray, what: str) -> np.ndarray:
+    def _finite(self, values: np.ndarray, what: str, terms: tuple = ()) -> np.ndarray:
         """``values``, or IPOPT's evaluation error if some are NaN/inf: IPOPT does not check
-        derivatives itself, and its linear solver may crash on them."""
+        derivatives itself, and its linear solver may crash on them. The error names the
+        first of ``terms`` ((name, array with the knots first, first knot)) that holds a
+        non-finite entry, and at which knot."""
         if not np.all(np.isfinite(values)):
             self.evaluation_errors += 1
-            self.last_error = f"non-finite {what} (the dynamics overflowed at this point)"
+            where = next((f"{name} at knot {k0 + int(np.argmax(bad))}" for name, a, k0 in terms
+                          if (bad := ~np.isfinite(a.reshape(a.shape[0], -1)).all(axis=1)).any()),
+                         "the dynamics overflowed at this point")
+            self.last_error = f"non-finite {what} ({where})"
             raise cyipopt.CyIpoptEvaluationError(self.last_error)
         return values
 
@@ -371,7 +376,8 @@ class MultipleShootingNLP:
         Cxx = np.einsum("kr,krij->kij", mu, cxx)
         WN = (obj_factor * self._get(z, "terminal_cost")[2] + Cxx[-1] + np.einsum("r,rij->ij", nu_h, hxx))
         if not self.chart.manifold:
-            W -= self._defect_hessians(z, lam)
+            D = self._defect_hessians(z, lam)
+            W -= D
             W[1:, :nx, :nx] += Cxx[:-1]
         else:  # in ξ: Eᵀ(·)E plus the chart's curvature with the gradient w.r.t. x (module docstring)
             xis, E = self._split(z)[0], self._get(z, "E")
@@ -382,11 +388,17 @@ class MultipleShootingNLP:
             W[1:, :nx, :nx] += Cxx[:-1]
             W[:, :nx, :] = np.einsum("kpi,kpj->kij", E[:-1], W[:, :nx, :])
             W[:, :, :nx] = np.einsum("kip,kpj->kij", W[:, :, :nx], E[:-1])
-            W -= self._defect_hessians(z, lam)
+            D = self._defect_hessians(z, lam)
+            W -= D
             W[:, :nx, :nx] += self.chart.curvature(xis[:-1], gx[:-1])
             WN = E[-1].T @ WN @ E[-1] + self.chart.curvature(xis[-1:], gx[-1:])[0]
+        terms = (("the defects' multipliers", lam, 0), ("the path constraints' multipliers", mu, 1),
+                 ("the terminal constraints' multipliers", nu_h[None], N), ("ℓ_xx", lxx, 0), ("ℓ_ux", lux, 0),
+                 ("ℓ_uu", luu, 0), ("the terminal cost's Hessian", self._get(z, "terminal_cost")[2][None], N),
+                 ("the path constraints' Hessians", cxx, 1), ("the terminal constraints' Hessians", hxx[None], N),
+                 ("the dynamics' Hessians λᵀF_zz", D, 0))
         return self._finite(np.concatenate((W[:, self._tril_w[0], self._tril_w[1]].ravel(),
-                                            WN[self._tril_x[0], self._tril_x[1]])), "Hessian")
+                                            WN[self._tril_x[0], self._tril_x[1]])), "Hessian", terms)
 
     def _defect_hessians(self, z: np.ndarray, lam: np.ndarray) -> np.ndarray:
         """Σ_i λ_k,i ∇²G_i (N, nw, nw) of the defects' G_k = F(x_k, u_k) (⊖ x̃_{k+1} in ξ on a

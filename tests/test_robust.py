@@ -104,6 +104,19 @@ def test_ipopt_points_the_model_rejects_are_evaluation_errors(panda):
     assert np.all(np.isfinite(nlp.constraints(z)))  # a good point still evaluates
 
 
+def test_a_non_finite_hessian_names_its_term_and_knot(panda):
+    import cyipopt
+
+    nlp = MultipleShootingNLP(panda)
+    z = nlp.pack(panda.xs_init, panda.us_init)
+    lagrange = np.ones(nlp.m)
+    assert np.all(np.isfinite(nlp.hessian(z, lagrange, 1.0)))
+    lagrange[5 * nlp.nx: 6 * nlp.nx] = 1e308  # λ_5ᵀF_zz overflows
+    with pytest.raises(cyipopt.CyIpoptEvaluationError, match="non-finite Hessian"):
+        nlp.hessian(z, lagrange, 1.0)
+    assert nlp.last_error == "non-finite Hessian (the dynamics' Hessians λᵀF_zz at knot 5)"
+
+
 def test_ipopt_says_which_evaluation_failed_when_it_stops_on_one(panda):
     xs = panda.rollout(panda.us_init)
     xs[1:, 7] = 1e12  # an initial guess the model rejects at every knot
