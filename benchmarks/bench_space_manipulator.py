@@ -49,29 +49,37 @@ def solver_table() -> str:
             + "\n\n" + "\n".join(notes))
 
 
-def ratio_table(rounds: int = 7) -> str:
-    """DDP ÷ iLQR per iteration, free space manipulator against ur5-reach: every round
-    solves all four once, in turn; per solver the fastest round counts."""
+def ratio_table(rounds: int = 7, thread_counts: tuple = (1, 2)) -> str:
+    """DDP ÷ iLQR per iteration, free space manipulator against ur5-reach, on each thread
+    count: every round solves all of them once, in turn; per solver the fastest round counts."""
     tasks = {name: problems.get(name) for name in ("space-manipulator", "ur5-reach")}
     times = defaultdict(list)
+    default = optdyn.get_num_threads()
     for _ in range(rounds + 1):  # the first round compiles and is dropped
-        for name, prob in tasks.items():
-            for solver in ("ilqr", "ddp"):
-                r = optdyn.solve(prob, solver)
-                times[name, solver].append(r.wall_time / max(r.iterations, 1) * 1e3)
+        for threads in thread_counts:
+            optdyn.set_num_threads(threads)
+            for name, prob in tasks.items():
+                for solver in ("ilqr", "ddp"):
+                    r = optdyn.solve(prob, solver)
+                    times[threads, name, solver].append(r.wall_time / max(r.iterations, 1) * 1e3)
+    optdyn.set_num_threads(default)
     rows, ratio = [], {}
-    for name in tasks:
-        best = {s: min(times[name, s][1:]) for s in ("ilqr", "ddp")}
-        spread = max(max(times[name, s][1:]) / best[s] for s in best)
-        ratio[name] = best["ddp"] / best["ilqr"]
-        rows.append([name, best["ilqr"], best["ddp"], f"{ratio[name]:.2f}", f"{spread:.2f}"])
-    verdict = "within" if ratio["space-manipulator"] <= ratio["ur5-reach"] else "above"
+    for threads in thread_counts:
+        for name in tasks:
+            best = {s: min(times[threads, name, s][1:]) for s in ("ilqr", "ddp")}
+            spread = max(max(times[threads, name, s][1:]) / best[s] for s in best)
+            ratio[threads, name] = best["ddp"] / best["ilqr"]
+            rows.append([name, threads, best["ilqr"], best["ddp"], f"{ratio[threads, name]:.2f}", f"{spread:.2f}"])
+    verdicts = "; ".join(
+        f"{t} thread{'s' if t > 1 else ''}: {ratio[t, 'space-manipulator']:.2f}, "
+        f"{'within' if ratio[t, 'space-manipulator'] <= ratio[t, 'ur5-reach'] else 'above'} ur5-reach's "
+        f"{ratio[t, 'ur5-reach']:.2f}" for t in thread_counts)
     return (f"### DDP ÷ iLQR per iteration ({rounds} interleaved rounds, fastest round per solver, ms)\n\n"
-            + table(["task", "iLQR", "DDP", "DDP ÷ iLQR", "slowest ÷ fastest round"], rows)
-            + f"\n\nOn the floating base a DDP iteration costs {ratio['space-manipulator']:.2f}× an iLQR one, "
-            f"{verdict} the fixed-base ur5-reach's {ratio['ur5-reach']:.2f}× of the same run (the target). Per RK "
-            "stage the floating base adds the composition's Jacobians and curvature (`optdyn.state`) to the "
-            "second-order adjoint, and nz = ndx + nu = 30 against 18 for the UR5 makes every congruence "
+            + table(["task", "threads", "iLQR", "DDP", "DDP ÷ iLQR", "slowest ÷ fastest round"], rows)
+            + f"\n\nDDP ÷ iLQR on the floating base against the fixed base in the same run (the target): "
+            f"{verdicts}. "
+            "Per RK stage the floating base adds the composition's Jacobians and curvature (`optdyn.state`) to "
+            "the second-order adjoint, and nz = ndx + nu = 30 against 18 for the UR5 makes every congruence "
             "G_sᵀW_sG_s larger.")
 
 
