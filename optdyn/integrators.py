@@ -74,7 +74,7 @@ from dynamics.rnea_second_derivatives_contracted import new_so_work
 from dynamics.spatial import copy_into, matmul_add, mirror_upper
 from dynamics.workspace import new_data
 
-from .state import add_joint_curvature, lie_blocks, state_integrate
+from .state import add_joint_curvature, lie_blocks, lie_scratch, state_integrate
 
 _RK4 = (np.array([[0.0, 0.0, 0.0, 0.0], [0.5, 0.0, 0.0, 0.0], [0.0, 0.5, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]]),
         np.array([1.0, 2.0, 2.0, 1.0]) / 6.0)
@@ -305,7 +305,7 @@ def _accumulate(coef, count, h, k, Ks, K2s, order, y, Y, H):
 
 
 @njit(cache=True)
-def _compose(topology, lie, y, Y, H, W, dW, d2W, order, ys, Ys, Hs, J):
+def _compose(topology, lie, y, Y, H, W, dW, d2W, order, ys, Ys, Hs, J, scratch):
     """ys = y ⊕ W and its sensitivities Ys, Hs in its own chart (:mod:`optdyn.state`),
     from those of y (Y, H, in y's chart) and of the increment W (dW, d2W):
 
@@ -352,14 +352,15 @@ def _compose(topology, lie, y, Y, H, W, dW, d2W, order, ys, Ys, Hs, J):
         for i in range(k):
             e[:] = 0.0
             e[i] = 1.0
-            add_joint_curvature(jt, W[m: m + k], Jq[m: m + k, m: m + k], Jv[m: m + k, m: m + k], e, Y[m: m + k],
-                                dW[m: m + k], Hs[m + i])
+            add_joint_curvature(scratch.rows[row, :k], W[m: m + k], Jq[m: m + k, m: m + k], Jv[m: m + k, m: m + k], e,
+                                Y[m: m + k], dW[m: m + k], Hs[m + i], scratch)
             mirror_upper(Hs[m + i])
 
 
 IntervalWork = namedtuple("IntervalWork", [
     "k", "f", "ys", "Fz", "Fzz", "Ks", "K2s", "Ys", "Hs", "T",  # stages of interval()
     "W", "y_new", "dW", "Y_new", "d2W", "H_new", "J",  # its group compositions (rows 0 off a manifold)
+    "lie",  # their curvature's workspace (optdyn.state.LieScratch)
     "lam", "ybar", "w", "gW", "gY", "Wz", "P",  # adjoints of interval_hessian()
     "dyn",  # the dynamics' own workspace (robot_work)
 ])
@@ -373,7 +374,8 @@ def interval_work(params, nq_x, nu, s, order):
     :func:`interval_hessian` use, made once for a loop over many intervals."""
     nx = tangent_dim(params, nq_x)
     nz = nx + nu
-    nw = nx if lie_structure(params)[1].shape[0] > 0 else 0
+    lie = lie_structure(params)[1]
+    nw = nx if lie.shape[0] > 0 else 0
     o1, o2 = order >= 1, order >= 2
     return IntervalWork(
         np.empty((s, nx)), np.empty(nx), np.empty(nq_x), np.empty((nx, nz) if o1 else (0, 0)),
@@ -382,8 +384,8 @@ def interval_work(params, nq_x, nu, s, order):
         np.empty((nx, nz, nz) if o2 else (0, 0, 0)), np.empty((nz, nz)),
         np.empty(nw), np.empty(nq_x), np.empty((nw, nz) if o1 else (0, 0)), np.empty((nw, nz) if o1 else (0, 0)),
         np.empty((nw, nz, nz) if o2 else (0, 0, 0)), np.empty((nw, nz, nz) if o2 else (0, 0, 0)),
-        np.empty((2, nw // 2, 6)), np.empty(nx), np.empty((s, nx)), np.empty(nx), np.empty((s + 1, nx)),
-        np.empty((s + 1, nx)),
+        np.empty((2, nw // 2, 6)), lie_scratch(lie, nz),
+        np.empty(nx), np.empty((s, nx)), np.empty(nx), np.empty((s + 1, nx)), np.empty((s + 1, nx)),
         np.empty((nz, nz)), np.empty((nz, nz)), robot_work(params))
 
 
@@ -446,7 +448,8 @@ def interval(params, a, b, x, u, fext, dt, m, order, y, Y, H, stages, offset, wo
                     y[:] = np.nan
                     return False
                 comp = sub * (s + 1) + st  # this composition's row of the records
-                _compose(topology, lie, y, Y, H, W, dW, d2W, order, ys, Ys, Hs, rec_J[comp] if record else work.J)
+                _compose(topology, lie, y, Y, H, W, dW, d2W, order, ys, Ys, Hs, rec_J[comp] if record else work.J,
+                         work.lie)
                 if record:
                     rec_W[comp], rec_dW[comp] = W[:n], dW[:n]
             else:  # y_s = y + h Σ_j a_sj k_j
@@ -486,7 +489,7 @@ def interval(params, a, b, x, u, fext, dt, m, order, y, Y, H, stages, offset, wo
                 y[:] = np.nan
                 return False
             _compose(topology, lie, y, Y, H, W, dW, d2W, order, y_new, Y_new, H_new,
-                     rec_J[sub * (s + 1) + s] if record else work.J)
+                     rec_J[sub * (s + 1) + s] if record else work.J, work.lie)
             y[:] = y_new
             if order >= 1:
                 Y[:] = Y_new
@@ -523,18 +526,20 @@ def no_stages(params):
     return stage_records(params, 0, 0, 0, 1)
 
 
-@njit(cache=True, _nrt=True)  # allocates the joints' curvature terms: counted references
-def _split_adjoint(lie, Wq, dW, Y0, J, mu, gW, gY, Hz):
+@allocation_free
+def _split_adjoint(lie, Wq, dW, Y0, J, mu, gW, gY, Hz, scratch):
     """Adjoints of the inputs of p = y ⊕ W given μ (ndx,) at p: gW = ∂/∂W = [J_vᵀ μ_q; μ_v],
     gY = ∂/∂y = [J_qᵀ μ_q; μ_v] (J_q, J_v the integrate Jacobians at W_q: identity off the
     Lie joints, whose blocks :func:`_compose` kept in J), and the composition's curvature
-    μᵀ∇²ψ added to Hz, congruent with the sensitivities Y0 of y and dW of W (q rows)."""
+    μᵀ∇²ψ added to Hz, congruent with the sensitivities Y0 of y and dW of W (q rows);
+    ``scratch``: :data:`optdyn.state.LieScratch`."""
     copy_into(gW, mu)
     copy_into(gY, mu)
     for row in range(lie.shape[0]):
-        jt, m, k = lie[row, 0], lie[row, 1], lie[row, 2]
+        m, k = lie[row, 1], lie[row, 2]
         Jq, Jv = J[0, m: m + k, :k], J[1, m: m + k, :k]
-        add_joint_curvature(jt, Wq[m: m + k], Jq, Jv, mu[m: m + k], Y0[m: m + k], dW[m: m + k], Hz)
+        add_joint_curvature(scratch.rows[row, :k], Wq[m: m + k], Jq, Jv, mu[m: m + k], Y0[m: m + k], dW[m: m + k], Hz,
+                            scratch)
         for i in range(k):
             g = t = 0.0
             for p in range(k):
@@ -577,7 +582,8 @@ def interval_hessian(params, a, b, dt, m, u, stages, offset, lam, Hz, work):
         sub = offset // s + step
         if manifold:
             c0 = sub * (s + 1)
-            _split_adjoint(lie, rec_W[c0 + s], rec_dW[c0 + s], rec_Y0[sub], rec_J[c0 + s], lam_y, gW[s], gY[s], Hz)
+            _split_adjoint(lie, rec_W[c0 + s], rec_dW[c0 + s], rec_Y0[sub], rec_J[c0 + s], lam_y, gW[s], gY[s], Hz,
+                           work.lie)
         else:
             copy_into(gW[s], lam_y)
             copy_into(gY[s], lam_y)
@@ -606,7 +612,7 @@ def interval_hessian(params, a, b, dt, m, u, stages, offset, lam, Hz, work):
             if manifold and st > 0:
                 c0 = sub * (s + 1)
                 _split_adjoint(lie, rec_W[c0 + st], rec_dW[c0 + st], rec_Y0[sub], rec_J[c0 + st], ybar[st], gW[st],
-                               gY[st], Hz)
+                               gY[st], Hz, work.lie)
             else:
                 copy_into(gW[st], ybar[st])
                 copy_into(gY[st], ybar[st])

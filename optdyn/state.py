@@ -33,12 +33,15 @@ se(3). The same pieces give the exact Hessian of q ⊖ q_ref (:func:`log_hessian
 """
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
 from numba import njit
 
+from dynamics._compile import allocation_free
 from dynamics.joints import QUATERNION_TOLERANCE, _group_rows, difference_kernel, integrate_kernel, unit_block
 from dynamics.model import IDX_V, JTYPE, NV, PRISMATIC, REVOLUTE, Model
-from dynamics.spatial import matmul_add, matmul_small, symmetrize
+from dynamics.spatial import matmul_add, matmul_small
 
 
 def lie_blocks(model: Model) -> np.ndarray:
@@ -127,20 +130,41 @@ def _embed(rows, x, xi):
         xi[rows[r]] = x[r]
 
 
+_K_MAX = 60  # most terms of the series of exp_hessian
+
+
+LieScratch = namedtuple("LieScratch", ["rows", "xi", "ad", "R", "c", "M", "T", "QJ", "Pab", "Pbb", "X", "V"])
+"""Workspace of :func:`add_joint_curvature` and of the functions it calls: the rows of se(3)
+of each Lie joint (:func:`lie_scratch`), then 6-vectors, 6 × 6 and (6, nz) blocks."""
+
+
 @njit(cache=True)
-def exp_hessian(jt, w, mu):
+def lie_scratch(lie, nz):
+    """A :data:`LieScratch` for the Lie joints ``lie`` (:func:`lie_blocks`) and sensitivities
+    of nz columns, made once for a loop over many compositions."""
+    rows = np.zeros((lie.shape[0], 6), np.int64)
+    for row in range(lie.shape[0]):
+        g = _group_rows(lie[row, 0])
+        rows[row, : g.shape[0]] = g
+    return LieScratch(rows, np.zeros(6), np.empty((6, 6)), np.empty((_K_MAX, 6)), np.empty(_K_MAX + 1),
+                      np.empty((6, 6)), np.empty((6, 6)), np.empty((6, 6)), np.empty((6, 6)), np.empty((6, 6)),
+                      np.empty((6, nz)), np.empty((6, nz)))
+
+
+@allocation_free
+def exp_hessian(rows, w, mu, P, s):
     """P (k, k): Hessian in b at b = 0 of μᵀ log(exp(−w) exp(w + b)), w, μ (k,) — the
-    second-order term ½ μᵀC(b, b) of the module docstring, summed as a series.
+    second-order term ½ μᵀC(b, b) of the module docstring, summed as a series — for the
+    joint whose coordinates are the rows ``rows`` (k,) of se(3); ``s``: :data:`LieScratch`.
 
     M = Σ_i Q_{r_i} Σ_j c_{i+j+1} ad^j = Σ_j Q_{ρ_j} ad^j with ρ_j = Σ_i c_{i+j+1} r_i
     (Q_r is linear in r), evaluated by Horner's rule in ad: one k × k product per term
     (plain loops: k ≤ 6), and P = ½(M + Mᵀ). ad and Q are the joint's rows of se(3)'s
     (:func:`_ad_entry`, :func:`_bracket_entry`)."""
     k = w.shape[0]
-    rows = _group_rows(jt)
-    xi = np.zeros(6)  # w, then each ρ_j, in se(3)
+    xi, ad, R, c = s.xi, s.ad, s.R, s.c  # xi: w, then each ρ_j, in se(3)
+    xi[:] = 0.0
     _embed(rows, w, xi)
-    ad = np.empty((k, k))
     norm2 = 0.0
     for a in range(k):
         for b in range(k):
@@ -148,22 +172,24 @@ def exp_hessian(jt, w, mu):
             norm2 += ad[a, b] * ad[a, b]
     # terms of order K are bounded by ‖ad‖^{K−1}/K!: stop when that is below rounding
     K, bound, norm = 1, 1.0, np.sqrt(norm2)
-    while K < 60 and bound > 1e-18:
+    while K < _K_MAX and bound > 1e-18:
         K += 1
         bound *= norm / K
-    R = np.empty((K, k))  # r_i = (adᵀ)^i μ
-    R[0] = mu
+    for r in range(k):  # r_i = (adᵀ)^i μ
+        R[0, r] = mu[r]
     for i in range(1, K):
         for r in range(k):
             t = 0.0
             for p in range(k):
                 t += ad[p, r] * R[i - 1, p]
             R[i, r] = t
-    c = np.empty(K + 1)  # c_n = (−1)^n/(n+1)!
-    c[0] = 1.0
+    c[0] = 1.0  # c_n = (−1)^n/(n+1)!
     for n in range(1, K + 1):
         c[n] = -c[n - 1] / (n + 1)
-    M, T = np.zeros((k, k)), np.empty((k, k))
+    M, T = s.M, s.T
+    for a in range(k):
+        for b in range(k):
+            M[a, b] = 0.0
     for j in range(K - 1, -1, -1):  # M ← Q_{ρ_j} + M ad
         for r in range(k):
             t = 0.0
@@ -177,21 +203,24 @@ def exp_hessian(jt, w, mu):
                     t += M[a, p] * ad[p, b]
                 T[a, b] = t
         M, T = T, M
-    symmetrize(M)
-    return M
+    for a in range(k):
+        for b in range(k):
+            P[a, b] = 0.5 * (M[a, b] + M[b, a])
 
 
-@njit(cache=True)
-def compose_hessians(jt, w, mu, Jq, Jv):
-    """(P_ab, P_bb) (k, k): the Hessian blocks ∂²/∂a∂b and ∂²/∂b² of μᵀψ(a, b),
-    ψ(a, b) = ((q ⊕ a) ⊕ (w + b)) ⊖ (q ⊕ w) (∂²/∂a² = 0); Jq, Jv the joint's blocks
-    of the integrate Jacobians at w (module docstring): P_ab = ½ J_qᵀ Q_μ J_v."""
+@allocation_free
+def compose_hessians(rows, w, mu, Jq, Jv, Pab, Pbb, s):
+    """Pab, Pbb (k, k) ← the Hessian blocks ∂²/∂a∂b and ∂²/∂b² of μᵀψ(a, b),
+    ψ(a, b) = ((q ⊕ a) ⊕ (w + b)) ⊖ (q ⊕ w) (∂²/∂a² = 0), for the joint on the rows
+    ``rows`` of se(3); Jq, Jv the joint's blocks of the integrate Jacobians at w (module
+    docstring): P_ab = ½ J_qᵀ Q_μ J_v; ``s``: :data:`LieScratch`."""
     k = mu.shape[0]
-    rows = _group_rows(jt)
-    m6 = np.zeros(6)
+    m6, QJ = s.xi, s.QJ
+    m6[:] = 0.0
     _embed(rows, mu, m6)
-    QJ, Pab = np.zeros((k, k)), np.empty((k, k))
     for a in range(k):  # Q_μ J_v, each entry of Q_μ formed once (its zeros skipped)
+        for b in range(k):
+            QJ[a, b] = 0.0
         for p in range(k):
             q = _bracket_entry(m6, rows[a], rows[p])
             if q != 0.0:
@@ -203,13 +232,14 @@ def compose_hessians(jt, w, mu, Jq, Jv):
             for p in range(k):
                 t += Jq[p, a] * QJ[p, b]
             Pab[a, b] = 0.5 * t
-    return Pab, exp_hessian(jt, w, mu)
+    exp_hessian(rows, w, mu, Pbb, s)
 
 
-@njit(cache=True)
-def add_joint_curvature(jt, W, Jq, Jv, mu, Ya, Wb, Hz):
-    """Hz (nz, nz) += [Y_a; W_b]ᵀ ∇²(μᵀψ) [Y_a; W_b] for one Lie joint of type ``jt``: a
-    symmetric term of which the upper triangle is exact (the callers mirror their sum once).
+@allocation_free
+def add_joint_curvature(rows, W, Jq, Jv, mu, Ya, Wb, Hz, s):
+    """Hz (nz, nz) += [Y_a; W_b]ᵀ ∇²(μᵀψ) [Y_a; W_b] for one Lie joint, on the rows ``rows``
+    (k,) of se(3): a symmetric term of which the upper triangle is exact (the callers mirror
+    their sum once); ``s``: :data:`LieScratch` (nothing is allocated).
 
     The composition p = q ⊕ (w̄ + δw) of the joint's configuration q (sensitivity
     Y_a (k, nz) in its chart) and increment w̄ = W (k,) (sensitivity W_b (k, nz)) has the
@@ -218,9 +248,12 @@ def add_joint_curvature(jt, W, Jq, Jv, mu, Ya, Wb, Hz):
     Y_aᵀ X + W_bᵀ V with X = P_ab W_b and V = P_abᵀ Y_a + P_bb W_b: rank-one row updates
     over the nonzero entries of Y_a (which is [I 0] at the start of an interval) and W_b,
     whole contiguous rows."""
-    Pab, Pbb = compose_hessians(jt, W, mu, Jq, Jv)
-    k, nz = Wb.shape
-    X, V = np.zeros((k, nz)), np.zeros((k, nz))
+    k, nz = Wb.shape  # = that of the scratch's X and V
+    Pab, Pbb = s.Pab[:k, :k], s.Pbb[:k, :k]
+    compose_hessians(rows, W, mu, Jq, Jv, Pab, Pbb, s)
+    X, V = s.X[:k], s.V[:k]  # (k, nz) and C-contiguous: the rank-one rows below vectorise
+    X[:, :] = 0.0
+    V[:, :] = 0.0
     matmul_add(Pab, Wb, X)
     matmul_add(Pbb, Wb, V)
     matmul_add(Pab.T, Ya, V)
@@ -236,12 +269,16 @@ def add_joint_curvature(jt, W, Jq, Jv, mu, Ya, Wb, Hz):
 
 
 @njit(cache=True)
-def log_hessian(jt, d, mu, Jr_inv):
+def log_hessian(rows, d, mu, Jr_inv, s):
     """Hessian (k, k) in η at η = 0 of μᵀ log(exp(d) exp(η)) — of q ⊖ q_ref along q ⊕ η,
     d = q ⊖ q_ref, Jr_inv = J_r(d)⁻¹: the inverse function of the composition,
-    −J_r⁻ᵀ P_bb(J_r⁻ᵀ μ) J_r⁻¹ (module docstring)."""
+    −J_r⁻ᵀ P_bb(J_r⁻ᵀ μ) J_r⁻¹ (module docstring), for the joint on the rows ``rows`` of
+    se(3); ``s``: :data:`LieScratch`."""
+    k = d.shape[0]
     nu = matmul_small(Jr_inv.T, mu.reshape(-1, 1))[:, 0]
-    return -matmul_small(matmul_small(Jr_inv.T, exp_hessian(jt, d, nu)), Jr_inv)
+    P = s.Pbb[:k, :k]
+    exp_hessian(rows, d, nu, P, s)
+    return -matmul_small(matmul_small(Jr_inv.T, P), Jr_inv)
 
 
 def check_state(model: Model, x: np.ndarray, name: str) -> None:
@@ -268,10 +305,11 @@ def exp_curvatures(lie, W, G):
     on 1-DoF joints): the curvature of the chart b ↦ x̃ ⊕ b at W."""
     K, nv = W.shape
     out = np.zeros((K, nv, nv))
+    s = lie_scratch(lie, 0)
     for k in range(K):
         for row in range(lie.shape[0]):
-            jt, m, n = lie[row, 0], lie[row, 1], lie[row, 2]
-            out[k, m: m + n, m: m + n] = exp_hessian(jt, W[k, m: m + n].copy(), G[k, m: m + n].copy())
+            m, n = lie[row, 1], lie[row, 2]
+            exp_hessian(s.rows[row, :n], W[k, m: m + n], G[k, m: m + n], out[k, m: m + n, m: m + n], s)
     return out
 
 
@@ -281,9 +319,10 @@ def log_curvatures(lie, D, M, Jinv):
     (K, nv) and Jinv (K, nv, nv) = ∂D/∂q (block diagonal): :func:`log_hessian` per Lie joint."""
     K, nv = D.shape
     out = np.zeros((K, nv, nv))
+    s = lie_scratch(lie, 0)
     for k in range(K):
         for row in range(lie.shape[0]):
-            jt, m, n = lie[row, 0], lie[row, 1], lie[row, 2]
-            out[k, m: m + n, m: m + n] = log_hessian(jt, D[k, m: m + n].copy(), M[k, m: m + n].copy(),
-                                                     Jinv[k, m: m + n, m: m + n].copy())
+            m, n = lie[row, 1], lie[row, 2]
+            out[k, m: m + n, m: m + n] = log_hessian(s.rows[row, :n], D[k, m: m + n].copy(), M[k, m: m + n].copy(),
+                                                     Jinv[k, m: m + n, m: m + n].copy(), s)
     return out

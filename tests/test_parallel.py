@@ -179,15 +179,15 @@ def _allocations(call) -> int:
             _nrt_python.memsys_disable_stats()
 
 
-def test_stage_sweeps_allocate_nothing_per_knot(threads):
-    """On a fixed base the RK stage sweeps of the solvers (rollout, first-order and
-    recorded sensitivities, contracted Hessians, DDP's backward and forward passes) make
-    their workspace once per call: twice the knots, the same number of allocations."""
+def _sweep_allocations(task: str, names=None) -> dict:
+    """Allocations of the solvers' RK stage sweeps (rollout, first-order and recorded
+    sensitivities, contracted Hessians, DDP's backward and forward passes; those in
+    ``names`` if given) on ``task`` with 6 and with 12 knots, one thread."""
     import problems
     from optdyn import ddp, integrators as rk
 
     dyn.set_num_threads(1)
-    prob = problems.get("ur5-reach")
+    prob = problems.get(task)
     params, a, b, dt, m = prob.integration
     F, nz = prob.forces, prob.ndx + prob.nu
     counts = {}
@@ -215,5 +215,21 @@ def test_stage_sweeps_allocate_nothing_per_knot(threads):
             "DDP forward pass": lambda: ddp.forward_pass(params, a, b, dt, m, xs, us, F, k, K, 0.5, prob.u_lower,
                                                          prob.u_upper, np.empty_like(xs), np.empty_like(us)),
         }
-        counts[N] = {name: _allocations(call) for name, call in calls.items()}
+        counts[N] = {name: _allocations(call) for name, call in calls.items() if names is None or name in names}
+    return counts
+
+
+def test_stage_sweeps_allocate_nothing_per_knot(threads):
+    """On a fixed base every stage sweep makes its workspace once per call: twice the
+    knots, the same number of allocations."""
+    counts = _sweep_allocations("ur5-reach")
+    assert counts[6] == counts[12]
+
+
+def test_floating_base_adjoint_allocates_nothing_per_knot(threads):
+    """On the space manipulator the second-order adjoint's compositions (their Lie
+    joints' curvature) work in scratch made once per call, so the contracted Hessians and
+    DDP's backward pass allocate nothing per knot either (the forward sweeps still
+    allocate the Lie Jacobians at each composition)."""
+    counts = _sweep_allocations("space-manipulator", ("contracted Hessians", "DDP backward pass"))
     assert counts[6] == counts[12]
