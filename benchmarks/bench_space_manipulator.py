@@ -63,12 +63,13 @@ def ratio_table(rounds: int = 7, thread_counts: tuple = (1, 2)) -> str:
                     r = optdyn.solve(prob, solver)
                     times[threads, name, solver].append(r.wall_time / max(r.iterations, 1) * 1e3)
     optdyn.set_num_threads(default)
-    rows, ratio = [], {}
+    rows, ratio, spreads = [], {}, []
     for threads in thread_counts:
         for name in tasks:
             best = {s: min(times[threads, name, s][1:]) for s in ("ilqr", "ddp")}
             spread = max(max(times[threads, name, s][1:]) / best[s] for s in best)
             ratio[threads, name] = best["ddp"] / best["ilqr"]
+            spreads.append(spread)
             rows.append([name, threads, best["ilqr"], best["ddp"], f"{ratio[threads, name]:.2f}", f"{spread:.2f}"])
     verdicts = "; ".join(
         f"{t} thread{'s' if t > 1 else ''}: {ratio[t, 'space-manipulator']:.2f}, "
@@ -77,10 +78,21 @@ def ratio_table(rounds: int = 7, thread_counts: tuple = (1, 2)) -> str:
     return (f"### DDP ÷ iLQR per iteration ({rounds} interleaved rounds, fastest round per solver, ms)\n\n"
             + table(["task", "threads", "iLQR", "DDP", "DDP ÷ iLQR", "slowest ÷ fastest round"], rows)
             + f"\n\nDDP ÷ iLQR on the floating base against the fixed base in the same run (the target): "
-            f"{verdicts}. "
-            "Per RK stage the floating base adds the composition's Jacobians and curvature (`optdyn.state`) to "
+            f"{verdicts}. " + _noise_caveat(ratio, thread_counts, min(spreads))
+            + "Per RK stage the floating base adds the composition's Jacobians and curvature (`optdyn.state`) to "
             "the second-order adjoint, and nz = ndx + nu = 30 against 18 for the UR5 makes every congruence "
             "G_sᵀW_sG_s larger.")
+
+
+def _noise_caveat(ratio: dict, thread_counts: tuple, spread: float) -> str:
+    """A warning when the rounds' spread exceeds the relative gap between the two tasks'
+    ratios: one run on this shared host then does not settle which is larger."""
+    gap = max(abs(ratio[t, "space-manipulator"] / ratio[t, "ur5-reach"] - 1.0) for t in thread_counts)
+    if spread - 1.0 <= gap:
+        return ""
+    return (f"In every row the slowest round took at least {spread:.2f}× the fastest, more than the "
+            f"{gap:.0%} between the two tasks' ratios: on this shared host one run does not settle the "
+            "comparison (another run may reverse it). ")
 
 
 def local_optima_note() -> str:
