@@ -374,9 +374,10 @@ class MultipleShootingNLP:
         W[:, :nx, :nx], W[:, nx:, :nx], W[:, nx:, nx:] = obj_factor * lxx, obj_factor * lux, obj_factor * luu
         W[:, :nx, nx:] = W[:, nx:, :nx].transpose(0, 2, 1)
         Cxx = np.einsum("kr,krij->kij", mu, cxx)
-        WN = (obj_factor * self._get(z, "terminal_cost")[2] + Cxx[-1] + np.einsum("r,rij->ij", nu_h, hxx))
+        lNxx = self._get(z, "terminal_cost")[2]
+        WN = obj_factor * lNxx + Cxx[-1] + np.einsum("r,rij->ij", nu_h, hxx)
+        D = self._defect_hessians(z, lam)
         if not self.chart.manifold:
-            D = self._defect_hessians(z, lam)
             W -= D
             W[1:, :nx, :nx] += Cxx[:-1]
         else:  # in ξ: Eᵀ(·)E plus the chart's curvature with the gradient w.r.t. x (module docstring)
@@ -388,13 +389,12 @@ class MultipleShootingNLP:
             W[1:, :nx, :nx] += Cxx[:-1]
             W[:, :nx, :] = np.einsum("kpi,kpj->kij", E[:-1], W[:, :nx, :])
             W[:, :, :nx] = np.einsum("kip,kpj->kij", W[:, :, :nx], E[:-1])
-            D = self._defect_hessians(z, lam)
             W -= D
             W[:, :nx, :nx] += self.chart.curvature(xis[:-1], gx[:-1])
             WN = E[-1].T @ WN @ E[-1] + self.chart.curvature(xis[-1:], gx[-1:])[0]
         terms = (("the defects' multipliers", lam, 0), ("the path constraints' multipliers", mu, 1),
                  ("the terminal constraints' multipliers", nu_h[None], N), ("ℓ_xx", lxx, 0), ("ℓ_ux", lux, 0),
-                 ("ℓ_uu", luu, 0), ("the terminal cost's Hessian", self._get(z, "terminal_cost")[2][None], N),
+                 ("ℓ_uu", luu, 0), ("the terminal cost's Hessian", lNxx[None], N),
                  ("the path constraints' Hessians", cxx, 1), ("the terminal constraints' Hessians", hxx[None], N),
                  ("the dynamics' Hessians λᵀF_zz", D, 0))
         return self._finite(np.concatenate((W[:, self._tril_w[0], self._tril_w[1]].ravel(),
