@@ -96,6 +96,14 @@ LOG_FIELDS = ("alg_mod", "iteration", "objective", "inf_pr", "inf_du", "mu", "d_
               "regularization", "alpha_du", "alpha_pr", "ls_trials", "time")
 
 
+def congruence(E: np.ndarray, H: np.ndarray) -> None:
+    """H_k ← diag(E_k, I)ᵀ H_k diag(E_k, I) in place, for H (K, nw, nw) in (x, u) and the
+    chart's Jacobians E (K, nx, nx)."""
+    nx = E.shape[1]
+    H[:, :nx, :] = E.transpose(0, 2, 1) @ H[:, :nx, :]
+    H[:, :, :nx] = H[:, :, :nx] @ E
+
+
 class StateChart:
     """The state variables of the NLP: ξ_k with x_k = x̃_k ⊕ ξ_k around the reference x̃
     (N+1, nx) on a model with Lie-group joints; ξ = x (x̃ = 0, no arithmetic) otherwise
@@ -387,8 +395,7 @@ class MultipleShootingNLP:
             gx[1:] += np.einsum("kr,kri->ki", mu, cx)
             gx[-1] += obj_factor * self._get(z, "terminal_cost")[1] + nu_h @ hx
             W[1:, :nx, :nx] += Cxx[:-1]
-            W[:, :nx, :] = np.einsum("kpi,kpj->kij", E[:-1], W[:, :nx, :])
-            W[:, :, :nx] = np.einsum("kip,kpj->kij", W[:, :, :nx], E[:-1])
+            congruence(E[:-1], W)
             W -= D
             W[:, :nx, :nx] += self.chart.curvature(xis[:-1], gx[:-1])
             WN = E[-1].T @ WN @ E[-1] + self.chart.curvature(xis[-1:], gx[-1:])[0]
@@ -409,10 +416,9 @@ class MultipleShootingNLP:
         mu = np.einsum("kij,ki->kj", D, lam)  # multipliers of F: Dᵀλ
         H = self._dynamics_hessians(z, mu)
         Fz = np.concatenate((A, B), axis=2)  # + the output chart's curvature, congruent with F_z
-        H += np.einsum("kpi,kpq,kqj->kij", Fz, self.chart.log_curvature(G, lam, D), Fz)
+        H += Fz.transpose(0, 2, 1) @ (self.chart.log_curvature(G, lam, D) @ Fz)
         E, xis = self._get(z, "E"), self._split(z)[0]
-        H[:, :nx, :] = np.einsum("kpi,kpj->kij", E[:-1], H[:, :nx, :])
-        H[:, :, :nx] = np.einsum("kip,kpj->kij", H[:, :, :nx], E[:-1])
+        congruence(E[:-1], H)
         H[:, :nx, :nx] += self.chart.curvature(xis[:-1], np.einsum("kpi,kp->ki", A, mu))
         return H
 
