@@ -2,6 +2,7 @@
 
 Each function evaluates the single-point algorithm at K states in one compiled call, so a
 whole trajectory costs one Python→numba transition instead of K. The first-order kernels
+and the point kinematics (positions, Jacobians, Hessians of points fixed on the bodies)
 split the knots into chunks evaluated in parallel, each with its own workspace
 (:mod:`dynamics.parallel`, :mod:`dynamics.workspace`): allocation-free per knot, bitwise
 identical for any number of threads. Inputs are (K, nq) configurations and (K, nv) arrays; a non-finite entry raises
@@ -19,8 +20,8 @@ from ._checks import NO_FORCE, as_batch
 from .aba import NOT_POSITIVE, aba_into
 from .aba_derivatives import aba_derivatives_into
 from .aba_second_derivatives_contracted import fdsva_so_contracted_kernel
-from .joints import check_configuration, configuration_error
-from .kinematics import forward_kinematics, tangent_size
+from .joints import configuration_error
+from .kinematics import forward_kinematics, kinematics_work, tangent_size
 from .kinematics_derivatives import body_point, body_point_position, point_kinematics
 from .model import Model
 from .parallel import chunk_count, chunk_start
@@ -119,39 +120,39 @@ def contracted_batch_kernel(m, Q, V, X, W, F, forward):
     return out[0], out[1], out[2], out[3]
 
 
-@njit(cache=True)
-def point_kinematics_batch_kernel(m, Q, bodies, offsets):
+@njit(cache=True, parallel=True)
+def point_kinematics_batch_kernel(m, Q, bodies, offsets, chunks):
     """Positions (K, p, 3), Jacobians (K, p, 3, nv) and Hessians (K, p, 3, nv, nv) of p points.
 
     Point i is ``offsets[i]`` (3,) in the frame of body ``bodies[i]``; one forward
     kinematics per knot serves all points.
     """
     topology = m[0]
-    K, n, nv = Q.shape[0], topology.shape[0], tangent_size(topology)
-    npts = bodies.shape[0]
-    R, pos, S = np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((nv, 6))
+    K, nv, npts = Q.shape[0], tangent_size(topology), bodies.shape[0]
+    check_knots(topology, Q)
     P, J, H = np.empty((K, npts, 3)), np.empty((K, npts, 3, nv)), np.empty((K, npts, 3, nv, nv))
-    for k in range(K):
-        check_configuration(topology, Q[k])
-        forward_kinematics(m, Q[k], R, pos, S)
-        for i in range(npts):
-            point_kinematics(topology, R, pos, S, bodies[i], offsets[i], P[k, i], J[k, i], H[k, i])
+    for c in prange(chunks):
+        R, pos, S = kinematics_work(topology)
+        for k in range(chunk_start(K, chunks, c), chunk_start(K, chunks, c + 1)):
+            forward_kinematics(m, Q[k], R, pos, S)
+            for i in range(npts):
+                point_kinematics(topology, R, pos, S, bodies[i], offsets[i], P[k, i], J[k, i], H[k, i])
     return P, J, H
 
 
-@njit(cache=True)
-def point_positions_batch_kernel(m, Q, bodies, offsets):
+@njit(cache=True, parallel=True)
+def point_positions_batch_kernel(m, Q, bodies, offsets, chunks):
     """Positions (K, p, 3) only of the points of :func:`point_kinematics_batch_kernel`."""
     topology = m[0]
-    K, n, nv = Q.shape[0], topology.shape[0], tangent_size(topology)
-    npts = bodies.shape[0]
-    R, pos, S = np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((nv, 6))
+    K, npts = Q.shape[0], bodies.shape[0]
+    check_knots(topology, Q)
     P = np.empty((K, npts, 3))
-    for k in range(K):
-        check_configuration(topology, Q[k])
-        forward_kinematics(m, Q[k], R, pos, S)
-        for i in range(npts):
-            body_point_position(R, pos, bodies[i], offsets[i], P[k, i])
+    for c in prange(chunks):
+        R, pos, S = kinematics_work(topology)
+        for k in range(chunk_start(K, chunks, c), chunk_start(K, chunks, c + 1)):
+            forward_kinematics(m, Q[k], R, pos, S)
+            for i in range(npts):
+                body_point_position(R, pos, bodies[i], offsets[i], P[k, i])
     return P
 
 
@@ -239,4 +240,4 @@ def point_kinematics_batch(model: Model, Q, frames: Sequence[str], offsets=None
     points = [body_point(model, f, o) for f, o in zip(frames, offsets)]
     bodies = np.array([b for b, _ in points], dtype=np.int64)
     in_body = np.array([o for _, o in points], dtype=float).reshape(m, 3)
-    return point_kinematics_batch_kernel(model.arrays, Q, bodies, in_body)
+    return point_kinematics_batch_kernel(model.arrays, Q, bodies, in_body, chunk_count(Q.shape[0]))

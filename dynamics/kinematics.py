@@ -61,12 +61,17 @@ def forward_kinematics(m, q, R, p, S):
 def world_kinematics(m, q):
     """(R (n,3,3), p (n,3), S (nv,6)) of :func:`forward_kinematics`; q checked
     (NaN/inf, unit quaternions)."""
-    topology = m[0]
-    check_configuration(topology, q)
-    n = topology.shape[0]
-    R, p, S = np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((tangent_size(topology), 6))
+    check_configuration(m[0], q)
+    R, p, S = kinematics_work(m[0])
     forward_kinematics(m, q, R, p, S)
     return R, p, S
+
+
+@njit(cache=True)
+def kinematics_work(topology):
+    """(R (n, 3, 3), p (n, 3), S (nv, 6)), uninitialised: the outputs of :func:`forward_kinematics`."""
+    n = topology.shape[0]
+    return np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((tangent_size(topology), 6))
 
 
 @allocation_free(inline="always")

@@ -25,6 +25,7 @@ from dynamics.batch import point_kinematics_batch_kernel, point_positions_batch_
 from dynamics.kinematics_derivatives import body_point
 from dynamics.joints import lie_jacobian_batch, neutral
 from dynamics.model import Model
+from dynamics.parallel import chunk_count
 
 from .state import check_state, lie_blocks, log_curvatures, state_difference_batch
 
@@ -65,14 +66,14 @@ class PointSet:
         """World positions p (K,P,3), Jacobians J (K,P,3,nv) and Hessians H (K,P,3,nv,nv)
         (H[.., i, a, b] = ∂²p_i/∂q_a∂q_b, tangent-space derivatives) at configurations qs (K, nq)."""
         m = self.model
-        return point_kinematics_batch_kernel(m.arrays, np.ascontiguousarray(qs),
-                                             self.bodies, self.local)
+        return point_kinematics_batch_kernel(m.arrays, np.ascontiguousarray(qs), self.bodies, self.local,
+                                             chunk_count(qs.shape[0]))
 
     def positions(self, qs: np.ndarray) -> np.ndarray:
         """World positions (K, P, 3) only (no Jacobians or Hessians computed)."""
         m = self.model
-        return point_positions_batch_kernel(m.arrays, np.ascontiguousarray(qs),
-                                            self.bodies, self.local)
+        return point_positions_batch_kernel(m.arrays, np.ascontiguousarray(qs), self.bodies, self.local,
+                                            chunk_count(qs.shape[0]))
 
     def sphere_distance(self, qs: np.ndarray, center: np.ndarray, derivatives: bool = True):
         """Distances d (K,P) of the points to ``center`` and, with ``derivatives``, their

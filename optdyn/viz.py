@@ -47,7 +47,7 @@ from meshcat.animation import Animation
 from scipy.interpolate import CubicHermiteSpline
 
 from dynamics.joints import neutral, normalize_kernel
-from dynamics.kinematics import forward_kinematics
+from dynamics.kinematics import forward_kinematics, kinematics_work
 from dynamics.model import Geometry, Model
 
 from . import task
@@ -153,7 +153,7 @@ def resample(xs: np.ndarray, dt: float, nq: int, fps: float = FPS) -> tuple[np.n
 def body_poses(model: Model, q: np.ndarray) -> np.ndarray:
     """World poses (n, 4, 4) of the joint frames of all bodies at configuration q (nq,)."""
     n = model.njoints
-    R, p, S = np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((model.nv, 6))
+    R, p, S = kinematics_work(model.topology)
     forward_kinematics(model.arrays, np.ascontiguousarray(q, float), R, p, S)
     T = np.zeros((n, 4, 4))
     T[:, :3, :3], T[:, :3, 3], T[:, 3, 3] = R, p, 1.0

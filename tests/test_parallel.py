@@ -68,12 +68,27 @@ def test_parallel_batch_equals_single_calls(robot, func, threads):
             np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
 
 
+def _points(model: dyn.Model, Q, *_) -> tuple[np.ndarray, ...]:
+    """Positions, Jacobians and Hessians of three points on the last three bodies' frames."""
+    frames = [f.name for f in model.frames][-3:]
+    return batch.point_kinematics_batch(model, Q, frames, np.full((3, 3), 0.05))
+
+
+def test_point_kinematics_are_bitwise_identical_for_any_thread_count(robot, threads):
+    Q = _knots(robot, 37)[0]
+    dyn.set_num_threads(1)
+    one = _points(robot, Q)
+    dyn.set_num_threads(2)
+    for a, b in zip(one, _points(robot, Q)):
+        assert np.array_equal(a, b)
+
+
 def test_invalid_knot_is_named_despite_the_parallel_loop(threads):
     dyn.set_num_threads(2)
     model = dyn.models.space_manipulator()
     Q, V, X = _knots(model, 6)
     Q[4, 3:7] *= 1.5  # quaternion of knot 4 off the unit sphere
-    for func in BATCHED:
+    for func in BATCHED + [_points]:
         with pytest.raises(ValueError, match="Q: at knot.*4.*joint number.*0"):
             func(model, Q, V, X)
 
@@ -108,10 +123,11 @@ def test_thread_count_from_the_environment():
     assert out.returncode != 0 and "OPTDYN_NUM_THREADS: expected an integer" in out.stderr
 
 
-@pytest.mark.parametrize("task", ["ur5-reach", "space-manipulator"])
+@pytest.mark.parametrize("task", ["ur5-reach", "space-manipulator", "arm-obstacle"])
 def test_trajectory_derivatives_and_solves_identical_for_any_thread_count(task, threads):
-    """Interval sensitivities, contracted Hessians (chunks on parallel threads) and a whole
-    DDP solve give bitwise the same numbers on 1 and 2 threads."""
+    """Interval sensitivities, contracted Hessians, cost and constraint terms (chunks on
+    parallel threads) and a whole DDP solve give bitwise the same numbers on 1 and 2
+    threads."""
     import problems
 
     prob = problems.get(task)
@@ -125,7 +141,8 @@ def test_trajectory_derivatives_and_solves_identical_for_any_thread_count(task, 
         A, B, stages = prob.step_stages(xs[:-1], us)
         res = optdyn.solve(prob, solver="ddp", max_iter=3)
         out[n] = [prob.step(xs[:-1], us), A, B, prob.step_hessians(xs[:-1], us, lams, stages),
-                  *prob.step_derivatives(xs[:-1], us), res.xs, res.us]
+                  *prob.step_derivatives(xs[:-1], us), *prob.running_cost_terms(xs[:-1], us),
+                  *prob.path_constraint_terms(xs[1:]), res.xs, res.us]
     for a, b in zip(out[1], out[2]):
         assert np.array_equal(a, b)
 
