@@ -39,7 +39,7 @@ from numba import njit
 from ._checks import as_vector
 from ._compile import allocation_free
 from .model import FREE_FLYER, IDX_Q, IDX_V, JTYPE, NV, PARENT, PLANAR, PRISMATIC, REVOLUTE, SPHERICAL, Model
-from .spatial import matmul_small
+from .spatial import matmul_add
 
 QUATERNION_TOLERANCE = 1e-6
 
@@ -201,7 +201,7 @@ def motion_subspace(topology, axis, i, R, p, S):
 
 # ---------------------------------------------------------------- Lie-group operations
 
-@njit(cache=True)
+@allocation_free
 def _exp3_quaternion(w0, w1, w2):
     """Unit quaternion (x, y, z, w) of the rotation exp([ω]×)."""
     th = np.sqrt(w0 * w0 + w1 * w1 + w2 * w2)
@@ -212,7 +212,7 @@ def _exp3_quaternion(w0, w1, w2):
     return s * w0, s * w1, s * w2, np.cos(0.5 * th)
 
 
-@njit(cache=True)
+@allocation_free
 def _quaternion_product(a, b):
     """a ⊗ b for quaternions (x, y, z, w)."""
     ax, ay, az, aw = a
@@ -221,7 +221,7 @@ def _quaternion_product(a, b):
             aw * bz + ax * by - ay * bx + az * bw, aw * bw - ax * bx - ay * by - az * bz)
 
 
-@njit(cache=True)
+@allocation_free
 def _log3_quaternion(x, y, z, w):
     """ω with exp([ω]×) = rotation of the unit quaternion (x, y, z, w), |ω| ≤ π."""
     if w < 0.0:
@@ -232,7 +232,7 @@ def _log3_quaternion(x, y, z, w):
     return f * x, f * y, f * z
 
 
-@njit(cache=True)
+@allocation_free
 def _left_jacobian_coefficients(th):
     """(a, b) of V(ω) = 1 + a [ω]× + b [ω]×², the left Jacobian of SO(3) (|ω| = th)."""
     if th < 1e-5:
@@ -240,23 +240,22 @@ def _left_jacobian_coefficients(th):
     return (1.0 - np.cos(th)) / (th * th), (th - np.sin(th)) / (th * th * th)
 
 
-@njit(cache=True)
-def _apply_V(w, u, inverse):
-    """V(ω) u, or V(ω)⁻¹ u, for the SE(3) exponential (Murray, Li & Sastry 1994, ch. 2)."""
-    th = np.sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2])
-    wx = np.array([w[1] * u[2] - w[2] * u[1], w[2] * u[0] - w[0] * u[2], w[0] * u[1] - w[1] * u[0]])
-    wwx = np.array([w[1] * wx[2] - w[2] * wx[1], w[2] * wx[0] - w[0] * wx[2], w[0] * wx[1] - w[1] * wx[0]])
+@allocation_free
+def _apply_V(w0, w1, w2, u0, u1, u2, inverse):
+    """V(ω) u, or V(ω)⁻¹ u, as 3 scalars, for the SE(3) exponential (Murray, Li & Sastry
+    1994, ch. 2)."""
+    th = np.sqrt(w0 * w0 + w1 * w1 + w2 * w2)
+    x0, x1, x2 = w1 * u2 - w2 * u1, w2 * u0 - w0 * u2, w0 * u1 - w1 * u0  # ω × u
+    y0, y1, y2 = w1 * x2 - w2 * x1, w2 * x0 - w0 * x2, w0 * x1 - w1 * x0  # ω × (ω × u)
     if not inverse:
         a, b = _left_jacobian_coefficients(th)
-        return u + a * wx + b * wwx
-    if th < 1e-5:
-        c = 1.0 / 12.0 + th * th / 720.0
     else:
-        c = (1.0 - th * np.sin(th) / (2.0 * (1.0 - np.cos(th)))) / (th * th)
-    return u - 0.5 * wx + c * wwx
+        a = -0.5
+        b = 1.0 / 12.0 + th * th / 720.0 if th < 1e-5 else (1.0 - th * np.sin(th) / (2.0 * (1.0 - np.cos(th)))) / (th * th)
+    return u0 + a * x0 + b * y0, u1 + a * x1 + b * y1, u2 + a * x2 + b * y2
 
 
-@njit(cache=True)
+@allocation_free
 def _se2_coefficients(w):
     """(a, b) of the SE(2) exponential: translation [[a, −b], [b, a]] (vx, vy) for rate ω = w."""
     if abs(w) < 1e-8:
@@ -267,23 +266,30 @@ def _se2_coefficients(w):
 @njit(cache=True)
 def integrate_kernel(topology, q, dv):
     """q ⊕ dv joint by joint (see the module docstring); q must be normalised."""
-    out = q.copy()
-    J, t = np.empty((3, 3)), np.empty(3)
+    out = np.empty(q.shape[0])
+    integrate_into(topology, q, dv, out)
+    return out
+
+
+@allocation_free
+def integrate_into(topology, q, dv, out):
+    """out (nq,) = q ⊕ dv (:func:`integrate_kernel`), without temporaries."""
     for i in range(topology.shape[0]):
         jt, k, m = topology[i, JTYPE], topology[i, IDX_Q], topology[i, IDX_V]
         if jt == REVOLUTE or jt == PRISMATIC:
             out[k] = q[k] + dv[m]
         elif jt == SPHERICAL or jt == FREE_FLYER:
             o = 3 if jt == FREE_FLYER else 0
-            w = dv[m + o: m + o + 3]
+            w0, w1, w2 = dv[m + o], dv[m + o + 1], dv[m + o + 2]
+            a = (q[k + o], q[k + o + 1], q[k + o + 2], q[k + o + 3])
             if jt == FREE_FLYER:  # p ← p + R V(ω) v
-                quaternion_matrix(q, k + 3, J)
-                x = _apply_V(w, dv[m: m + 3], False)
+                R = quaternion_rotation(a[0], a[1], a[2], a[3])
+                x = _apply_V(w0, w1, w2, dv[m], dv[m + 1], dv[m + 2], False)
                 for r in range(3):
-                    out[k + r] = q[k + r] + J[r, 0] * x[0] + J[r, 1] * x[1] + J[r, 2] * x[2]
-            e = _exp3_quaternion(w[0], w[1], w[2])
-            out[k + o: k + o + 4] = np.array(_quaternion_product(
-                (q[k + o], q[k + o + 1], q[k + o + 2], q[k + o + 3]), e))
+                    out[k + r] = q[k + r] + R[3 * r] * x[0] + R[3 * r + 1] * x[1] + R[3 * r + 2] * x[2]
+            e = _quaternion_product(a, _exp3_quaternion(w0, w1, w2))
+            for r in range(4):
+                out[k + o + r] = e[r]
         else:  # PLANAR: SE(2) exponential
             vx, vy, w = dv[m], dv[m + 1], dv[m + 2]
             a, b = _se2_coefficients(w)
@@ -293,14 +299,19 @@ def integrate_kernel(topology, q, dv):
             out[k + 1] = q[k + 1] + s * tx + co * ty
             cw, sw = np.cos(w), np.sin(w)
             out[k + 2], out[k + 3] = co * cw - s * sw, s * cw + co * sw
-    return out
 
 
 @njit(cache=True)
 def difference_kernel(topology, nv, q0, q1):
     """q1 ⊖ q0 = log(q0⁻¹ q1) joint by joint (nv,); the inverse of :func:`integrate_kernel`."""
     out = np.empty(nv)
-    J = np.empty((3, 3))
+    difference_into(topology, q0, q1, out)
+    return out
+
+
+@allocation_free
+def difference_into(topology, q0, q1, out):
+    """out (nv,) = q1 ⊖ q0 (:func:`difference_kernel`), without temporaries."""
     for i in range(topology.shape[0]):
         jt, k, m = topology[i, JTYPE], topology[i, IDX_Q], topology[i, IDX_V]
         if jt == REVOLUTE or jt == PRISMATIC:
@@ -309,13 +320,15 @@ def difference_kernel(topology, nv, q0, q1):
             o = 3 if jt == FREE_FLYER else 0
             a = (-q0[k + o], -q0[k + o + 1], -q0[k + o + 2], q0[k + o + 3])  # conjugate
             d = _quaternion_product(a, (q1[k + o], q1[k + o + 1], q1[k + o + 2], q1[k + o + 3]))
-            w = np.array(_log3_quaternion(d[0], d[1], d[2], d[3]))
-            out[m + o: m + o + 3] = w
+            w = _log3_quaternion(d[0], d[1], d[2], d[3])
+            out[m + o], out[m + o + 1], out[m + o + 2] = w
             if jt == FREE_FLYER:  # v = V(ω)⁻¹ R0ᵀ (p1 − p0)
-                quaternion_matrix(q0, k + 3, J)
-                dp = q1[k: k + 3] - q0[k: k + 3]
-                x = np.array([J[0, r] * dp[0] + J[1, r] * dp[1] + J[2, r] * dp[2] for r in range(3)])
-                out[m: m + 3] = _apply_V(w, x, True)
+                R = quaternion_rotation(q0[k + 3], q0[k + 4], q0[k + 5], q0[k + 6])
+                dp = (q1[k] - q0[k], q1[k + 1] - q0[k + 1], q1[k + 2] - q0[k + 2])
+                x0 = R[0] * dp[0] + R[3] * dp[1] + R[6] * dp[2]
+                x1 = R[1] * dp[0] + R[4] * dp[1] + R[7] * dp[2]
+                x2 = R[2] * dp[0] + R[5] * dp[1] + R[8] * dp[2]
+                out[m], out[m + 1], out[m + 2] = _apply_V(w[0], w[1], w[2], x0, x1, x2, True)
         else:  # PLANAR
             c0, s0, c1, s1 = q0[k + 2], q0[k + 3], q1[k + 2], q1[k + 3]
             w = np.arctan2(c0 * s1 - s0 * c1, c0 * c1 + s0 * s1)
@@ -324,7 +337,6 @@ def difference_kernel(topology, nv, q0, q1):
             a, b = _se2_coefficients(w)
             det = a * a + b * b  # inverse of [[a, −b], [b, a]]
             out[m], out[m + 1], out[m + 2] = (a * tx + b * ty) / det, (-b * tx + a * ty) / det, w
-    return out
 
 
 @njit(cache=True)
@@ -344,104 +356,142 @@ def normalize_kernel(topology, q):
 
 # ---------------------------------------------------------------- Jacobians of the Lie-group operations
 
-@njit(cache=True)
-def _hat(x0, x1, x2):
-    """[x]× (3, 3)."""
-    return np.array([[0.0, -x2, x1], [x2, 0.0, -x0], [-x1, x0, 0.0]])
+@allocation_free
+def _hat_into(x0, x1, x2, out):
+    """out (3, 3) = [x]×."""
+    out[0, 0], out[0, 1], out[0, 2] = 0.0, -x2, x1
+    out[1, 0], out[1, 1], out[1, 2] = x2, 0.0, -x0
+    out[2, 0], out[2, 1], out[2, 2] = -x1, x0, 0.0
 
 
-@njit(cache=True)
-def _se3_left_jacobian(xi, inverse):
-    """Left Jacobian J_l(ξ) (6, 6) of the SE(3) exponential, or its inverse, for
+@allocation_free
+def _product_into(A, B, out):
+    """out = A @ B (small matrices)."""
+    out[:] = 0.0
+    matmul_add(A, B, out)
+
+
+@allocation_free
+def _se3_left_jacobian_into(xi, inverse, J, T):
+    """J (6, 6) = left Jacobian J_l(ξ) of the SE(3) exponential, or its inverse, for
     ξ = (ρ, φ) = (linear, angular) (Barfoot 2017, eq. 7.85–7.95: the rotation block is
-    J_l(φ) of SO(3), the coupling block Q(ρ, φ))."""
-    rho, phi = xi[:3], xi[3:]
-    P, Rh = _hat(phi[0], phi[1], phi[2]), _hat(rho[0], rho[1], rho[2])
-    th2 = phi[0] * phi[0] + phi[1] * phi[1] + phi[2] * phi[2]
+    J_l(φ) of SO(3), the coupling block Q(ρ, φ)); T (8, 3, 3) is scratch."""
+    P, Rh, PP, PR, RP, PRP, X, Y = T[0], T[1], T[2], T[3], T[4], T[5], T[6], T[7]
+    _hat_into(xi[3], xi[4], xi[5], P)
+    _hat_into(xi[0], xi[1], xi[2], Rh)
+    th2 = xi[3] * xi[3] + xi[4] * xi[4] + xi[5] * xi[5]
     th = np.sqrt(th2)
     if th < 1e-4:  # Taylor expansions of the coefficients
-        a, b = 0.5 - th2 / 24.0, 1.0 / 6.0 - th2 / 120.0
-        c, d = 1.0 / 24.0 - th2 / 720.0, 1.0 / 120.0 - th2 / 2520.0
-        e = 1.0 / 12.0 + th2 / 720.0
+        ca, cb = 0.5 - th2 / 24.0, 1.0 / 6.0 - th2 / 120.0
+        cc, cd = 1.0 / 24.0 - th2 / 720.0, 1.0 / 120.0 - th2 / 2520.0
+        ce = 1.0 / 12.0 + th2 / 720.0
     else:
-        s, co = np.sin(th), np.cos(th)
-        a, b = (1.0 - co) / th2, (th - s) / (th2 * th)
-        c, d = (th2 + 2.0 * co - 2.0) / (2.0 * th2 * th2), (2.0 * th - 3.0 * s + th * co) / (2.0 * th2 * th2 * th)
-        e = (1.0 - th * s / (2.0 * (1.0 - co))) / th2
-    PP, PR, RP = matmul_small(P, P), matmul_small(P, Rh), matmul_small(Rh, P)
-    PRP = matmul_small(PR, P)
-    Q = (0.5 * Rh + b * (PR + RP + PRP) + c * (matmul_small(PP, Rh) + matmul_small(Rh, PP) - 3.0 * PRP)
-         + d * (matmul_small(PR, PP) + matmul_small(PP, RP)))
-    J = np.zeros((6, 6))
-    if not inverse:
-        Jr = np.eye(3) + a * P + b * PP
-        J[:3, :3], J[3:, 3:], J[:3, 3:] = Jr, Jr, Q
-    else:
-        Ji = np.eye(3) - 0.5 * P + e * PP
-        J[:3, :3], J[3:, 3:], J[:3, 3:] = Ji, Ji, -matmul_small(matmul_small(Ji, Q), Ji)
-    return J
+        sn, co = np.sin(th), np.cos(th)
+        ca, cb = (1.0 - co) / th2, (th - sn) / (th2 * th)
+        cc, cd = (th2 + 2.0 * co - 2.0) / (2.0 * th2 * th2), (2.0 * th - 3.0 * sn + th * co) / (2.0 * th2 * th2 * th)
+        ce = (1.0 - th * sn / (2.0 * (1.0 - co))) / th2
+    _product_into(P, P, PP)
+    _product_into(P, Rh, PR)
+    _product_into(Rh, P, RP)
+    _product_into(PR, P, PRP)
+    _product_into(PP, Rh, X)  # X = PP Rh + Rh PP, Y = PR PP + PP RP
+    matmul_add(Rh, PP, X)
+    _product_into(PR, PP, Y)
+    matmul_add(PP, RP, Y)
+    J[:] = 0.0
+    Q = J[:3, 3:]
+    s1 = -0.5 if inverse else ca
+    s2 = ce if inverse else cb
+    for r in range(3):
+        for c in range(3):
+            Q[r, c] = (0.5 * Rh[r, c] + cb * (PR[r, c] + RP[r, c] + PRP[r, c]) + cc * (X[r, c] - 3.0 * PRP[r, c])
+                       + cd * Y[r, c])
+            X[r, c] = (1.0 if r == c else 0.0) + s1 * P[r, c] + s2 * PP[r, c]  # J_l(φ), or its inverse
+            J[r, c] = J[3 + r, 3 + c] = X[r, c]
+    if inverse:  # coupling block −J_l⁻¹ Q J_l⁻¹
+        _product_into(X, Q, Y)
+        _product_into(Y, X, Q)
+        for r in range(3):
+            for c in range(3):
+                Q[r, c] = -Q[r, c]
 
 
-@njit(cache=True)
-def _se3_adjoint_of_exp(xi):
-    """Ad of exp(ξ) (6, 6) in (linear, angular) coordinates: [[R, [p]× R], [0, R]]."""
-    q = np.zeros(7)
-    q[6] = 1.0
-    w = xi[3:]
-    e = _exp3_quaternion(w[0], w[1], w[2])
-    q[3], q[4], q[5], q[6] = e
-    R = np.empty((3, 3))
-    quaternion_matrix(q, 3, R)
-    p = _apply_V(w, xi[:3].copy(), False)
-    A = np.zeros((6, 6))
-    A[:3, :3], A[3:, 3:], A[:3, 3:] = R, R, matmul_small(_hat(p[0], p[1], p[2]), R)
-    return A
+@allocation_free
+def _se3_adjoint_of_exp_into(xi, A, T):
+    """A (6, 6) = Ad of exp(ξ) in (linear, angular) coordinates: [[R, [p]× R], [0, R]];
+    T (≥ 2, 3, 3) is scratch."""
+    e = _exp3_quaternion(xi[3], xi[4], xi[5])
+    R = quaternion_rotation(e[0], e[1], e[2], e[3])
+    p = _apply_V(xi[3], xi[4], xi[5], xi[0], xi[1], xi[2], False)
+    _hat_into(p[0], p[1], p[2], T[0])
+    A[:] = 0.0
+    for r in range(3):
+        for c in range(3):
+            A[r, c] = A[3 + r, 3 + c] = T[1, r, c] = R[3 * r + c]
+    matmul_add(T[0], T[1], A[:3, 3:])
+
+
+@allocation_free
+def _group_row(jt, r):
+    """The row of SE(3)'s (linear, angular) coordinates that coordinate r of a joint's
+    tangent space occupies (spherical: so(3), planar: se(2))."""
+    if jt == SPHERICAL:
+        return 3 + r
+    if jt == PLANAR:
+        return 5 if r == 2 else r
+    return r
 
 
 @njit(cache=True)
 def _group_rows(jt):
     """The rows of SE(3)'s (linear, angular) coordinates a joint's tangent space occupies."""
-    if jt == SPHERICAL:
-        return np.array([3, 4, 5])
-    if jt == PLANAR:
-        return np.array([0, 1, 5])
-    return np.arange(6)
+    k = 3 if jt == SPHERICAL or jt == PLANAR else 6
+    return np.array([_group_row(jt, r) for r in range(k)])
 
 
-@njit(cache=True)
-def _joint_block(jt, d, m, k, which):
-    """Block (k, k) of joint tangent displacement d[m:m+k] from the SE(3) formulas:
+GROUP_SCRATCH = 6 + 36 + 72
+"""Size of the scratch of :func:`lie_jacobian_into`."""
+
+
+@allocation_free
+def _joint_block_into(jt, d, m, k, which, out, scratch):
+    """out (k, k) = block of joint tangent displacement d[m:m+k] from the SE(3) formulas:
     which = 0: Ad(exp(−d)), 1: J_r(d) = J_l(−d), 2: J_r⁻¹(d) = J_l⁻¹(−d), 3: −J_l⁻¹(d).
-    Spherical and planar joints are the subgroups SO(3) and SE(2) of SE(3)."""
-    rows = _group_rows(jt)
-    xi = np.zeros(6)
+    Spherical and planar joints are the subgroups SO(3) and SE(2) of SE(3).
+    ``scratch`` (:data:`GROUP_SCRATCH`,)."""
+    xi, B, T = scratch[:6], scratch[6:42].reshape((6, 6)), scratch[42:].reshape((8, 3, 3))
+    xi[:] = 0.0
     for r in range(k):
-        xi[rows[r]] = -d[m + r] if which < 3 else d[m + r]
+        xi[_group_row(jt, r)] = -d[m + r] if which < 3 else d[m + r]
     if which == 0:
-        B = _se3_adjoint_of_exp(xi)
+        _se3_adjoint_of_exp_into(xi, B, T)
     else:
-        B = _se3_left_jacobian(xi, which >= 2)
-        if which == 3:
-            B = -B
-    out = np.empty((k, k))
+        _se3_left_jacobian_into(xi, which >= 2, B, T)
+    sign = -1.0 if which == 3 else 1.0
     for r in range(k):
         for c in range(k):
-            out[r, c] = B[rows[r], rows[c]]
-    return out
+            out[r, c] = sign * B[_group_row(jt, r), _group_row(jt, c)]
 
 
-@njit(cache=True)
-def lie_jacobian_kernel(topology, d, which):
-    """Block-diagonal (nv, nv) Jacobian of a Lie-group operation at tangent displacement d:
-    block ``which`` of :func:`_joint_block` per joint (±1 on 1-DoF joints)."""
-    nv = d.shape[0]
-    A = np.zeros((nv, nv))
+@allocation_free
+def lie_jacobian_into(topology, d, which, A, scratch):
+    """A (nv, nv) = block-diagonal Jacobian of a Lie-group operation at tangent
+    displacement d: block ``which`` of :func:`_joint_block_into` per joint (±1 on 1-DoF
+    joints); ``scratch`` (:data:`GROUP_SCRATCH`,)."""
+    A[:] = 0.0
     for i in range(topology.shape[0]):
         jt, m, k = topology[i, JTYPE], topology[i, IDX_V], topology[i, NV]
         if jt == REVOLUTE or jt == PRISMATIC:
             A[m, m] = -1.0 if which == 3 else 1.0
         else:
-            A[m: m + k, m: m + k] = _joint_block(jt, d, m, k, which)
+            _joint_block_into(jt, d, m, k, which, A[m: m + k, m: m + k], scratch)
+
+
+@njit(cache=True)
+def lie_jacobian_kernel(topology, d, which):
+    """:func:`lie_jacobian_into` into a new (nv, nv) array."""
+    A = np.empty((d.shape[0], d.shape[0]))
+    lie_jacobian_into(topology, d, which, A, np.empty(GROUP_SCRATCH))
     return A
 
 

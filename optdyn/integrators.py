@@ -35,10 +35,9 @@ called as globals of the compiled kernels (not passed as function arguments, whi
 numba's on-disk cache cannot key reliably).
 
 Workspace: every temporary of :func:`interval` and :func:`interval_hessian`, the
-dynamics' included, lives in an :data:`IntervalWork` made once per loop over knots
-(:func:`interval_work`: once per chunk, per rollout, per backward pass), so the stage
-sweeps of a whole trajectory allocate nothing per knot or per stage on a fixed base. (On a
-floating base the group compositions still allocate their Jacobians.)
+dynamics' and the group compositions' included, lives in an :data:`IntervalWork` made
+once per loop over knots (:func:`interval_work`: once per chunk, per rollout, per backward
+pass), so the stage sweeps of a whole trajectory allocate nothing per knot or per stage.
 
 External forces: ``fext`` (njoints, 6) is the robot's ``f_ext`` of :func:`dynamics.rnea`
 during the interval ((0, 6): none), held like u. It is a force fixed in each body's frame,
@@ -66,7 +65,7 @@ from dynamics.aba_derivatives import aba_derivatives_into
 from dynamics.aba_second_derivatives import fdsva_so_terms
 from dynamics.aba_second_derivatives_contracted import fdsva_so_contracted_terms
 from dynamics.batch import knot_force
-from dynamics.joints import lie_jacobians_kernel
+from dynamics.joints import GROUP_SCRATCH, lie_jacobian_into
 from dynamics.kinematics import all_finite, tangent_size
 from dynamics.model import Model
 from dynamics.parallel import run_chunks
@@ -74,7 +73,7 @@ from dynamics.rnea_second_derivatives_contracted import new_so_work
 from dynamics.spatial import copy_into, matmul_add, mirror_upper
 from dynamics.workspace import new_data
 
-from .state import add_joint_curvature, lie_blocks, lie_scratch, state_integrate
+from .state import add_joint_curvature, lie_blocks, lie_scratch, state_integrate_into
 
 _RK4 = (np.array([[0.0, 0.0, 0.0, 0.0], [0.5, 0.0, 0.0, 0.0], [0.0, 0.5, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]]),
         np.array([1.0, 2.0, 2.0, 1.0]) / 6.0)
@@ -304,8 +303,8 @@ def _accumulate(coef, count, h, k, Ks, K2s, order, y, Y, H):
                 _axpy(c, K2s[j], H)
 
 
-@njit(cache=True)
-def _compose(topology, lie, y, Y, H, W, dW, d2W, order, ys, Ys, Hs, J, scratch):
+@allocation_free
+def _compose(topology, lie, y, Y, H, W, dW, d2W, order, ys, Ys, Hs, J, work):
     """ys = y ⊕ W and its sensitivities Ys, Hs in its own chart (:mod:`optdyn.state`),
     from those of y (Y, H, in y's chart) and of the increment W (dW, d2W):
 
@@ -316,15 +315,17 @@ def _compose(topology, lie, y, Y, H, W, dW, d2W, order, ys, Ys, Hs, J, scratch):
     For order ≥ 1 the Lie joints' diagonal blocks of J_q, J_v are kept for the adjoint of
     :func:`interval_hessian` in J (2, nv, 6): J[0, m + i, c] = J_q[m + i, m + c] for the
     joint whose block starts at row m (likewise J[1] and J_v); the rows of 1-DoF joints
-    are left alone (their Jacobians are 1).
+    are left alone (their Jacobians are 1). ``work``: the :data:`IntervalWork`.
     """
     n = W.shape[0] // 2
     nq = y.shape[0] - n
-    ys[:] = state_integrate(topology, nq, y, W)
+    state_integrate_into(topology, nq, y, W, ys)
     if order == 0:
         return
     nz = Y.shape[1]
-    Jq, Jv = lie_jacobians_kernel(topology, W[:n], 0, 1)
+    Jq, Jv, scratch = work.Jqv[0], work.Jqv[1], work.lie
+    lie_jacobian_into(topology, W[:n], 0, Jq, work.group)
+    lie_jacobian_into(topology, W[:n], 1, Jv, work.group)
     for row in range(lie.shape[0]):
         m, k = lie[row, 1], lie[row, 2]
         for i in range(m, m + k):
@@ -345,21 +346,23 @@ def _compose(topology, lie, y, Y, H, W, dW, d2W, order, ys, Ys, Hs, J, scratch):
                 _axpy(Jq[i, p], H[p], Hs[i])
             if Jv[i, p] != 0.0:
                 _axpy(Jv[i, p], d2W[p], Hs[i])
-        Hs[n + i] = H[n + i] + d2W[n + i]
+        copy_into(Hs[n + i], H[n + i])
+        _axpy(1.0, d2W[n + i], Hs[n + i])
+    e = work.e
     for row in range(lie.shape[0]):
-        jt, m, k = lie[row, 0], lie[row, 1], lie[row, 2]
-        e = np.zeros(k)
+        m, k = lie[row, 1], lie[row, 2]
         for i in range(k):
-            e[:] = 0.0
+            e[:k] = 0.0
             e[i] = 1.0
-            add_joint_curvature(scratch.rows[row, :k], W[m: m + k], Jq[m: m + k, m: m + k], Jv[m: m + k, m: m + k], e,
-                                Y[m: m + k], dW[m: m + k], Hs[m + i], scratch)
+            add_joint_curvature(scratch.rows[row, :k], W[m: m + k], Jq[m: m + k, m: m + k], Jv[m: m + k, m: m + k],
+                                e[:k], Y[m: m + k], dW[m: m + k], Hs[m + i], scratch)
             mirror_upper(Hs[m + i])
 
 
 IntervalWork = namedtuple("IntervalWork", [
     "k", "f", "ys", "Fz", "Fzz", "Ks", "K2s", "Ys", "Hs", "T",  # stages of interval()
     "W", "y_new", "dW", "Y_new", "d2W", "H_new", "J",  # its group compositions (rows 0 off a manifold)
+    "Jqv", "group", "e",  # their integrate Jacobians, the joints' Jacobian blocks' scratch, a unit vector
     "lie",  # their curvature's workspace (optdyn.state.LieScratch)
     "lam", "ybar", "w", "gW", "gY", "Wz", "P",  # adjoints of interval_hessian()
     "dyn",  # the dynamics' own workspace (robot_work)
@@ -384,7 +387,8 @@ def interval_work(params, nq_x, nu, s, order):
         np.empty((nx, nz, nz) if o2 else (0, 0, 0)), np.empty((nz, nz)),
         np.empty(nw), np.empty(nq_x), np.empty((nw, nz) if o1 else (0, 0)), np.empty((nw, nz) if o1 else (0, 0)),
         np.empty((nw, nz, nz) if o2 else (0, 0, 0)), np.empty((nw, nz, nz) if o2 else (0, 0, 0)),
-        np.empty((2, nw // 2, 6)), lie_scratch(lie, nz),
+        np.empty((2, nw // 2, 6)), np.empty((2, nw // 2, nw // 2)), np.empty(GROUP_SCRATCH), np.empty(6),
+        lie_scratch(lie, nz),
         np.empty(nx), np.empty((s, nx)), np.empty(nx), np.empty((s + 1, nx)), np.empty((s + 1, nx)),
         np.empty((nz, nz)), np.empty((nz, nz)), robot_work(params))
 
@@ -449,7 +453,7 @@ def interval(params, a, b, x, u, fext, dt, m, order, y, Y, H, stages, offset, wo
                     return False
                 comp = sub * (s + 1) + st  # this composition's row of the records
                 _compose(topology, lie, y, Y, H, W, dW, d2W, order, ys, Ys, Hs, rec_J[comp] if record else work.J,
-                         work.lie)
+                         work)
                 if record:
                     rec_W[comp], rec_dW[comp] = W[:n], dW[:n]
             else:  # y_s = y + h Σ_j a_sj k_j
@@ -489,7 +493,7 @@ def interval(params, a, b, x, u, fext, dt, m, order, y, Y, H, stages, offset, wo
                 y[:] = np.nan
                 return False
             _compose(topology, lie, y, Y, H, W, dW, d2W, order, y_new, Y_new, H_new,
-                     rec_J[sub * (s + 1) + s] if record else work.J, work.lie)
+                     rec_J[sub * (s + 1) + s] if record else work.J, work)
             y[:] = y_new
             if order >= 1:
                 Y[:] = Y_new

@@ -39,7 +39,7 @@ import numpy as np
 from numba import njit
 
 from dynamics._compile import allocation_free
-from dynamics.joints import QUATERNION_TOLERANCE, _group_rows, difference_kernel, integrate_kernel, unit_block
+from dynamics.joints import QUATERNION_TOLERANCE, _group_rows, difference_into, integrate_into, unit_block
 from dynamics.model import IDX_V, JTYPE, NV, PRISMATIC, REVOLUTE, Model
 from dynamics.spatial import matmul_add, matmul_small
 
@@ -54,22 +54,20 @@ def lie_blocks(model: Model) -> np.ndarray:
     return np.array(rows, dtype=np.int64).reshape(-1, 3)
 
 
-@njit(cache=True)
-def state_integrate(topology, nq, x, dx):
-    """x ⊕ dx (nq + nv,) for x = [q; v] and dx = [δq; δv] (2·nv,)."""
+@allocation_free
+def state_integrate_into(topology, nq, x, dx, out):
+    """out (nq + nv,) = x ⊕ dx for x = [q; v] and dx = [δq; δv] (2·nv,)."""
     nv = dx.shape[0] // 2
-    out = np.empty(nq + nv)
-    out[:nq] = integrate_kernel(topology, x[:nq], dx[:nv])
+    integrate_into(topology, x[:nq], dx[:nv], out[:nq])
     for i in range(nv):
         out[nq + i] = x[nq + i] + dx[nv + i]
-    return out
 
 
-@njit(cache=True)
+@allocation_free
 def state_difference(topology, nq, x0, x1, out):
     """out (2·nv,) = x1 ⊖ x0 = [q1 ⊖ q0; v1 − v0]."""
     nv = out.shape[0] // 2
-    out[:nv] = difference_kernel(topology, nv, x0[:nq], x1[:nq])
+    difference_into(topology, x0[:nq], x1[:nq], out[:nv])
     for i in range(nv):
         out[nv + i] = x1[nq + i] - x0[nq + i]
 
@@ -79,7 +77,7 @@ def state_integrate_batch(topology, nq, X, DX):
     """Rows x_k ⊕ dx_k (K, nq + nv) of X (K, nq + nv) and DX (K, 2·nv)."""
     out = np.empty(X.shape)
     for k in range(X.shape[0]):
-        out[k] = state_integrate(topology, nq, X[k], DX[k])
+        state_integrate_into(topology, nq, X[k], DX[k], out[k])
     return out
 
 
