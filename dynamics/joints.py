@@ -431,7 +431,7 @@ def _se3_adjoint_of_exp_into(xi, A, T):
     matmul_add(T[0], T[1], A[:3, 3:])
 
 
-@allocation_free
+@njit(cache=True)
 def _group_row(jt, r):
     """The row of SE(3)'s (linear, angular) coordinates that coordinate r of a joint's
     tangent space occupies (spherical: so(3), planar: se(2))."""
