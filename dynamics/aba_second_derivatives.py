@@ -35,48 +35,66 @@ from .rnea_second_derivatives import idsva_so_kernel
 
 
 @allocation_free
-def _add_dM_times(dM, X, out, swap):
-    """out[a, j, k] += Σ_l ∂M_al/∂q_j X[l, k]; with ``swap`` into out[a, k, j] instead.
-
-    ∂M/∂q is sparse on branching trees (zero unless a, l, j share a path): zeros are skipped.
-    """
-    n = dM.shape[0]
-    for a in range(n):
-        for j in range(n):
-            for l in range(n):
-                d = dM[a, l, j]
-                if d == 0.0:
-                    continue
-                if swap:
-                    for k in range(n):
-                        out[a, k, j] += d * X[l, k]
-                else:
-                    for k in range(n):
-                        out[a, j, k] += d * X[l, k]
+def _any_nonzero(x):
+    for i in range(x.shape[0]):
+        if x[i] != 0.0:
+            return True
+    return False
 
 
 @allocation_free
-def _outer_term(Minv, inner, out):
+def _add_dM_times(dM, X, out, swap):
+    """out[a, j, k] += Σ_l ∂M_al/∂q_j X[l, k]; with ``swap`` into out[a, k, j] instead.
+
+    Per a, out[a] += D_aᵀX (or XᵀD_a) with D_a = ∂M_a·/∂q (n, n): the loops run l, then the
+    row of D_a (or of X), then the contiguous row of out[a], so no loop strides by n (a
+    power-of-two n strided by n maps its rows to a few cache sets). ∂M/∂q is sparse on
+    branching trees (zero unless a, l, j share a path): its zero entries are skipped, with
+    ``swap`` its zero rows (and zero entries of X). Each entry sums over l in increasing
+    order, as a plain triple loop would.
+    """
+    n = dM.shape[0]
+    for a in range(n):
+        D, O = dM[a], out[a]
+        for l in range(n):
+            if swap:
+                if not _any_nonzero(D[l]):
+                    continue
+                for k in range(n):
+                    x = X[l, k]
+                    if x != 0.0:
+                        for j in range(n):
+                            O[k, j] += D[l, j] * x
+            else:
+                for j in range(n):
+                    d = D[l, j]
+                    if d != 0.0:
+                        for k in range(n):
+                            O[j, k] += d * X[l, k]
+
+
+@allocation_free
+def _outer_term(Minv, inner, nonzero, out):
     """out (nv, nv, nv, zeroed) = −M⁻¹ applied to the rows of ``inner``:
     out[i] = −Σ_a M⁻¹[i, a] inner[a].
 
-    Zero rows inner[a, j, :] (branch-induced sparsity) are skipped; the inner loop runs
-    along contiguous memory.
+    ``nonzero`` (nv, nv) is workspace: rows inner[a, j, :] that are zero (branch-induced
+    sparsity) are found once and skipped. Each out[i] is completed before the next, with
+    inner read in order: no loop strides by nv² (for a power-of-two nv those strides fall
+    into a few cache sets). Each entry sums over a in increasing order.
     """
     n = Minv.shape[0]
     for a in range(n):
         for j in range(n):
-            nonzero = False
-            for k in range(n):
-                if inner[a, j, k] != 0.0:
-                    nonzero = True
-                    break
-            if not nonzero:
-                continue
-            for i in range(n):
-                m = Minv[i, a]
-                for k in range(n):
-                    out[i, j, k] -= m * inner[a, j, k]
+            nonzero[a, j] = _any_nonzero(inner[a, j])
+    for i in range(n):
+        O = out[i]
+        for a in range(n):
+            m = Minv[i, a]
+            for j in range(n):
+                if nonzero[a, j]:
+                    for k in range(n):
+                        O[j, k] -= m * inner[a, j, k]
 
 
 @njit(cache=True)
@@ -94,10 +112,11 @@ def fdsva_so_terms(m, q, v, f_ext, qdd, dqdd_dq, dqdd_dv, Minv):
     dM_Minv = np.zeros_like(dM_dq)
     _add_dM_times(dM_dq, Minv, dM_Minv, False)
     out = np.zeros((4,) + dM_dq.shape)  # one block, as the IDSVA-SO tensors (reused by the allocator)
-    _outer_term(Minv, d2tau_dq2, out[0])
-    _outer_term(Minv, d2tau_dv2, out[1])
-    _outer_term(Minv, d2tau_dqdv, out[2])
-    _outer_term(Minv, dM_Minv, out[3])
+    nonzero = np.empty(dM_dq.shape[:2], np.bool_)
+    _outer_term(Minv, d2tau_dq2, nonzero, out[0])
+    _outer_term(Minv, d2tau_dv2, nonzero, out[1])
+    _outer_term(Minv, d2tau_dqdv, nonzero, out[2])
+    _outer_term(Minv, dM_Minv, nonzero, out[3])
     return out[0], out[1], out[2], out[3]
 
 
