@@ -16,6 +16,16 @@ be called from several Python threads at once; numba's ``workqueue`` layer, the 
 when neither is installed, is not safe for that. A layer chosen by the user
 (``NUMBA_THREADING_LAYER``) is left alone.
 
+Idle OpenMP threads: after a parallel loop, GNU OpenMP keeps its idle threads spinning
+for ``GOMP_SPINCOUNT`` iterations (300 000 by default: over 10 ms here) before they sleep.
+A solver iteration alternates ``prange`` loops (cost terms, DDP's split stage terms) with
+:func:`run_chunks`, whose pool threads would share the cores with those spinning threads:
+on two cores the whole two-thread gain of the interval sweeps was lost. Importing
+:mod:`dynamics` therefore sets ``GOMP_SPINCOUNT`` to :data:`SPIN_COUNT` (about half a
+millisecond of spinning: long enough to bridge the gaps between the per-knot loops of DDP's
+backward pass) unless ``GOMP_SPINCOUNT`` or ``OMP_WAIT_POLICY`` is set already. It takes
+effect only if OpenMP was not loaded before (numba loads it on the first parallel loop).
+
 Exceptions raised inside a numba parallel loop are lost, so the ``prange`` kernels
 validate every knot before the loop and the per-knot algorithms report failure by a
 return flag; :func:`run_chunks` re-raises a chunk's exception in the caller.
@@ -32,6 +42,7 @@ import numpy as np
 from numba import njit
 
 ENVIRONMENT_VARIABLE = "OPTDYN_NUM_THREADS"
+SPIN_COUNT = "10000"  # GOMP_SPINCOUNT unless the user chose a wait policy (module docstring)
 
 
 def _threading_layer() -> str:
@@ -112,6 +123,8 @@ def run_chunks(kernel, K: int, *args) -> None:
                 raise error
 
 
+if "GOMP_SPINCOUNT" not in os.environ and "OMP_WAIT_POLICY" not in os.environ:
+    os.environ["GOMP_SPINCOUNT"] = SPIN_COUNT
 if "NUMBA_THREADING_LAYER" not in os.environ:
     numba.config.THREADING_LAYER = _threading_layer()
 _from_environment()

@@ -123,6 +123,18 @@ def test_thread_count_from_the_environment():
     assert out.returncode != 0 and "OPTDYN_NUM_THREADS: expected an integer" in out.stderr
 
 
+@pytest.mark.parametrize("user, expected", [({}, dyn.parallel.SPIN_COUNT), ({"GOMP_SPINCOUNT": "123"}, "123"),
+                                             ({"OMP_WAIT_POLICY": "passive"}, "unset")])
+def test_openmp_spin_count_is_shortened_unless_the_user_chose(user, expected):
+    """Importing dynamics shortens OpenMP's idle spinning (dynamics.parallel) and leaves a
+    wait policy or spin count of the user's alone."""
+    code = "import os, dynamics; print(os.environ.get('GOMP_SPINCOUNT', 'unset'))"
+    env = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
+    out = subprocess.run([sys.executable, "-c", code], env={**env, **user}, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == expected, out.stderr
+
+
 @pytest.mark.parametrize("task", ["ur5-reach", "space-manipulator", "arm-obstacle"])
 def test_trajectory_derivatives_and_solves_identical_for_any_thread_count(task, threads):
     """Interval sensitivities, contracted Hessians, cost and constraint terms (chunks on
