@@ -19,8 +19,10 @@ where the bracketed second-order dynamics terms are DDP's and are dropped by iLQ
 (``ddp=False``). DDP gets V'_x·F_zz — the Hessian of V'_xᵀF(x, u) — contracted, by a
 second-order adjoint through the integrator stages with contracted FDSVA-SO
 (:func:`optdyn.integrators.interval_hessian`; the idea of Nganga & Wensing, RA-L 2021),
-at about the cost of one more first-order sweep; ``second_order="tensor"`` contracts the
-full tensors instead, to validate it. Levenberg–Marquardt regularisation acts on V'_xx (Tassa 2012
+at about the cost of one more first-order sweep; the sweep is serial over knots, so with
+more than one thread each knot's stage terms are summed in two halves on two threads
+(:func:`optdyn.integrators.stage_terms`, same result bit for bit). ``second_order="tensor"``
+contracts the full tensors instead, to validate it. Levenberg–Marquardt regularisation acts on V'_xx (Tassa 2012
 eq. 10): Q̃_uu = Q_uu + μ BᵀB, Q̃_ux = Q_ux + μ BᵀA, with the adaptive schedule of
 Sec. II-F. The control step comes from the box-constrained QP
 
@@ -63,6 +65,7 @@ from numba import njit
 
 from dynamics._compile import allocation_free
 from dynamics.batch import knot_force
+from dynamics.parallel import get_num_threads
 from dynamics.rnea import gravity_torques
 from dynamics.spatial import copy_into, symmetrize
 
@@ -242,17 +245,17 @@ def q_expansion(A, B, lx, lu, lxx, lux, luu, Vx, Vxx, VA, VB, Qx, Qu, Qxx, Qux, 
 
 
 @allocation_free
-def dynamics_hessian(t, Vx, mode, Fzz, integration, us, stages, work, Hz):
+def dynamics_hessian(t, Vx, mode, Fzz, integration, us, stages, work, Hz, split):
     """Hz (nz, nz) = V'_x·F_zz at knot t: the Hessian of V'_xᵀF(x_t, u_t).
 
     ``mode`` 1: second-order adjoint through the stage records of
     :func:`optdyn.integrators.step_stages_batch` (``integration`` = (params, a, b, dt, m),
-    ``work`` of :func:`optdyn.integrators.interval_work`); mode 2: contraction of the full
-    tensors ``Fzz`` (N, nx, nz, nz).
+    ``work`` of :func:`optdyn.integrators.interval_work`; ``split``: its stage terms on two
+    threads, same result); mode 2: contraction of the full tensors ``Fzz`` (N, nx, nz, nz).
     """
     if mode == 1:
         params, a, b, dt, m = integration
-        integrators.interval_hessian(params, a, b, dt, m, us[t], stages, t * m * b.shape[0], Vx, Hz, work)
+        integrators.interval_hessian(params, a, b, dt, m, us[t], stages, t * m * b.shape[0], Vx, Hz, work, split)
         return
     Hz[:] = 0.0
     for p in range(Fzz.shape[1]):
@@ -344,13 +347,13 @@ def expected_decrease(k, Qu, Quu):
 
 @njit(cache=True)
 def backward_pass(A, B, lx, lu, lxx, lux, luu, VxN, VxxN, us, lower, upper, mu, mode, Fzz, integration,
-                  stages, k, K):
+                  stages, split, k, K):
     """Riccati-like sweep N−1 … 0 built from the steps above (module docstring).
 
     Inputs per knot: A (N,nx,nx), B (N,nx,nu), cost terms lx (N,nx), lu (N,nu),
     lxx (N,nx,nx), lux (N,nu,nx), luu (N,nu,nu), terminal V_x (nx,), V_xx (nx,nx); the
     dynamics' second-order terms per ``mode`` (:data:`SECOND_ORDER`; see
-    :func:`dynamics_hessian` for ``Fzz``, ``integration`` and ``stages``).
+    :func:`dynamics_hessian` for ``Fzz``, ``integration``, ``stages`` and ``split``).
     Writes k (N,nu) (its input is the box-QP warm start) and K (N,nu,nx).
     Returns (failed knot or −1, kᵀQ_u summed, ½kᵀQ_uu k summed).
     """
@@ -367,7 +370,7 @@ def backward_pass(A, B, lx, lu, lxx, lux, luu, VxN, VxxN, us, lower, upper, mu, 
     for t in range(N - 1, -1, -1):
         q_expansion(A[t], B[t], lx[t], lu[t], lxx[t], lux[t], luu[t], Vx, Vxx, VA, VB, Qx, Qu, Qxx, Qux, Quu)
         if mode > 0:
-            dynamics_hessian(t, Vx, mode, Fzz, integration, us, stages, work, Hz)
+            dynamics_hessian(t, Vx, mode, Fzz, integration, us, stages, work, Hz, split)
             add_dynamics_terms(Hz, Qxx, Qux, Quu)
         regularize(A[t], B[t], Qux, Quu, mu, Qux_r, Quu_r)
         for i in range(nu):
@@ -671,6 +674,7 @@ def iterate(problem: Problem, objective: Objective, us: np.ndarray, o: Options, 
         return Outcome(xs, us, K, J, converged, status, message, steps, gnorm, mu)
 
     moved, stages = True, None
+    split = get_num_threads() > 1  # each knot's stage Hessians in two halves on two threads
     while True:
         if moved:  # after a rejected step the trajectory, hence its expansion, is unchanged
             A, B, Fzz, stages = linearize(problem, xs, us, mode, stages)
@@ -680,7 +684,7 @@ def iterate(problem: Problem, objective: Objective, us: np.ndarray, o: Options, 
         while True:
             k[:] = 0.0
             failed, dV1, dV2 = backward_pass(A, B, lx, lu, lxx, lux, luu, VxN, VxxN, us, lower, upper, mu, mode,
-                                             Fzz, problem.integration, stages, k, K)
+                                             Fzz, problem.integration, stages, split, k, K)
             if failed < 0 or mu > o.mu_max:
                 break
             mu, delta = _increase(mu, delta, o)

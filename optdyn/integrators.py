@@ -48,15 +48,16 @@ order) are those of FD(q, v, τ, f_ext) at that fixed f_ext. The batch kernels t
 
 The Hessian of λᵀF — what DDP (λ = V'_x) and the multiple-shooting Lagrangian (λ = the
 defect multipliers) need — is computed contracted by :func:`interval_hessian`, a
-second-order adjoint over stage records kept by the first-order pass; the full tensors
-(order 2) remain for users and tests.
+second-order adjoint over stage records kept by the first-order pass (its stage terms in
+two halves, on two threads for DDP's serial backward pass: :func:`stage_terms`); the full
+tensors (order 2) remain for users and tests.
 """
 from __future__ import annotations
 
 from collections import namedtuple
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 from numba.extending import overload
 
 from dynamics._compile import allocation_free
@@ -364,8 +365,9 @@ IntervalWork = namedtuple("IntervalWork", [
     "W", "y_new", "dW", "Y_new", "d2W", "H_new", "J",  # its group compositions (rows 0 off a manifold)
     "Jqv", "group", "e",  # their integrate Jacobians, the joints' Jacobian blocks' scratch, a unit vector
     "lie",  # their curvature's workspace (optdyn.state.LieScratch)
-    "lam", "ybar", "w", "gW", "gY", "Wz", "P",  # adjoints of interval_hessian()
-    "dyn",  # the dynamics' own workspace (robot_work)
+    "lam", "ybar", "w", "gW", "gY",  # adjoints of interval_hessian()
+    "halves",  # its stage terms' (W, P, Hh) (3, 2, nz, nz): one of each per half of the stages (stage_terms)
+    "dyn", "dyn2",  # the dynamics' own workspace (robot_work), a second one for the second half
 ])
 """Workspace of :func:`interval` (sized for one ``order``) and :func:`interval_hessian`."""
 
@@ -389,8 +391,8 @@ def interval_work(params, nq_x, nu, s, order):
         np.empty((nw, nz, nz) if o2 else (0, 0, 0)), np.empty((nw, nz, nz) if o2 else (0, 0, 0)),
         np.empty((2, nw // 2, 6)), np.empty((2, nw // 2, nw // 2)), np.empty(GROUP_SCRATCH), np.empty(6),
         lie_scratch(lie, nz),
-        np.empty(nx), np.empty((s, nx)), np.empty(nx), np.empty((s + 1, nx)), np.empty((s + 1, nx)),
-        np.empty((nz, nz)), np.empty((nz, nz)), robot_work(params))
+        np.empty(nx), np.empty((s, nx)), np.empty((s, nx)), np.empty((s + 1, nx)), np.empty((s + 1, nx)),
+        np.empty((3, 2, nz, nz)), robot_work(params), robot_work(params))
 
 
 @njit(cache=True)
@@ -553,7 +555,7 @@ def _split_adjoint(lie, Wq, dW, Y0, J, mu, gW, gY, Hz, scratch):
 
 
 @allocation_free
-def interval_hessian(params, a, b, dt, m, u, stages, offset, lam, Hz, work):
+def interval_hessian(params, a, b, dt, m, u, stages, offset, lam, Hz, work, split):
     """Hz (nz, nz) = ∇²_z (λᵀF(x, u)) of the interval recorded in rows offset … offset + m·s − 1
     of ``stages`` (see :func:`interval`).
 
@@ -564,41 +566,44 @@ def interval_hessian(params, a, b, dt, m, u, stages, offset, lam, Hz, work):
 
     where w_s = ∂(λᵀF)/∂k_s is the adjoint of stage s, from a reverse sweep over the steps:
     w_s = h (b_s λ⁺ + Σ_{t>s} a_ts ȳ_t), ȳ_s = f_xᵀ w_s, and λ = λ⁺ + Σ_s ȳ_s at the start
-    of each step (λ⁺ = ``lam`` after the last one). w_sᵀ f_zz comes contracted from
-    :func:`robot_dynamics_hessian`: no (nx, nz, nz) tensor is formed. On a manifold every
-    composition p = y ⊕ W passes its adjoint μ on as J_vᵀμ to W and J_qᵀμ to y
+    of each step (λ⁺ = ``lam`` after the last one). The sweep needs first-order records
+    only; the stage terms G_sᵀ(w_sᵀ f_zz)G_s of a step, each a contracted FDSVA-SO
+    (:func:`robot_dynamics_hessian`: no (nx, nz, nz) tensor is formed) and a congruence,
+    are then independent of one another: :func:`stage_terms` sums them in two halves, on
+    two threads when ``split`` (same sums either way). On a manifold every composition
+    p = y ⊕ W passes its adjoint μ on as J_vᵀμ to W and J_qᵀμ to y
     (:func:`_split_adjoint`), and adds its own curvature μᵀ∇²ψ congruent with the
     sensitivities of (y, W) (:func:`optdyn.state.add_joint_curvature`). ``work``:
     :func:`interval_work`.
     """
     lie = lie_structure(params)[1]
     manifold = lie.shape[0] > 0
-    rec_y, rec_f, rec_Fz, rec_G, data = stages[0], stages[1], stages[2], stages[3], stages[4]
+    rec_Fz = stages[2]
     rec_W, rec_dW, rec_Y0, rec_J = lie_records(stages)
-    nx, nz, s = rec_Fz.shape[1], Hz.shape[0], b.shape[0]
+    nx, s = rec_Fz.shape[1], b.shape[0]
     h = dt / m
-    lam_y, ybar, w = work.lam, work.ybar, work.w
+    lam_y, ybar, ws = work.lam, work.ybar, work.w
     copy_into(lam_y, lam)
     gW, gY = work.gW, work.gY  # adjoints of W_t and of y through W_t; t = s: y⁺
-    W, P = work.Wz, work.P
     Hz[:] = 0.0
     for step in range(m - 1, -1, -1):
         sub = offset // s + step
+        first = offset + step * s
+        c0 = sub * (s + 1)
         if manifold:
-            c0 = sub * (s + 1)
             _split_adjoint(lie, rec_W[c0 + s], rec_dW[c0 + s], rec_Y0[sub], rec_J[c0 + s], lam_y, gW[s], gY[s], Hz,
                            work.lie)
         else:
             copy_into(gW[s], lam_y)
             copy_into(gY[s], lam_y)
         for st in range(s - 1, -1, -1):
-            idx = offset + step * s + st
+            w = ws[st]
             for i in range(nx):
                 c = b[st] * gW[s, i]
                 for t in range(st + 1, s):
                     c += a[t, st] * gW[t, i]
                 w[i] = h * c
-            Fz = rec_Fz[idx]
+            Fz = rec_Fz[first + st]
             yb = ybar[st]  # ȳ_s = f_xᵀ w_s, by rows of f_x (contiguous)
             yb[:] = 0.0
             for p in range(nx):
@@ -606,25 +611,82 @@ def interval_hessian(params, a, b, dt, m, u, stages, offset, lam, Hz, work):
                 if wp != 0.0:
                     for i in range(nx):
                         yb[i] += Fz[p, i] * wp
-            robot_dynamics_hessian(params, rec_y[idx], u, rec_f[idx], Fz, data, idx, w, W, work.dyn)
-            if idx == offset:  # G_0 = identity
-                for i in range(nz):
-                    for j in range(nz):
-                        Hz[i, j] += W[i, j]
-            else:
-                _congruence_add(W, rec_G[idx], nx, P, Hz)
             if manifold and st > 0:
-                c0 = sub * (s + 1)
                 _split_adjoint(lie, rec_W[c0 + st], rec_dW[c0 + st], rec_Y0[sub], rec_J[c0 + st], ybar[st], gW[st],
                                gY[st], Hz, work.lie)
             else:
                 copy_into(gW[st], ybar[st])
                 copy_into(gY[st], ybar[st])
+        stage_terms(params, u, stages, first, offset, Hz, work, split)
         copy_into(lam_y, gY[s])
         for st in range(s):
             for i in range(nx):
                 lam_y[i] += gY[st, i]
     mirror_upper(Hz)
+
+
+@allocation_free
+def _stage_half(params, u, rec_y, rec_f, rec_Fz, rec_G, data, first, offset, ws, half, dyn, W, P, Hh):
+    """Hh (nz, nz) = Σ G_sᵀ (w_sᵀ f_zz(y_s, u)) G_s over the stages s = half, half + 2, …
+    of the step whose first record row is ``first`` (w_s = ws[s]); G = identity for the
+    interval's first stage (row ``offset``). W, P (nz, nz) and ``dyn`` (:func:`robot_work`)
+    are this half's scratch. Only Hh's upper triangle is meaningful (:func:`_congruence_add`)."""
+    Hh[:] = 0.0
+    nx = rec_Fz.shape[1]
+    for st in range(half, ws.shape[0], 2):
+        idx = first + st
+        robot_dynamics_hessian(params, rec_y[idx], u, rec_f[idx], rec_Fz[idx], data, idx, ws[st], W, dyn)
+        if idx == offset:  # G_0 = identity
+            _axpy(1.0, W, Hh)
+        else:
+            _congruence_add(W, rec_G[idx], nx, P, Hh)
+
+
+@njit(cache=True, parallel=True, _nrt=True)
+def _halves_in_parallel(model, act, lie, u, rec_y, rec_f, rec_Fz, rec_G, data, first, offset, ws,
+                        dyn_a, tau_a, out_a, hess_a, so_a, dyn_b, tau_b, out_b, hess_b, so_b, W, P, Hh):
+    """:func:`_stage_half` of both halves on two threads (numba's parallel loops take flat
+    tuples only: the records are passed apart and put together again in each thread)."""
+    for half in prange(2):
+        params = (model, act, lie)
+        if half == 0:
+            dyn = (dyn_a, tau_a, out_a, hess_a, so_a)
+        else:
+            dyn = (dyn_b, tau_b, out_b, hess_b, so_b)
+        _stage_half(params, u, rec_y, rec_f, rec_Fz, rec_G, data, first, offset, ws, half, dyn, W[half], P[half],
+                    Hh[half])
+
+
+@allocation_free
+def _halves_on_two_threads(params, u, stages, first, offset, work):
+    """:func:`_halves_in_parallel` on the parts of a :func:`robot_params` record and of the
+    records and workspaces."""
+    a, b = work.dyn, work.dyn2
+    _halves_in_parallel(params[0], params[1], params[2], u, stages[0], stages[1], stages[2], stages[3], stages[4],
+                        first, offset, work.w, a[0], a[1], a[2], a[3], a[4], b[0], b[1], b[2], b[3], b[4],
+                        work.halves[0], work.halves[1], work.halves[2])
+
+
+@allocation_free
+def stage_terms(params, u, stages, first, offset, Hz, work, split):
+    """Hz += Σ_s G_sᵀ (w_sᵀ f_zz(y_s, u)) G_s over the s stages of the step starting at
+    record row ``first``, given their adjoints w_s in ``work.w`` (:func:`interval_hessian`).
+
+    The stages are summed in two halves (even and odd s), each into its own matrix, which
+    are then added to Hz in a fixed order: with ``split`` (a robot's records) the halves
+    run on two threads, otherwise one after the other, and the result is the same bit for
+    bit.
+    """
+    if split:
+        _halves_on_two_threads(params, u, stages, first, offset, work)
+    else:
+        for half, dyn in ((0, work.dyn), (1, work.dyn2)):
+            _stage_half(params, u, stages[0], stages[1], stages[2], stages[3], stages[4], first, offset, work.w,
+                        half, dyn, work.halves[0, half], work.halves[1, half], work.halves[2, half])
+    Hh = work.halves[2]
+    for i in range(Hz.shape[0]):
+        for j in range(Hz.shape[1]):
+            Hz[i, j] += Hh[0, i, j] + Hh[1, i, j]
 
 
 @allocation_free
@@ -740,7 +802,7 @@ def _interval_hessians_chunk(params, a, b, dt, m, us, stages, lams, Hz, k0, k1):
     ms = m * b.shape[0]
     work = interval_work(params, stages[0].shape[1], us.shape[1], b.shape[0], 1)
     for kk in range(k0, k1):
-        interval_hessian(params, a, b, dt, m, us[kk], stages, kk * ms, lams[kk], Hz[kk], work)
+        interval_hessian(params, a, b, dt, m, us[kk], stages, kk * ms, lams[kk], Hz[kk], work, False)
 
 
 @njit(cache=True)

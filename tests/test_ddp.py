@@ -150,10 +150,10 @@ def test_contracted_and_tensor_second_order_give_the_same_backward_pass(make):
         Vx = rng.normal(size=prob.nx) if name == "contracted" else Vx
         Hz = np.empty((prob.nx + prob.nu,) * 2)
         work = integrators.interval_work(prob.integration[0], prob.nx, prob.nu, 4, 1)
-        dynamics_hessian(1, Vx, mode, Fzz, prob.integration, us, stages, work, Hz)
+        dynamics_hessian(1, Vx, mode, Fzz, prob.integration, us, stages, work, Hz, False)
         k, K = np.zeros((prob.N, prob.nu)), np.zeros((prob.N, prob.nu, prob.nx))
         res = backward_pass(A, B, lx, lu, lxx, lux, luu, VxN, VxxN, us, prob.u_lower, prob.u_upper, 10.0, mode,
-                            Fzz, prob.integration, stages, k, K)
+                            Fzz, prob.integration, stages, False, k, K)
         out[name] = Hz, k, K, np.array(res[1:]), res[0]
     (H1, k1, K1, dv1, f1), (H2, k2, K2, dv2, f2) = out["contracted"], out["tensor"]
     assert f1 == f2 == -1

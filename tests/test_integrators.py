@@ -68,6 +68,9 @@ def _with_toy(kernel):
     return njit(types.FunctionType(py.__code__, {**py.__globals__, **_toy_globals}, py.__name__))
 
 
+_toy_globals["_stage_half"] = _with_toy(integrators._stage_half)
+_toy_globals["_halves_on_two_threads"] = njit(lambda *args: None)  # robots only; the toy sums its halves in turn
+_toy_globals["stage_terms"] = _with_toy(integrators.stage_terms)
 _interval, _interval_hessian, _interval_work = (_with_toy(k) for k in (
     integrators.interval, integrators.interval_hessian, integrators.interval_work))
 
@@ -91,7 +94,8 @@ def _contracted(method, z, lam, dt=0.1, m=3):
     _run(method, z, dt, m, 1, stages)
     a, b = integrators.METHODS[method]
     Hz = np.empty((5, 5))
-    _interval_hessian(PARAMS, a, b, dt, m, z[3:].copy(), stages, 0, lam, Hz, _interval_work(PARAMS, 3, 2, b.shape[0], 1))
+    _interval_hessian(PARAMS, a, b, dt, m, z[3:].copy(), stages, 0, lam, Hz, _interval_work(PARAMS, 3, 2, b.shape[0], 1),
+                      False)
     return Hz
 
 

@@ -6,10 +6,12 @@ numba loses exceptions raised inside a parallel loop, so the kernels check first
 """
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
 
+import numba
 import numpy as np
 import pytest
 
@@ -210,12 +212,14 @@ def _allocations(call) -> int:
 
 def _sweep_allocations(task: str, names=None) -> dict:
     """Allocations of the solvers' RK stage sweeps (rollout, first-order and recorded
-    sensitivities, contracted Hessians, DDP's backward and forward passes; those in
-    ``names`` if given) on ``task`` with 6 and with 12 knots, one thread."""
+    sensitivities, contracted Hessians, DDP's backward pass with each knot's stage terms in
+    turn and in two halves on two threads, its forward pass; those in ``names`` if given) on
+    ``task`` with 6 and with 12 knots. The chunk kernels are called directly (one thread);
+    the split backward pass is the only parallel loop here and gets two threads."""
     import problems
     from optdyn import ddp, integrators as rk
 
-    dyn.set_num_threads(1)
+    dyn.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
     prob = problems.get(task)
     params, a, b, dt, m = prob.integration
     F, nz = prob.forces, prob.ndx + prob.nu
@@ -237,10 +241,10 @@ def _sweep_allocations(task: str, names=None) -> dict:
             "recorded stages": lambda: rk._step_stages_chunk(params, a, b, X, us, F, dt, m, stages, y, Fz, 0, N),
             "contracted Hessians": lambda: rk._interval_hessians_chunk(params, a, b, dt, m, us, stages, lams, Hz,
                                                                        0, N),
-            "DDP backward pass": lambda: ddp.backward_pass(Fz[:, :, :prob.ndx].copy(), Fz[:, :, prob.ndx:].copy(),
-                                                           *zeros, np.zeros(prob.ndx), np.eye(prob.ndx), us,
-                                                           prob.u_lower, prob.u_upper, 1.0, 1, np.empty((N, 0, 0, 0)),
-                                                           prob.integration, stages, k, K),
+            **{f"DDP backward pass{', split' if split else ''}": functools.partial(
+                ddp.backward_pass, Fz[:, :, :prob.ndx].copy(), Fz[:, :, prob.ndx:].copy(), *zeros, np.zeros(prob.ndx),
+                np.eye(prob.ndx), us, prob.u_lower, prob.u_upper, 1.0, 1, np.empty((N, 0, 0, 0)), prob.integration,
+                stages, split, k, K) for split in (False, True)},
             "DDP forward pass": lambda: ddp.forward_pass(params, a, b, dt, m, xs, us, F, k, K, 0.5, prob.u_lower,
                                                          prob.u_upper, np.empty_like(xs), np.empty_like(us)),
         }
