@@ -125,6 +125,29 @@ def test_thread_count_from_the_environment():
     assert out.returncode != 0 and "OPTDYN_NUM_THREADS: expected an integer" in out.stderr
 
 
+WARM_SOLVES = """
+import optdyn, problems
+from optdyn import runtime
+optdyn.set_num_threads(2)
+for task in ("ur5-reach", "space-manipulator"):
+    for solver in ("ddp", "ilqr", "ipopt"):
+        optdyn.solve(problems.get(task), solver, max_iter=2)
+print(runtime.COMPILATION.count)
+"""
+
+
+def test_solver_kernels_come_from_the_disk_cache():
+    """Every kernel the solvers run on two threads (the parallel loops and DDP's split
+    stage terms included) is cached on disk: a second process compiles nothing. A kernel
+    numba cannot cache (one that reads the thread count, say) compiles in every process."""
+    counts = []
+    for _ in range(2):
+        out = subprocess.run([sys.executable, "-c", WARM_SOLVES], capture_output=True, text=True, timeout=900)
+        assert out.returncode == 0, out.stderr
+        counts.append(int(out.stdout.split()[-1]))
+    assert counts[1] == 0, f"compiled again in a warm process: {counts}"
+
+
 @pytest.mark.parametrize("user, expected", [({}, dyn.parallel.SPIN_COUNT), ({"GOMP_SPINCOUNT": "123"}, "123"),
                                              ({"OMP_WAIT_POLICY": "passive"}, "unset")])
 def test_openmp_spin_count_is_shortened_unless_the_user_chose(user, expected):
