@@ -683,10 +683,8 @@ def stage_terms(params, u, stages, first, offset, Hz, work, split):
         for half, dyn in ((0, work.dyn), (1, work.dyn2)):
             _stage_half(params, u, stages[0], stages[1], stages[2], stages[3], stages[4], first, offset, work.w,
                         half, dyn, work.halves[0, half], work.halves[1, half], work.halves[2, half])
-    Hh = work.halves[2]
-    for i in range(Hz.shape[0]):
-        for j in range(Hz.shape[1]):
-            Hz[i, j] += Hh[0, i, j] + Hh[1, i, j]
+    _axpy(1.0, work.halves[2, 0], Hz)
+    _axpy(1.0, work.halves[2, 1], Hz)
 
 
 @allocation_free
