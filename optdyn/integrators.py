@@ -355,7 +355,7 @@ def _compose(topology, lie, y, Y, H, W, dW, d2W, order, ys, Ys, Hs, J, work):
         for i in range(k):
             e[:k] = 0.0
             e[i] = 1.0
-            add_joint_curvature(scratch.rows[row, :k], W[m: m + k], Jq[m: m + k, m: m + k], Jv[m: m + k, m: m + k],
+            add_joint_curvature(scratch.brackets[row, :k, :k], W[m: m + k], Jq[m: m + k, m: m + k], Jv[m: m + k, m: m + k],
                                 e[:k], Y[m: m + k], dW[m: m + k], Hs[m + i], scratch)
             mirror_upper(Hs[m + i])
 
@@ -544,7 +544,7 @@ def _split_adjoint(lie, Wq, dW, Y0, J, mu, gW, gY, Hz, scratch):
     for row in range(lie.shape[0]):
         m, k = lie[row, 1], lie[row, 2]
         Jq, Jv = J[0, m: m + k, :k], J[1, m: m + k, :k]
-        add_joint_curvature(scratch.rows[row, :k], Wq[m: m + k], Jq, Jv, mu[m: m + k], Y0[m: m + k], dW[m: m + k], Hz,
+        add_joint_curvature(scratch.brackets[row, :k, :k], Wq[m: m + k], Jq, Jv, mu[m: m + k], Y0[m: m + k], dW[m: m + k], Hz,
                             scratch)
         for i in range(k):
             g = t = 0.0

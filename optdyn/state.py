@@ -110,63 +110,89 @@ def _ad_entry(xi, a, b):
     return _hat_entry(xi[3], xi[4], xi[5], a % 3, b % 3)
 
 
+@njit(cache=True)
+def _bracket_table(rows, table):
+    """table (k, k) ← the Lie bracket of the joint whose coordinates are the rows ``rows``
+    (k,) of se(3), in its own basis: [e_a, e_b] = ±e_c is coded ±(c + 1), 0 when the
+    bracket vanishes (in the standard bases of so(3), se(2) and se(3) the bracket of two
+    basis elements is one basis element, its negative or zero: these signs are the
+    structure constants). Read off :func:`_ad_entry`: ([e_a, e_b])_c = ad_{e_a}[c, b]."""
+    k = rows.shape[0]
+    xi = np.zeros(6)
+    for a in range(k):
+        xi[:] = 0.0
+        xi[rows[a]] = 1.0
+        for b in range(k):
+            table[a, b] = 0
+            for c in range(k):
+                x = _ad_entry(xi, rows[c], rows[b])
+                if x != 0.0:
+                    table[a, b] = c + 1 if x > 0.0 else -(c + 1)
+
+
 @njit(cache=True, inline="always")
-def _bracket_entry(mu, a, b):
-    """Q_μ[a, b] = μᵀ[e_a, e_b] in se(3) for μ = (μ_v, μ_ω) (6,): the entries of
-    −[[0, μ_v×], [μ_v×, μ_ω×]] (μᵀ[X, Y] = −Xᵀ [[0, μ_v×], [μ_v×, μ_ω×]] Y)."""
-    if a < 3 and b < 3:
+def _pairing(code, x):
+    """xᵀ(±e_c) for a bracket code ±(c + 1) of :func:`_bracket_table` (0: zero)."""
+    if code == 0:
         return 0.0
-    if a >= 3 and b >= 3:
-        return -_hat_entry(mu[3], mu[4], mu[5], a - 3, b - 3)
-    return -_hat_entry(mu[0], mu[1], mu[2], a % 3, b % 3)
+    return x[code - 1] if code > 0 else -x[-code - 1]
 
 
-@njit(cache=True, inline="always")
-def _embed(rows, x, xi):
-    """xi[rows[r]] = x[r]: a subalgebra element in se(3) (the other entries of xi untouched)."""
-    for r in range(rows.shape[0]):
-        xi[rows[r]] = x[r]
+@allocation_free
+def _ad_into(table, x, ad):
+    """ad (k, k) = ad_x, ad_x e_b = [x, e_b] = Σ_c x_c [e_c, e_b], from the bracket
+    ``table`` (:func:`_bracket_table`)."""
+    k = x.shape[0]
+    for a in range(k):
+        for b in range(k):
+            ad[a, b] = 0.0
+    for c in range(k):
+        for b in range(k):
+            code = table[c, b]
+            if code > 0:
+                ad[code - 1, b] += x[c]
+            elif code < 0:
+                ad[-code - 1, b] -= x[c]
 
 
 _K_MAX = 60  # most terms of the series of exp_hessian
 
 
-LieScratch = namedtuple("LieScratch", ["rows", "xi", "ad", "R", "c", "M", "T", "QJ", "Pab", "Pbb", "X", "V"])
-"""Workspace of :func:`add_joint_curvature` and of the functions it calls: the rows of se(3)
-of each Lie joint (:func:`lie_scratch`), then 6-vectors, 6 × 6 and (6, nz) blocks."""
+LieScratch = namedtuple("LieScratch", ["brackets", "xi", "ad", "R", "c", "M", "T", "QJ", "Pab", "Pbb", "X", "V"])
+"""Workspace of :func:`add_joint_curvature` and of the functions it calls: the bracket
+table of each Lie joint (:func:`lie_scratch`), then 6-vectors, 6 × 6 and (6, nz) blocks."""
 
 
 @njit(cache=True)
 def lie_scratch(lie, nz):
     """A :data:`LieScratch` for the Lie joints ``lie`` (:func:`lie_blocks`) and sensitivities
-    of nz columns, made once for a loop over many compositions."""
-    rows = np.zeros((lie.shape[0], 6), np.int64)
+    of nz columns, made once for a loop over many compositions; ``brackets[row, :k, :k]``
+    is the bracket table (:func:`_bracket_table`) of the joint of row ``row`` (k DoF)."""
+    brackets = np.zeros((lie.shape[0], 6, 6), np.int64)
     for row in range(lie.shape[0]):
         g = _group_rows(lie[row, 0])
-        rows[row, : g.shape[0]] = g
-    return LieScratch(rows, np.zeros(6), np.empty((6, 6)), np.empty((_K_MAX, 6)), np.empty(_K_MAX + 1),
+        _bracket_table(g, brackets[row, : g.shape[0], : g.shape[0]])
+    return LieScratch(brackets, np.zeros(6), np.empty((6, 6)), np.empty((_K_MAX, 6)), np.empty(_K_MAX + 1),
                       np.empty((6, 6)), np.empty((6, 6)), np.empty((6, 6)), np.empty((6, 6)), np.empty((6, 6)),
                       np.empty((6, nz)), np.empty((6, nz)))
 
 
 @allocation_free
-def exp_hessian(rows, w, mu, P, s):
+def exp_hessian(table, w, mu, P, s):
     """P (k, k): Hessian in b at b = 0 of μᵀ log(exp(−w) exp(w + b)), w, μ (k,) — the
     second-order term ½ μᵀC(b, b) of the module docstring, summed as a series — for the
-    joint whose coordinates are the rows ``rows`` (k,) of se(3); ``s``: :data:`LieScratch`.
+    joint of bracket ``table`` (k, k) (:func:`_bracket_table`); ``s``: :data:`LieScratch`.
 
     M = Σ_i Q_{r_i} Σ_j c_{i+j+1} ad^j = Σ_j Q_{ρ_j} ad^j with ρ_j = Σ_i c_{i+j+1} r_i
     (Q_r is linear in r), evaluated by Horner's rule in ad: one k × k product per term
-    (plain loops: k ≤ 6), and P = ½(M + Mᵀ). ad and Q are the joint's rows of se(3)'s
-    (:func:`_ad_entry`, :func:`_bracket_entry`)."""
+    (plain loops: k ≤ 6), and P = ½(M + Mᵀ). ad_w and Q_ρ[a, b] = ρᵀ[e_a, e_b] are read
+    off the structure constants in ``table``."""
     k = w.shape[0]
-    xi, ad, R, c = s.xi, s.ad, s.R, s.c  # xi: w, then each ρ_j, in se(3)
-    xi[:] = 0.0
-    _embed(rows, w, xi)
+    ad, R, c, rho = s.ad, s.R, s.c, s.xi[:k]
+    _ad_into(table, w, ad)
     norm2 = 0.0
     for a in range(k):
         for b in range(k):
-            ad[a, b] = _ad_entry(xi, rows[a], rows[b])
             norm2 += ad[a, b] * ad[a, b]
     # terms of order K are bounded by ‖ad‖^{K−1}/K!: stop when that is below rounding
     K, bound, norm = 1, 1.0, np.sqrt(norm2)
@@ -193,10 +219,10 @@ def exp_hessian(rows, w, mu, P, s):
             t = 0.0
             for i in range(K - j):
                 t += c[i + j + 1] * R[i, r]
-            xi[rows[r]] = t
+            rho[r] = t
         for a in range(k):
             for b in range(k):
-                t = _bracket_entry(xi, rows[a], rows[b])
+                t = _pairing(table[a, b], rho)
                 for p in range(k):
                     t += M[a, p] * ad[p, b]
                 T[a, b] = t
@@ -207,20 +233,18 @@ def exp_hessian(rows, w, mu, P, s):
 
 
 @allocation_free
-def compose_hessians(rows, w, mu, Jq, Jv, Pab, Pbb, s):
+def compose_hessians(table, w, mu, Jq, Jv, Pab, Pbb, s):
     """Pab, Pbb (k, k) ← the Hessian blocks ∂²/∂a∂b and ∂²/∂b² of μᵀψ(a, b),
-    ψ(a, b) = ((q ⊕ a) ⊕ (w + b)) ⊖ (q ⊕ w) (∂²/∂a² = 0), for the joint on the rows
-    ``rows`` of se(3); Jq, Jv the joint's blocks of the integrate Jacobians at w (module
-    docstring): P_ab = ½ J_qᵀ Q_μ J_v; ``s``: :data:`LieScratch`."""
+    ψ(a, b) = ((q ⊕ a) ⊕ (w + b)) ⊖ (q ⊕ w) (∂²/∂a² = 0), for the joint of bracket
+    ``table`` (:func:`_bracket_table`); Jq, Jv the joint's blocks of the integrate
+    Jacobians at w (module docstring): P_ab = ½ J_qᵀ Q_μ J_v; ``s``: :data:`LieScratch`."""
     k = mu.shape[0]
-    m6, QJ = s.xi, s.QJ
-    m6[:] = 0.0
-    _embed(rows, mu, m6)
+    QJ = s.QJ
     for a in range(k):  # Q_μ J_v, each entry of Q_μ formed once (its zeros skipped)
         for b in range(k):
             QJ[a, b] = 0.0
         for p in range(k):
-            q = _bracket_entry(m6, rows[a], rows[p])
+            q = _pairing(table[a, p], mu)
             if q != 0.0:
                 for b in range(k):
                     QJ[a, b] += q * Jv[p, b]
@@ -230,13 +254,13 @@ def compose_hessians(rows, w, mu, Jq, Jv, Pab, Pbb, s):
             for p in range(k):
                 t += Jq[p, a] * QJ[p, b]
             Pab[a, b] = 0.5 * t
-    exp_hessian(rows, w, mu, Pbb, s)
+    exp_hessian(table, w, mu, Pbb, s)
 
 
 @allocation_free
-def add_joint_curvature(rows, W, Jq, Jv, mu, Ya, Wb, Hz, s):
-    """Hz (nz, nz) += [Y_a; W_b]ᵀ ∇²(μᵀψ) [Y_a; W_b] for one Lie joint, on the rows ``rows``
-    (k,) of se(3): a symmetric term of which the upper triangle is exact (the callers mirror
+def add_joint_curvature(table, W, Jq, Jv, mu, Ya, Wb, Hz, s):
+    """Hz (nz, nz) += [Y_a; W_b]ᵀ ∇²(μᵀψ) [Y_a; W_b] for one Lie joint, of bracket ``table``
+    (k, k) (:func:`_bracket_table`): a symmetric term of which the upper triangle is exact (the callers mirror
     their sum once); ``s``: :data:`LieScratch` (nothing is allocated).
 
     The composition p = q ⊕ (w̄ + δw) of the joint's configuration q (sensitivity
@@ -248,7 +272,7 @@ def add_joint_curvature(rows, W, Jq, Jv, mu, Ya, Wb, Hz, s):
     whole contiguous rows."""
     k, nz = Wb.shape  # = that of the scratch's X and V
     Pab, Pbb = s.Pab[:k, :k], s.Pbb[:k, :k]
-    compose_hessians(rows, W, mu, Jq, Jv, Pab, Pbb, s)
+    compose_hessians(table, W, mu, Jq, Jv, Pab, Pbb, s)
     X, V = s.X[:k], s.V[:k]  # (k, nz) and C-contiguous: the rank-one rows below vectorise
     X[:, :] = 0.0
     V[:, :] = 0.0
@@ -267,15 +291,15 @@ def add_joint_curvature(rows, W, Jq, Jv, mu, Ya, Wb, Hz, s):
 
 
 @njit(cache=True)
-def log_hessian(rows, d, mu, Jr_inv, s):
+def log_hessian(table, d, mu, Jr_inv, s):
     """Hessian (k, k) in η at η = 0 of μᵀ log(exp(d) exp(η)) — of q ⊖ q_ref along q ⊕ η,
     d = q ⊖ q_ref, Jr_inv = J_r(d)⁻¹: the inverse function of the composition,
-    −J_r⁻ᵀ P_bb(J_r⁻ᵀ μ) J_r⁻¹ (module docstring), for the joint on the rows ``rows`` of
-    se(3); ``s``: :data:`LieScratch`."""
+    −J_r⁻ᵀ P_bb(J_r⁻ᵀ μ) J_r⁻¹ (module docstring), for the joint of bracket ``table``
+    (:func:`_bracket_table`); ``s``: :data:`LieScratch`."""
     k = d.shape[0]
     nu = matmul_small(Jr_inv.T, mu.reshape(-1, 1))[:, 0]
     P = s.Pbb[:k, :k]
-    exp_hessian(rows, d, nu, P, s)
+    exp_hessian(table, d, nu, P, s)
     return -matmul_small(matmul_small(Jr_inv.T, P), Jr_inv)
 
 
@@ -307,7 +331,7 @@ def exp_curvatures(lie, W, G):
     for k in range(K):
         for row in range(lie.shape[0]):
             m, n = lie[row, 1], lie[row, 2]
-            exp_hessian(s.rows[row, :n], W[k, m: m + n], G[k, m: m + n], out[k, m: m + n, m: m + n], s)
+            exp_hessian(s.brackets[row, :n, :n], W[k, m: m + n], G[k, m: m + n], out[k, m: m + n, m: m + n], s)
     return out
 
 
@@ -321,6 +345,6 @@ def log_curvatures(lie, D, M, Jinv):
     for k in range(K):
         for row in range(lie.shape[0]):
             m, n = lie[row, 1], lie[row, 2]
-            out[k, m: m + n, m: m + n] = log_hessian(s.rows[row, :n], D[k, m: m + n].copy(), M[k, m: m + n].copy(),
+            out[k, m: m + n, m: m + n] = log_hessian(s.brackets[row, :n, :n], D[k, m: m + n].copy(), M[k, m: m + n].copy(),
                                                      Jinv[k, m: m + n, m: m + n].copy(), s)
     return out
