@@ -55,6 +55,8 @@ def fdsva_so_contracted_terms(topology, dqdd_dq, dqdd_dv, Minv, data, lam, Hqq, 
         Hqtau[j, :] = 0.0
         for l in range(n):
             m = Mq[l, j]
+            if m == 0.0:  # e.g. a whole column of a base without gravity (inert, see the ID pass)
+                continue
             for k in range(n):
                 pq[k] += m * dqdd_dq[l, k]
                 pv[k] += m * dqdd_dv[l, k]

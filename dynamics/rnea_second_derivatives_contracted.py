@@ -84,19 +84,22 @@ def _subtree_vectors(j, cj, S, Psid, Ghat, Hhat, BShat, w):
 
 
 @njit(cache=True, inline="always")
-def _deepest_output(topology, j, cj, S, Psid, Psidd, PsidSd, w, Hqq, Hvv, Hqv, Mq):
+def _deepest_output(topology, j, cj, S, Psid, Psidd, PsidSd, inert, w, Hqq, Hvv, Hqv, Mq):
     """Add the entries whose output column is the deepest one, in ν(j), for every column ck
-    of the bodies k ⪯ j (all pairs (cj, ck) when k = j)."""
+    of the bodies k ⪯ j (all pairs (cj, ck) when k = j); the q-outputs of ck vanish when
+    its body is ``inert`` (:func:`idsva_so_contracted_passes`)."""
     k = j
     while k >= 0:
         for ck in range(topology[k, IDX_V], topology[k, IDX_V] + topology[k, NV]):
-            x = dot6_at(w, U8, Psid, ck) + dot6_at(w, U9, Psidd, ck)  # Σ_i μ_i ∂²τ_i/∂q_j∂q_k
-            Hqq[cj, ck] += x
-            Hqv[ck, cj] -= dot6_at(w, U11, Psid, ck)  # Σ_i μ_i ∂²τ_i/∂q_k∂v_j
+            if not inert[k]:
+                x = dot6_at(w, U8, Psid, ck) + dot6_at(w, U9, Psidd, ck)  # Σ_i μ_i ∂²τ_i/∂q_j∂q_k
+                Hqq[cj, ck] += x
+                Hqv[ck, cj] -= dot6_at(w, U11, Psid, ck)  # Σ_i μ_i ∂²τ_i/∂q_k∂v_j
+                if k != j:
+                    Hqq[ck, cj] += x
             if k == j:
                 Hvv[cj, ck] -= dot6_at(w, U2, S, ck)
             else:
-                Hqq[ck, cj] += x
                 x = -dot6_at(w, U11, S, ck)  # Σ_i μ_i ∂²τ_i/∂v_j∂v_k
                 Hvv[cj, ck] += x
                 Hvv[ck, cj] += x
@@ -140,16 +143,21 @@ def _psi_rows(i, ci, S, IC, BC, Bs, Psid, psibar, cvec, w):
 
 
 @njit(cache=True, inline="always")
-def _pair_outputs(topology, i, ci, S, Psid, Psidd, PsidSd, cvec, T, w, Hqq, Hvv, Hqv, Mq):
+def _pair_outputs(topology, i, ci, S, Psid, Psidd, PsidSd, cvec, T, inert, w, Hqq, Hvv, Hqv, Mq):
     """Add, for column ci of body i and every column cj of the bodies j ⪯ i, the entries
     whose output column is the shallowest (k ≺ j, through ψ_λ(j)) or lies between
     (k ⪯ j ≺ i, through ψ_λ(i) − ψ_λ(k)). The two share their bilinear forms: summed, only
     the rows P3, P1, PB of ci (of ψ_λ(i)) remain, and ψ_λ(j)·(S_cj ×* f) = −c_cj·f with
-    c_cj = S_cj × ψ_λ(j). Two columns of body i (j = i) are visited in both orders."""
+    c_cj = S_cj × ψ_λ(j). Two columns of body i (j = i) are visited in both orders. The
+    q-outputs of cj vanish when its body is ``inert`` (:func:`idsva_so_contracted_passes`;
+    then i ≠ j, i being visited only if it is not inert)."""
     t = T[ci]  # g, h, e, d of column ci
     j = i
     while j >= 0:
         for cj in range(topology[j, IDX_V], topology[j, IDX_V] + topology[j, NV]):
+            if inert[j]:
+                _inert_pair_outputs(ci, cj, S, PsidSd, w, Hvv, Hqv, Mq)
+                continue
             x = dot6_at(w, P3, Psid, cj) + dot6_at(w, P1, Psidd, cj) - dot6_at(cvec, cj, t, E)
             Hqq[ci, cj] += x
             Hqv[cj, ci] += dot6_at(w, PB, Psid, cj) - dot6_at(cvec, cj, t, D)
@@ -159,23 +167,30 @@ def _pair_outputs(topology, i, ci, S, Psid, Psidd, PsidSd, cvec, T, w, Hqq, Hvv,
                 Hvv[cj, ci] += x9 - dot6_at(cvec, ci, T[cj], H)
             else:
                 Hqq[cj, ci] += x
-                x = dot6_at(w, PB, S, cj)
-                Hvv[ci, cj] += x
-                Hvv[cj, ci] += x
-                Hqv[ci, cj] += dot6_at(w, P3, S, cj) + dot6_at(w, P1, PsidSd, cj)
-                Mq[cj, ci] += dot6_at(w, P1, S, cj)
+                _inert_pair_outputs(ci, cj, S, PsidSd, w, Hvv, Hqv, Mq)
         j = topology[j, PARENT]
+
+
+@njit(cache=True, inline="always")
+def _inert_pair_outputs(ci, cj, S, PsidSd, w, Hvv, Hqv, Mq):
+    """The entries of :func:`_pair_outputs` for columns ci ≠ cj of two bodies that hold no
+    derivative with respect to q_cj: the v–v, q_ci–v_cj and ∂M/∂q_ci ones."""
+    x = dot6_at(w, PB, S, cj)
+    Hvv[ci, cj] += x
+    Hvv[cj, ci] += x
+    Hqv[ci, cj] += dot6_at(w, P3, S, cj) + dot6_at(w, P1, PsidSd, cj)
+    Mq[cj, ci] += dot6_at(w, P1, S, cj)
 
 
 @njit(cache=True)
 def new_so_work(topology):
     """Scratch of :func:`idsva_so_contracted_passes` for the model of ``topology``:
     (column vectors (2, nv, 6), body sums (3, n, 6), B(I^C, S) per column (nv, 6, 6),
-    B̂s sums (n, 6, 6), per-column vectors (12, 6), joint-space vectors (3, nv)). A loop
-    over many evaluations makes it once."""
+    B̂s sums (n, 6, 6), per-column vectors (12, 6), joint-space vectors (3, nv), a flag
+    per body (n,)). A loop over many evaluations makes it once."""
     n, nv = topology.shape[0], tangent_size(topology)
     return (np.empty((2, nv, 6)), np.empty((3, n, 6)), np.empty((nv, 6, 6)), np.empty((n, 6, 6)),
-            np.empty((TMP4 + 1, 6)), np.empty((3, nv)))
+            np.empty((TMP4 + 1, 6)), np.empty((3, nv)), np.empty(n, np.bool_))
 
 
 @allocation_free
@@ -185,12 +200,20 @@ def idsva_so_contracted_passes(topology, data, mu, Hqq, Hvv, Hqv, Mq, work):
     composites I^C and B^C (n, 6, 6), rates (Ψ̇, Ψ̈, Ṡ) (3, nv, 6), column vectors g, h, e, d
     (nv, 6, 6)). Writes Hqq, Hvv, Hqv, Mq (nv, nv) of the module docstring; ``work`` from
     :func:`new_so_work` (nothing is allocated).
+
+    A body is *inert* when its columns have Ψ̇ = Ψ̈ = 0, its ψ_λ is 0 and its parent is
+    the ground or inert. Then the entries with a derivative with respect to its q, each a
+    bilinear form in Ψ̇, Ψ̈ or c = S × ψ_λ of its columns, vanish, and so do all those whose
+    deepest column is one of its own (through P3, P1, PB and c, all 0): they are neither
+    computed nor added. That is the root body without gravity (its parent, the ground,
+    neither moves nor accelerates): a free-floating robot in zero gravity, whose dynamics
+    do not depend on the base's pose.
     """
     S, IC, BC, rates, T = data
     Psid, Psidd, Sd = rates[0], rates[1], rates[2]
     n = topology.shape[0]
     PsidSd, cvec = work[0][0], work[0][1]  # written for every column before use
-    bodies, Bs, BShat, w = work[1], work[2], work[3], work[4]
+    bodies, Bs, BShat, w, inert = work[1], work[2], work[3], work[4], work[6]
     bodies[:, :, :] = 0.0
     BShat[:, :, :] = 0.0
     psibar, Ghat, Hhat = bodies[0], bodies[1], bodies[2]
@@ -202,9 +225,15 @@ def idsva_so_contracted_passes(topology, data, mu, Hqq, Hvv, Hqv, Mq, work):
             for c in range(topology[lam, IDX_V], topology[lam, IDX_V] + topology[lam, NV]):
                 for r in range(6):
                     psibar[i, r] += S[c, r] * mu[c]
+        inert[i] = lam < 0 or inert[lam]
+        for r in range(6):
+            if psibar[i, r] != 0.0:
+                inert[i] = False
         for c in range(topology[i, IDX_V], topology[i, IDX_V] + topology[i, NV]):
             for r in range(6):
                 PsidSd[c, r] = Psid[c, r] + Sd[c, r]
+                if Psid[c, r] != 0.0 or Psidd[c, r] != 0.0:
+                    inert[i] = False
             crm_at(S, c, psibar, i, cvec, c)  # c_c = S_c × ψ_λ(i)
     Hqq[:, :] = 0.0
     Hvv[:, :] = 0.0
@@ -220,9 +249,10 @@ def idsva_so_contracted_passes(topology, data, mu, Hqq, Hvv, Hqv, Mq, work):
                     BShat[i, r, c] += 2.0 * mu[ci] * Bs[ci, r, c]
         for ci in range(topology[i, IDX_V], topology[i, IDX_V] + topology[i, NV]):
             _subtree_vectors(i, ci, S, Psid, Ghat, Hhat, BShat, w)
-            _deepest_output(topology, i, ci, S, Psid, Psidd, PsidSd, w, Hqq, Hvv, Hqv, Mq)
-            _psi_rows(i, ci, S, IC, BC, Bs, Psid, psibar, cvec, w)
-            _pair_outputs(topology, i, ci, S, Psid, Psidd, PsidSd, cvec, T, w, Hqq, Hvv, Hqv, Mq)
+            _deepest_output(topology, i, ci, S, Psid, Psidd, PsidSd, inert, w, Hqq, Hvv, Hqv, Mq)
+            if not inert[i]:  # else every pair of its columns has only vanishing entries
+                _psi_rows(i, ci, S, IC, BC, Bs, Psid, psibar, cvec, w)
+                _pair_outputs(topology, i, ci, S, Psid, Psidd, PsidSd, cvec, T, inert, w, Hqq, Hvv, Hqv, Mq)
         lam = topology[i, PARENT]
         if lam >= 0:
             for r in range(6):

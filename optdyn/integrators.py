@@ -687,16 +687,27 @@ def stage_terms(params, u, stages, first, offset, Hz, work, split):
     _axpy(1.0, work.halves[2, 1], Hz)
 
 
+@njit(cache=True, inline="always")
+def _zero_row(X, p):
+    """Whether row p of X is all zeros."""
+    for c in range(X.shape[1]):
+        if X[p, c] != 0.0:
+            return False
+    return True
+
+
 @allocation_free
 def _add_Gt_times(Y, X, nx, out):
     """out (nz, nz) += Gᵀ X for G = [Y; 0 I] (Y (nx, nz)), X (nz, nz); zero entries of Y
-    are skipped. Gᵀ X G is symmetric, and the callers only use its upper triangle
+    and zero rows of X are skipped. Gᵀ X G is symmetric, and the callers only use its upper triangle
     (:func:`_stage_hessian` and :func:`interval_hessian` mirror its upper
     triangle); whole rows are updated all the same, since full-length
     contiguous loops vectorise and cost less than the triangle's ragged ones."""
     nz = X.shape[0]
     for p in range(nz):
         if p < nx:
+            if _zero_row(X, p):  # e.g. the base's q rows of a free-floating robot without gravity
+                continue
             for r in range(nz):
                 g = Y[p, r]
                 if g != 0.0:

@@ -10,7 +10,9 @@ q ⊕ ε:
 * Richardson differences of M = crba and M⁻¹ = minv along q ⊕ ε.
 
 Models: random mixed trees with a free-flyer, spherical or planar root (and spherical,
-planar, revolute, prismatic joints inside) and Solo-12 with a free-flyer root.
+planar, revolute, prismatic joints inside), Solo-12 with a free-flyer root, and the space
+manipulator (free-flyer root, no gravity: its base is inert in the contracted passes,
+which skip the entries that then vanish).
 """
 from __future__ import annotations
 
@@ -28,9 +30,11 @@ TOL_FO = 1e-8  # against Richardson differences of analytical first-order deriva
 TOL_SO = 1e-6  # against Richardson second differences of τ or q̈ themselves
 
 
-@pytest.fixture(scope="module", params=["floating", "spherical", "planar", "solo12"])
+@pytest.fixture(scope="module", params=["floating", "spherical", "planar", "solo12", "space"])
 def case(request):
-    if request.param == "solo12":
+    if request.param == "space":
+        model = dyn.models.space_manipulator()
+    elif request.param == "solo12":
         urdf, share = _robot_path("solo12")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -123,3 +127,25 @@ def test_batched_contracted_match_single_calls(case):
         for k in range(2):
             for H, ref in zip(out, single(model, Q[k], V[k], A[k], MU[k])):
                 np.testing.assert_allclose(H[k], ref, rtol=1e-12, atol=1e-12)
+
+
+def test_without_gravity_the_base_pose_drops_out():
+    """A free-floating robot in zero gravity: its dynamics do not depend on the base's pose
+    (every body moves with the base, whose velocity is in its own frame), so q̈ is the same
+    for the base displaced by any ε, and every second-order entry with a derivative with
+    respect to the base's pose is zero — exactly, the contracted passes skipping them."""
+    model = dyn.models.space_manipulator()
+    assert not np.any(model.gravity)
+    q, v, tau = random_state(model, 11)
+    qdd = dyn.aba(model, q, v, tau)
+    rng = np.random.default_rng(12)
+    for _ in range(3):
+        eps = np.zeros(model.nv)
+        eps[:6] = rng.normal(size=6)
+        np.testing.assert_allclose(dyn.aba(model, dyn.integrate(model, q, eps), v, tau), qdd, rtol=1e-12, atol=1e-12)
+    lam = rng.normal(size=model.nv)
+    Hqq, Hvv, Hqv, Hqtau = dyn.aba_second_derivatives_contracted(model, q, v, tau, lam)
+    assert not np.any(Hqq[:6]) and not np.any(Hqq[:, :6]) and not np.any(Hqv[:6]) and not np.any(Hqtau[:6])
+    assert np.all(np.any(Hvv[:6], axis=1))  # its velocity still matters
+    Rqq, _, Rqv, Mq = dyn.rnea_second_derivatives_contracted(model, q, v, qdd, lam)
+    assert not np.any(Rqq[:6]) and not np.any(Rqv[:6]) and not np.any(Mq[:, :6])
