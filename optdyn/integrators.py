@@ -364,7 +364,7 @@ IntervalWork = namedtuple("IntervalWork", [
     "k", "f", "ys", "Fz", "Fzz", "Ks", "K2s", "Ys", "Hs", "T",  # stages of interval()
     "W", "y_new", "dW", "Y_new", "d2W", "H_new", "J",  # its group compositions (rows 0 off a manifold)
     "Jqv", "group", "e",  # their integrate Jacobians, the joints' Jacobian blocks' scratch, a unit vector
-    "lie",  # their curvature's workspace (optdyn.state.LieScratch)
+    "lie", "lie2",  # their curvature's workspace (optdyn.state.LieScratch), a second one for the second half
     "lam", "ybar", "w", "gW", "gY",  # adjoints of interval_hessian()
     "halves",  # its stage terms' (W, P, Hh) (3, 2, nz, nz): one of each per half of the stages (stage_terms)
     "dyn", "dyn2",  # the dynamics' own workspace (robot_work), a second one for the second half
@@ -390,7 +390,7 @@ def interval_work(params, nq_x, nu, s, order):
         np.empty(nw), np.empty(nq_x), np.empty((nw, nz) if o1 else (0, 0)), np.empty((nw, nz) if o1 else (0, 0)),
         np.empty((nw, nz, nz) if o2 else (0, 0, 0)), np.empty((nw, nz, nz) if o2 else (0, 0, 0)),
         np.empty((2, nw // 2, 6)), np.empty((2, nw // 2, nw // 2)), np.empty(GROUP_SCRATCH), np.empty(6),
-        lie_scratch(lie, nz),
+        lie_scratch(lie, nz), lie_scratch(lie, nz),
         np.empty(nx), np.empty((s, nx)), np.empty((s, nx)), np.empty((s + 1, nx)), np.empty((s + 1, nx)),
         np.empty((3, 2, nz, nz)), robot_work(params), robot_work(params))
 
@@ -533,25 +533,33 @@ def no_stages(params):
 
 
 @allocation_free
-def _split_adjoint(lie, Wq, dW, Y0, J, mu, gW, gY, Hz, scratch):
+def _split_adjoint(lie, J, mu, gW, gY):
     """Adjoints of the inputs of p = y ⊕ W given μ (ndx,) at p: gW = ∂/∂W = [J_vᵀ μ_q; μ_v],
     gY = ∂/∂y = [J_qᵀ μ_q; μ_v] (J_q, J_v the integrate Jacobians at W_q: identity off the
-    Lie joints, whose blocks :func:`_compose` kept in J), and the composition's curvature
-    μᵀ∇²ψ added to Hz, congruent with the sensitivities Y0 of y and dW of W (q rows);
-    ``scratch``: :data:`optdyn.state.LieScratch`."""
+    Lie joints, whose blocks :func:`_compose` kept in J)."""
     copy_into(gW, mu)
     copy_into(gY, mu)
     for row in range(lie.shape[0]):
         m, k = lie[row, 1], lie[row, 2]
         Jq, Jv = J[0, m: m + k, :k], J[1, m: m + k, :k]
-        add_joint_curvature(scratch.brackets[row, :k, :k], Wq[m: m + k], Jq, Jv, mu[m: m + k], Y0[m: m + k], dW[m: m + k], Hz,
-                            scratch)
         for i in range(k):
             g = t = 0.0
             for p in range(k):
                 g += Jv[p, i] * mu[m + p]
                 t += Jq[p, i] * mu[m + p]
             gW[m + i], gY[m + i] = g, t
+
+
+@allocation_free
+def _composition_curvature(lie, Wq, dW, Y0, J, mu, Hz, scratch):
+    """Hz += the curvature μᵀ∇²ψ of the composition p = y ⊕ W (adjoint μ at p) congruent
+    with the sensitivities Y0 of y and dW of W (q rows), joint by joint
+    (:func:`optdyn.state.add_joint_curvature`; J: :func:`_compose`'s Jacobian blocks);
+    ``scratch``: :data:`optdyn.state.LieScratch`."""
+    for row in range(lie.shape[0]):
+        m, k = lie[row, 1], lie[row, 2]
+        add_joint_curvature(scratch.brackets[row, :k, :k], Wq[m: m + k], J[0, m: m + k, :k], J[1, m: m + k, :k],
+                            mu[m: m + k], Y0[m: m + k], dW[m: m + k], Hz, scratch)
 
 
 @allocation_free
@@ -569,17 +577,16 @@ def interval_hessian(params, a, b, dt, m, u, stages, offset, lam, Hz, work, spli
     of each step (λ⁺ = ``lam`` after the last one). The sweep needs first-order records
     only; the stage terms G_sᵀ(w_sᵀ f_zz)G_s of a step, each a contracted FDSVA-SO
     (:func:`robot_dynamics_hessian`: no (nx, nz, nz) tensor is formed) and a congruence,
-    are then independent of one another: :func:`stage_terms` sums them in two halves, on
-    two threads when ``split`` (same sums either way). On a manifold every composition
-    p = y ⊕ W passes its adjoint μ on as J_vᵀμ to W and J_qᵀμ to y
-    (:func:`_split_adjoint`), and adds its own curvature μᵀ∇²ψ congruent with the
-    sensitivities of (y, W) (:func:`optdyn.state.add_joint_curvature`). ``work``:
-    :func:`interval_work`.
+    are then independent of one another. On a manifold every composition p = y ⊕ W passes
+    its adjoint μ on as J_vᵀμ to W and J_qᵀμ to y (:func:`_split_adjoint`), and adds its
+    own curvature μᵀ∇²ψ congruent with the sensitivities of (y, W)
+    (:func:`_composition_curvature`), given μ also independent of the rest:
+    :func:`stage_terms` sums both kinds of terms in two halves, on two threads when
+    ``split`` (same sums either way). ``work``: :func:`interval_work`.
     """
     lie = lie_structure(params)[1]
     manifold = lie.shape[0] > 0
-    rec_Fz = stages[2]
-    rec_W, rec_dW, rec_Y0, rec_J = lie_records(stages)
+    rec_Fz, rec_J = stages[2], lie_records(stages)[3]
     nx, s = rec_Fz.shape[1], b.shape[0]
     h = dt / m
     lam_y, ybar, ws = work.lam, work.ybar, work.w
@@ -591,8 +598,7 @@ def interval_hessian(params, a, b, dt, m, u, stages, offset, lam, Hz, work, spli
         first = offset + step * s
         c0 = sub * (s + 1)
         if manifold:
-            _split_adjoint(lie, rec_W[c0 + s], rec_dW[c0 + s], rec_Y0[sub], rec_J[c0 + s], lam_y, gW[s], gY[s], Hz,
-                           work.lie)
+            _split_adjoint(lie, rec_J[c0 + s], lam_y, gW[s], gY[s])
         else:
             copy_into(gW[s], lam_y)
             copy_into(gY[s], lam_y)
@@ -612,8 +618,7 @@ def interval_hessian(params, a, b, dt, m, u, stages, offset, lam, Hz, work, spli
                     for i in range(nx):
                         yb[i] += Fz[p, i] * wp
             if manifold and st > 0:
-                _split_adjoint(lie, rec_W[c0 + st], rec_dW[c0 + st], rec_Y0[sub], rec_J[c0 + st], ybar[st], gW[st],
-                               gY[st], Hz, work.lie)
+                _split_adjoint(lie, rec_J[c0 + st], ybar[st], gW[st], gY[st])
             else:
                 copy_into(gW[st], ybar[st])
                 copy_into(gY[st], ybar[st])
@@ -626,35 +631,52 @@ def interval_hessian(params, a, b, dt, m, u, stages, offset, lam, Hz, work, spli
 
 
 @allocation_free
-def _stage_half(params, u, rec_y, rec_f, rec_Fz, rec_G, data, first, offset, ws, half, dyn, W, P, Hh):
+def _stage_half(params, u, rec_y, rec_f, rec_Fz, rec_G, data, comp, first, offset, ws, ybar, lam, half, dyn, lsc, W,
+                P, Hh):
     """Hh (nz, nz) = Σ G_sᵀ (w_sᵀ f_zz(y_s, u)) G_s over the stages s = half, half + 2, …
     of the step whose first record row is ``first`` (w_s = ws[s]); G = identity for the
-    interval's first stage (row ``offset``). W, P (nz, nz) and ``dyn`` (:func:`robot_work`)
-    are this half's scratch. Only Hh's upper triangle is meaningful (:func:`_congruence_add`)."""
+    interval's first stage (row ``offset``). On a manifold it adds the curvature of the
+    step's compositions y ⊕ W_t for t = half, half + 2, … ≤ s (adjoint ȳ_t = ybar[t];
+    t = s is y⁺, adjoint ``lam``; t = 0 has none), from their records ``comp``
+    (:func:`lie_records`).
+    W, P (nz, nz), ``dyn`` (:func:`robot_work`) and ``lsc`` (LieScratch) are this half's
+    scratch. Only Hh's upper triangle is meaningful (:func:`_congruence_add`)."""
     Hh[:] = 0.0
-    nx = rec_Fz.shape[1]
-    for st in range(half, ws.shape[0], 2):
+    nx, s = rec_Fz.shape[1], ws.shape[0]
+    for st in range(half, s, 2):
         idx = first + st
         robot_dynamics_hessian(params, rec_y[idx], u, rec_f[idx], rec_Fz[idx], data, idx, ws[st], W, dyn)
         if idx == offset:  # G_0 = identity
             _axpy(1.0, W, Hh)
         else:
             _congruence_add(W, rec_G[idx], nx, P, Hh)
+    lie = lie_structure(params)[1]
+    if lie.shape[0] == 0:
+        return
+    rec_W, rec_dW, rec_Y0, rec_J = comp
+    sub = first // s  # the step's row of the composition records
+    c0 = sub * (s + 1)
+    for st in range(half, s + 1, 2):
+        if st == s:  # y⁺
+            _composition_curvature(lie, rec_W[c0 + s], rec_dW[c0 + s], rec_Y0[sub], rec_J[c0 + s], lam, Hh, lsc)
+        elif st > 0:
+            _composition_curvature(lie, rec_W[c0 + st], rec_dW[c0 + st], rec_Y0[sub], rec_J[c0 + st], ybar[st], Hh,
+                                   lsc)
 
 
 @njit(cache=True, parallel=True, _nrt=True)
-def _halves_in_parallel(model, act, lie, u, rec_y, rec_f, rec_Fz, rec_G, data, first, offset, ws,
-                        dyn_a, tau_a, out_a, hess_a, so_a, dyn_b, tau_b, out_b, hess_b, so_b, W, P, Hh):
+def _halves_in_parallel(model, act, lie, u, rec_y, rec_f, rec_Fz, rec_G, data, comp, first, offset, ws, ybar, lam,
+                        dyn_a, tau_a, out_a, hess_a, so_a, lie_a, dyn_b, tau_b, out_b, hess_b, so_b, lie_b, W, P, Hh):
     """:func:`_stage_half` of both halves on two threads (numba's parallel loops take flat
     tuples only: the records are passed apart and put together again in each thread)."""
     for half in prange(2):
         params = (model, act, lie)
         if half == 0:
-            dyn = (dyn_a, tau_a, out_a, hess_a, so_a)
+            dyn, lsc = (dyn_a, tau_a, out_a, hess_a, so_a), lie_a
         else:
-            dyn = (dyn_b, tau_b, out_b, hess_b, so_b)
-        _stage_half(params, u, rec_y, rec_f, rec_Fz, rec_G, data, first, offset, ws, half, dyn, W[half], P[half],
-                    Hh[half])
+            dyn, lsc = (dyn_b, tau_b, out_b, hess_b, so_b), lie_b
+        _stage_half(params, u, rec_y, rec_f, rec_Fz, rec_G, data, comp, first, offset, ws, ybar, lam, half, dyn, lsc,
+                    W[half], P[half], Hh[half])
 
 
 @allocation_free
@@ -663,16 +685,19 @@ def _halves_on_two_threads(params, u, stages, first, offset, work):
     records and workspaces."""
     a, b = work.dyn, work.dyn2
     _halves_in_parallel(params[0], params[1], params[2], u, stages[0], stages[1], stages[2], stages[3], stages[4],
-                        first, offset, work.w, a[0], a[1], a[2], a[3], a[4], b[0], b[1], b[2], b[3], b[4],
+                        lie_records(stages), first, offset, work.w, work.ybar, work.lam,
+                        a[0], a[1], a[2], a[3], a[4], work.lie, b[0], b[1], b[2], b[3], b[4], work.lie2,
                         work.halves[0], work.halves[1], work.halves[2])
 
 
 @allocation_free
 def stage_terms(params, u, stages, first, offset, Hz, work, split):
     """Hz += Σ_s G_sᵀ (w_sᵀ f_zz(y_s, u)) G_s over the s stages of the step starting at
-    record row ``first``, given their adjoints w_s in ``work.w`` (:func:`interval_hessian`).
+    record row ``first``, and on a manifold the curvature of its compositions, given the
+    adjoints of :func:`interval_hessian` (w_s in ``work.w``, ȳ_s in ``work.ybar``, λ⁺ in
+    ``work.lam``).
 
-    The stages are summed in two halves (even and odd s), each into its own matrix, which
+    The terms are summed in two halves (even and odd s), each into its own matrix, which
     are then added to Hz in a fixed order: with ``split`` (a robot's records) the halves
     run on two threads, otherwise one after the other, and the result is the same bit for
     bit.
@@ -680,9 +705,11 @@ def stage_terms(params, u, stages, first, offset, Hz, work, split):
     if split:
         _halves_on_two_threads(params, u, stages, first, offset, work)
     else:
-        for half, dyn in ((0, work.dyn), (1, work.dyn2)):
-            _stage_half(params, u, stages[0], stages[1], stages[2], stages[3], stages[4], first, offset, work.w,
-                        half, dyn, work.halves[0, half], work.halves[1, half], work.halves[2, half])
+        comp = lie_records(stages)
+        for half, dyn, lsc in ((0, work.dyn, work.lie), (1, work.dyn2, work.lie2)):
+            _stage_half(params, u, stages[0], stages[1], stages[2], stages[3], stages[4], comp, first, offset, work.w,
+                        work.ybar, work.lam, half, dyn, lsc, work.halves[0, half], work.halves[1, half],
+                        work.halves[2, half])
     _axpy(1.0, work.halves[2, 0], Hz)
     _axpy(1.0, work.halves[2, 1], Hz)
 
