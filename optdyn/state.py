@@ -211,10 +211,7 @@ def exp_hessian(table, w, mu, P, s):
     for n in range(1, K + 1):
         c[n] = -c[n - 1] / (n + 1)
     M, T = s.M, s.T
-    for a in range(k):
-        for b in range(k):
-            M[a, b] = 0.0
-    for j in range(K - 1, -1, -1):  # M ← Q_{ρ_j} + M ad
+    for j in range(K - 1, -1, -1):  # M ← Q_{ρ_j} + M ad, from M = 0
         for r in range(k):
             t = 0.0
             for i in range(K - j):
@@ -223,8 +220,9 @@ def exp_hessian(table, w, mu, P, s):
         for a in range(k):
             for b in range(k):
                 t = _pairing(table[a, b], rho)
-                for p in range(k):
-                    t += M[a, p] * ad[p, b]
+                if j < K - 1:
+                    for p in range(k):
+                        t += M[a, p] * ad[p, b]
                 T[a, b] = t
         M, T = T, M
     for a in range(k):
