@@ -18,7 +18,9 @@ with Mq[l, j] = Σ_a μ_a ∂M_al/∂q_j and every ID term evaluated at q̈ = FD
 contracted ID terms μ·∂²ID come from the contracted IDSVA-SO
 (:mod:`dynamics.rnea_second_derivatives_contracted`), started from the first-order data
 that :mod:`dynamics.aba_derivatives` computed at q̈ together with M⁻¹, ∂FD/∂q and ∂FD/∂v:
-the only extra work is the contracted backward pass and three n × n products.
+the only extra work is the contracted backward pass and the three products with Mqᵀ,
+done as one, Mqᵀ[∂FD/∂q  ∂FD/∂v  M⁻¹] (of which a caller may want only some columns of
+M⁻¹: those of the actuated joints).
 """
 from __future__ import annotations
 
@@ -34,37 +36,41 @@ from .rnea_second_derivatives_contracted import idsva_so_contracted_passes, new_
 
 
 @allocation_free
-def fdsva_so_contracted_terms(topology, dqdd_dq, dqdd_dv, Minv, data, lam, Hqq, Hvv, Hqv, Hqtau, Mq, work):
-    """Contracted FDSVA-SO from the first-order results at (q, v, τ): ∂q̈/∂q, ∂q̈/∂v,
-    M⁻¹ (nv, nv) and the RNEA-derivative ``data`` at q̈ of
-    :func:`dynamics.aba_derivatives.aba_derivatives_data`. Writes Hqq, Hvv, Hqv, Hqtau
-    (nv, nv); ``Mq`` (nv, nv) is workspace (on return Σ_a μ_a ∂M_al/∂q_j), and so is
-    ``work`` (:func:`dynamics.rnea_second_derivatives_contracted.new_so_work`): nothing is
-    allocated. Not checked."""
+def fdsva_so_contracted_terms(topology, X, Minv, data, lam, Hqq, Hvv, Hqv, Htau, Mq, work):
+    """Contracted FDSVA-SO from the first-order results at (q, v, τ): the forward dynamics'
+    Jacobian X = [∂q̈/∂q  ∂q̈/∂v  ∂q̈/∂τ B] (nv, 2·nv + p), for any selection B (nv, p) of
+    τ's columns (∂q̈/∂τ B = M⁻¹B: B = identity gives M⁻¹, a robot's actuated columns its
+    ∂q̈/∂u), M⁻¹ (nv, nv) and the RNEA-derivative ``data`` at q̈ of
+    :func:`dynamics.aba_derivatives.aba_derivatives_data`. Writes Hqq, Hvv, Hqv (nv, nv)
+    and Htau = Hqtau B (nv, p); ``Mq`` (nv, nv) is workspace (on return
+    Σ_a μ_a ∂M_al/∂q_j), and so is ``work``
+    (:func:`dynamics.rnea_second_derivatives_contracted.new_so_work`): nothing is
+    allocated. Not checked.
+
+    The three Inner-Term products share their left factor: row j of Mqᵀ X holds those of
+    Mqᵀ ∂q̈/∂q, Mqᵀ ∂q̈/∂v and Mqᵀ M⁻¹B side by side, one contiguous sweep per row of X."""
     n = Minv.shape[0]  # nv
-    mu, pq, pv = work[5][0], work[5][1], work[5][2]
+    mu, row = work[5][0], work[5][1:].reshape(-1)[: X.shape[1]]
     for r in range(n):  # μ = M⁻¹ λ
         s = 0.0
         for c in range(n):
             s += Minv[r, c] * lam[c]
         mu[r] = s
     idsva_so_contracted_passes(topology, data, mu, Hqq, Hvv, Hqv, Mq, work)
-    for j in range(n):  # row j of Mqᵀ ∂q̈/∂q, Mqᵀ ∂q̈/∂v, −Mqᵀ M⁻¹ (contiguous inner loops)
-        pq[:] = 0.0
-        pv[:] = 0.0
-        Hqtau[j, :] = 0.0
+    for j in range(n):  # row j of Mqᵀ X
+        row[:] = 0.0
         for l in range(n):
             m = Mq[l, j]
             if m == 0.0:  # e.g. a whole column of a base without gravity (inert, see the ID pass)
                 continue
-            for k in range(n):
-                pq[k] += m * dqdd_dq[l, k]
-                pv[k] += m * dqdd_dv[l, k]
-                Hqtau[j, k] -= m * Minv[l, k]
+            for k in range(row.shape[0]):
+                row[k] += m * X[l, k]
         for k in range(n):
-            Hqq[j, k] += 2.0 * pq[k]  # ½(X + Xᵀ) below gives μ·∂²ID/∂q² + P + Pᵀ (the first is symmetric)
-            Hqv[j, k] = -(Hqv[j, k] + pv[k])
+            Hqq[j, k] += 2.0 * row[k]  # ½(Y + Yᵀ) below gives μ·∂²ID/∂q² + P + Pᵀ (the first is symmetric)
+            Hqv[j, k] = -(Hqv[j, k] + row[n + k])
             Hvv[j, k] = -Hvv[j, k]
+        for c in range(Htau.shape[1]):
+            Htau[j, c] = -row[2 * n + c]
     for j in range(n):
         for k in range(j + 1):
             Hqq[j, k] = Hqq[k, j] = -0.5 * (Hqq[j, k] + Hqq[k, j])
@@ -77,8 +83,10 @@ def fdsva_so_contracted_kernel(m, q, v, tau, f_ext, lam):
         raise ValueError("lam: expected finite values, got NaN or inf")
     _, dqdd_dq, dqdd_dv, Minv, data = aba_derivatives_data(m, q, v, tau, f_ext)
     topology, n = m[0], v.shape[0]
+    X = np.empty((n, 3 * n))  # [∂q̈/∂q  ∂q̈/∂v  M⁻¹]
+    X[:, :n], X[:, n: 2 * n], X[:, 2 * n:] = dqdd_dq, dqdd_dv, Minv
     out = np.empty((5, n, n))
-    fdsva_so_contracted_terms(topology, dqdd_dq, dqdd_dv, Minv, data, lam, out[0], out[1], out[2], out[3], out[4],
+    fdsva_so_contracted_terms(topology, X, Minv, data, lam, out[0], out[1], out[2], out[3], out[4],
                               new_so_work(topology))
     return out[0], out[1], out[2], out[3]
 

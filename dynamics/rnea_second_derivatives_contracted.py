@@ -194,11 +194,12 @@ def _inert_pair_outputs(ci, cj, S, PsidSd, w, Hvv, Hqv, Mq):
 def new_so_work(topology):
     """Scratch of :func:`idsva_so_contracted_passes` for the model of ``topology``:
     (column vectors (2, nv, 6), body sums (3, n, 6), B(I^C, S) per column (nv, 6, 6),
-    B̂s sums (n, 6, 6), per-column vectors (12, 6), joint-space vectors (3, nv), a flag
-    per body (n,)). A loop over many evaluations makes it once."""
+    B̂s sums (n, 6, 6), per-column vectors (12, 6), joint-space vectors (4, nv) (the
+    contracted FDSVA-SO's μ, then a row of 3·nv), a flag per body (n,)). A loop over many
+    evaluations makes it once."""
     n, nv = topology.shape[0], tangent_size(topology)
     return (np.empty((2, nv, 6)), np.empty((3, n, 6)), np.empty((nv, 6, 6)), np.empty((n, 6, 6)),
-            np.empty((TMP4 + 1, 6)), np.empty((3, nv)), np.empty(n, np.bool_))
+            np.empty((TMP4 + 1, 6)), np.empty((4, nv)), np.empty(n, np.bool_))
 
 
 @allocation_free

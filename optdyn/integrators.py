@@ -129,11 +129,11 @@ def robot_data(params, count):
 def robot_work(params):
     """Workspace of :func:`robot_dynamics` and :func:`robot_dynamics_hessian`: (the
     algorithms' :data:`dynamics.workspace.Data`, τ (nv,), (∂q̈/∂q, ∂q̈/∂v, M⁻¹) (3, nv, nv),
-    Hessian blocks (7, nv, nv), contracted-SO scratch of
+    Hessian blocks (5, nv, nv), contracted-SO scratch of
     :func:`dynamics.rnea_second_derivatives_contracted.new_so_work`)."""
     topology = params[0][0]
     nv = tangent_size(topology)
-    return new_data(topology), np.empty(nv), np.empty((3, nv, nv)), np.empty((7, nv, nv)), new_so_work(topology)
+    return new_data(topology), np.empty(nv), np.empty((3, nv, nv)), np.empty((5, nv, nv)), new_so_work(topology)
 
 
 @njit(cache=True)
@@ -198,28 +198,25 @@ def robot_dynamics_hessian(params, x, u, f, Fz, data, idx, w, W, dw):
     from :func:`robot_work`.
 
     Only the FD rows are nonlinear, so this is contracted FDSVA-SO with λ = w[nv:],
-    from ∂q̈/∂q, ∂q̈/∂v, M⁻¹ and the first-order RNEA data (which already carries the
-    interval's external forces: no ``fext`` argument here).
+    from the FD rows of Fz ([∂q̈/∂q  ∂q̈/∂v  ∂q̈/∂u], ∂q̈/∂u = M⁻¹B), M⁻¹ and the first-order
+    RNEA data (which already carries the interval's external forces: no ``fext`` argument
+    here).
     """
     act = params[1]
-    n = tangent_size(params[0][0])
+    n, nu = tangent_size(params[0][0]), act.shape[0]
     work = dw[3]
-    for i in range(n):
-        for j in range(n):
-            work[0, i, j] = Fz[n + i, j]
-            work[1, i, j] = Fz[n + i, n + j]
-    Hqq, Hvv, Hqv, Hqtau = work[2], work[3], work[4], work[5]
+    Hqq, Hvv, Hqv, Mq = work[0], work[1], work[2], work[3]
+    Hqu = work[4].reshape(-1)[: n * nu].reshape((n, nu))  # Σ_i λ_i ∂²q̈_i/∂q∂u
     fo = (data[0][idx], data[1][idx], data[2][idx], data[3][idx], data[4][idx])
-    fdsva_so_contracted_terms(params[0][0], work[0], work[1], data[5][idx], fo, w[n:], Hqq, Hvv, Hqv, Hqtau,
-                              work[6], dw[4])
+    fdsva_so_contracted_terms(params[0][0], Fz[n:], data[5][idx], fo, w[n:], Hqq, Hvv, Hqv, Hqu, Mq, dw[4])
     W[:] = 0.0
     for j in range(n):
         for k in range(n):
             W[j, k] = Hqq[j, k]
             W[n + j, n + k] = Hvv[j, k]
             W[j, n + k] = W[n + k, j] = Hqv[j, k]
-        for c in range(act.shape[0]):
-            W[j, 2 * n + c] = W[2 * n + c, j] = Hqtau[j, act[c]]
+        for c in range(nu):
+            W[j, 2 * n + c] = W[2 * n + c, j] = Hqu[j, c]
 
 
 @allocation_free

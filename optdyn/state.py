@@ -267,7 +267,15 @@ def add_joint_curvature(table, W, Jq, Jv, mu, Ya, Wb, Hz, s):
     integrate Jacobians at W; μ (k,): the adjoint at p's chart). The term is
     Y_aᵀ X + W_bᵀ V with X = P_ab W_b and V = P_abᵀ Y_a + P_bb W_b: rank-one row updates
     over the nonzero entries of Y_a (which is [I 0] at the start of an interval) and W_b,
-    whole contiguous rows."""
+    whole contiguous rows. Nothing is added when μ = 0 (the term is linear in μ): e.g. the
+    stage compositions of a free-floating base in zero gravity, whose dynamics do not
+    depend on its pose, so that no stage adjoint reaches it."""
+    nonzero = False
+    for a in range(mu.shape[0]):
+        if mu[a] != 0.0:
+            nonzero = True
+    if not nonzero:
+        return
     k, nz = Wb.shape  # = that of the scratch's X and V
     Pab, Pbb = s.Pab[:k, :k], s.Pbb[:k, :k]
     compose_hessians(table, W, mu, Jq, Jv, Pab, Pbb, s)
