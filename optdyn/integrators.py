@@ -219,19 +219,39 @@ def robot_dynamics_hessian(params, x, u, f, Fz, data, idx, w, W, dw):
             W[j, 2 * n + c] = W[2 * n + c, j] = Hqu[j, c]
 
 
+@njit(cache=True, inline="always")
+def _add_rows(out, i, X, p, g0, g1, g2, g3):
+    """out[i] += g0 X[p] + g1 X[p + 1] + g2 X[p + 2] + g3 X[p + 3] (whole rows): four
+    rank-one updates in one sweep over out[i], which is read and written once, not four
+    times (the products below are bound by those loads and stores)."""
+    for c in range(out.shape[1]):
+        out[i, c] += g0 * X[p, c] + g1 * X[p + 1, c] + g2 * X[p + 2, c] + g3 * X[p + 3, c]
+
+
+@njit(cache=True, inline="always")
+def _add_row(out, i, X, p, g):
+    """out[i] += g X[p] (whole rows)."""
+    for c in range(out.shape[1]):
+        out[i, c] += g * X[p, c]
+
+
 @allocation_free
 def _times_G(X, Y, nx, out):
     """out (r, nz) = X G for X (r, nz) and G = [Y; 0 I] (Y (nx, nz)): with X = f_z, the
-    stage Jacobian ∂k_s/∂z = f_z G_s. Zero entries of X are skipped."""
+    stage Jacobian ∂k_s/∂z = f_z G_s. Rows of Y four at a time (:func:`_add_rows`); groups
+    of four zero entries of X are skipped."""
     nz = X.shape[1]
+    q = nx - nx % 4
     for i in range(X.shape[0]):
         for c in range(nz):
             out[i, c] = X[i, c] if c >= nx else 0.0
-        for p in range(nx):
-            xp = X[i, p]
-            if xp != 0.0:
-                for c in range(nz):
-                    out[i, c] += xp * Y[p, c]
+        for p in range(0, q, 4):
+            x0, x1, x2, x3 = X[i, p], X[i, p + 1], X[i, p + 2], X[i, p + 3]
+            if x0 != 0.0 or x1 != 0.0 or x2 != 0.0 or x3 != 0.0:
+                _add_rows(out, i, Y, p, x0, x1, x2, x3)
+        for p in range(q, nx):
+            if X[i, p] != 0.0:
+                _add_row(out, i, Y, p, X[i, p])
 
 
 @allocation_free
@@ -722,24 +742,27 @@ def _zero_row(X, p):
 
 @allocation_free
 def _add_Gt_times(Y, X, nx, out):
-    """out (nz, nz) += Gᵀ X for G = [Y; 0 I] (Y (nx, nz)), X (nz, nz); zero entries of Y
-    and zero rows of X are skipped. Gᵀ X G is symmetric, and the callers only use its upper triangle
+    """out (nz, nz) += Gᵀ X for G = [Y; 0 I] (Y (nx, nz)), X (nz, nz), rows of X four at a
+    time (:func:`_add_rows`): groups of four zero entries of Y and of four zero rows of X
+    are skipped. Gᵀ X G is symmetric, and the callers only use its upper triangle
     (:func:`_stage_hessian` and :func:`interval_hessian` mirror its upper
     triangle); whole rows are updated all the same, since full-length
     contiguous loops vectorise and cost less than the triangle's ragged ones."""
     nz = X.shape[0]
-    for p in range(nz):
-        if p < nx:
-            if _zero_row(X, p):  # e.g. the base's q rows of a free-floating robot without gravity
-                continue
-            for r in range(nz):
-                g = Y[p, r]
-                if g != 0.0:
-                    for c in range(nz):
-                        out[r, c] += g * X[p, c]
-        else:
-            for c in range(nz):
-                out[p, c] += X[p, c]
+    q = nx - nx % 4
+    for p in range(0, q, 4):
+        if _zero_row(X, p) and _zero_row(X, p + 1) and _zero_row(X, p + 2) and _zero_row(X, p + 3):
+            continue  # e.g. the base's q rows of a free-floating robot without gravity
+        for r in range(nz):
+            g0, g1, g2, g3 = Y[p, r], Y[p + 1, r], Y[p + 2, r], Y[p + 3, r]
+            if g0 != 0.0 or g1 != 0.0 or g2 != 0.0 or g3 != 0.0:
+                _add_rows(out, r, X, p, g0, g1, g2, g3)
+    for p in range(q, nx):
+        for r in range(nz):
+            if Y[p, r] != 0.0:
+                _add_row(out, r, X, p, Y[p, r])
+    for p in range(nx, nz):
+        _add_row(out, p, X, p, 1.0)
 
 
 @allocation_free
@@ -747,7 +770,8 @@ def _congruence_add(W, Y, nx, P, Hz):
     """Hz += Gᵀ W G for G = [Y; 0 I] (Y (nx, nz)), whose upper triangle alone is used (the
     caller mirrors the sum once); P (nz, nz) is workspace.
 
-    Zero entries of W (most of the v–τ and τ–τ blocks of a robot's) are skipped.
+    Zero entries of W (most of the v–τ and τ–τ blocks of a robot's), four at a time, are
+    skipped.
     """
     _times_G(W, Y, nx, P)
     _add_Gt_times(Y, P, nx, Hz)
