@@ -384,19 +384,16 @@ class MultipleShootingNLP:
         Cxx = np.einsum("kr,krij->kij", mu, cxx)
         lNxx = self._get(z, "terminal_cost")[2]
         WN = obj_factor * lNxx + Cxx[-1] + np.einsum("r,rij->ij", nu_h, hxx)
-        D = self._defect_hessians(z, lam)
-        if not self.chart.manifold:
-            W -= D
-            W[1:, :nx, :nx] += Cxx[:-1]
-        else:  # in ξ: Eᵀ(·)E plus the chart's curvature with the gradient w.r.t. x (module docstring)
+        D, gD = self._defect_hessians(z, lam)
+        W -= D
+        W[1:, :nx, :nx] += Cxx[:-1]
+        if self.chart.manifold:  # in ξ: Eᵀ(·)E plus the chart's curvature with the gradient w.r.t. x (module docstring)
             xis, E = self._split(z)[0], self._get(z, "E")
-            gx = np.zeros((N + 1, nx))  # gradient w.r.t. δx of what the Hessian rows at x_k hold
-            gx[:-1] = obj_factor * lx
+            gx = np.zeros((N + 1, nx))  # gradient of the Lagrangian w.r.t. δx at each x_k
+            gx[:-1] = obj_factor * lx - gD
             gx[1:] += np.einsum("kr,kri->ki", mu, cx)
             gx[-1] += obj_factor * self._get(z, "terminal_cost")[1] + nu_h @ hx
-            W[1:, :nx, :nx] += Cxx[:-1]
             congruence(E[:-1], W)
-            W -= D
             W[:, :nx, :nx] += self.chart.curvature(xis[:-1], gx[:-1])
             WN = E[-1].T @ WN @ E[-1] + self.chart.curvature(xis[-1:], gx[-1:])[0]
         terms = (("the defects' multipliers", lam, 0), ("the path constraints' multipliers", mu, 1),
@@ -407,20 +404,19 @@ class MultipleShootingNLP:
         return self._finite(np.concatenate((W[:, self._tril_w[0], self._tril_w[1]].ravel(),
                                             WN[self._tril_x[0], self._tril_x[1]])), "Hessian", terms)
 
-    def _defect_hessians(self, z: np.ndarray, lam: np.ndarray) -> np.ndarray:
-        """Σ_i λ_k,i ∇²G_i (N, nw, nw) of the defects' G_k = F(x_k, u_k) (⊖ x̃_{k+1} in ξ on a
-        manifold): contracted (the default) or from the tensors."""
+    def _defect_hessians(self, z: np.ndarray, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """(Σ_i λ_k,i ∇²G_i (N, nw, nw), Σ_i λ_k,i ∇_x G_i (N, nx)) of the defects'
+        G_k = F(x_k, u_k) (⊖ x̃_{k+1} on a manifold), with respect to (δx, u) at (x_k, u_k):
+        contracted (the default) or from the tensors. The gradient, for the curvature of the
+        state chart (:meth:`hessian`), is None on a vector space."""
         if not self.chart.manifold:
-            return self._dynamics_hessians(z, lam)
-        nx, (A, B, _), (G, D) = self.nx, self._get(z, "first_order"), self._get(z, "step")
+            return self._dynamics_hessians(z, lam), None
+        (A, B, _), (G, D) = self._get(z, "first_order"), self._get(z, "step")
         mu = np.einsum("kij,ki->kj", D, lam)  # multipliers of F: Dᵀλ
         H = self._dynamics_hessians(z, mu)
         Fz = np.concatenate((A, B), axis=2)  # + the output chart's curvature, congruent with F_z
         H += Fz.transpose(0, 2, 1) @ (self.chart.log_curvature(G, lam, D) @ Fz)
-        E, xis = self._get(z, "E"), self._split(z)[0]
-        congruence(E[:-1], H)
-        H[:, :nx, :nx] += self.chart.curvature(xis[:-1], np.einsum("kpi,kp->ki", A, mu))
-        return H
+        return H, np.einsum("kpi,kp->ki", A, mu)
 
     def _dynamics_hessians(self, z: np.ndarray, lam: np.ndarray) -> np.ndarray:
         """Σ_i λ_k,i ∇²F_i(x_k, u_k) (N, nw, nw) w.r.t. (δx, u)."""
