@@ -72,7 +72,7 @@ from dynamics.model import Model
 from dynamics.parallel import run_chunks
 from dynamics.rnea_second_derivatives_contracted import new_so_work
 from dynamics.spatial import copy_into, matmul_add, mirror_upper
-from dynamics.workspace import new_data
+from dynamics.workspace import Data, new_data
 
 from .state import add_joint_curvature, lie_blocks, lie_scratch, state_integrate_into
 
@@ -125,6 +125,16 @@ def robot_data(params, count):
             np.empty((count, 3, nv, 6)), np.empty((count, nv, 6, 6)), np.empty((count, nv, nv)))
 
 
+@njit(cache=True, inline="always")
+def _recording(d, data, idx):
+    """The workspace ``d`` with its first-order data (S, I^C, B^C, rates, joint vectors) in
+    row ``idx`` of the records ``data`` (:func:`robot_data`): the passes write them there,
+    and nothing is copied."""
+    return Data(R=d.R, p=d.p, S=data[0][idx], I=data[1][idx], IA=d.IA, Dinv=d.Dinv, BC=data[2][idx], vel=d.vel,
+                acc=d.acc, fC=d.fC, pA=d.pA, da=d.da, U=d.U, UD=d.UD, rates=data[3][idx], u=d.u, tau=d.tau,
+                Minv=d.Minv, dq=d.dq, dv=d.dv, F=d.F, P=d.P, T=data[4][idx], h=d.h, gauss=d.gauss)
+
+
 @njit(cache=True)
 def robot_work(params):
     """Workspace of :func:`robot_dynamics` and :func:`robot_dynamics_hessian`: (the
@@ -144,7 +154,7 @@ def robot_dynamics(params, x, u, fext, order, f, Fz, Fzz, data, idx, dw):
     workspace ``dw`` of :func:`robot_work`.
 
     For order 1 and ``idx`` ≥ 0 the first-order data that :func:`robot_dynamics_hessian`
-    reuses (with M⁻¹) is copied into row ``idx`` of ``data`` (from :func:`robot_data`).
+    reuses (with M⁻¹) is written into row ``idx`` of ``data`` (from :func:`robot_data`).
     """
     model, act = params[0], params[1]
     n = tangent_size(model[0])
@@ -161,11 +171,10 @@ def robot_dynamics(params, x, u, fext, order, f, Fz, Fzz, data, idx, dw):
             raise ValueError(NOT_POSITIVE)
         return
     da_dq, da_dv, da_dtau = out[0], out[1], out[2]
+    if idx >= 0:
+        d, da_dtau = _recording(d, data, idx), data[5][idx]
     if not aba_derivatives_into(model, d, q, v, tau, fext, qdd, da_dq, da_dv, da_dtau):
         raise ValueError(NOT_POSITIVE)
-    if idx >= 0:
-        data[0][idx], data[1][idx], data[2][idx], data[3][idx], data[4][idx] = d.S, d.I, d.BC, d.rates, d.T
-        data[5][idx] = da_dtau
     Fz[:] = 0.0
     for i in range(n):
         Fz[i, n + i] = 1.0
