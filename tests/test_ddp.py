@@ -132,6 +132,15 @@ def test_ur5_reach_ddp_and_ilqr_reach_the_same_optimum(reach):
     assert ddp.history["gradient"][-1] < 1e-2 * ddp.history["gradient"][0]
 
 
+def test_ur5_reach_optimum_is_the_one_recorded_before_the_manifold_state(reach):
+    """DDP and iLQR find the optimum recorded (by all three solvers) before the optimal-control
+    state moved onto the joints' manifold (BENCHMARKS.md, contracted second-order section,
+    2026-11-22): on a fixed base the manifold code reduces to plain vector operations."""
+    _, ddp, ilqr = reach
+    assert ddp.cost == pytest.approx(0.7739977183, rel=1e-9)
+    assert ilqr.cost == pytest.approx(0.7739977183, rel=1e-9)
+
+
 @pytest.mark.parametrize("make", [lambda: ur5_reach.make(N=6),
                                   lambda: problems.get("arm-obstacle", intervals=4, horizon=0.8)])
 def test_contracted_and_tensor_second_order_give_the_same_backward_pass(make):
