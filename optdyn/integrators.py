@@ -469,7 +469,7 @@ def interval(params, a, b, x, u, fext, dt, m, order, y, Y, H, stages, offset, wo
             ys = rec_y[idx] if record else ys_own
             Ys = rec_G[idx] if record else Ys_own
             Fz = rec_Fz[idx] if record else Fz_own
-            if manifold:  # y_s = y ⊕ W_s, W_s = h Σ_j a_sj k_j
+            if manifold and st > 0:  # y_s = y ⊕ W_s, W_s = h Σ_j a_sj k_j (the first stage is y itself)
                 W[:] = 0.0
                 if order >= 1:
                     dW[:] = 0.0
@@ -542,7 +542,8 @@ def stage_records(params, count, nx, nz, s):
     ndx = :func:`tangent_dim`, fs (count, ndx), Fzs and Gs (count, ndx, nz), the dynamics'
     ``data``; on a manifold also each composition's increment W (count·(s+1)/s, nv), its
     sensitivity dW (·, nv, nz) and the Lie joints' integrate-Jacobian blocks J (·, 2, nv, 6)
-    (:func:`_compose`), and each step's start sensitivity Y0 (count/s, nv, nz)."""
+    (:func:`_compose`; the rows of a step's first stage, which is its start itself, are left
+    unwritten), and each step's start sensitivity Y0 (count/s, nv, nz)."""
     ndx = tangent_dim(params, nx)
     topology, lie = lie_structure(params)
     n = ndx // 2 if lie.shape[0] > 0 else 0
