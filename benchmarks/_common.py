@@ -6,15 +6,21 @@ Each script owns one section of BENCHMARKS.md delimited by ``<!-- name:start -->
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import platform
 import re
+import subprocess
+import sys
+import tempfile
 import timeit
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 
-BENCHMARKS_MD = Path(__file__).resolve().parent.parent / "BENCHMARKS.md"
+ROOT = Path(__file__).resolve().parent.parent
+BENCHMARKS_MD = ROOT / "BENCHMARKS.md"
 
 
 def per_call_us(f, min_time: float = 0.2, repeat: int = 5) -> float:
@@ -75,3 +81,30 @@ def write_section(name: str, body: str) -> None:
     text = pattern.sub(lambda _: block, text) if pattern.search(text) else text.rstrip() + "\n\n" + block + "\n"
     BENCHMARKS_MD.write_text(text)
     print(body)
+
+
+@contextmanager
+def baseline_tree(commit: str):
+    """A temporary git worktree of ``commit`` (the tree before a change, for before/after
+    rows measured in the same session), removed on exit."""
+    with tempfile.TemporaryDirectory() as tmp:
+        tree = Path(tmp) / "baseline"
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), commit],
+                       check=True, capture_output=True)
+        try:
+            yield tree
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], capture_output=True)
+
+
+def run_in_tree(tree: Path, code: str, threads: int | None = None):
+    """Run the Python source ``code`` in a new process that imports the packages of
+    ``tree`` (their own numba cache) and prints "RESULT" then JSON; returns that JSON."""
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    if threads is not None:
+        env["OPTDYN_NUM_THREADS"] = str(threads)
+    out = subprocess.run([sys.executable, "-c", code], cwd=tree, env=env, capture_output=True, text=True,
+                         timeout=3600)
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr[-2000:])
+    return json.loads(out.stdout.split("RESULT", 1)[1])

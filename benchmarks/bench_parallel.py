@@ -20,14 +20,9 @@ example-robot-data; git for the baseline).
 from __future__ import annotations
 
 import copy
-import json
 import os
-import subprocess
-import sys
-import tempfile
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 from numba import njit
@@ -35,10 +30,9 @@ from numba import njit
 import dynamics as dyn
 from dynamics.parallel import run_chunks
 from optdyn.integrators import _step_derivatives_chunk
-from _common import interleaved_us, machine, table, write_section
+from _common import ROOT, baseline_tree, interleaved_us, machine, run_in_tree, table, write_section
 
 BASELINE = "f1e158f"
-ROOT = Path(__file__).resolve().parent.parent
 K = 1000
 ROUNDS = 5  # alternating rounds of the batched timings (fastest round kept)
 TRAJECTORY_ROUNDS = 15  # the trajectory timings are milliseconds: more rounds, same minute
@@ -225,17 +219,6 @@ print("RESULT" + json.dumps(out))
 """
 
 
-def solver_times(tree: Path, threads: int | None) -> list:
-    env = dict(os.environ, PYTHONPATH=str(tree))
-    if threads is not None:
-        env["OPTDYN_NUM_THREADS"] = str(threads)
-    out = subprocess.run([sys.executable, "-c", SOLVER_SNIPPET], cwd=tree, env=env, capture_output=True,
-                         text=True, timeout=3600)
-    if out.returncode != 0:
-        raise RuntimeError(out.stderr[-2000:])
-    return json.loads(out.stdout.split("RESULT", 1)[1])
-
-
 def _fastest(runs: list[list]) -> list:
     """Per (task, solver) row, the run with the fastest iteration."""
     return [min(rows, key=lambda r: r[3]) for rows in zip(*runs)]
@@ -245,18 +228,12 @@ def solver_rows(rounds: int = 3) -> list[list]:
     """Before and after in turn, ``rounds`` times (a shared machine drifts by tens of per
     cent over minutes); per row the fastest round."""
     runs = {"before": [], 1: [], 2: []}
-    with tempfile.TemporaryDirectory() as tmp:
-        base = Path(tmp) / "baseline"
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(base), BASELINE],
-                       check=True, capture_output=True)
-        try:
-            solver_times(base, None)  # compiles the baseline's kernels into its own cache
-            for _ in range(rounds):
-                runs["before"].append(solver_times(base, None))
-                for t in (1, 2):
-                    runs[t].append(solver_times(ROOT, t))
-        finally:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)], capture_output=True)
+    with baseline_tree(BASELINE) as base:
+        run_in_tree(base, SOLVER_SNIPPET)  # compiles the baseline's kernels into its own cache
+        for _ in range(rounds):
+            runs["before"].append(run_in_tree(base, SOLVER_SNIPPET))
+            for t in (1, 2):
+                runs[t].append(run_in_tree(ROOT, SOLVER_SNIPPET, t))
     before, after = _fastest(runs["before"]), {t: _fastest(runs[t]) for t in (1, 2)}
     rows = []
     for b, a1, a2 in zip(before, after[1], after[2]):

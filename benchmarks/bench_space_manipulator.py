@@ -8,8 +8,9 @@ and IPOPT exact ÷ L-BFGS are quoted against the same ratios on the contracted s
 issue's fixed-base tasks (ur5-reach, arm-obstacle), measured in the same run from solves
 interleaved over several rounds (the machine is shared: a single best-of-3 moves by
 ±30 %; each ratio is the median over the rounds of the ratio of two solves run one after
-the other), and against that issue's bounds (1.5 and 1.0); then ``optdyn.compare`` (DDP
-vs iLQR).
+the other), and against that issue's bounds (1.5 and 1.0); per-iteration times before
+(``BASELINE``, from a temporary git worktree) and after, in turn in the same session; then
+``optdyn.compare`` (DDP vs iLQR).
 
 Run from the repository root: .venv/bin/python benchmarks/bench_space_manipulator.py  (a few minutes)
 """
@@ -21,11 +22,23 @@ import numpy as np
 
 import optdyn
 import problems
-from _common import machine, table, write_section
+from _common import ROOT, baseline_tree, machine, run_in_tree, table, write_section
 
 TARGET = 1.5  # a DDP iteration ≤ 1.5× an iLQR iteration (the contracted second-order issue)
 IPOPT_TARGET = 1.0  # an exact-Hessian IPOPT iteration ≤ 1.0× an L-BFGS iteration (same issue)
 TASKS = ("space-manipulator", "ur5-reach", "arm-obstacle")  # the floating base, then that issue's fixed-base tasks
+BASELINE = "5c83639"  # the tree before the second-order speed-ups of 2026-11-25 (before/after table)
+SOLVES_SNIPPET = r"""
+import json, optdyn, problems
+out = {}
+for task in ("space-manipulator", "ur5-reach"):
+    prob = problems.get(task)
+    for solver in ("ilqr", "ddp", "ipopt"):
+        optdyn.solve(prob, solver)  # compiles, or loads the tree's cache
+        out[task + " " + solver] = min(r.wall_time / max(r.iterations, 1) * 1e3
+                                       for r in (optdyn.solve(prob, solver) for _ in range(3)))
+print("RESULT" + json.dumps(out))
+"""
 RUNS = [("ilqr", {}), ("ddp", {}), ("ddp", {"second_order": "tensor"}),
         ("ipopt", {}), ("ipopt", {"second_order": "tensor"}), ("ipopt", {"hessian": "lbfgs"})]
 
@@ -143,6 +156,31 @@ def _verdict(what: str, ratio: dict, settings: dict, bound: float) -> str:
             "second-order issue's bound: " + "; ".join(parts) + ".")
 
 
+def before_after_table(rounds: int = 6, thread_counts: tuple = (1, 2)) -> str:
+    """Per-iteration ms before (the tree at ``BASELINE``, from a temporary worktree) and
+    after, each in its own process, in turn over ``rounds`` rounds; after ÷ before is the
+    median over the rounds of the ratio of the two processes of a round (and its range)."""
+    runs = defaultdict(list)
+    with baseline_tree(BASELINE) as base:
+        run_in_tree(base, SOLVES_SNIPPET)  # compiles the baseline's kernels into its own cache
+        for _ in range(rounds):
+            for t in thread_counts:
+                runs["before", t].append(run_in_tree(base, SOLVES_SNIPPET, t))
+                runs["after", t].append(run_in_tree(ROOT, SOLVES_SNIPPET, t))
+    rows = []
+    for key in runs["after", thread_counts[0]][0]:
+        for t in thread_counts:
+            before = np.array([r[key] for r in runs["before", t]])
+            after = np.array([r[key] for r in runs["after", t]])
+            ratio = after / before
+            rows.append([*key.split(" "), t, before.min(), after.min(), f"{np.median(ratio):.2f}",
+                         f"{ratio.min():.2f}–{ratio.max():.2f}"])
+    return (f"### Per iteration before (`{BASELINE}`) and after, same session ({rounds} interleaved rounds of one "
+            "process each; fastest round, ms)\n\n"
+            + table(["task", "solver", "threads", "before", "after", "after ÷ before (median)", "range over rounds"],
+                    rows))
+
+
 def local_optima_note() -> str:
     """With the attitude bound the task is non-convex: IPOPT from rest and the
     augmented-Lagrangian DDP can end in different local optima; IPOPT warm-started from
@@ -171,7 +209,8 @@ def main() -> None:
         "solve compiles), best of 3. The state is on the manifold (nx = 25, ndx = 24, nu = 6): RK4 "
         "sensitivities with the group compositions, DDP/iLQR in the tangent spaces, IPOPT in the chart of "
         "its initial guess.",
-        solver_table(), ratio_table(), ipopt_ratio_table(), local_optima_note(), compare_section(),
+        solver_table(), ratio_table(), ipopt_ratio_table(), before_after_table(), local_optima_note(),
+        compare_section(),
     ])
     write_section("space", body)
 
