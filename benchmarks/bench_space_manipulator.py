@@ -29,14 +29,46 @@ IPOPT_TARGET = 1.0  # an exact-Hessian IPOPT iteration ≤ 1.0× an L-BFGS itera
 TASKS = ("space-manipulator", "ur5-reach", "arm-obstacle")  # the floating base, then that issue's fixed-base tasks
 BASELINE = "5c83639"  # the tree before the second-order speed-ups of 2026-11-25 (before/after table)
 SOLVES_SNIPPET = r"""
-import json, optdyn, problems
+import json, time
+import numpy as np
+import optdyn, problems
+from optdyn import ddp
+from optdyn.ipopt import MultipleShootingNLP
+
+def best_ms(f, calls=10, repeat=7):
+    f()
+    return min(_elapsed(f, calls) for _ in range(repeat)) / calls * 1e3
+
+def _elapsed(f, calls):
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        f()
+    return time.perf_counter() - t0
+
 out = {}
+split = optdyn.get_num_threads() > 1
 for task in ("space-manipulator", "ur5-reach"):
     prob = problems.get(task)
-    for solver in ("ilqr", "ddp", "ipopt"):
+    for solver in ("ilqr", "ddp"):
         optdyn.solve(prob, solver)  # compiles, or loads the tree's cache
-        out[task + " " + solver] = min(r.wall_time / max(r.iterations, 1) * 1e3
-                                       for r in (optdyn.solve(prob, solver) for _ in range(3)))
+        out[task + " " + solver + " iteration"] = min(
+            r.wall_time / max(r.iterations, 1) * 1e3 for r in (optdyn.solve(prob, solver) for _ in range(5)))
+    res = optdyn.solve(prob, "ddp")
+    xs, us = res.xs, res.us
+    A, B, Fzz, stages = ddp.linearize(prob, xs, us, 1)
+    _, lx, lu, lxx, lux, luu = prob.running_cost_terms(xs[:-1], us)
+    _, VxN, VxxN = prob.terminal_cost_terms(xs[-1])
+    k, K = np.zeros((prob.N, prob.nu)), np.zeros((prob.N, prob.nu, prob.ndx))
+    out[task + " linearisation with stage records"] = best_ms(lambda: ddp.linearize(prob, xs, us, 1, stages))
+    for mode, name in ((0, "iLQR"), (1, "DDP")):
+        out[task + " " + name + " backward pass"] = best_ms(lambda: ddp.backward_pass(
+            A, B, lx, lu, lxx, lux, luu, VxN, VxxN, us, prob.u_lower, prob.u_upper, 0.0, mode, Fzz,
+            prob.integration, stages, split, k, K))
+    nlp = MultipleShootingNLP(prob, True)
+    z = nlp.pack(xs, us)
+    lagrange = np.random.default_rng(0).standard_normal(nlp.m)
+    nlp.jacobian(z)
+    out[task + " IPOPT Hessian evaluation"] = best_ms(lambda: nlp.hessian(z, lagrange, 1.0))
 print("RESULT" + json.dumps(out))
 """
 RUNS = [("ilqr", {}), ("ddp", {}), ("ddp", {"second_order": "tensor"}),
@@ -156,7 +188,7 @@ def _verdict(what: str, ratio: dict, settings: dict, bound: float) -> str:
             "second-order issue's bound: " + "; ".join(parts) + ".")
 
 
-def before_after_table(rounds: int = 6, thread_counts: tuple = (1, 2)) -> str:
+def before_after_table(rounds: int = 8, thread_counts: tuple = (1, 2)) -> str:
     """Per-iteration ms before (the tree at ``BASELINE``, from a temporary worktree) and
     after, each in its own process, in turn over ``rounds`` rounds; after ÷ before is the
     median over the rounds of the ratio of the two processes of a round (and its range)."""
@@ -173,12 +205,14 @@ def before_after_table(rounds: int = 6, thread_counts: tuple = (1, 2)) -> str:
             before = np.array([r[key] for r in runs["before", t]])
             after = np.array([r[key] for r in runs["after", t]])
             ratio = after / before
-            rows.append([*key.split(" "), t, before.min(), after.min(), f"{np.median(ratio):.2f}",
+            task, what = key.split(" ", 1)
+            rows.append([task, what, t, before.min(), after.min(), f"{np.median(ratio):.2f}",
                          f"{ratio.min():.2f}–{ratio.max():.2f}"])
-    return (f"### Per iteration before (`{BASELINE}`) and after, same session ({rounds} interleaved rounds of one "
-            "process each; fastest round, ms)\n\n"
-            + table(["task", "solver", "threads", "before", "after", "after ÷ before (median)", "range over rounds"],
-                    rows))
+    return (f"### Before (`{BASELINE}`) and after, same session ({rounds} interleaved rounds of one process each; "
+            "fastest round, ms): whole solves per iteration (fastest of 5), and the passes of one iteration at "
+            "each task's DDP optimum (fastest of 7 × 10 calls)\n\n"
+            + table(["task", "measured", "threads", "before", "after", "after ÷ before (median)",
+                     "range over rounds"], rows))
 
 
 def local_optima_note() -> str:
