@@ -399,7 +399,8 @@ class MultipleShootingNLP:
             gx[1:] += (mu[:, None, :] @ cx)[:, 0]
             gx[-1] += obj_factor * self._get(z, "terminal_cost")[1] + nu_h @ hx
             Et = E.transpose(0, 2, 1)
-            chart.chain(W, Et[:-1], E[:-1])[:, d[:, None], d] += chart.curvature(xis[:-1], gx[:-1])
+            chart.chain(W, Et[:-1], E[:-1])
+            W[:, d[:, None], d] += chart.curvature(xis[:-1], gx[:-1])
             WN = chart.chain(WN[None], Et[-1:], E[-1:])[0]
             WN[d[:, None], d] += chart.curvature(xis[-1:], gx[-1:])[0]
         terms = (("the defects' multipliers", lam, 0), ("the path constraints' multipliers", mu, 1),
