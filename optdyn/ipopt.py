@@ -126,14 +126,21 @@ class StateChart:
         return state_difference_batch(self.topology, self.nq, self.reference[start: start + xs.shape[0]],
                                       np.ascontiguousarray(xs, dtype=float))
 
-    def _lie_rows(self, J: np.ndarray) -> np.ndarray:
+    def _lie_block(self, J: np.ndarray) -> np.ndarray:
         """The Lie coordinates' block (K, r, r) of joint Jacobians J (K, nv, nv)."""
         return np.ascontiguousarray(J[:, self.dofs[:, None], self.dofs])
 
     def jacobians(self, xis: np.ndarray) -> np.ndarray:
         """E_k = ∂(x̃_k ⊕ ξ)/∂ξ: its block (K, r, r) on the Lie coordinates ``dofs`` (J_r(ξ_q)
         per joint), the identity elsewhere."""
-        return self._lie_rows(lie_jacobian_batch(self.topology, np.ascontiguousarray(xis[:, :self.nv]), 1))
+        return self._lie_block(lie_jacobian_batch(self.topology, np.ascontiguousarray(xis[:, :self.nv]), 1))
+
+    def pullback(self, J: np.ndarray, g: np.ndarray) -> np.ndarray:
+        """J_kᵀ g_k (K, ndx), a copy, for g (K, ndx) and a chart Jacobian J given by its block
+        (K, r, r) on ``dofs``: only those entries change."""
+        out = g.copy()
+        out[:, self.dofs] = (g[:, None, self.dofs] @ J)[:, 0]
+        return out
 
     def chain(self, M: np.ndarray, left: np.ndarray | None = None, right: np.ndarray | None = None) -> np.ndarray:
         """M_k ← L_k M_k R_k in place and returned, for M (K, a, b) whose rows (columns) start with
@@ -159,7 +166,7 @@ class StateChart:
         if not self.manifold:
             return ys, None
         G = self.coordinates(ys, 1)
-        return G, self._lie_rows(lie_jacobian_batch(self.topology, np.ascontiguousarray(G[:, :self.nv]), 2))
+        return G, self._lie_block(lie_jacobian_batch(self.topology, np.ascontiguousarray(G[:, :self.nv]), 2))
 
     def log_curvature(self, G: np.ndarray, lam: np.ndarray, D: np.ndarray) -> np.ndarray:
         """(N, r, r): Hessian of λ_kᵀ((y_k ⊕ η) ⊖ x̃_{k+1}) in η, on the Lie coordinates
@@ -327,9 +334,8 @@ class MultipleShootingNLP:
         _, lx, lu = self._get(z, "running_cost")[:3]
         lN = self._get(z, "terminal_cost")[1]
         if self.chart.manifold:  # ∇_ξ = Eᵀ ℓ_x
-            Et = self._get(z, "E").transpose(0, 2, 1)
-            lx = self.chart.chain(lx[:, :, None].copy(), Et[:-1])[:, :, 0]
-            lN = self.chart.chain(lN[None, :, None].copy(), Et[-1:])[0, :, 0]
+            E = self._get(z, "E")
+            lx, lN = self.chart.pullback(E[:-1], lx), self.chart.pullback(E[-1:], lN[None])[0]
         g = np.empty(self.n)
         w = g[: self.N * self.nw].reshape(self.N, self.nw)
         w[:, : self.nx], w[:, self.nx:] = lx, lu
@@ -419,7 +425,7 @@ class MultipleShootingNLP:
         if not self.chart.manifold:
             return self._dynamics_hessians(z, lam), None
         (A, B, _), (G, D), d = self._get(z, "first_order"), self._get(z, "step"), self.chart.dofs
-        mu = self.chart.chain(lam[:, :, None].copy(), D.transpose(0, 2, 1))[:, :, 0]  # multipliers of F: Dᵀλ
+        mu = self.chart.pullback(D, lam)  # multipliers of F: Dᵀλ
         H = self._dynamics_hessians(z, mu)
         Fz = np.concatenate((A[:, d], B[:, d]), axis=2)  # + the output chart's curvature, congruent with F_z
         H += Fz.transpose(0, 2, 1) @ (self.chart.log_curvature(G, lam, D) @ Fz)
