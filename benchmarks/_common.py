@@ -99,8 +99,9 @@ def baseline_tree(commit: str):
 
 def run_in_tree(tree: Path, code: str, threads: int | None = None):
     """Run the Python source ``code`` in a new process that imports the packages of
-    ``tree`` (their own numba cache) and prints "RESULT" then JSON; returns that JSON."""
-    env = dict(os.environ, PYTHONPATH=str(tree))
+    ``tree`` (their own numba cache) and its ``benchmarks/_common``, and prints "RESULT"
+    then JSON; returns that JSON."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join((str(tree), str(tree / "benchmarks"))))
     if threads is not None:
         env["OPTDYN_NUM_THREADS"] = str(threads)
     out = subprocess.run([sys.executable, "-c", code], cwd=tree, env=env, capture_output=True, text=True,

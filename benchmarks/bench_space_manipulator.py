@@ -29,21 +29,15 @@ IPOPT_TARGET = 1.0  # an exact-Hessian IPOPT iteration ≤ 1.0× an L-BFGS itera
 TASKS = ("space-manipulator", "ur5-reach", "arm-obstacle")  # the floating base, then that issue's fixed-base tasks
 BASELINE = "5c83639"  # the tree before the second-order speed-ups of 2026-11-25 (before/after table)
 SOLVES_SNIPPET = r"""
-import json, time
+import json
 import numpy as np
 import optdyn, problems
 from optdyn import ddp
 from optdyn.ipopt import MultipleShootingNLP
+from _common import per_call_us
 
-def best_ms(f, calls=10, repeat=7):
-    f()
-    return min(_elapsed(f, calls) for _ in range(repeat)) / calls * 1e3
-
-def _elapsed(f, calls):
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        f()
-    return time.perf_counter() - t0
+def best_ms(f):
+    return per_call_us(f, min_time=0.02, repeat=7) / 1e3
 
 out = {}
 split = optdyn.get_num_threads() > 1
@@ -210,7 +204,7 @@ def before_after_table(rounds: int = 8, thread_counts: tuple = (1, 2)) -> str:
                          f"{ratio.min():.2f}–{ratio.max():.2f}"])
     return (f"### Before (`{BASELINE}`) and after, same session ({rounds} interleaved rounds of one process each; "
             "fastest round, ms): whole solves per iteration (fastest of 5), and the passes of one iteration at "
-            "each task's DDP optimum (fastest of 7 × 10 calls)\n\n"
+            "each task's DDP optimum (fastest of 7 repeats of ≥ 20 ms)\n\n"
             + table(["task", "measured", "threads", "before", "after", "after ÷ before (median)",
                      "range over rounds"], rows))
 
