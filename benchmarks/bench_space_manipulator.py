@@ -143,7 +143,7 @@ def ratio_table(rounds: int = 9, thread_counts: tuple = (1, 2)) -> str:
             "which vanish in zero gravity.")
 
 
-def ipopt_ratio_table(rounds: int = 3) -> str:
+def ipopt_ratio_table(rounds: int = 7) -> str:
     """IPOPT exact ÷ L-BFGS per iteration on the same tasks (the default thread count),
     from interleaved whole solves."""
     tasks = {name: problems.get(name) for name in TASKS}
