@@ -39,12 +39,14 @@ within a rotation of π of x̃: far beyond what a solve moves a base). Gradients
 and the Hessian are exact in ξ: with E_k = ∂(x̃_k ⊕ ξ)/∂ξ (J_r(ξ) per Lie joint) and
 D_k = ∂(y ⊖ x̃_{k+1})/∂y (J_r⁻¹), the blocks become D_k A_k E_k, D_k B_k, c_x E_k, and
 the Hessian adds to the chained second derivatives the curvatures of the two charts
-(:func:`optdyn.state.exp_curvatures` with the gradient at x_k,
-:func:`optdyn.state.log_curvatures` with the defect multipliers). On a model of
+(:func:`optdyn.state.exp_curvature` with the gradient at x_k,
+:func:`optdyn.state.log_curvature` with the defect multipliers). On a model of
 revolute/prismatic joints x̃ = 0, ξ = x and all of this is the formulation above.
 The defect terms Σ_i λ_{k,i} ∇²F_i are computed contracted, by a second-order adjoint
 through the integrator stages (:meth:`optdyn.problem.Problem.step_hessians`), never
-forming the (nx, nz, nz) tensors (``second_order="tensor"`` does, for validation).
+forming the (nx, nz, nz) tensors (``second_order="tensor"`` does, for validation); one
+compiled pass per block adds the cost and constraint terms and the charts, and writes the
+lower triangle IPOPT takes (:func:`_lagrangian_blocks`).
 ``hessian="lbfgs"`` lets IPOPT build a limited-memory quasi-Newton approximation instead.
 """
 from __future__ import annotations
@@ -57,13 +59,15 @@ from contextlib import contextmanager
 
 import cyipopt
 import numpy as np
+from numba import njit
 
 from dynamics.joints import lie_jacobian_batch
+from dynamics.parallel import run_chunks
 
 from .problem import Problem
 from .result import Result
 from .runtime import Run, check_max_time, is_interrupt, stop_message
-from .state import (check_state, exp_curvatures, lie_blocks, log_curvatures, state_difference_batch,
+from .state import (check_state, exp_curvature, lie_blocks, lie_scratch, log_curvature, state_difference_batch,
                     state_integrate_batch)
 
 INF = 2e19  # IPOPT treats |bound| ≥ 1e19 as "no bound"
@@ -153,12 +157,6 @@ class StateChart:
             M[:, :, d] = M[:, :, d] @ right
         return M
 
-    def curvature(self, xis: np.ndarray, g: np.ndarray) -> np.ndarray:
-        """(K, r, r): Hessian in ξ of gᵀ((x̃ ⊕ ξ) ⊖ (x̃ ⊕ ξ_k)) at ξ_k, on the Lie coordinates
-        ``dofs`` (it vanishes elsewhere)."""
-        d = self.dofs
-        return exp_curvatures(self.lie, np.ascontiguousarray(xis[:, d]), np.ascontiguousarray(g[:, d]))
-
     def defect_terms(self, ys: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """(G_k = y_k ⊖ x̃_{k+1} (N, ndx), D_k = ∂G_k/∂y_k) for y_k = F(x_k, u_k), D by its
         block (N, r, r) on the Lie coordinates (J_r⁻¹ per joint; the identity elsewhere);
@@ -167,12 +165,6 @@ class StateChart:
             return ys, None
         G = self.coordinates(ys, 1)
         return G, self._lie_block(lie_jacobian_batch(self.topology, np.ascontiguousarray(G[:, :self.nv]), 2))
-
-    def log_curvature(self, G: np.ndarray, lam: np.ndarray, D: np.ndarray) -> np.ndarray:
-        """(N, r, r): Hessian of λ_kᵀ((y_k ⊕ η) ⊖ x̃_{k+1}) in η, on the Lie coordinates
-        ``dofs`` (it vanishes elsewhere); D as returned by :meth:`defect_terms`."""
-        d = self.dofs
-        return log_curvatures(self.lie, np.ascontiguousarray(G[:, d]), np.ascontiguousarray(lam[:, d]), D)
 
 
 class MultipleShootingNLP:
@@ -209,6 +201,10 @@ class MultipleShootingNLP:
         self._bounds()
         self._jac_rows, self._jac_cols, self._n_identity = self._jacobian_pattern()
         self._hess_rows, self._hess_cols = self._hessian_pattern()
+        # stand-ins of the Hessian kernel's arguments that a block does not have (x_N: no control, no
+        # defect; a vector space: no chart)
+        self._no_control = (np.zeros((1, 0, self.nx)), np.zeros((1, 0, 0)))
+        self._no_defect, self._no_chart = np.zeros((1, self.nx, self.nx)), np.zeros((self.N + 1, 0, 0))
         self._cache_key, self._cache, self._stages = None, {}, None
         self.callback, self.nlp, self.log, self.t0 = callback, None, [], time.perf_counter()
         self.run, self.stopped, self.current = Run(), None, None
@@ -380,56 +376,40 @@ class MultipleShootingNLP:
         return self._hess_rows, self._hess_cols
 
     def hessian(self, z: np.ndarray, lagrange: np.ndarray, obj_factor: float) -> np.ndarray:
-        """Lower triangle of ∇²L (see the module docstring), order of ``hessianstructure``."""
-        nx, N = self.nx, self.N
+        """Lower triangle of ∇²L (see the module docstring), order of ``hessianstructure``:
+        the interval blocks and the x_N block assembled by :func:`_lagrangian_blocks`."""
+        nx, N, chart = self.nx, self.N, self.chart
         lam = lagrange[: N * nx].reshape(N, nx)
         mu = lagrange[N * nx: N * (nx + self.nc)].reshape(N, self.nc)
         nu_h = lagrange[N * (nx + self.nc):]
         _, lx, _, lxx, lux, luu = self._get(z, "running_cost")
-        cx, cxx = self._get(z, "path_constraints")[1:]
-        hx, hxx = self._get(z, "terminal_constraints")[1:]
-        W = np.empty((N, self.nw, self.nw))
-        W[:, :nx, :nx], W[:, nx:, :nx], W[:, nx:, nx:] = obj_factor * lxx, obj_factor * lux, obj_factor * luu
-        W[:, :nx, nx:] = W[:, nx:, :nx].transpose(0, 2, 1)
-        # Σ_r μ_r c_xx,r as matrix products (np.einsum takes ~0.1 ms on an empty sum: nc = 0)
-        Cxx = (mu[:, None, :] @ cxx.reshape(N, self.nc, nx * nx)).reshape(N, nx, nx)
-        lNxx = self._get(z, "terminal_cost")[2]
-        WN = obj_factor * lNxx + Cxx[-1] + (nu_h @ hxx.reshape(self.nh, nx * nx)).reshape(nx, nx)
-        D, gD = self._defect_hessians(z, lam)
-        W -= D
-        W[1:, :nx, :nx] += Cxx[:-1]
-        if self.chart.manifold:  # in ξ: Eᵀ(·)E plus the chart's curvature with the gradient w.r.t. x (module docstring)
-            xis, E, chart, d = self._split(z)[0], self._get(z, "E"), self.chart, self.chart.dofs
-            gx = np.zeros((N + 1, nx))  # gradient of the Lagrangian w.r.t. δx at each x_k
-            gx[:-1] = obj_factor * lx - gD
-            gx[1:] += (mu[:, None, :] @ cx)[:, 0]
-            gx[-1] += obj_factor * self._get(z, "terminal_cost")[1] + nu_h @ hx
-            Et = E.transpose(0, 2, 1)
-            chart.chain(W, Et[:-1], E[:-1])
-            W[:, d[:, None], d] += chart.curvature(xis[:-1], gx[:-1])
-            WN = chart.chain(WN[None], Et[-1:], E[-1:])[0]
-            WN[d[:, None], d] += chart.curvature(xis[-1:], gx[-1:])[0]
+        _, cx, cxx = self._get(z, "path_constraints")
+        _, hx, hxx = self._get(z, "terminal_constraints")
+        _, lNx, lNxx = self._get(z, "terminal_cost")
+        A, B, _ = self._get(z, "first_order")
+        if chart.manifold:
+            G, D = self._get(z, "step")
+            lamF, E = chart.pullback(D, lam), self._get(z, "E")  # multipliers of F: Dᵀλ
+        else:  # no chart: G is not read
+            G, lamF, E, D = lam, lam, self._no_chart, self._no_chart
+        H = self._dynamics_hessians(z, lamF)
+        xis, ntril = self._split(z)[0], self._tril_w[0].size
+        values = np.empty(self._hess_rows.size)
+        defects = (G, lam, D, lamF, A, B)
+        run_chunks(_lagrangian_blocks, N, obj_factor, (lx, lxx, lux, luu), H, (mu, cx, cxx), 1,
+                   (chart.dofs, chart.lie, E, xis), defects, True, self._tril_w, values[: N * ntril].reshape(N, ntril))
+        # x_N: σℓ_N + νᵀh (weighted here), the path constraints at x_N, no defect
+        gN = (obj_factor * lNx + nu_h @ hx)[None]
+        WN = (obj_factor * lNxx + (nu_h @ hxx.reshape(self.nh, nx * nx)).reshape(nx, nx))[None]
+        _lagrangian_blocks(1.0, (gN, WN) + self._no_control, self._no_defect, (mu[-1:], cx[-1:], cxx[-1:]), 0,
+                           (chart.dofs, chart.lie, E[N:], xis[N:]), defects, False, self._tril_x,
+                           values[N * ntril:].reshape(1, -1), 0, 1)
         terms = (("the defects' multipliers", lam, 0), ("the path constraints' multipliers", mu, 1),
                  ("the terminal constraints' multipliers", nu_h[None], N), ("ℓ_xx", lxx, 0), ("ℓ_ux", lux, 0),
                  ("ℓ_uu", luu, 0), ("the terminal cost's Hessian", lNxx[None], N),
                  ("the path constraints' Hessians", cxx, 1), ("the terminal constraints' Hessians", hxx[None], N),
-                 ("the dynamics' Hessians λᵀF_zz", D, 0))
-        return self._finite(np.concatenate((W[:, self._tril_w[0], self._tril_w[1]].ravel(),
-                                            WN[self._tril_x[0], self._tril_x[1]])), "Hessian", terms)
-
-    def _defect_hessians(self, z: np.ndarray, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-        """(Σ_i λ_k,i ∇²G_i (N, nw, nw), Σ_i λ_k,i ∇_x G_i (N, nx)) of the defects'
-        G_k = F(x_k, u_k) (⊖ x̃_{k+1} on a manifold), with respect to (δx, u) at (x_k, u_k):
-        contracted (the default) or from the tensors. The gradient, for the curvature of the
-        state chart (:meth:`hessian`), is None on a vector space."""
-        if not self.chart.manifold:
-            return self._dynamics_hessians(z, lam), None
-        (A, B, _), (G, D), d = self._get(z, "first_order"), self._get(z, "step"), self.chart.dofs
-        mu = self.chart.pullback(D, lam)  # multipliers of F: Dᵀλ
-        H = self._dynamics_hessians(z, mu)
-        Fz = np.concatenate((A[:, d], B[:, d]), axis=2)  # + the output chart's curvature, congruent with F_z
-        H += Fz.transpose(0, 2, 1) @ (self.chart.log_curvature(G, lam, D) @ Fz)
-        return H, (mu[:, None, :] @ A)[:, 0]
+                 ("the dynamics' Hessians λᵀF_zz", H, 0))
+        return self._finite(values, "Hessian", terms)
 
     def _dynamics_hessians(self, z: np.ndarray, lam: np.ndarray) -> np.ndarray:
         """Σ_i λ_k,i ∇²F_i(x_k, u_k) (N, nw, nw) w.r.t. (δx, u)."""
@@ -461,6 +441,130 @@ class MultipleShootingNLP:
             return True
         xs, us = self.unpack(self.current)
         return self.callback(dict(rec, xs=xs, us=us)) is not False
+
+
+@njit(cache=True, nogil=True)
+def _lagrangian_blocks(sigma, cost, H, path, shift, chart, defects, with_defects, tril, out, k0, k1):
+    """out[k] ← the lower triangle ``tril`` (rows, cols) of the k-th diagonal block of ∇²L
+    in the NLP's variables (module docstring), for k0 ≤ k < k1 (a chunk of
+    :func:`dynamics.parallel.run_chunks`):
+
+        W_k = σ ℓ_ww − H_k + Σ_r μ_r c_xx,r
+
+    from cost = (ℓ_x (K, nx), ℓ_xx, ℓ_ux, ℓ_uu), H (K, nw, nw) the defects' Σ_i λ_i ∇²F_i
+    and path = (μ (·, nc), c_x, c_xx) whose row k − shift (if ≥ 0) holds the path
+    constraints at x_k. On a floating base (chart = (dofs, lie, E (K, r, r), ξ (K, nx)) with
+    r = dofs.size > 0, only the rows and columns ``dofs`` change), in ξ_k:
+
+        W_k ← E_kᵀ (W_k − F_zᵀ Λ_k F_z) E_k + P_k
+
+    Λ_k the output chart's curvature with the defect multipliers
+    (:func:`optdyn.state.log_curvature` at G_k with λ_k and D_k), F_z = [A_k B_k] on the rows
+    ``dofs``, P_k the input chart's curvature (:func:`optdyn.state.exp_curvature` at ξ_k)
+    with the gradient of the Lagrangian w.r.t. δx_k, g_k = σ ℓ_x − μ_Fᵀ A_k + Σ_r μ_r c_x,r;
+    defects = (G (K, nx), λ (K, nx), D (K, r, r), μ_F = Dᵀλ (K, nx), A (K, nx, nx),
+    B (K, nx, nu)), ignored with ``with_defects`` False (the x_N block)."""
+    lx, lxx, lux, luu = cost
+    mu, cx, cxx = path
+    dofs, lie, E, xis = chart
+    G, lam, D, lamF, A, B = defects
+    nx, nu, r, nc = lxx.shape[1], luu.shape[1], dofs.shape[0], mu.shape[1]
+    nw = nx + nu
+    W, g, s = np.empty((nw, nw)), np.empty(nx), lie_scratch(lie, 0)
+    a_r, b_r, Lam, P = np.empty(r), np.empty(r), np.empty((r, r)), np.empty((r, r))
+    Fz, T, C = np.empty((r, nw)), np.empty((r, nw)), np.empty((nw, r))
+    for k in range(k0, k1):
+        for i in range(nx):
+            g[i] = sigma * lx[k, i]
+            for j in range(nx):
+                W[i, j] = sigma * lxx[k, i, j] - H[k, i, j]
+        for i in range(nu):
+            for j in range(nx):
+                W[nx + i, j] = sigma * lux[k, i, j] - H[k, nx + i, j]
+                W[j, nx + i] = sigma * lux[k, i, j] - H[k, j, nx + i]
+            for j in range(nu):
+                W[nx + i, nx + j] = sigma * luu[k, i, j] - H[k, nx + i, nx + j]
+        kc = k - shift
+        for c in range(nc if kc >= 0 else 0):
+            for i in range(nx):
+                g[i] += mu[kc, c] * cx[kc, c, i]
+                for j in range(nx):
+                    W[i, j] += mu[kc, c] * cxx[kc, c, i, j]
+        if r == 0:
+            _write_tril(W, tril, out[k])
+            continue
+        if with_defects:
+            for i in range(nx):  # g −= μ_Fᵀ A_k
+                for j in range(nx):
+                    g[j] -= lamF[k, i] * A[k, i, j]
+            for a in range(r):
+                a_r[a], b_r[a] = G[k, dofs[a]], lam[k, dofs[a]]
+                for j in range(nx):
+                    Fz[a, j] = A[k, dofs[a], j]
+                for j in range(nu):
+                    Fz[a, nx + j] = B[k, dofs[a], j]
+            Lam[:, :] = 0.0
+            log_curvature(lie, a_r, b_r, D[k], Lam, s)
+            _congruence_sub(Fz, Lam, T, W)
+        _chart_congruence(E[k], dofs, T, C, W)
+        for a in range(r):
+            a_r[a], b_r[a] = xis[k, dofs[a]], g[dofs[a]]
+        P[:, :] = 0.0
+        exp_curvature(lie, a_r, b_r, P, s)
+        for a in range(r):
+            for b in range(r):
+                W[dofs[a], dofs[b]] += P[a, b]
+        _write_tril(W, tril, out[k])
+
+
+@njit(cache=True, inline="always")
+def _write_tril(W, tril, out):
+    rows, cols = tril
+    for i in range(rows.shape[0]):
+        out[i] = W[rows[i], cols[i]]
+
+
+@njit(cache=True, inline="always")
+def _congruence_sub(F, Lam, T, W):
+    """W −= Fᵀ Λ F for F (r, n), Λ (r, r); T (r, n) scratch."""
+    r, n = F.shape
+    for a in range(r):
+        for j in range(n):
+            t = 0.0
+            for b in range(r):
+                t += Lam[a, b] * F[b, j]
+            T[a, j] = t
+    for a in range(r):
+        for i in range(n):
+            f = F[a, i]
+            if f != 0.0:
+                for j in range(n):
+                    W[i, j] -= f * T[a, j]
+
+
+@njit(cache=True, inline="always")
+def _chart_congruence(E, dofs, R, C, W):
+    """W ← Eᵀ W E on the rows and columns ``dofs`` (E (r, r) the chart's Jacobian there, the
+    identity elsewhere); R (r, n), C (n, r) scratch."""
+    r, n = dofs.shape[0], W.shape[0]
+    for a in range(r):
+        for j in range(n):
+            t = 0.0
+            for p in range(r):
+                t += E[p, a] * W[dofs[p], j]
+            R[a, j] = t
+    for a in range(r):
+        for j in range(n):
+            W[dofs[a], j] = R[a, j]
+    for i in range(n):
+        for b in range(r):
+            t = 0.0
+            for p in range(r):
+                t += W[i, dofs[p]] * E[p, b]
+            C[i, b] = t
+    for i in range(n):
+        for b in range(r):
+            W[i, dofs[b]] = C[i, b]
 
 
 @contextmanager

@@ -41,7 +41,7 @@ from numba import njit
 from dynamics._compile import allocation_free
 from dynamics.joints import QUATERNION_TOLERANCE, _group_rows, difference_into, integrate_into, unit_block
 from dynamics.model import IDX_V, JTYPE, NV, PRISMATIC, REVOLUTE, Model
-from dynamics.spatial import matmul_add, matmul_small
+from dynamics.spatial import matmul_add
 
 
 def lie_blocks(model: Model) -> np.ndarray:
@@ -296,17 +296,28 @@ def add_joint_curvature(table, W, Jq, Jv, mu, Ya, Wb, Hz, s):
                     Hz[i, j] += b * V[r, j]
 
 
-@njit(cache=True)
-def log_hessian(table, d, mu, Jr_inv, s):
-    """Hessian (k, k) in η at η = 0 of μᵀ log(exp(d) exp(η)) — of q ⊖ q_ref along q ⊕ η,
-    d = q ⊖ q_ref, Jr_inv = J_r(d)⁻¹: the inverse function of the composition,
-    −J_r⁻ᵀ P_bb(J_r⁻ᵀ μ) J_r⁻¹ (module docstring), for the joint of bracket ``table``
-    (:func:`_bracket_table`); ``s``: :data:`LieScratch`."""
+@allocation_free
+def log_hessian(table, d, mu, Jr_inv, out, s):
+    """out (k, k) ← the Hessian in η at η = 0 of μᵀ log(exp(d) exp(η)) — of q ⊖ q_ref
+    along q ⊕ η, d = q ⊖ q_ref, Jr_inv = J_r(d)⁻¹: the inverse function of the
+    composition, −J_r⁻ᵀ P_bb(J_r⁻ᵀ μ) J_r⁻¹ (module docstring), for the joint of bracket
+    ``table`` (:func:`_bracket_table`); ``s``: :data:`LieScratch` (nothing is allocated)."""
     k = d.shape[0]
-    nu = matmul_small(Jr_inv.T, mu.reshape(-1, 1))[:, 0]
-    P = s.Pbb[:k, :k]
+    nu, P, PJ = s.QJ[0, :k], s.Pbb[:k, :k], s.Pab[:k, :k]  # blocks exp_hessian leaves alone
+    for a in range(k):
+        t = 0.0
+        for p in range(k):
+            t += Jr_inv[p, a] * mu[p]
+        nu[a] = t
     exp_hessian(table, d, nu, P, s)
-    return -matmul_small(matmul_small(Jr_inv.T, P), Jr_inv)
+    PJ[:, :] = 0.0
+    matmul_add(P, Jr_inv, PJ)
+    for a in range(k):
+        for b in range(k):
+            t = 0.0
+            for p in range(k):
+                t += Jr_inv[p, a] * PJ[p, b]
+            out[a, b] = -t
 
 
 def check_state(model: Model, x: np.ndarray, name: str) -> None:
@@ -326,31 +337,35 @@ def check_state(model: Model, x: np.ndarray, name: str) -> None:
                              "normalise it with dynamics.normalize(model, q)")
 
 
-@njit(cache=True)
-def exp_curvatures(lie, W, G):
-    """(K, nv, nv): per knot, the Hessian in b of Gᵀ(x(b) ⊖ x(0)) for x(b) = x̃ ⊕ (W + b),
-    i.e. :func:`exp_hessian` of every Lie joint's block of W (K, nv) with G (K, nv) (zero
-    on 1-DoF joints): the curvature of the chart b ↦ x̃ ⊕ b at W."""
-    K, nv = W.shape
-    out = np.zeros((K, nv, nv))
-    s = lie_scratch(lie, 0)
-    for k in range(K):
-        for row in range(lie.shape[0]):
-            m, n = lie[row, 1], lie[row, 2]
-            exp_hessian(s.brackets[row, :n, :n], W[k, m: m + n], G[k, m: m + n], out[k, m: m + n, m: m + n], s)
-    return out
+@allocation_free
+def exp_curvature(lie, w, g, out, s):
+    """out (r, r) ← on the Lie joints' diagonal blocks (the rest is left alone), the Hessian
+    in b of gᵀ(x(b) ⊖ x(0)) for x(b) = x̃ ⊕ (w + b): :func:`exp_hessian` of every Lie
+    joint's block of w, g (r,), whose offsets ``lie`` gives (:func:`lie_blocks`): the
+    curvature of the chart b ↦ x̃ ⊕ b at w; ``s``: :func:`lie_scratch` of ``lie``."""
+    for row in range(lie.shape[0]):
+        m, n = lie[row, 1], lie[row, 2]
+        exp_hessian(s.brackets[row, :n, :n], w[m: m + n], g[m: m + n], out[m: m + n, m: m + n], s)
+
+
+@allocation_free
+def log_curvature(lie, d, mu, Jinv, out, s):
+    """out (r, r) ← on the Lie joints' diagonal blocks (the rest is left alone), the Hessian
+    in η of μᵀ((q ⊕ η) ⊖ q_ref) with d = q ⊖ q_ref (r,) and Jinv (r, r) = ∂d/∂q (block
+    diagonal): :func:`log_hessian` of every Lie joint, whose offsets ``lie`` gives;
+    ``s``: :func:`lie_scratch` of ``lie``."""
+    for row in range(lie.shape[0]):
+        m, n = lie[row, 1], lie[row, 2]
+        log_hessian(s.brackets[row, :n, :n], d[m: m + n], mu[m: m + n], Jinv[m: m + n, m: m + n],
+                    out[m: m + n, m: m + n], s)
 
 
 @njit(cache=True)
 def log_curvatures(lie, D, M, Jinv):
-    """(K, nv, nv): per knot, the Hessian in η of Mᵀ((q ⊕ η) ⊖ q_ref) with D = q ⊖ q_ref
-    (K, nv) and Jinv (K, nv, nv) = ∂D/∂q (block diagonal): :func:`log_hessian` per Lie joint."""
+    """(K, nv, nv): :func:`log_curvature` at every knot, D, M (K, nv), Jinv (K, nv, nv)."""
     K, nv = D.shape
     out = np.zeros((K, nv, nv))
     s = lie_scratch(lie, 0)
     for k in range(K):
-        for row in range(lie.shape[0]):
-            m, n = lie[row, 1], lie[row, 2]
-            out[k, m: m + n, m: m + n] = log_hessian(s.brackets[row, :n, :n], D[k, m: m + n].copy(), M[k, m: m + n].copy(),
-                                                     Jinv[k, m: m + n, m: m + n].copy(), s)
+        log_curvature(lie, D[k], M[k], Jinv[k], out[k], s)
     return out
