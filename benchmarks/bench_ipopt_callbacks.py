@@ -1,0 +1,134 @@
+"""Where an IPOPT iteration spends its time → BENCHMARKS.md, section "ipopt-callbacks".
+
+For the floating base (space-manipulator) and the contracted second-order issue's
+fixed-base tasks (ur5-reach, arm-obstacle), exact Hessian and L-BFGS: IPOPT's own timing
+statistics (``print_timing_statistics``) of one warm solve, split into IPOPT's internal
+work (linear algebra, line search), the time our callbacks spend in their own code
+(measured inside them) and the rest of each callback as IPOPT times it — the Python
+wrapper's passage between IPOPT and the callbacks, mostly its copy of the returned values
+— per iteration, and for the Jacobian and the Hessian per call and per nonzero. Medians
+over ``ROUNDS`` rounds that alternate the tasks and the two Hessians.
+
+Run from the repository root: .venv/bin/python benchmarks/bench_ipopt_callbacks.py  (about two minutes)
+"""
+from __future__ import annotations
+
+import re
+import time
+from collections import defaultdict
+
+import cyipopt
+import numpy as np
+
+import optdyn
+import problems
+from _common import machine, table, write_section
+from optdyn.ipopt import MultipleShootingNLP, _captured_stdout
+
+TASKS = ("space-manipulator", "ur5-reach", "arm-obstacle")
+HESSIANS = ("exact", "lbfgs")
+ROUNDS = 3
+# our callbacks → the names of IPOPT's timers of the same evaluations
+TIMERS = {"objective": ("Objective function",), "gradient": ("Objective function gradient",),
+          "constraints": ("Equality constraints", "Inequality constraints"),
+          "jacobian": ("Equality constraint Jacobian", "Inequality constraint Jacobian"),
+          "hessian": ("Lagrangian Hessian",)}
+TIMER_LINE = re.compile(r"^\s*(\S.*?)\.{2,}:\s+[\d.]+ \(sys:\s+[\d.]+ wall:\s+([\d.]+)\)", re.M)
+NONZEROS = {"jacobian": re.compile(r"Number of nonzeros in (?:in)?equality constraint Jacobian\.*:\s+(\d+)"),
+            "hessian": re.compile(r"Number of nonzeros in Lagrangian Hessian\.*:\s+(\d+)")}
+
+inside = defaultdict(float)  # seconds spent inside each callback's own code
+calls = defaultdict(int)
+
+
+def _timed(name: str, f):
+    def callback(*args):
+        t = time.perf_counter()
+        try:
+            return f(*args)
+        finally:
+            inside[name] += time.perf_counter() - t
+            calls[name] += 1
+    return callback
+
+
+for _name in TIMERS:
+    setattr(MultipleShootingNLP, _name, _timed(_name, getattr(MultipleShootingNLP, _name)))
+
+
+def profile(prob, hessian: str) -> dict:
+    """One warm solve's per-iteration split (ms) and per-nonzero wrapper cost (ns)."""
+    inside.clear()
+    calls.clear()
+    with _captured_stdout() as out:
+        res = optdyn.solve(prob, "ipopt", hessian=hessian, print_level=5, print_timing_statistics="yes")
+    text = out[0]
+    wall = defaultdict(float)
+    for name, seconds in TIMER_LINE.findall(text):
+        wall[name.strip()] += float(seconds)
+    its = res.iterations
+    timed = {k: sum(wall[t] for t in TIMERS[k]) for k in TIMERS}
+    row = {"iterations": its, "status": res.status,
+           "total": wall["OverallAlgorithm"] / its * 1e3,
+           "internal": (wall["OverallAlgorithm"] - wall["Function Evaluations"]) / its * 1e3,
+           "ours": sum(inside.values()) / its * 1e3,
+           "wrapper": (sum(timed.values()) - sum(inside.values())) / its * 1e3}
+    for k in ("jacobian", "hessian"):
+        if calls[k]:
+            nnz = int(NONZEROS[k].search(text).group(1)) if k == "hessian" else sum(
+                int(n) for n in NONZEROS[k].findall(text))
+            over = (timed[k] - inside[k]) / calls[k]
+            row[k] = (nnz, inside[k] / calls[k] * 1e3, over * 1e3, over / nnz * 1e9)
+    return row
+
+
+def main() -> None:
+    probs = {t: problems.get(t) for t in TASKS}
+    for prob in probs.values():
+        for h in HESSIANS:
+            optdyn.solve(prob, "ipopt", hessian=h)  # compile, warm the caches
+    runs = defaultdict(list)
+    for _ in range(ROUNDS):
+        for t, prob in probs.items():
+            for h in HESSIANS:
+                runs[t, h].append(profile(prob, h))
+    med = {key: {k: float(np.median([r[k] for r in rs])) for k in ("total", "internal", "ours", "wrapper")}
+           | {"iterations": rs[0]["iterations"], "status": rs[0]["status"],
+              **{k: tuple(np.median([r[k] for r in rs], axis=0)) for k in ("jacobian", "hessian") if k in rs[0]}}
+           for key, rs in runs.items()}
+    split_rows, nz_rows, ratio_rows = [], [], []
+    for (t, h), m in med.items():
+        split_rows.append([t, h, f"{m['iterations']} {m['status']}", m["total"], m["internal"], m["ours"],
+                           m["wrapper"]])
+        for k in ("jacobian", "hessian"):
+            if k in m:
+                nnz, ours_ms, over_ms, ns = m[k]
+                nz_rows.append([t, h, k, int(nnz), ours_ms, over_ms, ns])
+    for t in TASKS:
+        e, b = med[t, "exact"], med[t, "lbfgs"]
+        ratio_rows.append([t, e["total"] / b["total"],
+                           (e["total"] - e["wrapper"]) / (b["total"] - b["wrapper"]),
+                           e["ours"] / b["ours"]])
+    body = f"""## Where an IPOPT iteration goes
+
+Machine: {machine()}. Script: `benchmarks/bench_ipopt_callbacks.py`. One warm solve per task and Hessian, with IPOPT's `print_timing_statistics`; medians over {ROUNDS} rounds that alternate them. IPOPT's timers wrap each callback from IPOPT's side; the time spent inside our callbacks is measured within them; the difference is the Python wrapper's (cyipopt's) passage between the two.
+
+### Per iteration (ms)
+
+{table(["task", "Hessian", "iterations", "total", "IPOPT internal", "inside our callbacks", "wrapper"], split_rows)}
+
+### Jacobian and Hessian per call
+
+{table(["task", "Hessian", "callback", "nonzeros", "inside ours (ms)", "wrapper (ms)", "wrapper per nonzero (ns)"], nz_rows)}
+
+### Exact ÷ L-BFGS per iteration, from the same solves
+
+{table(["task", "total", "without the wrapper's time", "inside our callbacks only"], ratio_rows)}
+
+The wrapper's time grows with the number of values returned: cyipopt {cyipopt.__version__} copies the Jacobian's and the Hessian's values into IPOPT's arrays one Python-level item at a time (in `ipopt_wrapper.pyx` the returned array is not declared as a typed buffer, unlike the gradient's and the constraints'), which costs a NumPy scalar per value. The exact Hessian's dense (ndx + nu)² blocks make it an exact-only cost; "without the wrapper's time" subtracts it from both solves (a typed copy would take about a nanosecond per value).
+"""
+    write_section("ipopt-callbacks", body)
+
+
+if __name__ == "__main__":
+    main()
