@@ -464,57 +464,78 @@ def _lagrangian_blocks(sigma, cost, H, path, shift, chart, defects, with_defects
     with the gradient of the Lagrangian w.r.t. δx_k, g_k = σ ℓ_x − μ_Fᵀ A_k + Σ_r μ_r c_x,r;
     defects = (G (K, nx), λ (K, nx), D (K, r, r), μ_F = Dᵀλ (K, nx), A (K, nx, nx),
     B (K, nx, nu)), ignored with ``with_defects`` False (the x_N block)."""
+    dofs, lie, E, xis = chart
+    nx, nu, r = cost[1].shape[1], cost[3].shape[1], dofs.shape[0]
+    W, g = np.empty((nx + nu, nx + nu)), np.empty(nx)
+    work = (np.empty(r), np.empty(r), np.empty((r, r)), np.empty((r, nx + nu)), np.empty((r, nx + nu)),
+            np.empty((nx + nu, r)), lie_scratch(lie, 0))
+    for k in range(k0, k1):
+        _cost_block(k, sigma, cost, H, path, k - shift, W, g)
+        if r > 0:
+            if with_defects:
+                _output_chart(k, defects, dofs, lie, W, g, work)
+            _input_chart(E[k], xis[k], dofs, lie, W, g, work)
+        _write_tril(W, tril, out[k])
+
+
+@njit(cache=True, inline="always")
+def _cost_block(k, sigma, cost, H, path, kc, W, g):
+    """W ← σ ℓ_ww − H_k + Σ_r μ_r c_xx,r and g ← σ ℓ_x + Σ_r μ_r c_x,r at knot k, the path
+    constraints' row kc (none if kc < 0)."""
     lx, lxx, lux, luu = cost
     mu, cx, cxx = path
-    dofs, lie, E, xis = chart
-    G, lam, D, lamF, A, B = defects
-    nx, nu, r, nc = lxx.shape[1], luu.shape[1], dofs.shape[0], mu.shape[1]
-    nw = nx + nu
-    W, g, s = np.empty((nw, nw)), np.empty(nx), lie_scratch(lie, 0)
-    a_r, b_r, Lam, P = np.empty(r), np.empty(r), np.empty((r, r)), np.empty((r, r))
-    Fz, T, C = np.empty((r, nw)), np.empty((r, nw)), np.empty((nw, r))
-    for k in range(k0, k1):
+    nx, nu = lxx.shape[1], luu.shape[1]
+    for i in range(nx):
+        g[i] = sigma * lx[k, i]
+        for j in range(nx):
+            W[i, j] = sigma * lxx[k, i, j] - H[k, i, j]
+    for i in range(nu):
+        for j in range(nx):
+            W[nx + i, j] = sigma * lux[k, i, j] - H[k, nx + i, j]
+            W[j, nx + i] = sigma * lux[k, i, j] - H[k, j, nx + i]
+        for j in range(nu):
+            W[nx + i, nx + j] = sigma * luu[k, i, j] - H[k, nx + i, nx + j]
+    for c in range(mu.shape[1] if kc >= 0 else 0):
         for i in range(nx):
-            g[i] = sigma * lx[k, i]
+            g[i] += mu[kc, c] * cx[kc, c, i]
             for j in range(nx):
-                W[i, j] = sigma * lxx[k, i, j] - H[k, i, j]
-        for i in range(nu):
-            for j in range(nx):
-                W[nx + i, j] = sigma * lux[k, i, j] - H[k, nx + i, j]
-                W[j, nx + i] = sigma * lux[k, i, j] - H[k, j, nx + i]
-            for j in range(nu):
-                W[nx + i, nx + j] = sigma * luu[k, i, j] - H[k, nx + i, nx + j]
-        kc = k - shift
-        for c in range(nc if kc >= 0 else 0):
-            for i in range(nx):
-                g[i] += mu[kc, c] * cx[kc, c, i]
-                for j in range(nx):
-                    W[i, j] += mu[kc, c] * cxx[kc, c, i, j]
-        if r == 0:
-            _write_tril(W, tril, out[k])
-            continue
-        if with_defects:
-            for i in range(nx):  # g −= μ_Fᵀ A_k
-                for j in range(nx):
-                    g[j] -= lamF[k, i] * A[k, i, j]
-            for a in range(r):
-                a_r[a], b_r[a] = G[k, dofs[a]], lam[k, dofs[a]]
-                for j in range(nx):
-                    Fz[a, j] = A[k, dofs[a], j]
-                for j in range(nu):
-                    Fz[a, nx + j] = B[k, dofs[a], j]
-            Lam[:, :] = 0.0
-            log_curvature(lie, a_r, b_r, D[k], Lam, s)
-            _congruence_sub(Fz, Lam, T, W)
-        _chart_congruence(E[k], dofs, T, C, W)
-        for a in range(r):
-            a_r[a], b_r[a] = xis[k, dofs[a]], g[dofs[a]]
-        P[:, :] = 0.0
-        exp_curvature(lie, a_r, b_r, P, s)
-        for a in range(r):
-            for b in range(r):
-                W[dofs[a], dofs[b]] += P[a, b]
-        _write_tril(W, tril, out[k])
+                W[i, j] += mu[kc, c] * cxx[kc, c, i, j]
+
+
+@njit(cache=True, inline="always")
+def _output_chart(k, defects, dofs, lie, W, g, work):
+    """The defect's chart at knot k: W −= F_zᵀ Λ_k F_z and g −= μ_Fᵀ A_k (see
+    :func:`_lagrangian_blocks`)."""
+    G, lam, D, lamF, A, B = defects
+    a_r, b_r, Lam, Fz, T, _, s = work
+    nx, nu = A.shape[1], B.shape[2]
+    for i in range(nx):
+        for j in range(nx):
+            g[j] -= lamF[k, i] * A[k, i, j]
+    for a in range(dofs.shape[0]):
+        a_r[a], b_r[a] = G[k, dofs[a]], lam[k, dofs[a]]
+        for j in range(nx):
+            Fz[a, j] = A[k, dofs[a], j]
+        for j in range(nu):
+            Fz[a, nx + j] = B[k, dofs[a], j]
+    Lam[:, :] = 0.0
+    log_curvature(lie, a_r, b_r, D[k], Lam, s)
+    _congruence_sub(Fz, Lam, T, W)
+
+
+@njit(cache=True, inline="always")
+def _input_chart(E, xi, dofs, lie, W, g, work):
+    """The state's chart at ξ = xi: W ← Eᵀ W E + P(ξ, g) on the rows and columns ``dofs``
+    (see :func:`_lagrangian_blocks`)."""
+    a_r, b_r, P, _, R, C, s = work
+    _chart_congruence(E, dofs, R, C, W)
+    for a in range(dofs.shape[0]):
+        a_r[a], b_r[a] = xi[dofs[a]], g[dofs[a]]
+    P[:, :] = 0.0
+    exp_curvature(lie, a_r, b_r, P, s)
+    for a in range(dofs.shape[0]):
+        for b in range(dofs.shape[0]):
+            W[dofs[a], dofs[b]] += P[a, b]
 
 
 @njit(cache=True, inline="always")
