@@ -110,6 +110,29 @@ def test_contracted_and_tensor_lagrangian_hessians_agree(nlp_point):
     assert np.abs(H - H_ref).max() <= 1e-10 * np.abs(H_ref).max()
 
 
+@pytest.mark.parametrize("task, kw", [("arm-obstacle", {}), ("space-manipulator", {"attitude_bound": 0.05})])
+def test_full_size_hessian_times_directions_matches_differences_of_the_gradient(task, kw):
+    """The whole tasks' NLPs (20 and 30 knots: the Hessian kernel's parallel chunks span many
+    knots, and on the space manipulator both charts), ∇²L·v against central differences of
+    σ∇f + Jᵀλ along random directions v, at a perturbed initial guess with random multipliers."""
+    prob = problems.get(task, **kw)
+    rng = np.random.default_rng(5)
+    nlp = MultipleShootingNLP(prob)
+    z = nlp.pack(prob.xs_init, prob.us_init + 0.1 * rng.standard_normal(prob.us_init.shape))
+    z += 0.01 * rng.standard_normal(nlp.n)
+    lam, sigma = rng.standard_normal(nlp.m), 0.8
+
+    def grad_lagrangian(w):
+        J = sp.coo_matrix((nlp.jacobian(w), nlp.jacobianstructure()), shape=(nlp.m, nlp.n)).tocsr()
+        return sigma * nlp.gradient(w) + J.T @ lam
+
+    L = sp.coo_matrix((nlp.hessian(z, lam, sigma), nlp.hessianstructure()), shape=(nlp.n, nlp.n)).tocsr()
+    for v in rng.standard_normal((3, nlp.n)):
+        fd = (grad_lagrangian(z + 1e-6 * v) - grad_lagrangian(z - 1e-6 * v)) / 2e-6
+        Hv = L @ v + L.T @ v - L.diagonal() * v
+        assert np.abs(Hv - fd).max() <= 1e-7 * np.abs(fd).max()
+
+
 def _checker_errors(text: str) -> list[tuple[float, float]]:
     """(exact, finite-difference) pairs of the entries IPOPT's checker flagged with '*'."""
     number = r"([-+]?\d\.\d+e[-+]\d+)"
