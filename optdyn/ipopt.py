@@ -62,6 +62,7 @@ import numpy as np
 from numba import njit
 
 from dynamics.joints import lie_jacobian_batch
+from dynamics.spatial import matmul_add
 from dynamics.parallel import run_chunks
 
 from .problem import Problem
@@ -466,27 +467,27 @@ def _lagrangian_blocks(sigma, cost, H, path, shift, chart, defects, with_defects
     B (K, nx, nu)), ignored with ``with_defects`` False (the x_N block)."""
     dofs, lie, E, xis = chart
     nx, nu, r = cost[1].shape[1], cost[3].shape[1], dofs.shape[0]
-    W, g = np.empty((nx + nu, nx + nu)), np.empty(nx)
+    W = np.empty((nx + nu, nx + nu))
     work = (np.empty(r), np.empty(r), np.empty((r, r)), np.empty((r, nx + nu)), np.empty((r, nx + nu)),
             np.empty((nx + nu, r)), lie_scratch(lie, 0))
     for k in range(k0, k1):
-        _cost_block(k, sigma, cost, H, path, k - shift, W, g)
+        _cost_block(k, sigma, cost, H, path, k - shift, W)
         if r > 0:
             if with_defects:
-                _output_chart(k, defects, dofs, lie, W, g, work)
-            _input_chart(E[k], xis[k], dofs, lie, W, g, work)
+                _output_chart(k, defects, dofs, lie, W, work)
+            _chart_gradient(k, sigma, cost[0], path, k - shift, defects, with_defects, dofs, work[1])
+            _input_chart(E[k], xis[k], dofs, lie, W, work)
         _write_tril(W, tril, out[k])
 
 
 @njit(cache=True, inline="always")
-def _cost_block(k, sigma, cost, H, path, kc, W, g):
-    """W ← σ ℓ_ww − H_k + Σ_r μ_r c_xx,r and g ← σ ℓ_x + Σ_r μ_r c_x,r at knot k, the path
-    constraints' row kc (none if kc < 0)."""
-    lx, lxx, lux, luu = cost
-    mu, cx, cxx = path
+def _cost_block(k, sigma, cost, H, path, kc, W):
+    """W ← σ ℓ_ww − H_k + Σ_r μ_r c_xx,r at knot k, the path constraints' row kc (none if
+    kc < 0)."""
+    _, lxx, lux, luu = cost
+    mu, _, cxx = path
     nx, nu = lxx.shape[1], luu.shape[1]
     for i in range(nx):
-        g[i] = sigma * lx[k, i]
         for j in range(nx):
             W[i, j] = sigma * lxx[k, i, j] - H[k, i, j]
     for i in range(nu):
@@ -497,42 +498,56 @@ def _cost_block(k, sigma, cost, H, path, kc, W, g):
             W[nx + i, nx + j] = sigma * luu[k, i, j] - H[k, nx + i, nx + j]
     for c in range(mu.shape[1] if kc >= 0 else 0):
         for i in range(nx):
-            g[i] += mu[kc, c] * cx[kc, c, i]
             for j in range(nx):
                 W[i, j] += mu[kc, c] * cxx[kc, c, i, j]
 
 
 @njit(cache=True, inline="always")
-def _output_chart(k, defects, dofs, lie, W, g, work):
-    """The defect's chart at knot k: W −= F_zᵀ Λ_k F_z and g −= μ_Fᵀ A_k (see
-    :func:`_lagrangian_blocks`)."""
-    G, lam, D, lamF, A, B = defects
-    a_r, b_r, Lam, Fz, T, _, s = work
+def _output_chart(k, defects, dofs, lie, W, work):
+    """The defect's chart at knot k: W −= F_zᵀ Λ_k F_z (see :func:`_lagrangian_blocks`), with
+    Λ_k formed from −λ_k (it is linear in λ) so that both products add."""
+    G, lam, D, _, A, B = defects
+    d_r, m_r, Lam, Fz, T, _, s = work
     nx, nu = A.shape[1], B.shape[2]
-    for i in range(nx):
-        for j in range(nx):
-            g[j] -= lamF[k, i] * A[k, i, j]
     for a in range(dofs.shape[0]):
-        a_r[a], b_r[a] = G[k, dofs[a]], lam[k, dofs[a]]
+        d_r[a], m_r[a] = G[k, dofs[a]], -lam[k, dofs[a]]
         for j in range(nx):
             Fz[a, j] = A[k, dofs[a], j]
         for j in range(nu):
             Fz[a, nx + j] = B[k, dofs[a], j]
     Lam[:, :] = 0.0
-    log_curvature(lie, a_r, b_r, D[k], Lam, s)
-    _congruence_sub(Fz, Lam, T, W)
+    log_curvature(lie, d_r, m_r, D[k], Lam, s)
+    T[:, :] = 0.0
+    matmul_add(Lam, Fz, T)
+    matmul_add(Fz.T, T, W)
 
 
 @njit(cache=True, inline="always")
-def _input_chart(E, xi, dofs, lie, W, g, work):
-    """The state's chart at ξ = xi: W ← Eᵀ W E + P(ξ, g) on the rows and columns ``dofs``
-    (see :func:`_lagrangian_blocks`)."""
-    a_r, b_r, P, _, R, C, s = work
+def _chart_gradient(k, sigma, lx, path, kc, defects, with_defects, dofs, g):
+    """g (r,) ← the gradient of the Lagrangian w.r.t. δx_k on the coordinates ``dofs`` (the
+    only ones the input chart's curvature reads): σ ℓ_x + Σ_r μ_r c_x,r − μ_Fᵀ A_k (the last
+    term with ``with_defects``)."""
+    mu, cx, _ = path
+    lamF, A = defects[3], defects[4]
+    for a in range(dofs.shape[0]):
+        t = sigma * lx[k, dofs[a]]
+        for c in range(mu.shape[1] if kc >= 0 else 0):
+            t += mu[kc, c] * cx[kc, c, dofs[a]]
+        for i in range(lamF.shape[1] if with_defects else 0):
+            t -= lamF[k, i] * A[k, i, dofs[a]]
+        g[a] = t
+
+
+@njit(cache=True, inline="always")
+def _input_chart(E, xi, dofs, lie, W, work):
+    """The state's chart at ξ = xi: W ← Eᵀ W E + P(ξ, g) on the rows and columns ``dofs``, g
+    the gradient in ``work`` (:func:`_chart_gradient`; see :func:`_lagrangian_blocks`)."""
+    d_r, g, P, _, R, C, s = work
     _chart_congruence(E, dofs, R, C, W)
     for a in range(dofs.shape[0]):
-        a_r[a], b_r[a] = xi[dofs[a]], g[dofs[a]]
+        d_r[a] = xi[dofs[a]]
     P[:, :] = 0.0
-    exp_curvature(lie, a_r, b_r, P, s)
+    exp_curvature(lie, d_r, g, P, s)
     for a in range(dofs.shape[0]):
         for b in range(dofs.shape[0]):
             W[dofs[a], dofs[b]] += P[a, b]
@@ -543,24 +558,6 @@ def _write_tril(W, tril, out):
     rows, cols = tril
     for i in range(rows.shape[0]):
         out[i] = W[rows[i], cols[i]]
-
-
-@njit(cache=True, inline="always")
-def _congruence_sub(F, Lam, T, W):
-    """W −= Fᵀ Λ F for F (r, n), Λ (r, r); T (r, n) scratch."""
-    r, n = F.shape
-    for a in range(r):
-        for j in range(n):
-            t = 0.0
-            for b in range(r):
-                t += Lam[a, b] * F[b, j]
-            T[a, j] = t
-    for a in range(r):
-        for i in range(n):
-            f = F[a, i]
-            if f != 0.0:
-                for j in range(n):
-                    W[i, j] -= f * T[a, j]
 
 
 @njit(cache=True, inline="always")
