@@ -301,23 +301,20 @@ def log_hessian(table, d, mu, Jr_inv, out, s):
     """out (k, k) ← the Hessian in η at η = 0 of μᵀ log(exp(d) exp(η)) — of q ⊖ q_ref
     along q ⊕ η, d = q ⊖ q_ref, Jr_inv = J_r(d)⁻¹: the inverse function of the
     composition, −J_r⁻ᵀ P_bb(J_r⁻ᵀ μ) J_r⁻¹ (module docstring), for the joint of bracket
-    ``table`` (:func:`_bracket_table`); ``s``: :data:`LieScratch` (nothing is allocated)."""
+    ``table`` (:func:`_bracket_table`); ``s``: :data:`LieScratch` (nothing is allocated).
+    P_bb is linear in its multiplier, so the sign goes into ν = −J_r⁻ᵀ μ."""
     k = d.shape[0]
     nu, P, PJ = s.QJ[0, :k], s.Pbb[:k, :k], s.Pab[:k, :k]  # blocks exp_hessian leaves alone
     for a in range(k):
         t = 0.0
         for p in range(k):
-            t += Jr_inv[p, a] * mu[p]
+            t -= Jr_inv[p, a] * mu[p]
         nu[a] = t
     exp_hessian(table, d, nu, P, s)
     PJ[:, :] = 0.0
     matmul_add(P, Jr_inv, PJ)
-    for a in range(k):
-        for b in range(k):
-            t = 0.0
-            for p in range(k):
-                t += Jr_inv[p, a] * PJ[p, b]
-            out[a, b] = -t
+    out[:, :] = 0.0
+    matmul_add(Jr_inv.T, PJ, out)
 
 
 def check_state(model: Model, x: np.ndarray, name: str) -> None:
