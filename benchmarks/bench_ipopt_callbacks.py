@@ -54,8 +54,10 @@ for _name in TIMERS:
     setattr(MultipleShootingNLP, _name, _timed(_name, getattr(MultipleShootingNLP, _name)))
 
 
-def profile(prob, hessian: str) -> dict:
-    """One warm solve's per-iteration split (ms) and per-value wrapper cost (ns)."""
+def profile(prob, hessian: str, returned: dict) -> dict:
+    """One warm solve's per-iteration split (ms) and per-value wrapper cost (ns); ``returned``:
+    the numbers of Jacobian and Hessian values our callbacks return (what the wrapper copies;
+    IPOPT's own nonzero count leaves out the fixed x_0)."""
     inside.clear()
     calls.clear()
     with _captured_stdout() as out:
@@ -71,14 +73,22 @@ def profile(prob, hessian: str) -> dict:
            "internal": (wall["OverallAlgorithm"] - wall["Function Evaluations"]) / its * 1e3,
            "ours": sum(inside.values()) / its * 1e3,
            "wrapper": (sum(timed.values()) - sum(inside.values())) / its * 1e3}
-    nlp = MultipleShootingNLP(prob, hessian == "exact")
-    returned = {"jacobian": nlp.jacobianstructure()[0].size, "hessian": nlp.hessianstructure()[0].size}
     for k in ("jacobian", "hessian"):
         if calls[k]:
-            n_values = returned[k]  # what the wrapper copies (IPOPT's own nonzero count leaves out x_0, fixed)
+            n_values = returned[k]
             over = (timed[k] - inside[k]) / calls[k]
             row[k] = (n_values, inside[k] / calls[k] * 1e3, over * 1e3, over / n_values * 1e9)
     return row
+
+
+def _median(rows: list[dict]) -> dict:
+    """The rounds' rows of :func:`profile` with their times replaced by medians (elementwise
+    for the per-call tuples)."""
+    out = dict(rows[0])
+    for k in ("total", "internal", "ours", "wrapper", "jacobian", "hessian"):
+        if k in out:
+            out[k] = np.median([r[k] for r in rows], axis=0)
+    return out
 
 
 def main() -> None:
@@ -86,15 +96,16 @@ def main() -> None:
     for prob in probs.values():
         for h in HESSIANS:
             optdyn.solve(prob, "ipopt", hessian=h)  # compile, warm the caches
+    returned = {}
+    for t, prob in probs.items():
+        nlp = MultipleShootingNLP(prob)
+        returned[t] = {"jacobian": nlp.jacobianstructure()[0].size, "hessian": nlp.hessianstructure()[0].size}
     runs = defaultdict(list)
     for _ in range(ROUNDS):
         for t, prob in probs.items():
             for h in HESSIANS:
-                runs[t, h].append(profile(prob, h))
-    med = {key: {k: float(np.median([r[k] for r in rs])) for k in ("total", "internal", "ours", "wrapper")}
-           | {"iterations": rs[0]["iterations"], "status": rs[0]["status"],
-              **{k: tuple(np.median([r[k] for r in rs], axis=0)) for k in ("jacobian", "hessian") if k in rs[0]}}
-           for key, rs in runs.items()}
+                runs[t, h].append(profile(prob, h, returned[t]))
+    med = {key: _median(rs) for key, rs in runs.items()}
     split_rows, nz_rows, ratio_rows = [], [], []
     for (t, h), m in med.items():
         split_rows.append([t, h, f"{m['iterations']} {m['status']}", m["total"], m["internal"], m["ours"],
