@@ -10,6 +10,16 @@ import numpy as np
 from .model import Frame, Model
 
 
+class InputError(ValueError):
+    """The ValueError of bad input found inside a compiled kernel, whose message is its
+    arguments joined by spaces: numba's nopython mode formats no strings, so a kernel
+    raises ``InputError("q: joint number", i, "has norm", s)`` and the caller reads
+    "q: joint number 3 has norm 1.5" (a plain ValueError would print the tuple)."""
+
+    def __str__(self) -> str:
+        return " ".join(str(a) for a in self.args)
+
+
 FLOAT64 = np.dtype(np.float64)
 UNIT_STRIDE = (FLOAT64.itemsize,)
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 from numba import njit, prange
 
-from ._checks import NO_FORCE, as_batch
+from ._checks import NO_FORCE, InputError, as_batch
 from .aba import NOT_POSITIVE, aba_into
 from .aba_derivatives import aba_derivatives_into
 from .aba_second_derivatives_contracted import fdsva_so_contracted_kernel
@@ -48,10 +48,10 @@ def check_knots(topology, Q):
     for k in range(Q.shape[0]):
         i = configuration_error(topology, Q[k])
         if i >= 0:
-            raise ValueError("Q: at knot", k, "the unit quaternion (or planar cos, sin) of joint number", i,
+            raise InputError("Q: at knot", k, "the unit quaternion (or planar cos, sin) of joint number", i,
                              "has a norm off 1; use dynamics.normalize")
         if i == -2:
-            raise ValueError("Q: expected finite values, got NaN or inf at knot", k)
+            raise InputError("Q: expected finite values, got NaN or inf at knot", k)
 
 
 @njit(cache=True)
@@ -59,7 +59,7 @@ def check_flags(ok):
     """Raise :data:`dynamics.aba.NOT_POSITIVE` with the first knot whose flag is False."""
     for k in range(ok.shape[0]):
         if not ok[k]:
-            raise ValueError(NOT_POSITIVE, "at knot", k)
+            raise InputError(NOT_POSITIVE, "at knot", k)
 
 
 @njit(cache=True, parallel=True)

@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._checks import as_vector
+from ._checks import InputError, as_vector
 from ._compile import allocation_free
 from .model import FREE_FLYER, IDX_Q, IDX_V, JTYPE, NV, PARENT, PLANAR, PRISMATIC, REVOLUTE, SPHERICAL, Model
 from .spatial import matmul_add
@@ -93,8 +93,8 @@ def check_configuration(topology, q):
         raise ValueError("q: expected finite values, got NaN or inf")
     if i >= 0:
         k, m = unit_block(topology, i)
-        raise ValueError("q: the unit quaternion (or planar cos, sin) of joint number", i,
-                         "has norm", np.sqrt(np.sum(q[k:k + m] ** 2)), "expected 1; use dynamics.normalize(model, q)")
+        raise InputError("q: the unit quaternion (or planar cos, sin) of joint number", i, "has norm",
+                         np.sqrt(np.sum(q[k:k + m] ** 2)), "(expected 1); use dynamics.normalize(model, q)")
 
 
 @allocation_free
@@ -349,7 +349,7 @@ def normalize_kernel(topology, q):
             continue
         s = np.sqrt(np.sum(q[k: k + m] ** 2))
         if not s > 0.0:
-            raise ValueError("q: the quaternion (or planar cos, sin) of joint number", i, "is zero")
+            raise InputError("q: the quaternion (or planar cos, sin) of joint number", i, "is zero")
         out[k: k + m] = q[k: k + m] / s
     return out
 

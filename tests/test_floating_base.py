@@ -266,8 +266,17 @@ def test_bad_configurations_and_options_raise():
     model = mixed_tree(0)
     q = dyn.neutral(model)
     q[3:7] = [0.0, 0.0, 0.0, 2.0]
-    with pytest.raises(ValueError, match="q: the unit quaternion"):
+    # the compiled checks' messages read as sentences, not as the tuple of their parts
+    with pytest.raises(ValueError, match=r"^q: the unit quaternion \(or planar cos, sin\) of joint number 0 has norm "
+                                         r"2\.0 \(expected 1\); use dynamics\.normalize\(model, q\)$"):
         dyn.rnea(model, q, np.zeros(model.nv), np.zeros(model.nv))
+    Q = np.tile(dyn.neutral(model), (4, 1))
+    Q[2] = q
+    with pytest.raises(ValueError, match=r"^Q: at knot 2 the unit quaternion \(or planar cos, sin\) of joint number 0 "
+                                         r"has a norm off 1; use dynamics\.normalize$"):
+        dyn.batch.aba_batch(model, Q, np.zeros((4, model.nv)), np.zeros((4, model.nv)))
+    with pytest.raises(ValueError, match=r"^q: the quaternion \(or planar cos, sin\) of joint number 0 is zero$"):
+        dyn.normalize(model, np.zeros(model.nq))
     with pytest.raises(ValueError, match="root_joint"):
         dyn.load_urdf(dyn.models.ur5().source, root_joint="floating-base")
     with pytest.raises(ValueError, match="package_dirs"):
