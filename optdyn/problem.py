@@ -401,6 +401,7 @@ class Problem:
     def terminal_cost_terms(self, x) -> tuple[float, np.ndarray, np.ndarray]:
         """ℓ_N(x) and its gradient (ndx,) and Hessian (ndx, ndx)."""
         x = _array(x, (self.nx,), "x", finite=False)
+        check_state(self.model, x, "x")
         if self.terminal_cost is None:
             return 0.0, np.zeros(self.ndx), np.zeros((self.ndx, self.ndx))
         if not self.terminal_cost.depends_on_x:
@@ -412,6 +413,7 @@ class Problem:
         """Objective Σ_k dt·ℓ(x_k, u_k) + ℓ_N(x_N) of a trajectory (xs (N+1,nx), us (N,nu))."""
         xs = _array(xs, (self.N + 1, self.nx), "xs", finite=False)
         us = _array(us, (self.N, self.nu), "us", finite=False)
+        check_state(self.model, xs, "xs")
         total = self.terminal_cost_terms(xs[-1])[0]
         if self.running_cost is not None:
             total += self.dt * float(np.sum(self.running_cost.value(xs[:-1], us)))
@@ -423,17 +425,20 @@ class Problem:
         xs = np.ascontiguousarray(np.asarray(xs, dtype=float))
         if xs.ndim != 2 or xs.shape[1] != self.nx:
             raise ValueError(f"xs: expected shape (K, {self.nx}), got shape {xs.shape}")
+        check_state(self.model, xs, "xs")
         return stack_constraints(self.path_constraints, xs, self.ndx)
 
     def terminal_constraint_terms(self, x) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """h (nh,) = 0, hx (nh,ndx), hxx (nh,ndx,ndx) at the final state x (nx,)."""
         x = _array(x, (self.nx,), "x", finite=False)
+        check_state(self.model, x, "x")
         h, hx, hxx = stack_constraints(self.terminal_constraints, x[None], self.ndx)
         return h[0], hx[0], hxx[0]
 
     def violation(self, xs, us) -> float:
         """Largest violation of bounds, path inequalities (nodes 1..N) and terminal equalities."""
         xs, us = np.asarray(xs, dtype=float), np.asarray(us, dtype=float)
+        check_state(self.model, xs, "xs")
         v = max(0.0, float(np.max(self.u_lower - us, initial=0.0)), float(np.max(us - self.u_upper, initial=0.0)))
         if self.path_constraints:
             v = max(v, float(np.max(-self.path_constraint_terms(xs[1:])[0], initial=0.0)))

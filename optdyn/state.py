@@ -318,20 +318,35 @@ def log_hessian(table, d, mu, Jr_inv, out, s):
 
 
 def check_state(model: Model, x: np.ndarray, name: str) -> None:
-    """ValueError naming ``name`` if a quaternion (or planar (cos, sin)) of the state x
-    (…, nq + nv) is not of unit norm (tolerance of :func:`dynamics.normalize`'s check);
-    normalise with ``dynamics.normalize`` first."""
+    """ValueError naming ``name`` (and the row of a trajectory) if a quaternion (or planar
+    (cos, sin)) of the state x (nq + nv,) or states (K, nq + nv) is not of unit norm
+    (tolerance of :func:`dynamics.normalize`'s check); NaN passes (a diverged rollout's
+    rows). Normalise with ``dynamics.normalize`` first."""
     x = np.asarray(x, dtype=float)
-    for i in range(model.njoints):
-        k, m = unit_block(model.topology, i)
-        if m == 0:
-            continue
-        norms = np.linalg.norm(x[..., k: k + m], axis=-1)
-        bad = np.abs(norms - 1.0) > QUATERNION_TOLERANCE
-        if np.any(bad):
-            raise ValueError(f"{name}: the quaternion (or planar cos, sin) of joint {model.joint_names[i]!r} has "
-                             f"norm {float(np.ravel(norms)[np.argmax(np.ravel(bad))]):.9g}, expected 1 — "
-                             "normalise it with dynamics.normalize(model, q)")
+    X = np.ascontiguousarray(x.reshape(-1, x.shape[-1]))
+    row, i = _off_unit(model.topology, X)
+    if i < 0:
+        return
+    k, m = unit_block(model.topology, i)
+    where = f" at row {row}" if x.ndim > 1 else ""
+    raise ValueError(f"{name}: the quaternion (or planar cos, sin) of joint {model.joint_names[i]!r} has norm "
+                     f"{np.linalg.norm(X[row, k: k + m]):.9g}{where}, expected 1 — normalise it with "
+                     "dynamics.normalize(model, q)")
+
+
+@njit(cache=True)
+def _off_unit(topology, X):
+    """(row, joint) of the first quaternion (or planar (cos, sin)) of the rows of X whose
+    norm is off 1 by more than the tolerance, (−1, −1) if none."""
+    for r in range(X.shape[0]):
+        for i in range(topology.shape[0]):
+            k, m = unit_block(topology, i)
+            s = 0.0
+            for j in range(k, k + m):
+                s += X[r, j] ** 2
+            if m > 0 and abs(np.sqrt(s) - 1.0) > QUATERNION_TOLERANCE:
+                return r, i
+    return -1, -1
 
 
 @allocation_free

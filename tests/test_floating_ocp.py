@@ -244,6 +244,16 @@ def test_unnormalised_quaternions_are_refused():
         optdyn.solve(prob, solver="ipopt", xs_init=xs)
     with pytest.raises(ValueError, match="x0"):
         prob.rollout(np.zeros((4, 6)), x0=bad)
+    # the evaluations of a trajectory a user hands in: cost, constraints, violation
+    us = np.zeros((4, prob.nu))
+    for evaluate, name, row in ((lambda: prob.cost(xs, us), "xs", " at row 2"),
+                                (lambda: prob.violation(xs, us), "xs", " at row 2"),
+                                (lambda: prob.path_constraint_terms(xs[1:]), "xs", " at row 1"),
+                                (lambda: prob.terminal_cost_terms(xs[2]), "x", ""),
+                                (lambda: prob.terminal_constraint_terms(xs[2]), "x", "")):
+        with pytest.raises(ValueError, match=f"^{name}: the quaternion .* of joint 'root_joint' has norm "
+                                             f"1.00498756{row}, expected 1"):
+            evaluate()
 
 
 def test_viewer_moves_the_base(solutions, tmp_path):
