@@ -61,14 +61,17 @@ U8, U9, U11, U5, U2, P3, P1, PB, TMP, TMP2, TMP3, TMP4 = range(12)
 
 
 @njit(cache=True, inline="always")
-def _subtree_vectors(j, cj, S, Psid, Ghat, Hhat, BShat, inert, w):
+def _subtree_vectors(j, cj, S, Psid, Ghat, Hhat, BShat, inert_root, w):
     """Û8, Û9, Û11, Û5, Û2 of column cj (of body j) from the μ-weighted sums over ν(j) (rows of ``w``);
-    Û2 alone for an ``inert`` body (the others only meet its vanishing entries).
+    Û2 alone for an ``inert_root``: an inert body whose parent is the ground, whose pairs
+    (cj, ck) in :func:`_deepest_output` are those of its own columns, where the others
+    only meet vanishing entries. (An inert body below another needs them all: the pairs
+    with its ancestors' columns hold ∂²τ/∂q_j∂v_k and ∂M/∂q_j, which do not vanish.)
 
         Û8 = S_j ×* Ĝ − B̂sᵀ Ψ̇_j      Û9 = S_j ×* Ĥ       Û11 = B̂sᵀ S_j
         Û5 = S_j ×* Ĝ − B̂s Ψ̇_j + 2 Ψ̇_j ×* Ĥ          Û2 = ½ (B̂s + B̂sᵀ) S_j
     """
-    if inert[j]:
+    if inert_root:
         for r in range(6):
             t = 0.0
             for k in range(6):
@@ -257,7 +260,7 @@ def idsva_so_contracted_passes(topology, data, mu, Hqq, Hvv, Hqv, Mq, work):
                 for c in range(6):
                     BShat[i, r, c] += 2.0 * mu[ci] * Bs[ci, r, c]
         for ci in range(topology[i, IDX_V], topology[i, IDX_V] + topology[i, NV]):
-            _subtree_vectors(i, ci, S, Psid, Ghat, Hhat, BShat, inert, w)
+            _subtree_vectors(i, ci, S, Psid, Ghat, Hhat, BShat, inert[i] and topology[i, PARENT] < 0, w)
             _deepest_output(topology, i, ci, S, Psid, Psidd, PsidSd, inert, w, Hqq, Hvv, Hqv, Mq)
             if not inert[i]:  # else every pair of its columns has only vanishing entries
                 _psi_rows(i, ci, S, IC, BC, Bs, Psid, psibar, cvec, w)

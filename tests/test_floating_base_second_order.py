@@ -149,3 +149,36 @@ def test_without_gravity_the_base_pose_drops_out():
     assert np.all(np.any(Hvv[:6], axis=1))  # its velocity still matters
     Rqq, _, Rqv, Mq = dyn.rnea_second_derivatives_contracted(model, q, v, qdd, lam)
     assert not np.any(Rqq[:6]) and not np.any(Rqv[:6]) and not np.any(Mq[:, :6])
+
+
+@pytest.mark.parametrize("name", ["space", "ur5"])
+def test_inert_chains_keep_their_velocity_and_inertia_terms(name):
+    """At rest without gravity, with no weight μ on the first joints' rates, every body down
+    to the first weighted one is inert (Ψ̇ = Ψ̈ = 0, ψ_λ = 0: the free-flyer base and the
+    arm's first body, or the UR5's first joints). The contracted passes may skip only the
+    entries that then vanish: the v–v entries of two inert bodies and the ∂²τ/∂q_j∂v_k,
+    ∂M/∂q_j of an inert body below another do not (an inert body's subtree vectors were
+    once taken from the previous column's, and from uninitialised memory at the first).
+    References: the contracted full tensors; and with μ = 0 (every body inert) exact zeros."""
+    if name == "space":
+        model, free = dyn.models.space_manipulator(), 7  # base (6 rates) and the arm's first joint
+    else:
+        model, free = dyn.models.ur5(), 2
+        model.gravity = np.zeros(3)
+    assert not np.any(model.gravity)
+    q = dyn.random_configuration(model, np.random.default_rng(5))
+    rest = np.zeros(model.nv)
+    rng = np.random.default_rng(6)
+    for _ in range(3):
+        mu = rng.normal(size=model.nv)
+        mu[:free] = 0.0
+        for H, T in zip(dyn.rnea_second_derivatives_contracted(model, q, rest, rest, mu),
+                        dyn.rnea_second_derivatives(model, q, rest, rest)):
+            np.testing.assert_allclose(H, np.einsum("i,ijk->jk", mu, T), rtol=1e-12, atol=1e-12)
+        lam = dyn.crba(model, q) @ mu  # the FD pass weighs the ID terms with M⁻¹λ = μ
+        for H, T in zip(dyn.aba_second_derivatives_contracted(model, q, rest, rest, lam),
+                        dyn.aba_second_derivatives(model, q, rest, rest)):
+            np.testing.assert_allclose(H, np.einsum("i,ijk->jk", lam, T), rtol=1e-10, atol=1e-10)
+    for H in dyn.rnea_second_derivatives_contracted(model, q, rest, rest, rest) + \
+            dyn.aba_second_derivatives_contracted(model, q, rest, rest, rest):
+        assert not np.any(H)
