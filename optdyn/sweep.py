@@ -128,56 +128,58 @@ def job_name(point: Mapping, start: int) -> str:
 
 def perturbed_guess(problem: Problem, seed: int, scale: float = PERTURBATION) -> tuple[np.ndarray, np.ndarray]:
     """The initial guess of a multi-start job: the default guess's path moved by a smooth
-    joint-space wave, turned into a dynamically consistent trajectory by LQR tracking.
+    wave in the actuated joints, turned into a dynamically consistent trajectory by LQR
+    tracking.
 
     1. Wave: with c ~ N(0, 1) of shape (BASIS, nv) drawn from ``np.random.default_rng(seed)``,
-       normalised time τ = t/T and modes m = 1..BASIS, joint j is displaced by
-       ``δq_j(τ) = scale · Σ_m c[m, j] · sin²(mπτ)`` (rad, or m if prismatic); it starts and
-       ends at rest (δq = δq̇ = 0 at τ = 0 and 1).
-    2. Reference at the nodes: ``q_ref = q_init + δq``, ``v_ref = v_init + δq̇`` (``xs_init``
-       split as [q; v]); feed-forward ``u_ff,k = clip(RNEA(q_ref,k, v_ref,k, (v_ref,k+1 −
-       v_ref,k)/dt))``.
+       normalised time τ = t/T and modes m = 1..BASIS, the tangent coordinate j of the
+       configuration is displaced by ``δq_j(τ) = scale · Σ_m c[m, j] · sin²(mπτ)`` (rad, or m
+       if prismatic) if it is actuated, not at all otherwise (an unactuated base is left to
+       follow: the tracking below moves it as the dynamics let it); it starts and ends at
+       rest (δq = δq̇ = 0 at τ = 0 and 1).
+    2. Reference at the nodes: ``x_ref = x_init ⊕ [δq; δq̇]`` (the problem's
+       ``state_integrate``; ``xs_init + [δq; δq̇]`` on a vector space); feed-forward
+       ``u_ff,k = clip(Bᵀ RNEA(q_ref,k, v_ref,k, (v_ref,k+1 − v_ref,k)/dt))``, B the actuation.
     3. Tracking: the finite-horizon discrete LQR of the problem's own discretisation
-       linearised along (x_ref, u_ff) (weights :data:`LQR_WEIGHTS`: 1 on q, 0.1 on v,
-       1e-4 on u, terminal ×10) closes the loop from x0: ``u_k = clip(u_ff,k − K_k (x_k −
-       x_ref,k))``, ``x_k+1 = step(x_k, u_k)``.
+       linearised along (x_ref, u_ff), in its tangent coordinates (weights
+       :data:`LQR_WEIGHTS`: 1 on δq, 0.1 on δv, 1e-4 on u, terminal ×10), closes the loop from
+       x0: ``u_k = clip(u_ff,k − K_k (x_k ⊖ x_ref,k))``, ``x_k+1 = step(x_k, u_k)``.
 
     The returned ``(xs (N+1, nx), us (N, nu))`` is that closed-loop run: ``us`` within the
     bounds, ``xs`` exactly its open-loop rollout, so the guess means the same to DDP/iLQR
     (which use ``us``) and to IPOPT (both), even for open-loop unstable robots whose
-    rollout of a perturbed torque sequence would diverge. Requires nq = nv.
+    rollout of a perturbed torque sequence would diverge.
     """
     from dynamics import rnea
 
     model = problem.model
-    if model.nq != model.nv:
-        raise ValueError(f"problem: perturbed starts need nq = nv, the model has nq = {model.nq}, nv = {model.nv}")
     rng = np.random.default_rng(seed)
-    N, nv, nx, T, dt = problem.N, model.nv, problem.nx, problem.T, problem.dt
+    N, nv, ndx, T, dt = problem.N, model.nv, problem.ndx, problem.T, problem.dt
     c = scale * rng.standard_normal((BASIS, nv))
+    c[:, np.setdiff1d(np.arange(nv), problem.actuated)] = 0.0
     w = np.pi * np.arange(1, BASIS + 1)                      # mπ
     tau = np.arange(N + 1) / N
     dq = np.sin(np.outer(tau, w)) ** 2 @ c
     dv = (w / T * np.sin(2 * np.outer(tau, w))) @ c
-    xs_init = np.asarray(problem.xs_init, float)
-    x_ref = xs_init + np.hstack([dq, dv])
-    a_ref = np.diff(x_ref[:, nv:], axis=0) / dt
+    x_ref = problem.state_integrate(np.asarray(problem.xs_init, float), np.hstack([dq, dv]))
+    nq = model.nq
+    a_ref = np.diff(x_ref[:, nq:], axis=0) / dt
     lo, hi = problem.u_lower, problem.u_upper
-    u_ff = np.clip([rnea(model, x_ref[k, :nv], x_ref[k, nv:], a_ref[k]) for k in range(N)], lo, hi)
+    u_ff = np.clip([rnea(model, x_ref[k, :nq], x_ref[k, nq:], a_ref[k])[problem.actuated] for k in range(N)], lo, hi)
     A, B = problem.step_derivatives(x_ref[:-1], u_ff)
     wq, wv, wu, wN = LQR_WEIGHTS
-    Q = np.diag(np.r_[np.full(nv, wq), np.full(nv, wv)])
+    Q = np.diag(np.r_[np.full(nv, wq), np.full(ndx - nv, wv)])
     R = wu * np.eye(problem.nu)
-    P, K = wN * Q, np.empty((N, problem.nu, nx))
+    P, K = wN * Q, np.empty((N, problem.nu, ndx))
     for k in range(N - 1, -1, -1):
         BtP = B[k].T @ P
         K[k] = np.linalg.solve(R + BtP @ B[k], BtP @ A[k])
         P = Q + A[k].T @ P @ (A[k] - B[k] @ K[k])
         P = 0.5 * (P + P.T)
-    xs, us = np.empty((N + 1, nx)), np.empty((N, problem.nu))
+    xs, us = np.empty((N + 1, problem.nx)), np.empty((N, problem.nu))
     xs[0] = problem.x0
     for k in range(N):
-        us[k] = np.clip(u_ff[k] - K[k] @ (xs[k] - x_ref[k]), lo, hi)
+        us[k] = np.clip(u_ff[k] - K[k] @ problem.state_difference(x_ref[k], xs[k]), lo, hi)
         xs[k + 1] = problem.step(xs[k][None], us[k][None], start=k)[0]
     return xs, us
 

@@ -79,6 +79,29 @@ def test_perturbed_guess_is_seeded_consistent_and_feasible():
     assert np.max(np.abs(xs_small[:, :nv] - prob.xs_init[:, :nv])) < moved
 
 
+def test_perturbed_guess_on_a_floating_base_moves_the_arm_and_lets_the_base_follow():
+    """The space manipulator: the state is on a manifold (unit quaternion) and the
+    free-flying base is unactuated. The wave moves the actuated arm only, the LQR tracks it
+    in tangent coordinates, and the base turns and drifts as the arm's reaction makes it:
+    the guess is the rollout of its controls, its quaternions stay unit, and a job started
+    from it solves to the task's optimum."""
+    prob = problems.get("space-manipulator")
+    xs, us = perturbed_guess(prob, 123)
+    xs2, us2 = perturbed_guess(prob, 123)
+    assert np.array_equal(xs, xs2) and np.array_equal(us, us2)
+    assert xs.shape == (prob.N + 1, prob.nx) and us.shape == (prob.N, prob.nu)
+    assert np.array_equal(xs[0], prob.x0)
+    np.testing.assert_allclose(np.linalg.norm(xs[:, 3:7], axis=1), 1.0, atol=1e-12)
+    np.testing.assert_allclose(prob.rollout(us), xs, atol=1e-9)
+    dx = prob.state_difference(prob.xs_init, xs)
+    arm, base = np.max(np.abs(dx[:, 6:12])), np.max(np.abs(dx[:, :6]))
+    assert 0.05 < arm < 3.0 and 0.0 < base < arm  # the arm perturbed, the base moved by its reaction
+    record = run_job(problems.factory("space-manipulator"), {}, {"N": 30}, 2, "ddp", {}, 0.3)
+    res = record["result"]
+    assert res.status == "converged" and not np.array_equal(res.us, prob.us_init)
+    assert res.cost == pytest.approx(optdyn.solve(prob, "ddp").cost, rel=1e-6)
+
+
 def test_run_job_records_exceptions_instead_of_raising():
     record = run_job(PENDULUM, {}, {"u_max": -1.0}, 0, "ddp", {}, 0.3)
     assert "result" not in record and record["error"].startswith("ValueError: u_max")
