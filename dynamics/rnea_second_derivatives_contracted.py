@@ -214,12 +214,15 @@ def idsva_so_contracted_passes(topology, data, mu, Hqq, Hvv, Hqv, Mq, work):
     :func:`new_so_work` (nothing is allocated).
 
     A body is *inert* when its columns have Ψ̇ = Ψ̈ = 0, its ψ_λ is 0 and its parent is
-    the ground or inert. Then the entries with a derivative with respect to its q, each a
-    bilinear form in Ψ̇, Ψ̈ or c = S × ψ_λ of its columns, vanish, and so do all those whose
-    deepest column is one of its own (through P3, P1, PB and c, all 0): they are neither
-    computed nor added. That is the root body without gravity (its parent, the ground,
-    neither moves nor accelerates): a free-floating robot in zero gravity, whose dynamics
-    do not depend on the base's pose.
+    the ground or inert. Then the entries with a derivative with respect to its q taken
+    as the shallower column of a pair, each a bilinear form in Ψ̇, Ψ̈ or c = S × ψ_λ of
+    its columns, vanish, and so do all those whose deepest column is one of its own
+    (through P3, P1, PB and c, all 0): they are neither computed nor added. Those in which
+    it is the deeper column of a pair with an inert ancestor (∂²τ/∂q_j∂v_k and ∂M/∂q_j,
+    through Û5 and Û9) do not vanish, so only an inert root skips its subtree vectors
+    (:func:`_subtree_vectors`). The inert root is the root body without gravity (its
+    parent, the ground, neither moves nor accelerates): a free-floating robot in zero
+    gravity, whose dynamics do not depend on the base's pose.
     """
     S, IC, BC, rates, T = data
     Psid, Psidd, Sd = rates[0], rates[1], rates[2]

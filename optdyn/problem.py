@@ -402,9 +402,11 @@ class Problem:
         """ℓ_N(x) and its gradient (ndx,) and Hessian (ndx, ndx)."""
         x = _array(x, (self.nx,), "x", finite=False)
         check_state(self.model, x, "x")
-        if self.terminal_cost is None:
-            return 0.0, np.zeros(self.ndx), np.zeros((self.ndx, self.ndx))
-        if not self.terminal_cost.depends_on_x:
+        return self._terminal_cost_terms(x)
+
+    def _terminal_cost_terms(self, x: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+        """:meth:`terminal_cost_terms` of a checked x."""
+        if self.terminal_cost is None or not self.terminal_cost.depends_on_x:
             return 0.0, np.zeros(self.ndx), np.zeros((self.ndx, self.ndx))
         l, lx, _, lxx, _, _ = self.terminal_cost.evaluate(x[None], np.zeros((1, self.nu)))
         return float(l[0]), lx[0], lxx[0]
@@ -414,7 +416,7 @@ class Problem:
         xs = _array(xs, (self.N + 1, self.nx), "xs", finite=False)
         us = _array(us, (self.N, self.nu), "us", finite=False)
         check_state(self.model, xs, "xs")
-        total = self.terminal_cost_terms(xs[-1])[0]
+        total = self._terminal_cost_terms(xs[-1])[0]
         if self.running_cost is not None:
             total += self.dt * float(np.sum(self.running_cost.value(xs[:-1], us)))
         return float(total)

@@ -39,7 +39,7 @@ import numpy as np
 from numba import njit
 
 from dynamics._compile import allocation_free
-from dynamics.joints import QUATERNION_TOLERANCE, _group_rows, difference_into, integrate_into, unit_block
+from dynamics.joints import _group_rows, configuration_error, difference_into, integrate_into, unit_block
 from dynamics.model import IDX_V, JTYPE, NV, PRISMATIC, REVOLUTE, Model
 from dynamics.spatial import matmul_add
 
@@ -324,7 +324,7 @@ def check_state(model: Model, x: np.ndarray, name: str) -> None:
     rows). Normalise with ``dynamics.normalize`` first."""
     x = np.asarray(x, dtype=float)
     X = np.ascontiguousarray(x.reshape(-1, x.shape[-1]))
-    row, i = _off_unit(model.topology, X)
+    row, i = _off_unit(model.topology, model.nq, X)
     if i < 0:
         return
     k, m = unit_block(model.topology, i)
@@ -335,17 +335,14 @@ def check_state(model: Model, x: np.ndarray, name: str) -> None:
 
 
 @njit(cache=True)
-def _off_unit(topology, X):
-    """(row, joint) of the first quaternion (or planar (cos, sin)) of the rows of X whose
-    norm is off 1 by more than the tolerance, (−1, −1) if none."""
+def _off_unit(topology, nq, X):
+    """(row, joint) of the first row of X whose configuration X[row, :nq] has a quaternion
+    (or planar (cos, sin)) off unit norm (:func:`dynamics.joints.configuration_error`;
+    rows with NaN or inf pass), (−1, −1) if none."""
     for r in range(X.shape[0]):
-        for i in range(topology.shape[0]):
-            k, m = unit_block(topology, i)
-            s = 0.0
-            for j in range(k, k + m):
-                s += X[r, j] ** 2
-            if m > 0 and abs(np.sqrt(s) - 1.0) > QUATERNION_TOLERANCE:
-                return r, i
+        i = configuration_error(topology, X[r, :nq])
+        if i >= 0:
+            return r, i
     return -1, -1
 
 
