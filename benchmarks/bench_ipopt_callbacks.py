@@ -23,7 +23,7 @@ import numpy as np
 import optdyn
 import problems
 from _common import machine, table, write_section
-from optdyn.ipopt import MultipleShootingNLP, _captured_stdout
+from optdyn.solvers.ipopt import MultipleShootingNLP, _captured_stdout
 
 TASKS = ("space-manipulator", "ur5-reach", "arm-obstacle")
 HESSIANS = ("exact", "lbfgs")

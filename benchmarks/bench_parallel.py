@@ -29,7 +29,7 @@ from numba import njit
 
 import dynamics as dyn
 from dynamics.parallel import run_chunks
-from optdyn.integrators import _step_derivatives_chunk
+from optdyn.ocp.integrators import _step_derivatives_chunk
 from _common import ROOT, baseline_tree, interleaved_us, machine, run_in_tree, table, write_section
 
 BASELINE = "f1e158f"

@@ -32,8 +32,8 @@ SOLVES_SNIPPET = r"""
 import json
 import numpy as np
 import optdyn, problems
-from optdyn import ddp
-from optdyn.ipopt import MultipleShootingNLP
+from optdyn.solvers import ddp
+from optdyn.solvers.ipopt import MultipleShootingNLP
 from _common import per_call_us
 
 def best_ms(f):
@@ -137,7 +137,7 @@ def ratio_table(rounds: int = 9, thread_counts: tuple = (1, 2)) -> str:
             "of the two solves of each round, median and range)\n\n"
             + table(["task", "threads", "iLQR", "DDP", "DDP ÷ iLQR", "range over rounds"], rows)
             + "\n\n" + _verdict("DDP ÷ iLQR", ratio, settings, TARGET)
-            + " Per RK stage the floating base adds the compositions' Jacobians and curvature (`optdyn.state`) "
+            + " Per RK stage the floating base adds the compositions' Jacobians and curvature (`optdyn.ocp.state`) "
             "to the second-order adjoint, and nz = ndx + nu = 30 against 18 for the UR5 makes every congruence "
             "G_sᵀW_sG_s larger; the contracted FDSVA-SO and the congruences skip the base pose's derivatives, "
             "which vanish in zero gravity.")

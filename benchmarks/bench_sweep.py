@@ -14,7 +14,7 @@
 * Multi-start on arm-obstacle: 8 starts per scenario with DDP and with IPOPT; distinct
   local optima found, best cost against the cost reached from the default guess (start 0).
 
-Clusters are pre-warmed (each worker runs `optdyn.sweep.warm`: a 1-iteration pendulum DDP and
+Clusters are pre-warmed (each worker runs `optdyn.apps.sweep.warm`: a 1-iteration pendulum DDP and
 arm-obstacle IPOPT solve, loading the numba kernels from the disk cache) so that compilation is not timed; the
 sweeps reach them by address, as a user's sweep reaches a running cluster.
 
@@ -33,7 +33,7 @@ import numpy as np
 import optdyn
 import problems
 from _common import machine, table, write_section
-from optdyn.sweep import SweepSummary, local_cluster, warm
+from optdyn.apps.sweep import SweepSummary, local_cluster, warm
 
 PENDULUM = problems.factory("pendulum")
 THROUGHPUT_GRID = {"u_max": [4.5, 5.0, 5.5, 6.0, 6.5, 7.0]}

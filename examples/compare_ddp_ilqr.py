@@ -5,7 +5,7 @@ per problem and saves log-scale convergence plots next to this script's working 
 
     .venv/bin/python examples/compare_ddp_ilqr.py
 """
-from optdyn.compare import compare
+from optdyn.apps.compare import compare
 from problems import pendulum, ur5_reach
 
 for prob in (ur5_reach.make(), pendulum.make_pendulum(), pendulum.make_double_pendulum()):

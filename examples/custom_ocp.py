@@ -11,8 +11,8 @@ import numpy as np
 import dynamics as dyn
 from optdyn.constraints import SphereClearance, StateEquality
 from optdyn.costs import ControlCost, FramePositionCost, StateCost
-from optdyn.problem import Problem
-from optdyn.solve import solve
+from optdyn.ocp.problem import Problem
+from optdyn.solvers.solve import solve
 
 model = dyn.models.ur5()
 q0 = np.array([0.0, -1.2, 1.5, -0.3, 1.57, 0.0])

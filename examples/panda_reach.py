@@ -22,7 +22,7 @@ import dynamics as dyn
 import optdyn
 from optdyn.constraints import SphereClearance
 from optdyn.costs import ControlCost, FramePositionCost, StateCost
-from optdyn.problem import Problem
+from optdyn.ocp.problem import Problem
 
 TARGET = np.array([0.35, -0.45, 0.35])
 OBSTACLE = (np.array([0.45, -0.25, 0.4]), 0.07)  # (centre, radius): across the straight line to the target

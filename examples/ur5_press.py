@@ -9,7 +9,7 @@ torques near the static ones g(q) − Jᵀw, velocities; DDP).
 
 The wrench enters the dynamics as f_ext (Problem(..., f_ext=...)): per interval, in the
 body frame of ``wrist_3_link`` (Pinocchio's fext convention), converted from the world
-wrench at reference configurations by :func:`optdyn.problem.frame_wrenches` — here the
+wrench at reference configurations by :func:`optdyn.ocp.problem.frame_wrenches` — here the
 planned path, joint-space interpolation from q0 to the inverse-kinematics solution at the
 end point. Such a force is body-fixed: it is the world wrench only where q equals the
 reference, and turns with the tool elsewhere — which is what the solver's derivatives
@@ -29,8 +29,8 @@ import numpy as np
 
 import dynamics as dyn
 from optdyn.costs import ControlCost, Cost, FramePositionCost, PointSet, StateCost
-from optdyn.problem import Problem, frame_wrenches
-from optdyn.solve import solve
+from optdyn.ocp.problem import Problem, frame_wrenches
+from optdyn.solvers.solve import solve
 
 N, DT, FN = 40, 0.05, 20.0
 model = dyn.models.ur5()

@@ -13,8 +13,8 @@ import tempfile
 
 import problems
 from optdyn import viz
-from optdyn.io import load_result
-from optdyn.solve import solve
+from optdyn.apps.io import load_result
+from optdyn.solvers.solve import solve
 
 
 def main() -> None:

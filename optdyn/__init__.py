@@ -13,15 +13,16 @@ DDP, iLQR and the IPOPT multiple-shooting NLP all solve, so their optima coincid
 """
 from dynamics.parallel import get_num_threads, set_num_threads
 
-from . import constraints, costs, report
-from .clearance import clearances
-from .compare import compare
-from .io import load_result, save_result
-from .plots import plot_trajectory
-from .problem import Problem
-from .result import STATUSES, Result
-from .solve import solve
-from .sweep import sweep
+from . import constraints, costs
+from .apps import report
+from .apps.clearance import clearances
+from .apps.compare import compare
+from .apps.io import load_result, save_result
+from .viz.plots import plot_trajectory
+from .ocp.problem import Problem
+from .solvers.result import STATUSES, Result
+from .solvers.solve import solve
+from .apps.sweep import sweep
 
 __all__ = [
     "Problem", "Result", "STATUSES", "solve", "compare", "costs", "constraints", "clearances", "report",

@@ -1,6 +1,6 @@
-"""``python -m optdyn ...``: the command line (see :mod:`optdyn.cli`)."""
+"""``python -m optdyn ...``: the command line (see :mod:`optdyn.apps.cli`)."""
 import sys
 
-from .cli import main
+from .apps.cli import main
 
 sys.exit(main())

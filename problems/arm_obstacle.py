@@ -19,7 +19,7 @@ and ``wrist_3_link`` (3 points up to the tool flange); ``wrist_1_link``'s short 
 joins the forearm's last point to wrist_2's first.
 Every point must keep ``margin`` (the links' thickness) from the sphere at the nodes
 1..N: ‖p_j(q_k) − c‖ − ρ − margin ≥ 0. Between nodes nothing is imposed (as in the
-paper); :func:`optdyn.clearance.clearances` checks every RK4 sub-step — the optima dip
+paper); :func:`optdyn.apps.clearance.clearances` checks every RK4 sub-step — the optima dip
 below the margin by < 1 mm there and stay well clear of the sphere.
 
 Discretisation: 20 intervals of 0.2 s, each integrated by 4 RK4 steps of
@@ -46,7 +46,7 @@ import dynamics as dyn
 from dynamics.models import ur5
 from optdyn.constraints import SphereClearance, StateEquality
 from optdyn.costs import ControlCost, StateCost
-from optdyn.problem import Problem
+from optdyn.ocp.problem import Problem
 
 HORIZON = 4.0
 WEIGHTS = {"control": 1e-4, "velocity": 1.0}
@@ -72,13 +72,13 @@ the distance is not differentiable)."""
 
 
 class ArmObstacleProblem(Problem):
-    """:class:`~optdyn.problem.Problem` that also exposes the task's geometry.
+    """:class:`~optdyn.ocp.problem.Problem` that also exposes the task's geometry.
 
     Attributes (besides the Problem's): ``scenario``, ``q_start``, ``q_goal`` (nq,),
     ``x_goal`` (nx,), ``obstacles`` [(center (3,), radius)], ``margin``,
     ``collision_points`` [(frame name, offset (3,))], ``weights``. These repeat the
     task for scripts; the viewer, plots and clearance checker read the constraints
-    themselves (:mod:`optdyn.task`).
+    themselves (:mod:`optdyn.ocp.task`).
     """
 
     def __init__(self, *args, scenario: str, q_start, q_goal, obstacles, margin: float,

@@ -20,7 +20,7 @@ import numpy as np
 from dynamics.models import double_pendulum, pendulum
 from optdyn.constraints import StateEquality
 from optdyn.costs import ControlCost, StateCost
-from optdyn.problem import Problem
+from optdyn.ocp.problem import Problem
 
 WEIGHTS = {"control": 1e-2, "state": 1e-3, "terminal": 1e3}
 

@@ -28,7 +28,7 @@ import numpy as np
 from dynamics.models import space_manipulator
 from optdyn.constraints import OrientationBound
 from optdyn.costs import ControlCost, FramePositionCost, StateCost
-from optdyn.problem import Problem
+from optdyn.ocp.problem import Problem
 
 Q_ARM = (0.0, -1.2, 1.5, -0.3, 1.57, 0.0)
 TARGET = (0.3, 0.5, 1.0)

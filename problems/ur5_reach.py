@@ -16,7 +16,7 @@ import numpy as np
 import dynamics as dyn
 from dynamics.models import ur5
 from optdyn.costs import ControlCost, FramePositionCost, StateCost
-from optdyn.problem import Problem
+from optdyn.ocp.problem import Problem
 
 Q0 = (0.0, -1.2, 1.5, -0.3, 1.57, 0.0)
 TARGET = (0.4, 0.3, 0.4)

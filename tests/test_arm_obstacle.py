@@ -1,5 +1,5 @@
 """The obstacle-avoiding arm (problems.arm_obstacle), the clearance checker
-(optdyn.clearance) and the problem registry (problems).
+(optdyn.apps.clearance) and the problem registry (problems).
 
 The solver tests solve the paper's setting (20 intervals × 4 RK4 steps) with IPOPT and
 check the result with the sub-step clearance checker, then cross-check the optimum
@@ -12,11 +12,11 @@ import pytest
 
 import dynamics as dyn
 import problems
-from optdyn.clearance import clearances, point_clearances
-from optdyn.constraints import StateEquality
-from optdyn.ipopt import solve_ipopt
-from optdyn.problem import Problem
-from optdyn.solve import solve
+from optdyn.apps.clearance import clearances, point_clearances
+from optdyn.ocp.constraints import StateEquality
+from optdyn.solvers.ipopt import solve_ipopt
+from optdyn.ocp.problem import Problem
+from optdyn.solvers.solve import solve
 from problems import arm_obstacle
 
 SCENARIOS = ("bent", "straight")

@@ -16,11 +16,11 @@ from matplotlib import image
 import dynamics as dyn
 from dynamics.models import ur5
 from optdyn import viz
-from optdyn.cli import main
-from optdyn.costs import ControlCost, FramePositionCost
-from optdyn.constraints import SphereClearance
-from optdyn.problem import Problem
-from optdyn.result import Result
+from optdyn.apps.cli import main
+from optdyn.ocp.costs import ControlCost, FramePositionCost
+from optdyn.ocp.constraints import SphereClearance
+from optdyn.ocp.problem import Problem
+from optdyn.solvers.result import Result
 
 CHROMIUM = "/usr/bin/chromium"
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),

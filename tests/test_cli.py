@@ -8,9 +8,9 @@ import pytest
 from matplotlib import image
 
 import problems
-from optdyn.cli import COMPILE_NOTICE, _progress_line, main
-from optdyn.io import load_result, save_result
-from optdyn.result import Result
+from optdyn.apps.cli import COMPILE_NOTICE, _progress_line, main
+from optdyn.apps.io import load_result, save_result
+from optdyn.solvers.result import Result
 
 
 def run(capsys, *argv):

@@ -4,8 +4,8 @@ from numdiff import central
 import pytest
 
 from dynamics.models import ur5
-from optdyn.constraints import FramePositionEquality, SphereClearance, StateEquality, stack_constraints
-from optdyn.costs import ControlCost, FramePositionCost, ObstacleCost, StateCost, Sum
+from optdyn.ocp.constraints import FramePositionEquality, SphereClearance, StateEquality, stack_constraints
+from optdyn.ocp.costs import ControlCost, FramePositionCost, ObstacleCost, StateCost, Sum
 
 MODEL = ur5()
 NV = MODEL.nv

@@ -5,12 +5,12 @@ from scipy.optimize import lsq_linear
 
 from dynamics import ModelBuilder
 from dynamics.models import double_pendulum
-from optdyn import integrators
-from optdyn.constraints import SphereClearance, StateEquality
-from optdyn.costs import ControlCost, StateCost
-from optdyn.ddp import SECOND_ORDER, backward_pass, box_qp, dynamics_hessian, linearize
-from optdyn.problem import Problem
-from optdyn.solve import solve
+from optdyn.ocp import integrators
+from optdyn.ocp.constraints import SphereClearance, StateEquality
+from optdyn.ocp.costs import ControlCost, StateCost
+from optdyn.solvers.ddp import SECOND_ORDER, backward_pass, box_qp, dynamics_hessian, linearize
+from optdyn.ocp.problem import Problem
+from optdyn.solvers.solve import solve
 import problems
 from problems import pendulum, ur5_reach
 
@@ -284,7 +284,7 @@ def test_a_diverging_problem_guess_falls_back_to_rest():
 
 
 def test_compare_table_and_plot(tmp_path, reach):
-    from optdyn.compare import compare, local_iterations, time_to_gap
+    from optdyn.apps.compare import compare, local_iterations, time_to_gap
     prob, ddp, _ = reach
     out = compare(prob, ("ddp", "ilqr"), plot=tmp_path / "conv.png")
     assert [r["solver"] for r in out.rows] == ["ddp", "ilqr"]

@@ -221,8 +221,8 @@ def test_batched_F_EXT_is_checked():
 # ---- optimal control: Problem(f_ext=...) ------------------------------------------------
 
 def _press_problem(per_interval: bool, integrator="rk4", N=4):
-    from optdyn.costs import ControlCost, StateCost
-    from optdyn.problem import Problem, frame_wrenches
+    from optdyn.ocp.costs import ControlCost, StateCost
+    from optdyn.ocp.problem import Problem, frame_wrenches
     model = dyn.models.ur5()
     rng = np.random.default_rng(5)
     q0 = dyn.random_configuration(model, rng)
@@ -273,8 +273,8 @@ def test_problem_derivatives_with_forces_match_finite_differences(per_interval):
 
 
 def test_problem_forces_are_checked_and_the_solvers_see_them():
-    from optdyn.problem import Problem
-    from optdyn.solve import solve
+    from optdyn.ocp.problem import Problem
+    from optdyn.solvers.solve import solve
     prob, F = _press_problem(True)
     model = prob.model
     with pytest.raises(ValueError, match=r"f_ext: expected shape \(6, 6\) .* or \(4, 6, 6\)"):
@@ -311,7 +311,7 @@ def test_every_function_rejects_bad_f_ext(fun):
 
 
 def test_default_initial_controls_hold_x0_at_rest_against_the_forces():
-    from optdyn.problem import Problem
+    from optdyn.ocp.problem import Problem
     model = dyn.models.ur5()
     q0 = dyn.random_configuration(model, np.random.default_rng(7))
     f = dyn.frame_force(model, q0, "tool0", [5.0, 0, 20.0, 0, 1.0, 0])

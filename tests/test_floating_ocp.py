@@ -8,9 +8,9 @@ import dynamics as dyn
 import optdyn
 import problems
 from optdyn import Problem
-from optdyn.constraints import OrientationBound
-from optdyn.costs import FramePositionCost, StateCost
-from optdyn.ipopt import MultipleShootingNLP
+from optdyn.ocp.constraints import OrientationBound
+from optdyn.ocp.costs import FramePositionCost, StateCost
+from optdyn.solvers.ipopt import MultipleShootingNLP
 
 MODEL = dyn.models.space_manipulator()
 NQ, NV = MODEL.nq, MODEL.nv
@@ -275,7 +275,7 @@ def test_viewer_moves_the_base(solutions, tmp_path):
 
 @pytest.mark.parametrize("solver", ["ilqr", "ipopt"])
 def test_command_line_solves_and_reopens_the_task(solver, capsys, tmp_path):
-    from optdyn.cli import main
+    from optdyn.apps.cli import main
     saved = tmp_path / "space.npz"
     assert main(["solve", "space-manipulator", "--param", "N=10", "--solver", solver, "--quiet",
                  "--save", str(saved)]) == 0

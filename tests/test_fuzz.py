@@ -6,7 +6,7 @@ random target for a random link, N intervals of a dt between 1e-4 s and 5 s (tin
 absurdly large for RK4), sometimes control bounds, a terminal equality or a sphere to
 avoid (the augmented-Lagrangian path), and an initial guess of controls up to 1e5 —
 then solves it with DDP, iLQR and IPOPT. The contract under test: a solve never raises;
-it returns a Result with a documented status (``optdyn.result.STATUSES``) whose
+it returns a Result with a documented status (``optdyn.solvers.result.STATUSES``) whose
 trajectories are finite — the one documented exception being "rollout_failed" at
 iteration 0, when no initial controls give a finite rollout (then xs is NaN after the
 divergence); invalid problem data raises ValueError at construction.
@@ -16,10 +16,10 @@ import pytest
 
 import dynamics as dyn
 from optdyn import Problem
-from optdyn.constraints import SphereClearance, StateEquality
-from optdyn.costs import ControlCost, FramePositionCost, StateCost
-from optdyn.result import STATUSES
-from optdyn.solve import solve
+from optdyn.ocp.constraints import SphereClearance, StateEquality
+from optdyn.ocp.costs import ControlCost, FramePositionCost, StateCost
+from optdyn.solvers.result import STATUSES
+from optdyn.solvers.solve import solve
 
 CASES = 150  # × 3 solvers: about 40 s on one core
 SOLVERS = ("ddp", "ilqr", "ipopt")

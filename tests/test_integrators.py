@@ -6,7 +6,7 @@ from numdiff import central
 import pytest
 from numba import njit
 
-from optdyn import integrators
+from optdyn.ocp import integrators
 
 
 @njit(cache=True)
@@ -150,8 +150,8 @@ def test_divergence_gives_nan_not_an_exception():
 # ---- robot dynamics through the Problem ----------------------------------------------------
 
 from dynamics.models import double_pendulum, ur5  # noqa: E402
-from optdyn.costs import ControlCost, StateCost  # noqa: E402
-from optdyn.problem import Problem  # noqa: E402
+from optdyn.ocp.costs import ControlCost, StateCost  # noqa: E402
+from optdyn.ocp.problem import Problem  # noqa: E402
 
 
 def _robot_problem(model, integrator="rk4", substeps=2, dt=0.05):

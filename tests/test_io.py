@@ -4,8 +4,8 @@ import zipfile
 import numpy as np
 import pytest
 
-from optdyn.io import load_result, save_result
-from optdyn.result import Result
+from optdyn.apps.io import load_result, save_result
+from optdyn.solvers.result import Result
 
 
 def make_result(gains: bool = True) -> Result:

@@ -1,4 +1,4 @@
-"""Direct multiple shooting with IPOPT (optdyn.ipopt): exact NLP derivatives, options,
+"""Direct multiple shooting with IPOPT (optdyn.solvers.ipopt): exact NLP derivatives, options,
 logging, and clear failures on infeasible problems.
 
 The NLP derivatives are checked two independent ways: central finite differences of our
@@ -13,9 +13,9 @@ import pytest
 import scipy.sparse as sp
 
 import problems
-from optdyn.constraints import StateEquality
-from optdyn.ipopt import MultipleShootingNLP, solve_ipopt
-from optdyn.problem import Problem
+from optdyn.ocp.constraints import StateEquality
+from optdyn.solvers.ipopt import MultipleShootingNLP, solve_ipopt
+from optdyn.ocp.problem import Problem
 
 
 def small_arm(**kw):
@@ -254,7 +254,7 @@ def test_torque_bounds_too_tight_are_reported():
 
 def test_same_optimum_as_ddp_on_the_reaching_benchmark():
     """ur5-reach (no constraints, tool-position costs): the NLP's optimum and DDP's coincide."""
-    from optdyn.solve import solve
+    from optdyn.solvers.solve import solve
 
     prob = problems.get("ur5-reach")
     ipopt = solve(prob, "ipopt")

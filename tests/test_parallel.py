@@ -127,7 +127,7 @@ def test_thread_count_from_the_environment():
 
 WARM_SOLVES = """
 import optdyn, problems
-from optdyn import runtime
+from optdyn.solvers import runtime
 optdyn.set_num_threads(2)
 for task in ("ur5-reach", "space-manipulator"):
     for solver in ("ddp", "ilqr", "ipopt"):
@@ -240,7 +240,8 @@ def _sweep_allocations(task: str, names=None) -> dict:
     ``task`` with 6 and with 12 knots. The chunk kernels are called directly (one thread);
     the split backward pass is the only parallel loop here and gets two threads."""
     import problems
-    from optdyn import ddp, integrators as rk
+    from optdyn.ocp import integrators as rk
+    from optdyn.solvers import ddp
 
     dyn.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
     prob = problems.get(task)

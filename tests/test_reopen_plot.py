@@ -6,16 +6,16 @@ import pytest
 
 import dynamics as dyn
 from dynamics.models import ur5
-from optdyn import task
-from optdyn.cli import Progress, _parse_param, build_parser, main
-from optdyn.clearance import clearances
-from optdyn.compare import iterates
-from optdyn.constraints import FramePositionEquality, SphereClearance, StateEquality
-from optdyn.costs import ControlCost, FramePositionCost, ObstacleCost, StateCost
-from optdyn.io import load_result, problem_of, save_result
-from optdyn.plots import trajectory_figure
-from optdyn.problem import Problem
-from optdyn.result import Result
+from optdyn.ocp import task
+from optdyn.apps.cli import Progress, _parse_param, build_parser, main
+from optdyn.apps.clearance import clearances
+from optdyn.apps.compare import iterates
+from optdyn.ocp.constraints import FramePositionEquality, SphereClearance, StateEquality
+from optdyn.ocp.costs import ControlCost, FramePositionCost, ObstacleCost, StateCost
+from optdyn.apps.io import load_result, problem_of, save_result
+from optdyn.viz.plots import trajectory_figure
+from optdyn.ocp.problem import Problem
+from optdyn.solvers.result import Result
 
 POINTS = [("wrist_2_link", (0.0, 0.0, 0.0)), ("tool0", (0.0, 0.0, 0.0))]
 
@@ -183,7 +183,7 @@ def test_quiet_drops_the_iteration_log(capsys):
 def test_compare_plot_puts_like_with_like_and_counts_as_the_table():
     import matplotlib.pyplot as plt
 
-    from optdyn.compare import convergence_figure
+    from optdyn.apps.compare import convergence_figure
 
     def result(solver, cost, gradient, outer, iterations):
         n = len(cost)

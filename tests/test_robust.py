@@ -14,12 +14,12 @@ import pytest
 
 import dynamics as dyn
 from optdyn import Problem
-from optdyn.costs import ControlCost, FramePositionCost, StateCost
-from optdyn.ipopt import IPOPT_STATUS, MultipleShootingNLP
-from optdyn.report import task_errors
-from optdyn.result import STATUSES
-from optdyn.runtime import STOP_MESSAGES, Run, is_interrupt
-from optdyn.solve import solve
+from optdyn.ocp.costs import ControlCost, FramePositionCost, StateCost
+from optdyn.solvers.ipopt import IPOPT_STATUS, MultipleShootingNLP
+from optdyn.apps.report import task_errors
+from optdyn.solvers.result import STATUSES
+from optdyn.solvers.runtime import STOP_MESSAGES, Run, is_interrupt
+from optdyn.solvers.solve import solve
 from problems import ur5_reach
 
 SOLVERS = ("ddp", "ilqr", "ipopt")
@@ -133,7 +133,7 @@ def test_every_status_is_documented():
 
 
 def test_an_initial_rollout_that_cannot_be_finite_is_a_status(reach):
-    from optdyn.ddp import Log, Objective, Options, iterate
+    from optdyn.solvers.ddp import Log, Objective, Options, iterate
 
     res = iterate(reach, Objective(reach), np.full((reach.N, reach.nu), 1e8), Options(), False, Log("ilqr"))
     assert res.status == "rollout_failed" and res.iterations == 0 and not res.converged
@@ -250,7 +250,7 @@ def test_task_errors_measure_the_task_not_the_solver(reach):
 
 
 def test_ctrl_c_stops_a_whole_comparison(reach):
-    from optdyn.compare import compare
+    from optdyn.apps.compare import compare
 
     seen = []
 
@@ -267,7 +267,7 @@ def test_ctrl_c_stops_a_whole_comparison(reach):
 def test_wall_time_says_whether_it_includes_compilation(reach, monkeypatch, solver):
     from numba import njit
 
-    import optdyn.runtime as runtime
+    import optdyn.solvers.runtime as runtime
 
     solve(reach, solver, max_iter=1)  # every kernel of this solver now in memory
     warm = solve(reach, solver, max_iter=2)

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from optdyn.cli import main
+from optdyn.apps.cli import main
 
 ENV = dict(os.environ, PYTHONUNBUFFERED="1")
 
@@ -67,7 +67,7 @@ def test_the_viewer_server_ends_with_its_parent(how):
     if how == "sigkill_python":  # the parent dies without running any handler at all
         script = textwrap.dedent("""
             import time
-            from optdyn.viz import serve_local
+            from optdyn.viz.scene import serve_local
             vis = serve_local()
             print("meshcat viewer:", vis.url(), flush=True)
             time.sleep(120)
@@ -101,8 +101,8 @@ def test_unwritable_outputs_are_refused_before_solving(tmp_path, capsys, monkeyp
     monkeypatch.setattr(os, "access", lambda path, mode: os.path.abspath(path) != str(readonly))  # root ignores chmod
     paths = dict(missing=str(tmp_path / "missing"), readonly=str(readonly), tmp=str(tmp_path))
     called = []
-    monkeypatch.setattr(sys.modules["optdyn.solve"], "solve", lambda *a, **k: called.append(a))
-    monkeypatch.setattr(sys.modules["optdyn.compare"], "compare", lambda *a, **k: called.append(a))
+    monkeypatch.setattr(sys.modules["optdyn.solvers.solve"], "solve", lambda *a, **k: called.append(a))
+    monkeypatch.setattr(sys.modules["optdyn.apps.compare"], "compare", lambda *a, **k: called.append(a))
     code = main([a.format(**paths) for a in argv])
     out, err = capsys.readouterr()
     assert code == 1 and not called and "solving" not in out
@@ -128,7 +128,7 @@ def test_compile_notice_once_per_process_and_only_on_a_cold_cache(tmp_path):
     script = textwrap.dedent("""
         import sys
         sys.path.insert(0, sys.argv[1])
-        from optdyn import runtime
+        from optdyn.solvers import runtime
         runtime.PACKAGES += ("optdyn_probe",)
         import optdyn_probe
         assert optdyn_probe.probe(1.0) == 3.0 and optdyn_probe.probe(2) == 5.0

@@ -24,9 +24,9 @@ from matplotlib import image
 
 import optdyn
 import problems
-from optdyn.cli import main
-from optdyn.io import load_result
-from optdyn.sweep import (COLUMNS, Job, distinct_optima, job_name, job_seed, local_cluster, perturbed_guess,
+from optdyn.apps.cli import main
+from optdyn.apps.io import load_result
+from optdyn.apps.sweep import (COLUMNS, Job, distinct_optima, job_name, job_seed, local_cluster, perturbed_guess,
                           run_job, sweep, warm)
 
 pytest.importorskip("distributed")

@@ -24,7 +24,7 @@ CHILD = r"""
 import json, sys
 import numpy as np
 import optdyn, problems
-from optdyn.ipopt import MultipleShootingNLP
+from optdyn.solvers.ipopt import MultipleShootingNLP
 
 out = {}
 for name in ("space-manipulator", "ur5-reach"):

@@ -15,10 +15,10 @@ import dynamics as dyn
 from dynamics.model import Geometry, rpy_matrix, transform
 from dynamics.models import ur5
 from optdyn import viz
-from optdyn.constraints import FramePositionEquality, SphereClearance
-from optdyn.costs import ControlCost, FramePositionCost
-from optdyn.problem import Problem
-from optdyn.result import Result
+from optdyn.ocp.constraints import FramePositionEquality, SphereClearance
+from optdyn.ocp.costs import ControlCost, FramePositionCost
+from optdyn.ocp.problem import Problem
+from optdyn.solvers.result import Result
 
 
 def lowered(scene):

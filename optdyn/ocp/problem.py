@@ -1,10 +1,10 @@
 """The discrete-time optimal-control problem every solver sees (DDP, iLQR, IPOPT).
 
 State x = [q; v] on the joints' manifold (nx = nq + nv coordinates, tangent
-dimension ndx = 2·nv, :mod:`optdyn.state`), control u (nu) with τ = B u, B the selection
+dimension ndx = 2·nv, :mod:`optdyn.ocp.state`), control u (nu) with τ = B u, B the selection
 of the actuated joints (all joints by default; a floating root is unactuated), N intervals
 of length ``dt``; interval k maps x_k to x_{k+1} = F(x_k, u_k) by ``substeps`` explicit
-RK4 (or Euler) steps of dt/substeps with u_k held constant (:mod:`optdyn.integrators`).
+RK4 (or Euler) steps of dt/substeps with u_k held constant (:mod:`optdyn.ocp.integrators`).
 All derivatives with respect to x are taken in the tangent space at x (δx with
 x ⊕ δx, sizes ndx), and derivatives of F are expressed in the tangent space at F(x, u).
 The problem is
@@ -247,7 +247,7 @@ class Problem:
         return B
 
     def state_integrate(self, x, dx) -> np.ndarray:
-        """x ⊕ dx = [q ⊕ δq; v + δv] for x (…, nx) and dx (…, ndx) (:mod:`optdyn.state`)."""
+        """x ⊕ dx = [q ⊕ δq; v + δv] for x (…, nx) and dx (…, ndx) (:mod:`optdyn.ocp.state`)."""
         x, dx = np.asarray(x, dtype=float), np.asarray(dx, dtype=float)
         if x.shape[-1:] != (self.nx,) or dx.shape[-1:] != (self.ndx,) or x.shape[:-1] != dx.shape[:-1]:
             raise ValueError(f"x, dx: expected shapes (…, {self.nx}) and (…, {self.ndx}), got {x.shape}, {dx.shape}")
@@ -257,7 +257,7 @@ class Problem:
         return out.reshape(x.shape)
 
     def state_difference(self, x0, x1) -> np.ndarray:
-        """x1 ⊖ x0 = [q1 ⊖ q0; v1 − v0] (…, ndx) for x0, x1 (…, nx) (:mod:`optdyn.state`)."""
+        """x1 ⊖ x0 = [q1 ⊖ q0; v1 − v0] (…, ndx) for x0, x1 (…, nx) (:mod:`optdyn.ocp.state`)."""
         x0, x1 = np.broadcast_arrays(np.asarray(x0, dtype=float), np.asarray(x1, dtype=float))
         if x0.shape[-1:] != (self.nx,):
             raise ValueError(f"x0, x1: expected shape (…, {self.nx}), got {x0.shape}")
@@ -287,7 +287,7 @@ class Problem:
     @property
     def integration(self) -> tuple:
         """(params, a, b, dt, substeps): arguments of the compiled kernels of
-        :mod:`optdyn.integrators`, for solvers that integrate inside compiled code."""
+        :mod:`optdyn.ocp.integrators`, for solvers that integrate inside compiled code."""
         a, b = self._tableau
         return self._params, a, b, self.dt, self.substeps
 
@@ -355,7 +355,7 @@ class Problem:
 
 
         Contracted second order (a second-order adjoint through the integrator stages with
-        contracted FDSVA-SO, :func:`optdyn.integrators.interval_hessian`): equal to
+        contracted FDSVA-SO, :func:`optdyn.ocp.integrators.interval_hessian`): equal to
         Σ_i λ_k,i ∂²F_i/∂z² of :meth:`step_derivatives`, without forming that tensor.
         ``stages`` from :meth:`step_stages` at the same (xs, us) saves recomputing them.
         """

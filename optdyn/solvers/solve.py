@@ -1,9 +1,9 @@
 """One entry point for every solver: ``solve(problem, solver="ddp"|"ilqr"|"ipopt")``.
 
-DDP and iLQR (:mod:`optdyn.ddp`) handle control bounds in their box-QP backward pass and,
+DDP and iLQR (:mod:`optdyn.solvers.ddp`) handle control bounds in their box-QP backward pass and,
 when the problem has path or terminal constraints, run inside the augmented-Lagrangian
-outer loop (:mod:`optdyn.augmented_lagrangian`), so all three solvers solve the same
-constrained discrete-time problem. IPOPT (:mod:`optdyn.ipopt`, direct multiple shooting)
+outer loop (:mod:`optdyn.solvers.augmented_lagrangian`), so all three solvers solve the same
+constrained discrete-time problem. IPOPT (:mod:`optdyn.solvers.ipopt`, direct multiple shooting)
 is imported only when asked for.
 """
 from __future__ import annotations
@@ -14,8 +14,8 @@ import numpy as np
 
 from .augmented_lagrangian import solve_al
 from .ddp import Options, solve_ddp
-from .problem import Problem
-from .state import check_state
+from ..ocp.problem import Problem
+from ..ocp.state import check_state
 from .result import Result
 from .runtime import check_max_time
 
@@ -78,13 +78,13 @@ def solve(problem: Problem, solver: str = "ddp", *, init: Result | None = None, 
     IPOPT its ``xs`` and ``us``), ``max_time`` (wall-clock limit in s: status
     "time_limit" with the last iterate), ``verbose``, ``callback`` (called with a dict
     once per iteration; returning False stops the solve). Ctrl-C during a solve returns
-    the last iterate with status "interrupted" (:mod:`optdyn.runtime`). DDP/iLQR are
+    the last iterate with status "interrupted" (:mod:`optdyn.solvers.runtime`). DDP/iLQR are
     single-shooting methods: their states are always the rollout of ``us_init`` from x0,
     so they check ``xs_init`` but do not use it.
-    DDP/iLQR accept the fields of :class:`optdyn.ddp.Options` and the augmented-Lagrangian
+    DDP/iLQR accept the fields of :class:`optdyn.solvers.ddp.Options` and the augmented-Lagrangian
     settings ``constraint_tol`` (1e-6), ``rho_init``, ``rho_factor``, ``rho_max``,
     ``decrease``, ``max_outer``, ``inner_tol0``, ``inner_tol_factor``; IPOPT accepts
-    ``hessian`` ("exact"|"lbfgs") and IPOPT options (:func:`optdyn.ipopt.solve_ipopt`).
+    ``hessian`` ("exact"|"lbfgs") and IPOPT options (:func:`optdyn.solvers.ipopt.solve_ipopt`).
     DDP and IPOPT's exact Hessian take ``second_order``: "contracted" (default: the
     dynamics' second-order terms by a second-order adjoint, no tensor formed) or "tensor"
     (the full second-order tensors, same result, for validation).
@@ -92,7 +92,7 @@ def solve(problem: Problem, solver: str = "ddp", *, init: Result | None = None, 
     ``source`` (for plotting and visualisation).
     """
     if not isinstance(problem, Problem):
-        raise ValueError(f"problem: expected an optdyn.problem.Problem, got {type(problem).__name__}")
+        raise ValueError(f"problem: expected an optdyn.Problem, got {type(problem).__name__}")
     if init is not None:
         _warm_start(problem, init, options)
     options["max_time"] = check_max_time(max_time)
@@ -104,7 +104,7 @@ def solve(problem: Problem, solver: str = "ddp", *, init: Result | None = None, 
 def _dispatch(problem: Problem, solver: str, options: dict) -> Result:
     """Run the solver of :func:`solve`."""
     if not isinstance(problem, Problem):
-        raise ValueError(f"problem: expected an optdyn.problem.Problem, got {type(problem).__name__}")
+        raise ValueError(f"problem: expected an optdyn.Problem, got {type(problem).__name__}")
     if solver not in SOLVERS:
         raise ValueError(f"solver: expected one of {', '.join(SOLVERS)}, got {solver!r}")
     if solver == "ipopt":

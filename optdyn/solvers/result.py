@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 STATUSES: dict[str, str] = {
-    # the solver's own tolerance was met (says nothing about the task: see optdyn.report)
+    # the solver's own tolerance was met (says nothing about the task: see optdyn.apps.report)
     "converged": "the solver's convergence test passed (DDP/iLQR: expected decrease or projected gradient below "
                  "tol; with constraints also violation ≤ constraint_tol; IPOPT: 'Optimal Solution Found')",
     "acceptable": "IPOPT stopped at a point meeting its looser 'acceptable' tolerances",
@@ -37,7 +37,7 @@ STATUSES: dict[str, str] = {
 }
 """Every value ``Result.status`` can take, with its meaning. ``converged`` means only that the
 solver's tolerance was met: whether the task was achieved (target distance, constraint
-violation) is reported separately by :func:`optdyn.report.task_errors`."""
+violation) is reported separately by :func:`optdyn.apps.report.task_errors`."""
 
 
 @dataclass
@@ -49,7 +49,7 @@ class Result:
         us: controls of the N intervals, (N, nu).
         cost: objective at (xs, us).
         converged: True if the solver's convergence test passed (status "converged" or
-            "acceptable") — not that the task was achieved: see :mod:`optdyn.report`.
+            "acceptable") — not that the task was achieved: see :mod:`optdyn.apps.report`.
         iterations: number of (outer) iterations taken.
         status: short machine-readable status, one of the keys of :data:`STATUSES`
             (e.g. "converged", "max_iter", "time_limit", "interrupted", "rollout_failed").

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .problem import Problem
-from .result import Result
-from .solve import SOLVERS, solve
+from ..ocp.problem import Problem
+from ..solvers.result import Result
+from ..solvers.solve import SOLVERS, solve
 
 GAP_START, GAP_END = 1e-3, 1e-9
 _NAMES = {"ddp": "DDP", "ilqr": "iLQR", "ipopt": "IPOPT"}

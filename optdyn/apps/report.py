@@ -6,7 +6,7 @@ did what was asked is measured here, on the trajectory itself:
 * targets: for every :class:`~optdyn.costs.FramePositionCost` of the running or terminal
   cost, the distance (m) from its point to its target at the final node;
 * violation: the largest violation of control bounds, path inequalities (nodes 1..N) and
-  terminal equalities (:meth:`optdyn.problem.Problem.violation`);
+  terminal equalities (:meth:`optdyn.ocp.problem.Problem.violation`);
 * active bounds: how many controls sit on a finite bound (within 1e-9 relative).
 """
 from __future__ import annotations
@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .costs import FramePositionCost
-from .problem import Problem
-from .task import cost_terms
+from ..ocp.costs import FramePositionCost
+from ..ocp.problem import Problem
+from ..ocp.task import cost_terms
 
 
 @dataclass
@@ -45,7 +45,7 @@ def task_errors(problem: Problem, xs: np.ndarray, us: np.ndarray) -> TaskErrors:
     Non-finite trajectories give NaN distances and violation (never an exception).
     """
     if not isinstance(problem, Problem):
-        raise ValueError(f"problem: expected an optdyn.problem.Problem, got {type(problem).__name__}")
+        raise ValueError(f"problem: expected an optdyn.Problem, got {type(problem).__name__}")
     xs, us = np.asarray(xs, dtype=float), np.asarray(us, dtype=float)
     if xs.shape != (problem.N + 1, problem.nx) or us.shape != (problem.N, problem.nu):
         raise ValueError(f"xs, us: expected shapes {(problem.N + 1, problem.nx)} and {(problem.N, problem.nu)}, "

@@ -27,7 +27,7 @@ constraint Jacobians; the Hessian of the Lagrangian
 
 is block diagonal — one dense (nx+nu)² block per interval and one nx² block for x_N.
 
-Floating base (a model with Lie-group joints, :mod:`optdyn.state`). IPOPT needs a fixed
+Floating base (a model with Lie-group joints, :mod:`optdyn.ocp.state`). IPOPT needs a fixed
 vector space, so the state variables are tangent coordinates around a reference
 trajectory x̃ (the initial guess, fixed for the whole solve): x_k = x̃_k ⊕ ξ_k,
 ξ_k ∈ R^{ndx}, and the defects are written in the chart of x̃_{k+1}:
@@ -39,11 +39,11 @@ within a rotation of π of x̃: far beyond what a solve moves a base). Gradients
 and the Hessian are exact in ξ: with E_k = ∂(x̃_k ⊕ ξ)/∂ξ (J_r(ξ) per Lie joint) and
 D_k = ∂(y ⊖ x̃_{k+1})/∂y (J_r⁻¹), the blocks become D_k A_k E_k, D_k B_k, c_x E_k, and
 the Hessian adds to the chained second derivatives the curvatures of the two charts
-(:func:`optdyn.state.exp_curvature` with the gradient at x_k,
-:func:`optdyn.state.log_curvature` with the defect multipliers). On a model of
+(:func:`optdyn.ocp.state.exp_curvature` with the gradient at x_k,
+:func:`optdyn.ocp.state.log_curvature` with the defect multipliers). On a model of
 revolute/prismatic joints x̃ = 0, ξ = x and all of this is the formulation above.
 The defect terms Σ_i λ_{k,i} ∇²F_i are computed contracted, by a second-order adjoint
-through the integrator stages (:meth:`optdyn.problem.Problem.step_hessians`), never
+through the integrator stages (:meth:`optdyn.ocp.problem.Problem.step_hessians`), never
 forming the (nx, nz, nz) tensors (``second_order="tensor"`` does, for validation); one
 compiled pass per block adds the cost and constraint terms and the charts, and writes the
 lower triangle IPOPT takes (:func:`_lagrangian_blocks`).
@@ -65,10 +65,10 @@ from dynamics.joints import lie_jacobian_batch
 from dynamics.spatial import matmul_add
 from dynamics.parallel import run_chunks
 
-from .problem import Problem
+from ..ocp.problem import Problem
 from .result import Result
 from .runtime import Run, check_max_time, is_interrupt, stop_message
-from .state import (check_state, exp_curvature, lie_blocks, lie_scratch, log_curvature, state_difference_batch,
+from ..ocp.state import (check_state, exp_curvature, lie_blocks, lie_scratch, log_curvature, state_difference_batch,
                     state_integrate_batch)
 
 INF = 2e19  # IPOPT treats |bound| ≥ 1e19 as "no bound"
@@ -183,7 +183,7 @@ class MultipleShootingNLP:
         n, m: numbers of variables and constraints.
         lb, ub (n,), cl, cu (m,): variable and constraint bounds.
         log: per-iteration records of the ``intermediate`` callback (see ``LOG_FIELDS``).
-        run: the :class:`optdyn.runtime.Run` whose stop conditions ``intermediate`` polls;
+        run: the :class:`optdyn.solvers.runtime.Run` whose stop conditions ``intermediate`` polls;
             ``stopped`` is the reason it stopped the solve for ("interrupted", "time_limit").
         current: the last iterate seen by ``intermediate`` (n,), None before the first.
         evaluation_errors: number of points rejected as not evaluable; ``last_error`` the
@@ -460,8 +460,8 @@ def _lagrangian_blocks(sigma, cost, H, path, shift, chart, defects, with_defects
         W_k ← E_kᵀ (W_k − F_zᵀ Λ_k F_z) E_k + P_k
 
     Λ_k the output chart's curvature with the defect multipliers
-    (:func:`optdyn.state.log_curvature` at G_k with λ_k and D_k), F_z = [A_k B_k] on the rows
-    ``dofs``, P_k the input chart's curvature (:func:`optdyn.state.exp_curvature` at ξ_k)
+    (:func:`optdyn.ocp.state.log_curvature` at G_k with λ_k and D_k), F_z = [A_k B_k] on the rows
+    ``dofs``, P_k the input chart's curvature (:func:`optdyn.ocp.state.exp_curvature` at ξ_k)
     with the gradient of the Lagrangian w.r.t. δx_k, g_k = σ ℓ_x − μ_Fᵀ A_k + Σ_r μ_r c_x,r;
     defects = (G (K, nx), λ (K, nx), D (K, r, r), μ_F = Dᵀλ (K, nx), A (K, nx, nx),
     B (K, nx, nu)), ignored with ``with_defects`` False (the x_N block)."""
@@ -630,7 +630,7 @@ def solve_ipopt(problem: Problem, hessian: str = "exact", max_iter: int = 500, t
     """Solve ``problem`` by direct multiple shooting with IPOPT.
 
     Args:
-        problem: an ``optdyn.problem.Problem``.
+        problem: an ``optdyn.ocp.problem.Problem``.
         hessian: "exact" (second-order RK4 tensors) or "lbfgs" (IPOPT's limited-memory
             quasi-Newton, ``hessian_approximation=limited-memory``).
         second_order: how the exact Hessian gets the dynamics terms: "contracted"
@@ -644,7 +644,7 @@ def solve_ipopt(problem: Problem, hessian: str = "exact", max_iter: int = 500, t
             floating base also the reference x̃ of the state variables (module docstring).
         max_time: wall-clock limit, s (IPOPT's ``max_wall_time``, also polled every
             iteration): status "time_limit". Ctrl-C stops with status "interrupted"
-            (:mod:`optdyn.runtime`); both return IPOPT's current iterate.
+            (:mod:`optdyn.solvers.runtime`); both return IPOPT's current iterate.
         **ipopt_options: any further IPOPT option (e.g. ``max_cpu_time=10``,
             ``mu_strategy="adaptive"``); unknown names raise ValueError.
 
@@ -657,7 +657,7 @@ def solve_ipopt(problem: Problem, hessian: str = "exact", max_iter: int = 500, t
         "nlp_size" (n, m).
     """
     if not isinstance(problem, Problem):
-        raise ValueError(f"problem: expected an optdyn.problem.Problem, got {type(problem).__name__}")
+        raise ValueError(f"problem: expected an optdyn.Problem, got {type(problem).__name__}")
     if hessian not in ("exact", "lbfgs"):
         raise ValueError(f"hessian: expected 'exact' or 'lbfgs', got {hessian!r}")
     if second_order not in ("contracted", "tensor"):

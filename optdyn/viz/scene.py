@@ -18,7 +18,7 @@ Scene tree (meshcat paths)::
     /meshcat/path                    path of the frame the costs name (line)
     /meshcat/floor                   floor grid at z = 0
 
-What is drawn comes from the problem's costs and constraints (:mod:`optdyn.task`). The
+What is drawn comes from the problem's costs and constraints (:mod:`optdyn.ocp.task`). The
 offline page adds a caption (problem, solver, cost, status) and a visible play/pause
 button and time slider; the animation loops.
 
@@ -50,9 +50,9 @@ from dynamics.joints import neutral, normalize_kernel
 from dynamics.kinematics import forward_kinematics, kinematics_work
 from dynamics.model import Geometry, Model
 
-from . import task
-from .problem import Problem
-from .result import Result
+from ..ocp import task
+from ..ocp.problem import Problem
+from ..solvers.result import Result
 
 FPS = 30
 LOOP = 1_000_000_000  # animation repetitions: loops (meshcat's default is to play once)
@@ -402,7 +402,7 @@ def _problem_of(result: Result, problem) -> Problem:
             "problem: this result carries no problem (results loaded from disk do not); pass "
             f"problem=..., e.g. problems.get({result.problem!r}, **result.params)")
     if not isinstance(problem, Problem):
-        raise ValueError(f"problem: expected an optdyn.problem.Problem, got {type(problem).__name__}")
+        raise ValueError(f"problem: expected an optdyn.Problem, got {type(problem).__name__}")
     return problem
 
 
@@ -431,7 +431,7 @@ def scene_of(result: Result, problem: Problem | None = None, fps: float = FPS, f
         problem: the problem solved (default: ``result.source``, set by :func:`optdyn.solve`).
         fps: animation frame rate; frames: names of frames to draw as triads.
         path_frame: frame whose path is drawn (default: the frame the costs and terminal
-            constraints name, :func:`optdyn.task.path_frame`).
+            constraints name, :func:`optdyn.ocp.task.path_frame`).
     """
     problem = _problem_of(result, problem)
     model = problem.model

@@ -1,4 +1,4 @@
-"""Results on disk: one ``.npz`` file per :class:`~optdyn.result.Result`.
+"""Results on disk: one ``.npz`` file per :class:`~optdyn.solvers.result.Result`.
 
 Layout of the archive (read with ``np.load(path, allow_pickle=False)``)::
 
@@ -13,7 +13,7 @@ Layout of the archive (read with ``np.load(path, allow_pickle=False)``)::
 Entries of ``extra`` that are neither numeric arrays nor JSON values are stored as their
 ``repr`` string. A result that carries its problem (``result.source``, set by
 :func:`optdyn.solve`) also stores ``extra["problem_record"]``: the model's URDF path and
-the task (:func:`optdyn.task.record`), from which :func:`problem_of` rebuilds the problem
+the task (:func:`optdyn.ocp.task.record`), from which :func:`problem_of` rebuilds the problem
 to draw, plot and check a custom problem's result. Anything that is not such a file — missing, truncated, corrupt, another
 program's npz — makes :func:`load_result` raise ``ValueError`` saying what is wrong.
 """
@@ -26,9 +26,9 @@ import zlib
 
 import numpy as np
 
-from .problem import Problem
-from .result import Result
-from .task import rebuild, record
+from ..ocp.problem import Problem
+from ..solvers.result import Result
+from ..ocp.task import rebuild, record
 
 FORMAT, VERSION = "optdyn.result", 1
 _SCALARS = {"cost": float, "converged": bool, "iterations": int, "status": str, "message": str,

@@ -6,7 +6,7 @@ N. Mansard, E. Todorov, "Control-Limited Differential Dynamic Programming", ICRA
 ("Tassa 2014"); the contracted second-order terms follow J. N. Nganga, P. M. Wensing,
 "Accelerating Second-Order Differential Dynamic Programming for Rigid-Body Systems",
 IEEE RA-L 2021.
-For the discrete problem of :class:`optdyn.problem.Problem` with dynamics
+For the discrete problem of :class:`optdyn.ocp.problem.Problem` with dynamics
 x_{k+1} = F(x_k, u_k) (A = F_x, B = F_u) and stage cost ℓ_k (already weighted by dt),
 the backward pass forms at every knot, with V' = V_{k+1}:
 
@@ -18,10 +18,10 @@ the backward pass forms at every knot, with V' = V_{k+1}:
 where the bracketed second-order dynamics terms are DDP's and are dropped by iLQR
 (``ddp=False``). DDP gets V'_x·F_zz — the Hessian of V'_xᵀF(x, u) — contracted, by a
 second-order adjoint through the integrator stages with contracted FDSVA-SO
-(:func:`optdyn.integrators.interval_hessian`; the idea of Nganga & Wensing, RA-L 2021),
+(:func:`optdyn.ocp.integrators.interval_hessian`; the idea of Nganga & Wensing, RA-L 2021),
 at about the cost of one more first-order sweep; the sweep is serial over knots, so with
 more than one thread each knot's stage terms are summed in two halves on two threads
-(:func:`optdyn.integrators.stage_terms`, same result bit for bit). ``second_order="tensor"``
+(:func:`optdyn.ocp.integrators.stage_terms`, same result bit for bit). ``second_order="tensor"``
 contracts the full tensors instead, to validate it. Levenberg–Marquardt regularisation acts on V'_xx (Tassa 2012
 eq. 10): Q̃_uu = Q_uu + μ BᵀB, Q̃_ux = Q_ux + μ BᵀA, with the adaptive schedule of
 Sec. II-F. The control step comes from the box-constrained QP
@@ -39,14 +39,14 @@ The forward pass x̂_0 = x_0, û_k = clamp(u_k + α k_k + K_k (x̂_k ⊖ x_k)),
 x̂_{k+1} = F(x̂_k, û_k) is accepted by backtracking on the ratio of actual to expected
 decrease.
 
-On a floating base the state lives on a manifold (:mod:`optdyn.state`) and the backward
+On a floating base the state lives on a manifold (:mod:`optdyn.ocp.state`) and the backward
 pass works in its tangent spaces, as Crocoddyl does (Mastalli et al. 2020): every
 quantity at knot k (ℓ_x, V_x, the rows and columns of A = F_x) is in the chart
 δx ↦ x̄_k ⊕ δx of the current trajectory, A maps the tangent at x̄_k to the one at x̄_{k+1},
 and the feedback acts on x̂_k ⊖ x̄_k. Expanding Q(δx, δu) = ℓ(x̄ ⊕ δx, ū + δu) +
 V'(F(x̄ ⊕ δx, ū + δu) ⊖ x̄') to second order in these charts gives the formulas above
 unchanged, with V'_x·F_zz the Hessian of V'_xᵀ(F ⊖ x̄') — which includes the curvature of
-the group compositions inside the RK stages (:func:`optdyn.integrators.interval_hessian`).
+the group compositions inside the RK stages (:func:`optdyn.ocp.integrators.interval_hessian`).
 So DDP's quadratic model is the exact second-order one in the charts; what is not
 modelled is that the charts move with x̄ from one iteration to the next (as in
 Crocoddyl), which does not change the fixed points.
@@ -69,9 +69,9 @@ from dynamics.parallel import get_num_threads
 from dynamics.rnea import gravity_torques
 from dynamics.spatial import copy_into, symmetrize
 
-from . import integrators
-from .problem import Problem
-from .state import state_difference
+from ..ocp import integrators
+from ..ocp.problem import Problem
+from ..ocp.state import state_difference
 from .result import Result
 from .runtime import Run, is_interrupt, stop_message
 
@@ -186,7 +186,7 @@ def box_qp(H, g, lower, upper, x, idx, L, work):
 
 SECOND_ORDER = {"none": 0, "contracted": 1, "tensor": 2}
 """How the backward pass gets V'_x·F_zz: not at all (iLQR), contracted through the
-integrator stages (:func:`optdyn.integrators.interval_hessian`, the default) or from the
+integrator stages (:func:`optdyn.ocp.integrators.interval_hessian`, the default) or from the
 full second-order tensors (kept to validate the contracted path)."""
 
 
@@ -249,8 +249,8 @@ def dynamics_hessian(t, Vx, mode, Fzz, integration, us, stages, work, Hz, split)
     """Hz (nz, nz) = V'_x·F_zz at knot t: the Hessian of V'_xᵀF(x_t, u_t).
 
     ``mode`` 1: second-order adjoint through the stage records of
-    :func:`optdyn.integrators.step_stages_batch` (``integration`` = (params, a, b, dt, m),
-    ``work`` of :func:`optdyn.integrators.interval_work`; ``split``: its stage terms on two
+    :func:`optdyn.ocp.integrators.step_stages_batch` (``integration`` = (params, a, b, dt, m),
+    ``work`` of :func:`optdyn.ocp.integrators.interval_work`; ``split``: its stage terms on two
     threads, same result); mode 2: contraction of the full tensors ``Fzz`` (N, nx, nz, nz).
     """
     if mode == 1:
@@ -510,7 +510,7 @@ class Log:
     stopped: bool = False  # set when the callback returned False
     rejected: int = 0  # forward passes rejected because the rollout diverged or the model was invalid
     invalid: int = 0  # of which the dynamics or the cost raised an exception (state invalid for the model)
-    run: Run = field(default_factory=Run)  # time limit and Ctrl-C (optdyn.runtime)
+    run: Run = field(default_factory=Run)  # time limit and Ctrl-C (optdyn.solvers.runtime)
     all_diverged: bool = False  # every trial of the last line search was rejected as diverged
     kept: tuple | None = None  # (xs, us) of the last accepted iterate, for an interrupt by exception
 
@@ -519,7 +519,7 @@ class Log:
         self.kept = (xs.copy(), us.copy())
 
     def stop_reason(self) -> str | None:
-        """"interrupted" (Ctrl-C), "time_limit" (max_time) or None (see :class:`optdyn.runtime.Run`)."""
+        """"interrupted" (Ctrl-C), "time_limit" (max_time) or None (see :class:`optdyn.solvers.runtime.Run`)."""
         return self.run.stop_reason()
 
     def record(self, **row) -> None:
@@ -766,7 +766,7 @@ def solve_ddp(problem: Problem, ddp: bool = True, us_init=None, **options) -> Re
 
     ``options`` are the fields of :class:`Options`. Ctrl-C and ``max_time`` stop the solve
     with the last accepted iterate (statuses "interrupted", "time_limit"; see
-    :mod:`optdyn.runtime`). Returns a :class:`Result` with the feedback gains
+    :mod:`optdyn.solvers.runtime`). Returns a :class:`Result` with the feedback gains
     K (N, nu, nx) of the last backward pass; ``extra`` has "regularization", "gradient",
     "rejected_rollouts" (line-search trials that diverged or were invalid for the model),
     "invalid_rollouts" (of which an exception of the model/costs), "initial_guess",

@@ -19,7 +19,7 @@ derivatives (∂q̈/∂τ = M⁻¹, ∂²q̈/∂τ² = 0, ∂²q̈/∂v∂τ = 0
 actuated joints). All knots of a trajectory are processed in one compiled call. Tensors
 are laid out T[i, j, l] = ∂²x⁺_i/∂z_j∂z_l.
 
-On a floating base (Lie-group joints, :mod:`optdyn.state`) the same tableau is applied in
+On a floating base (Lie-group joints, :mod:`optdyn.ocp.state`) the same tableau is applied in
 the tangent space at the start y of each step — y_s = y ⊕ h Σ_j a_sj k_j and
 y⁺ = y ⊕ h Σ_s b_s k_s, the velocity part of k_j read as a tangent vector at y (Crocoddyl's
 RK4, Mastalli et al. 2020) — and z = (δx, u) with δx in the chart of x (x ⊕ δx). Each
@@ -86,7 +86,7 @@ METHODS = {"rk4": _RK4, "euler": _EULER}
 def robot_params(model: Model, actuated: np.ndarray | None = None) -> tuple:
     """The compiled record passed to :func:`robot_dynamics`: (``model.arrays``, the
     actuated tangent indices (nu,) with τ[actuated] = u and the other τ zero,
-    :func:`optdyn.state.lie_blocks`). ``actuated`` defaults to every joint."""
+    :func:`optdyn.ocp.state.lie_blocks`). ``actuated`` defaults to every joint."""
     act = np.arange(model.nv) if actuated is None else np.asarray(actuated, dtype=np.int64)
     return model.arrays, np.ascontiguousarray(act, dtype=np.int64), lie_blocks(model)
 
@@ -332,7 +332,7 @@ def _accumulate(coef, count, h, k, Ks, K2s, order, y, Y, H):
 
 @allocation_free
 def _compose(topology, lie, y, Y, H, W, dW, d2W, order, ys, Ys, Hs, J, work):
-    """ys = y ⊕ W and its sensitivities Ys, Hs in its own chart (:mod:`optdyn.state`),
+    """ys = y ⊕ W and its sensitivities Ys, Hs in its own chart (:mod:`optdyn.ocp.state`),
     from those of y (Y, H, in y's chart) and of the increment W (dW, d2W):
 
         Ys_q = J_q Y_q + J_v dW_q,            Ys_v = Y_v + dW_v,
@@ -581,8 +581,8 @@ def _split_adjoint(lie, J, mu, gW, gY):
 def _composition_curvature(lie, Wq, dW, Y0, J, mu, Hz, scratch):
     """Hz += the curvature μᵀ∇²ψ of the composition p = y ⊕ W (adjoint μ at p) congruent
     with the sensitivities Y0 of y and dW of W (q rows), joint by joint
-    (:func:`optdyn.state.add_joint_curvature`; J: :func:`_compose`'s Jacobian blocks);
-    ``scratch``: :data:`optdyn.state.LieScratch`."""
+    (:func:`optdyn.ocp.state.add_joint_curvature`; J: :func:`_compose`'s Jacobian blocks);
+    ``scratch``: :data:`optdyn.ocp.state.LieScratch`."""
     for row in range(lie.shape[0]):
         m, k = lie[row, 1], lie[row, 2]
         add_joint_curvature(scratch.brackets[row, :k, :k], Wq[m: m + k], J[0, m: m + k, :k], J[1, m: m + k, :k],

@@ -18,11 +18,11 @@ import os
 
 import numpy as np
 
-from .clearance import clearances
-from .compare import iterates
-from .problem import Problem
-from .result import Result
-from .task import clearance_constraints
+from ..apps.clearance import clearances
+from ..apps.compare import iterates
+from ..ocp.problem import Problem
+from ..solvers.result import Result
+from ..ocp.task import clearance_constraints
 
 
 def _limits(ax, times, values: np.ndarray, lower: np.ndarray, upper: np.ndarray, step: bool = False) -> None:
@@ -106,7 +106,7 @@ def trajectory_figure(result: Result, problem: Problem | None = None):
 
     problem = result.source if problem is None else problem
     if not isinstance(problem, Problem):
-        raise ValueError(f"problem: expected the optdyn.problem.Problem solved (result.source is empty), "
+        raise ValueError(f"problem: expected the optdyn.Problem solved (result.source is empty), "
                          f"got {type(problem).__name__}")
     if np.shape(result.xs) != (problem.N + 1, problem.nx) or np.shape(result.us) != (problem.N, problem.nu):
         raise ValueError(f"result: xs {np.shape(result.xs)}, us {np.shape(result.us)} do not fit the problem "

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .constraints import SphereClearance
-from .problem import Problem
-from .task import clearance_constraints
+from ..ocp.constraints import SphereClearance
+from ..ocp.problem import Problem
+from ..ocp.task import clearance_constraints
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ Exit code 0 on success; otherwise 1 with a one-line reason on stderr (unknown pr
 bad file, bad option, unwritable output path — checked before solving —, solver failure).
 Ctrl-C during a solve prints the summary of the last iterate and a one-line notice, and
 exits with 130; SIGTERM exits with 143 after stopping the viewer's server. The first run
-on a cold numba cache prints a one-line notice on stderr (:mod:`optdyn.runtime`). This
+on a cold numba cache prints a one-line notice on stderr (:mod:`optdyn.solvers.runtime`). This
 module is the one place that knows all three packages (``dynamics``, ``optdyn``,
 ``problems``).
 """
@@ -41,9 +41,9 @@ import problems
 from .clearance import clearances
 from .io import load_result, problem_of, save_result
 from .report import task_errors, task_lines
-from .result import Result
-from .runtime import COMPILE_NOTICE  # noqa: F401 — printed on stderr by the compile listener
-from .task import clearance_constraints
+from ..solvers.result import Result
+from ..solvers.runtime import COMPILE_NOTICE  # noqa: F401 — printed on stderr by the compile listener
+from ..ocp.task import clearance_constraints
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
 EXIT_TERMINATED = 143  # 128 + SIGTERM
@@ -256,7 +256,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     """Build PROBLEM, solve it with live progress, print a summary, write outputs."""
     _check_outputs(args)
     problem = _make_problem(args.problem, args.scenario, args.param)
-    from .solve import solve
+    from ..solvers.solve import solve
 
     options = {"callback": None if args.quiet else Progress(), "max_time": args.max_time}
     if args.max_iter is not None:
@@ -336,7 +336,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
     problem, why = _problem_of(result)
     if problem is None:
         raise CommandError(f"{args.file}: {why}")
-    from .plots import plot_trajectory
+    from ..viz.plots import plot_trajectory
 
     plot_trajectory(result, args.out, problem)
     print(f"plot        {args.out}")

@@ -2,7 +2,7 @@
 
 The outer loop of AL-iLQR (T. A. Howell, B. E. Jackson, Z. Manchester, "ALTRO: A Fast
 Solver for Constrained Trajectory Optimization", IROS 2019, Alg. 1–2):
-each outer iteration minimises, by DDP or iLQR (:mod:`optdyn.ddp`, control bounds kept
+each outer iteration minimises, by DDP or iLQR (:mod:`optdyn.solvers.ddp`, control bounds kept
 inside the box QP), the augmented Lagrangian
 
     L_A = J(X, U) + Σ_{k=1..N} Σ_i ψ(c_i(x_k); λ_ki, ρ) + Σ_j [μ_j h_j(x_N) + ½ρ h_j(x_N)²]
@@ -24,7 +24,7 @@ from dataclasses import replace
 import numpy as np
 
 from .ddp import Log, Objective, Options, initial_controls, iterate, stopped_by_exception
-from .problem import Problem
+from ..ocp.problem import Problem
 from .result import Result
 from .runtime import Run, is_interrupt
 
@@ -113,9 +113,9 @@ def solve_al(problem: Problem, ddp: bool = True, us_init=None, constraint_tol: f
              **options) -> Result:
     """Constrained DDP (``ddp``) or iLQR by the augmented-Lagrangian outer loop.
 
-    ``options`` are those of :class:`optdyn.ddp.Options`; ``max_iter`` bounds the total
+    ``options`` are those of :class:`optdyn.solvers.ddp.Options`; ``max_iter`` bounds the total
     number of inner iterations, ``max_time`` the wall time; Ctrl-C stops with the last
-    accepted iterate (:mod:`optdyn.runtime`). The result's cost is the true objective J;
+    accepted iterate (:mod:`optdyn.solvers.runtime`). The result's cost is the true objective J;
     its extra holds the multipliers ("lambda" (N, nc), "mu" (nh,)), the final penalty
     "rho", "outer_iterations", "violation" and "compile_time".
     """

@@ -33,7 +33,7 @@ With no worker left at all, the sweep waits for one (Ctrl-C stops it; finished j
 on disk and a re-run resumes).
 
 **Results on disk as they arrive** (written by the client, so workers need no shared
-file system): ``DIR/<job>.npz`` per successful job (:func:`optdyn.io.save_result`, written
+file system): ``DIR/<job>.npz`` per successful job (:func:`optdyn.apps.io.save_result`, written
 atomically, reopened by ``optdyn show``), ``DIR/summary.csv`` with one row per job
 (:data:`COLUMNS` after the grid keys; rows are appended as jobs finish and the file is
 rewritten in job order at the end), ``DIR/sweep.json`` (the manifest) and
@@ -76,9 +76,9 @@ import numpy as np
 from dynamics.parallel import set_num_threads
 
 from .io import load_result, save_result
-from .problem import Problem
-from .result import Result
-from .solve import SOLVERS
+from ..ocp.problem import Problem
+from ..solvers.result import Result
+from ..solvers.solve import SOLVERS
 
 FORMAT, VERSION = "optdyn.sweep", 1
 MANIFEST, SUMMARY, PLOT = "sweep.json", "summary.csv", "cost.png"
@@ -201,7 +201,7 @@ def run_job(factory: Callable[..., Problem], params: dict, point: dict, start: i
     The job's kernels run on one thread: a sweep is parallel over jobs (one per worker
     core), and threads within a job on top of that would oversubscribe the cores.
     """
-    from .solve import solve
+    from ..solvers.solve import solve
 
     set_num_threads(1)
     t0, c0 = time.perf_counter(), time.thread_time()
@@ -230,7 +230,7 @@ def warm(factory: Callable[..., Problem], solver: str = "ddp", **params) -> floa
     ``Client("tcp://HOST:8786").run(warm, problems.factory("pendulum"))``.
     """
     t0 = time.perf_counter()
-    from .solve import solve
+    from ..solvers.solve import solve
 
     solve(factory(**params), solver=solver, max_iter=1)
     return time.perf_counter() - t0

@@ -64,7 +64,7 @@ def cost_terms(cost: Cost | None) -> list[Cost]:
 
 def _require_problem(problem) -> None:
     if not isinstance(problem, Problem):
-        raise ValueError(f"problem: expected an optdyn.problem.Problem, got {type(problem).__name__}")
+        raise ValueError(f"problem: expected an optdyn.Problem, got {type(problem).__name__}")
 
 
 def clearance_constraints(problem: Problem) -> list[SphereClearance]:
