@@ -164,17 +164,15 @@ def _probe_chunk(count, out, k0, k1):
 def _copies_chunk(copies, k0, k1):
     """The first-order evaluation of whole trajectories, copy k0 … k1 − 1 of ``copies``."""
     for c in range(k0, k1):
-        params, a, b, xs, us, F, dt, m, y, Fz, Fzz = copies[c]
-        _step_derivatives_chunk(params, a, b, xs, us, F, dt, m, 1, y, Fz, Fzz, 0, xs.shape[0])
+        dyn, xs, us, y, Fz, Fzz = copies[c]
+        _step_derivatives_chunk(dyn, xs, us, 1, y, Fz, Fzz, 0, xs.shape[0])
 
 
 def _private_copies(prob, xs, us) -> tuple:
     """Two bundles of every argument of ur5-reach's first-order evaluation, each with its
     own copy of every array (nothing shared between threads)."""
-    a, b = prob._tableau
     K, ndx, nz = xs.shape[0], prob.ndx, prob.ndx + prob.nu
-    bundle = (prob._params, a, b, xs, us, prob._forces(K, 0), prob.dt, prob.substeps, np.empty((K, xs.shape[1])),
-              np.empty((K, ndx, nz)), np.empty((K, 0, 0, 0)))
+    bundle = (prob.dynamics, xs, us, np.empty((K, xs.shape[1])), np.empty((K, ndx, nz)), np.empty((K, 0, 0, 0)))
     return copy.deepcopy(bundle), copy.deepcopy(bundle)
 
 

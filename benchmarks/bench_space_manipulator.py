@@ -32,9 +32,13 @@ SOLVES_SNIPPET = r"""
 import json
 import numpy as np
 import optdyn, problems
-from optdyn.solvers import ddp
-from optdyn.solvers.ipopt import MultipleShootingNLP
 from _common import per_call_us
+try:
+    from optdyn.solvers import ddp
+    from optdyn.solvers.ipopt import MultipleShootingNLP
+except ImportError:  # the baseline: a tree from before optdyn's rooms and the solvers' named records
+    from optdyn import ddp
+    from optdyn.ipopt import MultipleShootingNLP
 
 def best_ms(f):
     return per_call_us(f, min_time=0.02, repeat=7) / 1e3
@@ -49,15 +53,22 @@ for task in ("space-manipulator", "ur5-reach"):
             r.wall_time / max(r.iterations, 1) * 1e3 for r in (optdyn.solve(prob, solver) for _ in range(5)))
     res = optdyn.solve(prob, "ddp")
     xs, us = res.xs, res.us
-    A, B, Fzz, stages = ddp.linearize(prob, xs, us, 1)
-    _, lx, lu, lxx, lux, luu = prob.running_cost_terms(xs[:-1], us)
-    _, VxN, VxxN = prob.terminal_cost_terms(xs[-1])
     k, K = np.zeros((prob.N, prob.nu)), np.zeros((prob.N, prob.nu, prob.ndx))
+    costs, terminal = prob.running_cost_terms(xs[:-1], us)[1:], prob.terminal_cost_terms(xs[-1])[1:]
+    if hasattr(ddp, "Expansion"):  # the backward pass on named records
+        A, B, second = ddp.linearize(prob, xs, us, 1)
+        stages = second.stages
+        passes = {mode: (lambda mode=mode: ddp.backward_pass(
+            ddp.Expansion(A, B, *costs), ddp.Value(*terminal), us, prob.u_lower, prob.u_upper, 0.0,
+            second._replace(mode=mode, split=split), k, K)) for mode in (0, 1)}
+    else:  # the baseline's positional backward pass
+        A, B, Fzz, stages = ddp.linearize(prob, xs, us, 1)
+        passes = {mode: (lambda mode=mode: ddp.backward_pass(
+            A, B, *costs, *terminal, us, prob.u_lower, prob.u_upper, 0.0, mode, Fzz, prob.integration, stages,
+            split, k, K)) for mode in (0, 1)}
     out[task + " linearisation with stage records"] = best_ms(lambda: ddp.linearize(prob, xs, us, 1, stages))
     for mode, name in ((0, "iLQR"), (1, "DDP")):
-        out[task + " " + name + " backward pass"] = best_ms(lambda: ddp.backward_pass(
-            A, B, lx, lu, lxx, lux, luu, VxN, VxxN, us, prob.u_lower, prob.u_upper, 0.0, mode, Fzz,
-            prob.integration, stages, split, k, K))
+        out[task + " " + name + " backward pass"] = best_ms(passes[mode])
     nlp = MultipleShootingNLP(prob, True)
     z = nlp.pack(xs, us)
     lagrange = np.random.default_rng(0).standard_normal(nlp.m)

@@ -101,7 +101,7 @@ def world_wrench_error(prob: Problem, xs: np.ndarray) -> float:
         R_tool, p_tool = dyn.frame_placement(model, xs[k, :6], "tool0")
         R = R_tool @ tool.placement[:3, :3].T            # the body's joint frame
         p = p_tool - R @ tool.placement[:3, 3]
-        f, n = prob.forces[k, tool.body, :3], prob.forces[k, tool.body, 3:]
+        f, n = prob.f_ext[k, tool.body, :3], prob.f_ext[k, tool.body, 3:]
         applied = np.r_[R @ f, R @ n + np.cross(p - p_tool, R @ f)]
         err = max(err, float(np.max(np.abs(applied - wrench))))
     return err

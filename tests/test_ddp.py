@@ -5,10 +5,11 @@ from scipy.optimize import lsq_linear
 
 from dynamics import ModelBuilder
 from dynamics.models import double_pendulum
-from optdyn.ocp import integrators
 from optdyn.ocp.constraints import SphereClearance, StateEquality
 from optdyn.ocp.costs import ControlCost, StateCost
-from optdyn.solvers.ddp import SECOND_ORDER, backward_pass, box_qp, dynamics_hessian, linearize
+from optdyn.ocp.shooting import transition_work
+from optdyn.solvers.ddp import SECOND_ORDER, Expansion, Value, backward_pass, dynamics_hessian, linearize
+from optdyn.solvers.linalg import box_qp
 from optdyn.ocp.problem import Problem
 from optdyn.solvers.solve import solve
 import problems
@@ -150,19 +151,16 @@ def test_contracted_and_tensor_second_order_give_the_same_backward_pass(make):
     rng = np.random.default_rng(3)
     us = prob.us_init + 0.1 * rng.normal(size=(prob.N, prob.nu))
     xs = prob.rollout(us)
-    _, lx, lu, lxx, lux, luu = prob.running_cost_terms(xs[:-1], us)
-    _, VxN, VxxN = prob.terminal_cost_terms(xs[-1])
+    costs = prob.running_cost_terms(xs[:-1], us)[1:]
+    terminal = Value(*prob.terminal_cost_terms(xs[-1])[1:])
     out = {}
     for name in ("contracted", "tensor"):
-        mode = SECOND_ORDER[name]
-        A, B, Fzz, stages = linearize(prob, xs, us, mode)
-        Vx = rng.normal(size=prob.nx) if name == "contracted" else Vx
-        Hz = np.empty((prob.nx + prob.nu,) * 2)
-        work = integrators.interval_work(prob.integration[0], prob.nx, prob.nu, 4, 1)
-        dynamics_hessian(1, Vx, mode, Fzz, prob.integration, us, stages, work, Hz, False)
-        k, K = np.zeros((prob.N, prob.nu)), np.zeros((prob.N, prob.nu, prob.nx))
-        res = backward_pass(A, B, lx, lu, lxx, lux, luu, VxN, VxxN, us, prob.u_lower, prob.u_upper, 10.0, mode,
-                            Fzz, prob.integration, stages, False, k, K)
+        A, B, second = linearize(prob, xs, us, SECOND_ORDER[name])
+        Vx = rng.normal(size=prob.ndx) if name == "contracted" else Vx
+        Hz = np.empty((prob.ndx + prob.nu,) * 2)
+        dynamics_hessian(second, 1, us, Vx, Hz, transition_work(prob.dynamics, prob.nx, prob.nu, 1))
+        k, K = np.zeros((prob.N, prob.nu)), np.zeros((prob.N, prob.nu, prob.ndx))
+        res = backward_pass(Expansion(A, B, *costs), terminal, us, prob.u_lower, prob.u_upper, 10.0, second, k, K)
         out[name] = Hz, k, K, np.array(res[1:]), res[0]
     (H1, k1, K1, dv1, f1), (H2, k2, K2, dv2, f2) = out["contracted"], out["tensor"]
     assert f1 == f2 == -1

@@ -10,9 +10,9 @@ from optdyn.ocp import integrators
 
 
 @njit(cache=True)
-def _toy(params, x, u, fext, order, f, Fz, Fzz, data, idx, dw):
+def _toy(ode, x, u, f_ext, order, f, Fz, Fzz, records, idx, work):
     """Nonlinear 3-state, 2-input ODE with x–x, x–u and u–u couplings (analytic derivatives)."""
-    c = params[0][0]
+    c = ode[0][0]
     f[0] = x[1]
     f[1] = -np.sin(x[0]) + c * x[2] * u[0] + u[1] ** 2
     f[2] = np.cos(x[1]) * u[1] - c * x[0] * x[2]
@@ -33,19 +33,14 @@ def _toy(params, x, u, fext, order, f, Fz, Fzz, data, idx, dw):
     Fzz[2, 1, 4] = Fzz[2, 4, 1] = -np.sin(x[1])
 
 
-PARAMS = (np.array([0.7]),)
+ODE = (np.array([0.7]),)
 
 
 @njit(cache=True)
-def _toy_data(params, count):
-    return (np.empty((count, 1)),)
-
-
-@njit(cache=True)
-def _toy_hessian(params, x, u, f, Fz, data, idx, w, W, dw):
+def _toy_hessian(ode, x, u, f, Fz, records, idx, w, W, blocks, so):
     """W = Σ_i w_i ∂²f_i/∂z² of the toy ODE (from its full tensor)."""
     Fzz = np.empty((3, 5, 5))
-    _toy(params, x, u, np.zeros((0, 6)), 2, np.empty(3), np.empty((3, 5)), Fzz, data, idx, dw)
+    _toy(ode, x, u, np.zeros((0, 6)), 2, np.empty(3), np.empty((3, 5)), Fzz, records, idx, so)
     W[:] = 0.0
     for i in range(3):
         W += w[i] * Fzz[i]
@@ -55,12 +50,11 @@ def _toy_hessian(params, x, u, f, Fz, data, idx, w, W, dw):
 # robot dynamics it calls: same chain-rule code, analytic right-hand side.
 _py = integrators.interval.py_func
 @njit(cache=True)
-def _toy_work(params):
-    return (np.empty(1),)
+def _toy_work(ode, second):
+    return integrators.RobotWork(np.empty(1), np.empty(1), np.empty(1), second, np.empty(1))
 
 
-_toy_globals = {"robot_dynamics": _toy, "robot_dynamics_hessian": _toy_hessian, "robot_data": _toy_data,
-                "robot_work": _toy_work}
+_toy_globals = {"robot_dynamics": _toy, "robot_dynamics_hessian": _toy_hessian, "robot_work": _toy_work}
 
 
 def _with_toy(kernel):
@@ -68,6 +62,7 @@ def _with_toy(kernel):
     return njit(types.FunctionType(py.__code__, {**py.__globals__, **_toy_globals}, py.__name__))
 
 
+_toy_globals["_compose"] = _with_toy(integrators._compose)  # typed, never run: the toy is a vector space
 _toy_globals["_stage_half"] = _with_toy(integrators._stage_half)
 _toy_globals["_halves_on_two_threads"] = njit(lambda *args: None)  # robots only; the toy sums its halves in turn
 _toy_globals["stage_terms"] = _with_toy(integrators.stage_terms)
@@ -76,15 +71,19 @@ _interval, _interval_hessian, _interval_work = (_with_toy(k) for k in (
 
 
 def _records(count):
-    return np.empty((count, 3)), np.empty((count, 3)), np.empty((count, 3, 5)), np.empty((count, 3, 5)), (
-        np.empty((count, 1)),)
+    return integrators.stage_records(ODE, count, 3, 5, 1)
+
+
+def _dynamics(method, dt, m):
+    a, b = integrators.METHODS[method]
+    return integrators.IntervalDynamics(ODE, a, b, dt, m, np.zeros((1, 0, 6)))
 
 
 def _run(method, z, dt, m, order, stages=None):
-    a, b = integrators.METHODS[method]
+    dyn = _dynamics(method, dt, m)
     y, Y, H = np.empty(3), np.empty((3, 5)), np.empty((3, 5, 5))
-    ok = _interval(PARAMS, a, b, z[:3].copy(), z[3:].copy(), np.zeros((0, 6)), dt, m, order, y, Y, H,
-                   _records(0) if stages is None else stages, 0, _interval_work(PARAMS, 3, 2, b.shape[0], order))
+    ok = _interval(dyn, 0, z[:3].copy(), z[3:].copy(), order, y, Y, H, _records(0) if stages is None else stages, 0,
+                   _interval_work(dyn, 3, 2, order))
     return ok, y, Y, H
 
 
@@ -92,10 +91,9 @@ def _contracted(method, z, lam, dt=0.1, m=3):
     """Hessian of λᵀF by the second-order adjoint over the recorded stages."""
     stages = _records(m * integrators.METHODS[method][1].shape[0])
     _run(method, z, dt, m, 1, stages)
-    a, b = integrators.METHODS[method]
+    dyn = _dynamics(method, dt, m)
     Hz = np.empty((5, 5))
-    _interval_hessian(PARAMS, a, b, dt, m, z[3:].copy(), stages, 0, lam, Hz, _interval_work(PARAMS, 3, 2, b.shape[0], 1),
-                      False)
+    _interval_hessian(dyn, z[3:].copy(), stages, 0, lam, Hz, _interval_work(dyn, 3, 2, 1), False)
     return Hz
 
 

@@ -245,32 +245,30 @@ def _sweep_allocations(task: str, names=None) -> dict:
 
     dyn.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
     prob = problems.get(task)
-    params, a, b, dt, m = prob.integration
-    F, nz = prob.forces, prob.ndx + prob.nu
+    d, nz = prob.dynamics, prob.ndx + prob.nu
     counts = {}
     for N in (6, 12):
         us = np.ascontiguousarray(prob.us_init[:N])
-        xs = rk.rollout(params, a, b, prob.x0, us, F, dt, m)
+        xs = rk.rollout(d, prob.x0, us)
         X = np.ascontiguousarray(xs[:-1])
         y, Fz = np.empty((N, prob.nx)), np.empty((N, prob.ndx, nz))
-        stages = rk.stage_records(params, N * m * b.shape[0], prob.nx, nz, b.shape[0])
+        stages = rk.stage_records(d.ode, N * d.substeps * d.b.shape[0], prob.nx, nz, d.b.shape[0])
         lams, Hz = np.ones((N, prob.ndx)), np.empty((N, nz, nz))
         k, K = np.zeros((N, prob.nu)), np.zeros((N, prob.nu, prob.ndx))
         zeros = (np.zeros((N, prob.ndx)), np.zeros((N, prob.nu)), np.zeros((N, prob.ndx, prob.ndx)),
                  np.zeros((N, prob.nu, prob.ndx)), np.eye(prob.nu)[None].repeat(N, 0))
+        lq = ddp.Expansion(Fz[:, :, :prob.ndx].copy(), Fz[:, :, prob.ndx:].copy(), *zeros)
+        terminal = ddp.Value(np.zeros(prob.ndx), np.eye(prob.ndx))
         calls = {
-            "rollout": lambda: rk.rollout(params, a, b, prob.x0, us, F, dt, m),
-            "first order": lambda: rk._step_derivatives_chunk(params, a, b, X, us, F, dt, m, 1, y, Fz,
-                                                              np.empty((N, 0, 0, 0)), 0, N),
-            "recorded stages": lambda: rk._step_stages_chunk(params, a, b, X, us, F, dt, m, stages, y, Fz, 0, N),
-            "contracted Hessians": lambda: rk._interval_hessians_chunk(params, a, b, dt, m, us, stages, lams, Hz,
-                                                                       0, N),
+            "rollout": lambda: rk.rollout(d, prob.x0, us),
+            "first order": lambda: rk._step_derivatives_chunk(d, X, us, 1, y, Fz, np.empty((N, 0, 0, 0)), 0, N),
+            "recorded stages": lambda: rk._step_stages_chunk(d, X, us, stages, y, Fz, 0, N),
+            "contracted Hessians": lambda: rk._interval_hessians_chunk(d, us, stages, lams, Hz, 0, N),
             **{f"DDP backward pass{', split' if split else ''}": functools.partial(
-                ddp.backward_pass, Fz[:, :, :prob.ndx].copy(), Fz[:, :, prob.ndx:].copy(), *zeros, np.zeros(prob.ndx),
-                np.eye(prob.ndx), us, prob.u_lower, prob.u_upper, 1.0, 1, np.empty((N, 0, 0, 0)), prob.integration,
-                stages, split, k, K) for split in (False, True)},
-            "DDP forward pass": lambda: ddp.forward_pass(params, a, b, dt, m, xs, us, F, k, K, 0.5, prob.u_lower,
-                                                         prob.u_upper, np.empty_like(xs), np.empty_like(us)),
+                ddp.backward_pass, lq, terminal, us, prob.u_lower, prob.u_upper, 1.0,
+                ddp.SecondOrder(1, np.empty((N, 0, 0, 0)), d, stages, split), k, K) for split in (False, True)},
+            "DDP forward pass": lambda: ddp.forward_pass(d, xs, us, k, K, 0.5, prob.u_lower, prob.u_upper,
+                                                         np.empty_like(xs), np.empty_like(us)),
         }
         counts[N] = {name: _allocations(call) for name, call in calls.items() if names is None or name in names}
     return counts

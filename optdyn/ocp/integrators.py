@@ -27,24 +27,30 @@ composition y ⊕ W carries the sensitivities from y's chart to its own by the i
 Jacobians and adds its curvature (:func:`_compose`); on revolute/prismatic joints ⊕ is +
 and the kernels run the vector-space code above unchanged.
 
-The continuous dynamics is :func:`robot_dynamics` ``(params, x, u, fext, order, f, Fz, Fzz,
-data, idx, dw)``: it writes f (nx,), and for order ≥ 1 Fz (nx, nz), for order 2 Fzz (nx, nz, nz);
-:func:`robot_dynamics_hessian` gives the contracted second derivative w·f_zz from what the
-first-order call stored; ``dw`` is the dynamics' workspace (:func:`robot_work`). They are
-called as globals of the compiled kernels (not passed as function arguments, which
-numba's on-disk cache cannot key reliably).
+Records (named tuples the kernels read by field): the continuous dynamics of a robot is a
+:data:`RobotODE` (model record, actuated joints, Lie-group blocks); one interval of the
+discrete problem is an :data:`IntervalDynamics` (that ODE, the tableau, dt, the number of
+substeps and the intervals' external forces); the first-order pass keeps its
+:data:`StageRecords`; every temporary lives in an :data:`IntervalWork`.
+
+The continuous dynamics is :func:`robot_dynamics` ``(ode, x, u, f_ext, order, f, Fz, Fzz,
+records, idx, work)``: it writes f (nx,), and for order ≥ 1 Fz (nx, nz), for order 2 Fzz
+(nx, nz, nz); :func:`robot_dynamics_hessian` gives the contracted second derivative w·f_zz
+from what the first-order call stored; ``work`` is the dynamics' workspace
+(:func:`robot_work`). They are called as globals of the compiled kernels (not passed as
+function arguments, which numba's on-disk cache cannot key reliably).
 
 Workspace: every temporary of :func:`interval` and :func:`interval_hessian`, the
 dynamics' and the group compositions' included, lives in an :data:`IntervalWork` made
 once per loop over knots (:func:`interval_work`: once per chunk, per rollout, per backward
 pass), so the stage sweeps of a whole trajectory allocate nothing per knot or per stage.
 
-External forces: ``fext`` (njoints, 6) is the robot's ``f_ext`` of :func:`dynamics.rnea`
+External forces: ``f_ext`` (njoints, 6) is the robot's ``f_ext`` of :func:`dynamics.rnea`
 during the interval ((0, 6): none), held like u. It is a force fixed in each body's frame,
 so it moves with the body as q varies and the q-derivatives (first and contracted second
-order) are those of FD(q, v, τ, f_ext) at that fixed f_ext. The batch kernels take F
-(K, njoints, 6) (interval k uses F[k]) or one row F (1, ·, 6) for every interval
-(:func:`dynamics.batch.knot_force`; ``NO_FORCES`` = none).
+order) are those of FD(q, v, τ, f_ext) at that fixed f_ext. An :data:`IntervalDynamics`
+holds them for K intervals (K, njoints, 6) (interval k uses f_ext[k]) or one row
+(1, ·, 6) for every interval (:func:`dynamics.batch.knot_force`; ``NO_FORCES`` = none).
 
 The Hessian of λᵀF — what DDP (λ = V'_x) and the multiple-shooting Lagrangian (λ = the
 defect multipliers) need — is computed contracted by :func:`interval_hessian`, a
@@ -57,7 +63,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 import numpy as np
-from numba import njit, prange
+from numba import njit, prange, types
 from numba.extending import overload
 
 from dynamics._compile import allocation_free
@@ -82,98 +88,102 @@ _EULER = (np.zeros((1, 1)), np.ones(1))
 METHODS = {"rk4": _RK4, "euler": _EULER}
 """Butcher tableaux (a (s, s) strictly lower triangular, b (s,)) by name."""
 
+RobotODE = namedtuple("RobotODE", ["model", "actuated", "lie"])
+"""The continuous dynamics ẋ = [v; FD(q, v, B u, f_ext)] of a robot, as the kernels take
+it: ``model`` the model's compiled record (:attr:`dynamics.Model.arrays`), ``actuated`` the
+actuated tangent indices (nu,) (τ[actuated] = u, the other τ zero) and ``lie`` the blocks of
+its Lie-group joints (L, 3) (:func:`optdyn.ocp.state.lie_blocks`)."""
 
-def robot_params(model: Model, actuated: np.ndarray | None = None) -> tuple:
-    """The compiled record passed to :func:`robot_dynamics`: (``model.arrays``, the
-    actuated tangent indices (nu,) with τ[actuated] = u and the other τ zero,
-    :func:`optdyn.ocp.state.lie_blocks`). ``actuated`` defaults to every joint."""
+IntervalDynamics = namedtuple("IntervalDynamics", ["ode", "a", "b", "dt", "substeps", "f_ext"])
+"""One interval x_{k+1} = F(x_k, u_k) of the discrete problem: the continuous dynamics
+``ode`` (a :data:`RobotODE`, or any record the ODE kernels accept) integrated over ``dt``
+by ``substeps`` explicit Runge–Kutta steps of tableau (``a`` (s, s), ``b`` (s,)) with u held,
+under the external forces ``f_ext`` (K or 1, njoints, 6) of the intervals (module docstring)."""
+
+StageRecords = namedtuple("StageRecords", ["y", "f", "Fz", "G", "S", "IC", "BC", "rates", "T", "Minv",
+                                           "W", "dW", "Y0", "J"])
+"""What the first-order pass of :func:`interval` keeps of every stage for
+:func:`interval_hessian` (:func:`stage_records`), one row per stage: inputs y_s,
+derivatives k_s = f(y_s, u), Jacobians f_z, sensitivities G_s = Y_s; the first-order data
+of ABA's derivatives that contracted FDSVA-SO reuses (motion subspaces S, composite
+inertias I^C and B^C, the rates (Ψ̇, Ψ̈, Ṡ), the joint vectors of IDSVA and M⁻¹); on a
+manifold each composition's increment W, its sensitivity dW, the steps' start
+sensitivities Y0 and the integrate-Jacobian blocks J. A flat record of arrays, so that
+numba's parallel loops take it whole (:func:`_halves_in_parallel`)."""
+
+RobotWork = namedtuple("RobotWork", ["data", "tau", "first", "second", "so"])
+"""Workspace of :func:`robot_dynamics` and :func:`robot_dynamics_hessian`: the algorithms'
+:data:`dynamics.workspace.Data`, τ (nv,), first-order blocks (∂q̈/∂q, ∂q̈/∂v, M⁻¹)
+(3, nv, nv), second-order blocks (5, nv, nv) and the contracted-SO scratch of
+:func:`dynamics.rnea_second_derivatives_contracted.new_so_work`."""
+
+
+def robot_ode(model: Model, actuated: np.ndarray | None = None) -> RobotODE:
+    """The :data:`RobotODE` of ``model``; ``actuated`` defaults to every joint."""
     act = np.arange(model.nv) if actuated is None else np.asarray(actuated, dtype=np.int64)
-    return model.arrays, np.ascontiguousarray(act, dtype=np.int64), lie_blocks(model)
+    return RobotODE(model.arrays, np.ascontiguousarray(act, dtype=np.int64), lie_blocks(model))
 
 
-def lie_structure(params):
-    """(topology, Lie blocks (L, 3)) of a :func:`robot_params` record; (0, 7), (0, 3)
-    arrays for any other record (e.g. a vector-space ODE's parameters)."""
+def lie_structure(ode):
+    """(topology, Lie blocks (L, 3)) of a :data:`RobotODE`; (0, 7), (0, 3) arrays for any
+    other ODE record (a vector space, e.g. a test's ODE)."""
 
 
 @overload(lie_structure)
-def _lie_structure(params):
-    if len(params) == 3:
-        return lambda params: (params[0][0], params[2])
-    return lambda params: (np.zeros((0, 7), np.int64), np.zeros((0, 3), np.int64))
-
-
-def lie_records(stages):
-    """The composition records (W (Rc, nv), dW (Rc, nv, nz), Y (Rs, nv, nz), J (Rc, 2, nv, 6))
-    of stage records with 9 entries (:func:`stage_records`), empty ones for records of 5."""
-
-
-@overload(lie_records)
-def _lie_records(stages):
-    if len(stages) == 9:
-        return lambda stages: (stages[5], stages[6], stages[7], stages[8])
-    return lambda stages: (np.empty((0, 0)), np.empty((0, 0, 0)), np.empty((0, 0, 0)), np.empty((0, 2, 0, 6)))
-
-
-@njit(cache=True)
-def robot_data(params, count):
-    """Storage for ``count`` evaluations' first-order data (see :func:`robot_dynamics`):
-    S (count, nv, 6), I^C and B^C (count, n, 6, 6), rates (count, 3, nv, 6), joint vectors
-    (count, nv, 6, 6), M⁻¹ (count, nv, nv)."""
-    n, nv = params[0][0].shape[0], tangent_size(params[0][0])
-    return (np.empty((count, nv, 6)), np.empty((count, n, 6, 6)), np.empty((count, n, 6, 6)),
-            np.empty((count, 3, nv, 6)), np.empty((count, nv, 6, 6)), np.empty((count, nv, nv)))
+def _lie_structure(ode):
+    if isinstance(ode, types.NamedTuple) and ode.instance_class is RobotODE:
+        return lambda ode: (ode.model[0], ode.lie)
+    return lambda ode: (np.zeros((0, 7), np.int64), np.zeros((0, 3), np.int64))
 
 
 @njit(cache=True, inline="always")
-def _recording(d, data, idx):
+def _recording(d, records, idx):
     """The workspace ``d`` with its first-order data (S, I^C, B^C, rates, joint vectors) in
-    row ``idx`` of the records ``data`` (:func:`robot_data`): the passes write them there,
-    and nothing is copied."""
-    return Data(R=d.R, p=d.p, S=data[0][idx], I=data[1][idx], IA=d.IA, Dinv=d.Dinv, BC=data[2][idx], vel=d.vel,
-                acc=d.acc, fC=d.fC, pA=d.pA, da=d.da, U=d.U, UD=d.UD, rates=data[3][idx], u=d.u, tau=d.tau,
-                Minv=d.Minv, dq=d.dq, dv=d.dv, F=d.F, P=d.P, T=data[4][idx], h=d.h, gauss=d.gauss)
+    row ``idx`` of ``records`` (:data:`StageRecords`): the passes write them there, and
+    nothing is copied."""
+    S, IC, BC, rates, T = records.S[idx], records.IC[idx], records.BC[idx], records.rates[idx], records.T[idx]
+    return Data(R=d.R, p=d.p, S=S, I=IC, IA=d.IA, Dinv=d.Dinv, BC=BC, vel=d.vel, acc=d.acc, fC=d.fC, pA=d.pA,
+                da=d.da, U=d.U, UD=d.UD, rates=rates, u=d.u, tau=d.tau, Minv=d.Minv, dq=d.dq, dv=d.dv, F=d.F, P=d.P,
+                T=T, h=d.h, gauss=d.gauss)
 
 
 @njit(cache=True)
-def robot_work(params):
-    """Workspace of :func:`robot_dynamics` and :func:`robot_dynamics_hessian`: (the
-    algorithms' :data:`dynamics.workspace.Data`, τ (nv,), (∂q̈/∂q, ∂q̈/∂v, M⁻¹) (3, nv, nv),
-    Hessian blocks (5, nv, nv), contracted-SO scratch of
-    :func:`dynamics.rnea_second_derivatives_contracted.new_so_work`)."""
-    topology = params[0][0]
+def robot_work(ode, second):
+    """The :data:`RobotWork` of a :data:`RobotODE`, with ``second`` (5, nv, nv) as its
+    second-order blocks."""
+    topology = ode.model[0]
     nv = tangent_size(topology)
-    return new_data(topology), np.empty(nv), np.empty((3, nv, nv)), np.empty((5, nv, nv)), new_so_work(topology)
+    return RobotWork(new_data(topology), np.empty(nv), np.empty((3, nv, nv)), second, new_so_work(topology))
 
 
 @njit(cache=True)
-def robot_dynamics(params, x, u, fext, order, f, Fz, Fzz, data, idx, dw):
-    """ẋ = [v; FD(q, v, B u, fext)] and its first/second derivatives w.r.t.
+def robot_dynamics(ode, x, u, f_ext, order, f, Fz, Fzz, records, idx, work):
+    """ẋ = [v; FD(q, v, B u, f_ext)] and its first/second derivatives w.r.t.
     z = (δq, v, u) (δq in the tangent space at q; τ = B u with the actuated columns
-    ``params[1]`` of B = selection, so ∂/∂u_c = ∂/∂τ_{act[c]}); every intermediate in the
-    workspace ``dw`` of :func:`robot_work`.
+    ``ode.actuated`` of B = selection, so ∂/∂u_c = ∂/∂τ_{act[c]}); every intermediate in
+    the :data:`RobotWork` ``work``.
 
     For order 1 and ``idx`` ≥ 0 the first-order data that :func:`robot_dynamics_hessian`
-    reuses (with M⁻¹) is written into row ``idx`` of ``data`` (from :func:`robot_data`).
+    reuses (with M⁻¹) is written into row ``idx`` of ``records`` (:data:`StageRecords`).
     """
-    model, act = params[0], params[1]
+    model, act = ode.model, ode.actuated
     n = tangent_size(model[0])
     nq = x.shape[0] - n
     q, v = x[:nq], x[nq:]
-    d, tau, out = dw[0], dw[1], dw[2]
+    d, tau = work.data, work.tau
     tau[:] = 0.0
     for c in range(act.shape[0]):
-        tau[act[c]] = u[c]
-    f[:n] = v
+        tau[act[c]] = u[c]  # τ = B u
+    f[:n] = v  # q̇ = v (in the tangent space)
     qdd = f[n:]
     if order == 0:
-        if not aba_into(model, d, q, v, tau, fext, qdd):
+        if not aba_into(model, d, q, v, tau, f_ext, qdd):
             raise ValueError(NOT_POSITIVE)
         return
-    da_dq, da_dv, da_dtau = out[0], out[1], out[2]
+    da_dq, da_dv, da_dtau = work.first[0], work.first[1], work.first[2]
     if idx >= 0:
-        d, da_dtau = _recording(d, data, idx), data[5][idx]
-    if not aba_derivatives_into(model, d, q, v, tau, fext, qdd, da_dq, da_dv, da_dtau):
+        d, da_dtau = _recording(d, records, idx), records.Minv[idx]
+    if not aba_derivatives_into(model, d, q, v, tau, f_ext, qdd, da_dq, da_dv, da_dtau):
         raise ValueError(NOT_POSITIVE)
     Fz[:] = 0.0
     for i in range(n):
@@ -185,7 +195,7 @@ def robot_dynamics(params, x, u, fext, order, f, Fz, Fzz, data, idx, dw):
             Fz[n + i, 2 * n + c] = da_dtau[i, act[c]]
     if order < 2:
         return
-    d2q, d2v, d2qv, d2qtau = fdsva_so_terms(model, q, v, fext, qdd, da_dq, da_dv, da_dtau)  # full tensors: allocates
+    d2q, d2v, d2qv, d2qtau = fdsva_so_terms(model, q, v, f_ext, qdd, da_dq, da_dv, da_dtau)  # full tensors: allocates
     Fzz[:] = 0.0
     for i in range(n):
         r = n + i
@@ -201,23 +211,23 @@ def robot_dynamics(params, x, u, fext, order, f, Fz, Fzz, data, idx, dw):
 
 
 @allocation_free
-def robot_dynamics_hessian(params, x, u, f, Fz, data, idx, w, W, dw):
+def robot_dynamics_hessian(ode, x, u, f, Fz, records, idx, w, W, blocks, so):
     """W (nz, nz) = Σ_i w_i ∂²f_i/∂z² of ẋ = [v; FD(q, v, B u)] at (x, u), given Fz and the
-    first-order ``data`` (row ``idx``) that :func:`robot_dynamics` stored there; ``dw``
-    from :func:`robot_work`.
+    first-order ``records`` (row ``idx``) that :func:`robot_dynamics` stored there;
+    ``blocks`` (5, nv, nv) and ``so`` are scratch (a :data:`RobotWork`'s ``second`` and
+    ``so``).
 
     Only the FD rows are nonlinear, so this is contracted FDSVA-SO with λ = w[nv:],
     from the FD rows of Fz ([∂q̈/∂q  ∂q̈/∂v  ∂q̈/∂u], ∂q̈/∂u = M⁻¹B), M⁻¹ and the first-order
-    RNEA data (which already carries the interval's external forces: no ``fext`` argument
+    RNEA data (which already carries the interval's external forces: no ``f_ext`` argument
     here).
     """
-    act = params[1]
-    n, nu = tangent_size(params[0][0]), act.shape[0]
-    work = dw[3]
-    Hqq, Hvv, Hqv, Mq = work[0], work[1], work[2], work[3]
-    Hqu = work[4].reshape(-1)[: n * nu].reshape((n, nu))  # Σ_i λ_i ∂²q̈_i/∂q∂u
-    fo = (data[0][idx], data[1][idx], data[2][idx], data[3][idx], data[4][idx])
-    fdsva_so_contracted_terms(params[0][0], Fz[n:], data[5][idx], fo, w[n:], Hqq, Hvv, Hqv, Hqu, Mq, dw[4])
+    act = ode.actuated
+    n, nu = tangent_size(ode.model[0]), act.shape[0]
+    Hqq, Hvv, Hqv, Mq = blocks[0], blocks[1], blocks[2], blocks[3]
+    Hqu = blocks[4].reshape(-1)[: n * nu].reshape((n, nu))  # Σ_i λ_i ∂²q̈_i/∂q∂u
+    fo = (records.S[idx], records.IC[idx], records.BC[idx], records.rates[idx], records.T[idx])
+    fdsva_so_contracted_terms(ode.model[0], Fz[n:], records.Minv[idx], fo, w[n:], Hqq, Hvv, Hqv, Hqu, Mq, so)
     W[:] = 0.0
     for j in range(n):
         for k in range(n):
@@ -309,10 +319,10 @@ def _axpy(c, x, y):
 
 
 @njit(cache=True)
-def tangent_dim(params, nx):
+def tangent_dim(ode, nx):
     """Tangent dimension ndx of states with nx coordinates: 2·nv on a model with Lie-group
-    joints, nx otherwise (a vector space, also for ODE parameter records)."""
-    topology, lie = lie_structure(params)
+    joints, nx otherwise (a vector space, also for other ODE records)."""
+    topology, lie = lie_structure(ode)
     return 2 * tangent_size(topology) if lie.shape[0] > 0 else nx
 
 
@@ -330,10 +340,15 @@ def _accumulate(coef, count, h, k, Ks, K2s, order, y, Y, H):
                 _axpy(c, K2s[j], H)
 
 
+Jet = namedtuple("Jet", ["value", "first", "second"])
+"""A point and its first and second sensitivities with respect to z = (δx, u): (y, Y, H)."""
+
+
 @allocation_free
-def _compose(topology, lie, y, Y, H, W, dW, d2W, order, ys, Ys, Hs, J, work):
+def _compose(ode, order, start, increment, out, J, work):
     """ys = y ⊕ W and its sensitivities Ys, Hs in its own chart (:mod:`optdyn.ocp.state`),
-    from those of y (Y, H, in y's chart) and of the increment W (dW, d2W):
+    from those of y (Y, H, in y's chart) and of the increment W (dW, d2W) — the
+    :data:`Jet` s ``start`` = (y, Y, H), ``increment`` = (W, dW, d2W), ``out`` = (ys, Ys, Hs):
 
         Ys_q = J_q Y_q + J_v dW_q,            Ys_v = Y_v + dW_v,
         Hs_q = J_q H_q + J_v d2W_q + ∇²ψ[(Y_q, dW_q), (Y_q, dW_q)],   Hs_v = H_v + d2W_v,
@@ -344,6 +359,10 @@ def _compose(topology, lie, y, Y, H, W, dW, d2W, order, ys, Ys, Hs, J, work):
     joint whose block starts at row m (likewise J[1] and J_v); the rows of 1-DoF joints
     are left alone (their Jacobians are 1). ``work``: the :data:`IntervalWork`.
     """
+    topology, lie = lie_structure(ode)
+    y, Y, H = start.value, start.first, start.second
+    W, dW, d2W = increment.value, increment.first, increment.second
+    ys, Ys, Hs = out.value, out.first, out.second
     n = W.shape[0] // 2
     nq = y.shape[0] - n
     state_integrate_into(topology, nq, y, W, ys)
@@ -390,40 +409,53 @@ IntervalWork = namedtuple("IntervalWork", [
     "k", "f", "ys", "Fz", "Fzz", "Ks", "K2s", "Ys", "Hs", "T",  # stages of interval()
     "W", "y_new", "dW", "Y_new", "d2W", "H_new", "J",  # its group compositions (rows 0 off a manifold)
     "Jqv", "group", "e",  # their integrate Jacobians, the joints' Jacobian blocks' scratch, a unit vector
-    "lie", "lie2",  # their curvature's workspace (optdyn.state.LieScratch), a second one for the second half
-    "lam", "ybar", "w", "gW", "gY",  # adjoints of interval_hessian()
-    "halves",  # its stage terms' (W, P, Hh) (3, 2, nz, nz): one of each per half of the stages (stage_terms)
-    "dyn", "dyn2",  # the dynamics' own workspace (robot_work), a second one for the second half
+    "lie",  # their curvature's workspace (optdyn.state.LieScratch)
+    "terms", "gW", "gY",  # adjoints of interval_hessian() (StageTermWork: with its stage terms' scratch)
+    "ode",  # the dynamics' own workspace (RobotWork)
+    "ode2", "lie2",  # a second RobotWork and LieScratch, for the second half of stage_terms()
+    "no_Y", "no_H", "no_stages",  # empty stand-ins for what interval() of order 0 neither reads nor writes
 ])
 """Workspace of :func:`interval` (sized for one ``order``) and :func:`interval_hessian`."""
 
+StageTermWork = namedtuple("StageTermWork", ["w", "ybar", "lam", "sums", "second"])
+"""What both halves of :func:`stage_terms` share: the adjoints w_s (s, ndx), ȳ_s (s, ndx) and
+λ⁺ (ndx,) of :func:`interval_hessian`, each half's W, P and sum Hh (3, 2, nz, nz) and each
+half's second-order blocks of the dynamics (2, 5, nv, nv) (the ``second`` of ``ode`` and
+``ode2``). A flat record of arrays, which numba's parallel loops take whole."""
+
 
 @njit(cache=True)
-def interval_work(params, nq_x, nu, s, order):
-    """An :data:`IntervalWork` for states of nq_x coordinates, nu controls, an s-stage
-    method and sensitivities up to ``order``: every array :func:`interval` and
-    :func:`interval_hessian` use, made once for a loop over many intervals."""
-    nx = tangent_dim(params, nq_x)
+def interval_work(dyn, nq_x, nu, order):
+    """An :data:`IntervalWork` for the :data:`IntervalDynamics` ``dyn``, states of nq_x
+    coordinates, nu controls and sensitivities up to ``order``: every array :func:`interval`
+    and :func:`interval_hessian` use, made once for a loop over many intervals."""
+    ode, s = dyn.ode, dyn.b.shape[0]
+    nx = tangent_dim(ode, nq_x)
     nz = nx + nu
-    lie = lie_structure(params)[1]
+    lie = lie_structure(ode)[1]
     nw = nx if lie.shape[0] > 0 else 0
-    o1, o2 = order >= 1, order >= 2
-    return IntervalWork(
-        np.empty((s, nx)), np.empty(nx), np.empty(nq_x), np.empty((nx, nz) if o1 else (0, 0)),
-        np.empty((nx, nz, nz) if o2 else (0, 0, 0)), np.empty((s, nx, nz) if o1 else (0, 0, 0)),
-        np.empty((s, nx, nz, nz) if o2 else (0, 0, 0, 0)), np.empty((nx, nz) if o1 else (0, 0)),
-        np.empty((nx, nz, nz) if o2 else (0, 0, 0)), np.empty((nz, nz)),
-        np.empty(nw), np.empty(nq_x), np.empty((nw, nz) if o1 else (0, 0)), np.empty((nw, nz) if o1 else (0, 0)),
-        np.empty((nw, nz, nz) if o2 else (0, 0, 0)), np.empty((nw, nz, nz) if o2 else (0, 0, 0)),
-        np.empty((2, nw // 2, 6)), np.empty((2, nw // 2, nw // 2)), np.empty(GROUP_SCRATCH), np.empty(6),
-        lie_scratch(lie, nz), lie_scratch(lie, nz),
-        np.empty(nx), np.empty((s, nx)), np.empty((s, nx)), np.empty((s + 1, nx)), np.empty((s + 1, nx)),
-        np.empty((3, 2, nz, nz)), robot_work(params), robot_work(params))
+    # the arrays of first- and second-order sensitivities are empty below their order
+    y1, w1, k1 = ((nx, nz), (nw, nz), (s, nx, nz)) if order >= 1 else ((0, 0), (0, 0), (0, 0, 0))
+    y2, w2, k2 = ((nx, nz, nz), (nw, nz, nz), (s, nx, nz, nz)) if order >= 2 else ((0, 0, 0), (0, 0, 0), (0, 0, 0, 0))
+    stage = (np.empty((s, nx)), np.empty(nx), np.empty(nq_x), np.empty(y1), np.empty(y2), np.empty(k1), np.empty(k2),
+             np.empty(y1), np.empty(y2), np.empty((nz, nz)))
+    nv = tangent_size(lie_structure(ode)[0])
+    terms = StageTermWork(np.empty((s, nx)), np.empty((s, nx)), np.empty(nx), np.empty((3, 2, nz, nz)),
+                          np.empty((2, 5, nv, nv)))
+    composition = (np.empty(nw), np.empty(nq_x), np.empty(w1), np.empty(w1), np.empty(w2), np.empty(w2),
+                   np.empty((2, nw // 2, 6)), np.empty((2, nw // 2, nw // 2)), np.empty(GROUP_SCRATCH), np.empty(6),
+                   lie_scratch(lie, nz))
+    adjoint = (terms, np.empty((s + 1, nx)), np.empty((s + 1, nx)))
+    rest = (robot_work(ode, terms.second[0]), robot_work(ode, terms.second[1]), lie_scratch(lie, nz),
+            np.empty((0, 0)), np.empty((0, 0, 0)), no_stages(ode))
+    return IntervalWork(*stage, *composition, *adjoint, *rest)
 
 
 @njit(cache=True)
-def interval(params, a, b, x, u, fext, dt, m, order, y, Y, H, stages, offset, work):
-    """One interval (m steps) from (x, u) under external forces ``fext``: writes y = x⁺, Y = ∂x⁺/∂z, H = ∂²x⁺/∂z².
+def interval(dyn, knot, x, u, order, y, Y, H, stages, offset, work):
+    """One interval of the :data:`IntervalDynamics` ``dyn`` (m = ``dyn.substeps`` steps) from
+    (x, u) under the external forces of interval ``knot``: writes y = x⁺, Y = ∂x⁺/∂z,
+    H = ∂²x⁺/∂z².
 
     On a model with Lie-group joints the scheme is the Runge–Kutta method in the tangent
     space of each step's start y (the Crocoddyl RK4 of Mastalli et al. 2020): stages
@@ -434,21 +466,21 @@ def interval(params, a, b, x, u, fext, dt, m, order, y, Y, H, stages, offset, wo
 
     ``stages`` (:func:`stage_records`) receives in rows offset … offset + m·s − 1, for
     order 1, every stage's input y_s, derivative k_s = f(y_s, u), Jacobian f_z(y_s, u),
-    sensitivity Y_s = ∂y_s/∂z and the dynamics' first-order data (:func:`robot_data`),
+    sensitivity Y_s = ∂y_s/∂z and the dynamics' first-order data,
     and on a manifold the compositions' increments and sensitivities: what
     :func:`interval_hessian` needs. Records with no rows (:func:`no_stages`) record nothing.
     ``work`` (:func:`interval_work`, for at least this ``order``) holds every temporary.
     Returns False (y set to NaN) if a stage state or derivative became non-finite.
     """
-    topology, lie = lie_structure(params)
-    manifold = lie.shape[0] > 0
-    nx = tangent_dim(params, x.shape[0])
-    nz, s = nx + u.shape[0], b.shape[0]
+    ode, a, b, m = dyn.ode, dyn.a, dyn.b, dyn.substeps
+    f_ext = knot_force(dyn.f_ext, knot)
+    manifold = lie_structure(ode)[1].shape[0] > 0
+    nx = tangent_dim(ode, x.shape[0])
+    s = b.shape[0]
     n = nx // 2
-    rec_y, rec_f, rec_Fz, rec_G, data = stages[0], stages[1], stages[2], stages[3], stages[4]
-    rec_W, rec_dW, rec_Y0, rec_J = lie_records(stages)
+    rec_y, rec_f, rec_Fz, rec_G, rec_W, rec_dW = stages.y, stages.f, stages.Fz, stages.G, stages.W, stages.dW
     record = rec_y.shape[0] > 0
-    h = dt / m
+    h = dyn.dt / m
     k, ys_own, f, Fz_own, Fzz, Ks, K2s = work.k, work.ys, work.f, work.Fz, work.Fzz, work.Ks, work.K2s
     Ys_own, Hs, T = work.Ys, work.Hs, work.T
     # increment W of a composition, its sensitivities, the step's output
@@ -463,7 +495,7 @@ def interval(params, a, b, x, u, fext, dt, m, order, y, Y, H, stages, offset, wo
     for step in range(m):
         sub = offset // s + step  # this step's row of the composition records
         if record and manifold:
-            rec_Y0[sub] = Y[:n]
+            stages.Y0[sub] = Y[:n]
         for st in range(s):
             idx = offset + step * s + st if record else -1
             ys = rec_y[idx] if record else ys_own
@@ -480,8 +512,8 @@ def interval(params, a, b, x, u, fext, dt, m, order, y, Y, H, stages, offset, wo
                     y[:] = np.nan
                     return False
                 comp = sub * (s + 1) + st  # this composition's row of the records
-                _compose(topology, lie, y, Y, H, W, dW, d2W, order, ys, Ys, Hs, rec_J[comp] if record else work.J,
-                         work)
+                _compose(ode, order, Jet(y, Y, H), Jet(W, dW, d2W), Jet(ys, Ys, Hs),
+                         stages.J[comp] if record else work.J, work)
                 if record:
                     rec_W[comp], rec_dW[comp] = W[:n], dW[:n]
             else:  # y_s = y + h Σ_j a_sj k_j
@@ -494,7 +526,7 @@ def interval(params, a, b, x, u, fext, dt, m, order, y, Y, H, stages, offset, wo
             if not all_finite(ys):
                 y[:] = np.nan
                 return False
-            robot_dynamics(params, ys, u, fext, order, f, Fz, Fzz, data, idx, work.dyn)
+            robot_dynamics(ode, ys, u, f_ext, order, f, Fz, Fzz, stages, idx, work.ode)
             k[st] = f
             if record:
                 rec_f[idx] = f
@@ -520,8 +552,8 @@ def interval(params, a, b, x, u, fext, dt, m, order, y, Y, H, stages, offset, wo
             if not all_finite(W):
                 y[:] = np.nan
                 return False
-            _compose(topology, lie, y, Y, H, W, dW, d2W, order, y_new, Y_new, H_new,
-                     rec_J[sub * (s + 1) + s] if record else work.J, work)
+            _compose(ode, order, Jet(y, Y, H), Jet(W, dW, d2W), Jet(y_new, Y_new, H_new),
+                     stages.J[sub * (s + 1) + s] if record else work.J, work)
             y[:] = y_new
             if order >= 1:
                 Y[:] = Y_new
@@ -536,27 +568,31 @@ def interval(params, a, b, x, u, fext, dt, m, order, y, Y, H, stages, offset, wo
 
 
 @njit(cache=True)
-def stage_records(params, count, nx, nz, s):
-    """Stage records (ys, fs, Fzs, Gs, data, W, dW, Y0, J) for ``count`` stages (m·s per
-    knot) of an s-stage method (see :func:`interval`): ys (count, nx) and, with
+def stage_records(ode, count, nx, nz, s):
+    """:data:`StageRecords` for ``count`` stages (m·s per knot) of an s-stage method (see
+    :func:`interval`): ys (count, nx) and, with
     ndx = :func:`tangent_dim`, fs (count, ndx), Fzs and Gs (count, ndx, nz), the dynamics'
-    ``data``; on a manifold also each composition's increment W (count·(s+1)/s, nv), its
+    first-order data (S (count, nv, 6), I^C and B^C (count, n, 6, 6), rates (count, 3, nv, 6),
+    joint vectors (count, nv, 6, 6), M⁻¹ (count, nv, nv)); on a manifold also each composition's increment W (count·(s+1)/s, nv), its
     sensitivity dW (·, nv, nz) and the Lie joints' integrate-Jacobian blocks J (·, 2, nv, 6)
     (:func:`_compose`; the rows of a step's first stage, which is its start itself, are left
     unwritten), and each step's start sensitivity Y0 (count/s, nv, nz)."""
-    ndx = tangent_dim(params, nx)
-    topology, lie = lie_structure(params)
+    ndx = tangent_dim(ode, nx)
+    topology, lie = lie_structure(ode)
+    nb, nv = topology.shape[0], tangent_size(topology)
     n = ndx // 2 if lie.shape[0] > 0 else 0
     steps = count // s if s > 0 else 0
-    return (np.empty((count, nx)), np.empty((count, ndx)), np.empty((count, ndx, nz)), np.empty((count, ndx, nz)),
-            robot_data(params, count), np.empty((steps * (s + 1), n)), np.empty((steps * (s + 1), n, nz)),
-            np.empty((steps, n, nz)), np.empty((steps * (s + 1), 2, n, 6)))
+    return StageRecords(np.empty((count, nx)), np.empty((count, ndx)), np.empty((count, ndx, nz)),
+                        np.empty((count, ndx, nz)), np.empty((count, nv, 6)), np.empty((count, nb, 6, 6)),
+                        np.empty((count, nb, 6, 6)), np.empty((count, 3, nv, 6)), np.empty((count, nv, 6, 6)),
+                        np.empty((count, nv, nv)), np.empty((steps * (s + 1), n)), np.empty((steps * (s + 1), n, nz)),
+                        np.empty((steps, n, nz)), np.empty((steps * (s + 1), 2, n, 6)))
 
 
 @njit(cache=True)
-def no_stages(params):
+def no_stages(ode):
     """Records with no rows: :func:`interval` records nothing."""
-    return stage_records(params, 0, 0, 0, 1)
+    return stage_records(ode, 0, 0, 0, 1)
 
 
 @allocation_free
@@ -590,9 +626,9 @@ def _composition_curvature(lie, Wq, dW, Y0, J, mu, Hz, scratch):
 
 
 @allocation_free
-def interval_hessian(params, a, b, dt, m, u, stages, offset, lam, Hz, work, split):
-    """Hz (nz, nz) = ∇²_z (λᵀF(x, u)) of the interval recorded in rows offset … offset + m·s − 1
-    of ``stages`` (see :func:`interval`).
+def interval_hessian(dyn, u, stages, offset, lam, Hz, work, split):
+    """Hz (nz, nz) = ∇²_z (λᵀF(x, u)) of the interval of the :data:`IntervalDynamics` ``dyn``
+    recorded in rows offset … offset + m·s − 1 of ``stages`` (see :func:`interval`).
 
     Second-order adjoint: on a vector space only the stage evaluations k_s = f(y_s, u) are
     nonlinear, so
@@ -611,12 +647,13 @@ def interval_hessian(params, a, b, dt, m, u, stages, offset, lam, Hz, work, spli
     :func:`stage_terms` sums both kinds of terms in two halves, on two threads when
     ``split`` (same sums either way). ``work``: :func:`interval_work`.
     """
-    lie = lie_structure(params)[1]
+    ode, a, b, m = dyn.ode, dyn.a, dyn.b, dyn.substeps
+    lie = lie_structure(ode)[1]
     manifold = lie.shape[0] > 0
-    rec_Fz, rec_J = stages[2], lie_records(stages)[3]
+    rec_Fz, rec_J = stages.Fz, stages.J
     nx, s = rec_Fz.shape[1], b.shape[0]
-    h = dt / m
-    lam_y, ybar, ws = work.lam, work.ybar, work.w
+    h = dyn.dt / m
+    lam_y, ybar, ws = work.terms.lam, work.terms.ybar, work.terms.w
     copy_into(lam_y, lam)
     gW, gY = work.gW, work.gY  # adjoints of W_t and of y through W_t; t = s: y⁺
     Hz[:] = 0.0
@@ -649,7 +686,7 @@ def interval_hessian(params, a, b, dt, m, u, stages, offset, lam, Hz, work, spli
             else:
                 copy_into(gW[st], ybar[st])
                 copy_into(gY[st], ybar[st])
-        stage_terms(params, u, stages, first, offset, Hz, work, split)
+        stage_terms(ode, u, stages, (first, offset), Hz, work, split)
         copy_into(lam_y, gY[s])
         for st in range(s):
             for i in range(nx):
@@ -658,71 +695,68 @@ def interval_hessian(params, a, b, dt, m, u, stages, offset, lam, Hz, work, spli
 
 
 @allocation_free
-def _stage_half(params, u, rec_y, rec_f, rec_Fz, rec_G, data, comp, first, offset, ws, ybar, lam, half, dyn, lsc, W,
-                P, Hh):
-    """Hh (nz, nz) = Σ G_sᵀ (w_sᵀ f_zz(y_s, u)) G_s over the stages s = half, half + 2, …
-    of the step whose first record row is ``first`` (w_s = ws[s]); G = identity for the
-    interval's first stage (row ``offset``). On a manifold it adds the curvature of the
-    step's compositions y ⊕ W_t for t = half, half + 2, … ≤ s (adjoint ȳ_t = ybar[t];
-    t = s is y⁺, adjoint ``lam``; t = 0 has none), from their records ``comp``
-    (:func:`lie_records`).
-    W, P (nz, nz), ``dyn`` (:func:`robot_work`) and ``lsc`` (LieScratch) are this half's
-    scratch. Only Hh's upper triangle is meaningful (:func:`_congruence_add`)."""
+def _stage_half(ode, h, u, stages, rows, terms, so, lsc):
+    """Hh (nz, nz) = Σ G_sᵀ (w_sᵀ f_zz(y_s, u)) G_s over the stages s = h, h + 2, … of the
+    step whose first record row is ``rows[0]``; G = identity for the interval's first stage
+    (row ``rows[1]``). On a manifold it adds the curvature of the step's compositions
+    y ⊕ W_t for t = h, h + 2, … ≤ s (adjoint ȳ_t; t = s is y⁺, adjoint λ⁺; t = 0 has none),
+    from their records in ``stages``. ``terms``: the :data:`StageTermWork` (Hh is
+    ``terms.sums[2, h]``, of which only the upper triangle is meaningful:
+    :func:`_congruence_add`); ``so`` and ``lsc`` (LieScratch) this half's scratch."""
+    first, offset = rows
+    W, P, Hh = terms.sums[0, h], terms.sums[1, h], terms.sums[2, h]
+    ws, ybar = terms.w, terms.ybar
     Hh[:] = 0.0
-    nx, s = rec_Fz.shape[1], ws.shape[0]
-    for st in range(half, s, 2):
+    nx, s = stages.Fz.shape[1], ws.shape[0]
+    for st in range(h, s, 2):
         idx = first + st
-        robot_dynamics_hessian(params, rec_y[idx], u, rec_f[idx], rec_Fz[idx], data, idx, ws[st], W, dyn)
+        # W = w_sᵀ f_zz(y_s, u): contracted FDSVA-SO
+        robot_dynamics_hessian(ode, stages.y[idx], u, stages.f[idx], stages.Fz[idx], stages, idx, ws[st], W,
+                               terms.second[h], so)
         if idx == offset:  # G_0 = identity
             _axpy(1.0, W, Hh)
-        else:
-            _congruence_add(W, rec_G[idx], nx, P, Hh)
-    lie = lie_structure(params)[1]
+        else:  # Hh += G_sᵀ W G_s
+            _congruence_add(W, stages.G[idx], nx, P, Hh)
+    lie = lie_structure(ode)[1]
     if lie.shape[0] == 0:
         return
-    rec_W, rec_dW, rec_Y0, rec_J = comp
     sub = first // s  # the step's row of the composition records
     c0 = sub * (s + 1)
-    for st in range(half, s + 1, 2):
+    for st in range(h, s + 1, 2):
         if st == s:  # y⁺
-            _composition_curvature(lie, rec_W[c0 + s], rec_dW[c0 + s], rec_Y0[sub], rec_J[c0 + s], lam, Hh, lsc)
+            _composition_curvature(lie, stages.W[c0 + s], stages.dW[c0 + s], stages.Y0[sub], stages.J[c0 + s],
+                                   terms.lam, Hh, lsc)
         elif st > 0:
-            _composition_curvature(lie, rec_W[c0 + st], rec_dW[c0 + st], rec_Y0[sub], rec_J[c0 + st], ybar[st], Hh,
-                                   lsc)
+            _composition_curvature(lie, stages.W[c0 + st], stages.dW[c0 + st], stages.Y0[sub], stages.J[c0 + st],
+                                   ybar[st], Hh, lsc)
 
 
 @njit(cache=True, parallel=True, _nrt=True)
-def _halves_in_parallel(model, act, lie, u, rec_y, rec_f, rec_Fz, rec_G, data, comp, first, offset, ws, ybar, lam,
-                        dyn_a, tau_a, out_a, hess_a, so_a, lie_a, dyn_b, tau_b, out_b, hess_b, so_b, lie_b, W, P, Hh):
-    """:func:`_stage_half` of both halves on two threads (numba's parallel loops take flat
-    tuples only: the records are passed apart and put together again in each thread)."""
-    for half in prange(2):
-        params = (model, act, lie)
-        if half == 0:
-            dyn, lsc = (dyn_a, tau_a, out_a, hess_a, so_a), lie_a
+def _halves_in_parallel(model, actuated, lie, u, stages, rows, terms, so_a, lie_a, so_b, lie_b):
+    """:func:`_stage_half` of both halves on two threads. numba's parallel loops take only
+    arrays, scalars and flat tuples of them: the :data:`RobotODE` travels as its parts
+    (``model``, ``actuated``, ``lie``) and is put together again in each thread, and each
+    half's scratch (``so``, Lie scratch) comes apart."""
+    for h in prange(2):
+        ode = RobotODE(model, actuated, lie)
+        if h == 0:
+            _stage_half(ode, 0, u, stages, rows, terms, so_a, lie_a)
         else:
-            dyn, lsc = (dyn_b, tau_b, out_b, hess_b, so_b), lie_b
-        _stage_half(params, u, rec_y, rec_f, rec_Fz, rec_G, data, comp, first, offset, ws, ybar, lam, half, dyn, lsc,
-                    W[half], P[half], Hh[half])
+            _stage_half(ode, 1, u, stages, rows, terms, so_b, lie_b)
 
 
 @allocation_free
-def _halves_on_two_threads(params, u, stages, first, offset, work):
-    """:func:`_halves_in_parallel` on the parts of a :func:`robot_params` record and of the
-    records and workspaces."""
-    a, b = work.dyn, work.dyn2
-    _halves_in_parallel(params[0], params[1], params[2], u, stages[0], stages[1], stages[2], stages[3], stages[4],
-                        lie_records(stages), first, offset, work.w, work.ybar, work.lam,
-                        a[0], a[1], a[2], a[3], a[4], work.lie, b[0], b[1], b[2], b[3], b[4], work.lie2,
-                        work.halves[0], work.halves[1], work.halves[2])
+def _halves_on_two_threads(ode, u, stages, rows, work):
+    """:func:`_halves_in_parallel` on the parts of ``ode`` and of the workspace."""
+    _halves_in_parallel(ode.model, ode.actuated, ode.lie, u, stages, rows, work.terms, work.ode.so, work.lie,
+                        work.ode2.so, work.lie2)
 
 
 @allocation_free
-def stage_terms(params, u, stages, first, offset, Hz, work, split):
-    """Hz += Σ_s G_sᵀ (w_sᵀ f_zz(y_s, u)) G_s over the s stages of the step starting at
-    record row ``first``, and on a manifold the curvature of its compositions, given the
-    adjoints of :func:`interval_hessian` (w_s in ``work.w``, ȳ_s in ``work.ybar``, λ⁺ in
-    ``work.lam``).
+def stage_terms(ode, u, stages, rows, Hz, work, split):
+    """Hz += Σ_s G_sᵀ (w_sᵀ f_zz(y_s, u)) G_s over the s stages of the step whose first record
+    row is ``rows[0]`` (the interval's first: ``rows[1]``), and on a manifold the curvature
+    of its compositions, given the adjoints of :func:`interval_hessian` (in ``work.terms``).
 
     The terms are summed in two halves (even and odd s), each into its own matrix, which
     are then added to Hz in a fixed order: with ``split`` (a robot's records) the halves
@@ -730,15 +764,12 @@ def stage_terms(params, u, stages, first, offset, Hz, work, split):
     bit.
     """
     if split:
-        _halves_on_two_threads(params, u, stages, first, offset, work)
+        _halves_on_two_threads(ode, u, stages, rows, work)
     else:
-        comp = lie_records(stages)
-        for half, dyn, lsc in ((0, work.dyn, work.lie), (1, work.dyn2, work.lie2)):
-            _stage_half(params, u, stages[0], stages[1], stages[2], stages[3], stages[4], comp, first, offset, work.w,
-                        work.ybar, work.lam, half, dyn, lsc, work.halves[0, half], work.halves[1, half],
-                        work.halves[2, half])
-    _axpy(1.0, work.halves[2, 0], Hz)
-    _axpy(1.0, work.halves[2, 1], Hz)
+        _stage_half(ode, 0, u, stages, rows, work.terms, work.ode.so, work.lie)
+        _stage_half(ode, 1, u, stages, rows, work.terms, work.ode2.so, work.lie2)
+    _axpy(1.0, work.terms.sums[2, 0], Hz)
+    _axpy(1.0, work.terms.sums[2, 1], Hz)
 
 
 @njit(cache=True, inline="always")
@@ -792,47 +823,45 @@ def _congruence_add(W, Y, nx, P, Hz):
 # by the same code whichever thread runs it: results do not depend on the thread count.
 # The states must be valid configurations (the callers check them).
 
-def step_batch(params, a, b, xs, us, F, dt, m) -> np.ndarray:
-    """x⁺ (K, nx) of one interval from every (x_k, u_k, F[k]); NaN rows where it diverged."""
+def step_batch(dyn, xs, us) -> np.ndarray:
+    """x⁺ (K, nx) of one interval of ``dyn`` from every (x_k, u_k) (interval k's forces);
+    NaN rows where it diverged."""
     out = np.empty(xs.shape)
-    run_chunks(_step_chunk, xs.shape[0], params, a, b, xs, us, F, dt, m, out)
+    run_chunks(_step_chunk, xs.shape[0], dyn, xs, us, out)
     return out
 
 
 @njit(cache=True, nogil=True)
-def _step_chunk(params, a, b, xs, us, F, dt, m, out, k0, k1):
-    dummy2, dummy3, stages = np.empty((0, 0)), np.empty((0, 0, 0)), no_stages(params)
-    work = interval_work(params, xs.shape[1], us.shape[1], b.shape[0], 0)
+def _step_chunk(dyn, xs, us, out, k0, k1):
+    work = interval_work(dyn, xs.shape[1], us.shape[1], 0)
     for kk in range(k0, k1):
-        interval(params, a, b, xs[kk], us[kk], knot_force(F, kk), dt, m, 0, out[kk], dummy2, dummy3, stages, 0,
-                 work)
+        interval(dyn, kk, xs[kk], us[kk], 0, out[kk], work.no_Y, work.no_H, work.no_stages, 0, work)
 
 
-def step_derivatives_batch(params, a, b, xs, us, F, dt, m, order) -> tuple[np.ndarray, ...]:
+def step_derivatives_batch(dyn, xs, us, order) -> tuple[np.ndarray, ...]:
     """x⁺ (K, nx), Fz (K, ndx, nz) and, for order 2, Fzz (K, ndx, nz, nz) at every knot
     (ndx = :func:`tangent_dim`, nz = ndx + nu).
 
     For order 1 the returned Fzz has shape (K, 0, 0, 0).
     """
     K, nx = xs.shape
-    ndx = tangent_dim(params, nx)
+    ndx = tangent_dim(dyn.ode, nx)
     nz = ndx + us.shape[1]
     y, Fz = np.empty((K, nx)), np.empty((K, ndx, nz))
     Fzz = np.empty((K, ndx, nz, nz)) if order >= 2 else np.empty((K, 0, 0, 0))
-    run_chunks(_step_derivatives_chunk, K, params, a, b, xs, us, F, dt, m, order, y, Fz, Fzz)
+    run_chunks(_step_derivatives_chunk, K, dyn, xs, us, order, y, Fz, Fzz)
     return y, Fz, Fzz
 
 
 @njit(cache=True, nogil=True)
-def _step_derivatives_chunk(params, a, b, xs, us, F, dt, m, order, y, Fz, Fzz, k0, k1):
-    dummy3, stages = np.empty((0, 0, 0)), no_stages(params)
-    work = interval_work(params, xs.shape[1], us.shape[1], b.shape[0], order)
+def _step_derivatives_chunk(dyn, xs, us, order, y, Fz, Fzz, k0, k1):
+    work = interval_work(dyn, xs.shape[1], us.shape[1], order)
     for kk in range(k0, k1):
-        H = Fzz[kk] if order >= 2 else dummy3
-        interval(params, a, b, xs[kk], us[kk], knot_force(F, kk), dt, m, order, y[kk], Fz[kk], H, stages, 0, work)
+        H = Fzz[kk] if order >= 2 else work.no_H
+        interval(dyn, kk, xs[kk], us[kk], order, y[kk], Fz[kk], H, work.no_stages, 0, work)
 
 
-def step_stages_batch(params, a, b, xs, us, F, dt, m, stages) -> tuple[np.ndarray, np.ndarray]:
+def step_stages_batch(dyn, xs, us, stages) -> tuple[np.ndarray, np.ndarray]:
     """x⁺ (K, nx) and Fz (K, ndx, nz) at every knot, recording the stages into ``stages``.
 
     Knot k owns rows k·ms … (k + 1)·ms − 1 (ms = m·s) of the records (see
@@ -840,50 +869,46 @@ def step_stages_batch(params, a, b, xs, us, F, dt, m, stages) -> tuple[np.ndarra
     next): what :func:`interval_hessian` needs for any multiplier.
     """
     K, nx = xs.shape
-    ndx = tangent_dim(params, nx)
+    ndx = tangent_dim(dyn.ode, nx)
     y, Fz = np.empty((K, nx)), np.empty((K, ndx, ndx + us.shape[1]))
-    run_chunks(_step_stages_chunk, K, params, a, b, xs, us, F, dt, m, stages, y, Fz)
+    run_chunks(_step_stages_chunk, K, dyn, xs, us, stages, y, Fz)
     return y, Fz
 
 
 @njit(cache=True, nogil=True)
-def _step_stages_chunk(params, a, b, xs, us, F, dt, m, stages, y, Fz, k0, k1):
-    ms, dummy3 = m * b.shape[0], np.empty((0, 0, 0))
-    work = interval_work(params, xs.shape[1], us.shape[1], b.shape[0], 1)
+def _step_stages_chunk(dyn, xs, us, stages, y, Fz, k0, k1):
+    ms = dyn.substeps * dyn.b.shape[0]
+    work = interval_work(dyn, xs.shape[1], us.shape[1], 1)
     for kk in range(k0, k1):
-        interval(params, a, b, xs[kk], us[kk], knot_force(F, kk), dt, m, 1, y[kk], Fz[kk], dummy3, stages, kk * ms,
-                 work)
+        interval(dyn, kk, xs[kk], us[kk], 1, y[kk], Fz[kk], work.no_H, stages, kk * ms, work)
 
 
-def interval_hessians_batch(params, a, b, dt, m, us, stages, lams) -> np.ndarray:
+def interval_hessians_batch(dyn, us, stages, lams) -> np.ndarray:
     """(K, nz, nz): ∇²_z(λ_kᵀF(x_k, u_k)) at every knot, from the records of
     :func:`step_stages_batch` and the multipliers lams (K, ndx)."""
-    K, nz = us.shape[0], stages[3].shape[2]
+    K, nz = us.shape[0], stages.G.shape[2]
     Hz = np.empty((K, nz, nz))
-    run_chunks(_interval_hessians_chunk, K, params, a, b, dt, m, us, stages, lams, Hz)
+    run_chunks(_interval_hessians_chunk, K, dyn, us, stages, lams, Hz)
     return Hz
 
 
 @njit(cache=True, nogil=True)
-def _interval_hessians_chunk(params, a, b, dt, m, us, stages, lams, Hz, k0, k1):
-    ms = m * b.shape[0]
-    work = interval_work(params, stages[0].shape[1], us.shape[1], b.shape[0], 1)
+def _interval_hessians_chunk(dyn, us, stages, lams, Hz, k0, k1):
+    ms = dyn.substeps * dyn.b.shape[0]
+    work = interval_work(dyn, stages.y.shape[1], us.shape[1], 1)
     for kk in range(k0, k1):
-        interval_hessian(params, a, b, dt, m, us[kk], stages, kk * ms, lams[kk], Hz[kk], work, False)
+        interval_hessian(dyn, us[kk], stages, kk * ms, lams[kk], Hz[kk], work, False)
 
 
 @njit(cache=True)
-def rollout(params, a, b, x0, us, F, dt, m):
-    """States (N+1, nx) from x0 under us (N, nu) and forces F; rows after a divergence are NaN."""
+def rollout(dyn, x0, us):
+    """States (N+1, nx) from x0 under us (N, nu); rows after a divergence are NaN."""
     N, nx = us.shape[0], x0.shape[0]
     xs = np.empty((N + 1, nx))
     xs[0] = x0
-    dummy2, dummy3, stages = np.empty((0, 0)), np.empty((0, 0, 0)), no_stages(params)
-    work = interval_work(params, nx, us.shape[1], b.shape[0], 0)
+    work = interval_work(dyn, nx, us.shape[1], 0)
     for kk in range(N):
-        if not interval(params, a, b, xs[kk], us[kk], knot_force(F, kk), dt, m, 0, xs[kk + 1], dummy2, dummy3,
-                        stages, 0, work):
+        if not interval(dyn, kk, xs[kk], us[kk], 0, xs[kk + 1], work.no_Y, work.no_H, work.no_stages, 0, work):
             xs[kk + 1:] = np.nan
             break
     return xs
-

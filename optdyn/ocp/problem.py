@@ -37,6 +37,7 @@ Writing one from a script::
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cached_property
 
 import numpy as np
 
@@ -44,7 +45,7 @@ from dynamics._checks import as_vector
 from dynamics.batch import NO_FORCES
 from dynamics.forces import frame_force
 from dynamics.model import FREE_FLYER, JTYPE, Model
-from dynamics.rnea import rnea
+from dynamics.rnea import gravity_torques, rnea
 
 from . import integrators
 from .state import check_state, state_difference_batch, state_integrate_batch
@@ -129,6 +130,10 @@ class Problem:
             (N, njoints, 6) one set per interval, body-fixed as in :func:`dynamics.rnea`
             (see the module docstring; :func:`frame_wrenches` builds them from world
             wrenches at frames). Default: none. The default ``us_init`` holds q0 against them.
+
+    Attributes: the arguments, checked (``f_ext`` as an array (1 or N, njoints, 6)), and
+    ``dynamics``, the interval dynamics x_{k+1} = F_k(x_k, u_k) as the compiled entry points
+    of :mod:`optdyn.ocp.shooting` take it (an :data:`~optdyn.ocp.integrators.IntervalDynamics`).
     """
 
     def __init__(self, model: Model, x0, N: int, dt: float, running_cost: Cost | None = None,
@@ -178,17 +183,18 @@ class Problem:
         self.xs_init = (np.tile(self.x0, (self.N + 1, 1)) if xs_init is None
                         else _array(xs_init, (self.N + 1, nx), "xs_init"))
         check_state(model, self.xs_init, "xs_init")
-        self.forces = self._check_forces(f_ext)
+        self.f_ext = self._check_forces(f_ext)
         self.us_init = self._rest_torques() if us_init is None else _array(us_init, (self.N, nu), "us_init")
         if not isinstance(name, str):
             raise ValueError(f"name: expected a string, got {name!r}")
         self.name = name
         self.params = dict(params or {})
-        self._params = integrators.robot_params(model, self.actuated)
-        self._tableau = integrators.METHODS[integrator]
+        a, b = integrators.METHODS[integrator]
+        self.dynamics = integrators.IntervalDynamics(integrators.robot_ode(model, self.actuated), a, b, self.dt,
+                                                     self.substeps, self.f_ext)
 
     def _check_forces(self, f_ext) -> np.ndarray:
-        """``f_ext`` as the (1 or N, njoints, 6) F of the integrator kernels (NO_FORCES for None)."""
+        """``f_ext`` as the (1 or N, njoints, 6) array of the integrator kernels (NO_FORCES for None)."""
         if f_ext is None:
             return NO_FORCES
         nj = self.model.njoints
@@ -210,18 +216,28 @@ class Problem:
         """(N, nu): the actuated part of the torques holding q0 at rest in every interval
         (g(q0) − Σ Jᵀ f_ext), clipped to the bounds."""
         q0, zero = self.x0[: self.model.nq], np.zeros(self.model.nv)
-        F = self.forces if self.forces.shape[1] else [None]  # one set, or one per interval
-        tau = np.array([rnea(self.model, q0, zero, zero, f) for f in F])[:, self.actuated]
+        f_exts = self.f_ext if self.f_ext.shape[1] else [None]  # one set, or one per interval
+        tau = np.array([rnea(self.model, q0, zero, zero, f) for f in f_exts])[:, self.actuated]
         return np.clip(np.broadcast_to(tau, (self.N, self.nu)), self.u_lower, self.u_upper)
 
-    def _forces(self, K: int, start: int) -> np.ndarray:
-        """F for K knots that are intervals start … start + K − 1."""
-        if self.forces.shape[0] == 1:
-            return self.forces
+    def gravity_controls(self) -> np.ndarray:
+        """(N, nu): the actuated part of the gravity torques g(q0) at every interval."""
+        return np.tile(gravity_torques(self.model, self.x0[: self.model.nq])[self.actuated], (self.N, 1))
+
+    @cached_property
+    def no_stages(self) -> integrators.StageRecords:
+        """Stage records with no rows, for the entry points that take records and are not
+        to use them (:mod:`optdyn.ocp.shooting`)."""
+        return integrators.no_stages(self.dynamics.ode)
+
+    def _dynamics(self, K: int, start: int) -> integrators.IntervalDynamics:
+        """:attr:`dynamics` for K knots that are intervals start … start + K − 1."""
+        if self.f_ext.shape[0] == 1:
+            return self.dynamics
         if isinstance(start, bool) or not isinstance(start, (int, np.integer)) or not 0 <= start <= self.N - K:
             raise ValueError(f"start: the problem's forces vary per interval, so the {K} knots must be "
                              f"intervals start … start + {K - 1} of 0 … {self.N - 1}; got start={start!r}")
-        return self.forces[start:start + K]
+        return self.dynamics._replace(f_ext=self.f_ext[start:start + K])
 
     # ---- sizes ---------------------------------------------------------------------
     @property
@@ -284,13 +300,6 @@ class Problem:
         return sum(c.size for c in self.terminal_constraints)
 
     # ---- dynamics ------------------------------------------------------------------
-    @property
-    def integration(self) -> tuple:
-        """(params, a, b, dt, substeps): arguments of the compiled kernels of
-        :mod:`optdyn.ocp.integrators`, for solvers that integrate inside compiled code."""
-        a, b = self._tableau
-        return self._params, a, b, self.dt, self.substeps
-
     def _xu(self, xs, us) -> tuple[np.ndarray, np.ndarray]:
         """(xs, us) checked (shapes, unit quaternions) and C-contiguous."""
         xs, us = np.asarray(xs, dtype=float), np.asarray(us, dtype=float)
@@ -307,9 +316,7 @@ class Problem:
         ``start``: knot k is interval start + k (matters only for per-interval ``f_ext``;
         so do the other ``step_*`` methods)."""
         xs, us = self._xu(xs, us)
-        a, b = self._tableau
-        return integrators.step_batch(self._params, a, b, xs, us, self._forces(xs.shape[0], start),
-                                      self.dt, self.substeps)
+        return integrators.step_batch(self._dynamics(xs.shape[0], start), xs, us)
 
     def step_derivatives(self, xs, us, second_order: bool = False, start: int = 0) -> tuple[np.ndarray, ...]:
         """Exact sensitivities of one interval at each knot.
@@ -319,10 +326,8 @@ class Problem:
         derivatives of δx⁺ = F(x ⊕ δx, u) ⊖ F(x, u) (tangent at x⁺) w.r.t. (δx, u).
         """
         xs, us = self._xu(xs, us)
-        a, b = self._tableau
-        _, Fz, Fzz = integrators.step_derivatives_batch(
-            self._params, a, b, xs, us, self._forces(xs.shape[0], start), self.dt, self.substeps,
-            2 if second_order else 1)
+        _, Fz, Fzz = integrators.step_derivatives_batch(self._dynamics(xs.shape[0], start), xs, us,
+                                                        2 if second_order else 1)
         nx = self.ndx
         A, B = Fz[:, :, :nx], Fz[:, :, nx:]
         if not second_order:
@@ -330,8 +335,8 @@ class Problem:
         return (np.ascontiguousarray(A), np.ascontiguousarray(B), np.ascontiguousarray(Fzz[:, :, :nx, :nx]),
                 np.ascontiguousarray(Fzz[:, :, :nx, nx:]), np.ascontiguousarray(Fzz[:, :, nx:, nx:]))
 
-    def step_stages(self, xs, us, stages: tuple | None = None, start: int = 0
-                    ) -> tuple[np.ndarray, np.ndarray, tuple]:
+    def step_stages(self, xs, us, stages: integrators.StageRecords | None = None, start: int = 0
+                    ) -> tuple[np.ndarray, np.ndarray, integrators.StageRecords]:
         """First-order sensitivities and the integrator's stage records at each knot.
 
         Returns (A (K,ndx,ndx), B (K,ndx,nu), stages): ``stages`` holds what
@@ -341,16 +346,16 @@ class Problem:
         passed in to be overwritten (they are megabytes for long horizons).
         """
         xs, us = self._xu(xs, us)
-        a, b = self._tableau
-        rows = xs.shape[0] * self.substeps * b.shape[0]
-        if stages is None or stages[0].shape[0] != rows:
-            stages = integrators.stage_records(self._params, rows, self.nx, self.ndx + self.nu, b.shape[0])
-        F = self._forces(xs.shape[0], start)
-        _, Fz = integrators.step_stages_batch(self._params, a, b, xs, us, F, self.dt, self.substeps, stages)
+        s = self.dynamics.b.shape[0]
+        rows = xs.shape[0] * self.substeps * s
+        if stages is None or stages.y.shape[0] != rows:
+            stages = integrators.stage_records(self.dynamics.ode, rows, self.nx, self.ndx + self.nu, s)
+        _, Fz = integrators.step_stages_batch(self._dynamics(xs.shape[0], start), xs, us, stages)
         nx = self.ndx
         return np.ascontiguousarray(Fz[:, :, :nx]), np.ascontiguousarray(Fz[:, :, nx:]), stages
 
-    def step_hessians(self, xs, us, lams, stages: tuple | None = None, start: int = 0) -> np.ndarray:
+    def step_hessians(self, xs, us, lams, stages: integrators.StageRecords | None = None,
+                      start: int = 0) -> np.ndarray:
         """Hessians (K, nz, nz) of λ_kᵀF(x_k, u_k) w.r.t. z = (δx, u), nz = ndx + nu, λ_k (ndx,).
 
 
@@ -363,8 +368,7 @@ class Problem:
         lams = _array(lams, (xs.shape[0], self.ndx), "lams")
         if stages is None:
             stages = self.step_stages(xs, us, start=start)[2]
-        a, b = self._tableau
-        return integrators.interval_hessians_batch(self._params, a, b, self.dt, self.substeps, us, stages, lams)
+        return integrators.interval_hessians_batch(self.dynamics, us, stages, lams)
 
     def rollout(self, us, x0=None) -> np.ndarray:
         """States xs (N+1, nx) from x0 (default ``self.x0``) under controls us (N, nu).
@@ -377,9 +381,7 @@ class Problem:
         else:
             x0 = _array(x0, (self.nx,), "x0")
             check_state(self.model, x0, "x0")
-        a, b = self._tableau
-        return integrators.rollout(self._params, a, b, x0, us, self.forces,
-                                   self.dt, self.substeps)
+        return integrators.rollout(self.dynamics, x0, us)
 
     # ---- costs ---------------------------------------------------------------------
     def running_cost_terms(self, xs, us) -> tuple[np.ndarray, ...]:

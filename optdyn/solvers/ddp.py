@@ -58,20 +58,19 @@ assembled from the named steps :func:`q_expansion`, :func:`dynamics_hessian`,
 from __future__ import annotations
 
 import time
+from collections import namedtuple
 from dataclasses import dataclass, field
 
 import numpy as np
 from numba import njit
 
 from dynamics._compile import allocation_free
-from dynamics.batch import knot_force
 from dynamics.parallel import get_num_threads
-from dynamics.rnea import gravity_torques
 from dynamics.spatial import copy_into, symmetrize
 
-from ..ocp import integrators
 from ..ocp.problem import Problem
-from ..ocp.state import state_difference
+from ..ocp.shooting import state_error, transition, transition_hessian, transition_work
+from .linalg import box_qp, cholesky_solve, gemm_nn, gemm_tn, gemv_t
 from .result import Result
 from .runtime import Run, is_interrupt, stop_message
 
@@ -79,184 +78,64 @@ from .runtime import Run, is_interrupt, stop_message
 # compiled building blocks
 # ---------------------------------------------------------------------------------------
 
-
-@allocation_free
-def cholesky(H, idx, nf, L):
-    """Cholesky factor L (nf, nf) of H[idx[:nf], idx[:nf]]; False if not positive definite."""
-    for i in range(nf):
-        for j in range(i + 1):
-            s = H[idx[i], idx[j]]
-            for p in range(j):
-                s -= L[i, p] * L[j, p]
-            if i == j:
-                if not s > 1e-12 * (1.0 + abs(H[idx[i], idx[i]])):
-                    return False
-                L[i, i] = np.sqrt(s)
-            else:
-                L[i, j] = s / L[j, j]
-    return True
-
-
-@allocation_free
-def cholesky_solve(L, nf, b):
-    """Solve (L Lᵀ) y = b in place for b (nf,)."""
-    for i in range(nf):
-        s = b[i]
-        for p in range(i):
-            s -= L[i, p] * b[p]
-        b[i] = s / L[i, i]
-    for i in range(nf - 1, -1, -1):
-        s = b[i]
-        for p in range(i + 1, nf):
-            s -= L[p, i] * b[p]
-        b[i] = s / L[i, i]
-
-
-@allocation_free
-def _qp_value(H, g, x):
-    n = x.shape[0]
-    f = 0.0
-    for i in range(n):
-        f += g[i] * x[i]
-        for j in range(n):
-            f += 0.5 * x[i] * H[i, j] * x[j]
-    return f
-
-
-@allocation_free
-def box_qp(H, g, lower, upper, x, idx, L, work):
-    """Projected-Newton box QP (Tassa, Mansard & Todorov 2014, Alg. 3).
-
-    Minimises ½ xᵀHx + gᵀx over lower ≤ x ≤ upper, starting from ``x`` (overwritten
-    with the solution). On return ``idx[:nf]`` are the free indices and L the Cholesky
-    factor of H restricted to them; ``work`` (4, n) is scratch. Returns nf, or −1 if H_ff
-    is not positive definite.
-    """
-    n = x.shape[0]
-    grad, dx, xn, b = work[0], work[1], work[2], work[3]
-    for i in range(n):
-        x[i] = min(max(x[i], lower[i]), upper[i])
-    f = _qp_value(H, g, x)
-    nf = 0
-    for _ in range(100):
-        for i in range(n):
-            grad[i] = g[i]
-            for j in range(n):
-                grad[i] += H[i, j] * x[j]
-        nf = 0
-        for i in range(n):
-            if not ((x[i] <= lower[i] and grad[i] > 0.0) or (x[i] >= upper[i] and grad[i] < 0.0)):
-                idx[nf] = i
-                nf += 1
-        if not cholesky(H, idx, nf, L):
-            return -1
-        gnorm = 0.0
-        for a in range(nf):
-            gnorm = max(gnorm, abs(grad[idx[a]]))
-        if gnorm < 1e-12:
-            break
-        # Newton step on the free controls, clamped ones fixed: dx_f = −H_ff⁻¹ grad_f
-        for a in range(nf):
-            b[a] = grad[idx[a]]
-        cholesky_solve(L, nf, b)
-        dx[:] = 0.0
-        for a in range(nf):
-            dx[idx[a]] = -b[a]
-        sdotg = 0.0
-        for i in range(n):
-            sdotg += dx[i] * grad[i]
-        step, accepted = 1.0, False
-        while step > 1e-20:
-            for i in range(n):
-                xn[i] = min(max(x[i] + step * dx[i], lower[i]), upper[i])
-            f_new = _qp_value(H, g, xn)
-            if (f_new - f) / (step * sdotg) > 0.1:
-                accepted = True
-                break
-            step *= 0.6
-        if not accepted:
-            break
-        copy_into(x, xn)
-        improvement = f - f_new
-        f = f_new
-        if improvement < 1e-14 * (1.0 + abs(f)):
-            break
-    return nf
-
-
 SECOND_ORDER = {"none": 0, "contracted": 1, "tensor": 2}
 """How the backward pass gets V'_x·F_zz: not at all (iLQR), contracted through the
-integrator stages (:func:`optdyn.ocp.integrators.interval_hessian`, the default) or from the
+integrator stages (:func:`optdyn.ocp.shooting.transition_hessian`, the default) or from the
 full second-order tensors (kept to validate the contracted path)."""
 
+Expansion = namedtuple("Expansion", ["A", "B", "lx", "lu", "lxx", "lux", "luu"])
+"""The problem's first- and second-order model along a trajectory, one row per knot
+(N, …): A = F_x (N,ndx,ndx), B = F_u (N,ndx,nu), and the dt-weighted cost terms
+ℓ_x (N,ndx), ℓ_u (N,nu), ℓ_xx (N,ndx,ndx), ℓ_ux (N,nu,ndx), ℓ_uu (N,nu,nu)."""
 
-# The products below accumulate each output entry over r in increasing order, as a dot
-# product would, but with r outside the contiguous inner loop: independent entries
-# update together (the loop vectorises) instead of one long chain of dependent additions.
+Value = namedtuple("Value", ["Vx", "Vxx"])
+"""A quadratic value function's gradient V_x (ndx,) and Hessian V_xx (ndx, ndx)."""
 
-@allocation_free
-def gemm_tn(A, B, C, add):
-    """C (m, n) = AᵀB, or C += AᵀB with ``add``; A (p, m), B (p, n)."""
-    p, m = A.shape
-    n = B.shape[1]
-    if not add:
-        C[:] = 0.0
-    for r in range(p):
-        for i in range(m):
-            a = A[r, i]
-            for j in range(n):
-                C[i, j] += a * B[r, j]
+QTerms = namedtuple("QTerms", ["Qx", "Qu", "Qxx", "Qux", "Quu"])
+"""The expansion of Q(δx, δu) at one knot (Tassa 2012 eq. 5)."""
 
+Step = namedtuple("Step", ["k", "K", "dV1", "dV2"])
+"""A backward pass's result: feed-forward k (N, nu), feedback K (N, nu, ndx) and the
+expected decrease ΔV(α) = α·dV1 + α²·dV2."""
 
-@allocation_free
-def gemm_nn(A, B, C):
-    """C (m, n) = A B; A (m, p), B (p, n)."""
-    gemm_tn(A.T, B, C, False)
+SecondOrder = namedtuple("SecondOrder", ["mode", "Fzz", "dynamics", "stages", "split"])
+"""Where the backward pass gets V'_x·F_zz: ``mode`` (:data:`SECOND_ORDER`); mode 1 from the
+problem's interval ``dynamics`` and the ``stages`` it recorded along the trajectory
+(``split``: each knot's stage terms on two threads, the same sums); mode 2 from the full
+tensors ``Fzz`` (N, ndx, nz, nz)."""
 
 
 @allocation_free
-def gemv_t(A, x, y, add):
-    """y (m,) = Aᵀx, or y += Aᵀx with ``add``; A (p, m)."""
-    p, m = A.shape
-    if not add:
-        y[:] = 0.0
-    for r in range(p):
-        xr = x[r]
-        for i in range(m):
-            y[i] += A[r, i] * xr
-
-
-@allocation_free
-def q_expansion(A, B, lx, lu, lxx, lux, luu, Vx, Vxx, VA, VB, Qx, Qu, Qxx, Qux, Quu):
+def q_expansion(lq, t, V, Q, VA, VB):
     """Q_x = ℓ_x + AᵀV'_x, Q_u = ℓ_u + BᵀV'_x, Q_xx = ℓ_xx + AᵀV'_xx A, Q_ux = ℓ_ux + BᵀV'_xx A,
-    Q_uu = ℓ_uu + BᵀV'_xx B (Tassa 2012 eq. 5) at one knot; VA, VB are workspace."""
-    gemm_nn(Vxx, A, VA)
-    gemm_nn(Vxx, B, VB)
-    copy_into(Qx, lx)
-    copy_into(Qu, lu)
-    copy_into(Qxx, lxx)
-    copy_into(Qux, lux)
-    copy_into(Quu, luu)
-    gemv_t(A, Vx, Qx, True)
-    gemv_t(B, Vx, Qu, True)
-    gemm_tn(A, VA, Qxx, True)
-    gemm_tn(B, VA, Qux, True)
-    gemm_tn(B, VB, Quu, True)
+    Q_uu = ℓ_uu + BᵀV'_xx B (Tassa 2012 eq. 5) into ``Q`` (:data:`QTerms`) at knot t of the
+    :data:`Expansion` ``lq``, V' = ``V`` (:data:`Value`); VA, VB are workspace."""
+    A, B = lq.A[t], lq.B[t]
+    gemm_nn(V.Vxx, A, VA)
+    gemm_nn(V.Vxx, B, VB)
+    copy_into(Q.Qx, lq.lx[t])
+    copy_into(Q.Qu, lq.lu[t])
+    copy_into(Q.Qxx, lq.lxx[t])
+    copy_into(Q.Qux, lq.lux[t])
+    copy_into(Q.Quu, lq.luu[t])
+    gemv_t(A, V.Vx, Q.Qx, True)
+    gemv_t(B, V.Vx, Q.Qu, True)
+    gemm_tn(A, VA, Q.Qxx, True)
+    gemm_tn(B, VA, Q.Qux, True)
+    gemm_tn(B, VB, Q.Quu, True)
 
 
 @allocation_free
-def dynamics_hessian(t, Vx, mode, Fzz, integration, us, stages, work, Hz, split):
-    """Hz (nz, nz) = V'_x·F_zz at knot t: the Hessian of V'_xᵀF(x_t, u_t).
-
-    ``mode`` 1: second-order adjoint through the stage records of
-    :func:`optdyn.ocp.integrators.step_stages_batch` (``integration`` = (params, a, b, dt, m),
-    ``work`` of :func:`optdyn.ocp.integrators.interval_work`; ``split``: its stage terms on two
-    threads, same result); mode 2: contraction of the full tensors ``Fzz`` (N, nx, nz, nz).
+def dynamics_hessian(second, t, us, Vx, Hz, work):
+    """Hz (nz, nz) = V'_x·F_zz at knot t: the Hessian of V'_xᵀF(x_t, u_t), as ``second``
+    (:data:`SecondOrder`) says: mode 1 by the problem's
+    :func:`~optdyn.ocp.shooting.transition_hessian` (``work`` of
+    :func:`~optdyn.ocp.shooting.transition_work`), mode 2 by contracting the full tensors.
     """
-    if mode == 1:
-        params, a, b, dt, m = integration
-        integrators.interval_hessian(params, a, b, dt, m, us[t], stages, t * m * b.shape[0], Vx, Hz, work, split)
+    if second.mode == 1:
+        transition_hessian(second.dynamics, t, us[t], second.stages, Vx, Hz, work, second.split)
         return
+    Fzz = second.Fzz
     Hz[:] = 0.0
     for p in range(Fzz.shape[1]):
         w = Vx[p]
@@ -267,8 +146,9 @@ def dynamics_hessian(t, Vx, mode, Fzz, integration, us, stages, work, Hz, split)
 
 
 @allocation_free
-def add_dynamics_terms(Hz, Qxx, Qux, Quu):
+def add_dynamics_terms(Hz, Q):
     """Q_xx += [V'_x·F]_xx, Q_ux += [V'_x·F]_ux, Q_uu += [V'_x·F]_uu (DDP's terms)."""
+    Qxx, Qux, Quu = Q.Qxx, Q.Qux, Q.Quu
     nx = Qxx.shape[0]
     for i in range(Hz.shape[0]):
         for j in range(Hz.shape[1]):
@@ -315,23 +195,25 @@ def gains(Quu_r, Qux_r, Qu, lo, hi, k, K, idx, L, work):
 
 
 @allocation_free
-def value_update(Qx, Qu, Qxx, Qux, Quu, k, K, Vx, Vxx, QuuK, Quuk):
+def value_update(Q, k, K, V, QuuK, Quuk):
     """V_x = Q_x + KᵀQ_uu k + KᵀQ_u + Q_uxᵀk, V_xx = Q_xx + KᵀQ_uu K + KᵀQ_ux + Q_uxᵀK
-    (Tassa 2012 eq. 11, symmetrised); QuuK (nu, nx), Quuk (nu,) are workspace."""
+    (Tassa 2012 eq. 11, symmetrised) into ``V`` (:data:`Value`) from ``Q``
+    (:data:`QTerms`); QuuK (nu, nx), Quuk (nu,) are workspace."""
+    Qu, Quu, Qux = Q.Qu, Q.Quu, Q.Qux
     gemm_nn(Quu, K, QuuK)
     for a in range(Qu.shape[0]):
         s = Qu[a]
         for p in range(Qu.shape[0]):
             s += Quu[a, p] * k[p]
         Quuk[a] = s  # Q_uu k + Q_u
-    copy_into(Vx, Qx)
-    gemv_t(K, Quuk, Vx, True)
-    gemv_t(Qux, k, Vx, True)
-    copy_into(Vxx, Qxx)
-    gemm_tn(K, QuuK, Vxx, True)
-    gemm_tn(K, Qux, Vxx, True)
-    gemm_tn(Qux, K, Vxx, True)
-    symmetrize(Vxx)
+    copy_into(V.Vx, Q.Qx)
+    gemv_t(K, Quuk, V.Vx, True)
+    gemv_t(Qux, k, V.Vx, True)
+    copy_into(V.Vxx, Q.Qxx)
+    gemm_tn(K, QuuK, V.Vxx, True)
+    gemm_tn(K, Qux, V.Vxx, True)
+    gemm_tn(Qux, K, V.Vxx, True)
+    symmetrize(V.Vxx)
 
 
 @allocation_free
@@ -346,87 +228,79 @@ def expected_decrease(k, Qu, Quu):
 
 
 @njit(cache=True)
-def backward_pass(A, B, lx, lu, lxx, lux, luu, VxN, VxxN, us, lower, upper, mu, mode, Fzz, integration,
-                  stages, split, k, K):
+def backward_pass(lq, terminal, us, lower, upper, mu, second, k, K):
     """Riccati-like sweep N−1 … 0 built from the steps above (module docstring).
 
-    Inputs per knot: A (N,nx,nx), B (N,nx,nu), cost terms lx (N,nx), lu (N,nu),
-    lxx (N,nx,nx), lux (N,nu,nx), luu (N,nu,nu), terminal V_x (nx,), V_xx (nx,nx); the
-    dynamics' second-order terms per ``mode`` (:data:`SECOND_ORDER`; see
-    :func:`dynamics_hessian` for ``Fzz``, ``integration``, ``stages`` and ``split``).
-    Writes k (N,nu) (its input is the box-QP warm start) and K (N,nu,nx).
-    Returns (failed knot or −1, kᵀQ_u summed, ½kᵀQ_uu k summed).
+    ``lq``: the :data:`Expansion` along the trajectory (us (N, nu)); ``terminal``: the
+    :data:`Value` V_N = ℓ_N; the dynamics' second-order terms per ``second``
+    (:data:`SecondOrder`, see :func:`dynamics_hessian`); control bounds lower, upper (nu,);
+    regularisation μ = ``mu``. Writes k (N,nu) (its input is the box-QP warm start) and
+    K (N,nu,nx). Returns (failed knot or −1, kᵀQ_u summed, ½kᵀQ_uu k summed).
     """
-    N, nx, nu = B.shape
-    Vx, Vxx = VxN.copy(), VxxN.copy()
-    Qx, Qu, Quuk = np.empty(nx), np.empty(nu), np.empty(nu)
-    Qxx, Qux, Quu = np.empty((nx, nx)), np.empty((nu, nx)), np.empty((nu, nu))
-    Qux_r, Quu_r, QuuK = np.empty((nu, nx)), np.empty((nu, nu)), np.empty((nu, nx))
+    N, nx, nu = lq.B.shape
+    V = Value(terminal.Vx.copy(), terminal.Vxx.copy())
+    Q = QTerms(np.empty(nx), np.empty(nu), np.empty((nx, nx)), np.empty((nu, nx)), np.empty((nu, nu)))
+    Quuk, Qux_r, Quu_r, QuuK = np.empty(nu), np.empty((nu, nx)), np.empty((nu, nu)), np.empty((nu, nx))
     VA, VB, Hz = np.empty((nx, nx)), np.empty((nx, nu)), np.empty((nx + nu, nx + nu))
     lo, hi = np.empty(nu), np.empty(nu)
     idx, L, qp = np.empty(nu, np.int64), np.empty((nu, nu)), np.empty((5, nu))
-    work = integrators.interval_work(integration[0], stages[0].shape[1], nu, integration[2].shape[0], 1)
+    work = transition_work(second.dynamics, second.stages.y.shape[1], nu, 1)
     dV1 = dV2 = 0.0
     for t in range(N - 1, -1, -1):
-        q_expansion(A[t], B[t], lx[t], lu[t], lxx[t], lux[t], luu[t], Vx, Vxx, VA, VB, Qx, Qu, Qxx, Qux, Quu)
-        if mode > 0:
-            dynamics_hessian(t, Vx, mode, Fzz, integration, us, stages, work, Hz, split)
-            add_dynamics_terms(Hz, Qxx, Qux, Quu)
-        regularize(A[t], B[t], Qux, Quu, mu, Qux_r, Quu_r)
+        q_expansion(lq, t, V, Q, VA, VB)
+        if second.mode > 0:
+            dynamics_hessian(second, t, us, V.Vx, Hz, work)
+            add_dynamics_terms(Hz, Q)
+        regularize(lq.A[t], lq.B[t], Q.Qux, Q.Quu, mu, Qux_r, Quu_r)
         for i in range(nu):
             lo[i], hi[i] = lower[i] - us[t, i], upper[i] - us[t, i]
-        if gains(Quu_r, Qux_r, Qu, lo, hi, k[t], K[t], idx, L, qp) < 0:
+        if gains(Quu_r, Qux_r, Q.Qu, lo, hi, k[t], K[t], idx, L, qp) < 0:
             return t, 0.0, 0.0
-        d1, d2 = expected_decrease(k[t], Qu, Quu)
+        d1, d2 = expected_decrease(k[t], Q.Qu, Q.Quu)
         dV1 += d1
         dV2 += d2
-        value_update(Qx, Qu, Qxx, Qux, Quu, k[t], K[t], Vx, Vxx, QuuK, Quuk)
+        value_update(Q, k[t], K[t], V, QuuK, Quuk)
     return -1, dV1, dV2
 
 
 @njit(cache=True)
-def projected_gradient(A, B, lx, lu, VxN, us, lower, upper):
+def projected_gradient(lq, Vx_N, us, lower, upper):
     """‖∇_u J‖∞ of the shooting objective J(u_0..u_{N−1}) by the adjoint recursion
-    λ_N = ℓ_N,x, g_k = ℓ_u + B_kᵀλ_{k+1}, λ_k = ℓ_x + A_kᵀλ_{k+1}, with the components
-    pushing a control against its active bound removed (KKT residual of the box)."""
-    N, nx, nu = B.shape
-    lam, new, g = VxN.copy(), np.empty(nx), np.empty(nu)
+    λ_N = ℓ_N,x, g_k = ℓ_u + B_kᵀλ_{k+1}, λ_k = ℓ_x + A_kᵀλ_{k+1} along the
+    :data:`Expansion` ``lq``, with the components pushing a control against its active bound
+    removed (KKT residual of the box)."""
+    N, nx, nu = lq.B.shape
+    lam, new, g = Vx_N.copy(), np.empty(nx), np.empty(nu)
     gmax = 0.0
     for t in range(N - 1, -1, -1):
-        g[:] = lu[t]
-        gemv_t(B[t], lam, g, True)
+        g[:] = lq.lu[t]
+        gemv_t(lq.B[t], lam, g, True)
         for i in range(nu):
             if not ((us[t, i] <= lower[i] and g[i] > 0.0) or (us[t, i] >= upper[i] and g[i] < 0.0)):
                 gmax = max(gmax, abs(g[i]))
-        new[:] = lx[t]
-        gemv_t(A[t], lam, new, True)
+        new[:] = lq.lx[t]
+        gemv_t(lq.A[t], lam, new, True)
         lam[:] = new
     return gmax
 
 
 @njit(cache=True)
-def forward_pass(params, a, b, dt, m, xs, us, F, k, K, alpha, lower, upper, xs_new, us_new):
-    """Closed-loop rollout of the module docstring; False if the state became NaN/inf."""
+def forward_pass(dyn, xs, us, k, K, alpha, lower, upper, xs_new, us_new):
+    """Closed-loop rollout of the module docstring through the problem's interval dynamics
+    ``dyn``; False if the state became NaN/inf."""
     N, ndx = K.shape[0], K.shape[2]
     nu = us.shape[1]
-    dummy2, dummy3, stages = np.empty((0, 0)), np.empty((0, 0, 0)), integrators.no_stages(params)
-    work = integrators.interval_work(params, xs.shape[1], nu, b.shape[0], 0)
-    topology, lie = integrators.lie_structure(params)
+    work = transition_work(dyn, xs.shape[1], nu, 0)
     dx = np.empty(ndx)
     xs_new[0] = xs[0]
     for t in range(N):
-        if lie.shape[0] > 0:  # δx = x̂ ⊖ x̄
-            state_difference(topology, xs.shape[1] - ndx // 2, xs[t], xs_new[t], dx)
-        else:
-            for j in range(ndx):
-                dx[j] = xs_new[t, j] - xs[t, j]
+        state_error(dyn, xs[t], xs_new[t], dx)  # δx = x̂ ⊖ x̄
         for i in range(nu):
             du = alpha * k[t, i]
             for j in range(ndx):
                 du += K[t, i, j] * dx[j]
             us_new[t, i] = min(max(us[t, i] + du, lower[i]), upper[i])
-        if not integrators.interval(params, a, b, xs_new[t], us_new[t], knot_force(F, t), dt, m, 0, xs_new[t + 1],
-                                    dummy2, dummy3, stages, 0, work):
+        if not transition(dyn, t, xs_new[t], us_new[t], xs_new[t + 1], work):
             return False
     return True
 
@@ -566,15 +440,16 @@ def _decrease(mu: float, delta: float, o: Options) -> tuple[float, float]:
     return (mu if mu > o.mu_min else 0.0), delta
 
 
-def _trial(problem: Problem, objective: Objective, xs, us, k, K, alpha: float, xs_new, us_new, log: Log) -> float:
-    """Forward pass with step α into xs_new/us_new and its objective; NaN if the rollout
-    diverged (non-finite states) or the model rejected a state (any exception of the
-    dynamics or the costs, e.g. a non-positive articulated inertia far from the data;
-    counted in ``log.invalid``)."""
-    params, a, b, dt, m = problem.integration
+def _trial(problem: Problem, objective: Objective, trajectory: tuple, step: Step, alpha: float, trial: tuple,
+           log: Log) -> float:
+    """Forward pass from ``trajectory`` (xs, us) with ``step`` scaled by α into ``trial``
+    (xs_new, us_new) and its objective; NaN if the rollout diverged (non-finite states) or
+    the model rejected a state (any exception of the dynamics or the costs, e.g. a
+    non-positive articulated inertia far from the data; counted in ``log.invalid``)."""
+    (xs, us), (xs_new, us_new) = trajectory, trial
     try:
-        if not forward_pass(params, a, b, dt, m, xs, us, problem.forces, k, K, alpha, problem.u_lower,
-                            problem.u_upper, xs_new, us_new):
+        if not forward_pass(problem.dynamics, xs, us, step.k, step.K, alpha, problem.u_lower, problem.u_upper,
+                            xs_new, us_new):
             return np.nan
         with np.errstate(over="ignore", invalid="ignore"):  # an overflowing cost is a rejected trial
             J_new = objective.value(xs_new, us_new)
@@ -584,52 +459,53 @@ def _trial(problem: Problem, objective: Objective, xs, us, k, K, alpha: float, x
     return J_new if np.isfinite(J_new) else np.nan
 
 
-def line_search(problem: Problem, objective: Objective, o: Options, xs, us, k, K, dV1: float, dV2: float,
-                J: float, xs_new, us_new, log: Log) -> tuple[float, float]:
-    """Backtracking on α: accept the first forward pass whose actual decrease exceeds
-    c1 × the expected one −(αΔV₁ + α²ΔV₂); diverged or model-invalid rollouts (see
-    :func:`_trial`) are rejected. Stops early (returning no step) when ``log.stop_reason()``.
+def line_search(problem: Problem, objective: Objective, o: Options, trajectory: tuple, step: Step, J: float,
+                trial: tuple, log: Log) -> tuple[float, float]:
+    """Backtracking on α from ``trajectory`` (xs, us) of objective J along ``step``: accept
+    the first forward pass whose actual decrease exceeds c1 × the expected one
+    −(αΔV₁ + α²ΔV₂); diverged or model-invalid rollouts (see :func:`_trial`) are rejected.
+    Stops early (returning no step) when ``log.stop_reason()``.
 
-    Returns (α, J_new) with the trajectory in xs_new/us_new, or (0, J) if none was accepted;
-    ``log.all_diverged`` tells whether every trial was rejected as diverged/invalid.
+    Returns (α, J_new) with the new trajectory in ``trial`` (xs_new, us_new), or (0, J) if
+    none was accepted; ``log.all_diverged`` tells whether every trial was rejected as
+    diverged/invalid.
     """
     log.all_diverged = True
     for alpha in o.alphas:
         if log.stop_reason():
             log.all_diverged = False
             break
-        J_new = _trial(problem, objective, xs, us, k, K, alpha, xs_new, us_new, log)
+        J_new = _trial(problem, objective, trajectory, step, alpha, trial, log)
         if np.isnan(J_new):
             log.rejected += 1  # diverged or invalid for the model: try a shorter step
             continue
         log.all_diverged = False
-        expected = -(alpha * dV1 + alpha * alpha * dV2)
+        expected = -(alpha * step.dV1 + alpha * alpha * step.dV2)
         if (J - J_new) > o.c1 * expected and (expected > 0 or J_new < J):
             return alpha, J_new
     return 0.0, J
 
 
-def linearize(problem: Problem, xs: np.ndarray, us: np.ndarray, mode: int, stages: tuple | None = None) -> tuple:
-    """(A (N,ndx,ndx), B (N,ndx,nu), Fzz, stages) along (xs, us) for :func:`backward_pass`.
+def linearize(problem: Problem, xs: np.ndarray, us: np.ndarray, mode: int, stages=None
+              ) -> tuple[np.ndarray, np.ndarray, SecondOrder]:
+    """(A (N,ndx,ndx), B (N,ndx,nu), the :data:`SecondOrder` terms) along (xs, us) for
+    :func:`backward_pass`.
 
-    Mode 1 (contracted) records the integrator stages (into ``stages`` from the previous
-    call when given), mode 2 forms the full tensors Fzz (N, nx, nz, nz); what a mode does
-    not use is an empty array of the same rank.
+    Mode 1 (contracted) records the interval stages (into ``stages`` from the previous call
+    when given), mode 2 forms the full tensors Fzz (N, ndx, nz, nz); what a mode does not use
+    is empty. ``split`` is left False (:func:`iterate` sets it).
     """
-    N, nx = problem.N, problem.ndx
-    Fzz = np.empty((N, 0, 0, 0))
+    Fzz = np.empty((problem.N, 0, 0, 0))
     if mode == SECOND_ORDER["contracted"]:
         A, B, stages = problem.step_stages(xs[:-1], us, stages)
-        return A, B, Fzz, stages
-    stages = integrators.no_stages(problem.integration[0])
-    if mode == SECOND_ORDER["tensor"]:
-        params, a, b, dt, m = problem.integration
-        _, Fz, Fzz = integrators.step_derivatives_batch(params, a, b, np.ascontiguousarray(xs[:-1]), us,
-                                                      problem.forces, dt, m, 2)
-        A, B = np.ascontiguousarray(Fz[:, :, :nx]), np.ascontiguousarray(Fz[:, :, nx:])
+    elif mode == SECOND_ORDER["tensor"]:
+        A, B, Fxx, Fxu, Fuu = problem.step_derivatives(xs[:-1], us, second_order=True)
+        Fzz = np.concatenate([np.concatenate([Fxx, Fxu], 3), np.concatenate([Fxu.transpose(0, 1, 3, 2), Fuu], 3)], 2)
+        stages = problem.no_stages
     else:
         A, B = problem.step_derivatives(xs[:-1], us)
-    return A, B, Fzz, stages
+        stages = problem.no_stages
+    return A, B, SecondOrder(mode, Fzz, problem.dynamics, stages, False)
 
 
 def safe_rollout(problem: Problem, us: np.ndarray) -> tuple[np.ndarray, bool]:
@@ -677,14 +553,14 @@ def iterate(problem: Problem, objective: Objective, us: np.ndarray, o: Options, 
     split = get_num_threads() > 1  # each knot's stage Hessians in two halves on two threads
     while True:
         if moved:  # after a rejected step the trajectory, hence its expansion, is unchanged
-            A, B, Fzz, stages = linearize(problem, xs, us, mode, stages)
-            _, lx, lu, lxx, lux, luu = objective.running(xs[:-1], us)
-            _, VxN, VxxN = objective.terminal(xs[-1])
-            gnorm = projected_gradient(A, B, lx, lu, VxN, us, lower, upper)
+            A, B, second = linearize(problem, xs, us, mode, stages)
+            second, stages = second._replace(split=split), second.stages
+            lq = Expansion(A, B, *objective.running(xs[:-1], us)[1:])
+            terminal = Value(*objective.terminal(xs[-1])[1:])
+            gnorm = projected_gradient(lq, terminal.Vx, us, lower, upper)
         while True:
             k[:] = 0.0
-            failed, dV1, dV2 = backward_pass(A, B, lx, lu, lxx, lux, luu, VxN, VxxN, us, lower, upper, mu, mode,
-                                             Fzz, problem.integration, stages, split, k, K)
+            failed, dV1, dV2 = backward_pass(lq, terminal, us, lower, upper, mu, second, k, K)
             if failed < 0 or mu > o.mu_max:
                 break
             mu, delta = _increase(mu, delta, o)
@@ -705,7 +581,7 @@ def iterate(problem: Problem, objective: Objective, us: np.ndarray, o: Options, 
         if steps == max_iter:
             return outcome(False, "max_iter", f"iteration limit {max_iter} reached")
         steps += 1
-        alpha, J_new = line_search(problem, objective, o, xs, us, k, K, dV1, dV2, J, xs_new, us_new, log)
+        alpha, J_new = line_search(problem, objective, o, (xs, us), Step(k, K, dV1, dV2), J, (xs_new, us_new), log)
         moved = alpha > 0.0
         if moved:
             xs, xs_new, us, us_new, J = xs_new, xs, us_new, us, J_new
@@ -732,12 +608,8 @@ def initial_controls(problem: Problem, us_init=None) -> tuple[np.ndarray, str, l
     "rest"). An open-loop guess made for multiple shooting may diverge in a rollout. If
     none works, rest is returned and :func:`iterate` reports "rollout_failed".
     """
-    def rest() -> np.ndarray:
-        g = gravity_torques(problem.model, problem.x0[: problem.model.nq])[problem.actuated]
-        return np.tile(g, (problem.N, 1))
-
     candidates = ([("us_init", lambda: np.array(us_init, dtype=float))] if us_init is not None else []) + \
-        [("problem", lambda: problem.us_init), ("rest", rest)]
+        [("problem", lambda: problem.us_init), ("rest", problem.gravity_controls)]
     rejected = []
     for origin, make in candidates:
         us = np.clip(make(), problem.u_lower, problem.u_upper)
