@@ -76,7 +76,9 @@ import numpy as np
 from dynamics.parallel import set_num_threads
 
 from .io import load_result, save_result
+from ..ocp import integrators
 from ..ocp.problem import Problem
+from ..solvers.ddp import SECOND_ORDER, backward_pass
 from ..solvers.result import Result
 from ..solvers.solve import SOLVERS
 
@@ -143,7 +145,8 @@ def perturbed_guess(problem: Problem, seed: int, scale: float = PERTURBATION) ->
     3. Tracking: the finite-horizon discrete LQR of the problem's own discretisation
        linearised along (x_ref, u_ff), in its tangent coordinates (weights
        :data:`LQR_WEIGHTS`: 1 on δq, 0.1 on δv, 1e-4 on u, terminal ×10), closes the loop from
-       x0: ``u_k = clip(u_ff,k − K_k (x_k ⊖ x_ref,k))``, ``x_k+1 = step(x_k, u_k)``.
+       x0: ``u_k = clip(u_ff,k + K_k (x_k ⊖ x_ref,k))``, ``x_k+1 = step(x_k, u_k)``, with the
+       gains K_k of :func:`_lqr_gains`.
 
     The returned ``(xs (N+1, nx), us (N, nu))`` is that closed-loop run: ``us`` within the
     bounds, ``xs`` exactly its open-loop rollout, so the guess means the same to DDP/iLQR
@@ -169,19 +172,37 @@ def perturbed_guess(problem: Problem, seed: int, scale: float = PERTURBATION) ->
     A, B = problem.step_derivatives(x_ref[:-1], u_ff)
     wq, wv, wu, wN = LQR_WEIGHTS
     Q = np.diag(np.r_[np.full(nv, wq), np.full(ndx - nv, wv)])
-    R = wu * np.eye(problem.nu)
-    P, K = wN * Q, np.empty((N, problem.nu, ndx))
-    for k in range(N - 1, -1, -1):
-        BtP = B[k].T @ P
-        K[k] = np.linalg.solve(R + BtP @ B[k], BtP @ A[k])
-        P = Q + A[k].T @ P @ (A[k] - B[k] @ K[k])
-        P = 0.5 * (P + P.T)
+    K = _lqr_gains(A, B, Q, wu * np.eye(problem.nu), wN * Q, problem.integration)
     xs, us = np.empty((N + 1, problem.nx)), np.empty((N, problem.nu))
     xs[0] = problem.x0
     for k in range(N):
-        us[k] = np.clip(u_ff[k] - K[k] @ problem.state_difference(x_ref[k], xs[k]), lo, hi)
+        us[k] = np.clip(u_ff[k] + K[k] @ problem.state_difference(x_ref[k], xs[k]), lo, hi)
         xs[k + 1] = problem.step(xs[k][None], us[k][None], start=k)[0]
     return xs, us
+
+
+def _lqr_gains(A: np.ndarray, B: np.ndarray, Q: np.ndarray, R: np.ndarray, QN: np.ndarray,
+               integration: tuple) -> np.ndarray:
+    """Feedback gains K (N, nu, ndx) of the finite-horizon discrete LQR
+
+        min ½ Σ_k (δx_kᵀ Q δx_k + δu_kᵀ R δu_k) + ½ δx_Nᵀ QN δx_N,  δx_k+1 = A_k δx_k + B_k δu_k,
+
+    whose optimal policy is δu_k = K_k δx_k: the DDP backward pass (Tassa, Erez & Todorov
+    2012) with ℓ_x = ℓ_u = 0, ℓ_xx = Q, ℓ_ux = 0, ℓ_uu = R, V_N = (0, QN), no control
+    bounds, no regularisation and no second-order dynamics terms, which is then the Riccati
+    recursion K_k = −(R + B_kᵀP_k+1 B_k)⁻¹ B_kᵀP_k+1 A_k. A (N, ndx, ndx), B (N, ndx, nu);
+    ``integration`` is the problem's (the backward pass sizes its workspace from it).
+    """
+    N, ndx, nu = B.shape
+    k, K, free = np.zeros((N, nu)), np.empty((N, nu, ndx)), np.full(nu, np.inf)
+    failed, _, _ = backward_pass(A, B, np.zeros((N, ndx)), np.zeros((N, nu)), np.repeat(Q[None], N, axis=0),
+                                 np.zeros((N, nu, ndx)), np.repeat(R[None], N, axis=0), np.zeros(ndx), QN,
+                                 np.zeros((N, nu)), -free, free, 0.0, SECOND_ORDER["none"], np.empty((N, 0, 0, 0)),
+                                 integration, integrators.no_stages(integration[0]), False, k, K)
+    if failed >= 0:
+        raise ValueError(f"problem: the tracking LQR of the perturbed guess has R + BᵀPB not positive definite at "
+                         f"knot {failed} (non-finite dynamics along the reference?)")
+    return K
 
 
 def _worker_address() -> str:
