@@ -163,16 +163,17 @@ def _parse_param(text: str) -> tuple[str, object]:
     return key, parsed
 
 
-def _make_problem(name: str, scenario: str | None, params: Sequence[tuple[str, object]]):
+def _make_problem(name: str, scenario: str | None, pairs: Sequence[tuple[str, object]]):
+    """Problem ``name`` built with the ``--param`` (key, value) ``pairs`` and ``--scenario``."""
     entry = problems.entry(name)  # ValueError listing the known names
-    kwargs = dict(params)
+    params = dict(pairs)
     if scenario is not None:
         if scenario not in entry.scenarios:
             known = ", ".join(entry.scenarios) or "none"
             raise CommandError(f"--scenario: problem {name!r} has no scenario {scenario!r}; scenarios: {known}")
-        kwargs["scenario"] = scenario
+        params["scenario"] = scenario
     try:
-        return problems.get(name, **kwargs)
+        return problems.get(name, **params)
     except TypeError as e:  # a --param the factory does not take
         raise CommandError(f"--param: {e}") from None
 
