@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import dynamics as dyn
+import optdyn
 from dynamics.models import ur5
 from optdyn.ocp import task
 from optdyn.apps.cli import Progress, _parse_param, build_parser, main
@@ -81,6 +82,9 @@ def test_problem_of_takes_the_first_source_that_has_the_problem(tmp_path):
         return other if name == "my-ur5" else None
 
     assert task.problem_of(loaded, make=named) is other and asked == [("my-ur5", {"width": 2})]
+    # the viewer and the plot find a loaded result's problem without problem=
+    assert "my-ur5 · ddp" in open(optdyn.save_html(loaded, tmp_path / "r.html")).read()
+    assert optdyn.plot_trajectory(loaded, tmp_path / "r.png") == str(tmp_path / "r.png")
     loaded.problem = "not-registered"
     assert task.problem_of(loaded, make=named).name == "my-ur5"  # from the record
     del loaded.extra["problem_record"]
