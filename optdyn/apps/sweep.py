@@ -262,6 +262,29 @@ def _one_line(e: BaseException) -> str:
 
 
 @dataclass(frozen=True)
+class _Setup:
+    """What every job of a sweep shares: ``factory(**params, **point)`` builds its problem,
+    ``solve(problem, solver=solver, **options)`` solves it, from a guess perturbed by
+    ``perturbation`` for starts s > 0 (the arguments of :func:`run_job` but the job's own)."""
+
+    factory: Callable[..., Problem]
+    params: dict
+    solver: str
+    options: dict
+    perturbation: float
+
+
+@dataclass(frozen=True)
+class _Engine:
+    """Where the jobs run: an existing ``scheduler`` (address) or, if None, an embedded
+    cluster of ``workers`` processes; ``timeout`` (s) to reach the scheduler and to close."""
+
+    scheduler: str | None
+    workers: int | None
+    timeout: float
+
+
+@dataclass(frozen=True)
 class Job:
     """One grid point × one start."""
 
@@ -397,17 +420,17 @@ def _check_arguments(factory, grid, starts, solver, out, scenario, params, optio
 
 # ----------------------------------------------------------------- the directory
 
-def _identity(problem_name: str, factory, params: dict, solver: str, options: dict, grid: dict,
-              perturbation: float) -> dict:
+def _identity(problem_name: str, setup: _Setup, grid: dict) -> dict:
     """What must match for a DIR to be resumed (JSON-able)."""
     opts = {}
-    for k, v in sorted(options.items()):
+    for k, v in sorted(setup.options.items()):
         try:
             opts[k] = _scalar(v, k)
         except ValueError:
             opts[k] = repr(v)
-    return {"problem": problem_name, "factory": _factory_name(factory), "params": params, "solver": solver,
-            "options": opts, "grid_keys": list(grid), "perturbation": float(perturbation)}
+    return {"problem": problem_name, "factory": _factory_name(setup.factory), "params": setup.params,
+            "solver": setup.solver, "options": opts, "grid_keys": list(grid),
+            "perturbation": float(setup.perturbation)}
 
 
 def _claim_directory(out: Path, identity: dict, grid: dict, starts: int) -> None:
@@ -688,12 +711,13 @@ def local_cluster(workers: int | None = None):
                             host="127.0.0.1", dashboard_address=None, silence_logs=logging.ERROR)
 
 
-def _connect(scheduler: str | None, workers: int | None, timeout: float):
-    """(client, cluster or None): an embedded LocalCluster, or a client of ``scheduler``."""
+def _connect(engine: _Engine):
+    """(client, cluster or None): an embedded LocalCluster, or a client of ``engine.scheduler``."""
     from distributed import Client
 
+    scheduler, timeout = engine.scheduler, engine.timeout
     if scheduler is None:
-        cluster = local_cluster(workers)
+        cluster = local_cluster(engine.workers)
         try:
             return Client(cluster, set_as_default=False), cluster
         except BaseException:
@@ -755,7 +779,8 @@ def sweep(factory: Callable[..., Problem], grid: Mapping[str, Sequence], *, out:
     if not isinstance(first, Problem):
         raise ValueError(f"factory: returned {type(first).__name__} for {points[0]}, expected an optdyn Problem")
     out = Path(out)
-    identity = _identity(first.name, factory, params, solver, options, grid, perturbation)
+    setup = _Setup(factory, params, solver, options, perturbation)
+    identity = _identity(first.name, setup, grid)
     _claim_directory(out, identity, grid, starts)
 
     jobs = [Job(p, s) for p in points for s in range(starts)]
@@ -774,8 +799,8 @@ def sweep(factory: Callable[..., Problem], grid: Mapping[str, Sequence], *, out:
 
     failed = 0
     if pending:
-        failed = _run(pending, factory, params, solver, options, perturbation, scheduler, workers, timeout,
-                      progress, out, summary, xs, len(jobs), reused)
+        failed = _run(pending, setup, _Engine(scheduler, workers, timeout), progress, out, summary, xs, len(jobs),
+                      reused)
     ordered = summary.finish(jobs)
     rows = summary.rows
     summaries = _summarise(points, starts, rows, xs, cost_rtol, state_tol)
@@ -785,13 +810,13 @@ def sweep(factory: Callable[..., Problem], grid: Mapping[str, Sequence], *, out:
     return SweepSummary(out, ordered, summaries, len(pending), reused, failed, plot, text)
 
 
-def _run(pending: list[Job], factory, params, solver, options, perturbation, scheduler, workers, timeout,
-         progress: bool, out: Path, summary: _Summary, xs: dict, total: int, reused: int) -> int:
-    """Submit ``pending`` to Dask, write each job's files as it finishes; returns the error count."""
+def _run(pending: list[Job], setup: _Setup, engine: _Engine, progress: bool, out: Path, summary: _Summary, xs: dict,
+         total: int, reused: int) -> int:
+    """Submit ``pending`` to ``engine``, write each job's files as it finishes; returns the error count."""
     from distributed import as_completed
     from tqdm import tqdm
 
-    client, cluster = _connect(scheduler, workers, timeout)
+    client, cluster = _connect(engine)
     token = uuid.uuid4().hex[:8]
     failed = done = 0
     bar = tqdm(total=total, initial=reused, unit="job", desc="sweep", disable=not progress, file=sys.stderr,
@@ -799,8 +824,9 @@ def _run(pending: list[Job], factory, params, solver, options, perturbation, sch
     try:
         futures = {}
         for job in pending:
-            f = client.submit(run_job, factory, params, job.point, job.start, solver, options, perturbation,
-                              key=f"optdyn-sweep-{job.name}-{token}", retries=RETRIES, pure=False)
+            f = client.submit(run_job, setup.factory, setup.params, job.point, job.start, setup.solver,
+                              setup.options, setup.perturbation, key=f"optdyn-sweep-{job.name}-{token}",
+                              retries=RETRIES, pure=False)
             futures[f] = job
         for future in as_completed(futures, loop=client.loop):
             job = futures[future]
@@ -828,7 +854,7 @@ def _run(pending: list[Job], factory, params, solver, options, perturbation, sch
             bar.update(1)
     finally:
         bar.close()
-        client.close(timeout=timeout)
+        client.close(timeout=engine.timeout)
         if cluster is not None:
-            cluster.close(timeout=timeout)
+            cluster.close(timeout=engine.timeout)
     return failed
