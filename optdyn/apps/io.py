@@ -13,9 +13,10 @@ Layout of the archive (read with ``np.load(path, allow_pickle=False)``)::
 Entries of ``extra`` that are neither numeric arrays nor JSON values are stored as their
 ``repr`` string. A result that carries its problem (``result.source``, set by
 :func:`optdyn.solve`) also stores ``extra["problem_record"]``: the model's URDF path and
-the task (:func:`optdyn.ocp.task.record`), from which :func:`optdyn.ocp.task.problem_of` rebuilds the problem
-to draw, plot and check a custom problem's result. Anything that is not such a file — missing, truncated, corrupt, another
-program's npz — makes :func:`load_result` raise ``ValueError`` saying what is wrong.
+the task (:func:`optdyn.ocp.task.record`), from which :func:`optdyn.ocp.task.problem_of`
+rebuilds the problem to draw, plot and check a custom problem's result. Anything that is
+not such a file — missing, truncated, corrupt, another program's npz — makes
+:func:`load_result` raise ``ValueError`` saying what is wrong.
 """
 from __future__ import annotations
 
