@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import dynamics as dyn
+import optdyn
 from dynamics.models import ur5
 from optdyn.ocp import task
 from optdyn.apps.cli import Progress, _parse_param, build_parser, main
@@ -12,7 +13,7 @@ from optdyn.apps.clearance import clearances
 from optdyn.apps.compare import iterates
 from optdyn.ocp.constraints import FramePositionEquality, SphereClearance, StateEquality
 from optdyn.ocp.costs import ControlCost, FramePositionCost, ObstacleCost, StateCost
-from optdyn.apps.io import load_result, problem_of, save_result
+from optdyn.apps.io import load_result, save_result
 from optdyn.viz.plots import trajectory_figure
 from optdyn.ocp.problem import Problem
 from optdyn.solvers.result import Result
@@ -53,7 +54,7 @@ def test_a_saved_custom_problem_is_rebuilt_from_its_record(tmp_path):
     res = some_result(problem)
     save_result(res, tmp_path / "r.npz")
     loaded = load_result(tmp_path / "r.npz")
-    again = problem_of(loaded)
+    again = task.problem_of(loaded)
     assert again.model.source == problem.model.source and again.name == "my-ur5"
     assert (again.N, again.dt, again.substeps, again.integrator) == (8, 0.05, 2, "rk4")
     np.testing.assert_array_equal(again.u_upper, np.inf)
@@ -63,6 +64,39 @@ def test_a_saved_custom_problem_is_rebuilt_from_its_record(tmp_path):
     assert clearances(again, res.xs, res.us).min == pytest.approx(clearances(problem, res.xs, res.us).min)
     assert [t.frame for t in task.frame_targets(again)] == ["wrist_1_link", "tool0", "tool0"]
     assert len(task.obstacles(again)) == 2 and len(task.collision_points(again)) == 2
+
+
+def test_problem_of_takes_the_first_source_that_has_the_problem(tmp_path):
+    problem, other = custom_problem(), custom_problem()
+    res = some_result(problem)
+    res.params = {"width": 2}
+    assert task.problem_of(res) is problem and task.problem_of(res, other) is other
+    with pytest.raises(ValueError, match="problem: expected an optdyn.Problem, got str"):
+        task.problem_of(res, "my-ur5")
+    save_result(res, tmp_path / "r.npz")
+    loaded = load_result(tmp_path / "r.npz")
+    asked = []
+
+    def named(name, params):
+        asked.append((name, params))
+        return other if name == "my-ur5" else None
+
+    assert task.problem_of(loaded, make=named) is other and asked == [("my-ur5", {"width": 2})]
+    # the viewer and the plot find a loaded result's problem without problem=
+    assert "my-ur5 · ddp" in open(optdyn.save_html(loaded, tmp_path / "r.html")).read()
+    assert optdyn.plot_trajectory(loaded, tmp_path / "r.png") == str(tmp_path / "r.png")
+    loaded.problem = "not-registered"
+    assert task.problem_of(loaded, make=named).name == "my-ur5"  # from the record
+    del loaded.extra["problem_record"]
+    for make in (None, named):
+        with pytest.raises(ValueError, match="problem: cannot rebuild problem 'not-registered': none was given"):
+            task.problem_of(loaded, make=make)
+
+    def broken(name, params):
+        raise ValueError("params: no parameter 'width'")
+
+    with pytest.raises(ValueError, match=r"problem: cannot rebuild problem 'not-registered' \(params: no param"):
+        task.problem_of(loaded, make=broken)
 
 
 def test_a_model_built_in_code_has_no_record():

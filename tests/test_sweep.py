@@ -26,8 +26,8 @@ import optdyn
 import problems
 from optdyn.apps.cli import main
 from optdyn.apps.io import load_result
-from optdyn.apps.sweep import (COLUMNS, Job, distinct_optima, job_name, job_seed, local_cluster, perturbed_guess,
-                          run_job, sweep, warm)
+from optdyn.apps.sweep import (COLUMNS, Job, _lqr_gains, distinct_optima, job_name, job_seed, local_cluster,
+                          perturbed_guess, run_job, sweep, warm)
 
 pytest.importorskip("distributed")
 from distributed import Client  # noqa: E402
@@ -59,6 +59,23 @@ def test_seeds_and_names_are_reproducible_and_distinct():
     assert len(seeds) == 50 and all(0 <= s < 2 ** 63 for s in seeds)
     names = {job_name(point, s) for s in range(3)} | {job_name({"u_max": 5.5, "N": 60}, 0)}
     assert len(names) == 4 and all(re.fullmatch(r"[A-Za-z0-9.=+_-]+", n) for n in names)
+
+
+def test_lqr_gains_are_the_riccati_gains():
+    """The solvers' backward pass, fed an LQR, gives the gains of the textbook Riccati
+    recursion P_k = Q + A_kᵀP_k+1(A_k + B_k K_k), K_k = −(R + B_kᵀP_k+1B_k)⁻¹B_kᵀP_k+1A_k."""
+    prob = problems.get("double-pendulum")
+    rng = np.random.default_rng(7)
+    N, ndx, nu = 12, prob.ndx, prob.nu
+    A = np.eye(ndx) + 0.1 * rng.standard_normal((N, ndx, ndx))
+    B = rng.standard_normal((N, ndx, nu))
+    Q, R = np.diag(rng.uniform(0.5, 2.0, ndx)), np.diag(rng.uniform(0.1, 1.0, nu))
+    K = _lqr_gains(A, B, Q, R, 10.0 * Q, prob)
+    P = 10.0 * Q
+    for k in range(N - 1, -1, -1):
+        expected = -np.linalg.solve(R + B[k].T @ P @ B[k], B[k].T @ P @ A[k])
+        np.testing.assert_allclose(K[k], expected, rtol=1e-10, atol=1e-12)
+        P = Q + A[k].T @ P @ (A[k] + B[k] @ expected)
 
 
 def test_perturbed_guess_is_seeded_consistent_and_feasible():

@@ -69,9 +69,9 @@ def point_clearances(problem: Problem, qs: np.ndarray) -> np.ndarray:
 
 def _substep_problem(problem: Problem) -> Problem:
     """One integrator step of dt/substeps: the sub-step map of ``problem``."""
-    F = problem.f_ext  # the same external forces, interval by interval (K = N knots)
+    f_ext = problem.f_ext  # the same external forces, interval by interval (K = N knots)
     return Problem(problem.model, problem.x0, N=problem.N, dt=problem.dt / problem.substeps,
-                   substeps=1, integrator=problem.integrator, f_ext=F if F.shape[1] else None,
+                   substeps=1, integrator=problem.integrator, f_ext=f_ext if f_ext.shape[1] else None,
                    actuated=problem.actuation)
 
 

@@ -39,11 +39,11 @@ import dynamics as dyn
 import problems
 
 from .clearance import clearances
-from .io import load_result, problem_of, save_result
+from .io import load_result, save_result
 from .report import task_errors, task_lines
 from ..solvers.result import Result
 from ..solvers.runtime import COMPILE_NOTICE  # noqa: F401 — printed on stderr by the compile listener
-from ..ocp.task import clearance_constraints
+from ..ocp.task import clearance_constraints, problem_of
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
 EXIT_TERMINATED = 143  # 128 + SIGTERM
@@ -163,16 +163,17 @@ def _parse_param(text: str) -> tuple[str, object]:
     return key, parsed
 
 
-def _make_problem(name: str, scenario: str | None, params: Sequence[tuple[str, object]]):
+def _make_problem(name: str, scenario: str | None, pairs: Sequence[tuple[str, object]]):
+    """Problem ``name`` built with the ``--param`` (key, value) ``pairs`` and ``--scenario``."""
     entry = problems.entry(name)  # ValueError listing the known names
-    kwargs = dict(params)
+    params = dict(pairs)
     if scenario is not None:
         if scenario not in entry.scenarios:
             known = ", ".join(entry.scenarios) or "none"
             raise CommandError(f"--scenario: problem {name!r} has no scenario {scenario!r}; scenarios: {known}")
-        kwargs["scenario"] = scenario
+        params["scenario"] = scenario
     try:
-        return problems.get(name, **kwargs)
+        return problems.get(name, **params)
     except TypeError as e:  # a --param the factory does not take
         raise CommandError(f"--param: {e}") from None
 
@@ -295,29 +296,23 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 # ----------------------------------------------------------------------------- show
 
-def _problem_of(result: Result) -> tuple[object, str]:
-    """(problem, "") rebuilt from the registry (a registered name) or from the result's own
-    problem record (a custom problem); (None, why) if neither works."""
-    if result.problem in problems.REGISTRY or result.problem.replace("_", "-") in problems.REGISTRY:
-        try:
-            return problems.get(result.problem, **result.params), ""
-        except (ValueError, TypeError) as e:
-            return None, f"cannot rebuild problem {result.problem!r} ({e})"
-    try:
-        problem = problem_of(result)
-    except ValueError as e:
-        return None, f"cannot rebuild problem {result.problem!r} from the file ({e})"
-    if problem is None:
-        return None, (f"cannot rebuild problem {result.problem!r}: it is not registered and the file holds no "
-                      "problem record (its model was not loaded from a URDF file)")
-    return problem, ""
+def _registered(name: str, params: dict):
+    """Problem ``name`` of the ``problems`` registry built with ``params``; None if not registered
+    (the lookup :func:`optdyn.ocp.task.problem_of` is given by ``show`` and ``plot``)."""
+    if name not in problems.REGISTRY and name.replace("_", "-") not in problems.REGISTRY:
+        return None
+    return problems.get(name, **params)
 
 
 def cmd_show(args: argparse.Namespace) -> int:
     """Summarise a saved result; rebuild its problem for clearance/HTML/viewer."""
     _check_outputs(args)
     result = load_result(args.file)
-    problem, why = _problem_of(result)
+    problem, why = None, ""
+    try:
+        problem = problem_of(result, make=_registered)
+    except ValueError as e:
+        why = str(e).removeprefix("problem: ")
     if problem is None and (args.html or args.view):
         raise CommandError(f"{args.file}: {why}")
     print("\n".join(_summary(result, problem)))
@@ -333,9 +328,10 @@ def cmd_plot(args: argparse.Namespace) -> int:
     """Plot a saved result: q, v, u with limits, clearance, convergence."""
     check_writable(args.out, "--out")
     result = load_result(args.file)
-    problem, why = _problem_of(result)
-    if problem is None:
-        raise CommandError(f"{args.file}: {why}")
+    try:
+        problem = problem_of(result, make=_registered)
+    except ValueError as e:
+        raise CommandError(f"{args.file}: {str(e).removeprefix('problem: ')}") from None
     from ..viz.plots import plot_trajectory
 
     plot_trajectory(result, args.out, problem)

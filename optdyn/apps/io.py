@@ -13,9 +13,10 @@ Layout of the archive (read with ``np.load(path, allow_pickle=False)``)::
 Entries of ``extra`` that are neither numeric arrays nor JSON values are stored as their
 ``repr`` string. A result that carries its problem (``result.source``, set by
 :func:`optdyn.solve`) also stores ``extra["problem_record"]``: the model's URDF path and
-the task (:func:`optdyn.ocp.task.record`), from which :func:`problem_of` rebuilds the problem
-to draw, plot and check a custom problem's result. Anything that is not such a file — missing, truncated, corrupt, another
-program's npz — makes :func:`load_result` raise ``ValueError`` saying what is wrong.
+the task (:func:`optdyn.ocp.task.record`), from which :func:`optdyn.ocp.task.problem_of`
+rebuilds the problem to draw, plot and check a custom problem's result. Anything that is
+not such a file — missing, truncated, corrupt, another program's npz — makes
+:func:`load_result` raise ``ValueError`` saying what is wrong.
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ import numpy as np
 
 from ..ocp.problem import Problem
 from ..solvers.result import Result
-from ..ocp.task import rebuild, record
+from ..ocp.task import record
 
 FORMAT, VERSION = "optdyn.result", 1
 _SCALARS = {"cost": float, "converged": bool, "iterations": int, "status": str, "message": str,
@@ -154,10 +155,3 @@ def load_result(path) -> Result:
         xs=arrays["xs"], us=arrays["us"], history={h: arrays[f"history/{h}"] for h in meta["history"]},
         params=meta["params"], gains=arrays.get("gains"), extra=extra, **scalars,
     )
-
-
-def problem_of(result: Result) -> Problem | None:
-    """The problem a loaded result was solved on, rebuilt from its ``problem_record``;
-    None if it has none. ValueError if the record cannot be rebuilt (e.g. the URDF moved)."""
-    rec = result.extra.get("problem_record")
-    return None if rec is None else rebuild(rec)

@@ -77,6 +77,7 @@ from dynamics.parallel import set_num_threads
 
 from .io import load_result, save_result
 from ..ocp.problem import Problem
+from ..solvers.ddp import SECOND_ORDER, Expansion, SecondOrder, Value, backward_pass
 from ..solvers.result import Result
 from ..solvers.solve import SOLVERS
 
@@ -143,7 +144,8 @@ def perturbed_guess(problem: Problem, seed: int, scale: float = PERTURBATION) ->
     3. Tracking: the finite-horizon discrete LQR of the problem's own discretisation
        linearised along (x_ref, u_ff), in its tangent coordinates (weights
        :data:`LQR_WEIGHTS`: 1 on δq, 0.1 on δv, 1e-4 on u, terminal ×10), closes the loop from
-       x0: ``u_k = clip(u_ff,k − K_k (x_k ⊖ x_ref,k))``, ``x_k+1 = step(x_k, u_k)``.
+       x0: ``u_k = clip(u_ff,k + K_k (x_k ⊖ x_ref,k))``, ``x_k+1 = step(x_k, u_k)``, with the
+       gains K_k of :func:`_lqr_gains`.
 
     The returned ``(xs (N+1, nx), us (N, nu))`` is that closed-loop run: ``us`` within the
     bounds, ``xs`` exactly its open-loop rollout, so the guess means the same to DDP/iLQR
@@ -169,19 +171,38 @@ def perturbed_guess(problem: Problem, seed: int, scale: float = PERTURBATION) ->
     A, B = problem.step_derivatives(x_ref[:-1], u_ff)
     wq, wv, wu, wN = LQR_WEIGHTS
     Q = np.diag(np.r_[np.full(nv, wq), np.full(ndx - nv, wv)])
-    R = wu * np.eye(problem.nu)
-    P, K = wN * Q, np.empty((N, problem.nu, ndx))
-    for k in range(N - 1, -1, -1):
-        BtP = B[k].T @ P
-        K[k] = np.linalg.solve(R + BtP @ B[k], BtP @ A[k])
-        P = Q + A[k].T @ P @ (A[k] - B[k] @ K[k])
-        P = 0.5 * (P + P.T)
+    K = _lqr_gains(A, B, Q, wu * np.eye(problem.nu), wN * Q, problem)
     xs, us = np.empty((N + 1, problem.nx)), np.empty((N, problem.nu))
     xs[0] = problem.x0
     for k in range(N):
-        us[k] = np.clip(u_ff[k] - K[k] @ problem.state_difference(x_ref[k], xs[k]), lo, hi)
+        us[k] = np.clip(u_ff[k] + K[k] @ problem.state_difference(x_ref[k], xs[k]), lo, hi)
         xs[k + 1] = problem.step(xs[k][None], us[k][None], start=k)[0]
     return xs, us
+
+
+def _lqr_gains(A: np.ndarray, B: np.ndarray, Q: np.ndarray, R: np.ndarray, QN: np.ndarray,
+               problem: Problem) -> np.ndarray:
+    """Feedback gains K (N, nu, ndx) of the finite-horizon discrete LQR
+
+        min ½ Σ_k (δx_kᵀ Q δx_k + δu_kᵀ R δu_k) + ½ δx_Nᵀ QN δx_N,  δx_k+1 = A_k δx_k + B_k δu_k,
+
+    whose optimal policy is δu_k = K_k δx_k: the DDP backward pass (Tassa, Erez & Todorov
+    2012) with ℓ_x = ℓ_u = 0, ℓ_xx = Q, ℓ_ux = 0, ℓ_uu = R, V_N = (0, QN), no control
+    bounds, no regularisation and no second-order dynamics terms, which is then the Riccati
+    recursion K_k = −(R + B_kᵀP_k+1 B_k)⁻¹ B_kᵀP_k+1 A_k. A (N, ndx, ndx), B (N, ndx, nu);
+    ``problem``: whose interval dynamics A and B linearise (the backward pass sizes its
+    workspace from it).
+    """
+    N, ndx, nu = B.shape
+    k, K, free = np.zeros((N, nu)), np.empty((N, nu, ndx)), np.full(nu, np.inf)
+    lq = Expansion(A, B, np.zeros((N, ndx)), np.zeros((N, nu)), np.repeat(Q[None], N, axis=0), np.zeros((N, nu, ndx)),
+                   np.repeat(R[None], N, axis=0))
+    first_order = SecondOrder(SECOND_ORDER["none"], np.empty((N, 0, 0, 0)), problem.dynamics, problem.no_stages, False)
+    failed, _, _ = backward_pass(lq, Value(np.zeros(ndx), QN), np.zeros((N, nu)), -free, free, 0.0, first_order, k, K)
+    if failed >= 0:
+        raise ValueError(f"problem: the tracking LQR of the perturbed guess has R + BᵀPB not positive definite at "
+                         f"knot {failed} (non-finite dynamics along the reference?)")
+    return K
 
 
 def _worker_address() -> str:
@@ -238,6 +259,29 @@ def warm(factory: Callable[..., Problem], solver: str = "ddp", **params) -> floa
 
 def _one_line(e: BaseException) -> str:
     return " ".join(f"{type(e).__name__}: {e}".split())
+
+
+@dataclass(frozen=True)
+class _Setup:
+    """What every job of a sweep shares: ``factory(**params, **point)`` builds its problem,
+    ``solve(problem, solver=solver, **options)`` solves it, from a guess perturbed by
+    ``perturbation`` for starts s > 0 (the arguments of :func:`run_job` but the job's own)."""
+
+    factory: Callable[..., Problem]
+    params: dict
+    solver: str
+    options: dict
+    perturbation: float
+
+
+@dataclass(frozen=True)
+class _Engine:
+    """Where the jobs run: an existing ``scheduler`` (address) or, if None, an embedded
+    cluster of ``workers`` processes; ``timeout`` (s) to reach the scheduler and to close."""
+
+    scheduler: str | None
+    workers: int | None
+    timeout: float
 
 
 @dataclass(frozen=True)
@@ -376,17 +420,17 @@ def _check_arguments(factory, grid, starts, solver, out, scenario, params, optio
 
 # ----------------------------------------------------------------- the directory
 
-def _identity(problem_name: str, factory, params: dict, solver: str, options: dict, grid: dict,
-              perturbation: float) -> dict:
+def _identity(problem_name: str, setup: _Setup, grid: dict) -> dict:
     """What must match for a DIR to be resumed (JSON-able)."""
     opts = {}
-    for k, v in sorted(options.items()):
+    for k, v in sorted(setup.options.items()):
         try:
             opts[k] = _scalar(v, k)
         except ValueError:
             opts[k] = repr(v)
-    return {"problem": problem_name, "factory": _factory_name(factory), "params": params, "solver": solver,
-            "options": opts, "grid_keys": list(grid), "perturbation": float(perturbation)}
+    return {"problem": problem_name, "factory": _factory_name(setup.factory), "params": setup.params,
+            "solver": setup.solver, "options": opts, "grid_keys": list(grid),
+            "perturbation": float(setup.perturbation)}
 
 
 def _claim_directory(out: Path, identity: dict, grid: dict, starts: int) -> None:
@@ -667,12 +711,13 @@ def local_cluster(workers: int | None = None):
                             host="127.0.0.1", dashboard_address=None, silence_logs=logging.ERROR)
 
 
-def _connect(scheduler: str | None, workers: int | None, timeout: float):
-    """(client, cluster or None): an embedded LocalCluster, or a client of ``scheduler``."""
+def _connect(engine: _Engine):
+    """(client, cluster or None): an embedded LocalCluster, or a client of ``engine.scheduler``."""
     from distributed import Client
 
+    scheduler, timeout = engine.scheduler, engine.timeout
     if scheduler is None:
-        cluster = local_cluster(workers)
+        cluster = local_cluster(engine.workers)
         try:
             return Client(cluster, set_as_default=False), cluster
         except BaseException:
@@ -734,7 +779,8 @@ def sweep(factory: Callable[..., Problem], grid: Mapping[str, Sequence], *, out:
     if not isinstance(first, Problem):
         raise ValueError(f"factory: returned {type(first).__name__} for {points[0]}, expected an optdyn Problem")
     out = Path(out)
-    identity = _identity(first.name, factory, params, solver, options, grid, perturbation)
+    setup = _Setup(factory, params, solver, options, perturbation)
+    identity = _identity(first.name, setup, grid)
     _claim_directory(out, identity, grid, starts)
 
     jobs = [Job(p, s) for p in points for s in range(starts)]
@@ -753,8 +799,8 @@ def sweep(factory: Callable[..., Problem], grid: Mapping[str, Sequence], *, out:
 
     failed = 0
     if pending:
-        failed = _run(pending, factory, params, solver, options, perturbation, scheduler, workers, timeout,
-                      progress, out, summary, xs, len(jobs), reused)
+        failed = _run(pending, setup, _Engine(scheduler, workers, timeout), progress, out, summary, xs, len(jobs),
+                      reused)
     ordered = summary.finish(jobs)
     rows = summary.rows
     summaries = _summarise(points, starts, rows, xs, cost_rtol, state_tol)
@@ -764,13 +810,13 @@ def sweep(factory: Callable[..., Problem], grid: Mapping[str, Sequence], *, out:
     return SweepSummary(out, ordered, summaries, len(pending), reused, failed, plot, text)
 
 
-def _run(pending: list[Job], factory, params, solver, options, perturbation, scheduler, workers, timeout,
-         progress: bool, out: Path, summary: _Summary, xs: dict, total: int, reused: int) -> int:
-    """Submit ``pending`` to Dask, write each job's files as it finishes; returns the error count."""
+def _run(pending: list[Job], setup: _Setup, engine: _Engine, progress: bool, out: Path, summary: _Summary, xs: dict,
+         total: int, reused: int) -> int:
+    """Submit ``pending`` to ``engine``, write each job's files as it finishes; returns the error count."""
     from distributed import as_completed
     from tqdm import tqdm
 
-    client, cluster = _connect(scheduler, workers, timeout)
+    client, cluster = _connect(engine)
     token = uuid.uuid4().hex[:8]
     failed = done = 0
     bar = tqdm(total=total, initial=reused, unit="job", desc="sweep", disable=not progress, file=sys.stderr,
@@ -778,8 +824,9 @@ def _run(pending: list[Job], factory, params, solver, options, perturbation, sch
     try:
         futures = {}
         for job in pending:
-            f = client.submit(run_job, factory, params, job.point, job.start, solver, options, perturbation,
-                              key=f"optdyn-sweep-{job.name}-{token}", retries=RETRIES, pure=False)
+            f = client.submit(run_job, setup.factory, setup.params, job.point, job.start, setup.solver,
+                              setup.options, setup.perturbation, key=f"optdyn-sweep-{job.name}-{token}",
+                              retries=RETRIES, pure=False)
             futures[f] = job
         for future in as_completed(futures, loop=client.loop):
             job = futures[future]
@@ -807,7 +854,7 @@ def _run(pending: list[Job], factory, params, solver, options, perturbation, sch
             bar.update(1)
     finally:
         bar.close()
-        client.close(timeout=timeout)
+        client.close(timeout=engine.timeout)
         if cluster is not None:
-            cluster.close(timeout=timeout)
+            cluster.close(timeout=engine.timeout)
     return failed

@@ -18,12 +18,17 @@ and constraints of the types above and :class:`~optdyn.costs.StateCost`,
 plotted and checked without the script that built it. Costs and constraints of other
 types (written by the user) are left out of the record: the rebuilt problem then draws
 and checks what it can, and its cost is that of the recorded terms only.
+
+:func:`problem_of` answers "which problem made this result" for the viewer, the plots
+and the command line alike.
 """
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -32,6 +37,9 @@ from dynamics.urdf import load_urdf
 from .constraints import FramePositionEquality, SphereClearance, StateEquality
 from .costs import ControlCost, Cost, FramePositionCost, ObstacleCost, StateCost, Sum
 from .problem import Problem
+
+if TYPE_CHECKING:  # annotations only: the solvers' Result is read by attribute, not imported
+    from ..solvers.result import Result
 
 RECORD_VERSION = 1
 
@@ -244,3 +252,45 @@ def rebuild(rec: dict) -> Problem:
                        name=rec["name"])
     except (KeyError, TypeError) as e:
         raise ValueError(f"record: incomplete problem record ({type(e).__name__}: {e})") from None
+
+
+# ------------------------------------------------------------------ which problem
+
+def problem_of(result: Result, problem: Problem | None = None, *,
+               make: Callable[[str, dict], Problem | None] | None = None) -> Problem:
+    """The problem ``result`` was solved on, from the first of these that has it:
+
+    1. ``problem``, if given (it must be a :class:`~optdyn.ocp.problem.Problem`);
+    2. ``result.source``, the problem :func:`optdyn.solve` attached (results loaded from
+       disk have none);
+    3. ``make(result.problem, result.params)``, if ``make`` is given: a lookup of named
+       problems (the command line passes one over the ``problems`` registry) returning
+       the problem built with those construction parameters, or None for a name it does
+       not know;
+    4. the result's ``extra["problem_record"]`` (written by
+       :func:`optdyn.apps.io.save_result`), rebuilt by :func:`rebuild`.
+
+    ValueError naming ``problem`` if none of them gives it ("cannot rebuild problem
+    'name': ..."), if ``make`` or :func:`rebuild` fails (their reason quoted), or if
+    ``problem`` is not a Problem.
+    """
+    if problem is None:
+        problem = result.source
+    if problem is not None:
+        _require_problem(problem)
+        return problem
+    name = result.problem
+    try:
+        named = None if make is None else make(name, dict(result.params or {}))
+        if named is not None:
+            _require_problem(named)
+            return named
+        rec = result.extra.get("problem_record")
+        if rec is not None:
+            return rebuild(rec)
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"problem: cannot rebuild problem {name!r} ({e})") from None
+    registered = "" if make is None else "it is not registered, "
+    raise ValueError(f"problem: cannot rebuild problem {name!r}: none was given, the result carries none "
+                     f"(results loaded from disk do not), {registered}and it holds no problem record (its model "
+                     "was not loaded from a URDF file, or has a floating base); pass problem=...")

@@ -22,7 +22,7 @@ from ..apps.clearance import clearances
 from ..apps.compare import iterates
 from ..ocp.problem import Problem
 from ..solvers.result import Result
-from ..ocp.task import clearance_constraints
+from ..ocp.task import clearance_constraints, problem_of
 
 
 def _limits(ax, times, values: np.ndarray, lower: np.ndarray, upper: np.ndarray, step: bool = False) -> None:
@@ -104,10 +104,7 @@ def trajectory_figure(result: Result, problem: Problem | None = None):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    problem = result.source if problem is None else problem
-    if not isinstance(problem, Problem):
-        raise ValueError(f"problem: expected the optdyn.Problem solved (result.source is empty), "
-                         f"got {type(problem).__name__}")
+    problem = problem_of(result, problem)
     if np.shape(result.xs) != (problem.N + 1, problem.nx) or np.shape(result.us) != (problem.N, problem.nu):
         raise ValueError(f"result: xs {np.shape(result.xs)}, us {np.shape(result.us)} do not fit the problem "
                          f"({problem.N + 1}, {problem.nx}), ({problem.N}, {problem.nu})")
@@ -124,7 +121,8 @@ def trajectory_figure(result: Result, problem: Problem | None = None):
 def plot_trajectory(result: Result, path, problem: Problem | None = None) -> str:
     """Write the figure described in the module docstring to ``path``; returns the path.
 
-    ``problem`` is the problem solved (default ``result.source``, set by :func:`optdyn.solve`).
+    ``problem`` is the problem solved (default: the one :func:`optdyn.ocp.task.problem_of`
+    finds: ``result.source``, set by :func:`optdyn.solve`, or the result's problem record).
     """
     import matplotlib.pyplot as plt
 

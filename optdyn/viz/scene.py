@@ -394,18 +394,6 @@ setInterval(() => {{
 """
 
 
-def _problem_of(result: Result, problem) -> Problem:
-    """The problem ``result`` solved: ``problem`` if given, else the one :func:`solve` attached."""
-    problem = result.source if problem is None else problem
-    if problem is None:
-        raise ValueError(
-            "problem: this result carries no problem (results loaded from disk do not); pass "
-            f"problem=..., e.g. problems.get({result.problem!r}, **result.params)")
-    if not isinstance(problem, Problem):
-        raise ValueError(f"problem: expected an optdyn.Problem, got {type(problem).__name__}")
-    return problem
-
-
 def frame_path(model: Model, qs: np.ndarray, frame: str, offset=(0.0, 0.0, 0.0)) -> np.ndarray:
     """World positions (K, 3) of the point ``offset`` fixed in ``frame`` at configurations qs (K, nq)."""
     f = model.frame(frame)
@@ -428,12 +416,13 @@ def scene_of(result: Result, problem: Problem | None = None, fps: float = FPS, f
 
     Args:
         result: solver output; its states ``xs`` (N+1, nx) are played at node times k·dt.
-        problem: the problem solved (default: ``result.source``, set by :func:`optdyn.solve`).
+        problem: the problem solved (default: the one :func:`optdyn.ocp.task.problem_of` finds:
+            ``result.source``, set by :func:`optdyn.solve`, or the result's problem record).
         fps: animation frame rate; frames: names of frames to draw as triads.
         path_frame: frame whose path is drawn (default: the frame the costs and terminal
             constraints name, :func:`optdyn.ocp.task.path_frame`).
     """
-    problem = _problem_of(result, problem)
+    problem = task.problem_of(result, problem)
     model = problem.model
     if np.shape(result.xs)[0] != problem.N + 1:
         raise ValueError(f"result: xs has {np.shape(result.xs)[0]} nodes, the problem has N + 1 = {problem.N + 1}")
