@@ -237,7 +237,7 @@ def _outputs(result: Result, problem, args: argparse.Namespace) -> None:
         save_result(result, args.save)
         print(f"saved       {args.save}")
     if args.html or args.view:
-        from . import viz
+        from .. import viz
 
         if args.html:
             viz.save_html(result, args.html, problem, path_frame=args.path_frame)
