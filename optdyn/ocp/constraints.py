@@ -29,7 +29,7 @@ class Constraint(ABC):
     """Abstract base: ``size`` values per state; subclasses implement ``evaluate``."""
 
     size: int = 0
-    nx: int | None = None
+    ndx: int | None = None
 
     @abstractmethod
     def evaluate(self, xs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -37,8 +37,8 @@ class Constraint(ABC):
 
     def check_dims(self, nx: int, name: str) -> None:
         """ValueError naming ``name`` if built for another state dimension."""
-        if self.nx is not None and self.nx != nx:
-            raise ValueError(f"{name}: {type(self).__name__} built for nx={self.nx}; the problem has nx={nx}")
+        if self.ndx is not None and self.ndx != nx:
+            raise ValueError(f"{name}: {type(self).__name__} built for nx={self.ndx}; the problem has nx={nx}")
 
 
 def stack_constraints(constraints: Sequence[Constraint], xs: np.ndarray, nx: int):
@@ -64,12 +64,12 @@ class SphereClearance(Constraint):
         if not np.isfinite(margin):
             raise ValueError(f"margin: expected a finite length, got {margin!r}")
         self.radius, self.margin = float(radius), float(margin)
-        self.size, self.nx, self.nv, self.nq = len(self.points), 2 * model.nv, model.nv, model.nq
+        self.size, self.ndx, self.nv, self.nq = len(self.points), 2 * model.nv, model.nv, model.nq
 
     def evaluate(self, xs):
         K, nv = xs.shape[0], self.nv
         d, dd, ddd = self.points.sphere_distance(xs[:, : self.nq], self.center)
-        cx, cxx = np.zeros((K, self.size, self.nx)), np.zeros((K, self.size, self.nx, self.nx))
+        cx, cxx = np.zeros((K, self.size, self.ndx)), np.zeros((K, self.size, self.ndx, self.ndx))
         cx[:, :, :nv] = dd
         cxx[:, :, :nv, :nv] = ddd
         return d - self.radius - self.margin, cx, cxx
@@ -86,15 +86,15 @@ class StateEquality(Constraint):
     def __init__(self, target, indices=None, nx: int | None = None) -> None:
         if indices is None:
             target = np.array(target, dtype=float)
-            self.nx = target.size if nx is None else nx
-            indices = np.arange(self.nx)
+            self.ndx = target.size if nx is None else nx
+            indices = np.arange(self.ndx)
         self.indices = np.array(indices, dtype=np.int64).ravel()
         self.size = self.indices.size
         self.target = _vector(target, self.size, "target")
         if nx is not None:
-            self.nx = nx
-        if self.nx is not None and np.any((self.indices < 0) | (self.indices >= self.nx)):
-            raise ValueError(f"indices: expected state indices in [0, {self.nx}), got {self.indices}")
+            self.ndx = nx
+        if self.ndx is not None and np.any((self.indices < 0) | (self.indices >= self.ndx)):
+            raise ValueError(f"indices: expected state indices in [0, {self.ndx}), got {self.indices}")
 
     def check_dims(self, nx: int, name: str) -> None:
         super().check_dims(nx, name)
@@ -114,12 +114,12 @@ class FramePositionEquality(Constraint):
     def __init__(self, model: Model, frame: str, target, offset=(0.0, 0.0, 0.0)) -> None:
         self.points = PointSet(model, [(frame, offset)])
         self.target = _vector(target, 3, "target")
-        self.size, self.nx, self.nv, self.nq = 3, 2 * model.nv, model.nv, model.nq
+        self.size, self.ndx, self.nv, self.nq = 3, 2 * model.nv, model.nv, model.nq
 
     def evaluate(self, xs):
         K, nv = xs.shape[0], self.nv
         p, J, H = self.points.kinematics(xs[:, : self.nq])
-        cx, cxx = np.zeros((K, 3, self.nx)), np.zeros((K, 3, self.nx, self.nx))
+        cx, cxx = np.zeros((K, 3, self.ndx)), np.zeros((K, 3, self.ndx, self.ndx))
         cx[:, :, :nv] = J[:, 0]
         cxx[:, :, :nv, :nv] = H[:, 0]
         return p[:, 0] - self.target, cx, cxx
@@ -147,7 +147,7 @@ class OrientationBound(Constraint):
         self.model, self.joint, self.max_angle = model, joint, float(max_angle)
         self.m, self.k = int(model.idx_vs[i]), int(model.nvs[i])
         self.reference_state, self.lie = np.concatenate([self.reference, np.zeros(model.nv)]), lie_blocks(model)
-        self.size, self.nx = 1, 2 * model.nv
+        self.size, self.ndx = 1, 2 * model.nv
 
     def evaluate(self, xs):
         K, m, k, model = xs.shape[0], self.m, self.k, self.model
@@ -160,7 +160,7 @@ class OrientationBound(Constraint):
         phi, J = D[:, r: m + k], Jinv[:, r: m + k, m: m + k]  # φ and ∂φ/∂δq_j (K, 3, k)
         M = np.zeros((K, nv))
         M[:, r: m + k] = phi
-        c, cx, cxx = np.empty((K, 1)), np.zeros((K, 1, self.nx)), np.zeros((K, 1, self.nx, self.nx))
+        c, cx, cxx = np.empty((K, 1)), np.zeros((K, 1, self.ndx)), np.zeros((K, 1, self.ndx, self.ndx))
         c[:, 0] = self.max_angle ** 2 - np.sum(phi * phi, axis=1)
         cx[:, 0, m: m + k] = -2.0 * np.matmul(phi[:, None, :], J)[:, 0]
         curvature = log_curvatures(self.lie, np.ascontiguousarray(D), M, Jinv)[:, m: m + k, m: m + k]

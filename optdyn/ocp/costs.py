@@ -114,7 +114,7 @@ def _zeros(K: int, nx: int, nu: int) -> tuple[np.ndarray, ...]:
 class Cost(ABC):
     """Abstract base: subclasses implement ``evaluate`` (and may speed up ``value``)."""
 
-    nx: int | None = None
+    ndx: int | None = None
     nu: int | None = None
     depends_on_x: bool = True  # False: lx, lxx, lux are zero (a control cost)
 
@@ -128,8 +128,8 @@ class Cost(ABC):
 
     def check_dims(self, nx: int, nu: int, name: str) -> None:
         """ValueError naming ``name`` if the cost was built for other dimensions."""
-        if (self.nx is not None and self.nx != nx) or (self.nu is not None and self.nu != nu):
-            raise ValueError(f"{name}: {type(self).__name__} built for nx={self.nx}, nu={self.nu}; "
+        if (self.ndx is not None and self.ndx != nx) or (self.nu is not None and self.nu != nu):
+            raise ValueError(f"{name}: {type(self).__name__} built for nx={self.ndx}, nu={self.nu}; "
                              f"the problem has nx={nx}, nu={nu}")
 
     def __add__(self, other: Cost) -> Sum:
@@ -195,7 +195,7 @@ class _Quadratic(Cost):
         self.reference = np.zeros(n) if reference is None else _vector(reference, n, "reference")
         self.on = on
         if on == "x":
-            self.nx = n
+            self.ndx = n
         else:
             self.nu = n
 
@@ -306,7 +306,7 @@ class FramePositionCost(Cost):
         self.points = PointSet(model, [(frame, offset)])
         self.target = _vector(target, 3, "target")
         self.weight = _nonnegative(weight, "weight")
-        self.nx, self.nv, self.nq = 2 * model.nv, model.nv, model.nq
+        self.ndx, self.nv, self.nq = 2 * model.nv, model.nv, model.nq
 
     def value(self, xs, us):
         p = self.points.positions(xs[:, : self.nq])
@@ -314,7 +314,7 @@ class FramePositionCost(Cost):
 
     def evaluate(self, xs, us):
         K, nv = xs.shape[0], self.nv
-        l, lx, lu, lxx, lux, luu = _zeros(K, self.nx, us.shape[1])
+        l, lx, lu, lxx, lux, luu = _zeros(K, self.ndx, us.shape[1])
         p, J, H = self.points.kinematics(xs[:, : self.nq])
         l[:] = _frame_terms(p, J, H, self.target, self.weight, nv, lx, lxx)
         return l, lx, lu, lxx, lux, luu
@@ -380,7 +380,7 @@ class ObstacleCost(Cost):
         if not (np.isfinite(width) and width > 0):
             raise ValueError(f"width: expected a length > 0, got {width!r}")
         self.width = float(width)
-        self.nx, self.nv, self.nq = 2 * model.nv, model.nv, model.nq
+        self.ndx, self.nv, self.nq = 2 * model.nv, model.nv, model.nq
 
     def _clearance(self, xs, derivatives):
         d, dd, ddd = self.points.sphere_distance(xs[:, : self.nq], self.center, derivatives)
@@ -392,7 +392,7 @@ class ObstacleCost(Cost):
 
     def evaluate(self, xs, us):
         K, nv = xs.shape[0], self.nv
-        l, lx, lu, lxx, lux, luu = _zeros(K, self.nx, us.shape[1])
+        l, lx, lu, lxx, lux, luu = _zeros(K, self.ndx, us.shape[1])
         c, dc, ddc = self._clearance(xs, True)
         beta, w = self.width, self.weight
         sp, sig = _softplus(-c / beta)

@@ -255,33 +255,33 @@ def _add_row(out, i, X, p, g):
 
 
 @allocation_free
-def _times_G(X, Y, nx, out):
-    """out (r, nz) = X G for X (r, nz) and G = [Y; 0 I] (Y (nx, nz)): with X = f_z, the
+def _times_G(X, Y, ndx, out):
+    """out (r, nz) = X G for X (r, nz) and G = [Y; 0 I] (Y (ndx, nz)): with X = f_z, the
     stage Jacobian ∂k_s/∂z = f_z G_s. Rows of Y four at a time (:func:`_add_rows`); groups
     of four zero entries of X are skipped."""
     nz = X.shape[1]
-    q = nx - nx % 4
+    q = ndx - ndx % 4
     for i in range(X.shape[0]):
         for c in range(nz):
-            out[i, c] = X[i, c] if c >= nx else 0.0
+            out[i, c] = X[i, c] if c >= ndx else 0.0
         for p in range(0, q, 4):
             x0, x1, x2, x3 = X[i, p], X[i, p + 1], X[i, p + 2], X[i, p + 3]
             if x0 != 0.0 or x1 != 0.0 or x2 != 0.0 or x3 != 0.0:
                 _add_rows(out, i, Y, p, x0, x1, x2, x3)
-        for p in range(q, nx):
+        for p in range(q, ndx):
             if X[i, p] != 0.0:
                 _add_row(out, i, Y, p, X[i, p])
 
 
 @allocation_free
-def _stage_hessian(Fz, Fzz, Ys, Hs, nx, T, K2s):
-    """K2s (nx, nz, nz) = Σ_pr f_zz[:, p, r] G_s[p] G_s[r] + f_x H_s (T: work (nz, nz)).
+def _stage_hessian(Fz, Fzz, Ys, Hs, ndx, T, K2s):
+    """K2s (ndx, nz, nz) = Σ_pr f_zz[:, p, r] G_s[p] G_s[r] + f_x H_s (T: work (nz, nz)).
 
     Both terms are symmetric in their last two indices: only c ≥ b is summed, then
     mirrored. Zero entries of f_zz and f_x (most of a robot's) are skipped.
     """
     nz = Fz.shape[1]
-    for i in range(nx):
+    for i in range(ndx):
         # T[p, c] = Σ_r f_zz[i, p, r] G[r, c]
         T[:] = 0.0
         nonzero = False
@@ -290,7 +290,7 @@ def _stage_hessian(Fz, Fzz, Ys, Hs, nx, T, K2s):
                 w = Fzz[i, p, r]
                 if w != 0.0:
                     nonzero = True
-                    if r < nx:
+                    if r < ndx:
                         for c in range(nz):
                             T[p, c] += w * Ys[r, c]
                     else:
@@ -298,8 +298,8 @@ def _stage_hessian(Fz, Fzz, Ys, Hs, nx, T, K2s):
         K = K2s[i]
         K[:] = 0.0
         if nonzero:
-            _add_Gt_times(Ys, T, nx, K)
-        for p in range(nx):
+            _add_Gt_times(Ys, T, ndx, K)
+        for p in range(ndx):
             fp = Fz[i, p]
             if fp != 0.0:
                 for b in range(nz):
@@ -355,8 +355,8 @@ def _compose(ode, order, start, increment, out, J, work):
 
     J_q, J_v the integrate Jacobians at W_q and ψ the composition of the joints' groups.
     For order ≥ 1 the Lie joints' diagonal blocks of J_q, J_v are kept for the adjoint of
-    :func:`interval_hessian` in J (2, nv, 6): J[0, m + i, c] = J_q[m + i, m + c] for the
-    joint whose block starts at row m (likewise J[1] and J_v); the rows of 1-DoF joints
+    :func:`interval_hessian` in J (2, nv, 6): J[0, j0 + i, c] = J_q[j0 + i, j0 + c] for the
+    joint whose block starts at row j0 (likewise J[1] and J_v); the rows of 1-DoF joints
     are left alone (their Jacobians are 1). ``work``: the :data:`IntervalWork`.
     """
     topology, lie = lie_structure(ode)
@@ -373,10 +373,10 @@ def _compose(ode, order, start, increment, out, J, work):
     lie_jacobian_into(topology, W[:n], 0, Jq, work.group)
     lie_jacobian_into(topology, W[:n], 1, Jv, work.group)
     for row in range(lie.shape[0]):
-        m, k = lie[row, 1], lie[row, 2]
-        for i in range(m, m + k):
+        j0, k = lie[row, 1], lie[row, 2]
+        for i in range(j0, j0 + k):
             for c in range(k):
-                J[0, i, c], J[1, i, c] = Jq[i, m + c], Jv[i, m + c]
+                J[0, i, c], J[1, i, c] = Jq[i, j0 + c], Jv[i, j0 + c]
     Ys[:n] = 0.0  # Ys_q = J_q Y_q + J_v dW_q (block-diagonal J: the zeros are skipped)
     matmul_add(Jq, Y[:n], Ys[:n])
     matmul_add(Jv, dW[:n], Ys[:n])
@@ -396,13 +396,14 @@ def _compose(ode, order, start, increment, out, J, work):
         _axpy(1.0, d2W[n + i], Hs[n + i])
     e = work.e
     for row in range(lie.shape[0]):
-        m, k = lie[row, 1], lie[row, 2]
+        j0, k = lie[row, 1], lie[row, 2]
         for i in range(k):
             e[:k] = 0.0
             e[i] = 1.0
-            add_joint_curvature(scratch.brackets[row, :k, :k], W[m: m + k], Jq[m: m + k, m: m + k], Jv[m: m + k, m: m + k],
-                                e[:k], Y[m: m + k], dW[m: m + k], Hs[m + i], scratch)
-            mirror_upper(Hs[m + i])
+            block = slice(j0, j0 + k)
+            add_joint_curvature(scratch.brackets[row, :k, :k], W[block], Jq[block, block], Jv[block, block], e[:k],
+                                Y[block], dW[block], Hs[j0 + i], scratch)
+            mirror_upper(Hs[j0 + i])
 
 
 IntervalWork = namedtuple("IntervalWork", [
@@ -425,27 +426,27 @@ half's second-order blocks of the dynamics (2, 5, nv, nv) (the ``second`` of ``o
 
 
 @njit(cache=True)
-def interval_work(dyn, nq_x, nu, order):
-    """An :data:`IntervalWork` for the :data:`IntervalDynamics` ``dyn``, states of nq_x
+def interval_work(dyn, nx, nu, order):
+    """An :data:`IntervalWork` for the :data:`IntervalDynamics` ``dyn``, states of nx
     coordinates, nu controls and sensitivities up to ``order``: every array :func:`interval`
     and :func:`interval_hessian` use, made once for a loop over many intervals."""
     ode, s = dyn.ode, dyn.b.shape[0]
-    nx = tangent_dim(ode, nq_x)
-    nz = nx + nu
+    ndx = tangent_dim(ode, nx)
+    nz = ndx + nu
     lie = lie_structure(ode)[1]
-    nw = nx if lie.shape[0] > 0 else 0
+    nw = ndx if lie.shape[0] > 0 else 0
     # the arrays of first- and second-order sensitivities are empty below their order
-    y1, w1, k1 = ((nx, nz), (nw, nz), (s, nx, nz)) if order >= 1 else ((0, 0), (0, 0), (0, 0, 0))
-    y2, w2, k2 = ((nx, nz, nz), (nw, nz, nz), (s, nx, nz, nz)) if order >= 2 else ((0, 0, 0), (0, 0, 0), (0, 0, 0, 0))
-    stage = (np.empty((s, nx)), np.empty(nx), np.empty(nq_x), np.empty(y1), np.empty(y2), np.empty(k1), np.empty(k2),
+    y1, w1, k1 = ((ndx, nz), (nw, nz), (s, ndx, nz)) if order >= 1 else ((0, 0), (0, 0), (0, 0, 0))
+    y2, w2, k2 = ((ndx, nz, nz), (nw, nz, nz), (s, ndx, nz, nz)) if order >= 2 else ((0, 0, 0), (0, 0, 0), (0, 0, 0, 0))
+    stage = (np.empty((s, ndx)), np.empty(ndx), np.empty(nx), np.empty(y1), np.empty(y2), np.empty(k1), np.empty(k2),
              np.empty(y1), np.empty(y2), np.empty((nz, nz)))
     nv = tangent_size(lie_structure(ode)[0])
-    terms = StageTermWork(np.empty((s, nx)), np.empty((s, nx)), np.empty(nx), np.empty((3, 2, nz, nz)),
+    terms = StageTermWork(np.empty((s, ndx)), np.empty((s, ndx)), np.empty(ndx), np.empty((3, 2, nz, nz)),
                           np.empty((2, 5, nv, nv)))
-    composition = (np.empty(nw), np.empty(nq_x), np.empty(w1), np.empty(w1), np.empty(w2), np.empty(w2),
+    composition = (np.empty(nw), np.empty(nx), np.empty(w1), np.empty(w1), np.empty(w2), np.empty(w2),
                    np.empty((2, nw // 2, 6)), np.empty((2, nw // 2, nw // 2)), np.empty(GROUP_SCRATCH), np.empty(6),
                    lie_scratch(lie, nz))
-    adjoint = (terms, np.empty((s + 1, nx)), np.empty((s + 1, nx)))
+    adjoint = (terms, np.empty((s + 1, ndx)), np.empty((s + 1, ndx)))
     rest = (robot_work(ode, terms.second[0]), robot_work(ode, terms.second[1]), lie_scratch(lie, nz),
             np.empty((0, 0)), np.empty((0, 0, 0)), no_stages(ode))
     return IntervalWork(*stage, *composition, *adjoint, *rest)
@@ -475,9 +476,9 @@ def interval(dyn, knot, x, u, order, y, Y, H, stages, offset, work):
     ode, a, b, m = dyn.ode, dyn.a, dyn.b, dyn.substeps
     f_ext = knot_force(dyn.f_ext, knot)
     manifold = lie_structure(ode)[1].shape[0] > 0
-    nx = tangent_dim(ode, x.shape[0])
+    ndx = tangent_dim(ode, x.shape[0])
     s = b.shape[0]
-    n = nx // 2
+    n = ndx // 2
     rec_y, rec_f, rec_Fz, rec_G, rec_W, rec_dW = stages.y, stages.f, stages.Fz, stages.G, stages.W, stages.dW
     record = rec_y.shape[0] > 0
     h = dyn.dt / m
@@ -488,7 +489,7 @@ def interval(dyn, knot, x, u, order, y, Y, H, stages, offset, work):
     y[:] = x
     if order >= 1:
         Y[:] = 0.0
-        for i in range(nx):
+        for i in range(ndx):
             Y[i, i] = 1.0
     if order >= 2:
         H[:] = 0.0
@@ -537,9 +538,9 @@ def interval(dyn, knot, x, u, order, y, Y, H, stages, offset, work):
                     K2s[st] = Fzz
                 continue
             if order >= 1:
-                _times_G(Fz, Ys, nx, Ks[st])
+                _times_G(Fz, Ys, ndx, Ks[st])
             if order >= 2:
-                _stage_hessian(Fz, Fzz, Ys, Hs, nx, T, K2s[st])
+                _stage_hessian(Fz, Fzz, Ys, Hs, ndx, T, K2s[st])
         if manifold:  # y⁺ = y ⊕ h Σ_s b_s k_s
             W[:] = 0.0
             if order >= 1:
@@ -573,7 +574,8 @@ def stage_records(ode, count, nx, nz, s):
     :func:`interval`): ys (count, nx) and, with
     ndx = :func:`tangent_dim`, fs (count, ndx), Fzs and Gs (count, ndx, nz), the dynamics'
     first-order data (S (count, nv, 6), I^C and B^C (count, n, 6, 6), rates (count, 3, nv, 6),
-    joint vectors (count, nv, 6, 6), M⁻¹ (count, nv, nv)); on a manifold also each composition's increment W (count·(s+1)/s, nv), its
+    joint vectors (count, nv, 6, 6), M⁻¹ (count, nv, nv)); on a manifold also each
+    composition's increment W (count·(s+1)/s, nv), its
     sensitivity dW (·, nv, nz) and the Lie joints' integrate-Jacobian blocks J (·, 2, nv, 6)
     (:func:`_compose`; the rows of a step's first stage, which is its start itself, are left
     unwritten), and each step's start sensitivity Y0 (count/s, nv, nz)."""
@@ -603,14 +605,14 @@ def _split_adjoint(lie, J, mu, gW, gY):
     copy_into(gW, mu)
     copy_into(gY, mu)
     for row in range(lie.shape[0]):
-        m, k = lie[row, 1], lie[row, 2]
-        Jq, Jv = J[0, m: m + k, :k], J[1, m: m + k, :k]
+        j0, k = lie[row, 1], lie[row, 2]
+        Jq, Jv = J[0, j0: j0 + k, :k], J[1, j0: j0 + k, :k]
         for i in range(k):
             g = t = 0.0
             for p in range(k):
-                g += Jv[p, i] * mu[m + p]
-                t += Jq[p, i] * mu[m + p]
-            gW[m + i], gY[m + i] = g, t
+                g += Jv[p, i] * mu[j0 + p]
+                t += Jq[p, i] * mu[j0 + p]
+            gW[j0 + i], gY[j0 + i] = g, t
 
 
 @allocation_free
@@ -620,9 +622,9 @@ def _composition_curvature(lie, Wq, dW, Y0, J, mu, Hz, scratch):
     (:func:`optdyn.ocp.state.add_joint_curvature`; J: :func:`_compose`'s Jacobian blocks);
     ``scratch``: :data:`optdyn.ocp.state.LieScratch`."""
     for row in range(lie.shape[0]):
-        m, k = lie[row, 1], lie[row, 2]
-        add_joint_curvature(scratch.brackets[row, :k, :k], Wq[m: m + k], J[0, m: m + k, :k], J[1, m: m + k, :k],
-                            mu[m: m + k], Y0[m: m + k], dW[m: m + k], Hz, scratch)
+        j0, k = lie[row, 1], lie[row, 2]
+        add_joint_curvature(scratch.brackets[row, :k, :k], Wq[j0: j0 + k], J[0, j0: j0 + k, :k], J[1, j0: j0 + k, :k],
+                            mu[j0: j0 + k], Y0[j0: j0 + k], dW[j0: j0 + k], Hz, scratch)
 
 
 @allocation_free
@@ -639,7 +641,7 @@ def interval_hessian(dyn, u, stages, offset, lam, Hz, work, split):
     w_s = h (b_s λ⁺ + Σ_{t>s} a_ts ȳ_t), ȳ_s = f_xᵀ w_s, and λ = λ⁺ + Σ_s ȳ_s at the start
     of each step (λ⁺ = ``lam`` after the last one). The sweep needs first-order records
     only; the stage terms G_sᵀ(w_sᵀ f_zz)G_s of a step, each a contracted FDSVA-SO
-    (:func:`robot_dynamics_hessian`: no (nx, nz, nz) tensor is formed) and a congruence,
+    (:func:`robot_dynamics_hessian`: no (ndx, nz, nz) tensor is formed) and a congruence,
     are then independent of one another. On a manifold every composition p = y ⊕ W passes
     its adjoint μ on as J_vᵀμ to W and J_qᵀμ to y (:func:`_split_adjoint`), and adds its
     own curvature μᵀ∇²ψ congruent with the sensitivities of (y, W)
@@ -651,7 +653,7 @@ def interval_hessian(dyn, u, stages, offset, lam, Hz, work, split):
     lie = lie_structure(ode)[1]
     manifold = lie.shape[0] > 0
     rec_Fz, rec_J = stages.Fz, stages.J
-    nx, s = rec_Fz.shape[1], b.shape[0]
+    ndx, s = rec_Fz.shape[1], b.shape[0]
     h = dyn.dt / m
     lam_y, ybar, ws = work.terms.lam, work.terms.ybar, work.terms.w
     copy_into(lam_y, lam)
@@ -668,7 +670,7 @@ def interval_hessian(dyn, u, stages, offset, lam, Hz, work, split):
             copy_into(gY[s], lam_y)
         for st in range(s - 1, -1, -1):
             w = ws[st]
-            for i in range(nx):
+            for i in range(ndx):
                 c = b[st] * gW[s, i]
                 for t in range(st + 1, s):
                     c += a[t, st] * gW[t, i]
@@ -676,10 +678,10 @@ def interval_hessian(dyn, u, stages, offset, lam, Hz, work, split):
             Fz = rec_Fz[first + st]
             yb = ybar[st]  # ȳ_s = f_xᵀ w_s, by rows of f_x (contiguous)
             yb[:] = 0.0
-            for p in range(nx):
+            for p in range(ndx):
                 wp = w[p]
                 if wp != 0.0:
-                    for i in range(nx):
+                    for i in range(ndx):
                         yb[i] += Fz[p, i] * wp
             if manifold and st > 0:
                 _split_adjoint(lie, rec_J[c0 + st], ybar[st], gW[st], gY[st])
@@ -689,7 +691,7 @@ def interval_hessian(dyn, u, stages, offset, lam, Hz, work, split):
         stage_terms(ode, u, stages, (first, offset), Hz, work, split)
         copy_into(lam_y, gY[s])
         for st in range(s):
-            for i in range(nx):
+            for i in range(ndx):
                 lam_y[i] += gY[st, i]
     mirror_upper(Hz)
 
@@ -707,7 +709,7 @@ def _stage_half(ode, h, u, stages, rows, terms, so, lsc):
     W, P, Hh = terms.sums[0, h], terms.sums[1, h], terms.sums[2, h]
     ws, ybar = terms.w, terms.ybar
     Hh[:] = 0.0
-    nx, s = stages.Fz.shape[1], ws.shape[0]
+    ndx, s = stages.Fz.shape[1], ws.shape[0]
     for st in range(h, s, 2):
         idx = first + st
         # W = w_sᵀ f_zz(y_s, u): contracted FDSVA-SO
@@ -716,7 +718,7 @@ def _stage_half(ode, h, u, stages, rows, terms, so, lsc):
         if idx == offset:  # G_0 = identity
             _axpy(1.0, W, Hh)
         else:  # Hh += G_sᵀ W G_s
-            _congruence_add(W, stages.G[idx], nx, P, Hh)
+            _congruence_add(W, stages.G[idx], ndx, P, Hh)
     lie = lie_structure(ode)[1]
     if lie.shape[0] == 0:
         return
@@ -782,15 +784,15 @@ def _zero_row(X, p):
 
 
 @allocation_free
-def _add_Gt_times(Y, X, nx, out):
-    """out (nz, nz) += Gᵀ X for G = [Y; 0 I] (Y (nx, nz)), X (nz, nz), rows of X four at a
+def _add_Gt_times(Y, X, ndx, out):
+    """out (nz, nz) += Gᵀ X for G = [Y; 0 I] (Y (ndx, nz)), X (nz, nz), rows of X four at a
     time (:func:`_add_rows`): groups of four zero entries of Y and of four zero rows of X
     are skipped. Gᵀ X G is symmetric, and the callers only use its upper triangle
     (:func:`_stage_hessian` and :func:`interval_hessian` mirror its upper
     triangle); whole rows are updated all the same, since full-length
     contiguous loops vectorise and cost less than the triangle's ragged ones."""
     nz = X.shape[0]
-    q = nx - nx % 4
+    q = ndx - ndx % 4
     for p in range(0, q, 4):
         if _zero_row(X, p) and _zero_row(X, p + 1) and _zero_row(X, p + 2) and _zero_row(X, p + 3):
             continue  # e.g. the base's q rows of a free-floating robot without gravity
@@ -798,24 +800,24 @@ def _add_Gt_times(Y, X, nx, out):
             g0, g1, g2, g3 = Y[p, r], Y[p + 1, r], Y[p + 2, r], Y[p + 3, r]
             if g0 != 0.0 or g1 != 0.0 or g2 != 0.0 or g3 != 0.0:
                 _add_rows(out, r, X, p, g0, g1, g2, g3)
-    for p in range(q, nx):
+    for p in range(q, ndx):
         for r in range(nz):
             if Y[p, r] != 0.0:
                 _add_row(out, r, X, p, Y[p, r])
-    for p in range(nx, nz):
+    for p in range(ndx, nz):
         _add_row(out, p, X, p, 1.0)
 
 
 @allocation_free
-def _congruence_add(W, Y, nx, P, Hz):
-    """Hz += Gᵀ W G for G = [Y; 0 I] (Y (nx, nz)), whose upper triangle alone is used (the
+def _congruence_add(W, Y, ndx, P, Hz):
+    """Hz += Gᵀ W G for G = [Y; 0 I] (Y (ndx, nz)), whose upper triangle alone is used (the
     caller mirrors the sum once); P (nz, nz) is workspace.
 
     Zero entries of W (most of the v–τ and τ–τ blocks of a robot's), four at a time, are
     skipped.
     """
-    _times_G(W, Y, nx, P)
-    _add_Gt_times(Y, P, nx, Hz)
+    _times_G(W, Y, ndx, P)
+    _add_Gt_times(Y, P, ndx, Hz)
 
 
 # Whole trajectories: each batched evaluation runs its knots in chunks on parallel threads

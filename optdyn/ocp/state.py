@@ -10,7 +10,8 @@ and Versatile Framework for Multi-Contact Optimal Control", ICRA 2020, Sec. IV-A
 Every derivative "with respect to x" in optdyn is taken in the chart of the point itself,
 ∂/∂δx f(x ⊕ δx) at δx = 0 — the convention of the dynamics' derivatives. For a model
 whose joints are all revolute or prismatic, ⊕ is + and ⊖ is −, and everything here
-reduces to the vector-space formulas.
+reduces to the vector-space formulas. :class:`StateChart` holds states in the chart of a
+reference trajectory (the multiple-shooting NLP's variables).
 
 Second derivatives of the group operations. On a joint's group (q ⊕ w = q·exp(w)), the
 composition that the integrator needs, ψ(a, b) = ((q ⊕ a) ⊕ (w̄ + b)) ⊖ (q ⊕ w̄), has by
@@ -39,7 +40,8 @@ import numpy as np
 from numba import njit
 
 from dynamics._compile import allocation_free
-from dynamics.joints import _group_rows, configuration_error, difference_into, integrate_into, unit_block
+from dynamics.joints import (_group_rows, configuration_error, difference_into, integrate_into,
+                             lie_jacobian_batch, unit_block)
 from dynamics.model import IDX_V, JTYPE, NV, PRISMATIC, REVOLUTE, Model
 from dynamics.spatial import matmul_add
 
@@ -378,3 +380,70 @@ def log_curvatures(lie, D, M, Jinv):
     for k in range(K):
         log_curvature(lie, D[k], M[k], Jinv[k], out[k], s)
     return out
+
+
+class StateChart:
+    """Coordinates ξ_k of states in the chart x_k = x̃_k ⊕ ξ_k around a reference x̃ (K, nx)
+    on a model with Lie-group joints; ξ = x (x̃ = 0, no arithmetic) otherwise — the state
+    variables of the multiple-shooting NLP (:mod:`optdyn.solvers.ipopt`), with the charts'
+    Jacobians that carry derivatives from x to ξ."""
+
+    def __init__(self, model: Model, reference: np.ndarray) -> None:
+        self.topology, self.nq, self.nv = model.topology, model.nq, model.nv
+        lie = lie_blocks(model)
+        self.manifold = lie.shape[0] > 0
+        self.reference = np.ascontiguousarray(reference, dtype=float) if self.manifold else None
+        # the Lie joints' tangent coordinates (indices of δq), and the joints' blocks renumbered within them:
+        # the charts' Jacobians are the identity elsewhere and their curvatures vanish there
+        self.dofs = np.concatenate([np.arange(m, m + n) for _, m, n in lie] + [np.zeros(0, np.int64)])
+        self.lie = lie.copy()
+        self.lie[:, 1] = np.cumsum(lie[:, 2]) - lie[:, 2]
+
+    def states(self, xis: np.ndarray) -> np.ndarray:
+        """x_k = x̃_k ⊕ ξ_k (N+1, nx)."""
+        if not self.manifold:
+            return xis
+        return state_integrate_batch(self.topology, self.nq, self.reference, np.ascontiguousarray(xis))
+
+    def coordinates(self, xs: np.ndarray, start: int = 0) -> np.ndarray:
+        """ξ_k = x_k ⊖ x̃_k (K, ndx) for the nodes start … start + K − 1."""
+        if not self.manifold:
+            return np.asarray(xs, dtype=float)
+        return state_difference_batch(self.topology, self.nq, self.reference[start: start + xs.shape[0]],
+                                      np.ascontiguousarray(xs, dtype=float))
+
+    def _lie_block(self, J: np.ndarray) -> np.ndarray:
+        """The Lie coordinates' block (K, r, r) of joint Jacobians J (K, nv, nv)."""
+        return np.ascontiguousarray(J[:, self.dofs[:, None], self.dofs])
+
+    def jacobians(self, xis: np.ndarray) -> np.ndarray:
+        """E_k = ∂(x̃_k ⊕ ξ)/∂ξ: its block (K, r, r) on the Lie coordinates ``dofs`` (J_r(ξ_q)
+        per joint), the identity elsewhere."""
+        return self._lie_block(lie_jacobian_batch(self.topology, np.ascontiguousarray(xis[:, :self.nv]), 1))
+
+    def pullback(self, J: np.ndarray, g: np.ndarray) -> np.ndarray:
+        """J_kᵀ g_k (K, ndx), a copy, for g (K, ndx) and a chart Jacobian J given by its block
+        (K, r, r) on ``dofs``: only those entries change."""
+        out = g.copy()
+        out[:, self.dofs] = (g[:, None, self.dofs] @ J)[:, 0]
+        return out
+
+    def chain(self, M: np.ndarray, left: np.ndarray | None = None, right: np.ndarray | None = None) -> np.ndarray:
+        """M_k ← L_k M_k R_k in place and returned, for M (K, a, b) whose rows (columns) start with
+        δq, and chart Jacobians L, R given by their blocks (K, r, r) on ``dofs``: only those rows
+        and columns change."""
+        d = self.dofs
+        if left is not None:
+            M[:, d] = left @ M[:, d]
+        if right is not None:
+            M[:, :, d] = M[:, :, d] @ right
+        return M
+
+    def defect_terms(self, ys: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """(G_k = y_k ⊖ x̃_{k+1} (N, ndx), D_k = ∂G_k/∂y_k) for y_k = F(x_k, u_k), D by its
+        block (N, r, r) on the Lie coordinates (J_r⁻¹ per joint; the identity elsewhere);
+        (y, None) on a vector space."""
+        if not self.manifold:
+            return ys, None
+        G = self.coordinates(ys, 1)
+        return G, self._lie_block(lie_jacobian_batch(self.topology, np.ascontiguousarray(G[:, :self.nv]), 2))

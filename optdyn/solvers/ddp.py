@@ -149,15 +149,15 @@ def dynamics_hessian(second, t, us, Vx, Hz, work):
 def add_dynamics_terms(Hz, Q):
     """Q_xx += [V'_x·F]_xx, Q_ux += [V'_x·F]_ux, Q_uu += [V'_x·F]_uu (DDP's terms)."""
     Qxx, Qux, Quu = Q.Qxx, Q.Qux, Q.Quu
-    nx = Qxx.shape[0]
+    ndx = Qxx.shape[0]
     for i in range(Hz.shape[0]):
         for j in range(Hz.shape[1]):
-            if i < nx and j < nx:
+            if i < ndx and j < ndx:
                 Qxx[i, j] += Hz[i, j]
-            elif i >= nx and j < nx:
-                Qux[i - nx, j] += Hz[i, j]
-            elif i >= nx:
-                Quu[i - nx, j - nx] += Hz[i, j]
+            elif i >= ndx and j < ndx:
+                Qux[i - ndx, j] += Hz[i, j]
+            elif i >= ndx:
+                Quu[i - ndx, j - ndx] += Hz[i, j]
 
 
 @allocation_free
@@ -176,7 +176,7 @@ def regularize(A, B, Qux, Quu, mu, Qux_r, Quu_r):
 
 @allocation_free
 def gains(Quu_r, Qux_r, Qu, lo, hi, k, K, idx, L, work):
-    """Feed-forward k (box QP, warm-started from its input) and feedback K (nu, nx):
+    """Feed-forward k (box QP, warm-started from its input) and feedback K (nu, ndx):
     K_f = −Q̃_uu,ff⁻¹ Q̃_ux,f on the free controls, 0 on the clamped ones (Tassa 2014).
     ``work`` (5, nu) is scratch. Returns the number of free controls, or −1 if Q̃_uu is not
     positive definite."""
@@ -198,7 +198,7 @@ def gains(Quu_r, Qux_r, Qu, lo, hi, k, K, idx, L, work):
 def value_update(Q, k, K, V, QuuK, Quuk):
     """V_x = Q_x + KᵀQ_uu k + KᵀQ_u + Q_uxᵀk, V_xx = Q_xx + KᵀQ_uu K + KᵀQ_ux + Q_uxᵀK
     (Tassa 2012 eq. 11, symmetrised) into ``V`` (:data:`Value`) from ``Q``
-    (:data:`QTerms`); QuuK (nu, nx), Quuk (nu,) are workspace."""
+    (:data:`QTerms`); QuuK (nu, ndx), Quuk (nu,) are workspace."""
     Qu, Quu, Qux = Q.Qu, Q.Quu, Q.Qux
     gemm_nn(Quu, K, QuuK)
     for a in range(Qu.shape[0]):
@@ -235,13 +235,13 @@ def backward_pass(lq, terminal, us, lower, upper, mu, second, k, K):
     :data:`Value` V_N = ℓ_N; the dynamics' second-order terms per ``second``
     (:data:`SecondOrder`, see :func:`dynamics_hessian`); control bounds lower, upper (nu,);
     regularisation μ = ``mu``. Writes k (N,nu) (its input is the box-QP warm start) and
-    K (N,nu,nx). Returns (failed knot or −1, kᵀQ_u summed, ½kᵀQ_uu k summed).
+    K (N,nu,ndx). Returns (failed knot or −1, kᵀQ_u summed, ½kᵀQ_uu k summed).
     """
-    N, nx, nu = lq.B.shape
+    N, ndx, nu = lq.B.shape
     V = Value(terminal.Vx.copy(), terminal.Vxx.copy())
-    Q = QTerms(np.empty(nx), np.empty(nu), np.empty((nx, nx)), np.empty((nu, nx)), np.empty((nu, nu)))
-    Quuk, Qux_r, Quu_r, QuuK = np.empty(nu), np.empty((nu, nx)), np.empty((nu, nu)), np.empty((nu, nx))
-    VA, VB, Hz = np.empty((nx, nx)), np.empty((nx, nu)), np.empty((nx + nu, nx + nu))
+    Q = QTerms(np.empty(ndx), np.empty(nu), np.empty((ndx, ndx)), np.empty((nu, ndx)), np.empty((nu, nu)))
+    Quuk, Qux_r, Quu_r, QuuK = np.empty(nu), np.empty((nu, ndx)), np.empty((nu, nu)), np.empty((nu, ndx))
+    VA, VB, Hz = np.empty((ndx, ndx)), np.empty((ndx, nu)), np.empty((ndx + nu, ndx + nu))
     lo, hi = np.empty(nu), np.empty(nu)
     idx, L, qp = np.empty(nu, np.int64), np.empty((nu, nu)), np.empty((5, nu))
     work = transition_work(second.dynamics, second.stages.y.shape[1], nu, 1)
@@ -269,8 +269,8 @@ def projected_gradient(lq, Vx_N, us, lower, upper):
     λ_N = ℓ_N,x, g_k = ℓ_u + B_kᵀλ_{k+1}, λ_k = ℓ_x + A_kᵀλ_{k+1} along the
     :data:`Expansion` ``lq``, with the components pushing a control against its active bound
     removed (KKT residual of the box)."""
-    N, nx, nu = lq.B.shape
-    lam, new, g = Vx_N.copy(), np.empty(nx), np.empty(nu)
+    N, ndx, nu = lq.B.shape
+    lam, new, g = Vx_N.copy(), np.empty(ndx), np.empty(nu)
     gmax = 0.0
     for t in range(N - 1, -1, -1):
         g[:] = lq.lu[t]
@@ -532,8 +532,8 @@ def iterate(problem: Problem, objective: Objective, us: np.ndarray, o: Options, 
     """
     lower, upper = problem.u_lower, problem.u_upper
     us = np.clip(np.array(us, dtype=float), lower, upper)
-    N, nu, nx = problem.N, problem.nu, problem.ndx
-    k, K = np.zeros((N, nu)), np.zeros((N, nu, nx))
+    N, nu, ndx = problem.N, problem.nu, problem.ndx
+    k, K = np.zeros((N, nu)), np.zeros((N, nu, ndx))
     xs, finite = safe_rollout(problem, us)
     if not finite:
         return Outcome(xs, us, K, np.nan, False, "rollout_failed",
@@ -639,7 +639,7 @@ def solve_ddp(problem: Problem, ddp: bool = True, us_init=None, **options) -> Re
     ``options`` are the fields of :class:`Options`. Ctrl-C and ``max_time`` stop the solve
     with the last accepted iterate (statuses "interrupted", "time_limit"; see
     :mod:`optdyn.solvers.runtime`). Returns a :class:`Result` with the feedback gains
-    K (N, nu, nx) of the last backward pass; ``extra`` has "regularization", "gradient",
+    K (N, nu, ndx) of the last backward pass; ``extra`` has "regularization", "gradient",
     "rejected_rollouts" (line-search trials that diverged or were invalid for the model),
     "invalid_rollouts" (of which an exception of the model/costs), "initial_guess",
     "rejected_guesses" (see :func:`initial_controls`) and "compile_time".

@@ -25,7 +25,7 @@ constraint Jacobians; the Hessian of the Lagrangian
 
     ∇²L = σ ∇²(cost) − Σ_k Σ_i λ_{k,i} ∇²F_i(x_k, u_k) + Σ μ ∇²c + Σ ν ∇²h
 
-is block diagonal — one dense (nx+nu)² block per interval and one nx² block for x_N.
+is block diagonal — one dense (ndx+nu)² block per interval and one nx² block for x_N.
 
 Floating base (a model with Lie-group joints, :mod:`optdyn.ocp.state`). IPOPT needs a fixed
 vector space, so the state variables are tangent coordinates around a reference
@@ -44,7 +44,7 @@ the Hessian adds to the chained second derivatives the curvatures of the two cha
 revolute/prismatic joints x̃ = 0, ξ = x and all of this is the formulation above.
 The defect terms Σ_i λ_{k,i} ∇²F_i are computed contracted, by a second-order adjoint
 through the integrator stages (:meth:`optdyn.ocp.problem.Problem.step_hessians`), never
-forming the (nx, nz, nz) tensors (``second_order="tensor"`` does, for validation); one
+forming the (ndx, nz, nz) tensors (``second_order="tensor"`` does, for validation); one
 compiled pass per block adds the cost and constraint terms and the charts, and writes the
 lower triangle IPOPT takes (:func:`_lagrangian_blocks`).
 ``hessian="lbfgs"`` lets IPOPT build a limited-memory quasi-Newton approximation instead.
@@ -61,15 +61,13 @@ import cyipopt
 import numpy as np
 from numba import njit
 
-from dynamics.joints import lie_jacobian_batch
 from dynamics.spatial import matmul_add
 from dynamics.parallel import run_chunks
 
 from ..ocp.problem import Problem
 from .result import Result
 from .runtime import Run, check_max_time, is_interrupt, stop_message
-from ..ocp.state import (check_state, exp_curvature, lie_blocks, lie_scratch, log_curvature, state_difference_batch,
-                    state_integrate_batch)
+from ..ocp.state import StateChart, check_state, exp_curvature, lie_scratch, log_curvature
 
 INF = 2e19  # IPOPT treats |bound| ≥ 1e19 as "no bound"
 
@@ -101,73 +99,6 @@ LOG_FIELDS = ("alg_mod", "iteration", "objective", "inf_pr", "inf_du", "mu", "d_
               "regularization", "alpha_du", "alpha_pr", "ls_trials", "time")
 
 
-class StateChart:
-    """The state variables of the NLP: ξ_k with x_k = x̃_k ⊕ ξ_k around the reference x̃
-    (N+1, nx) on a model with Lie-group joints; ξ = x (x̃ = 0, no arithmetic) otherwise
-    (module docstring)."""
-
-    def __init__(self, problem: Problem, reference: np.ndarray) -> None:
-        model = problem.model
-        self.topology, self.nq, self.nv = model.topology, model.nq, model.nv
-        lie = lie_blocks(model)
-        self.manifold = lie.shape[0] > 0
-        self.reference = np.ascontiguousarray(reference, dtype=float) if self.manifold else None
-        # the Lie joints' tangent coordinates (indices of δq), and the joints' blocks renumbered within them:
-        # the charts' Jacobians are the identity elsewhere and their curvatures vanish there
-        self.dofs = np.concatenate([np.arange(m, m + n) for _, m, n in lie] + [np.zeros(0, np.int64)])
-        self.lie = lie.copy()
-        self.lie[:, 1] = np.cumsum(lie[:, 2]) - lie[:, 2]
-
-    def states(self, xis: np.ndarray) -> np.ndarray:
-        """x_k = x̃_k ⊕ ξ_k (N+1, nx)."""
-        if not self.manifold:
-            return xis
-        return state_integrate_batch(self.topology, self.nq, self.reference, np.ascontiguousarray(xis))
-
-    def coordinates(self, xs: np.ndarray, start: int = 0) -> np.ndarray:
-        """ξ_k = x_k ⊖ x̃_k (K, ndx) for the nodes start … start + K − 1."""
-        if not self.manifold:
-            return np.asarray(xs, dtype=float)
-        return state_difference_batch(self.topology, self.nq, self.reference[start: start + xs.shape[0]],
-                                      np.ascontiguousarray(xs, dtype=float))
-
-    def _lie_block(self, J: np.ndarray) -> np.ndarray:
-        """The Lie coordinates' block (K, r, r) of joint Jacobians J (K, nv, nv)."""
-        return np.ascontiguousarray(J[:, self.dofs[:, None], self.dofs])
-
-    def jacobians(self, xis: np.ndarray) -> np.ndarray:
-        """E_k = ∂(x̃_k ⊕ ξ)/∂ξ: its block (K, r, r) on the Lie coordinates ``dofs`` (J_r(ξ_q)
-        per joint), the identity elsewhere."""
-        return self._lie_block(lie_jacobian_batch(self.topology, np.ascontiguousarray(xis[:, :self.nv]), 1))
-
-    def pullback(self, J: np.ndarray, g: np.ndarray) -> np.ndarray:
-        """J_kᵀ g_k (K, ndx), a copy, for g (K, ndx) and a chart Jacobian J given by its block
-        (K, r, r) on ``dofs``: only those entries change."""
-        out = g.copy()
-        out[:, self.dofs] = (g[:, None, self.dofs] @ J)[:, 0]
-        return out
-
-    def chain(self, M: np.ndarray, left: np.ndarray | None = None, right: np.ndarray | None = None) -> np.ndarray:
-        """M_k ← L_k M_k R_k in place and returned, for M (K, a, b) whose rows (columns) start with
-        δq, and chart Jacobians L, R given by their blocks (K, r, r) on ``dofs``: only those rows
-        and columns change."""
-        d = self.dofs
-        if left is not None:
-            M[:, d] = left @ M[:, d]
-        if right is not None:
-            M[:, :, d] = M[:, :, d] @ right
-        return M
-
-    def defect_terms(self, ys: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-        """(G_k = y_k ⊖ x̃_{k+1} (N, ndx), D_k = ∂G_k/∂y_k) for y_k = F(x_k, u_k), D by its
-        block (N, r, r) on the Lie coordinates (J_r⁻¹ per joint; the identity elsewhere);
-        (y, None) on a vector space."""
-        if not self.manifold:
-            return ys, None
-        G = self.coordinates(ys, 1)
-        return G, self._lie_block(lie_jacobian_batch(self.topology, np.ascontiguousarray(G[:, :self.nv]), 2))
-
-
 class MultipleShootingNLP:
     """The NLP above, with the callbacks cyipopt expects.
 
@@ -193,19 +124,19 @@ class MultipleShootingNLP:
     def __init__(self, problem: Problem, exact_hessian: bool = True, callback=None,
                  second_order: str = "contracted", reference: np.ndarray | None = None) -> None:
         self.problem, self.exact_hessian, self.second_order = problem, exact_hessian, second_order
-        self.chart = StateChart(problem, problem.xs_init if reference is None else reference)
-        self.nx, self.nu, self.N = problem.ndx, problem.nu, problem.N
-        self.nw = self.nx + self.nu
+        self.chart = StateChart(problem.model, problem.xs_init if reference is None else reference)
+        self.ndx, self.nu, self.N = problem.ndx, problem.nu, problem.N
+        self.nw = self.ndx + self.nu
         self.nc, self.nh = problem.nc, problem.nh
-        self.n = self.N * self.nw + self.nx
-        self.m = self.N * self.nx + self.N * self.nc + self.nh
+        self.n = self.N * self.nw + self.ndx
+        self.m = self.N * self.ndx + self.N * self.nc + self.nh
         self._bounds()
         self._jac_rows, self._jac_cols, self._n_identity = self._jacobian_pattern()
         self._hess_rows, self._hess_cols = self._hessian_pattern()
         # stand-ins of the Hessian kernel's arguments that a block does not have (x_N: no control, no
         # defect; a vector space: no chart)
-        self._no_control = (np.zeros((1, 0, self.nx)), np.zeros((1, 0, 0)))
-        self._no_defect, self._no_chart = np.zeros((1, self.nx, self.nx)), np.zeros((self.N + 1, 0, 0))
+        self._no_control = (np.zeros((1, 0, self.ndx)), np.zeros((1, 0, 0)))
+        self._no_defect, self._no_chart = np.zeros((1, self.ndx, self.ndx)), np.zeros((self.N + 1, 0, 0))
         self._cache_key, self._cache, self._stages = None, {}, None
         self.callback, self.nlp, self.log, self.t0 = callback, None, [], time.perf_counter()
         self.run, self.stopped, self.current = Run(), None, None
@@ -220,7 +151,7 @@ class MultipleShootingNLP:
         """z (n,) from state variables ξ (N+1, ndx) and controls us (N, nu)."""
         z = np.empty(self.n)
         w = z[: self.N * self.nw].reshape(self.N, self.nw)
-        w[:, : self.nx], w[:, self.nx:] = xis[:-1], us
+        w[:, : self.ndx], w[:, self.ndx:] = xis[:-1], us
         z[self.N * self.nw:] = xis[-1]
         return z
 
@@ -232,48 +163,48 @@ class MultipleShootingNLP:
     def _split(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """State variables ξ (N+1, ndx) and controls us (N, nu) of z (n,)."""
         w = z[: self.N * self.nw].reshape(self.N, self.nw)
-        xis = np.empty((self.N + 1, self.nx))
-        xis[:-1], xis[-1] = w[:, : self.nx], z[self.N * self.nw:]
-        return xis, np.ascontiguousarray(w[:, self.nx:])
+        xis = np.empty((self.N + 1, self.ndx))
+        xis[:-1], xis[-1] = w[:, : self.ndx], z[self.N * self.nw:]
+        return xis, np.ascontiguousarray(w[:, self.ndx:])
 
     def _bounds(self) -> None:
         p, N = self.problem, self.N
-        xs_lo = np.full((N + 1, self.nx), -INF)
-        xs_hi = np.full((N + 1, self.nx), INF)
+        xs_lo = np.full((N + 1, self.ndx), -INF)
+        xs_hi = np.full((N + 1, self.ndx), INF)
         xs_lo[0] = xs_hi[0] = self.chart.coordinates(p.x0[None], 0)[0]
         us_lo = np.broadcast_to(np.maximum(p.u_lower, -INF), (N, self.nu))
         us_hi = np.broadcast_to(np.minimum(p.u_upper, INF), (N, self.nu))
         self.lb, self.ub = self._pack(xs_lo, us_lo), self._pack(xs_hi, us_hi)
         self.cl = np.zeros(self.m)
         self.cu = np.zeros(self.m)
-        self.cu[N * self.nx: N * (self.nx + self.nc)] = INF
+        self.cu[N * self.ndx: N * (self.ndx + self.nc)] = INF
 
     def _jacobian_pattern(self):
         """Rows and columns of the blocks −A_k, −B_k, I, c_x(x_k), h_x (in this order).
 
         Each block is listed row-major, as ``A.ravel()`` etc. lay out its values.
         """
-        nx, nu, nw, nc, nh, N = self.nx, self.nu, self.nw, self.nc, self.nh, self.N
+        ndx, nu, nw, nc, nh, N = self.ndx, self.nu, self.nw, self.nc, self.nh, self.N
         k = np.arange(N)[:, None, None]
-        defect_row = k * nx + np.arange(nx)[:, None]                       # (N, nx, 1)
-        path_row = N * nx + k * nc + np.arange(nc)[:, None]                # (N, nc, 1)
-        term_row = N * (nx + nc) + np.arange(nh)[:, None]                  # (nh, 1)
+        defect_row = k * ndx + np.arange(ndx)[:, None]                       # (N, ndx, 1)
+        path_row = N * ndx + k * nc + np.arange(nc)[:, None]                # (N, nc, 1)
+        term_row = N * (ndx + nc) + np.arange(nh)[:, None]                  # (nh, 1)
         blocks = [
-            (defect_row, k * nw + np.arange(nx)),                          # −A_k  wrt x_k
-            (defect_row, k * nw + nx + np.arange(nu)),                     # −B_k  wrt u_k
-            (defect_row[:, :, 0], (k[:, :, 0] + 1) * nw + np.arange(nx)),  # +I    wrt x_{k+1}
-            (path_row, (k + 1) * nw + np.arange(nx)),                      # c_x(x_{k+1})
-            (term_row, N * nw + np.arange(nx)),                            # h_x(x_N)
+            (defect_row, k * nw + np.arange(ndx)),                          # −A_k  wrt x_k
+            (defect_row, k * nw + ndx + np.arange(nu)),                     # −B_k  wrt u_k
+            (defect_row[:, :, 0], (k[:, :, 0] + 1) * nw + np.arange(ndx)),  # +I    wrt x_{k+1}
+            (path_row, (k + 1) * nw + np.arange(ndx)),                      # c_x(x_{k+1})
+            (term_row, N * nw + np.arange(ndx)),                            # h_x(x_N)
         ]
         pairs = [np.broadcast_arrays(r, c) for r, c in blocks]
         rows = np.concatenate([r.ravel() for r, _ in pairs]).astype(np.int32)
         cols = np.concatenate([c.ravel() for _, c in pairs]).astype(np.int32)
-        return rows, cols, N * nx
+        return rows, cols, N * ndx
 
     def _hessian_pattern(self):
         """Lower triangles of the N interval blocks (x_k, u_k)² and of the x_N block."""
         nw, N = self.nw, self.N
-        self._tril_w, self._tril_x = np.tril_indices(nw), np.tril_indices(self.nx)
+        self._tril_w, self._tril_x = np.tril_indices(nw), np.tril_indices(self.ndx)
         off = (np.arange(N) * nw)[:, None]
         rows = np.concatenate([(off + self._tril_w[0]).ravel(), N * nw + self._tril_x[0]])
         cols = np.concatenate([(off + self._tril_w[1]).ravel(), N * nw + self._tril_x[1]])
@@ -335,7 +266,7 @@ class MultipleShootingNLP:
             lx, lN = self.chart.pullback(E[:-1], lx), self.chart.pullback(E[-1:], lN[None])[0]
         g = np.empty(self.n)
         w = g[: self.N * self.nw].reshape(self.N, self.nw)
-        w[:, : self.nx], w[:, self.nx:] = lx, lu
+        w[:, : self.ndx], w[:, self.ndx:] = lx, lu
         g[self.N * self.nw:] = lN
         return g
 
@@ -379,10 +310,10 @@ class MultipleShootingNLP:
     def hessian(self, z: np.ndarray, lagrange: np.ndarray, obj_factor: float) -> np.ndarray:
         """Lower triangle of ∇²L (see the module docstring), order of ``hessianstructure``:
         the interval blocks and the x_N block assembled by :func:`_lagrangian_blocks`."""
-        nx, N, chart = self.nx, self.N, self.chart
-        lam = lagrange[: N * nx].reshape(N, nx)
-        mu = lagrange[N * nx: N * (nx + self.nc)].reshape(N, self.nc)
-        nu_h = lagrange[N * (nx + self.nc):]
+        ndx, N, chart = self.ndx, self.N, self.chart
+        lam = lagrange[: N * ndx].reshape(N, ndx)
+        mu = lagrange[N * ndx: N * (ndx + self.nc)].reshape(N, self.nc)
+        nu_h = lagrange[N * (ndx + self.nc):]
         _, lx, _, lxx, lux, luu = self._get(z, "running_cost")
         _, cx, cxx = self._get(z, "path_constraints")
         _, hx, hxx = self._get(z, "terminal_constraints")
@@ -401,7 +332,7 @@ class MultipleShootingNLP:
                    (chart.dofs, chart.lie, E, xis), defects, True, self._tril_w, values[: N * ntril].reshape(N, ntril))
         # x_N: σℓ_N + νᵀh (weighted here), the path constraints at x_N, no defect
         gN = (obj_factor * lNx + nu_h @ hx)[None]
-        WN = (obj_factor * lNxx + (nu_h @ hxx.reshape(self.nh, nx * nx)).reshape(nx, nx))[None]
+        WN = (obj_factor * lNxx + (nu_h @ hxx.reshape(self.nh, ndx * ndx)).reshape(ndx, ndx))[None]
         _lagrangian_blocks(1.0, (gN, WN) + self._no_control, self._no_defect, (mu[-1:], cx[-1:], cxx[-1:]), 0,
                            (chart.dofs, chart.lie, E[N:], xis[N:]), defects, False, self._tril_x,
                            values[N * ntril:].reshape(1, -1), 0, 1)
@@ -419,11 +350,11 @@ class MultipleShootingNLP:
             return p.step_hessians(xs[:-1], us, lam, self._get(z, "first_order")[2])
         _, _, Fxx, Fxu, Fuu = p.step_derivatives(xs[:-1], us, second_order=True)
         H = np.empty((self.N, self.nw, self.nw))
-        nx = self.nx
-        H[:, :nx, :nx] = np.einsum("ki,kijl->kjl", lam, Fxx)
-        H[:, nx:, :nx] = np.einsum("ki,kijl->klj", lam, Fxu)
-        H[:, :nx, nx:] = H[:, nx:, :nx].transpose(0, 2, 1)
-        H[:, nx:, nx:] = np.einsum("ki,kijl->kjl", lam, Fuu)
+        ndx = self.ndx
+        H[:, :ndx, :ndx] = np.einsum("ki,kijl->kjl", lam, Fxx)
+        H[:, ndx:, :ndx] = np.einsum("ki,kijl->klj", lam, Fxu)
+        H[:, :ndx, ndx:] = H[:, ndx:, :ndx].transpose(0, 2, 1)
+        H[:, ndx:, ndx:] = np.einsum("ki,kijl->kjl", lam, Fuu)
         return H
 
     def intermediate(self, alg_mod, iter_count, obj_value, inf_pr, inf_du, mu, d_norm,
@@ -452,9 +383,9 @@ def _lagrangian_blocks(sigma, cost, H, path, shift, chart, defects, with_defects
 
         W_k = σ ℓ_ww − H_k + Σ_r μ_r c_xx,r
 
-    from cost = (ℓ_x (K, nx), ℓ_xx, ℓ_ux, ℓ_uu), H (K, nw, nw) the defects' Σ_i λ_i ∇²F_i
+    from cost = (ℓ_x (K, ndx), ℓ_xx, ℓ_ux, ℓ_uu), H (K, nw, nw) the defects' Σ_i λ_i ∇²F_i
     and path = (μ (·, nc), c_x, c_xx) whose row k − shift (if ≥ 0) holds the path
-    constraints at x_k. On a floating base (chart = (dofs, lie, E (K, r, r), ξ (K, nx)) with
+    constraints at x_k. On a floating base (chart = (dofs, lie, E (K, r, r), ξ (K, ndx)) with
     r = dofs.size > 0, only the rows and columns ``dofs`` change), in ξ_k:
 
         W_k ← E_kᵀ (W_k − F_zᵀ Λ_k F_z) E_k + P_k
@@ -463,13 +394,13 @@ def _lagrangian_blocks(sigma, cost, H, path, shift, chart, defects, with_defects
     (:func:`optdyn.ocp.state.log_curvature` at G_k with λ_k and D_k), F_z = [A_k B_k] on the rows
     ``dofs``, P_k the input chart's curvature (:func:`optdyn.ocp.state.exp_curvature` at ξ_k)
     with the gradient of the Lagrangian w.r.t. δx_k, g_k = σ ℓ_x − μ_Fᵀ A_k + Σ_r μ_r c_x,r;
-    defects = (G (K, nx), λ (K, nx), D (K, r, r), μ_F = Dᵀλ (K, nx), A (K, nx, nx),
-    B (K, nx, nu)), ignored with ``with_defects`` False (the x_N block)."""
+    defects = (G (K, ndx), λ (K, ndx), D (K, r, r), μ_F = Dᵀλ (K, ndx), A (K, ndx, ndx),
+    B (K, ndx, nu)), ignored with ``with_defects`` False (the x_N block)."""
     dofs, lie, E, xis = chart
-    nx, nu, r = cost[1].shape[1], cost[3].shape[1], dofs.shape[0]
-    W = np.empty((nx + nu, nx + nu))
-    work = (np.empty(r), np.empty(r), np.empty((r, r)), np.empty((r, nx + nu)), np.empty((r, nx + nu)),
-            np.empty((nx + nu, r)), lie_scratch(lie, 0))
+    ndx, nu, r = cost[1].shape[1], cost[3].shape[1], dofs.shape[0]
+    W = np.empty((ndx + nu, ndx + nu))
+    work = (np.empty(r), np.empty(r), np.empty((r, r)), np.empty((r, ndx + nu)), np.empty((r, ndx + nu)),
+            np.empty((ndx + nu, r)), lie_scratch(lie, 0))
     for k in range(k0, k1):
         _cost_block(k, sigma, cost, H, path, k - shift, W)
         if r > 0:
@@ -486,19 +417,19 @@ def _cost_block(k, sigma, cost, H, path, kc, W):
     kc < 0)."""
     _, lxx, lux, luu = cost
     mu, _, cxx = path
-    nx, nu = lxx.shape[1], luu.shape[1]
-    for i in range(nx):
-        for j in range(nx):
+    ndx, nu = lxx.shape[1], luu.shape[1]
+    for i in range(ndx):
+        for j in range(ndx):
             W[i, j] = sigma * lxx[k, i, j] - H[k, i, j]
     for i in range(nu):
-        for j in range(nx):
-            W[nx + i, j] = sigma * lux[k, i, j] - H[k, nx + i, j]
-            W[j, nx + i] = sigma * lux[k, i, j] - H[k, j, nx + i]
+        for j in range(ndx):
+            W[ndx + i, j] = sigma * lux[k, i, j] - H[k, ndx + i, j]
+            W[j, ndx + i] = sigma * lux[k, i, j] - H[k, j, ndx + i]
         for j in range(nu):
-            W[nx + i, nx + j] = sigma * luu[k, i, j] - H[k, nx + i, nx + j]
+            W[ndx + i, ndx + j] = sigma * luu[k, i, j] - H[k, ndx + i, ndx + j]
     for c in range(mu.shape[1] if kc >= 0 else 0):
-        for i in range(nx):
-            for j in range(nx):
+        for i in range(ndx):
+            for j in range(ndx):
                 W[i, j] += mu[kc, c] * cxx[kc, c, i, j]
 
 
@@ -508,13 +439,13 @@ def _output_chart(k, defects, dofs, lie, W, work):
     Λ_k formed from −λ_k (it is linear in λ) so that both products add."""
     G, lam, D, _, A, B = defects
     d_r, m_r, Lam, Fz, T, _, s = work
-    nx, nu = A.shape[1], B.shape[2]
+    ndx, nu = A.shape[1], B.shape[2]
     for a in range(dofs.shape[0]):
         d_r[a], m_r[a] = G[k, dofs[a]], -lam[k, dofs[a]]
-        for j in range(nx):
+        for j in range(ndx):
             Fz[a, j] = A[k, dofs[a], j]
         for j in range(nu):
-            Fz[a, nx + j] = B[k, dofs[a], j]
+            Fz[a, ndx + j] = B[k, dofs[a], j]
     Lam[:, :] = 0.0
     log_curvature(lie, d_r, m_r, D[k], Lam, s)
     T[:, :] = 0.0
@@ -719,7 +650,7 @@ def _result(problem, nlp: MultipleShootingNLP, z, info, hessian: str, run: Run) 
         cost = np.nan
     log = {f: np.array([r[f] for r in nlp.log]) for f in LOG_FIELDS}
     lam = np.asarray(info["mult_g"])
-    N, nx, nc = nlp.N, nlp.nx, nlp.nc
+    N, ndx, nc = nlp.N, nlp.nx, nlp.nc
     return Result(
         xs=xs, us=us, cost=cost, converged=code in CONVERGED,
         iterations=int(log["iteration"][-1]) if nlp.log else 0,
@@ -732,7 +663,7 @@ def _result(problem, nlp: MultipleShootingNLP, z, info, hessian: str, run: Run) 
                "evaluation_errors": nlp.evaluation_errors, "last_evaluation_error": nlp.last_error,
                "compile_time": run.compile_time(),
                "nlp_size": (nlp.n, nlp.m),
-               "multipliers": {"defects": lam[: N * nx].reshape(N, nx),
-                               "path": lam[N * nx: N * (nx + nc)].reshape(N, nc),
-                               "terminal": lam[N * (nx + nc):]}},
+               "multipliers": {"defects": lam[: N * ndx].reshape(N, ndx),
+                               "path": lam[N * ndx: N * (ndx + nc)].reshape(N, nc),
+                               "terminal": lam[N * (ndx + nc):]}},
     )
