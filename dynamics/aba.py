@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._compile import allocation_free, call_on_state, entry_point
+from ._compile import allocation_free, entry_point
 from .kinematics import kinematics_into
 from .model import IDX_V, NV, PARENT, Model
 from .rnea import check_forces, check_sizes, check_state, subtract_external_force
 from .spatial import crf_at, crm_at, dot6_at, joint_inertia_inverse, joint_velocity, mat6_vec_at
-from .workspace import call_views
+from .workspace import call_on_state, call_views
 
 NOT_POSITIVE = "model: articulated inertia about a joint is not positive definite (massless leaf body?)"
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._compile import allocation_free, call_on_state, entry_point
+from ._compile import allocation_free, entry_point
 from .kinematics import kinematics_into
 from .aba import NOT_POSITIVE
 from .minv import minv_passes
@@ -27,7 +27,7 @@ from .model import PARENT, Model
 from .rnea import check_forces, check_sizes, check_state, rnea_passes_at
 from .rnea_derivatives import rnea_derivative_passes
 from .spatial import copy_into, joint_velocity, mat6_vec_at
-from .workspace import call_views, new_data
+from .workspace import call_on_state, call_views, new_data
 
 
 @allocation_free

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._compile import allocation_free, call_on_configuration, entry_point
+from ._compile import allocation_free, entry_point
 from .kinematics import check_configuration_size, kinematics_into
 from .model import IDX_V, NV, PARENT, Model
 from .spatial import add_to_parent, dot6_at, mat6_vec_at
-from .workspace import call_views
+from .workspace import call_on_configuration, call_views
 
 
 @entry_point

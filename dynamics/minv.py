@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._compile import allocation_free, call_on_configuration, entry_point
+from ._compile import allocation_free, entry_point
 from .aba import NOT_POSITIVE, project_out_joint
 from .kinematics import check_configuration_size, kinematics_into
 from .model import IDX_V, NV, PARENT, SUBTREE_END, Model
 from .spatial import joint_inertia_inverse, mat6_vec_at
-from .workspace import call_views
+from .workspace import call_on_configuration, call_views
 
 
 @allocation_free(inline="always")

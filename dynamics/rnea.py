@@ -26,11 +26,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._compile import allocation_free, call_on_state, entry_point
+from ._compile import allocation_free, entry_point
 from .kinematics import all_finite, check_configuration_size, kinematics_into, tangent_size
 from .model import IDX_V, NV, PARENT, Model
 from .spatial import copy_into, crf_at, crm_at, dot6_at, joint_velocity, mat6_vec_at
-from .workspace import call_views
+from .workspace import call_on_state, call_views
 
 
 @njit(cache=True, _nrt=True)  # raises a message passed at run time: needs NRT

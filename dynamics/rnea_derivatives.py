@@ -31,11 +31,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._compile import allocation_free, call_on_state, entry_point
+from ._compile import allocation_free, entry_point
 from .model import IDX_V, NV, PARENT, Model
 from .rnea import check_sizes, check_state, rnea_passes
 from .spatial import add_to_parent, crf_at, crm_at, dot6_at, mat6_vec_at
-from .workspace import call_views
+from .workspace import call_on_state, call_views
 
 
 @allocation_free(inline="always")
