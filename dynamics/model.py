@@ -17,8 +17,9 @@ see :mod:`dynamics.joints` for each type's configuration, velocity and Lie-group
 operations (Pinocchio's conventions).
 
 Conventions of the compiled kernels (shared by every algorithm module), which take the
-model as one record, the tuple ``model.arrays`` =
-``(topology, joint_placement, axis, inertia, gravity)``:
+model as one record, the named tuple ``model.arrays`` = :class:`ModelRecord`
+``(topology, joint_placement, axis, inertia, gravity)`` (read by field name), every array
+read-only:
 
 * ``topology`` int64 (n, 7): columns ``PARENT``, ``JTYPE`` (a joint type code of
   :mod:`dynamics.joints`), ``SUBTREE_END`` (bodies ``i .. SUBTREE_END-1`` form ν(i)),
@@ -36,6 +37,7 @@ column per velocity entry ("DoF column"); body-indexed ones one per body.
 """
 from __future__ import annotations
 
+from collections import namedtuple
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
@@ -82,6 +84,10 @@ class Frame:
     body: int
     placement: np.ndarray
 
+
+ModelRecord = namedtuple("ModelRecord", ["topology", "joint_placement", "axis", "inertia", "gravity"])
+"""The compiled model record every kernel takes (see the module docstring): a named tuple,
+so numba reads its fields by name at no cost."""
 
 DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
 """Gravity acceleration (m/s², world frame) of a model built without ``gravity=``."""
@@ -167,11 +173,11 @@ class Model:
         return tuple(JOINT_TYPE_NAMES[t] for t in self.topology[:, JTYPE])
 
     @cached_property
-    def arrays(self) -> tuple:
-        """The compiled model record every kernel takes:
+    def arrays(self) -> ModelRecord:
+        """The compiled model record every kernel takes, a :class:`ModelRecord`
         ``(topology, joint_placement, axis, inertia, gravity)`` (see the module docstring;
         built once, its arrays read-only)."""
-        return (self.topology, self.joint_placement, self.axis, self.inertia, self.gravity)
+        return ModelRecord(self.topology, self.joint_placement, self.axis, self.inertia, self.gravity)
 
     @property
     def parent(self) -> np.ndarray:

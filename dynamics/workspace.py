@@ -36,7 +36,7 @@ from numba.np.arrayobj import make_array, populate_array
 from ._checks import NO_FORCE, as_state, as_vector
 from ._compile import allocation_free, call_checked
 from .kinematics import tangent_size
-from .model import Model
+from .model import Model, ModelRecord
 
 Data = namedtuple("Data", [
     "R", "p", "S", "I",          # world poses (n, 3, 3), (n, 3), subspaces (nv, 6), inertias (n, 6, 6)
@@ -133,26 +133,32 @@ def data_views(topology, w):
                 C6[1], C6[2], C6[3:6], vec[0], vec[1], NN[0], NN[1], NN[2], FP[0], FP[1], T, h, gauss)
 
 
-def call_buffer(m: tuple) -> np.ndarray:
+def call_buffer(m: ModelRecord) -> np.ndarray:
     """The one array a single-state kernel called from Python receives (see the module
-    docstring): the model record ``m`` packed — n, the int64 topology's bits, the joint
-    placements, axes, inertias and gravity — followed by a workspace; cut by :func:`call_views`."""
-    topology = m[0]
-    n, nv = topology.shape[0], tangent_size(topology)
-    head = np.concatenate(([n], topology.ravel().view(np.float64), *(np.ravel(a) for a in m[1:])))
+    docstring): the model record ``m`` packed — the body count n (entry ``BODY_COUNT``), the
+    int64 topology's bits reinterpreted as float64 (from entry ``TOPOLOGY_START``: one array,
+    not two, is what makes the call cheap), the joint placements, axes, inertias and gravity
+    — followed by a workspace; cut by :func:`call_views`."""
+    n, nv = m.topology.shape[0], tangent_size(m.topology)
+    head = np.concatenate(([n], m.topology.ravel().view(np.float64), m.joint_placement.ravel(), m.axis.ravel(),
+                           m.inertia.ravel(), m.gravity))
     return np.concatenate((head, np.empty(data_size(n, nv))))
+
+
+BODY_COUNT, TOPOLOGY_START = 0, 1
+"""Entries of a :func:`call_buffer`: the body count n, then the first of the topology's 7·n."""
 
 
 @allocation_free(inline="always")
 def call_views(b):
     """(model record, workspace) cut from a :func:`call_buffer`, both views of ``b``."""
-    n = int(b[0])
-    topology = c_view_readonly(b.view(np.int64), 1, (n, 7))
-    joint_placement, k = _record_block(b, 1 + 7 * n, (n, 4, 4))
+    n = int(b[BODY_COUNT])
+    topology = c_view_readonly(b.view(np.int64), TOPOLOGY_START, (n, 7))
+    joint_placement, k = _record_block(b, TOPOLOGY_START + 7 * n, (n, 4, 4))
     axis, k = _record_block(b, k, (n, 3))
     inertia, k = _record_block(b, k, (n, 13))
     gravity, k = _record_block(b, k, (3,))
-    return (topology, joint_placement, axis, inertia, gravity), data_views(topology, b[k:])
+    return ModelRecord(topology, joint_placement, axis, inertia, gravity), data_views(topology, b[k:])
 
 
 @njit(cache=True)

@@ -99,3 +99,16 @@ def test_no_function_level_import(path):
                      if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
                      for inner in ast.walk(node) if isinstance(inner, (ast.Import, ast.ImportFrom))})
     assert not nested, f"{path.name}: import inside a function or class at {', '.join(nested)}"
+
+
+MAX_POSITIONAL = 12
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: module_name(p) or "__init__")
+def test_no_function_takes_more_than_twelve_positional_parameters(path):
+    """Longer lists pass a named record (the model record, a workspace, a scratch record)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    long = {node.name: len(node.args.posonlyargs) + len(node.args.args) for node in ast.walk(tree)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and len(node.args.posonlyargs) + len(node.args.args) > MAX_POSITIONAL}
+    assert not long, f"{path.name}: functions with more than {MAX_POSITIONAL} positional parameters: {long}"

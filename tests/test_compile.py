@@ -79,7 +79,8 @@ def test_the_call_buffer_holds_the_model_record_bit_for_bit():
 
     model = dyn.models.ur5(gravity=(0.5, -1.0, -9.0))
     record, gauss_shape = _unpacked(model_workspace(model))
-    assert gauss_shape == (6, 12)
+    assert gauss_shape == (6, 12) and type(record) is type(model.arrays) and record._fields == model.arrays._fields
+    assert not any(a.flags.writeable for a in model.arrays)
     for ours, packed in zip(model.arrays, record):
         assert packed.dtype == ours.dtype and packed.flags.c_contiguous
         np.testing.assert_array_equal(packed, ours)
