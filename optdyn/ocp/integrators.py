@@ -67,6 +67,7 @@ from dynamics.aba_second_derivatives import fdsva_so_terms
 from dynamics.aba_second_derivatives_contracted import fdsva_so_contracted_terms
 from dynamics.batch import knot_force
 from dynamics.joints import GROUP_SCRATCH, lie_jacobian_into
+from dynamics.lie import add_joint_curvature, lie_blocks, lie_scratch
 from dynamics.kinematics import all_finite, tangent_size
 from dynamics.model import Model
 from dynamics.parallel import run_chunks
@@ -74,7 +75,7 @@ from dynamics.rnea_second_derivatives_contracted import new_so_work
 from dynamics.spatial import copy_into, matmul_add, mirror_upper
 from dynamics.workspace import Data, new_data
 
-from .state import add_joint_curvature, lie_blocks, lie_scratch, state_integrate_into
+from .state import state_integrate_into
 
 _RK4 = (np.array([[0.0, 0.0, 0.0, 0.0], [0.5, 0.0, 0.0, 0.0], [0.0, 0.5, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]]),
         np.array([1.0, 2.0, 2.0, 1.0]) / 6.0)

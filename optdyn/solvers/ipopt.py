@@ -62,14 +62,14 @@ import numpy as np
 from numba import njit
 
 from dynamics.joints import lie_jacobian_batch
+from dynamics.lie import exp_curvature, lie_blocks, lie_scratch, log_curvature
 from dynamics.spatial import matmul_add
 from dynamics.parallel import run_chunks
 
 from ..ocp.problem import Problem
 from .result import Result
 from .runtime import Run, check_max_time, is_interrupt, stop_message
-from ..ocp.state import (check_state, exp_curvature, lie_blocks, lie_scratch, log_curvature, state_difference_batch,
-                    state_integrate_batch)
+from ..ocp.state import check_state, state_difference_batch, state_integrate_batch
 
 INF = 2e19  # IPOPT treats |bound| ≥ 1e19 as "no bound"
 
