@@ -19,6 +19,7 @@ from dynamics import batch
 from dynamics._checks import NO_FORCE
 from dynamics.aba import aba_call
 from dynamics.rnea import rnea_call
+from dynamics.workspace import model_workspace
 from _common import interleaved_us, machine, per_call_us, table, write_section
 
 K = 100
@@ -32,7 +33,7 @@ def main() -> None:
     f_ext = rng.normal(size=(model.njoints, 6))
     Q, V, A = rng.uniform(-1, 1, (3, K, model.nv))
     F = rng.normal(size=(K, model.njoints, 6))
-    b, out = model.workspace, np.empty(model.nv)
+    b, out = model_workspace(model), np.empty(model.nv)
     dyn.rnea(model, q, v, a), dyn.aba(model, q, v, a)  # compile the kernels called directly below
     cases = {
         "rnea kernel (compiled, no Python checks)": (lambda: rnea_call(b, q, v, a, NO_FORCE, out),

@@ -10,7 +10,7 @@ Public API ::
     Minv = dyn.minv(model, q)                # its analytical inverse (Carpentier)
     model = dyn.load_urdf(path, root_joint="free-flyer", package_dirs=[...])   # floating base
     q1 = dyn.integrate(model, q, dv);  dv = dyn.difference(model, q0, q1)      # Lie-group ops
-    Hqq, Hvv, Hqv, Hqtau = dyn.aba_second_derivatives_contracted(model, q, v, tau, lam)  # Σ_i λ_i ∂²q̈_i
+    Hqq, Hvv, Hqv, Hqtau = dyn.aba_second_derivatives_contracted(model, q, v, tau, mu)  # Σ_i μ_i ∂²q̈_i
     f_ext = dyn.frame_force(model, q, "tool0", [0, 0, 20, 0, 0, 0])          # wrench at a frame → f_ext
     tau  = dyn.rnea(model, q, v, a, f_ext)                                   # ... acting on the robot
     dyn.set_num_threads(2)                   # threads of the batched kernels (or OPTDYN_NUM_THREADS)

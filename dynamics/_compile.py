@@ -31,14 +31,12 @@ raises ValueError, does the caller convert and check the arguments in Python (na
 bad one) and call again through :func:`call_checked`, which compiles the kernel (or loads
 it from the cache) for the converted types. The checks in Python cost more than the
 algorithm on a 6-DoF arm; this way a call with well-formed arrays skips them.
-:func:`call_on_configuration` and :func:`call_on_state` are that fast path and its fallback
-for the two argument lists of the entry points.
+:func:`dynamics.workspace.call_on_configuration` and :func:`dynamics.workspace.call_on_state`
+are that fast path and its fallback for the two argument lists of the entry points.
 """
 from __future__ import annotations
 
 from numba import njit
-
-from ._checks import NO_FORCE, as_state, as_vector
 
 
 def allocation_free(fn=None, *, inline: str = "never"):
@@ -64,24 +62,3 @@ def call_checked(kernel, *args):
         return kernel(*args)
     finally:
         kernel._can_compile = False
-
-
-def call_on_configuration(kernel, model, q, out):
-    """``kernel(model.workspace, q, out)`` for an :func:`entry_point` of q alone, q checked
-    and named in Python only if the kernel refuses it; returns ``out``."""
-    try:
-        kernel(model.workspace, q, out)
-    except (TypeError, ValueError):  # not a float64 vector, or bad input: check and name it
-        call_checked(kernel, model.workspace, as_vector(q, model.nq, "q"), out)
-    return out
-
-
-def call_on_state(kernel, model, q, v, w, w_name: str, f_ext, out):
-    """``kernel(model.workspace, q, v, w, f_ext, out)`` for an :func:`entry_point` of a
-    state (w named ``w_name``), the arguments checked and named in Python only if the
-    kernel refuses them; returns ``out``."""
-    try:
-        kernel(model.workspace, q, v, w, NO_FORCE if f_ext is None else f_ext, out)
-    except (TypeError, ValueError):  # not float64 vectors, or bad input: check and name them
-        call_checked(kernel, model.workspace, *as_state(model, q, v, w, w_name, f_ext), out)
-    return out

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._compile import allocation_free, call_on_state, entry_point
+from ._compile import allocation_free, entry_point
 from .kinematics import kinematics_into
 from .aba import NOT_POSITIVE
 from .minv import minv_passes
@@ -27,7 +27,7 @@ from .model import PARENT, Model
 from .rnea import check_forces, check_sizes, check_state, rnea_passes_at
 from .rnea_derivatives import rnea_derivative_passes
 from .spatial import copy_into, joint_velocity, mat6_vec_at
-from .workspace import call_views, new_data
+from .workspace import call_on_state, call_views, new_data
 
 
 @allocation_free
@@ -37,19 +37,22 @@ def add_joint_acceleration(topology, S, I, qdd, acc, fC, work):
     n = topology.shape[0]
     da, dfC = work[0], work[1]
     for i in range(n):
-        lam = topology[i, PARENT]
+        parent = topology[i, PARENT]
+        # Δa_i = Δa_λ(i) + S_i q̈_i,   a_i += Δa_i
         joint_velocity(topology, S, qdd, i, da, i)
         for k in range(6):
-            if lam >= 0:
-                da[i, k] += da[lam, k]
+            if parent >= 0:
+                da[i, k] += da[parent, k]
             acc[i, k] += da[i, k]
+        # Δf_i = I_i Δa_i
         mat6_vec_at(I, i, da, i, dfC, i)
     for i in range(n - 1, -1, -1):
-        lam = topology[i, PARENT]
+        parent = topology[i, PARENT]
+        # f_i^C += Δf_i^C,   Δf_λ(i)^C += Δf_i^C
         for k in range(6):
             fC[i, k] += dfC[i, k]
-            if lam >= 0:
-                dfC[lam, k] += dfC[i, k]
+            if parent >= 0:
+                dfC[parent, k] += dfC[i, k]
 
 
 @njit(cache=True)
@@ -64,7 +67,7 @@ def aba_derivatives_data(m, q, v, tau, f_ext):
     passes start from: (S, I^C, B^C, rates = (Ψ̇, Ψ̈, Ṡ), joint vectors T) of
     :func:`dynamics.rnea_derivatives.rnea_derivative_passes`, as a 5th element."""
     nv = v.shape[0]
-    d, qdd, out = new_data(m[0]), np.empty(nv), np.empty((3, nv, nv))
+    d, qdd, out = new_data(m.topology), np.empty(nv), np.empty((3, nv, nv))
     if not aba_derivatives_into(m, d, q, v, tau, f_ext, qdd, out[0], out[1], out[2]):
         raise ValueError(NOT_POSITIVE)
     return qdd, out[0], out[1], out[2], (d.S, d.I, d.BC, d.rates, d.T)
@@ -76,7 +79,7 @@ def aba_derivatives_call(b, q, v, tau, f_ext, out):
     of out[3] is unused), model and workspace cut from ``b`` (a
     :func:`dynamics.workspace.call_buffer`); inputs checked."""
     m, d = call_views(b)
-    check_sizes(m[0], q, v, tau, f_ext)
+    check_sizes(m.topology, q, v, tau, f_ext)
     if not aba_derivatives_into(m, d, q, v, tau, f_ext, out[3, 0], out[0], out[1], out[2]):
         raise ValueError(NOT_POSITIVE)
 
@@ -90,23 +93,27 @@ def aba_derivatives_into(m, d, q, v, tau, f_ext, qdd, dqdd_dq, dqdd_dv, Minv):
     positive definite (:data:`dynamics.aba.NOT_POSITIVE`)."""
     check_state(q, v, tau, "tau: expected finite values, got NaN or inf")
     check_forces(f_ext)
-    topology = m[0]
+    topology = m.topology
     kinematics_into(m, q, d)  # one forward kinematics for M⁻¹ and the RNEA
     nv = v.shape[0]
+    # M⁻¹ by Carpentier's three passes, from I^A = I (d.I keeps the body inertias)
     copy_into(d.IA, d.I)
     if not minv_passes(topology, d, d.IA, Minv):
         return False
+    # nle = ID(q, v, 0) = C(q, v) v + g(q) − Σ J_iᵀ f_i^ext
     d.u[:] = 0.0
-    rnea_passes_at(topology, m[4], d, v, d.u, f_ext)
-    b = d.tau
-    for r in range(nv):  # FD = M⁻¹ (τ − b)
+    rnea_passes_at(topology, m.gravity, d, v, d.u, f_ext)
+    nle = d.tau
+    for r in range(nv):  # q̈ = FD = M⁻¹ (τ − nle)
         s = 0.0
         for k in range(nv):
-            s += Minv[r, k] * (tau[k] - b[k])
+            s += Minv[r, k] * (tau[k] - nle[k])
         qdd[r] = s
+    # the RNEA's accelerations and forces at q̈ instead of 0 (ID is affine in q̈)
     add_joint_acceleration(topology, d.S, d.I, qdd, d.acc, d.fC, d.da)
     dtau_dq, dtau_dv = d.dq, d.dv
-    rnea_derivative_passes(topology, m[4], d.S, d.I, d.vel, d.acc, d.fC, d.rates, d.BC, d.T, dtau_dq, dtau_dv)
+    # ∂ID/∂q, ∂ID/∂q̇ at (q, v, q̈)   (Carpentier & Mansard 2018, Alg. 2–3)
+    rnea_derivative_passes(topology, m.gravity, d.S, d.I, d.vel, d.acc, d.fC, d.rates, d.BC, d.T, dtau_dq, dtau_dv)
     for r in range(nv):  # eq. 24: −M⁻¹ ∂ID/∂u, row by row (contiguous inner loops)
         dqdd_dq[r, :] = 0.0
         dqdd_dv[r, :] = 0.0

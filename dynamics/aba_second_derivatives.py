@@ -90,11 +90,11 @@ def _outer_term(Minv, inner, nonzero, out):
     for i in range(n):
         O = out[i]
         for a in range(n):
-            m = Minv[i, a]
+            minv_ia = Minv[i, a]
             for j in range(n):
                 if nonzero[a, j]:
                     for k in range(n):
-                        O[j, k] -= m * inner[a, j, k]
+                        O[j, k] -= minv_ia * inner[a, j, k]
 
 
 @njit(cache=True)

@@ -1,21 +1,21 @@
-"""Contracted FDSVA-SO: second-order partials of forward dynamics contracted with λ.
+"""Contracted FDSVA-SO: second-order partials of forward dynamics contracted with μ.
 
-For q̈ = FD(q, v, τ) and a vector λ (n,) this computes, without forming any n³ tensor,
+For q̈ = FD(q, v, τ) and a vector μ (n,) this computes, without forming any n³ tensor,
 
-    Hqq[j, k] = Σ_i λ_i ∂²q̈_i/∂q_j∂q_k      Hvv[j, k] = Σ_i λ_i ∂²q̈_i/∂v_j∂v_k
-    Hqv[j, k] = Σ_i λ_i ∂²q̈_i/∂q_j∂v_k      Hqtau[j, k] = Σ_i λ_i ∂²q̈_i/∂q_j∂τ_k
+    Hqq[j, k] = Σ_i μ_i ∂²q̈_i/∂q_j∂q_k      Hvv[j, k] = Σ_i μ_i ∂²q̈_i/∂v_j∂v_k
+    Hqv[j, k] = Σ_i μ_i ∂²q̈_i/∂q_j∂v_k      Hqtau[j, k] = Σ_i μ_i ∂²q̈_i/∂q_j∂τ_k
 
 (∂²q̈/∂τ² = ∂²q̈/∂v∂τ = 0). Contracting FDSVA-SO (Singh, Russell & Wensing 2023,
-eq. 44–49) with λ: since λᵀ(−M⁻¹ X) = −μᵀX with μ = M⁻¹λ (M symmetric), the Outer-Term
+eq. 44–49) with μ: since μᵀ(−M⁻¹ X) = −νᵀX with ν = M⁻¹μ (M symmetric), the Outer-Term
 disappears and the Inner-Terms become products of n × n matrices,
 
-    Hqq   = −[ μ·∂²ID/∂q² + Mqᵀ ∂FD/∂q + (Mqᵀ ∂FD/∂q)ᵀ ]       (eq. 46)
-    Hvv   = −μ·∂²ID/∂v²                                       (eq. 47)
-    Hqv   = −[ μ·∂²ID/∂q∂v + Mqᵀ ∂FD/∂v ]                      (eq. 48–49)
+    Hqq   = −[ ν·∂²ID/∂q² + Mqᵀ ∂FD/∂q + (Mqᵀ ∂FD/∂q)ᵀ ]       (eq. 46)
+    Hvv   = −ν·∂²ID/∂v²                                       (eq. 47)
+    Hqv   = −[ ν·∂²ID/∂q∂v + Mqᵀ ∂FD/∂v ]                      (eq. 48–49)
     Hqtau = −Mqᵀ M⁻¹                                          (eq. 44)
 
-with Mq[l, j] = Σ_a μ_a ∂M_al/∂q_j and every ID term evaluated at q̈ = FD(q, v, τ). The
-contracted ID terms μ·∂²ID come from the contracted IDSVA-SO
+with Mq[l, j] = Σ_a ν_a ∂M_al/∂q_j and every ID term evaluated at q̈ = FD(q, v, τ). The
+contracted ID terms ν·∂²ID come from the contracted IDSVA-SO
 (:mod:`dynamics.rnea_second_derivatives_contracted`), started from the first-order data
 that :mod:`dynamics.aba_derivatives` computed at q̈ together with M⁻¹, ∂FD/∂q and ∂FD/∂v:
 the only extra work is the contracted backward pass and the three products with Mqᵀ,
@@ -36,37 +36,37 @@ from .rnea_second_derivatives_contracted import idsva_so_contracted_passes, new_
 
 
 @allocation_free
-def fdsva_so_contracted_terms(topology, X, Minv, data, lam, Hqq, Hvv, Hqv, Htau, Mq, work):
+def fdsva_so_contracted_terms(topology, X, Minv, data, mu, Hqq, Hvv, Hqv, Htau, Mq, work):
     """Contracted FDSVA-SO from the first-order results at (q, v, τ): the forward dynamics'
     Jacobian X = [∂q̈/∂q  ∂q̈/∂v  ∂q̈/∂τ B] (nv, 2·nv + p), for any selection B (nv, p) of
     τ's columns (∂q̈/∂τ B = M⁻¹B: B = identity gives M⁻¹, a robot's actuated columns its
     ∂q̈/∂u), M⁻¹ (nv, nv) and the RNEA-derivative ``data`` at q̈ of
     :func:`dynamics.aba_derivatives.aba_derivatives_data`. Writes Hqq, Hvv, Hqv (nv, nv)
     and Htau = Hqtau B (nv, p); ``Mq`` (nv, nv) is workspace (on return
-    Σ_a μ_a ∂M_al/∂q_j), and so is ``work``
+    Σ_a ν_a ∂M_al/∂q_j), and so is ``work``
     (:func:`dynamics.rnea_second_derivatives_contracted.new_so_work`): nothing is
     allocated. Not checked.
 
     The three Inner-Term products share their left factor: row j of Mqᵀ X holds those of
     Mqᵀ ∂q̈/∂q, Mqᵀ ∂q̈/∂v and Mqᵀ M⁻¹B side by side, one contiguous sweep per row of X."""
     n = Minv.shape[0]  # nv
-    mu, row = work[5][0], work[5][1:].reshape(-1)[: X.shape[1]]
-    for r in range(n):  # μ = M⁻¹ λ
+    nu, row = work.joint_vectors[0], work.joint_vectors[1:].reshape(-1)[: X.shape[1]]
+    for r in range(n):  # ν = M⁻¹ μ
         s = 0.0
         for c in range(n):
-            s += Minv[r, c] * lam[c]
-        mu[r] = s
-    idsva_so_contracted_passes(topology, data, mu, Hqq, Hvv, Hqv, Mq, work)
+            s += Minv[r, c] * mu[c]
+        nu[r] = s
+    idsva_so_contracted_passes(topology, data, nu, Hqq, Hvv, Hqv, Mq, work)
     for j in range(n):  # row j of Mqᵀ X
         row[:] = 0.0
         for l in range(n):
-            m = Mq[l, j]
-            if m == 0.0:  # e.g. a whole column of a base without gravity (inert, see the ID pass)
+            mq = Mq[l, j]
+            if mq == 0.0:  # e.g. a whole column of a base without gravity (inert, see the ID pass)
                 continue
             for k in range(row.shape[0]):
-                row[k] += m * X[l, k]
+                row[k] += mq * X[l, k]
         for k in range(n):
-            Hqq[j, k] += 2.0 * row[k]  # ½(Y + Yᵀ) below gives μ·∂²ID/∂q² + P + Pᵀ (the first is symmetric)
+            Hqq[j, k] += 2.0 * row[k]  # ½(Y + Yᵀ) below gives ν·∂²ID/∂q² + P + Pᵀ (the first is symmetric)
             Hqv[j, k] = -(Hqv[j, k] + row[n + k])
             Hvv[j, k] = -Hvv[j, k]
         for c in range(Htau.shape[1]):
@@ -77,30 +77,30 @@ def fdsva_so_contracted_terms(topology, X, Minv, data, lam, Hqq, Hvv, Hqv, Htau,
 
 
 @njit(cache=True)
-def fdsva_so_contracted_kernel(m, q, v, tau, f_ext, lam):
+def fdsva_so_contracted_kernel(m, q, v, tau, f_ext, mu):
     """(Hqq, Hvv, Hqv, Hqtau), each (nv, nv); inputs checked for NaN/inf."""
-    if not all_finite(lam):
-        raise ValueError("lam: expected finite values, got NaN or inf")
+    if not all_finite(mu):
+        raise ValueError("mu: expected finite values, got NaN or inf")
     _, dqdd_dq, dqdd_dv, Minv, data = aba_derivatives_data(m, q, v, tau, f_ext)
-    topology, n = m[0], v.shape[0]
+    topology, n = m.topology, v.shape[0]
     X = np.empty((n, 3 * n))  # [∂q̈/∂q  ∂q̈/∂v  M⁻¹]
     X[:, :n], X[:, n: 2 * n], X[:, 2 * n:] = dqdd_dq, dqdd_dv, Minv
     out = np.empty((5, n, n))
-    fdsva_so_contracted_terms(topology, X, Minv, data, lam, out[0], out[1], out[2], out[3], out[4],
+    fdsva_so_contracted_terms(topology, X, Minv, data, mu, out[0], out[1], out[2], out[3], out[4],
                               new_so_work(topology))
     return out[0], out[1], out[2], out[3]
 
 
-def aba_second_derivatives_contracted(model: Model, q, v, tau, lam, f_ext=None
+def aba_second_derivatives_contracted(model: Model, q, v, tau, mu, f_ext=None
                                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray,
                                                                               np.ndarray]:
-    """Second-order partials of q̈ = FD(q, v, τ) contracted with λ (nv,), no n³ tensor formed.
+    """Second-order partials of q̈ = FD(q, v, τ) contracted with μ (nv,), no n³ tensor formed.
 
-    Returns ``(Hqq, Hvv, Hqv, Hqtau)``, each (nv, nv): Hqq[j, k] = Σ_i λ_i ∂²q̈_i/∂q_j∂q_k,
-    Hvv likewise in v, Hqv[j, k] = Σ_i λ_i ∂²q̈_i/∂q_j∂v_k and
-    Hqtau[j, k] = Σ_i λ_i ∂²q̈_i/∂q_j∂τ_k — equal to ``np.einsum("i,ijk->jk", lam, T)`` of
+    Returns ``(Hqq, Hvv, Hqv, Hqtau)``, each (nv, nv): Hqq[j, k] = Σ_i μ_i ∂²q̈_i/∂q_j∂q_k,
+    Hvv likewise in v, Hqv[j, k] = Σ_i μ_i ∂²q̈_i/∂q_j∂v_k and
+    Hqtau[j, k] = Σ_i μ_i ∂²q̈_i/∂q_j∂τ_k — equal to ``np.einsum("i,ijk->jk", mu, T)`` of
     the tensors of :func:`dynamics.aba_second_derivatives`. Every joint type;
-    q-derivatives are those of ε ↦ λᵀq̈(q ⊕ ε) at ε = 0 (Hqq symmetric).
+    q-derivatives are those of ε ↦ μᵀq̈(q ⊕ ε) at ε = 0 (Hqq symmetric).
     """
     return fdsva_so_contracted_kernel(model.arrays, *as_state(model, q, v, tau, "tau", f_ext),
-                                      as_vector(lam, model.nv, "lam"))
+                                      as_vector(mu, model.nv, "mu"))

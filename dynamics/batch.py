@@ -35,9 +35,10 @@ NO_FORCES = NO_FORCE[None]
 
 
 @njit(cache=True)
-def knot_force(F, k):
-    """The f_ext of knot k: F[k] for F (K, n, 6), F[0] if F has one row (a (0, 6) F[0] = none)."""
-    return F[k] if F.shape[0] > 1 else F[0]
+def knot_force(F_EXT, k):
+    """The f_ext of knot k: F_EXT[k] for F_EXT (K, n, 6), F_EXT[0] if it has one row (a (0, 6)
+    F_EXT[0] = none)."""
+    return F_EXT[k] if F_EXT.shape[0] > 1 else F_EXT[0]
 
 
 @njit(cache=True)
@@ -63,60 +64,60 @@ def check_flags(ok):
 
 
 @njit(cache=True, parallel=True)
-def rnea_derivatives_batch_kernel(m, Q, V, A, F, chunks):
+def rnea_derivatives_batch_kernel(m, Q, V, A, F_EXT, chunks):
     """(∂τ/∂q, ∂τ/∂q̇), each (K, nv, nv), at the K states (Q[k], V[k], A[k])."""
     K, nv = V.shape
-    check_knots(m[0], Q)
+    check_knots(m.topology, Q)
     out = np.empty((2, K, nv, nv))
     for c in prange(chunks):
-        d = new_data(m[0])
+        d = new_data(m.topology)
         for k in range(chunk_start(K, chunks, c), chunk_start(K, chunks, c + 1)):
-            rnea_derivatives_into(m, d, Q[k], V[k], A[k], knot_force(F, k), out[0, k], out[1, k])
+            rnea_derivatives_into(m, d, Q[k], V[k], A[k], knot_force(F_EXT, k), out[0, k], out[1, k])
     return out[0], out[1]
 
 
 @njit(cache=True, parallel=True)
-def aba_batch_kernel(m, Q, V, TAU, F, chunks):
+def aba_batch_kernel(m, Q, V, TAU, F_EXT, chunks):
     """q̈ (K, nv) at the K states (Q[k], V[k], TAU[k])."""
     K, nv = V.shape
-    check_knots(m[0], Q)
+    check_knots(m.topology, Q)
     qdd, ok = np.empty((K, nv)), np.empty(K, dtype=np.bool_)
     for c in prange(chunks):
-        d = new_data(m[0])
+        d = new_data(m.topology)
         for k in range(chunk_start(K, chunks, c), chunk_start(K, chunks, c + 1)):
-            ok[k] = aba_into(m, d, Q[k], V[k], TAU[k], knot_force(F, k), qdd[k])
+            ok[k] = aba_into(m, d, Q[k], V[k], TAU[k], knot_force(F_EXT, k), qdd[k])
     check_flags(ok)
     return qdd
 
 
 @njit(cache=True, parallel=True)
-def aba_derivatives_batch_kernel(m, Q, V, TAU, F, chunks):
+def aba_derivatives_batch_kernel(m, Q, V, TAU, F_EXT, chunks):
     """(q̈ (K, nv), ∂q̈/∂q, ∂q̈/∂q̇, M⁻¹ (K, nv, nv)) at the K states."""
     K, nv = V.shape
-    check_knots(m[0], Q)
+    check_knots(m.topology, Q)
     qdd, out = np.empty((K, nv)), np.empty((3, K, nv, nv))
     ok = np.empty(K, dtype=np.bool_)
     for c in prange(chunks):
-        d = new_data(m[0])
+        d = new_data(m.topology)
         for k in range(chunk_start(K, chunks, c), chunk_start(K, chunks, c + 1)):
-            ok[k] = aba_derivatives_into(m, d, Q[k], V[k], TAU[k], knot_force(F, k), qdd[k], out[0, k], out[1, k],
+            ok[k] = aba_derivatives_into(m, d, Q[k], V[k], TAU[k], knot_force(F_EXT, k), qdd[k], out[0, k], out[1, k],
                                          out[2, k])
     check_flags(ok)
     return qdd, out[0], out[1], out[2]
 
 
 @njit(cache=True)
-def contracted_batch_kernel(m, Q, V, X, W, F, forward):
-    """Four (K, nv, nv) arrays: contracted FDSVA-SO at (Q[k], V[k], τ = X[k]) with λ = W[k]
-    if ``forward``, else contracted IDSVA-SO at (Q[k], V[k], a = X[k]) with μ = W[k]."""
+def contracted_batch_kernel(m, Q, V, X, MU, F_EXT, forward):
+    """Four (K, nv, nv) arrays: contracted FDSVA-SO at (Q[k], V[k], τ = X[k]) if ``forward``,
+    else contracted IDSVA-SO at (Q[k], V[k], a = X[k]), with the weights μ = MU[k]."""
     K, nv = V.shape
     out = np.empty((4, K, nv, nv))
     for k in range(K):
-        f = knot_force(F, k)
+        f = knot_force(F_EXT, k)
         if forward:
-            out[0, k], out[1, k], out[2, k], out[3, k] = fdsva_so_contracted_kernel(m, Q[k], V[k], X[k], f, W[k])
+            out[0, k], out[1, k], out[2, k], out[3, k] = fdsva_so_contracted_kernel(m, Q[k], V[k], X[k], f, MU[k])
         else:
-            out[0, k], out[1, k], out[2, k], out[3, k] = idsva_so_contracted_kernel(m, Q[k], V[k], X[k], f, W[k])
+            out[0, k], out[1, k], out[2, k], out[3, k] = idsva_so_contracted_kernel(m, Q[k], V[k], X[k], f, MU[k])
     return out[0], out[1], out[2], out[3]
 
 
@@ -127,7 +128,7 @@ def point_kinematics_batch_kernel(m, Q, bodies, offsets, chunks):
     Point i is ``offsets[i]`` (3,) in the frame of body ``bodies[i]``; one forward
     kinematics per knot serves all points.
     """
-    topology = m[0]
+    topology = m.topology
     K, nv, npts = Q.shape[0], tangent_size(topology), bodies.shape[0]
     check_knots(topology, Q)
     P, J, H = np.empty((K, npts, 3)), np.empty((K, npts, 3, nv)), np.empty((K, npts, 3, nv, nv))
@@ -143,7 +144,7 @@ def point_kinematics_batch_kernel(m, Q, bodies, offsets, chunks):
 @njit(cache=True, parallel=True)
 def point_positions_batch_kernel(m, Q, bodies, offsets, chunks):
     """Positions (K, p, 3) only of the points of :func:`point_kinematics_batch_kernel`."""
-    topology = m[0]
+    topology = m.topology
     K, npts = Q.shape[0], bodies.shape[0]
     check_knots(topology, Q)
     P = np.empty((K, npts, 3))
@@ -173,15 +174,15 @@ def _forces(model: Model, F_EXT, K: int) -> np.ndarray:
     if F_EXT is None:
         return NO_FORCES
     try:
-        F = np.ascontiguousarray(F_EXT, dtype=np.float64)
+        f_exts = np.ascontiguousarray(F_EXT, dtype=np.float64)
     except (TypeError, ValueError):
         raise ValueError(f"F_EXT: expected an array of shape ({K}, {model.njoints}, 6), got {F_EXT!r}") from None
-    if F.shape != (K, model.njoints, 6):
-        raise ValueError(f"F_EXT: expected shape ({K}, {model.njoints}, 6) (one f_ext per knot), got {F.shape}")
-    bad = np.flatnonzero(~np.isfinite(F).all(axis=(1, 2)))
+    if f_exts.shape != (K, model.njoints, 6):
+        raise ValueError(f"F_EXT: expected shape ({K}, {model.njoints}, 6) (one f_ext per knot), got {f_exts.shape}")
+    bad = np.flatnonzero(~np.isfinite(f_exts).all(axis=(1, 2)))
     if bad.size:
         raise ValueError(f"F_EXT: expected finite values, got NaN or inf at knot {bad[0]}")
-    return F
+    return f_exts
 
 
 def rnea_derivatives_batch(model: Model, Q, V, A, F_EXT=None) -> tuple[np.ndarray, np.ndarray]:
@@ -214,11 +215,11 @@ def rnea_second_derivatives_contracted_batch(model: Model, Q, V, A, MU, F_EXT=No
     return contracted_batch_kernel(model.arrays, Q, V, A, MU, _forces(model, F_EXT, Q.shape[0]), False)
 
 
-def aba_second_derivatives_contracted_batch(model: Model, Q, V, TAU, LAM, F_EXT=None) -> tuple[np.ndarray, ...]:
+def aba_second_derivatives_contracted_batch(model: Model, Q, V, TAU, MU, F_EXT=None) -> tuple[np.ndarray, ...]:
     """:func:`dynamics.aba_second_derivatives_contracted` at K knots: (Hqq, Hvv, Hqv, Hqtau),
-    each (K, nv, nv), contracting knot k with LAM[k] (LAM (K, nv))."""
-    Q, V, TAU, LAM = _knots(model, Q=Q, V=V, TAU=TAU, LAM=LAM)
-    return contracted_batch_kernel(model.arrays, Q, V, TAU, LAM, _forces(model, F_EXT, Q.shape[0]), True)
+    each (K, nv, nv), contracting knot k with MU[k] (MU (K, nv))."""
+    Q, V, TAU, MU = _knots(model, Q=Q, V=V, TAU=TAU, MU=MU)
+    return contracted_batch_kernel(model.arrays, Q, V, TAU, MU, _forces(model, F_EXT, Q.shape[0]), True)
 
 
 def point_kinematics_batch(model: Model, Q, frames: Sequence[str], offsets=None
@@ -231,13 +232,13 @@ def point_kinematics_batch(model: Model, Q, frames: Sequence[str], offsets=None
     (Q,) = _knots(model, Q=Q)
     if isinstance(frames, str):
         raise ValueError(f"frames: expected a sequence of frame names, got the string {frames!r}")
-    m = len(frames)
-    offsets = np.zeros((m, 3)) if offsets is None else np.asarray(offsets, dtype=float)
-    if offsets.shape != (m, 3):
-        raise ValueError(f"offsets: expected shape ({m}, 3) (one offset per frame), got {offsets.shape}")
+    n_frames = len(frames)
+    offsets = np.zeros((n_frames, 3)) if offsets is None else np.asarray(offsets, dtype=float)
+    if offsets.shape != (n_frames, 3):
+        raise ValueError(f"offsets: expected shape ({n_frames}, 3) (one offset per frame), got {offsets.shape}")
     if not np.all(np.isfinite(offsets)):
         raise ValueError("offsets: expected finite values, got NaN or inf")
     points = [body_point(model, f, o) for f, o in zip(frames, offsets)]
     bodies = np.array([b for b, _ in points], dtype=np.int64)
-    in_body = np.array([o for _, o in points], dtype=float).reshape(m, 3)
+    in_body = np.array([o for _, o in points], dtype=float).reshape(n_frames, 3)
     return point_kinematics_batch_kernel(model.arrays, Q, bodies, in_body, chunk_count(Q.shape[0]))

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .model import (
-    IDX_Q, IDX_V, JOINT_SIZES, JOINT_TYPES, JTYPE, NQ, NV, PARENT, PLANAR, SUBTREE_END, Frame, Geometry, Model,
-    spatial_inertia_is_valid,
+    DEFAULT_GRAVITY, IDX_Q, IDX_V, JOINT_SIZES, JOINT_TYPES, JTYPE, NQ, NV, PARENT, PLANAR, SUBTREE_END, Frame,
+    Geometry, Model, as_gravity, spatial_inertia_is_valid,
 )
 
 NEGLIGIBLE = 1e-3
@@ -130,14 +130,17 @@ class ModelBuilder:
         axis = axis / norm if kind != "fixed" else axis
         self._joints.append(_Joint(name, kind, parent, child, origin, axis, (lower, upper, velocity, effort)))
 
-    def build(self, root_joint: str | None = None, strict_inertia: bool = False, source: str | None = None) -> Model:
+    def build(self, root_joint: str | None = None, strict_inertia: bool = False, source: str | None = None,
+              gravity=DEFAULT_GRAVITY) -> Model:
         """Check the tree, number the joints depth-first and pack the model.
 
         ``root_joint`` (None, "free-flyer", "planar" or "spherical") attaches the root
         link to the world by that joint, named "root_joint"; ``strict_inertia`` makes a
         triangle-inequality violation within tolerance an error instead of a warning;
-        ``source`` is recorded as ``model.source``.
+        ``source`` is recorded as ``model.source``; ``gravity`` (3,) is the model's
+        gravity acceleration in the world frame (m/s²), fixed for its lifetime.
         """
+        gravity = as_gravity(gravity)
         if root_joint is not None and root_joint not in ROOT_JOINTS:
             raise ValueError(f"root_joint: expected None or one of {sorted(ROOT_JOINTS)}, got {root_joint!r}")
         children = self._check_tree()
@@ -153,7 +156,7 @@ class ModelBuilder:
             _, joint = stack.pop()
             tree.add_joint(joint)
             stack.extend((joint.child, j) for j in reversed(children.get(joint.child, [])))
-        return tree.model(self.name, source)
+        return tree.model(self.name, source, gravity)
 
     def _check_tree(self) -> dict[str, list[_Joint]]:
         if not self._links:
@@ -252,7 +255,7 @@ class _Packer:
                 if warning:
                     warnings.warn(f"link {link.name!r}: {warning}", stacklevel=5)
 
-    def model(self, name: str, source: str | None) -> Model:
+    def model(self, name: str, source: str | None, gravity: np.ndarray) -> Model:
         self._check_inertias()
         n = len(self.joints)
         topology = np.zeros((n, 7), dtype=np.int64)
@@ -287,6 +290,7 @@ class _Packer:
             visuals=tuple(self.visuals),
             collisions=tuple(self.collisions),
             source=source,
+            gravity=gravity,
         )
 
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._compile import allocation_free, call_on_configuration, entry_point
+from ._compile import allocation_free, entry_point
 from .kinematics import check_configuration_size, kinematics_into
 from .model import IDX_V, NV, PARENT, Model
 from .spatial import add_to_parent, dot6_at, mat6_vec_at
-from .workspace import call_views
+from .workspace import call_on_configuration, call_views
 
 
 @entry_point
@@ -21,7 +21,7 @@ def crba_call(b, q, M):
     """M(q) into ``M`` (nv, nv), model and workspace cut from ``b`` (a
     :func:`dynamics.workspace.call_buffer`); q checked."""
     m, d = call_views(b)
-    check_configuration_size(m[0], q)
+    check_configuration_size(m.topology, q)
     crba_into(m, d, q, M)
 
 
@@ -29,18 +29,20 @@ def crba_call(b, q, M):
 def crba_into(m, d, q, M):
     """Write M(q) (nv, nv) into ``M`` and the composite inertias I^C into d.I, every
     intermediate in the workspace ``d`` (:mod:`dynamics.workspace`); q checked."""
-    topology = m[0]
+    topology = m.topology
     kinematics_into(m, q, d)
     S, IC, F = d.S, d.I, d.h
     M[:, :] = 0.0
-    for i in range(topology.shape[0] - 1, -1, -1):
+    for i in range(topology.shape[0] - 1, -1, -1):  # leaves to root: I_i^C is complete on arrival
         for c in range(topology[i, IDX_V], topology[i, IDX_V] + topology[i, NV]):
+            # F = I_i^C S_c
             mat6_vec_at(IC, i, S, c, F, 0)
             j = i
-            while j >= 0:  # M_ce = S_eᵀ I_i^C S_c for the columns e of every j ⪯ i
+            while j >= 0:  # M_ce = M_ec = S_eᵀ F for the columns e of every j ⪯ i
                 for e in range(topology[j, IDX_V], topology[j, IDX_V] + topology[j, NV]):
                     M[c, e] = M[e, c] = dot6_at(S, e, F, 0)
                 j = topology[j, PARENT]
+        # I_λ(i)^C += I_i^C
         add_to_parent(topology, IC, i)
 
 

@@ -19,17 +19,17 @@ from .workspace import new_data
 def _energies(m, q, v):
     if not all_finite(v):
         raise ValueError("v: expected finite values, got NaN or inf")
-    topology, inertia, gravity = m[0], m[3], m[4]
+    topology, inertia, gravity = m.topology, m.inertia, m.gravity
     d = new_data(topology)
     kinematics_into(m, q, d)
     R, p, S, I, vel, h = d.R, d.p, d.S, d.I, d.vel, d.h
     n = topology.shape[0]
     T = V = 0.0
     for i in range(n):
-        lam = topology[i, PARENT]
+        parent = topology[i, PARENT]
         joint_velocity(topology, S, v, i, h, 1)
         for k in range(6):
-            vel[i, k] = (0.0 if lam < 0 else vel[lam, k]) + h[1, k]
+            vel[i, k] = (0.0 if parent < 0 else vel[parent, k]) + h[1, k]
         mat6_vec_at(I, i, vel, i, h, 0)
         T += 0.5 * dot6_at(vel, i, h, 0)
         for r in range(3):

@@ -141,19 +141,19 @@ def joint_transform(topology, joint_placement, axis, q, i, R, p):
     arrays are addressed by index (no views) and the 3 × 3 products are written out in
     scalars, so the recursion does no reference counting and no memory round trips.
     """
-    lam = topology[i, PARENT]
+    parent = topology[i, PARENT]
     X = joint_placement
     j00, j01, j02, j10, j11, j12, j20, j21, j22, t0, t1, t2 = joint_motion(
         topology[i, JTYPE], axis, i, q, topology[i, IDX_Q])
     for r in range(3):
-        if lam < 0:  # row r of ⁰T_λ · X_T
+        if parent < 0:  # row r of ⁰T_λ · X_T
             a0, a1, a2, a3 = X[i, r, 0], X[i, r, 1], X[i, r, 2], X[i, r, 3]
         else:
-            b0, b1, b2 = R[lam, r, 0], R[lam, r, 1], R[lam, r, 2]
+            b0, b1, b2 = R[parent, r, 0], R[parent, r, 1], R[parent, r, 2]
             a0 = b0 * X[i, 0, 0] + b1 * X[i, 1, 0] + b2 * X[i, 2, 0]
             a1 = b0 * X[i, 0, 1] + b1 * X[i, 1, 1] + b2 * X[i, 2, 1]
             a2 = b0 * X[i, 0, 2] + b1 * X[i, 1, 2] + b2 * X[i, 2, 2]
-            a3 = b0 * X[i, 0, 3] + b1 * X[i, 1, 3] + b2 * X[i, 2, 3] + p[lam, r]
+            a3 = b0 * X[i, 0, 3] + b1 * X[i, 1, 3] + b2 * X[i, 2, 3] + p[parent, r]
         p[i, r] = a3 + a0 * t0 + a1 * t1 + a2 * t2
         R[i, r, 0] = a0 * j00 + a1 * j10 + a2 * j20
         R[i, r, 1] = a0 * j01 + a1 * j11 + a2 * j21

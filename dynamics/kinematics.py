@@ -51,7 +51,7 @@ def check_configuration_size(topology, q):
 @allocation_free
 def forward_kinematics(m, q, R, p, S):
     """World poses (R (n,3,3), p (n,3)) of the joint frames and world S (nv, 6)."""
-    topology, joint_placement, axis = m[0], m[1], m[2]
+    topology, joint_placement, axis = m.topology, m.joint_placement, m.axis
     for i in range(topology.shape[0]):
         joint_transform(topology, joint_placement, axis, q, i, R, p)
         motion_subspace(topology, axis, i, R, p, S)
@@ -61,8 +61,8 @@ def forward_kinematics(m, q, R, p, S):
 def world_kinematics(m, q):
     """(R (n,3,3), p (n,3), S (nv,6)) of :func:`forward_kinematics`; q checked
     (NaN/inf, unit quaternions)."""
-    check_configuration(m[0], q)
-    R, p, S = kinematics_work(m[0])
+    check_configuration(m.topology, q)
+    R, p, S = kinematics_work(m.topology)
     forward_kinematics(m, q, R, p, S)
     return R, p, S
 
@@ -79,9 +79,9 @@ def kinematics_into(m, q, d):
     """Forward kinematics and world spatial inertias into the workspace ``d``
     (:mod:`dynamics.workspace`): d.R, d.p, d.S and d.I (n, 6, 6); q checked (NaN/inf,
     unit quaternions)."""
-    check_configuration(m[0], q)
+    check_configuration(m.topology, q)
     forward_kinematics(m, q, d.R, d.p, d.S)
-    inertia = m[3]
+    inertia = m.inertia
     for i in range(inertia.shape[0]):
         world_inertia(inertia, i, d.R, d.p, d.I)
 
@@ -102,7 +102,7 @@ def _frame_pose(m, q, body, placement):
 @njit(cache=True)
 def _frame_jacobian(m, q, body, placement):
     """World-aligned Jacobian (6, nv) of the frame origin, rows [linear; angular]."""
-    topology = m[0]
+    topology = m.topology
     Rf, pf, S = _frame_pose(m, q, body, placement)
     J = np.zeros((6, S.shape[0]))
     j = body

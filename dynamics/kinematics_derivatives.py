@@ -96,7 +96,7 @@ def point_kinematics_kernel(m, q, body, offset):
     R, pos, S = world_kinematics(m, q)
     nv = S.shape[0]
     p, J, H = np.empty(3), np.empty((3, nv)), np.empty((3, nv, nv))
-    point_kinematics(m[0], R, pos, S, body, offset, p, J, H)
+    point_kinematics(m.topology, R, pos, S, body, offset, p, J, H)
     return p, J, H
 
 

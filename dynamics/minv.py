@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._compile import allocation_free, call_on_configuration, entry_point
+from ._compile import allocation_free, entry_point
 from .aba import NOT_POSITIVE, project_out_joint
 from .kinematics import check_configuration_size, kinematics_into
 from .model import IDX_V, NV, PARENT, SUBTREE_END, Model
 from .spatial import joint_inertia_inverse, mat6_vec_at
-from .workspace import call_views
+from .workspace import call_on_configuration, call_views
 
 
 @allocation_free(inline="always")
@@ -69,9 +69,9 @@ def minv_call(b, q, Minv):
     """M(q)⁻¹ into ``Minv`` (nv, nv) by the three-pass algorithm, model and workspace cut
     from ``b`` (a :func:`dynamics.workspace.call_buffer`); q checked."""
     m, d = call_views(b)
-    check_configuration_size(m[0], q)
+    check_configuration_size(m.topology, q)
     kinematics_into(m, q, d)
-    if not minv_passes(m[0], d, d.I, Minv):
+    if not minv_passes(m.topology, d, d.I, Minv):
         raise ValueError(NOT_POSITIVE)
 
 
@@ -88,37 +88,46 @@ def minv_passes(topology, d, IA, Minv):
         for r in range(6):
             for col in range(topology[i, IDX_V], subtree_end_column(topology, i, nv)):
                 F[i, r, col] = 0.0
-    for i in range(n - 1, -1, -1):
+    for i in range(n - 1, -1, -1):  # backward pass, leaves to root
         c0, k = topology[i, IDX_V], topology[i, NV]
+        # U_i = I_i^A S_i
         for a in range(c0, c0 + k):
             mat6_vec_at(IA, i, S, a, U, a)
+        # D_i⁻¹ = (S_iᵀ U_i)⁻¹
         if not joint_inertia_inverse(topology, S, U, i, Dinv, d.gauss):
             return False
         end = subtree_end_column(topology, i, nv)
+        # M⁻¹[i, i] = D_i⁻¹
         for a in range(k):
             for b in range(k):
                 Minv[c0 + a, c0 + b] = Dinv[i, a, b]
-        _block_solve(S, c0, k, F, i, Dinv, i, P[i], c0 + k, end, Minv)  # M⁻¹[i, ν̄(i)]; P_i is free here
-        lam = topology[i, PARENT]
-        if lam < 0:
+        # M⁻¹[i, ν̄(i)] = −D_i⁻¹ S_iᵀ F_i[:, ν̄(i)]   (P_i is free here: scratch)
+        _block_solve(S, c0, k, F, i, Dinv, i, P[i], c0 + k, end, Minv)
+        parent = topology[i, PARENT]
+        if parent < 0:
             continue
+        # F_λ[:, ν(i)] += F_i[:, ν(i)] + U_i M⁻¹[i, ν(i)]
         for r in range(6):
             for col in range(c0, end):
-                F[lam, r, col] += F[i, r, col]
-        _add_columns(U, c0, k, Minv, c0, end, F, lam)
+                F[parent, r, col] += F[i, r, col]
+        _add_columns(U, c0, k, Minv, c0, end, F, parent)
+        # I^a = I_i^A − U_i D_i⁻¹ U_iᵀ,   I_λ^A += I^a
         project_out_joint(topology, U, Dinv, i, d.UD, IA)
         for r in range(6):
             for c in range(6):
-                IA[lam, r, c] += IA[i, r, c]
-    for i in range(n):
-        lam = topology[i, PARENT]
+                IA[parent, r, c] += IA[i, r, c]
+    for i in range(n):  # forward pass, root to leaves
+        parent = topology[i, PARENT]
         c0, k = topology[i, IDX_V], topology[i, NV]
-        if lam >= 0:  # M⁻¹[i, k≥i] −= D_i⁻¹ U_iᵀ P_λ[:, k]; F_i is free here
-            _block_solve(U, c0, k, P, lam, Dinv, i, F[i], c0, nv, Minv)
+        # M⁻¹[i, k≥i] −= D_i⁻¹ U_iᵀ P_λ[:, k]   (F_i is free here: scratch)
+        if parent >= 0:
+            _block_solve(U, c0, k, P, parent, Dinv, i, F[i], c0, nv, Minv)
+        # P_i[:, k≥i] = P_λ[:, k] + S_i M⁻¹[i, k]   (P_0 = 0)
         for r in range(6):
             for col in range(c0, nv):
-                P[i, r, col] = P[lam, r, col] if lam >= 0 else 0.0
+                P[i, r, col] = P[parent, r, col] if parent >= 0 else 0.0
         _add_columns(S, c0, k, Minv, c0, nv, P, i)
+    # M⁻¹[k, i] = M⁻¹[i, k]
     for r in range(nv):
         for col in range(r + 1, nv):
             Minv[col, r] = Minv[r, col]

@@ -4,7 +4,10 @@ A :class:`Model` is a tree of joints in depth-first order — revolute, continuo
 prismatic (1 DoF), spherical (3), planar (3) and free-flyer (6) — with the links of
 fixed joints merged into their moving parent body and kept as named frames. It is built
 by :class:`ModelBuilder` (used by the URDF loader and the built-in models) and never
-changed afterwards, except for ``gravity`` which may be set.
+changed afterwards, as Pinocchio's Model: its arrays are read-only and its gravity is
+chosen when it is built (``gravity=``); :meth:`Model.with_gravity` returns a copy under
+another gravity. What changes from call to call lives in a workspace beside the model
+(:mod:`dynamics.workspace`, Pinocchio's Data), never in it.
 
 Body ``i`` is the rigid body moved by joint ``i`` (Featherstone's numbering: joint i
 connects body i to its parent ``λ(i)``; ``parent[i] < i``; ``-1`` is the world).
@@ -14,8 +17,9 @@ see :mod:`dynamics.joints` for each type's configuration, velocity and Lie-group
 operations (Pinocchio's conventions).
 
 Conventions of the compiled kernels (shared by every algorithm module), which take the
-model as one record, the tuple ``model.arrays`` =
-``(topology, joint_placement, axis, inertia, gravity)``:
+model as one record, the named tuple ``model.arrays`` = :class:`ModelRecord`
+``(topology, joint_placement, axis, inertia, gravity)`` (read by field name), every array
+read-only:
 
 * ``topology`` int64 (n, 7): columns ``PARENT``, ``JTYPE`` (a joint type code of
   :mod:`dynamics.joints`), ``SUBTREE_END`` (bodies ``i .. SUBTREE_END-1`` form ν(i)),
@@ -33,7 +37,8 @@ column per velocity entry ("DoF column"); body-indexed ones one per body.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections import namedtuple
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
@@ -80,9 +85,34 @@ class Frame:
     placement: np.ndarray
 
 
-@dataclass(eq=False)
+ModelRecord = namedtuple("ModelRecord", ["topology", "joint_placement", "axis", "inertia", "gravity"])
+"""The compiled model record every kernel takes (see the module docstring): a named tuple,
+so numba reads its fields by name at no cost."""
+
+DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
+"""Gravity acceleration (m/s², world frame) of a model built without ``gravity=``."""
+
+
+def as_gravity(g) -> np.ndarray:
+    """``g`` as a read-only float64 array of 3 finite numbers, else ValueError naming ``gravity``."""
+    try:
+        out = np.array(g, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"gravity: expected 3 finite numbers, got {g!r}") from None
+    if out.shape != (3,) or not np.all(np.isfinite(out)):
+        raise ValueError(f"gravity: expected 3 finite numbers, got {g!r}")
+    out.setflags(write=False)
+    return out
+
+
+@dataclass(frozen=True, eq=False)
 class Model:
-    """Immutable kinematic tree; see the module docstring for the array layout."""
+    """Immutable kinematic tree; see the module docstring for the array layout.
+
+    Its arrays are read-only copies of those it is built from, and ``gravity`` (3,) is
+    fixed at construction (default :data:`DEFAULT_GRAVITY`); :meth:`with_gravity` gives a
+    copy under another gravity.
+    """
 
     name: str
     joint_names: tuple[str, ...]
@@ -99,7 +129,20 @@ class Model:
     visuals: tuple[Geometry, ...] = ()
     collisions: tuple[Geometry, ...] = ()
     source: str | None = None
-    _gravity: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, -9.81]))
+    gravity: np.ndarray = field(default=DEFAULT_GRAVITY)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "gravity", as_gravity(self.gravity))
+        for name in ("topology", "joint_placement", "axis", "inertia", "lower_limit", "upper_limit",
+                     "velocity_limit", "effort_limit"):
+            array = np.array(getattr(self, name))  # a copy: the caller's array stays writable
+            array.setflags(write=False)
+            object.__setattr__(self, name, array)
+
+    def with_gravity(self, gravity) -> Model:
+        """A copy of this model under ``gravity`` (3 finite numbers, m/s² in the world
+        frame); this model is unchanged. ValueError naming ``gravity`` otherwise."""
+        return replace(self, gravity=as_gravity(gravity))
 
     @property
     def njoints(self) -> int:
@@ -130,43 +173,16 @@ class Model:
         return tuple(JOINT_TYPE_NAMES[t] for t in self.topology[:, JTYPE])
 
     @cached_property
-    def arrays(self) -> tuple:
-        """The compiled model record every kernel takes:
+    def arrays(self) -> ModelRecord:
+        """The compiled model record every kernel takes, a :class:`ModelRecord`
         ``(topology, joint_placement, axis, inertia, gravity)`` (see the module docstring;
-        built once, and again after gravity is set)."""
-        return (self.topology, self.joint_placement, self.axis, self.inertia, self._gravity)
-
-    @cached_property
-    def workspace(self) -> np.ndarray:
-        """The buffer of the single-state functions called from Python (``dynamics.rnea``,
-        ``crba``, ``aba``, ``minv`` and their first derivatives): a packed copy of
-        :attr:`arrays` and the scratch space their kernels cut into the views of
-        ``dynamics.workspace.Data``, made once as Pinocchio's Data from its Model (built
-        again after gravity is set; the model's arrays are not to be changed in place, as
-        the module docstring says: these functions would not see it). The kernels hold the
-        GIL, so calls from several Python threads take turns on it; the batched and parallel
-        kernels make their own."""
-        from .workspace import call_buffer  # the workspace module reads this one's constants
-        return call_buffer(self.arrays)
+        built once, its arrays read-only)."""
+        return ModelRecord(self.topology, self.joint_placement, self.axis, self.inertia, self.gravity)
 
     @property
     def parent(self) -> np.ndarray:
         """Parent body index λ(i) of every body, −1 for the fixed base."""
         return self.topology[:, PARENT]
-
-    @property
-    def gravity(self) -> np.ndarray:
-        """Gravity acceleration (3,) in the world frame, m/s²."""
-        return self._gravity
-
-    @gravity.setter
-    def gravity(self, g) -> None:
-        g = np.array(g, dtype=float)
-        if g.shape != (3,) or not np.all(np.isfinite(g)):
-            raise ValueError(f"gravity: expected 3 finite numbers, got {g!r}")
-        self._gravity = g
-        self.__dict__.pop("arrays", None)
-        self.__dict__.pop("workspace", None)
 
     @property
     def frame_names(self) -> tuple[str, ...]:

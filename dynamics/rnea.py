@@ -26,11 +26,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._compile import allocation_free, call_on_state, entry_point
+from ._compile import allocation_free, entry_point
 from .kinematics import all_finite, check_configuration_size, kinematics_into, tangent_size
 from .model import IDX_V, NV, PARENT, Model
 from .spatial import copy_into, crf_at, crm_at, dot6_at, joint_velocity, mat6_vec_at
-from .workspace import call_views
+from .workspace import call_on_state, call_views
 
 
 @njit(cache=True, _nrt=True)  # raises a message passed at run time: needs NRT
@@ -73,7 +73,7 @@ def rnea_passes(m, d, q, v, a, f_ext):
     """
     check_forces(f_ext)
     kinematics_into(m, q, d)
-    rnea_passes_at(m[0], m[4], d, v, a, f_ext)
+    rnea_passes_at(m.topology, m.gravity, d, v, a, f_ext)
 
 
 @allocation_free
@@ -82,34 +82,41 @@ def rnea_passes_at(topology, gravity, d, v, a, f_ext):
     (d.I is kept)."""
     n = topology.shape[0]
     R, p, S, I, vel, acc, fC, work, tau = d.R, d.p, d.S, d.I, d.vel, d.acc, d.fC, d.h, d.tau
-    for i in range(n):
-        lam = topology[i, PARENT]
+    for i in range(n):  # forward pass, root to leaves
+        parent = topology[i, PARENT]
+        # v_J = S_i q̇_i,  a_J = S_i q̈_i
         joint_velocity(topology, S, v, i, work, 0)
         joint_velocity(topology, S, a, i, work, 2)
+        # v_i = v_λ(i) + S_i q̇_i,   a_i = a_λ(i) + S_i q̈_i   (a_0 = −[0; g])
         for k in range(6):
-            if lam < 0:
+            if parent < 0:
                 vel[i, k] = work[0, k]
                 acc[i, k] = work[2, k] - (gravity[k - 3] if k >= 3 else 0.0)
             else:
-                vel[i, k] = vel[lam, k] + work[0, k]
-                acc[i, k] = acc[lam, k] + work[2, k]
+                vel[i, k] = vel[parent, k] + work[0, k]
+                acc[i, k] = acc[parent, k] + work[2, k]
+        # a_i += v_i × S_i q̇_i   (Ṡ_i q̇_i)
         crm_at(vel, i, work, 0, work, 1)
         for k in range(6):
             acc[i, k] += work[1, k]
+        # f_i = I_i a_i + v_i ×* I_i v_i
         mat6_vec_at(I, i, acc, i, fC, i)
         mat6_vec_at(I, i, vel, i, work, 0)
         crf_at(vel, i, work, 0, work, 1)
         for k in range(6):
             fC[i, k] += work[1, k]
         if f_ext.shape[0] > 0:
+            # f_i −= f_i^ext (world coordinates)
             subtract_external_force(R, p, f_ext, i, fC)
-    for i in range(n - 1, -1, -1):
+    for i in range(n - 1, -1, -1):  # backward pass, leaves to root
+        # τ_i = S_iᵀ f_i^C
         for c in range(topology[i, IDX_V], topology[i, IDX_V] + topology[i, NV]):
             tau[c] = dot6_at(S, c, fC, i)
-        lam = topology[i, PARENT]
-        if lam >= 0:
+        parent = topology[i, PARENT]
+        # f_λ(i)^C += f_i^C
+        if parent >= 0:
             for k in range(6):
-                fC[lam, k] += fC[i, k]
+                fC[parent, k] += fC[i, k]
 
 
 @allocation_free
@@ -133,7 +140,7 @@ def rnea_call(b, q, v, a, f_ext, tau):
     """τ = ID(q, v, a, f_ext) into ``tau``, model and workspace cut from ``b`` (a
     :func:`dynamics.workspace.call_buffer`); inputs checked."""
     m, d = call_views(b)
-    check_sizes(m[0], q, v, a, f_ext)
+    check_sizes(m.topology, q, v, a, f_ext)
     check_state(q, v, a, "a: expected finite values, got NaN or inf")
     rnea_passes(m, d, q, v, a, f_ext)
     copy_into(tau, d.tau)

@@ -31,11 +31,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._compile import allocation_free, call_on_state, entry_point
+from ._compile import allocation_free, entry_point
 from .model import IDX_V, NV, PARENT, Model
 from .rnea import check_sizes, check_state, rnea_passes
 from .spatial import add_to_parent, crf_at, crm_at, dot6_at, mat6_vec_at
-from .workspace import call_views
+from .workspace import call_on_state, call_views
 
 
 @allocation_free(inline="always")
@@ -95,7 +95,7 @@ def rnea_derivatives_into(m, d, q, v, a, f_ext, dtau_dq, dtau_dv):
     Inputs are not checked (see :func:`rnea_derivatives_call`).
     """
     rnea_passes(m, d, q, v, a, f_ext)
-    rnea_derivative_passes(m[0], m[4], d.S, d.I, d.vel, d.acc, d.fC, d.rates, d.BC, d.T, dtau_dq, dtau_dv)
+    rnea_derivative_passes(m.topology, m.gravity, d.S, d.I, d.vel, d.acc, d.fC, d.rates, d.BC, d.T, dtau_dq, dtau_dv)
 
 
 # rows of the per-column work array of the backward pass
@@ -114,7 +114,9 @@ def rnea_derivative_passes(topology, gravity, S, IC, vel, acc, fC, rates, BC, T,
     """
     n = topology.shape[0]
     Psid, Psidd, Sd = rates[0], rates[1], rates[2]
+    # Ψ̇_j, Ψ̈_j, Ṡ_j of every DoF column (eq. 15)
     subspace_rates(topology, gravity, S, vel, acc, Psid, Psidd, Sd, T[0])
+    # B_k = B(I_k, v_k)   (eq. 14; summed into B^C below)
     for k in range(n):
         body_coriolis(IC, vel, k, BC)
     dtau_dq[:, :] = 0.0
@@ -122,6 +124,7 @@ def rnea_derivative_passes(topology, gravity, S, IC, vel, acc, fC, rates, BC, T,
     for i in range(n - 1, -1, -1):  # I^C, B^C of ν(i) are complete here
         for ci in range(topology[i, IDX_V], topology[i, IDX_V] + topology[i, NV]):
             t = T[ci]
+            # g, h, e, d of column ci from I_i^C, B_i^C, f_i^C
             joint_terms(i, ci, S, IC, BC, Psid, Psidd, Sd, fC, t)
             j = i
             while j >= 0:  # j ⪯ i
@@ -132,6 +135,7 @@ def rnea_derivative_passes(topology, gravity, S, IC, vel, acc, fC, rates, BC, T,
                         dtau_dq[cj, ci] = dot6_at(S, cj, t, E)  # (12b)
                         dtau_dv[cj, ci] = dot6_at(S, cj, t, D)  # (13b)
                 j = topology[j, PARENT]
+        # I_λ(i)^C += I_i^C,   B_λ(i)^C += B_i^C
         add_to_parent(topology, IC, i)
         add_to_parent(topology, BC, i)
 
@@ -143,16 +147,16 @@ def subspace_rates(topology, gravity, S, vel, acc, Psid, Psidd, Sd, w):
     for k in range(3):  # row 0: a_0, row 1: scratch
         w[0, k], w[0, 3 + k] = 0.0, -gravity[k]
     for i in range(topology.shape[0]):
-        lam = topology[i, PARENT]
+        parent = topology[i, PARENT]
         for j in range(topology[i, IDX_V], topology[i, IDX_V] + topology[i, NV]):
             crm_at(vel, i, S, j, Sd, j)  # Ṡ_j = v_i × S_j
-            if lam < 0:
+            if parent < 0:  # Ψ̇_j = 0,  Ψ̈_j = a_0 × S_j
                 Psid[j, :] = 0.0
                 crm_at(w, 0, S, j, Psidd, j)
                 continue
-            crm_at(vel, lam, S, j, Psid, j)  # Ψ̇_j = v_λ × S_j
-            crm_at(acc, lam, S, j, Psidd, j)  # Ψ̈_j = a_λ × S_j + v_λ × Ψ̇_j
-            crm_at(vel, lam, Psid, j, w, 1)
+            crm_at(vel, parent, S, j, Psid, j)  # Ψ̇_j = v_λ × S_j
+            crm_at(acc, parent, S, j, Psidd, j)  # Ψ̈_j = a_λ × S_j + v_λ × Ψ̇_j
+            crm_at(vel, parent, Psid, j, w, 1)
             for k in range(6):
                 Psidd[j, k] += w[1, k]
 
@@ -166,6 +170,7 @@ def joint_terms(i, c, S, IC, BC, Psid, Psidd, Sd, fC, t):
         e = 2 B_i^C Ψ̇_c + I_i^C Ψ̈_c + S_c ×* f_i^C     (bracket of 12b: f ×̄* S = S ×* f)
         d = 2 B_i^C S_c + I_i^C (Ψ̇_c + Ṡ_c)            (bracket of 13b)
     """
+    # g = 2 B_i^Cᵀ S_c,   e = 2 B_i^C Ψ̇_c,   d = 2 B_i^C S_c   (first terms)
     for r in range(6):
         g = e = d = 0.0
         for k in range(6):
@@ -174,13 +179,17 @@ def joint_terms(i, c, S, IC, BC, Psid, Psidd, Sd, fC, t):
             d += BC[i, r, k] * S[c, k]
         t[G, r], t[E, r], t[D, r] = 2.0 * g, 2.0 * e, 2.0 * d
         t[TMP2, r] = Psid[c, r] + Sd[c, r]
+    # h = I_i^C S_c
     mat6_vec_at(IC, i, S, c, t, H)
+    # e += I_i^C Ψ̈_c
     mat6_vec_at(IC, i, Psidd, c, t, TMP)
     for r in range(6):
         t[E, r] += t[TMP, r]
+    # e += S_c ×* f_i^C
     crf_at(S, c, fC, i, t, TMP)
     for r in range(6):
         t[E, r] += t[TMP, r]
+    # d += I_i^C (Ψ̇_c + Ṡ_c)
     mat6_vec_at(IC, i, t, TMP2, t, TMP)
     for r in range(6):
         t[D, r] += t[TMP, r]
@@ -191,7 +200,7 @@ def rnea_derivatives_call(b, q, v, a, f_ext, out):
     """(∂τ/∂q, ∂τ/∂q̇) into ``out`` (2, nv, nv), model and workspace cut from ``b`` (a
     :func:`dynamics.workspace.call_buffer`); inputs checked."""
     m, d = call_views(b)
-    check_sizes(m[0], q, v, a, f_ext)
+    check_sizes(m.topology, q, v, a, f_ext)
     check_state(q, v, a, "a: expected finite values, got NaN or inf")
     rnea_derivatives_into(m, d, q, v, a, f_ext, out[0], out[1])
 

@@ -239,7 +239,7 @@ def idsva_so_kernel(m, q, v, a, f_ext):
     # one block for the four tensors: freed and reallocated as a whole, it is reused by the
     # C allocator instead of being handed back to the system and faulted in again each call
     T = np.zeros((4, nv, nv, nv))
-    idsva_so_passes(m, new_data(m[0]), q, v, a, f_ext, np.empty((6, 6, 6)), np.empty((TMP + 2, 6)), T)
+    idsva_so_passes(m, new_data(m.topology), q, v, a, f_ext, np.empty((6, 6, 6)), np.empty((TMP + 2, 6)), T)
     return T[Q2], T[V2], T[QV], T[DM]
 
 
@@ -248,7 +248,7 @@ def idsva_so_passes(m, d, q, v, a, f_ext, B, w, T):
     """The passes of :func:`idsva_so_kernel`, adding the four tensors into T (4, nv, nv, nv)
     (zeroed by the caller); ``d`` a workspace (:mod:`dynamics.workspace`), B (6, 6, 6) and
     w (TMP + 2, 6) scratch."""
-    topology, gravity = m[0], m[4]
+    topology, gravity = m.topology, m.gravity
     rnea_passes(m, d, q, v, a, f_ext)
     S, IC, vel, acc, fC, BC = d.S, d.I, d.vel, d.acc, d.fC, d.BC
     n, nv = topology.shape[0], v.shape[0]

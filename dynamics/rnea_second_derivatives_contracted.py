@@ -43,6 +43,8 @@ for two columns of one joint it is the mean of the two iterated Lie derivatives 
 """
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
 from numba import njit
 
@@ -58,6 +60,20 @@ from .workspace import new_data
 
 # rows of the per-column vector workspace
 U8, U9, U11, U5, U2, P3, P1, PB, TMP, TMP2, TMP3, TMP4 = range(12)
+
+SoWork = namedtuple("SoWork", ["PsidSd", "cvec", "psibar", "Ghat", "Hhat", "Bs", "BShat", "w", "joint_vectors",
+                               "inert"])
+"""Scratch of :func:`idsva_so_contracted_passes` (:func:`new_so_work`): per DoF column
+Ψ̇ + Ṡ and c = S × ψ_λ (nv, 6) and B(I^C, S) (nv, 6, 6); per body ψ_λ, Ĝ, Ĥ (n, 6) and B̂s
+(n, 6, 6); the per-column vectors ``w`` (12, 6), rows U8 … TMP4; ``joint_vectors`` (4, nv)
+(the contracted FDSVA-SO's μ, then a row of 3·nv); a flag per body, ``inert`` (n,)."""
+
+Columns = namedtuple("Columns", ["S", "Psid", "Psidd", "PsidSd", "cvec", "T"])
+"""The per-DoF-column vectors the output loops read: S, Ψ̇, Ψ̈, Ψ̇ + Ṡ, c = S × ψ_λ (nv, 6)
+and the joint vectors g, h, e, d (nv, 6, 6)."""
+
+Contracted = namedtuple("Contracted", ["Hqq", "Hvv", "Hqv", "Mq"])
+"""The four (nv, nv) outputs of :func:`idsva_so_contracted_passes`, added into."""
 
 
 @njit(cache=True, inline="always")
@@ -95,10 +111,13 @@ def _subtree_vectors(j, cj, S, Psid, Ghat, Hhat, BShat, inert_root, w):
 
 
 @njit(cache=True, inline="always")
-def _deepest_output(topology, j, cj, S, Psid, Psidd, PsidSd, inert, w, Hqq, Hvv, Hqv, Mq):
-    """Add the entries whose output column is the deepest one, in ν(j), for every column ck
-    of the bodies k ⪯ j (all pairs (cj, ck) when k = j); the q-outputs of ck vanish when
-    its body is ``inert`` (:func:`idsva_so_contracted_passes`)."""
+def _deepest_output(topology, j, cj, col, inert, w, out):
+    """Add to ``out`` (:data:`Contracted`) the entries whose output column is the deepest
+    one, in ν(j), for every column ck of the bodies k ⪯ j (all pairs (cj, ck) when k = j),
+    ``col`` the :data:`Columns`; the q-outputs of ck vanish when its body is ``inert``
+    (:func:`idsva_so_contracted_passes`)."""
+    S, Psid, Psidd, PsidSd = col.S, col.Psid, col.Psidd, col.PsidSd
+    Hqq, Hvv, Hqv, Mq = out.Hqq, out.Hvv, out.Hqv, out.Mq
     k = j
     while k >= 0:
         for ck in range(topology[k, IDX_V], topology[k, IDX_V] + topology[k, NV]):
@@ -134,10 +153,10 @@ def _psi_rows(i, ci, S, IC, BC, Bs, Psid, psibar, cvec, w):
     for r in range(6):  # the seven matrix–vector products, one sweep over each matrix row
         ic_u = ic_psi = ic_psid = bc_c = bc_psi = bs_psi = bsT_psi = 0.0
         for k in range(6):
-            m = IC[i, r, k]
-            ic_u += m * w[TMP, k]
-            ic_psi += m * psibar[i, k]
-            ic_psid += m * Psid[ci, k]
+            ic = IC[i, r, k]
+            ic_u += ic * w[TMP, k]
+            ic_psi += ic * psibar[i, k]
+            ic_psid += ic * Psid[ci, k]
             bc_c += BC[i, k, r] * cvec[ci, k]
             bc_psi += BC[i, k, r] * psibar[i, k]
             bs_psi += Bs[ci, r, k] * psibar[i, k]
@@ -154,20 +173,23 @@ def _psi_rows(i, ci, S, IC, BC, Bs, Psid, psibar, cvec, w):
 
 
 @njit(cache=True, inline="always")
-def _pair_outputs(topology, i, ci, S, Psid, Psidd, PsidSd, cvec, T, inert, w, Hqq, Hvv, Hqv, Mq):
+def _pair_outputs(topology, i, ci, col, inert, w, out):
     """Add, for column ci of body i and every column cj of the bodies j ⪯ i, the entries
     whose output column is the shallowest (k ≺ j, through ψ_λ(j)) or lies between
     (k ⪯ j ≺ i, through ψ_λ(i) − ψ_λ(k)). The two share their bilinear forms: summed, only
     the rows P3, P1, PB of ci (of ψ_λ(i)) remain, and ψ_λ(j)·(S_cj ×* f) = −c_cj·f with
     c_cj = S_cj × ψ_λ(j). Two columns of body i (j = i) are visited in both orders. The
     q-outputs of cj vanish when its body is ``inert`` (:func:`idsva_so_contracted_passes`;
-    then i ≠ j, i being visited only if it is not inert)."""
+    then i ≠ j, i being visited only if it is not inert). ``col``: the :data:`Columns`;
+    ``out``: the :data:`Contracted` outputs."""
+    Psid, Psidd, cvec, T = col.Psid, col.Psidd, col.cvec, col.T
+    Hqq, Hqv, Mq = out.Hqq, out.Hqv, out.Mq
     t = T[ci]  # g, h, e, d of column ci
     j = i
     while j >= 0:
         for cj in range(topology[j, IDX_V], topology[j, IDX_V] + topology[j, NV]):
             if inert[j]:
-                _inert_pair_outputs(ci, cj, S, PsidSd, w, Hvv, Hqv, Mq)
+                _inert_pair_outputs(ci, cj, col, w, out)
                 continue
             x = dot6_at(w, P3, Psid, cj) + dot6_at(w, P1, Psidd, cj) - dot6_at(cvec, cj, t, E)
             Hqq[ci, cj] += x
@@ -175,17 +197,18 @@ def _pair_outputs(topology, i, ci, S, Psid, Psidd, PsidSd, cvec, T, inert, w, Hq
             x9 = -dot6_at(cvec, cj, t, H)
             Mq[ci, cj] += x9
             if j == i:  # ψ_λ(i)·u4 = −c_cj·h_ci − c_ci·h_cj (h_cj = I_i^C S_cj)
-                Hvv[cj, ci] += x9 - dot6_at(cvec, ci, T[cj], H)
+                out.Hvv[cj, ci] += x9 - dot6_at(cvec, ci, T[cj], H)
             else:
                 Hqq[cj, ci] += x
-                _inert_pair_outputs(ci, cj, S, PsidSd, w, Hvv, Hqv, Mq)
+                _inert_pair_outputs(ci, cj, col, w, out)
         j = topology[j, PARENT]
 
 
 @njit(cache=True, inline="always")
-def _inert_pair_outputs(ci, cj, S, PsidSd, w, Hvv, Hqv, Mq):
+def _inert_pair_outputs(ci, cj, col, w, out):
     """The entries of :func:`_pair_outputs` for columns ci ≠ cj of two bodies that hold no
     derivative with respect to q_cj: the v–v, q_ci–v_cj and ∂M/∂q_ci ones."""
+    S, PsidSd, Hvv, Hqv, Mq = col.S, col.PsidSd, out.Hvv, out.Hqv, out.Mq
     x = dot6_at(w, PB, S, cj)
     Hvv[ci, cj] += x
     Hvv[cj, ci] += x
@@ -195,14 +218,12 @@ def _inert_pair_outputs(ci, cj, S, PsidSd, w, Hvv, Hqv, Mq):
 
 @njit(cache=True)
 def new_so_work(topology):
-    """Scratch of :func:`idsva_so_contracted_passes` for the model of ``topology``:
-    (column vectors (2, nv, 6), body sums (3, n, 6), B(I^C, S) per column (nv, 6, 6),
-    B̂s sums (n, 6, 6), per-column vectors (12, 6), joint-space vectors (4, nv) (the
-    contracted FDSVA-SO's μ, then a row of 3·nv), a flag per body (n,)). A loop over many
-    evaluations makes it once."""
+    """The :data:`SoWork` of :func:`idsva_so_contracted_passes` for the model of
+    ``topology``, uninitialised. A loop over many evaluations makes it once."""
     n, nv = topology.shape[0], tangent_size(topology)
-    return (np.empty((2, nv, 6)), np.empty((3, n, 6)), np.empty((nv, 6, 6)), np.empty((n, 6, 6)),
-            np.empty((TMP4 + 1, 6)), np.empty((4, nv)), np.empty(n, np.bool_))
+    columns, bodies = np.empty((2, nv, 6)), np.empty((3, n, 6))
+    return SoWork(columns[0], columns[1], bodies[0], bodies[1], bodies[2], np.empty((nv, 6, 6)), np.empty((n, 6, 6)),
+                  np.empty((TMP4 + 1, 6)), np.empty((4, nv)), np.empty(n, np.bool_))
 
 
 @allocation_free
@@ -211,7 +232,7 @@ def idsva_so_contracted_passes(topology, data, mu, Hqq, Hvv, Hqv, Mq, work):
     :func:`dynamics.rnea_derivatives.rnea_derivative_passes`: ``data`` = (S (nv, 6),
     composites I^C and B^C (n, 6, 6), rates (Ψ̇, Ψ̈, Ṡ) (3, nv, 6), column vectors g, h, e, d
     (nv, 6, 6)). Writes Hqq, Hvv, Hqv, Mq (nv, nv) of the module docstring; ``work`` from
-    :func:`new_so_work` (nothing is allocated).
+    :func:`new_so_work`, a :data:`SoWork` (nothing is allocated).
 
     A body is *inert* when its columns have Ψ̇ = Ψ̈ = 0, its ψ_λ is 0 and its parent is
     the ground or inert. Then the entries with a derivative with respect to its q taken
@@ -227,20 +248,22 @@ def idsva_so_contracted_passes(topology, data, mu, Hqq, Hvv, Hqv, Mq, work):
     S, IC, BC, rates, T = data
     Psid, Psidd, Sd = rates[0], rates[1], rates[2]
     n = topology.shape[0]
-    PsidSd, cvec = work[0][0], work[0][1]  # written for every column before use
-    bodies, Bs, BShat, w, inert = work[1], work[2], work[3], work[4], work[6]
-    bodies[:, :, :] = 0.0
+    PsidSd, cvec = work.PsidSd, work.cvec  # written for every column before use
+    psibar, Ghat, Hhat, Bs, BShat, w, inert = work.psibar, work.Ghat, work.Hhat, work.Bs, work.BShat, work.w, work.inert
+    psibar[:, :] = 0.0
+    Ghat[:, :] = 0.0
+    Hhat[:, :] = 0.0
     BShat[:, :, :] = 0.0
-    psibar, Ghat, Hhat = bodies[0], bodies[1], bodies[2]
+    col, out = Columns(S, Psid, Psidd, PsidSd, cvec, T), Contracted(Hqq, Hvv, Hqv, Mq)
     for i in range(n):
-        lam = topology[i, PARENT]
-        if lam >= 0:  # ψ_λ(i) = Σ_{c of bodies ≺ i} S_c μ_c
+        parent = topology[i, PARENT]
+        if parent >= 0:  # ψ_λ(i) = Σ_{c of bodies ≺ i} S_c μ_c
             for r in range(6):
-                psibar[i, r] = psibar[lam, r]
-            for c in range(topology[lam, IDX_V], topology[lam, IDX_V] + topology[lam, NV]):
+                psibar[i, r] = psibar[parent, r]
+            for c in range(topology[parent, IDX_V], topology[parent, IDX_V] + topology[parent, NV]):
                 for r in range(6):
                     psibar[i, r] += S[c, r] * mu[c]
-        inert[i] = lam < 0 or inert[lam]
+        inert[i] = parent < 0 or inert[parent]
         for r in range(6):
             if psibar[i, r] != 0.0:
                 inert[i] = False
@@ -264,15 +287,15 @@ def idsva_so_contracted_passes(topology, data, mu, Hqq, Hvv, Hqv, Mq, work):
                     BShat[i, r, c] += 2.0 * mu[ci] * Bs[ci, r, c]
         for ci in range(topology[i, IDX_V], topology[i, IDX_V] + topology[i, NV]):
             _subtree_vectors(i, ci, S, Psid, Ghat, Hhat, BShat, inert[i] and topology[i, PARENT] < 0, w)
-            _deepest_output(topology, i, ci, S, Psid, Psidd, PsidSd, inert, w, Hqq, Hvv, Hqv, Mq)
+            _deepest_output(topology, i, ci, col, inert, w, out)
             if not inert[i]:  # else every pair of its columns has only vanishing entries
                 _psi_rows(i, ci, S, IC, BC, Bs, Psid, psibar, cvec, w)
-                _pair_outputs(topology, i, ci, S, Psid, Psidd, PsidSd, cvec, T, inert, w, Hqq, Hvv, Hqv, Mq)
-        lam = topology[i, PARENT]
-        if lam >= 0:
+                _pair_outputs(topology, i, ci, col, inert, w, out)
+        parent = topology[i, PARENT]
+        if parent >= 0:
             for r in range(6):
-                Ghat[lam, r] += Ghat[i, r]
-                Hhat[lam, r] += Hhat[i, r]
+                Ghat[parent, r] += Ghat[i, r]
+                Hhat[parent, r] += Hhat[i, r]
         add_to_parent(topology, BShat, i)
     symmetrize_joint_blocks(topology, Hqq.reshape((1,) + Hqq.shape))  # the chart Hessian of two columns of one joint
 
@@ -283,7 +306,7 @@ def idsva_so_contracted_kernel(m, q, v, a, f_ext, mu):
     check_state(q, v, a, "a: expected finite values, got NaN or inf")
     if not all_finite(mu):
         raise ValueError("mu: expected finite values, got NaN or inf")
-    topology, gravity = m[0], m[4]
+    topology, gravity = m.topology, m.gravity
     nv = v.shape[0]
     d = new_data(topology)
     rnea_passes(m, d, q, v, a, f_ext)

@@ -107,11 +107,11 @@ def dot6_at(a, i, b, j):
 @allocation_free(inline="always")
 def add_to_parent(topology, X, i):
     """X[λ(i)] += X[i] for stacked (6, 6) matrices: the composite sums I^C, B^C of a subtree."""
-    lam = topology[i, PARENT]
-    if lam >= 0:
+    parent = topology[i, PARENT]
+    if parent >= 0:
         for r in range(6):
             for c in range(6):
-                X[lam, r, c] += X[i, r, c]
+                X[parent, r, c] += X[i, r, c]
 
 
 @allocation_free(inline="always")

@@ -41,13 +41,13 @@ import xml.etree.ElementTree as ET
 import numpy as np
 
 from .builder import ModelBuilder
-from .model import Geometry, Model, rpy_matrix, transform
+from .model import DEFAULT_GRAVITY, Geometry, Model, as_gravity, rpy_matrix, transform
 
 _SHAPES = ("box", "cylinder", "sphere", "mesh")
 
 
 def load_urdf(source: str | os.PathLike, root_joint: str | None = None, package_dirs=None,
-              strict_inertia: bool = False) -> Model:
+              strict_inertia: bool = False, gravity=DEFAULT_GRAVITY) -> Model:
     """Model described by a URDF file path or URDF XML string.
 
     A string whose first non-blank character is ``<`` is parsed as XML, anything else is
@@ -55,8 +55,11 @@ def load_urdf(source: str | os.PathLike, root_joint: str | None = None, package_
     ``"free-flyer"``, ``"planar"`` or ``"spherical"`` attaches the root link to the world
     by that joint, named ``"root_joint"``. ``package_dirs`` (a directory or a list of
     them) resolves ``package://`` mesh URIs. ``strict_inertia`` refuses inertias that
-    violate the triangle inequality even slightly (by default: a warning).
+    violate the triangle inequality even slightly (by default: a warning). ``gravity`` (3,)
+    is the model's gravity acceleration in the world frame (m/s²), fixed for its lifetime
+    (:meth:`~dynamics.model.Model.with_gravity` gives a copy under another).
     """
+    gravity = as_gravity(gravity)
     dirs = _package_dirs(package_dirs)
     path = None
     if isinstance(source, str) and source.lstrip().startswith("<"):
@@ -78,7 +81,7 @@ def load_urdf(source: str | os.PathLike, root_joint: str | None = None, package_
         raise ValueError(f"urdf: root element must be <robot>, got <{root.tag}>")
     base = os.path.dirname(os.path.abspath(path)) if path else os.getcwd()
     return _RobotParser(root, _MeshResolver(dirs, base)).build(root_joint, strict_inertia,
-                                                                os.path.abspath(path) if path else None)
+                                                                os.path.abspath(path) if path else None, gravity)
 
 
 def _package_dirs(package_dirs) -> list[str]:
@@ -132,14 +135,14 @@ class _RobotParser:
         self.builder = ModelBuilder(robot.get("name", "robot"))
         self.materials: dict[str, tuple[float, float, float, float]] = {}
 
-    def build(self, root_joint: str | None, strict_inertia: bool, source: str | None) -> Model:
+    def build(self, root_joint: str | None, strict_inertia: bool, source: str | None, gravity: np.ndarray) -> Model:
         for m in self.robot.findall("material"):
             self._material(m, "robot")
         for link in self.robot.findall("link"):
             self._link(link)
         for joint in self.robot.findall("joint"):
             self._joint(joint)
-        return self.builder.build(root_joint, strict_inertia, source)
+        return self.builder.build(root_joint, strict_inertia, source, gravity)
 
     def _link(self, el: ET.Element) -> None:
         name = _required(el, "name", "<link>")

@@ -9,14 +9,21 @@ evaluation after that is allocation-free.
 
 A workspace is one float64 buffer of :func:`data_size` entries, cut into the fields by
 :func:`data_views`. The single-state functions called from Python (``dynamics.rnea`` and
-the others of Pinocchio's per-call API) reuse a buffer their model owns
-(``Model.workspace``, a :func:`call_buffer`), which also holds a packed copy of the model
-record, and receive model and workspace as that one array: numba unboxes every array of
+the others of Pinocchio's per-call API) reuse one buffer per model (:func:`model_workspace`,
+a :func:`call_buffer`), which also holds a packed copy of the model record, and receive
+model and workspace as that one array: numba unboxes every array of
 an argument on each call (about 0.1 µs per array, 0.45 µs for the record's tuple of five),
 which on a 6-DoF arm costs as much as the algorithm; so would allocating the workspace.
+
+The model is immutable and holds no workspace: this module keeps the buffer of each model
+beside it, made on the model's first single-state call and dropped with the model, as
+Pinocchio's Data is made from, and lives beside, its Model. The kernels hold the GIL, so
+calls from several Python threads take turns on a buffer; the batched and parallel
+kernels make their own workspaces (:func:`new_data`).
 """
 from __future__ import annotations
 
+import weakref
 from collections import namedtuple
 
 import numpy as np
@@ -26,8 +33,10 @@ from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic
 from numba.np.arrayobj import make_array, populate_array
 
-from ._compile import allocation_free
+from ._checks import NO_FORCE, as_state, as_vector
+from ._compile import allocation_free, call_checked
 from .kinematics import tangent_size
+from .model import Model, ModelRecord
 
 Data = namedtuple("Data", [
     "R", "p", "S", "I",          # world poses (n, 3, 3), (n, 3), subspaces (nv, 6), inertias (n, 6, 6)
@@ -51,12 +60,14 @@ def data_size(n, nv):
     return 4 * n * 36 + 6 * n * 6 + 6 * nv * 6 + 2 * nv + 3 * nv * nv + 2 * n * nv * 6 + n * 12 + nv * 36 + 24 + 72
 
 
-@intrinsic
-def c_view(typingctx, w, k, shape):
-    """``w[k : k + prod(shape)].reshape(shape)`` for a contiguous ``w``, unchecked: the
-    C-contiguous view built in place. numba's reshape calls a runtime helper (about 30 ns),
-    and the sixteen views of a call buffer would cost a third of the RNEA on a 6-DoF arm."""
-    signature = w.copy(ndim=len(shape), layout="C")(w, k, shape)
+def _c_view_intrinsic(name: str, readonly: bool):
+    """The intrinsic ``w[k : k + prod(shape)].reshape(shape)`` for a contiguous ``w``,
+    unchecked: the C-contiguous view built in place, typed read-only if ``readonly``.
+    numba's reshape calls a runtime helper (about 30 ns), and the sixteen views of a call
+    buffer would cost a third of the RNEA on a 6-DoF arm."""
+
+    def typer(typingctx, w, k, shape):
+        return w.copy(ndim=len(shape), layout="C", readonly=readonly)(w, k, shape), codegen
 
     def codegen(context, builder, signature, args):
         source = make_array(signature.args[0])(context, builder, args[0])
@@ -72,7 +83,15 @@ def c_view(typingctx, w, k, shape):
                        itemsize=source.itemsize, meminfo=source.meminfo, parent=source.parent)
         return impl_ret_borrowed(context, builder, signature.return_type, view._getvalue())
 
-    return signature, codegen
+    typer.__name__ = typer.__qualname__ = name
+    return intrinsic(typer)
+
+
+c_view = _c_view_intrinsic("c_view", readonly=False)
+"""A writable view (workspace fields); see :func:`_c_view_intrinsic`."""
+c_view_readonly = _c_view_intrinsic("c_view_readonly", readonly=True)
+"""A view typed read-only, as numba types the model's read-only arrays (the model record of
+a call buffer: the kernels then compile once for both)."""
 
 
 @allocation_free(inline="always")
@@ -82,6 +101,15 @@ def _block(w, k, shape):
     for s in shape:
         size *= s
     return c_view(w, k, shape), k + size
+
+
+@allocation_free(inline="always")
+def _record_block(w, k, shape):
+    """:func:`_block` typed read-only, for the model record of a call buffer."""
+    size = 1
+    for s in shape:
+        size *= s
+    return c_view_readonly(w, k, shape), k + size
 
 
 @allocation_free(inline="always")
@@ -105,29 +133,77 @@ def data_views(topology, w):
                 C6[1], C6[2], C6[3:6], vec[0], vec[1], NN[0], NN[1], NN[2], FP[0], FP[1], T, h, gauss)
 
 
-def call_buffer(m: tuple) -> np.ndarray:
+def call_buffer(m: ModelRecord) -> np.ndarray:
     """The one array a single-state kernel called from Python receives (see the module
-    docstring): the model record ``m`` packed — n, the int64 topology's bits, the joint
-    placements, axes, inertias and gravity — followed by a workspace; cut by :func:`call_views`."""
-    topology = m[0]
-    n, nv = topology.shape[0], tangent_size(topology)
-    head = np.concatenate(([n], topology.ravel().view(np.float64), *(np.ravel(a) for a in m[1:])))
+    docstring): the model record ``m`` packed — the body count n (entry ``BODY_COUNT``), the
+    int64 topology's bits reinterpreted as float64 (from entry ``TOPOLOGY_START``: one array,
+    not two, is what makes the call cheap), the joint placements, axes, inertias and gravity
+    — followed by a workspace; cut by :func:`call_views`."""
+    n, nv = m.topology.shape[0], tangent_size(m.topology)
+    head = np.concatenate(([n], m.topology.ravel().view(np.float64), m.joint_placement.ravel(), m.axis.ravel(),
+                           m.inertia.ravel(), m.gravity))
     return np.concatenate((head, np.empty(data_size(n, nv))))
+
+
+BODY_COUNT, TOPOLOGY_START = 0, 1
+"""Entries of a :func:`call_buffer`: the body count n, then the first of the topology's 7·n."""
 
 
 @allocation_free(inline="always")
 def call_views(b):
     """(model record, workspace) cut from a :func:`call_buffer`, both views of ``b``."""
-    n = int(b[0])
-    topology = c_view(b.view(np.int64), 1, (n, 7))
-    joint_placement, k = _block(b, 1 + 7 * n, (n, 4, 4))
-    axis, k = _block(b, k, (n, 3))
-    inertia, k = _block(b, k, (n, 13))
-    gravity, k = _block(b, k, (3,))
-    return (topology, joint_placement, axis, inertia, gravity), data_views(topology, b[k:])
+    n = int(b[BODY_COUNT])
+    topology = c_view_readonly(b.view(np.int64), TOPOLOGY_START, (n, 7))
+    joint_placement, k = _record_block(b, TOPOLOGY_START + 7 * n, (n, 4, 4))
+    axis, k = _record_block(b, k, (n, 3))
+    inertia, k = _record_block(b, k, (n, 13))
+    gravity, k = _record_block(b, k, (3,))
+    return ModelRecord(topology, joint_placement, axis, inertia, gravity), data_views(topology, b[k:])
 
 
 @njit(cache=True)
 def new_data(topology):
     """A fresh workspace (uninitialised) for the model of ``topology``: one allocation."""
     return data_views(topology, np.empty(data_size(topology.shape[0], tangent_size(topology))))
+
+
+_BUFFERS: dict[int, np.ndarray] = {}
+"""id(model) → its call buffer; an entry is removed when its model is collected (so the id
+is never reused while the entry lives). A dict keyed by id: a weak-keyed dictionary's
+lookup runs Python code, and costs a tenth of an RNEA on a 6-DoF arm."""
+
+
+def model_workspace(model: Model) -> np.ndarray:
+    """The :func:`call_buffer` of ``model``'s single-state calls: made on first use, kept
+    beside the model (never in it) and dropped when the model is collected."""
+    try:
+        return _BUFFERS[id(model)]
+    except KeyError:
+        key = id(model)
+        _BUFFERS[key] = buffer = call_buffer(model.arrays)
+        weakref.finalize(model, _BUFFERS.pop, key, None)
+        return buffer
+
+
+def call_on_configuration(kernel, model: Model, q, out: np.ndarray) -> np.ndarray:
+    """``kernel(buffer, q, out)`` for an :func:`dynamics._compile.entry_point` of q alone,
+    ``buffer`` the model's :func:`model_workspace`, q checked and named in Python only if
+    the kernel refuses it; returns ``out``."""
+    b = model_workspace(model)
+    try:
+        kernel(b, q, out)
+    except (TypeError, ValueError):  # not a float64 vector, or bad input: check and name it
+        call_checked(kernel, b, as_vector(q, model.nq, "q"), out)
+    return out
+
+
+def call_on_state(kernel, model: Model, q, v, w, w_name: str, f_ext, out: np.ndarray) -> np.ndarray:
+    """``kernel(buffer, q, v, w, f_ext, out)`` for an :func:`dynamics._compile.entry_point`
+    of a state (w named ``w_name``), ``buffer`` the model's :func:`model_workspace`, the
+    arguments checked and named in Python only if the kernel refuses them; returns ``out``."""
+    b = model_workspace(model)
+    try:
+        kernel(b, q, v, w, NO_FORCE if f_ext is None else f_ext, out)
+    except (TypeError, ValueError):  # not float64 vectors, or bad input: check and name them
+        call_checked(kernel, b, *as_state(model, q, v, w, w_name, f_ext), out)
+    return out

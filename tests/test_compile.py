@@ -10,7 +10,7 @@ import numba
 import numpy as np
 import pytest
 
-from dynamics.workspace import call_views
+from dynamics.workspace import call_views, model_workspace
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = sorted(p for pkg in ("dynamics", "optdyn") for p in (ROOT / pkg).rglob("*.py"))
@@ -77,10 +77,10 @@ def _unpacked(b):
 def test_the_call_buffer_holds_the_model_record_bit_for_bit():
     import dynamics as dyn
 
-    model = dyn.models.ur5()
-    model.gravity = (0.5, -1.0, -9.0)
-    record, gauss_shape = _unpacked(model.workspace)
-    assert gauss_shape == (6, 12)
+    model = dyn.models.ur5(gravity=(0.5, -1.0, -9.0))
+    record, gauss_shape = _unpacked(model_workspace(model))
+    assert gauss_shape == (6, 12) and type(record) is type(model.arrays) and record._fields == model.arrays._fields
+    assert not any(a.flags.writeable for a in model.arrays)
     for ours, packed in zip(model.arrays, record):
         assert packed.dtype == ours.dtype and packed.flags.c_contiguous
         np.testing.assert_array_equal(packed, ours)

@@ -7,6 +7,8 @@ differences (gravity = ∇V, frame Jacobians).
 """
 from __future__ import annotations
 
+import gc
+
 import numba
 import numpy as np
 import pytest
@@ -14,6 +16,7 @@ from scipy.spatial.transform import Rotation
 
 import dynamics as dyn
 from conftest import make_model, random_state
+from dynamics.workspace import _BUFFERS, model_workspace
 
 SEEDS = [0, 1, 2]
 
@@ -175,10 +178,10 @@ def test_gravity_setting_is_used():
     model = dyn.models.double_pendulum()
     q = np.array([0.3, -0.4])
     g0 = dyn.gravity_torques(model, q)
-    model.gravity = (0.0, 0.0, -2 * 9.81)
-    np.testing.assert_allclose(dyn.gravity_torques(model, q), 2 * g0, rtol=1e-14)
-    model.gravity = (0.0, 0.0, 0.0)
-    np.testing.assert_array_equal(dyn.gravity_torques(model, q), np.zeros(2))
+    np.testing.assert_allclose(dyn.gravity_torques(model.with_gravity((0.0, 0.0, -2 * 9.81)), q), 2 * g0,
+                               rtol=1e-14)
+    np.testing.assert_array_equal(dyn.gravity_torques(dyn.models.double_pendulum(gravity=(0, 0, 0)), q), np.zeros(2))
+    np.testing.assert_array_equal(dyn.gravity_torques(model, q), g0)
 
 
 # ---------------------------------------------------------------- frames
@@ -319,7 +322,7 @@ def test_arrays_of_other_types_and_layouts_give_the_same_result_and_compile_noth
 
 
 def test_the_single_state_functions_share_the_models_buffer_without_stale_results():
-    """Interleaved calls on two models and after a gravity change see their own model."""
+    """Interleaved calls on two models, and on a copy under another gravity, see their own model."""
     ur5, pendulum = dyn.models.ur5(), dyn.models.double_pendulum()
     q, v, a = random_state(ur5, 4)
     qp, vp, ap = random_state(pendulum, 4)
@@ -328,6 +331,19 @@ def test_the_single_state_functions_share_the_models_buffer_without_stale_result
         np.testing.assert_array_equal(dyn.rnea(ur5, q, v, a), tau)
         np.testing.assert_array_equal(dyn.rnea(pendulum, qp, vp, ap), taup)
     M = dyn.crba(ur5, q)
-    ur5.gravity = (0.0, 0.0, 0.0)
+    ur5 = ur5.with_gravity((0.0, 0.0, 0.0))
     np.testing.assert_allclose(dyn.rnea(ur5, q, v, a), tau - dyn.gravity_torques(dyn.models.ur5(), q), atol=1e-12)
     np.testing.assert_array_equal(dyn.crba(ur5, q), M)
+
+
+def test_the_call_buffer_lives_beside_the_model_and_goes_with_it():
+    """Pinocchio's Model/Data split: the model holds no workspace; the buffer made on its
+    first call is kept beside it and released when the model is collected."""
+    model = dyn.models.double_pendulum()
+    assert "workspace" not in vars(model)
+    dyn.rnea(model, np.zeros(2), np.zeros(2), np.zeros(2))
+    key, buffer = id(model), model_workspace(model)
+    assert _BUFFERS[key] is buffer and not any(v is buffer for v in vars(model).values())
+    del model
+    gc.collect()
+    assert key not in _BUFFERS

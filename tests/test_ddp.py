@@ -26,8 +26,7 @@ def slider(u_max=np.inf):
     b.add_link("base")
     b.add_link("cart", mass=MASS, inertia=0.1 * np.eye(3))
     b.add_joint("slide", "prismatic", "base", "cart", axis=(1.0, 0.0, 0.0))
-    m = b.build()
-    m.gravity = (0.0, 0.0, 0.0)
+    m = b.build(gravity=(0.0, 0.0, 0.0))
     return Problem(m, [0.0, 0.0], N=N, dt=DT, running_cost=StateCost(WX, REF) + ControlCost(WU, nu=1),
                    terminal_cost=StateCost(WN, REF), substeps=SUB, u_lower=[-u_max], u_upper=[u_max])
 

@@ -85,7 +85,7 @@ def test_batched_contracted_equals_pointwise(ur5):
 
 
 @pytest.mark.parametrize("func, last", [(dyn.rnea_second_derivatives_contracted, "mu"),
-                                        (dyn.aba_second_derivatives_contracted, "lam")])
+                                        (dyn.aba_second_derivatives_contracted, "mu")])
 def test_bad_weights_name_the_argument(ur5, func, last):
     z = np.zeros(6)
     with pytest.raises(ValueError, match=rf"{last}: expected shape \(6,\)"):
@@ -104,5 +104,5 @@ def test_batched_bad_weights_name_the_array_and_knot(ur5):
     bad[1, 3] = np.nan
     with pytest.raises(ValueError, match="MU: expected finite values, got NaN or inf at knot 1"):
         dyn.batch.rnea_second_derivatives_contracted_batch(ur5, Z, Z, Z, bad)
-    with pytest.raises(ValueError, match=r"LAM: expected shape \(K, 6\)"):
+    with pytest.raises(ValueError, match=r"MU: expected shape \(K, 6\)"):
         dyn.batch.aba_second_derivatives_contracted_batch(ur5, Z, Z, Z, np.zeros((2, 5)))

@@ -112,8 +112,7 @@ def test_second_derivatives_with_fext_are_central_differences_of_first(kind):
 def test_static_wrench_at_the_tool_is_balanced_by_minus_J_transpose():
     """At rest with gravity off, τ = ID(q, 0, 0, f_ext) must balance the wrench:
     τ = −Jᵀ w with J the world-aligned frame Jacobian (moment about the frame origin)."""
-    model = dyn.load_urdf(dyn.models.ur5().source)
-    model.gravity = [0.0, 0.0, 0.0]
+    model = dyn.load_urdf(dyn.models.ur5().source, gravity=[0.0, 0.0, 0.0])
     zero = np.zeros(model.nv)
     for seed in range(3):
         rng = np.random.default_rng(seed)

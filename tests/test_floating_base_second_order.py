@@ -163,8 +163,7 @@ def test_inert_chains_keep_their_velocity_and_inertia_terms(name):
     if name == "space":
         model, free = dyn.models.space_manipulator(), 7  # base (6 rates) and the arm's first joint
     else:
-        model, free = dyn.models.ur5(), 2
-        model.gravity = np.zeros(3)
+        model, free = dyn.models.ur5(gravity=np.zeros(3)), 2
     assert not np.any(model.gravity)
     q = dyn.random_configuration(model, np.random.default_rng(5))
     rest = np.zeros(model.nv)

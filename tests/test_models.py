@@ -71,8 +71,37 @@ def test_ur5_zero_pose(ur5):
 
 def test_ur5_returns_fresh_models():
     a, b = dyn.models.ur5(), dyn.models.ur5()
-    a.gravity = (0, 0, 0)
+    assert a is not b and a.topology is not b.topology
     np.testing.assert_array_equal(b.gravity, [0, 0, -9.81])
+
+
+def test_models_are_immutable():
+    """Pinocchio's Model: read-only arrays, gravity fixed when built; with_gravity copies."""
+    model = dyn.models.ur5()
+    for name in ("topology", "joint_placement", "axis", "inertia", "gravity", "lower_limit", "effort_limit"):
+        with pytest.raises(ValueError, match="read-only"):
+            getattr(model, name)[0] = 0
+    for record, field in zip(model.arrays, ("topology", "joint_placement", "axis", "inertia", "gravity")):
+        assert record is getattr(model, field) and not record.flags.writeable
+    with pytest.raises(AttributeError):
+        model.gravity = (0.0, 0.0, 0.0)
+    q = np.array([0.1, -1.2, 1.5, -0.3, 1.57, 0.2])
+    tau = dyn.gravity_torques(model, q)
+    moon = model.with_gravity((0.0, 0.0, -1.62))
+    np.testing.assert_array_equal(model.gravity, [0.0, 0.0, -9.81])
+    np.testing.assert_array_equal(dyn.gravity_torques(model, q), tau)
+    np.testing.assert_allclose(dyn.gravity_torques(moon, q), tau * 1.62 / 9.81, rtol=1e-12, atol=1e-12)
+    assert moon.joint_names == model.joint_names and not moon.gravity.flags.writeable
+    np.testing.assert_array_equal(dyn.models.ur5(gravity=(0.0, 0.0, -1.62)).gravity, moon.gravity)
+    for bad in ((0.0, 0.0), (0.0, np.nan, 1.0), "down"):
+        with pytest.raises(ValueError, match="gravity"):
+            model.with_gravity(bad)
+        with pytest.raises(ValueError, match="gravity"):
+            dyn.load_urdf(model.source, gravity=bad)
+    builder = dyn.ModelBuilder("bar")
+    builder.add_link("base")
+    with pytest.raises(ValueError, match="gravity"):
+        builder.build(gravity=[1.0, 2.0, np.inf])
 
 
 def check_tree_layout(model):

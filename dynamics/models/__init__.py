@@ -7,6 +7,9 @@
   revolute and prismatic joints (benchmark families, valid up to at least 60 bodies).
 * :func:`pendulum` and :func:`double_pendulum` — planar point-mass pendulums whose
   equations of motion have textbook closed forms.
+
+Each takes ``gravity=`` (3,), the model's gravity acceleration in the world frame (m/s²),
+by default (0, 0, −9.81) — (0, 0, 0) for the space manipulator.
 """
 from __future__ import annotations
 
@@ -15,13 +18,13 @@ from importlib import resources
 import numpy as np
 
 from ..builder import ModelBuilder
-from ..model import Geometry, Model, rpy_matrix, transform
+from ..model import DEFAULT_GRAVITY, Geometry, Model, rpy_matrix, transform
 from ..urdf import load_urdf
 
 __all__ = ["ur5", "space_manipulator", "serial_chain", "binary_tree", "pendulum", "double_pendulum"]
 
 
-def ur5() -> Model:
+def ur5(*, gravity=DEFAULT_GRAVITY) -> Model:
     """UR5 with the published parameters of Universal Robots' ur_description.
 
     Joints ``shoulder_pan_joint … wrist_3_joint``; frames ``world, base_link, base,
@@ -30,24 +33,22 @@ def ur5() -> Model:
     collision shapes are primitive cylinders (see the header of ``ur5.urdf``).
     """
     with resources.as_file(resources.files(__name__).joinpath("ur5.urdf")) as path:
-        return load_urdf(path)
+        return load_urdf(path, gravity=gravity)
 
 
-def space_manipulator() -> Model:
+def space_manipulator(*, gravity=(0.0, 0.0, 0.0)) -> Model:
     """The UR5 arm on a 1 m cubic satellite of 300 kg, free-floating in zero gravity.
 
     Loaded from the shipped ``space_manipulator.urdf`` with a free-flyer root joint
     ``root_joint`` (q = (x, y, z, qx, qy, qz, qw) of the satellite, then the six arm
     angles; v = the satellite's local (linear, angular) velocity, then the arm rates),
-    and gravity set to zero. Frames as :func:`ur5` plus ``satellite``.
+    and zero gravity unless ``gravity`` says otherwise. Frames as :func:`ur5` plus ``satellite``.
     """
     with resources.as_file(resources.files(__name__).joinpath("space_manipulator.urdf")) as path:
-        model = load_urdf(path, root_joint="free-flyer")
-    model.gravity = (0.0, 0.0, 0.0)
-    return model
+        return load_urdf(path, root_joint="free-flyer", gravity=gravity)
 
 
-def serial_chain(n: int, seed: int = 0) -> Model:
+def serial_chain(n: int, seed: int = 0, *, gravity=DEFAULT_GRAVITY) -> Model:
     """Random chain of ``n`` joints: body i hangs from body i − 1.
 
     Joints ``joint1 … joint{n}`` (80 % revolute, 20 % prismatic) with random unit axes,
@@ -55,10 +56,10 @@ def serial_chain(n: int, seed: int = 0) -> Model:
     0.5–3 kg and physical inertias; the same ``seed`` gives the same model.
     """
     _check_size(n)
-    return _random_tree(f"serial_chain_{n}_seed{seed}", [i - 1 for i in range(n)], seed)
+    return _random_tree(f"serial_chain_{n}_seed{seed}", [i - 1 for i in range(n)], seed, gravity)
 
 
-def binary_tree(n: int, seed: int = 0) -> Model:
+def binary_tree(n: int, seed: int = 0, *, gravity=DEFAULT_GRAVITY) -> Model:
     """Random binary tree of ``n`` joints, random parameters as :func:`serial_chain`.
 
     In breadth-first numbering, body b (joint ``joint{b+1}``) hangs from body (b − 1) // 2
@@ -66,19 +67,20 @@ def binary_tree(n: int, seed: int = 0) -> Model:
     ``joint_names`` lists the joints in depth-first order, not by name.
     """
     _check_size(n)
-    return _random_tree(f"binary_tree_{n}_seed{seed}", [(b - 1) // 2 for b in range(n)], seed)
+    return _random_tree(f"binary_tree_{n}_seed{seed}", [(b - 1) // 2 for b in range(n)], seed, gravity)
 
 
-def pendulum(m: float = 1.0, l: float = 1.0) -> Model:
+def pendulum(m: float = 1.0, l: float = 1.0, *, gravity=DEFAULT_GRAVITY) -> Model:
     """Planar pendulum: point mass ``m`` (kg) on a massless rod of length ``l`` (m).
 
     Conventions as :func:`double_pendulum`: joint ``joint1`` about +y, q = 0 hanging
     straight down along −z, gravity (0, 0, −9.81) in the x–z plane.
     """
-    return _planar_pendulum("pendulum", [m], [l])
+    return _planar_pendulum("pendulum", [m], [l], gravity)
 
 
-def double_pendulum(m1: float = 1.0, m2: float = 1.0, l1: float = 1.0, l2: float = 1.0) -> Model:
+def double_pendulum(m1: float = 1.0, m2: float = 1.0, l1: float = 1.0, l2: float = 1.0, *,
+                    gravity=DEFAULT_GRAVITY) -> Model:
     """Planar double pendulum of point masses at the tips of massless rods.
 
     Both joints (``joint1``, ``joint2``) turn about +y and the pendulum swings in the
@@ -93,7 +95,7 @@ def double_pendulum(m1: float = 1.0, m2: float = 1.0, l1: float = 1.0, l2: float
 
     Frames: ``base``, ``link1``, ``link2`` (joint frames) and ``tip`` (mass m2).
     """
-    return _planar_pendulum("double_pendulum", [m1, m2], [l1, l2])
+    return _planar_pendulum("double_pendulum", [m1, m2], [l1, l2], gravity)
 
 
 def _check_size(n) -> None:
@@ -101,7 +103,7 @@ def _check_size(n) -> None:
         raise ValueError(f"n: expected a positive integer number of joints, got {n!r}")
 
 
-def _random_tree(name: str, parents: list[int], seed: int) -> Model:
+def _random_tree(name: str, parents: list[int], seed: int, gravity) -> Model:
     """Model whose body b hangs from body ``parents[b]`` (−1 = base), random parameters."""
     rng = np.random.default_rng(seed)
     b = ModelBuilder(name)
@@ -120,7 +122,7 @@ def _random_tree(name: str, parents: list[int], seed: int) -> Model:
             "base" if parent < 0 else f"link{parent + 1}", f"link{i + 1}",
             origin, axis, lower=-bound, upper=bound, velocity=10.0, effort=100.0,
         )
-    return b.build()
+    return b.build(gravity=gravity)
 
 
 def _random_inertia(rng: np.random.Generator) -> tuple[float, np.ndarray, np.ndarray]:
@@ -137,7 +139,7 @@ def _random_inertia(rng: np.random.Generator) -> tuple[float, np.ndarray, np.nda
     return mass, com, np.trace(sigma) * np.eye(3) - sigma
 
 
-def _planar_pendulum(name: str, masses: list[float], lengths: list[float]) -> Model:
+def _planar_pendulum(name: str, masses: list[float], lengths: list[float], gravity) -> Model:
     """Chain of massless rods along −z turning about +y, point mass at each rod's tip."""
     for what, values in (("m", masses), ("l", lengths)):
         for k, x in enumerate(values):
@@ -158,4 +160,4 @@ def _planar_pendulum(name: str, masses: list[float], lengths: list[float]) -> Mo
         parent, origin = link, tip
     b.add_link("tip")
     b.add_joint("tip_joint", "fixed", parent, "tip", origin)
-    return b.build()
+    return b.build(gravity=gravity)

@@ -19,10 +19,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from dynamics.joints import lie_jacobian_batch
+from dynamics.lie import lie_blocks, log_curvatures
 from dynamics.model import FREE_FLYER, JTYPE, SPHERICAL, Model
 
 from .costs import PointSet, _vector
-from .state import check_state, lie_blocks, log_curvatures, state_difference_batch
+from .state import check_state, state_difference_batch
 
 
 class Constraint(ABC):

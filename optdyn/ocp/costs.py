@@ -24,10 +24,11 @@ from numba import njit
 from dynamics.batch import point_kinematics_batch_kernel, point_positions_batch_kernel
 from dynamics.kinematics_derivatives import body_point
 from dynamics.joints import lie_jacobian_batch, neutral
+from dynamics.lie import lie_blocks, log_curvatures
 from dynamics.model import Model
 from dynamics.parallel import chunk_count
 
-from .state import check_state, lie_blocks, log_curvatures, state_difference_batch
+from .state import check_state, state_difference_batch
 
 
 class PointSet:

@@ -73,6 +73,7 @@ from dynamics.aba_second_derivatives import fdsva_so_terms
 from dynamics.aba_second_derivatives_contracted import fdsva_so_contracted_terms
 from dynamics.batch import knot_force
 from dynamics.joints import GROUP_SCRATCH, lie_jacobian_into
+from dynamics.lie import add_joint_curvature, lie_blocks, lie_scratch
 from dynamics.kinematics import all_finite, tangent_size
 from dynamics.model import Model
 from dynamics.parallel import run_chunks
@@ -80,7 +81,7 @@ from dynamics.rnea_second_derivatives_contracted import new_so_work
 from dynamics.spatial import copy_into, matmul_add, mirror_upper
 from dynamics.workspace import Data, new_data
 
-from .state import add_joint_curvature, lie_blocks, lie_scratch, state_integrate_into
+from .state import state_integrate_into
 
 _RK4 = (np.array([[0.0, 0.0, 0.0, 0.0], [0.5, 0.0, 0.0, 0.0], [0.0, 0.5, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]]),
         np.array([1.0, 2.0, 2.0, 1.0]) / 6.0)
@@ -132,7 +133,7 @@ def lie_structure(ode):
 @overload(lie_structure)
 def _lie_structure(ode):
     if isinstance(ode, types.NamedTuple) and ode.instance_class is RobotODE:
-        return lambda ode: (ode.model[0], ode.lie)
+        return lambda ode: (ode.model.topology, ode.lie)
     return lambda ode: (np.zeros((0, 7), np.int64), np.zeros((0, 3), np.int64))
 
 
@@ -151,7 +152,7 @@ def _recording(d, records, idx):
 def robot_work(ode, second):
     """The :data:`RobotWork` of a :data:`RobotODE`, with ``second`` (5, nv, nv) as its
     second-order blocks."""
-    topology = ode.model[0]
+    topology = ode.model.topology
     nv = tangent_size(topology)
     return RobotWork(new_data(topology), np.empty(nv), np.empty((3, nv, nv)), second, new_so_work(topology))
 
@@ -167,7 +168,7 @@ def robot_dynamics(ode, x, u, f_ext, order, f, Fz, Fzz, records, idx, work):
     reuses (with M⁻¹) is written into row ``idx`` of ``records`` (:data:`StageRecords`).
     """
     model, act = ode.model, ode.actuated
-    n = tangent_size(model[0])
+    n = tangent_size(model.topology)
     nq = x.shape[0] - n
     q, v = x[:nq], x[nq:]
     d, tau = work.data, work.tau
@@ -223,11 +224,11 @@ def robot_dynamics_hessian(ode, x, u, f, Fz, records, idx, w, W, blocks, so):
     here).
     """
     act = ode.actuated
-    n, nu = tangent_size(ode.model[0]), act.shape[0]
+    n, nu = tangent_size(ode.model.topology), act.shape[0]
     Hqq, Hvv, Hqv, Mq = blocks[0], blocks[1], blocks[2], blocks[3]
     Hqu = blocks[4].reshape(-1)[: n * nu].reshape((n, nu))  # Σ_i λ_i ∂²q̈_i/∂q∂u
     fo = (records.S[idx], records.IC[idx], records.BC[idx], records.rates[idx], records.T[idx])
-    fdsva_so_contracted_terms(ode.model[0], Fz[n:], records.Minv[idx], fo, w[n:], Hqq, Hvv, Hqv, Hqu, Mq, so)
+    fdsva_so_contracted_terms(ode.model.topology, Fz[n:], records.Minv[idx], fo, w[n:], Hqq, Hvv, Hqv, Hqu, Mq, so)
     W[:] = 0.0
     for j in range(n):
         for k in range(n):
