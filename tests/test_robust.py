@@ -111,7 +111,7 @@ def test_a_non_finite_hessian_names_its_term_and_knot(panda):
     z = nlp.pack(panda.xs_init, panda.us_init)
     lagrange = np.ones(nlp.m)
     assert np.all(np.isfinite(nlp.hessian(z, lagrange, 1.0)))
-    lagrange[5 * nlp.nx: 6 * nlp.nx] = 1e308  # λ_5ᵀF_zz overflows
+    lagrange[5 * nlp.ndx: 6 * nlp.ndx] = 1e308  # λ_5ᵀF_zz overflows
     with pytest.raises(cyipopt.CyIpoptEvaluationError, match="non-finite Hessian"):
         nlp.hessian(z, lagrange, 1.0)
     assert nlp.last_error == "non-finite Hessian (the dynamics' Hessians λᵀF_zz at knot 5)"

@@ -650,7 +650,7 @@ def _result(problem, nlp: MultipleShootingNLP, z, info, hessian: str, run: Run) 
         cost = np.nan
     log = {f: np.array([r[f] for r in nlp.log]) for f in LOG_FIELDS}
     lam = np.asarray(info["mult_g"])
-    N, ndx, nc = nlp.N, nlp.nx, nlp.nc
+    N, ndx, nc = nlp.N, nlp.ndx, nlp.nc
     return Result(
         xs=xs, us=us, cost=cost, converged=code in CONVERGED,
         iterations=int(log["iteration"][-1]) if nlp.log else 0,
