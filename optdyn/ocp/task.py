@@ -161,7 +161,7 @@ def _constraint_record(c) -> dict | None:
         return {"type": "FramePositionEquality", "frame": c.points.names[0],
                 "offset": c.points.offsets[0].tolist(), "target": c.target.tolist()}
     if isinstance(c, StateEquality):
-        return {"type": "StateEquality", "target": c.target.tolist(), "indices": c.indices.tolist(), "nx": c.nx}
+        return {"type": "StateEquality", "target": c.target.tolist(), "indices": c.indices.tolist(), "nx": c.ndx}
     return None
 
 
