@@ -55,6 +55,7 @@ import os
 import sys
 import tempfile
 import time
+from collections import namedtuple
 from contextlib import contextmanager
 
 import cyipopt
@@ -327,15 +328,16 @@ class MultipleShootingNLP:
         H = self._dynamics_hessians(z, lamF)
         xis, ntril = self._split(z)[0], self._tril_w[0].size
         values = np.empty(self._hess_rows.size)
-        defects = (G, lam, D, lamF, A, B)
-        run_chunks(_lagrangian_blocks, N, obj_factor, (lx, lxx, lux, luu), H, (mu, cx, cxx), 1,
-                   (chart.dofs, chart.lie, E, xis), defects, True, self._tril_w, values[: N * ntril].reshape(N, ntril))
+        defects = Defects(G, lam, D, lamF, A, B)
+        run_chunks(_lagrangian_blocks, N, obj_factor, CostTerms(lx, lxx, lux, luu), H, PathTerms(mu, cx, cxx), 1,
+                   ChartTerms(chart.dofs, chart.lie, E, xis), defects, True, self._tril_w,
+                   values[: N * ntril].reshape(N, ntril))
         # x_N: σℓ_N + νᵀh (weighted here), the path constraints at x_N, no defect
         gN = (obj_factor * lNx + nu_h @ hx)[None]
         WN = (obj_factor * lNxx + (nu_h @ hxx.reshape(self.nh, ndx * ndx)).reshape(ndx, ndx))[None]
-        _lagrangian_blocks(1.0, (gN, WN) + self._no_control, self._no_defect, (mu[-1:], cx[-1:], cxx[-1:]), 0,
-                           (chart.dofs, chart.lie, E[N:], xis[N:]), defects, False, self._tril_x,
-                           values[N * ntril:].reshape(1, -1), 0, 1)
+        _lagrangian_blocks(1.0, CostTerms(gN, WN, *self._no_control), self._no_defect,
+                           PathTerms(mu[-1:], cx[-1:], cxx[-1:]), 0, ChartTerms(chart.dofs, chart.lie, E[N:], xis[N:]),
+                           defects, False, self._tril_x, values[N * ntril:].reshape(1, -1), 0, 1)
         terms = (("the defects' multipliers", lam, 0), ("the path constraints' multipliers", mu, 1),
                  ("the terminal constraints' multipliers", nu_h[None], N), ("ℓ_xx", lxx, 0), ("ℓ_ux", lux, 0),
                  ("ℓ_uu", luu, 0), ("the terminal cost's Hessian", lNxx[None], N),
@@ -375,6 +377,25 @@ class MultipleShootingNLP:
         return self.callback(dict(rec, xs=xs, us=us)) is not False
 
 
+CostTerms = namedtuple("CostTerms", ["lx", "lxx", "lux", "luu"])
+"""The (weighted) cost's gradient in x and Hessian blocks at every knot (K, …)."""
+
+PathTerms = namedtuple("PathTerms", ["mu", "cx", "cxx"])
+"""The path constraints' multipliers μ (·, nc), Jacobians and Hessians, by node."""
+
+ChartTerms = namedtuple("ChartTerms", ["dofs", "lie", "E", "xis"])
+"""The state's chart: its Lie coordinates ``dofs`` (r,), their joints' blocks ``lie``, the
+chart's Jacobians E (K, r, r) and the coordinates ξ (K, ndx) of the nodes."""
+
+Defects = namedtuple("Defects", ["G", "lam", "D", "lamF", "A", "B"])
+"""The defects G (K, ndx), their multipliers λ (K, ndx), the output chart's Jacobians
+D (K, r, r), the multipliers of F, μ_F = Dᵀλ (K, ndx), and A, B of the intervals."""
+
+ChartWork = namedtuple("ChartWork", ["d", "g", "P", "Fz", "T", "C", "lie"])
+"""Scratch of the charts' terms at one knot: two (r,) vectors, (r, r), (r, nw) twice,
+(nw, r) and the Lie scratch."""
+
+
 @njit(cache=True, nogil=True)
 def _lagrangian_blocks(sigma, cost, H, path, shift, chart, defects, with_defects, tril, out, k0, k1):
     """out[k] ← the lower triangle ``tril`` (rows, cols) of the k-th diagonal block of ∇²L
@@ -383,10 +404,10 @@ def _lagrangian_blocks(sigma, cost, H, path, shift, chart, defects, with_defects
 
         W_k = σ ℓ_ww − H_k + Σ_r μ_r c_xx,r
 
-    from cost = (ℓ_x (K, ndx), ℓ_xx, ℓ_ux, ℓ_uu), H (K, nw, nw) the defects' Σ_i λ_i ∇²F_i
-    and path = (μ (·, nc), c_x, c_xx) whose row k − shift (if ≥ 0) holds the path
-    constraints at x_k. On a floating base (chart = (dofs, lie, E (K, r, r), ξ (K, ndx)) with
-    r = dofs.size > 0, only the rows and columns ``dofs`` change), in ξ_k:
+    from ``cost`` (:data:`CostTerms`), H (K, nw, nw) the defects' Σ_i λ_i ∇²F_i and ``path``
+    (:data:`PathTerms`) whose row k − shift (if ≥ 0) holds the path constraints at x_k. On a
+    floating base (``chart``: :data:`ChartTerms` with r = dofs.size > 0, only the rows and
+    columns ``dofs`` change), in ξ_k:
 
         W_k ← E_kᵀ (W_k − F_zᵀ Λ_k F_z) E_k + P_k
 
@@ -394,20 +415,19 @@ def _lagrangian_blocks(sigma, cost, H, path, shift, chart, defects, with_defects
     (:func:`optdyn.ocp.state.log_curvature` at G_k with λ_k and D_k), F_z = [A_k B_k] on the rows
     ``dofs``, P_k the input chart's curvature (:func:`optdyn.ocp.state.exp_curvature` at ξ_k)
     with the gradient of the Lagrangian w.r.t. δx_k, g_k = σ ℓ_x − μ_Fᵀ A_k + Σ_r μ_r c_x,r;
-    defects = (G (K, ndx), λ (K, ndx), D (K, r, r), μ_F = Dᵀλ (K, ndx), A (K, ndx, ndx),
-    B (K, ndx, nu)), ignored with ``with_defects`` False (the x_N block)."""
-    dofs, lie, E, xis = chart
-    ndx, nu, r = cost[1].shape[1], cost[3].shape[1], dofs.shape[0]
+    ``defects`` (:data:`Defects`) are ignored with ``with_defects`` False (the x_N block)."""
+    dofs, lie = chart.dofs, chart.lie
+    ndx, nu, r = cost.lxx.shape[1], cost.luu.shape[1], dofs.shape[0]
     W = np.empty((ndx + nu, ndx + nu))
-    work = (np.empty(r), np.empty(r), np.empty((r, r)), np.empty((r, ndx + nu)), np.empty((r, ndx + nu)),
-            np.empty((ndx + nu, r)), lie_scratch(lie, 0))
+    work = ChartWork(np.empty(r), np.empty(r), np.empty((r, r)), np.empty((r, ndx + nu)), np.empty((r, ndx + nu)),
+                     np.empty((ndx + nu, r)), lie_scratch(lie, 0))
     for k in range(k0, k1):
         _cost_block(k, sigma, cost, H, path, k - shift, W)
         if r > 0:
             if with_defects:
                 _output_chart(k, defects, dofs, lie, W, work)
-            _chart_gradient(k, sigma, cost[0], path, k - shift, defects, with_defects, dofs, work[1])
-            _input_chart(E[k], xis[k], dofs, lie, W, work)
+            _chart_gradient(k, sigma, cost.lx, path, k - shift, defects, with_defects, dofs, work.g)
+            _input_chart(chart.E[k], chart.xis[k], dofs, lie, W, work)
         _write_tril(W, tril, out[k])
 
 
@@ -415,8 +435,8 @@ def _lagrangian_blocks(sigma, cost, H, path, shift, chart, defects, with_defects
 def _cost_block(k, sigma, cost, H, path, kc, W):
     """W ← σ ℓ_ww − H_k + Σ_r μ_r c_xx,r at knot k, the path constraints' row kc (none if
     kc < 0)."""
-    _, lxx, lux, luu = cost
-    mu, _, cxx = path
+    lxx, lux, luu = cost.lxx, cost.lux, cost.luu
+    mu, cxx = path.mu, path.cxx
     ndx, nu = lxx.shape[1], luu.shape[1]
     for i in range(ndx):
         for j in range(ndx):
@@ -437,8 +457,8 @@ def _cost_block(k, sigma, cost, H, path, kc, W):
 def _output_chart(k, defects, dofs, lie, W, work):
     """The defect's chart at knot k: W −= F_zᵀ Λ_k F_z (see :func:`_lagrangian_blocks`), with
     Λ_k formed from −λ_k (it is linear in λ) so that both products add."""
-    G, lam, D, _, A, B = defects
-    d_r, m_r, Lam, Fz, T, _, s = work
+    G, lam, D, A, B = defects.G, defects.lam, defects.D, defects.A, defects.B
+    d_r, m_r, Lam, Fz, T, s = work.d, work.g, work.P, work.Fz, work.T, work.lie
     ndx, nu = A.shape[1], B.shape[2]
     for a in range(dofs.shape[0]):
         d_r[a], m_r[a] = G[k, dofs[a]], -lam[k, dofs[a]]
@@ -458,8 +478,8 @@ def _chart_gradient(k, sigma, lx, path, kc, defects, with_defects, dofs, g):
     """g (r,) ← the gradient of the Lagrangian w.r.t. δx_k on the coordinates ``dofs`` (the
     only ones the input chart's curvature reads): σ ℓ_x + Σ_r μ_r c_x,r − μ_Fᵀ A_k (the last
     term with ``with_defects``)."""
-    mu, cx, _ = path
-    lamF, A = defects[3], defects[4]
+    mu, cx = path.mu, path.cx
+    lamF, A = defects.lamF, defects.A
     for a in range(dofs.shape[0]):
         t = sigma * lx[k, dofs[a]]
         for c in range(mu.shape[1] if kc >= 0 else 0):
@@ -473,7 +493,7 @@ def _chart_gradient(k, sigma, lx, path, kc, defects, with_defects, dofs, g):
 def _input_chart(E, xi, dofs, lie, W, work):
     """The state's chart at ξ = xi: W ← Eᵀ W E + P(ξ, g) on the rows and columns ``dofs``, g
     the gradient in ``work`` (:func:`_chart_gradient`; see :func:`_lagrangian_blocks`)."""
-    d_r, g, P, _, R, C, s = work
+    d_r, g, P, R, C, s = work.d, work.g, work.P, work.T, work.C, work.lie
     _chart_congruence(E, dofs, R, C, W)
     for a in range(dofs.shape[0]):
         d_r[a] = xi[dofs[a]]
