@@ -96,7 +96,7 @@ def central_differences(f, data, X, n_inputs, h):
 
 @njit
 def _tau(args, q, v, a):
-    d = new_data(args[0])
+    d = new_data(args.topology)
     rnea_passes(args, d, q, v, a, NO_FORCE)
     return d.tau.copy()
 
@@ -104,21 +104,21 @@ def _tau(args, q, v, a):
 @njit
 def _qdd(args, q, v, tau):
     qdd = np.empty(v.shape[0])
-    aba_into(args, new_data(args[0]), q, v, tau, NO_FORCE, qdd)
+    aba_into(args, new_data(args.topology), q, v, tau, NO_FORCE, qdd)
     return qdd
 
 
 @njit
 def _M(args, q, v, a):
     M = np.empty((v.shape[0], v.shape[0]))
-    crba_into(args, new_data(args[0]), q, M)
+    crba_into(args, new_data(args.topology), q, M)
     return M
 
 
 @njit
 def _tau_fo(args, q, v, a):
     out = np.empty((2, v.shape[0], v.shape[0]))
-    rnea_derivatives_into(args, new_data(args[0]), q, v, a, NO_FORCE, out[0], out[1])
+    rnea_derivatives_into(args, new_data(args.topology), q, v, a, NO_FORCE, out[0], out[1])
     return out
 
 

@@ -27,10 +27,10 @@ NOT_POSITIVE = "model: articulated inertia about a joint is not positive definit
 
 
 @entry_point
-def aba_call(b, q, v, tau, f_ext, qdd):
+def aba_call(buffer, q, v, tau, f_ext, qdd):
     """q̈ = FD(q, v, τ, f_ext) into ``qdd`` (f_ext (n, 6) local, or (0, 6)), model and
-    workspace cut from ``b`` (a :func:`dynamics.workspace.call_buffer`); inputs checked."""
-    m, d = call_views(b)
+    workspace cut from ``buffer`` (a :func:`dynamics.workspace.call_buffer`); inputs checked."""
+    m, d = call_views(buffer)
     check_sizes(m.topology, q, v, tau, f_ext)
     if not aba_into(m, d, q, v, tau, f_ext, qdd):
         raise ValueError(NOT_POSITIVE)

@@ -74,11 +74,11 @@ def aba_derivatives_data(m, q, v, tau, f_ext):
 
 
 @entry_point
-def aba_derivatives_call(b, q, v, tau, f_ext, out):
+def aba_derivatives_call(buffer, q, v, tau, f_ext, out):
     """(∂q̈/∂q, ∂q̈/∂q̇, M⁻¹) into out[0:3] and q̈ into out[3, 0] (out (4, nv, nv); the rest
-    of out[3] is unused), model and workspace cut from ``b`` (a
+    of out[3] is unused), model and workspace cut from ``buffer`` (a
     :func:`dynamics.workspace.call_buffer`); inputs checked."""
-    m, d = call_views(b)
+    m, d = call_views(buffer)
     check_sizes(m.topology, q, v, tau, f_ext)
     if not aba_derivatives_into(m, d, q, v, tau, f_ext, out[3, 0], out[0], out[1], out[2]):
         raise ValueError(NOT_POSITIVE)

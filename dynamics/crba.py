@@ -17,10 +17,10 @@ from .workspace import call_on_configuration, call_views
 
 
 @entry_point
-def crba_call(b, q, M):
-    """M(q) into ``M`` (nv, nv), model and workspace cut from ``b`` (a
+def crba_call(buffer, q, M):
+    """M(q) into ``M`` (nv, nv), model and workspace cut from ``buffer`` (a
     :func:`dynamics.workspace.call_buffer`); q checked."""
-    m, d = call_views(b)
+    m, d = call_views(buffer)
     check_configuration_size(m.topology, q)
     crba_into(m, d, q, M)
 

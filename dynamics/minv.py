@@ -65,10 +65,10 @@ def _add_columns(A, c0, k, Minv, start, stop, Y, j):
 
 
 @entry_point
-def minv_call(b, q, Minv):
+def minv_call(buffer, q, Minv):
     """M(q)⁻¹ into ``Minv`` (nv, nv) by the three-pass algorithm, model and workspace cut
-    from ``b`` (a :func:`dynamics.workspace.call_buffer`); q checked."""
-    m, d = call_views(b)
+    from ``buffer`` (a :func:`dynamics.workspace.call_buffer`); q checked."""
+    m, d = call_views(buffer)
     check_configuration_size(m.topology, q)
     kinematics_into(m, q, d)
     if not minv_passes(m.topology, d, d.I, Minv):

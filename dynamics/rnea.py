@@ -136,10 +136,10 @@ def subtract_external_force(R, p, f_ext, i, f):
 
 
 @entry_point
-def rnea_call(b, q, v, a, f_ext, tau):
-    """τ = ID(q, v, a, f_ext) into ``tau``, model and workspace cut from ``b`` (a
+def rnea_call(buffer, q, v, a, f_ext, tau):
+    """τ = ID(q, v, a, f_ext) into ``tau``, model and workspace cut from ``buffer`` (a
     :func:`dynamics.workspace.call_buffer`); inputs checked."""
-    m, d = call_views(b)
+    m, d = call_views(buffer)
     check_sizes(m.topology, q, v, a, f_ext)
     check_state(q, v, a, "a: expected finite values, got NaN or inf")
     rnea_passes(m, d, q, v, a, f_ext)

@@ -196,10 +196,10 @@ def joint_terms(i, c, S, IC, BC, Psid, Psidd, Sd, fC, t):
 
 
 @entry_point
-def rnea_derivatives_call(b, q, v, a, f_ext, out):
-    """(∂τ/∂q, ∂τ/∂q̇) into ``out`` (2, nv, nv), model and workspace cut from ``b`` (a
+def rnea_derivatives_call(buffer, q, v, a, f_ext, out):
+    """(∂τ/∂q, ∂τ/∂q̇) into ``out`` (2, nv, nv), model and workspace cut from ``buffer`` (a
     :func:`dynamics.workspace.call_buffer`); inputs checked."""
-    m, d = call_views(b)
+    m, d = call_views(buffer)
     check_sizes(m.topology, q, v, a, f_ext)
     check_state(q, v, a, "a: expected finite values, got NaN or inf")
     rnea_derivatives_into(m, d, q, v, a, f_ext, out[0], out[1])

@@ -150,15 +150,15 @@ BODY_COUNT, TOPOLOGY_START = 0, 1
 
 
 @allocation_free(inline="always")
-def call_views(b):
-    """(model record, workspace) cut from a :func:`call_buffer`, both views of ``b``."""
-    n = int(b[BODY_COUNT])
-    topology = c_view_readonly(b.view(np.int64), TOPOLOGY_START, (n, 7))
-    joint_placement, k = _record_block(b, TOPOLOGY_START + 7 * n, (n, 4, 4))
-    axis, k = _record_block(b, k, (n, 3))
-    inertia, k = _record_block(b, k, (n, 13))
-    gravity, k = _record_block(b, k, (3,))
-    return ModelRecord(topology, joint_placement, axis, inertia, gravity), data_views(topology, b[k:])
+def call_views(buffer):
+    """(model record, workspace) cut from a :func:`call_buffer`, both views of ``buffer``."""
+    n = int(buffer[BODY_COUNT])
+    topology = c_view_readonly(buffer.view(np.int64), TOPOLOGY_START, (n, 7))
+    joint_placement, k = _record_block(buffer, TOPOLOGY_START + 7 * n, (n, 4, 4))
+    axis, k = _record_block(buffer, k, (n, 3))
+    inertia, k = _record_block(buffer, k, (n, 13))
+    gravity, k = _record_block(buffer, k, (3,))
+    return ModelRecord(topology, joint_placement, axis, inertia, gravity), data_views(topology, buffer[k:])
 
 
 @njit(cache=True)
@@ -189,11 +189,11 @@ def call_on_configuration(kernel, model: Model, q, out: np.ndarray) -> np.ndarra
     """``kernel(buffer, q, out)`` for an :func:`dynamics._compile.entry_point` of q alone,
     ``buffer`` the model's :func:`model_workspace`, q checked and named in Python only if
     the kernel refuses it; returns ``out``."""
-    b = model_workspace(model)
+    buffer = model_workspace(model)
     try:
-        kernel(b, q, out)
+        kernel(buffer, q, out)
     except (TypeError, ValueError):  # not a float64 vector, or bad input: check and name it
-        call_checked(kernel, b, as_vector(q, model.nq, "q"), out)
+        call_checked(kernel, buffer, as_vector(q, model.nq, "q"), out)
     return out
 
 
@@ -201,9 +201,9 @@ def call_on_state(kernel, model: Model, q, v, w, w_name: str, f_ext, out: np.nda
     """``kernel(buffer, q, v, w, f_ext, out)`` for an :func:`dynamics._compile.entry_point`
     of a state (w named ``w_name``), ``buffer`` the model's :func:`model_workspace`, the
     arguments checked and named in Python only if the kernel refuses them; returns ``out``."""
-    b = model_workspace(model)
+    buffer = model_workspace(model)
     try:
-        kernel(b, q, v, w, NO_FORCE if f_ext is None else f_ext, out)
+        kernel(buffer, q, v, w, NO_FORCE if f_ext is None else f_ext, out)
     except (TypeError, ValueError):  # not float64 vectors, or bad input: check and name them
-        call_checked(kernel, b, *as_state(model, q, v, w, w_name, f_ext), out)
+        call_checked(kernel, buffer, *as_state(model, q, v, w, w_name, f_ext), out)
     return out
