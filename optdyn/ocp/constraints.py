@@ -132,7 +132,7 @@ class OrientationBound(Constraint):
     orientation in ``reference`` (nq,) stays within ``max_angle`` (rad, < π).
 
     φ is the angular part of q_j ⊖ q_ref,j; its derivatives along q ⊕ δq are exact
-    (Jacobian J_r⁻¹ rows, Hessian with the curvature of the log, :func:`optdyn.ocp.state.log_curvatures`).
+    (Jacobian J_r⁻¹ rows, Hessian with the curvature of the log, :func:`dynamics.lie.log_curvatures`).
     """
 
     def __init__(self, model: Model, joint: str, reference, max_angle: float) -> None:

@@ -224,7 +224,7 @@ class StateCost(_Quadratic):
     weights (2·nv,), the default reference the neutral configuration at rest), and its
     derivatives along x ⊕ δx are exact: gradient JᵀW e with J = ∂(x ⊖ x̄)/∂δx = J_r⁻¹(e)
     per Lie joint, Hessian JᵀWJ plus the curvature (We)ᵀ∇²(x ⊖ x̄)
-    (:func:`optdyn.ocp.state.log_curvatures`; it vanishes on revolute/prismatic joints).
+    (:func:`dynamics.lie.log_curvatures`; it vanishes on revolute/prismatic joints).
     """
 
     def __init__(self, weight, reference=None, nx: int | None = None, model: Model | None = None) -> None:

@@ -93,7 +93,7 @@ RobotODE = namedtuple("RobotODE", ["model", "actuated", "lie"])
 """The continuous dynamics ẋ = [v; FD(q, v, B u, f_ext)] of a robot, as the kernels take
 it: ``model`` the model's compiled record (:attr:`dynamics.Model.arrays`), ``actuated`` the
 actuated tangent indices (nu,) (τ[actuated] = u, the other τ zero) and ``lie`` the blocks of
-its Lie-group joints (L, 3) (:func:`optdyn.ocp.state.lie_blocks`)."""
+its Lie-group joints (L, 3) (:func:`dynamics.lie.lie_blocks`)."""
 
 IntervalDynamics = namedtuple("IntervalDynamics", ["ode", "a", "b", "dt", "substeps", "f_ext"])
 """One interval x_{k+1} = F(x_k, u_k) of the discrete problem: the continuous dynamics
@@ -411,7 +411,7 @@ IntervalWork = namedtuple("IntervalWork", [
     "k", "f", "ys", "Fz", "Fzz", "Ks", "K2s", "Ys", "Hs", "T",  # stages of interval()
     "W", "y_new", "dW", "Y_new", "d2W", "H_new", "J",  # its group compositions (rows 0 off a manifold)
     "Jqv", "group", "e",  # their integrate Jacobians, the joints' Jacobian blocks' scratch, a unit vector
-    "lie",  # their curvature's workspace (optdyn.state.LieScratch)
+    "lie",  # their curvature's workspace (dynamics.lie.LieScratch)
     "terms", "gW", "gY",  # adjoints of interval_hessian() (StageTermWork: with its stage terms' scratch)
     "ode",  # the dynamics' own workspace (RobotWork)
     "ode2", "lie2",  # a second RobotWork and LieScratch, for the second half of stage_terms()
@@ -620,8 +620,8 @@ def _split_adjoint(lie, J, mu, gW, gY):
 def _composition_curvature(lie, Wq, dW, Y0, J, mu, Hz, scratch):
     """Hz += the curvature μᵀ∇²ψ of the composition p = y ⊕ W (adjoint μ at p) congruent
     with the sensitivities Y0 of y and dW of W (q rows), joint by joint
-    (:func:`optdyn.ocp.state.add_joint_curvature`; J: :func:`_compose`'s Jacobian blocks);
-    ``scratch``: :data:`optdyn.ocp.state.LieScratch`."""
+    (:func:`dynamics.lie.add_joint_curvature`; J: :func:`_compose`'s Jacobian blocks);
+    ``scratch``: :data:`dynamics.lie.LieScratch`."""
     for row in range(lie.shape[0]):
         j0, k = lie[row, 1], lie[row, 2]
         add_joint_curvature(scratch.brackets[row, :k, :k], Wq[j0: j0 + k], J[0, j0: j0 + k, :k], J[1, j0: j0 + k, :k],

@@ -39,8 +39,8 @@ within a rotation of π of x̃: far beyond what a solve moves a base). Gradients
 and the Hessian are exact in ξ: with E_k = ∂(x̃_k ⊕ ξ)/∂ξ (J_r(ξ) per Lie joint) and
 D_k = ∂(y ⊖ x̃_{k+1})/∂y (J_r⁻¹), the blocks become D_k A_k E_k, D_k B_k, c_x E_k, and
 the Hessian adds to the chained second derivatives the curvatures of the two charts
-(:func:`optdyn.ocp.state.exp_curvature` with the gradient at x_k,
-:func:`optdyn.ocp.state.log_curvature` with the defect multipliers). On a model of
+(:func:`dynamics.lie.exp_curvature` with the gradient at x_k,
+:func:`dynamics.lie.log_curvature` with the defect multipliers). On a model of
 revolute/prismatic joints x̃ = 0, ξ = x and all of this is the formulation above.
 The defect terms Σ_i λ_{k,i} ∇²F_i are computed contracted, by a second-order adjoint
 through the integrator stages (:meth:`optdyn.ocp.problem.Problem.step_hessians`), never
@@ -412,8 +412,8 @@ def _lagrangian_blocks(sigma, cost, H, path, shift, chart, defects, with_defects
         W_k ← E_kᵀ (W_k − F_zᵀ Λ_k F_z) E_k + P_k
 
     Λ_k the output chart's curvature with the defect multipliers
-    (:func:`optdyn.ocp.state.log_curvature` at G_k with λ_k and D_k), F_z = [A_k B_k] on the rows
-    ``dofs``, P_k the input chart's curvature (:func:`optdyn.ocp.state.exp_curvature` at ξ_k)
+    (:func:`dynamics.lie.log_curvature` at G_k with λ_k and D_k), F_z = [A_k B_k] on the rows
+    ``dofs``, P_k the input chart's curvature (:func:`dynamics.lie.exp_curvature` at ξ_k)
     with the gradient of the Lagrangian w.r.t. δx_k, g_k = σ ℓ_x − μ_Fᵀ A_k + Σ_r μ_r c_x,r;
     ``defects`` (:data:`Defects`) are ignored with ``with_defects`` False (the x_N block)."""
     dofs, lie = chart.dofs, chart.lie
