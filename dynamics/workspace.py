@@ -95,21 +95,24 @@ a call buffer: the kernels then compile once for both)."""
 
 
 @allocation_free(inline="always")
-def _block(w, k, shape):
-    """The view of ``w`` from entry k with the given shape, and the entry after it."""
+def _entries(shape):
+    """The number of entries of an array of the given shape."""
     size = 1
     for s in shape:
         size *= s
-    return c_view(w, k, shape), k + size
+    return size
+
+
+@allocation_free(inline="always")
+def _block(w, k, shape):
+    """The view of ``w`` from entry k with the given shape, and the entry after it."""
+    return c_view(w, k, shape), k + _entries(shape)
 
 
 @allocation_free(inline="always")
 def _record_block(w, k, shape):
     """:func:`_block` typed read-only, for the model record of a call buffer."""
-    size = 1
-    for s in shape:
-        size *= s
-    return c_view_readonly(w, k, shape), k + size
+    return c_view_readonly(w, k, shape), k + _entries(shape)
 
 
 @allocation_free(inline="always")
