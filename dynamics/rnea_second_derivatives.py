@@ -250,7 +250,7 @@ def idsva_so_passes(m, d, q, v, a, f_ext, B, w, T):
     w (TMP + 2, 6) scratch."""
     topology, gravity = m.topology, m.gravity
     rnea_passes(m, d, q, v, a, f_ext)
-    S, IC, vel, acc, fC, BC = d.S, d.I, d.vel, d.acc, d.fC, d.BC
+    S, IC, vel, acc, fC, BC = d.S, d.IC, d.vel, d.acc, d.fC, d.BC
     n, nv = topology.shape[0], v.shape[0]
     Psid, Psidd, Sd, PsidSd = d.rates[0], d.rates[1], d.rates[2], d.U
     subspace_rates(topology, gravity, S, vel, acc, Psid, Psidd, Sd, d.h)

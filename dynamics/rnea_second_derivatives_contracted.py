@@ -311,8 +311,8 @@ def idsva_so_contracted_kernel(m, q, v, a, f_ext, mu):
     d = new_data(topology)
     rnea_passes(m, d, q, v, a, f_ext)
     out = np.empty((4, nv, nv))
-    rnea_derivative_passes(topology, gravity, d.S, d.I, d.vel, d.acc, d.fC, d.rates, d.BC, d.T, d.dq, d.dv)
-    idsva_so_contracted_passes(topology, (d.S, d.I, d.BC, d.rates, d.T), mu, out[0], out[1], out[2], out[3],
+    rnea_derivative_passes(topology, gravity, d.S, d.IC, d.vel, d.acc, d.fC, d.rates, d.BC, d.T, d.dq, d.dv)
+    idsva_so_contracted_passes(topology, (d.S, d.IC, d.BC, d.rates, d.T), mu, out[0], out[1], out[2], out[3],
                                new_so_work(topology))
     return out[0], out[1], out[2], out[3]
 
