@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._compile import allocation_free, entry_point
-from .kinematics import kinematics_into
+from .kinematics import kinematics_inertias_into
 from .model import IDX_V, NV, PARENT, Model
 from .rnea import check_forces, check_sizes, check_state, subtract_external_force
 from .spatial import crf_at, crm_at, dot6_at, joint_inertia_inverse, joint_velocity, mat6_vec_at
@@ -63,9 +63,10 @@ def aba_into(m, d, q, v, tau, f_ext, qdd):
     check_state(q, v, tau, "tau: expected finite values, got NaN or inf")
     check_forces(f_ext)
     topology, gravity = m.topology, m.gravity
-    kinematics_into(m, q, d)
+    # the body inertias straight into d.IA: I_i^A starts as I_i
+    kinematics_inertias_into(m, q, d, d.IA)
     n = topology.shape[0]
-    R, p, S, IA, vel, c, pA = d.R, d.p, d.S, d.I, d.vel, d.acc, d.pA
+    R, p, S, IA, vel, c, pA = d.R, d.p, d.S, d.IA, d.vel, d.acc, d.pA
     U, UD, u, Dinv, h = d.U, d.UD, d.u, d.Dinv, d.h
     for i in range(n):  # pass 1, root to leaves
         parent = topology[i, PARENT]
@@ -76,7 +77,7 @@ def aba_into(m, d, q, v, tau, f_ext, qdd):
             vel[i, k] = (0.0 if parent < 0 else vel[parent, k]) + h[1, k]
         # c_i = v_i × S_i q̇_i
         crm_at(vel, i, h, 1, c, i)
-        # p_i^A = v_i ×* I_i v_i   (I_i^A = I_i: d.I holds the body inertias here)
+        # p_i^A = v_i ×* I_i v_i   (I_i^A = I_i here)
         mat6_vec_at(IA, i, vel, i, h, 0)
         crf_at(vel, i, h, 0, pA, i)
         if f_ext.shape[0] > 0:

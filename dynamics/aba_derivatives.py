@@ -70,7 +70,7 @@ def aba_derivatives_data(m, q, v, tau, f_ext):
     d, qdd, out = new_data(m.topology), np.empty(nv), np.empty((3, nv, nv))
     if not aba_derivatives_into(m, d, q, v, tau, f_ext, qdd, out[0], out[1], out[2]):
         raise ValueError(NOT_POSITIVE)
-    return qdd, out[0], out[1], out[2], (d.S, d.I, d.BC, d.rates, d.T)
+    return qdd, out[0], out[1], out[2], (d.S, d.IC, d.BC, d.rates, d.T)
 
 
 @entry_point
@@ -88,7 +88,7 @@ def aba_derivatives_call(buffer, q, v, tau, f_ext, out):
 def aba_derivatives_into(m, d, q, v, tau, f_ext, qdd, dqdd_dq, dqdd_dv, Minv):
     """Write q̈, ∂q̈/∂q, ∂q̈/∂q̇ and M⁻¹ into the last four arguments, every intermediate in
     the workspace ``d`` (:mod:`dynamics.workspace`), which keeps the first-order data of
-    :func:`aba_derivatives_data` (d.S, d.I = I^C, d.BC, d.rates, d.T) and ∂τ/∂q, ∂τ/∂q̇ at
+    :func:`aba_derivatives_data` (d.S, d.IC, d.BC, d.rates, d.T) and ∂τ/∂q, ∂τ/∂q̇ at
     q̈ (d.dq, d.dv); inputs checked for NaN/inf. False (outputs unset) if a D_i is not
     positive definite (:data:`dynamics.aba.NOT_POSITIVE`)."""
     check_state(q, v, tau, "tau: expected finite values, got NaN or inf")
@@ -96,7 +96,7 @@ def aba_derivatives_into(m, d, q, v, tau, f_ext, qdd, dqdd_dq, dqdd_dv, Minv):
     topology = m.topology
     kinematics_into(m, q, d)  # one forward kinematics for M⁻¹ and the RNEA
     nv = v.shape[0]
-    # M⁻¹ by Carpentier's three passes, from I^A = I (d.I keeps the body inertias)
+    # M⁻¹ by Carpentier's three passes, from I^A = I (d.I keeps the body inertias for the RNEA)
     copy_into(d.IA, d.I)
     if not minv_passes(topology, d, d.IA, Minv):
         return False
@@ -113,7 +113,7 @@ def aba_derivatives_into(m, d, q, v, tau, f_ext, qdd, dqdd_dq, dqdd_dv, Minv):
     add_joint_acceleration(topology, d.S, d.I, qdd, d.acc, d.fC, d.da)
     dtau_dq, dtau_dv = d.dq, d.dv
     # ∂ID/∂q, ∂ID/∂q̇ at (q, v, q̈)   (Carpentier & Mansard 2018, Alg. 2–3)
-    rnea_derivative_passes(topology, m.gravity, d.S, d.I, d.vel, d.acc, d.fC, d.rates, d.BC, d.T, dtau_dq, dtau_dv)
+    rnea_derivative_passes(topology, m.gravity, d.S, d.IC, d.vel, d.acc, d.fC, d.rates, d.BC, d.T, dtau_dq, dtau_dv)
     for r in range(nv):  # eq. 24: −M⁻¹ ∂ID/∂u, row by row (contiguous inner loops)
         dqdd_dq[r, :] = 0.0
         dqdd_dv[r, :] = 0.0

@@ -64,12 +64,14 @@ def _add_dM_times(dM, X, out, swap):
                     x = X[l, k]
                     if x != 0.0:
                         for j in range(n):
+                            # out[a, k, j] += ∂M_al/∂q_j X[l, k]
                             O[k, j] += D[l, j] * x
             else:
                 for j in range(n):
                     d = D[l, j]
                     if d != 0.0:
                         for k in range(n):
+                            # out[a, j, k] += ∂M_al/∂q_j X[l, k]
                             O[j, k] += d * X[l, k]
 
 
@@ -94,6 +96,7 @@ def _outer_term(Minv, inner, nonzero, out):
             for j in range(n):
                 if nonzero[a, j]:
                     for k in range(n):
+                        # out[i, j, k] −= M⁻¹_ia inner[a, j, k]
                         O[j, k] -= minv_ia * inner[a, j, k]
 
 
@@ -105,17 +108,28 @@ def fdsva_so_terms(m, q, v, f_ext, qdd, dqdd_dq, dqdd_dv, Minv):
     Returns (d2qdd_dq2, d2qdd_dv2, d2qdd_dqdv, d2qdd_dqdtau), each (nv, nv, nv); inputs are
     not checked.
     """
+    # ∂²ID/∂q², ∂²ID/∂v², ∂²ID/∂q∂v and ∂M/∂q at (q, v, q̈) by IDSVA-SO
     d2tau_dq2, d2tau_dv2, d2tau_dqdv, dM_dq = idsva_so_kernel(m, q, v, qdd, f_ext)
-    _add_dM_times(dM_dq, dqdd_dq, d2tau_dq2, False)  # Inner-Terms, in place
+    # Inner-Terms, in place:
+    # ∂²ID/∂q² += P,   P[:, j, k] = (∂M/∂q_j) ∂FD/∂q[:, k]   (eq. 46)
+    _add_dM_times(dM_dq, dqdd_dq, d2tau_dq2, False)
+    # ∂²ID/∂q² += Pᴿ   (eq. 46)
     _add_dM_times(dM_dq, dqdd_dq, d2tau_dq2, True)
+    # ∂²ID/∂q∂v += (∂M/∂q_j) ∂FD/∂v   (eq. 48–49)
     _add_dM_times(dM_dq, dqdd_dv, d2tau_dqdv, False)
+    # (∂M/∂q_j) M⁻¹   (eq. 44)
     dM_Minv = np.zeros_like(dM_dq)
     _add_dM_times(dM_dq, Minv, dM_Minv, False)
     out = np.zeros((4,) + dM_dq.shape)  # one block, as the IDSVA-SO tensors (reused by the allocator)
     nonzero = np.empty(dM_dq.shape[:2], np.bool_)
+    # Outer-Terms:
+    # ∂²FD/∂q² = −M⁻¹ [∂²ID/∂q² + P + Pᴿ]   (eq. 46)
     _outer_term(Minv, d2tau_dq2, nonzero, out[0])
+    # ∂²FD/∂v² = −M⁻¹ ∂²ID/∂v²   (eq. 47)
     _outer_term(Minv, d2tau_dv2, nonzero, out[1])
+    # ∂²FD/∂q∂v = −M⁻¹ [∂²ID/∂q∂v + (∂M/∂q_j) ∂FD/∂v]   (eq. 48–49)
     _outer_term(Minv, d2tau_dqdv, nonzero, out[2])
+    # ∂²FD/∂q_j∂τ = ∂M⁻¹/∂q_j = −M⁻¹ (∂M/∂q_j) M⁻¹   (eq. 44)
     _outer_term(Minv, dM_Minv, nonzero, out[3])
     return out[0], out[1], out[2], out[3]
 

@@ -56,6 +56,7 @@ def fdsva_so_contracted_terms(topology, X, Minv, data, mu, Hqq, Hvv, Hqv, Htau, 
         for c in range(n):
             s += Minv[r, c] * mu[c]
         nu[r] = s
+    # ν·∂²ID/∂q², ν·∂²ID/∂v², ν·∂²ID/∂q∂v, Mq[l, j] = Σ_a ν_a ∂M_al/∂q_j at q̈ (contracted IDSVA-SO)
     idsva_so_contracted_passes(topology, data, nu, Hqq, Hvv, Hqv, Mq, work)
     for j in range(n):  # row j of Mqᵀ X
         row[:] = 0.0
@@ -63,16 +64,22 @@ def fdsva_so_contracted_terms(topology, X, Minv, data, mu, Hqq, Hvv, Hqv, Htau, 
             mq = Mq[l, j]
             if mq == 0.0:  # e.g. a whole column of a base without gravity (inert, see the ID pass)
                 continue
+            # (Mqᵀ X)[j] += Mq[l, j] X[l]
             for k in range(row.shape[0]):
                 row[k] += mq * X[l, k]
         for k in range(n):
+            # Y = ν·∂²ID/∂q² + 2 Mqᵀ ∂FD/∂q   (eq. 46)
             Hqq[j, k] += 2.0 * row[k]  # ½(Y + Yᵀ) below gives ν·∂²ID/∂q² + P + Pᵀ (the first is symmetric)
+            # Hqv = −[ν·∂²ID/∂q∂v + Mqᵀ ∂FD/∂v]   (eq. 48–49)
             Hqv[j, k] = -(Hqv[j, k] + row[n + k])
+            # Hvv = −ν·∂²ID/∂v²   (eq. 47)
             Hvv[j, k] = -Hvv[j, k]
         for c in range(Htau.shape[1]):
+            # Hqtau B = −Mqᵀ M⁻¹B   (eq. 44)
             Htau[j, c] = -row[2 * n + c]
     for j in range(n):
         for k in range(j + 1):
+            # Hqq = −½ (Y + Yᵀ)   (eq. 46)
             Hqq[j, k] = Hqq[k, j] = -0.5 * (Hqq[j, k] + Hqq[k, j])
 
 

@@ -27,11 +27,12 @@ def crba_call(buffer, q, M):
 
 @allocation_free
 def crba_into(m, d, q, M):
-    """Write M(q) (nv, nv) into ``M`` and the composite inertias I^C into d.I, every
+    """Write M(q) (nv, nv) into ``M`` and the composite inertias I^C into d.IC (summed in
+    place over the body inertias d.I, see :data:`dynamics.workspace.Data`), every
     intermediate in the workspace ``d`` (:mod:`dynamics.workspace`); q checked."""
     topology = m.topology
     kinematics_into(m, q, d)
-    S, IC, F = d.S, d.I, d.h
+    S, IC, F = d.S, d.IC, d.h
     M[:, :] = 0.0
     for i in range(topology.shape[0] - 1, -1, -1):  # leaves to root: I_i^C is complete on arrival
         for c in range(topology[i, IDX_V], topology[i, IDX_V] + topology[i, NV]):

@@ -77,13 +77,21 @@ def kinematics_work(topology):
 @allocation_free(inline="always")
 def kinematics_into(m, q, d):
     """Forward kinematics and world spatial inertias into the workspace ``d``
-    (:mod:`dynamics.workspace`): d.R, d.p, d.S and d.I (n, 6, 6); q checked (NaN/inf,
-    unit quaternions)."""
+    (:mod:`dynamics.workspace`): d.R, d.p, d.S and the body inertias d.I (n, 6, 6); q
+    checked (NaN/inf, unit quaternions)."""
+    kinematics_inertias_into(m, q, d, d.I)
+
+
+@allocation_free(inline="always")
+def kinematics_inertias_into(m, q, d, inertias):
+    """:func:`kinematics_into` with the world body inertias written into ``inertias``
+    (n, 6, 6) instead of d.I: into d.IA for ABA and M⁻¹, whose articulated inertias start
+    as the body inertias and are formed in place."""
     check_configuration(m.topology, q)
     forward_kinematics(m, q, d.R, d.p, d.S)
     inertia = m.inertia
     for i in range(inertia.shape[0]):
-        world_inertia(inertia, i, d.R, d.p, d.I)
+        world_inertia(inertia, i, d.R, d.p, inertias)
 
 
 @njit(cache=True)

@@ -21,7 +21,7 @@ import numpy as np
 
 from ._compile import allocation_free, entry_point
 from .aba import NOT_POSITIVE, project_out_joint
-from .kinematics import check_configuration_size, kinematics_into
+from .kinematics import check_configuration_size, kinematics_inertias_into
 from .model import IDX_V, NV, PARENT, SUBTREE_END, Model
 from .spatial import joint_inertia_inverse, mat6_vec_at
 from .workspace import call_on_configuration, call_views
@@ -70,8 +70,8 @@ def minv_call(buffer, q, Minv):
     from ``buffer`` (a :func:`dynamics.workspace.call_buffer`); q checked."""
     m, d = call_views(buffer)
     check_configuration_size(m.topology, q)
-    kinematics_into(m, q, d)
-    if not minv_passes(m.topology, d, d.I, Minv):
+    kinematics_inertias_into(m, q, d, d.IA)  # I_i^A starts as I_i
+    if not minv_passes(m.topology, d, d.IA, Minv):
         raise ValueError(NOT_POSITIVE)
 
 

@@ -95,7 +95,7 @@ def rnea_derivatives_into(m, d, q, v, a, f_ext, dtau_dq, dtau_dv):
     Inputs are not checked (see :func:`rnea_derivatives_call`).
     """
     rnea_passes(m, d, q, v, a, f_ext)
-    rnea_derivative_passes(m.topology, m.gravity, d.S, d.I, d.vel, d.acc, d.fC, d.rates, d.BC, d.T, dtau_dq, dtau_dv)
+    rnea_derivative_passes(m.topology, m.gravity, d.S, d.IC, d.vel, d.acc, d.fC, d.rates, d.BC, d.T, dtau_dq, dtau_dv)
 
 
 # rows of the per-column work array of the backward pass
@@ -106,8 +106,9 @@ G, H, E, D, TMP, TMP2 = range(6)
 def rnea_derivative_passes(topology, gravity, S, IC, vel, acc, fC, rates, BC, T, dtau_dq, dtau_dv):
     """Eq. 12–15 from the outputs of :func:`dynamics.rnea.rnea_passes`.
 
-    S (nv, 6), vel, acc, fC (n, 6) and the body inertias ``IC`` (n, 6, 6), all in world
-    coordinates; ``IC`` is overwritten by the composite inertias I^C. Writes ∂τ/∂q and
+    S (nv, 6), vel, acc, fC (n, 6) and ``IC`` (n, 6, 6), all in world coordinates; ``IC``
+    holds the body inertias on entry and the composite inertias I^C on return (summed in
+    place: d.IC of a workspace, the block of d.I, see :data:`dynamics.workspace.Data`). Writes ∂τ/∂q and
     ∂τ/∂q̇ (nv, nv) into ``dtau_dq`` and ``dtau_dv``, and keeps what second-order passes
     reuse: Ψ̇, Ψ̈, Ṡ in ``rates`` (3, nv, 6), the composites B^C in ``BC`` (n, 6, 6) and the
     per-column vectors g, h, e, d of :func:`joint_terms` in rows G, H, E, D of ``T`` (nv, 6, 6).

@@ -139,33 +139,46 @@ def _body_matrices(i, ci, S, IC, BC, Psid, Bw, Am, w):
     """A1, A3 and Bs of DoF column ci (of body i) into rows of ``Am`` (Bw (2, 6, 6) is workspace)."""
     coriolis_at(IC, i, Psid, ci, Bw, 0)  # B(I_i^C, Ψ̇_ci)
     coriolis_at(IC, i, S, ci, Bw, 1)  # B(I_i^C, S_ci)
+    # 𝒜₁ = S_ci×* B_i^C − B_i^C S_ci×   (App. C common term)
     _commutator(S, ci, BC, i, Am, A3, w)
     for r in range(6):
         for c in range(6):
+            # A3 = 2 [B(I_i^C, Ψ̇_ci) + 𝒜₁]
             Am[A3, r, c] = 2.0 * (Am[A3, r, c] + Bw[0, r, c])
+            # Bs = 2 B(I_i^C, S_ci)
             Am[BS, r, c] = 2.0 * Bw[1, r, c]
+            # A1 = 𝒜₂ = S_ci×* I_i^C − I_i^C S_ci× = B(I_i^C, S_ci) + B(I_i^C, S_ci)ᵀ
             Am[A1, r, c] = Bw[1, r, c] + Bw[1, c, r]  # (I S) ×̄* is skew, the rest symmetric
 
 
 @njit(cache=True, inline="always")
 def _pair_vectors(j, S, Psid, Psidd, PsidSd, Am, t, w):
     """The (i, j) vectors u1 … u11 of Alg. 1 into ``w`` from body i's Am and g, h, e, d (t)."""
+    # u1 = A3ᵀ S_j
     _matT_vec(Am, A3, S, j, w, U1)
+    # u2 = A1 S_j
     mat6_vec_at(Am, A1, S, j, w, U2)
+    # u3 = A3 Ψ̇_j + A1 Ψ̈_j + S_j ×* e
     mat6_vec_at(Am, A3, Psid, j, w, U3)
     _add_mat_vec(Am, A1, Psidd, j, w, U3)
     _add_crf(S, j, t, E, w, U3)
+    # u7 = A3 S_j + A1 (Ψ̇_j + Ṡ_j)
     mat6_vec_at(Am, A3, S, j, w, U7)
     _add_mat_vec(Am, A1, PsidSd, j, w, U7)
+    # u10 = Bs S_j,   u11 = Bsᵀ S_j
     mat6_vec_at(Am, BS, S, j, w, U10)
     _matT_vec(Am, BS, S, j, w, U11)
+    # u9 = S_j ×* h,   u8 = S_j ×* g   (its −Bsᵀ Ψ̇_j last)
     crf_at(S, j, t, H, w, U9)
     crf_at(S, j, t, G, w, U8)
+    # u5 = S_j ×* g − Bs Ψ̇_j + 2 Ψ̇_j ×* h   (Ψ̇_j ×* h in U5, Bs Ψ̇_j in U6 first)
     crf_at(Psid, j, t, H, w, U5)
     mat6_vec_at(Am, BS, Psid, j, w, U6)
     for r in range(6):
         w[U5, r] = w[U8, r] - w[U6, r] + 2.0 * w[U5, r]
+    # u6 = Bs Ψ̇_j + S_j ×* d
     _add_crf(S, j, t, D, w, U6)
+    # u8 = S_j ×* g − Bsᵀ Ψ̇_j
     _matT_vec(Am, BS, Psid, j, w, TMP)
     for r in range(6):
         w[U8, r] -= w[TMP, r]
@@ -174,7 +187,9 @@ def _pair_vectors(j, S, Psid, Psidd, PsidSd, Am, t, w):
 @njit(cache=True, inline="always")
 def _same_body_u4(i, ci, cj, S, IC, w):
     """u4 = S_ci ×* (I_i^C S_cj) + u9 for two columns of body i (= 2 u9 when cj = ci)."""
+    # I_i^C S_cj
     mat6_vec_at(IC, i, S, cj, w, TMP)
+    # u4 = S_ci ×* (I_i^C S_cj) + u9
     crf_at(S, ci, w, TMP, w, U4)
     for r in range(6):
         w[U4, r] += w[U9, r]
@@ -191,28 +206,46 @@ def _triple(i, j, k, ci, cj, ck, S, Psid, Psidd, PsidSd, w, T):
 
     The cases compare bodies: two columns of one body take the "k = j" or "j = i" forms.
     """
+    # ∂²τ_i/∂q_j∂q_k = u8·Ψ̇_k + u9·Ψ̈_k
     T[Q2, ci, cj, ck] = dot6_at(w, U8, Psid, ck) + dot6_at(w, U9, Psidd, ck)
+    # ∂²τ_i/∂q_k∂v_j = −u11·Ψ̇_k
     T[QV, ci, ck, cj] = -dot6_at(w, U11, Psid, ck)
     if k != j:
+        # ∂²τ_i/∂q_k∂q_j = ∂²τ_i/∂q_j∂q_k
         T[Q2, ci, ck, cj] = T[Q2, ci, cj, ck]
+        # ∂²τ_i/∂v_j∂v_k = ∂²τ_i/∂v_k∂v_j = −u11·S_k
         T[V2, ci, cj, ck] = T[V2, ci, ck, cj] = -dot6_at(w, U11, S, ck)
+        # ∂²τ_i/∂q_j∂v_k = u5·S_k + u9·(Ψ̇_k + Ṡ_k)
         T[QV, ci, cj, ck] = dot6_at(w, U5, S, ck) + dot6_at(w, U9, PsidSd, ck)
+        # ∂²τ_k/∂q_i∂q_j = u3·S_k
         T[Q2, ck, ci, cj] = dot6_at(w, U3, S, ck)
+        # ∂²τ_k/∂q_j∂v_i = u6·S_k
         T[QV, ck, cj, ci] = dot6_at(w, U6, S, ck)
+        # ∂M_ki/∂q_j = ∂M_ik/∂q_j = u9·S_k
         T[DM, ck, ci, cj] = T[DM, ci, ck, cj] = dot6_at(w, U9, S, ck)
         if j != i:
+            # ∂²τ_k/∂q_j∂q_i = ∂²τ_k/∂q_i∂q_j
             T[Q2, ck, cj, ci] = T[Q2, ck, ci, cj]
+            # ∂²τ_k/∂v_i∂v_j = ∂²τ_k/∂v_j∂v_i = u10·S_k
             T[V2, ck, ci, cj] = T[V2, ck, cj, ci] = dot6_at(w, U10, S, ck)
+            # ∂²τ_k/∂q_i∂v_j = u7·S_k
             T[QV, ck, ci, cj] = dot6_at(w, U7, S, ck)
         else:
+            # ∂²τ_k/∂v_j∂v_i = u4·S_k   (j = i)
             T[V2, ck, cj, ci] = dot6_at(w, U4, S, ck)
     else:
+        # ∂²τ_i/∂v_j∂v_k = −u2·S_k   (k = j)
         T[V2, ci, cj, ck] = -dot6_at(w, U2, S, ck)
     if j != i:
+        # ∂²τ_j/∂q_k∂q_i = ∂²τ_j/∂q_i∂q_k = u1·Ψ̇_k + u2·Ψ̈_k
         T[Q2, cj, ck, ci] = T[Q2, cj, ci, ck] = dot6_at(w, U1, Psid, ck) + dot6_at(w, U2, Psidd, ck)
+        # ∂²τ_j/∂v_k∂v_i = ∂²τ_j/∂v_i∂v_k = u11·S_k
         T[V2, cj, ck, ci] = T[V2, cj, ci, ck] = dot6_at(w, U11, S, ck)
+        # ∂²τ_j/∂q_k∂v_i = u11·Ψ̇_k
         T[QV, cj, ck, ci] = dot6_at(w, U11, Psid, ck)
+        # ∂²τ_j/∂q_i∂v_k = u1·S_k + u2·(Ψ̇_k + Ṡ_k)
         T[QV, cj, ci, ck] = dot6_at(w, U1, S, ck) + dot6_at(w, U2, PsidSd, ck)
+        # ∂M_kj/∂q_i = ∂M_jk/∂q_i = u2·S_k
         T[DM, ck, cj, ci] = T[DM, cj, ck, ci] = dot6_at(w, U2, S, ck)
 
 
@@ -249,35 +282,47 @@ def idsva_so_passes(m, d, q, v, a, f_ext, B, w, T):
     (zeroed by the caller); ``d`` a workspace (:mod:`dynamics.workspace`), B (6, 6, 6) and
     w (TMP + 2, 6) scratch."""
     topology, gravity = m.topology, m.gravity
+    # v_i, a_i, f_i^C = Σ_{l∈ν(i)} (I_l a_l + v_l ×* I_l v_l − f_l^ext)   (Alg. 1 forward pass; the RNEA)
     rnea_passes(m, d, q, v, a, f_ext)
-    S, IC, vel, acc, fC, BC = d.S, d.I, d.vel, d.acc, d.fC, d.BC
+    S, IC, vel, acc, fC, BC = d.S, d.IC, d.vel, d.acc, d.fC, d.BC
     n, nv = topology.shape[0], v.shape[0]
     Psid, Psidd, Sd, PsidSd = d.rates[0], d.rates[1], d.rates[2], d.U
+    # Ψ̇_i = v_λ(i) × S_i,   Ψ̈_i = a_λ(i) × S_i + v_λ(i) × Ψ̇_i,   Ṡ_i = v_i × S_i
     subspace_rates(topology, gravity, S, vel, acc, Psid, Psidd, Sd, d.h)
     for i in range(n):
+        # B_i^C = B(I_i, v_i)   (I_i^C = I_i: d.IC still holds the body inertias)
         body_coriolis(IC, vel, i, BC)
     for c in range(nv):
         for r in range(6):
+            # Ψ̇_c + Ṡ_c
             PsidSd[c, r] = Psid[c, r] + Sd[c, r]
     Bw, Am, t = B[0:2], B[2:5], B[5]
     for i in range(n - 1, -1, -1):  # I^C, B^C of ν(i) are complete here
         for ci in range(topology[i, IDX_V], topology[i, IDX_V] + topology[i, NV]):
+            # g = 2 B_i^Cᵀ S_ci,   h = I_i^C S_ci,   e = 2 B_i^C Ψ̇_ci + I_i^C Ψ̈_ci + S_ci ×* f_i^C,
+            # d = 2 B_i^C S_ci + I_i^C (Ψ̇_ci + Ṡ_ci)
             joint_terms(i, ci, S, IC, BC, Psid, Psidd, Sd, fC, t)
+            # A1 = 𝒜₂,   A3 = 2 [B(I_i^C, Ψ̇_ci) + 𝒜₁],   Bs = 2 B(I_i^C, S_ci)
             _body_matrices(i, ci, S, IC, BC, Psid, Bw, Am, w)
             j = i
-            while j >= 0:
+            while j >= 0:  # j ⪯ i
                 for cj in range(topology[j, IDX_V], topology[j, IDX_V] + topology[j, NV]):
+                    # u1 … u11 of the pair (ci, cj)
                     _pair_vectors(cj, S, Psid, Psidd, PsidSd, Am, t, w)
                     if j == i:
+                        # u4 = S_ci ×* (I_i^C S_cj) + u9
                         _same_body_u4(i, ci, cj, S, IC, w)
                     k = j
-                    while k >= 0:
+                    while k >= 0:  # k ⪯ j
                         for ck in range(topology[k, IDX_V], topology[k, IDX_V] + topology[k, NV]):
+                            # the entries of the triple (ci, cj, ck), each u·y_k (Alg. 1 lines 42–66)
                             _triple(i, j, k, ci, cj, ck, S, Psid, Psidd, PsidSd, w, T)
                         k = topology[k, PARENT]
                 j = topology[j, PARENT]
+        # I_λ(i)^C += I_i^C,   B_λ(i)^C += B_i^C
         add_to_parent(topology, IC, i)
         add_to_parent(topology, BC, i)
+    # ∂²τ/∂q_k∂q_l = ½ (D_k D_l + D_l D_k) τ for two columns of one joint (the chart Hessian)
     symmetrize_joint_blocks(topology, T[Q2])
 
 

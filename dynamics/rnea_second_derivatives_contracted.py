@@ -89,24 +89,31 @@ def _subtree_vectors(j, cj, S, Psid, Ghat, Hhat, BShat, inert_root, w):
     """
     if inert_root:
         for r in range(6):
+            # Û2 = ½ (B̂s + B̂sᵀ) S_j
             t = 0.0
             for k in range(6):
                 t += (BShat[j, r, k] + BShat[j, k, r]) * S[cj, k]
             w[U2, r] = 0.5 * t
         return
+    # Û8 = S_j ×* Ĝ,   Û9 = S_j ×* Ĥ,   Û5 = Ψ̇_j ×* Ĥ   (Û8, Û5 completed below)
     crf_at(S, cj, Ghat, j, w, U8)
     crf_at(S, cj, Hhat, j, w, U9)
     crf_at(Psid, cj, Hhat, j, w, U5)
     for r in range(6):  # the four products with B̂s, one sweep over each row/column
+        # B̂sᵀ S_j,   B̂sᵀ Ψ̇_j,   B̂s S_j,   B̂s Ψ̇_j
         bT_s = bT_psid = b_s = b_psid = 0.0
         for k in range(6):
             bT_s += BShat[j, k, r] * S[cj, k]
             bT_psid += BShat[j, k, r] * Psid[cj, k]
             b_s += BShat[j, r, k] * S[cj, k]
             b_psid += BShat[j, r, k] * Psid[cj, k]
+        # Û11 = B̂sᵀ S_j
         w[U11, r] = bT_s
+        # Û2 = ½ (B̂s + B̂sᵀ) S_j
         w[U2, r] = 0.5 * (b_s + bT_s)
+        # Û5 = S_j ×* Ĝ − B̂s Ψ̇_j + 2 Ψ̇_j ×* Ĥ
         w[U5, r] = w[U8, r] - b_psid + 2.0 * w[U5, r]
+        # Û8 = S_j ×* Ĝ − B̂sᵀ Ψ̇_j
         w[U8, r] -= bT_psid
 
 
@@ -122,19 +129,26 @@ def _deepest_output(topology, j, cj, col, inert, w, out):
     while k >= 0:
         for ck in range(topology[k, IDX_V], topology[k, IDX_V] + topology[k, NV]):
             if not inert[k]:
-                x = dot6_at(w, U8, Psid, ck) + dot6_at(w, U9, Psidd, ck)  # Σ_i μ_i ∂²τ_i/∂q_j∂q_k
+                # Σ_i μ_i ∂²τ_i/∂q_j∂q_k = Û8·Ψ̇_k + Û9·Ψ̈_k
+                x = dot6_at(w, U8, Psid, ck) + dot6_at(w, U9, Psidd, ck)
                 Hqq[cj, ck] += x
-                Hqv[ck, cj] -= dot6_at(w, U11, Psid, ck)  # Σ_i μ_i ∂²τ_i/∂q_k∂v_j
+                # Σ_i μ_i ∂²τ_i/∂q_k∂v_j = −Û11·Ψ̇_k
+                Hqv[ck, cj] -= dot6_at(w, U11, Psid, ck)
                 if k != j:
+                    # Σ_i μ_i ∂²τ_i/∂q_k∂q_j = Σ_i μ_i ∂²τ_i/∂q_j∂q_k
                     Hqq[ck, cj] += x
             if k == j:
+                # Σ_i μ_i ∂²τ_i/∂v_j∂v_k = −Û2·S_k   (k = j)
                 Hvv[cj, ck] -= dot6_at(w, U2, S, ck)
             else:
-                x = -dot6_at(w, U11, S, ck)  # Σ_i μ_i ∂²τ_i/∂v_j∂v_k
+                # Σ_i μ_i ∂²τ_i/∂v_j∂v_k = Σ_i μ_i ∂²τ_i/∂v_k∂v_j = −Û11·S_k
+                x = -dot6_at(w, U11, S, ck)
                 Hvv[cj, ck] += x
                 Hvv[ck, cj] += x
+                # Σ_i μ_i ∂²τ_i/∂q_j∂v_k = Û5·S_k + Û9·(Ψ̇_k + Ṡ_k)
                 Hqv[cj, ck] += dot6_at(w, U5, S, ck) + dot6_at(w, U9, PsidSd, ck)
-                Mq[ck, cj] += dot6_at(w, U9, S, ck)  # Σ_i μ_i ∂M_ik/∂q_j
+                # Σ_i μ_i ∂M_ik/∂q_j = Û9·S_k
+                Mq[ck, cj] += dot6_at(w, U9, S, ck)
         k = topology[k, PARENT]
 
 
@@ -151,6 +165,7 @@ def _psi_rows(i, ci, S, IC, BC, Bs, Psid, psibar, cvec, w):
     """
     crm_at(Psid, ci, psibar, i, w, TMP)  # Ψ̇ × ψ
     for r in range(6):  # the seven matrix–vector products, one sweep over each matrix row
+        # I^C (Ψ̇ × ψ),  I^C ψ,  I^C Ψ̇,  B^Cᵀ c (c = S × ψ),  B^Cᵀ ψ,  Bs ψ,  Bsᵀ ψ
         ic_u = ic_psi = ic_psid = bc_c = bc_psi = bs_psi = bsT_psi = 0.0
         for k in range(6):
             ic = IC[i, r, k]
@@ -161,14 +176,18 @@ def _psi_rows(i, ci, S, IC, BC, Bs, Psid, psibar, cvec, w):
             bc_psi += BC[i, k, r] * psibar[i, k]
             bs_psi += Bs[ci, r, k] * psibar[i, k]
             bsT_psi += Bs[ci, k, r] * psibar[i, k]
+        # A3ᵀψ = −I^C(Ψ̇ × ψ) − 2 B^Cᵀ(S × ψ) + …   (the three ×* terms added below)
         w[P3, r] = -ic_u - 2.0 * bc_c
         w[TMP2, r], w[TMP3, r], w[TMP4, r] = ic_psi, ic_psid, bc_psi
+        # A1 ψ = (Bs + Bsᵀ) ψ
         w[P1, r] = bs_psi + bsT_psi
+        # 2 Bsᵀ ψ   (2 B(I^C, S)ᵀ ψ)
         w[PB, r] = 2.0 * bsT_psi
     crf_at(Psid, ci, w, TMP2, w, TMP)  # Ψ̇ ×* (I^C ψ)
     crf_at(psibar, i, w, TMP3, w, TMP2)  # ψ ×* (I^C Ψ̇)
     crf_at(S, ci, w, TMP4, w, TMP3)  # S ×* (B^Cᵀ ψ)
     for r in range(6):
+        # A3ᵀψ += Ψ̇ ×* (I^C ψ) − ψ ×* (I^C Ψ̇) + 2 S ×* (B^Cᵀ ψ)
         w[P3, r] += w[TMP, r] - w[TMP2, r] + 2.0 * w[TMP3, r]
 
 
@@ -191,14 +210,19 @@ def _pair_outputs(topology, i, ci, col, inert, w, out):
             if inert[j]:
                 _inert_pair_outputs(ci, cj, col, w, out)
                 continue
+            # Σ_{o≺i} μ_o ∂²τ_o/∂q_i∂q_j = P3·Ψ̇_j + P1·Ψ̈_j − c_j·e_i
             x = dot6_at(w, P3, Psid, cj) + dot6_at(w, P1, Psidd, cj) - dot6_at(cvec, cj, t, E)
             Hqq[ci, cj] += x
+            # Σ_{o≺i} μ_o ∂²τ_o/∂q_j∂v_i = PB·Ψ̇_j − c_j·d_i
             Hqv[cj, ci] += dot6_at(w, PB, Psid, cj) - dot6_at(cvec, cj, t, D)
+            # Σ_{o≺j} μ_o ∂M_oi/∂q_j = ψ_λ(j)·u9 = −c_j·h_i
             x9 = -dot6_at(cvec, cj, t, H)
             Mq[ci, cj] += x9
             if j == i:  # ψ_λ(i)·u4 = −c_cj·h_ci − c_ci·h_cj (h_cj = I_i^C S_cj)
+                # Σ_{o≺i} μ_o ∂²τ_o/∂v_j∂v_i = ψ_λ(i)·u4   (j = i)
                 out.Hvv[cj, ci] += x9 - dot6_at(cvec, ci, T[cj], H)
             else:
+                # Σ_{o≺i} μ_o ∂²τ_o/∂q_j∂q_i = Σ_{o≺i} μ_o ∂²τ_o/∂q_i∂q_j
                 Hqq[cj, ci] += x
                 _inert_pair_outputs(ci, cj, col, w, out)
         j = topology[j, PARENT]
@@ -209,10 +233,13 @@ def _inert_pair_outputs(ci, cj, col, w, out):
     """The entries of :func:`_pair_outputs` for columns ci ≠ cj of two bodies that hold no
     derivative with respect to q_cj: the v–v, q_ci–v_cj and ∂M/∂q_ci ones."""
     S, PsidSd, Hvv, Hqv, Mq = col.S, col.PsidSd, out.Hvv, out.Hqv, out.Mq
+    # Σ_{o≺i} μ_o ∂²τ_o/∂v_i∂v_j = Σ_{o≺i} μ_o ∂²τ_o/∂v_j∂v_i = PB·S_j
     x = dot6_at(w, PB, S, cj)
     Hvv[ci, cj] += x
     Hvv[cj, ci] += x
+    # Σ_{o≺i} μ_o ∂²τ_o/∂q_i∂v_j = P3·S_j + P1·(Ψ̇_j + Ṡ_j)
     Hqv[ci, cj] += dot6_at(w, P3, S, cj) + dot6_at(w, P1, PsidSd, cj)
+    # Σ_{o≺i} μ_o ∂M_oj/∂q_i = P1·S_j
     Mq[cj, ci] += dot6_at(w, P1, S, cj)
 
 
@@ -269,6 +296,7 @@ def idsva_so_contracted_passes(topology, data, mu, Hqq, Hvv, Hqv, Mq, work):
                 inert[i] = False
         for c in range(topology[i, IDX_V], topology[i, IDX_V] + topology[i, NV]):
             for r in range(6):
+                # Ψ̇_c + Ṡ_c
                 PsidSd[c, r] = Psid[c, r] + Sd[c, r]
                 if Psid[c, r] != 0.0 or Psidd[c, r] != 0.0:
                     inert[i] = False
@@ -280,19 +308,25 @@ def idsva_so_contracted_passes(topology, data, mu, Hqq, Hvv, Hqv, Mq, work):
     for i in range(n - 1, -1, -1):  # the μ-weighted sums of ν(i) are complete after this loop
         for ci in range(topology[i, IDX_V], topology[i, IDX_V] + topology[i, NV]):
             coriolis_at(IC, i, S, ci, Bs, ci)  # B(I_i^C, S_ci)
+            # Ĝ_i += μ_ci g_ci,   Ĥ_i += μ_ci h_ci,   B̂s_i += 2 μ_ci B(I_i^C, S_ci)
             for r in range(6):
                 Ghat[i, r] += mu[ci] * T[ci, G, r]
                 Hhat[i, r] += mu[ci] * T[ci, H, r]
                 for c in range(6):
                     BShat[i, r, c] += 2.0 * mu[ci] * Bs[ci, r, c]
         for ci in range(topology[i, IDX_V], topology[i, IDX_V] + topology[i, NV]):
+            # Û8, Û9, Û11, Û5, Û2 of column ci from Ĝ_i, Ĥ_i, B̂s_i
             _subtree_vectors(i, ci, S, Psid, Ghat, Hhat, BShat, inert[i] and topology[i, PARENT] < 0, w)
+            # Σ_{o∈ν(i)} μ_o (∂²τ_o, ∂M_o·) with the pair (ci, ck), ck ⪯ ci:  Û·y_k
             _deepest_output(topology, i, ci, col, inert, w, out)
             if not inert[i]:  # else every pair of its columns has only vanishing entries
+                # P3 = A3ᵀψ_λ(i),   P1 = A1 ψ_λ(i),   PB = 2 B(I_i^C, S_ci)ᵀ ψ_λ(i)
                 _psi_rows(i, ci, S, IC, BC, Bs, Psid, psibar, cvec, w)
+                # Σ_{o≺i} μ_o (∂²τ_o, ∂M_o·) with the pair (ci, cj), cj ⪯ ci
                 _pair_outputs(topology, i, ci, col, inert, w, out)
         parent = topology[i, PARENT]
         if parent >= 0:
+            # Ĝ_λ(i) += Ĝ_i,   Ĥ_λ(i) += Ĥ_i,   B̂s_λ(i) += B̂s_i
             for r in range(6):
                 Ghat[parent, r] += Ghat[i, r]
                 Hhat[parent, r] += Hhat[i, r]
@@ -311,8 +345,8 @@ def idsva_so_contracted_kernel(m, q, v, a, f_ext, mu):
     d = new_data(topology)
     rnea_passes(m, d, q, v, a, f_ext)
     out = np.empty((4, nv, nv))
-    rnea_derivative_passes(topology, gravity, d.S, d.I, d.vel, d.acc, d.fC, d.rates, d.BC, d.T, d.dq, d.dv)
-    idsva_so_contracted_passes(topology, (d.S, d.I, d.BC, d.rates, d.T), mu, out[0], out[1], out[2], out[3],
+    rnea_derivative_passes(topology, gravity, d.S, d.IC, d.vel, d.acc, d.fC, d.rates, d.BC, d.T, d.dq, d.dv)
+    idsva_so_contracted_passes(topology, (d.S, d.IC, d.BC, d.rates, d.T), mu, out[0], out[1], out[2], out[3],
                                new_so_work(topology))
     return out[0], out[1], out[2], out[3]
 

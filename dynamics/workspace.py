@@ -39,8 +39,9 @@ from .kinematics import tangent_size
 from .model import Model, ModelRecord
 
 Data = namedtuple("Data", [
-    "R", "p", "S", "I",          # world poses (n, 3, 3), (n, 3), subspaces (nv, 6), inertias (n, 6, 6)
-    "IA", "Dinv", "BC",          # articulated / composite inertias, D_i⁻¹ blocks, B^C (n, 6, 6)
+    "R", "p", "S",               # world poses (n, 3, 3), (n, 3), motion subspaces (nv, 6)
+    "I", "IC",                   # body inertias I_i, composite inertias I_i^C (n, 6, 6): one block, see below
+    "IA", "Dinv", "BC",          # articulated inertias I_i^A, D_i⁻¹ blocks, composite B_i^C (n, 6, 6)
     "vel", "acc", "fC", "pA",    # body velocities, accelerations, forces, biases (n, 6)
     "da",                        # acceleration and force increments (2, n, 6)
     "U", "UD", "rates",          # U = I^A S, U D⁻¹ (nv, 6); Ψ̇, Ψ̈, Ṡ (3, nv, 6)
@@ -50,7 +51,15 @@ Data = namedtuple("Data", [
     "T",                         # joint vectors of the derivative passes (nv, 6, 6)
     "h", "gauss",                # scratch rows (4, 6) and the D_i elimination tableau (6, 12)
 ])
-"""The views of a workspace (see the shapes above; n bodies, nv DoF columns)."""
+"""The views of a workspace (see the shapes above; n bodies, nv DoF columns).
+
+Each field holds one quantity in world coordinates, whichever algorithm ran. ``I`` and
+``IC`` are two names of one block: the forward kinematics writes the body inertias I_i
+into ``I``, and the passes that form the composites I_i^C = I_i + Σ_{children c} I_c^C
+(CRBA, the derivative passes) sum them in place, leaves to root, to save a copy; after
+such a pass ``IC`` holds the composites and ``I`` is spent. The articulated inertias I_i^A
+have their own block ``IA``: ABA and M⁻¹ have the kinematics write the body inertias
+straight into it (I_i^A starts as I_i), and leave ``I`` unwritten."""
 
 
 @allocation_free
@@ -118,7 +127,8 @@ def _record_block(w, k, shape):
 @allocation_free(inline="always")
 def data_views(topology, w):
     """The workspace cut from the buffer ``w`` of :func:`data_size` entries: its fields
-    are views of ``w``, by blocks of equally shaped arrays. Inlined into its callers, so
+    are views of ``w``, by blocks of equally shaped arrays (``I`` and ``IC`` the same
+    view, see :data:`Data`). Inlined into its callers, so
     the views are never handed across a call compiled without reference counting."""
     n, nv = topology.shape[0], tangent_size(topology)
     B66, k = _block(w, 0, (4, n, 6, 6))
@@ -132,7 +142,7 @@ def data_views(topology, w):
     T, k = _block(w, k, (nv, 6, 6))
     h, k = _block(w, k, (4, 6))
     gauss, k = _block(w, k, (6, 12))
-    return Data(R, p, C6[0], B66[0], B66[1], B66[2], B66[3], B6[0], B6[1], B6[2], B6[3], B6[4:6],
+    return Data(R, p, C6[0], B66[0], B66[0], B66[1], B66[2], B66[3], B6[0], B6[1], B6[2], B6[3], B6[4:6],
                 C6[1], C6[2], C6[3:6], vec[0], vec[1], NN[0], NN[1], NN[2], FP[0], FP[1], T, h, gauss)
 
 

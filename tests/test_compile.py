@@ -55,17 +55,20 @@ def test_allocation_free_kernels_return_no_argument(path):
 
 def test_the_workspace_fields_are_disjoint_views_filling_one_buffer():
     """new_data cuts data_size entries into the Data fields with no overlap (an overlap
-    would let one pass overwrite another's intermediate)."""
+    would let one pass overwrite another's intermediate) but the documented one: IC is I,
+    the composites summed in place over the body inertias."""
     import dynamics as dyn
     from dynamics.workspace import data_size, new_data
 
     for model in (dyn.models.ur5(), dyn.models.binary_tree(3), dyn.models.space_manipulator()):
         fields = new_data(model.topology)
-        assert sum(f.size for f in fields) == data_size(model.njoints, model.nv)
-        for a in range(len(fields)):
-            assert fields[a].flags.c_contiguous
+        assert fields.IC.ctypes.data == fields.I.ctypes.data and fields.IC.shape == fields.I.shape
+        distinct = [(name, f) for name, f in zip(fields._fields, fields) if name != "IC"]
+        assert sum(f.size for _, f in distinct) == data_size(model.njoints, model.nv)
+        for a in range(len(distinct)):
+            assert distinct[a][1].flags.c_contiguous
             for b in range(a):
-                assert not np.shares_memory(fields[a], fields[b]), (fields._fields[a], fields._fields[b])
+                assert not np.shares_memory(distinct[a][1], distinct[b][1]), (distinct[a][0], distinct[b][0])
 
 
 @numba.njit

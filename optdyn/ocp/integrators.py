@@ -143,7 +143,7 @@ def _recording(d, records, idx):
     row ``idx`` of ``records`` (:data:`StageRecords`): the passes write them there, and
     nothing is copied."""
     S, IC, BC, rates, T = records.S[idx], records.IC[idx], records.BC[idx], records.rates[idx], records.T[idx]
-    return Data(R=d.R, p=d.p, S=S, I=IC, IA=d.IA, Dinv=d.Dinv, BC=BC, vel=d.vel, acc=d.acc, fC=d.fC, pA=d.pA,
+    return Data(R=d.R, p=d.p, S=S, I=IC, IC=IC, IA=d.IA, Dinv=d.Dinv, BC=BC, vel=d.vel, acc=d.acc, fC=d.fC, pA=d.pA,
                 da=d.da, U=d.U, UD=d.UD, rates=rates, u=d.u, tau=d.tau, Minv=d.Minv, dq=d.dq, dv=d.dv, F=d.F, P=d.P,
                 T=T, h=d.h, gauss=d.gauss)
 
