@@ -33,7 +33,7 @@ import time
 import numpy as np
 from numba.core import event
 
-COMPILE_NOTICE = ("optdyn: compiling numba kernels (cold cache: the first solve takes three to four minutes); "
+COMPILE_NOTICE = ("optdyn: compiling numba kernels (cold cache: the first solve takes five to six minutes); "
                   "they are cached on disk for later runs")
 PACKAGES = ("dynamics", "optdyn", "problems")
 
