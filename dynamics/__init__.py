@@ -15,6 +15,7 @@ Public API ::
     tau  = dyn.rnea(model, q, v, a, f_ext)                                   # ... acting on the robot
     dyn.set_num_threads(2)                   # threads of the batched kernels (or OPTDYN_NUM_THREADS)
 """
+from . import _cache  # noqa: F401 — first: registers the kernel cache locators before any kernel is defined
 from .aba import aba
 from .aba_derivatives import aba_derivatives
 from .aba_second_derivatives import aba_second_derivatives

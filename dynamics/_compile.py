@@ -1,7 +1,16 @@
-"""How the kernels are compiled: with or without numba's reference counting.
+"""How the kernels are compiled: one specialisation per argument type, with or without
+numba's reference counting.
 
-Every kernel is numba-compiled and cached on disk. Those that return fresh arrays use
-``njit(cache=True)``. The passes that only read their inputs and write into arrays of a
+Every kernel is numba-compiled and cached on disk (:mod:`dynamics._cache` says where, and
+when an entry is stale). Those that return fresh arrays use ``njit(cache=True)`` — this
+module's :func:`njit`, numba's with one difference: a kernel called from another compiled
+function with a constant argument (``f(x, 0)``) is compiled for the argument's type
+(int64), not for the constant (numba's ``Literal[int](0)``, a specialisation per value).
+numba's own dispatcher compiled, for instance, the Runge–Kutta interval once for
+``order=0`` and again for ``order=1``: each specialisation re-optimises and re-generates
+every kernel it calls, so the README's main job spent a fifth of its cold start on such
+duplicates. Kernels that need a constant's value to type (a literal tuple index) take it
+from their own body, never as an argument. The passes that only read their inputs and write into arrays of a
 workspace use :func:`allocation_free`: they are compiled without numba's runtime (NRT).
 
 Why: numba counts references to every array a compiled function receives, copies, or
@@ -36,7 +45,27 @@ are that fast path and its fallback for the two argument lists of the entry poin
 """
 from __future__ import annotations
 
-from numba import njit
+from numba.core import types
+from numba.core.registry import CPUDispatcher
+
+
+class Kernel(CPUDispatcher):
+    """numba's CPU dispatcher, compiling calls from compiled code for the arguments' types
+    with constants widened to their type (module docstring)."""
+
+    def get_call_template(self, args, kws):
+        return super().get_call_template(tuple(types.unliteral(a) for a in args),
+                                         {k: types.unliteral(v) for k, v in kws.items()})
+
+
+def njit(fn=None, *, cache: bool = False, **options):
+    """``numba.njit`` with the :class:`Kernel` dispatcher (same options)."""
+    def decorate(py_func):
+        kernel = Kernel(py_func=py_func, locals={}, targetoptions={"nopython": True, **options})
+        if cache:
+            kernel.enable_caching()
+        return kernel
+    return decorate if fn is None else decorate(fn)
 
 
 def allocation_free(fn=None, *, inline: str = "never"):

@@ -17,7 +17,7 @@ and one more forward-kinematics pass.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from ._compile import njit
 
 from ._compile import allocation_free, entry_point
 from .kinematics import kinematics_into

@@ -25,7 +25,7 @@ tensor–matrix products (Singh, Russell & Wensing's DTM, their fastest choice b
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from ._compile import njit
 
 from ._checks import as_state
 from ._compile import allocation_free

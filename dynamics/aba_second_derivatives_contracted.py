@@ -25,7 +25,7 @@ M⁻¹: those of the actuated joints).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from ._compile import njit
 
 from ._checks import as_state, as_vector
 from ._compile import allocation_free

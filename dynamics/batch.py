@@ -14,7 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+
+from ._compile import njit
 
 from ._checks import NO_FORCE, InputError, as_batch
 from .aba import NOT_POSITIVE, aba_into

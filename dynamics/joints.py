@@ -34,7 +34,7 @@ so derivatives with respect to q are taken in these local coordinates:
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from ._compile import njit
 
 from ._checks import InputError, as_vector
 from ._compile import allocation_free

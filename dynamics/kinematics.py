@@ -8,7 +8,7 @@ Singh, Russell & Wensing 2023 Sec. II).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from ._compile import njit
 
 from ._checks import as_vector, check_frame
 from ._compile import allocation_free

@@ -29,7 +29,7 @@ kinematics itself.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from ._compile import njit
 
 from ._checks import as_vector, check_frame
 from ._compile import allocation_free

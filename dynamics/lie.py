@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 import numpy as np
-from numba import njit
+from ._compile import njit
 
 from ._compile import allocation_free
 from .joints import _group_rows

@@ -39,7 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numba
 import numpy as np
-from numba import njit
+from ._compile import njit
 
 ENVIRONMENT_VARIABLE = "OPTDYN_NUM_THREADS"
 SPIN_COUNT = "10000"  # GOMP_SPINCOUNT unless the user chose a wait policy (module docstring)

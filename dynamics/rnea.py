@@ -24,7 +24,7 @@ derivative passes need no further term.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from ._compile import njit
 
 from ._compile import allocation_free, entry_point
 from .kinematics import all_finite, check_configuration_size, kinematics_into, tangent_size

@@ -73,7 +73,7 @@ differences along q ⊕ ε in the tests.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from ._compile import njit
 
 from ._checks import as_state
 from ._compile import allocation_free

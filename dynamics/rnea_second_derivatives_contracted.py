@@ -46,7 +46,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 import numpy as np
-from numba import njit
+from ._compile import njit
 
 from ._checks import as_state, as_vector
 from ._compile import allocation_free

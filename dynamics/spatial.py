@@ -16,7 +16,7 @@ counting, which made the recursions about 4× slower than this row-addressed for
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from ._compile import njit
 
 from ._compile import allocation_free
 from .model import IDX_V, NV, PARENT

@@ -27,7 +27,9 @@ import weakref
 from collections import namedtuple
 
 import numpy as np
-from numba import njit, types
+from numba import types
+
+from ._compile import njit
 from numba.core import cgutils
 from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic

@@ -43,10 +43,28 @@ def test_list_names_problems_and_scenarios(capsys):
     (("compare", "no-such-problem"), ("unknown problem",)),
     (("compare", "pendulum", "--solvers", "ddp,newton"), ("solvers", "newton")),
     (("show", "/nonexistent/result.npz"), ("no such file",)),
+    (("warmup", "no-such-problem"), ("unknown problem", "arm-obstacle")),
+    (("warmup", "pendulum", "--solvers", "ddp,newton"), ("--solvers", "newton")),
+    (("warmup", "pendulum", "--jobs", "0"), ("--jobs", "≥ 1")),
 ])
 def test_bad_requests_fail_with_one_line(capsys, argv, words):
     code, _, err = run(capsys, *argv)
     assert_one_line_error(code, err, *words)
+
+
+def test_warmup_compiles_each_job_in_its_own_process(capsys):
+    """Two solves of the pendulum warmed in two processes at once: each reports its time,
+    and this process, which compiled nothing, then solves from the disk cache."""
+    from optdyn.solvers.runtime import COMPILATION
+
+    code, out, _ = run(capsys, "warmup", "pendulum", "--solvers", "ddp,ipopt", "--jobs", "2", "--quiet")
+    assert code == 0
+    assert re.search(r"^pendulum \(ddp\)\s+\d+\.\d s$", out, flags=re.M)
+    assert re.search(r"^pendulum \(ipopt\)\s+\d+\.\d s$", out, flags=re.M)
+    assert "compiled for 2 solve(s)" in out
+    count = COMPILATION.count
+    code, _, _ = run(capsys, "solve", "pendulum", "--quiet", "--max-iter", "2")
+    assert COMPILATION.count == count  # every kernel came from the disk cache
 
 
 def test_argparse_rejects_unknown_solver(capsys):

@@ -27,7 +27,7 @@ import problems
 from optdyn.apps.cli import main
 from optdyn.apps.io import load_result
 from optdyn.apps.sweep import (COLUMNS, Job, _lqr_gains, distinct_optima, job_name, job_seed, local_cluster,
-                          perturbed_guess, run_job, sweep, warm)
+                          perturbed_guess, run_job, sweep)
 
 pytest.importorskip("distributed")
 from distributed import Client  # noqa: E402
@@ -166,8 +166,7 @@ def test_bad_input_is_refused_before_anything_runs(tmp_path, kwargs, word):
     assert not (tmp_path / "out").exists()  # nothing written, no cluster started
 
 
-def test_warm_runs_one_iteration_and_local_cluster_checks_workers():
-    assert warm(PENDULUM, N=10) > 0
+def test_local_cluster_checks_workers():
     with pytest.raises(ValueError, match="workers: expected an integer ≥ 1"):
         local_cluster(0)
 

@@ -9,6 +9,8 @@
     optdyn plot result.npz --out traj.png        q, v, u with limits, clearance, convergence
     optdyn sweep PROBLEM [--scenario S] [--solver S] --grid KEY=V1,V2,... [--grid ...] [--starts K]
                  --out DIR [--param KEY=VALUE ...] [--max-iter N] [--scheduler tcp://HOST:PORT] [--workers N]
+    optdyn warmup [PROBLEM ...] [--solvers ddp,ilqr,ipopt] [--all] [--jobs N]
+                                                  compile ahead of time, one process per solve
 
 ``optdyn --version`` prints the version; ``--quiet`` (solve, sweep) drops the iteration
 log and progress bar. ``--param KEY=VALUE`` reads VALUE as JSON, or a comma-separated
@@ -381,6 +383,27 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_warmup(args: argparse.Namespace) -> int:
+    """Compile the kernels of the named problems' solves (default: the README's main job),
+    one process per job on every core (:mod:`optdyn.apps.warmup`)."""
+    from .warmup import SOLVERS, CompileJob, warm
+
+    names = problems.names() if args.all else (args.problem or ["arm-obstacle"])
+    solvers = SOLVERS if args.all else tuple(s.strip() for s in args.solvers.split(","))
+    unknown = [s for s in solvers if s not in SOLVERS]
+    if unknown:
+        raise CommandError(f"--solvers: unknown solver {unknown[0]!r}; expected some of {', '.join(SOLVERS)}")
+    if args.jobs is not None and args.jobs < 1:
+        raise CommandError(f"--jobs: expected an integer ≥ 1, got {args.jobs}")
+    jobs = [CompileJob(f"{name} ({solver})", problems.factory(name), solver) for name in names for solver in solvers]
+    t0 = time.perf_counter()
+    seconds = warm(jobs, processes=args.jobs, progress=not args.quiet)
+    for label, s in seconds.items():
+        print(f"{label:<40} {s:7.1f} s")
+    print(f"compiled for {len(jobs)} solve(s) in {time.perf_counter() - t0:.1f} s")
+    return 0
+
+
 # ----------------------------------------------------------------------------- main
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -462,6 +485,13 @@ def build_parser() -> argparse.ArgumentParser:
                            "clearance, convergence", cmd_plot)
     plot.add_argument("file", help="result .npz written by `optdyn solve --save` or optdyn.save_result")
     plot.add_argument("--out", required=True, help="image file to write, e.g. traj.png (required)")
+
+    warmup = command("warmup", "compile the kernels of some solves ahead of time, on every core", cmd_warmup)
+    warmup.add_argument("problem", nargs="*", help="problem names (default: arm-obstacle, the main job)")
+    warmup.add_argument("--solvers", default="ddp", help="comma-separated solvers of each problem")
+    warmup.add_argument("--all", action="store_true", help="every problem with every solver")
+    warmup.add_argument("--jobs", type=int, help="processes at once (default: one per core)")
+    warmup.add_argument("--quiet", action="store_true", help="no progress bar")
 
     from .sweep import PERTURBATION
 

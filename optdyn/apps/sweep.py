@@ -76,6 +76,7 @@ import numpy as np
 from dynamics.parallel import set_num_threads
 
 from .io import load_result, save_result
+from .warmup import CompileJob, warm_once
 from ..ocp.problem import Problem
 from ..solvers.ddp import SECOND_ORDER, Expansion, SecondOrder, Value, backward_pass
 from ..solvers.result import Result
@@ -225,8 +226,13 @@ def run_job(factory: Callable[..., Problem], params: dict, point: dict, start: i
     from ..solvers.solve import solve
 
     set_num_threads(1)
-    t0, c0 = time.perf_counter(), time.thread_time()
     worker = _worker_address()
+    try:  # the kernels: compiled by one worker of this machine, loaded by the others
+        warm_once(CompileJob(f"{factory.__module__}.{factory.__qualname__} {solver}", factory, solver,
+                             tuple({**params, **point}.items())))
+    except Exception:  # noqa: BLE001 — the job below fails the same way and records why
+        pass
+    t0, c0 = time.perf_counter(), time.thread_time()
     try:
         problem = factory(**params, **point)
         if not isinstance(problem, Problem):
@@ -241,20 +247,6 @@ def run_job(factory: Callable[..., Problem], params: dict, point: dict, start: i
                 "cpu": time.thread_time() - c0}
     result.source = None
     return {"result": result, "worker": worker, "time": time.perf_counter() - t0, "cpu": time.thread_time() - c0}
-
-
-def warm(factory: Callable[..., Problem], solver: str = "ddp", **params) -> float:
-    """Load (or compile, on a cold cache) the numba kernels in this process: build
-    ``factory(**params)`` and run a 1-iteration ``solver`` solve. Returns the seconds taken.
-
-    Pre-warm every worker of a cluster before a large sweep with
-    ``Client("tcp://HOST:8786").run(warm, problems.factory("pendulum"))``.
-    """
-    t0 = time.perf_counter()
-    from ..solvers.solve import solve
-
-    solve(factory(**params), solver=solver, max_iter=1)
-    return time.perf_counter() - t0
 
 
 def _one_line(e: BaseException) -> str:

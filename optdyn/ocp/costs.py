@@ -19,7 +19,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
 import numpy as np
-from numba import njit
+from dynamics._compile import njit
 
 from dynamics.batch import point_kinematics_batch_kernel, point_positions_batch_kernel
 from dynamics.kinematics_derivatives import body_point

@@ -63,7 +63,9 @@ from __future__ import annotations
 from collections import namedtuple
 
 import numpy as np
-from numba import njit, prange, types
+from numba import prange, types
+
+from dynamics._compile import njit
 from numba.extending import overload
 
 from dynamics._compile import allocation_free
@@ -748,14 +750,14 @@ def _halves_in_parallel(model, actuated, lie, u, stages, rows, terms, so_a, lie_
             _stage_half(ode, 1, u, stages, rows, terms, so_b, lie_b)
 
 
-@allocation_free
+@allocation_free(inline="always")
 def _halves_on_two_threads(ode, u, stages, rows, work):
     """:func:`_halves_in_parallel` on the parts of ``ode`` and of the workspace."""
     _halves_in_parallel(ode.model, ode.actuated, ode.lie, u, stages, rows, work.terms, work.ode.so, work.lie,
                         work.ode2.so, work.lie2)
 
 
-@allocation_free
+@allocation_free(inline="always")
 def stage_terms(ode, u, stages, rows, Hz, work, split):
     """Hz += Σ_s G_sᵀ (w_sᵀ f_zz(y_s, u)) G_s over the s stages of the step whose first record
     row is ``rows[0]`` (the interval's first: ``rows[1]``), and on a manifold the curvature

@@ -1,8 +1,10 @@
 """The compiled entry points of the discrete problem: what the solvers' kernels call.
 
 A solver sees the dynamics x_{k+1} = F_k(x_k, u_k) of a :class:`~optdyn.ocp.problem.Problem`
-only through its record ``problem.dynamics`` and these functions of it (compiled, so
-that a solver's own compiled loops call them), next to the problem's batch methods
+only through its record ``problem.dynamics`` and these functions of it (compiled and
+inlined into the solvers' own compiled loops at numba's IR level: a thin layer that is no
+compiled unit of its own, since each unit re-optimises every kernel it calls), next to the
+problem's batch methods
 (``step``, ``step_derivatives``, ``step_stages``, ``step_hessians``, ``rollout``) for whole
 trajectories:
 
@@ -20,7 +22,7 @@ phases — is a new record type that these functions dispatch on, and no solver 
 """
 from __future__ import annotations
 
-from numba import njit
+from dynamics._compile import njit
 
 from dynamics._compile import allocation_free
 
@@ -28,7 +30,7 @@ from .integrators import interval, interval_hessian, interval_work, lie_structur
 from .state import state_difference
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def transition_work(dyn, nx, nu, order):
     """Workspace of :func:`transition` (``order`` 0) or :func:`transition_hessian`
     (``order`` 1) for states of nx coordinates and nu controls, made once per loop over
@@ -36,14 +38,14 @@ def transition_work(dyn, nx, nu, order):
     return interval_work(dyn, nx, nu, order)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def transition(dyn, k, x, u, y, work):
     """y = x⁺ = F_k(x, u), the state after interval k from (x, u); False (y NaN) if a state
     or derivative on the way became non-finite."""
     return interval(dyn, k, x, u, 0, y, work.no_Y, work.no_H, work.no_stages, 0, work)
 
 
-@allocation_free
+@allocation_free(inline="always")
 def transition_hessian(dyn, k, u, stages, lam, Hz, work, split):
     """Hz (nz, nz) = ∇²_z(λᵀF_k(x_k, u_k)) at knot k of the trajectory recorded in
     ``stages``, λ = ``lam`` (ndx,) (a second-order adjoint, no tensor formed); ``split``: its
@@ -51,7 +53,7 @@ def transition_hessian(dyn, k, u, stages, lam, Hz, work, split):
     interval_hessian(dyn, u, stages, k * dyn.substeps * dyn.b.shape[0], lam, Hz, work, split)
 
 
-@allocation_free
+@allocation_free(inline="always")
 def state_error(dyn, x0, x1, dx):
     """dx (ndx,) = x1 ⊖ x0 = [q1 ⊖ q0; v1 − v0] in the tangent space at x0."""
     topology, lie = lie_structure(dyn.ode)

@@ -19,7 +19,7 @@ of ⊕ and ⊖ on each joint) live beside the joints, in :mod:`dynamics.lie`.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from dynamics._compile import njit
 
 from dynamics._compile import allocation_free
 from dynamics.joints import configuration_error, difference_into, integrate_into, lie_jacobian_batch, unit_block

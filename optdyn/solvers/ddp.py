@@ -62,7 +62,7 @@ from collections import namedtuple
 from dataclasses import dataclass, field
 
 import numpy as np
-from numba import njit
+from dynamics._compile import njit
 
 from dynamics._compile import allocation_free
 from dynamics.parallel import get_num_threads
@@ -125,7 +125,7 @@ def q_expansion(lq, t, V, Q, VA, VB):
     gemm_tn(B, VB, Q.Quu, True)
 
 
-@allocation_free
+@allocation_free(inline="always")
 def dynamics_hessian(second, t, us, Vx, Hz, work):
     """Hz (nz, nz) = V'_x·F_zz at knot t: the Hessian of V'_xᵀF(x_t, u_t), as ``second``
     (:data:`SecondOrder`) says: mode 1 by the problem's

@@ -6,7 +6,8 @@ listener on numba's ``"numba:compile"`` event (:mod:`numba.core.event`) is told 
 when numba starts compiling a kernel — which it does only when neither memory nor the
 disk cache holds that kernel for the current source and signature. The first time that
 happens in a process for a kernel of ``dynamics``/``optdyn``/``problems``, a one-line
-notice (:data:`COMPILE_NOTICE`) goes to stderr, before the wait. The same listener sums
+notice (:data:`COMPILE_NOTICE`) goes to stderr, before the wait; on a terminal a progress
+line then counts the kernels compiled and names the one being compiled. The same listener sums
 the wall time spent compiling, which every solver reports as ``extra["compile_time"]``
 (s, part of ``wall_time``; 0.0 when every kernel came from the cache). The listener is
 registered when :mod:`optdyn` is imported, so it covers every optdyn entry point (the
@@ -32,9 +33,10 @@ import time
 
 import numpy as np
 from numba.core import event
+from tqdm import tqdm
 
-COMPILE_NOTICE = ("optdyn: compiling numba kernels (cold cache: the first solve takes five to six minutes); "
-                  "they are cached on disk for later runs")
+COMPILE_NOTICE = ("optdyn: compiling numba kernels (cold cache: the first solve takes about five minutes on 2 "
+                  "cores, once; `optdyn warmup` compiles ahead); they are cached on disk for later runs")
 PACKAGES = ("dynamics", "optdyn", "problems")
 
 
@@ -47,6 +49,7 @@ class _CompileWatch(event.Listener):
         self.count = 0  # kernels compiled in this process
         self.announced = False
         self._t0 = 0.0
+        self._bar = None  # on a terminal: a progress line naming the kernel being compiled
 
     @staticmethod
     def _ours(ev) -> bool:
@@ -62,8 +65,15 @@ class _CompileWatch(event.Listener):
             if not self.announced:
                 self.announced = True
                 print(COMPILE_NOTICE, file=sys.stderr, flush=True)
+            if sys.stderr.isatty():
+                self._bar = tqdm(initial=self.count, unit=" kernels", file=sys.stderr, leave=False,
+                                 bar_format="{n_fmt}{unit} compiled, {elapsed} | {desc}")
         self.depth += 1
         self.count += 1
+        if self._bar is not None:
+            fn = ev.data["dispatcher"].py_func
+            self._bar.set_description_str(f"compiling {fn.__module__}.{fn.__qualname__}", refresh=False)
+            self._bar.update(1)
 
     def on_end(self, ev) -> None:
         if not self._ours(ev) or self.depth == 0:
@@ -71,6 +81,9 @@ class _CompileWatch(event.Listener):
         self.depth -= 1
         if self.depth == 0:
             self.seconds += time.perf_counter() - self._t0
+            if self._bar is not None:
+                self._bar.close()
+                self._bar = None
 
     def elapsed(self) -> float:
         """Seconds spent compiling so far, including a compilation in progress."""

@@ -1,0 +1,133 @@
+"""Cold start: where numba's compile time goes, command by command → BENCHMARKS.md, section
+"cold start".
+
+Runs, in a fresh numba cache directory and in this order, the README's main job and every
+command of the command line, each in its own process under ``compile_profile.py`` (a
+listener on numba's compile events), then optionally the whole test suite. A command
+compiles only what the commands before it did not, so each kernel is charged to the first
+command that needs it. Then the main job again, warm, and the time from ``import optdyn``
+to the first iteration.
+
+Run from the repository root:
+    .venv/bin/python benchmarks/bench_compile.py            # commands only (~10 min cold)
+    .venv/bin/python benchmarks/bench_compile.py --tests    # and the test suite (~20 min more)
+    .venv/bin/python benchmarks/bench_compile.py --label before   # rows kept beside the last run's
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from _common import ROOT, machine, table, write_section
+
+PROFILE = ROOT / "benchmarks" / "compile_profile.py"
+RESULTS = ROOT / "benchmarks" / "compile_results.json"
+FIRST_ITERATION = r"""
+import time
+t0 = time.perf_counter()
+import optdyn, problems
+prob = problems.get("arm-obstacle")
+seen = []
+optdyn.solve(prob, solver="ddp", max_iter=1, callback=lambda *a: seen.append(time.perf_counter()))
+print("RESULT", seen[0] - t0)
+"""
+
+
+def commands(out: Path) -> list[tuple[str, list[str]]]:
+    """(label, argv) of the README's main job, then each command of the command line."""
+    saved = str(out / "arm.npz")
+    return [("main job: solve arm-obstacle (ddp)", ["optdyn", "solve", "arm-obstacle", "--quiet",
+                                                    "--html", str(out / "arm.html"), "--save", saved]),
+            ("solve --solver ilqr", ["optdyn", "solve", "arm-obstacle", "--quiet", "--solver", "ilqr"]),
+            ("solve --solver ipopt", ["optdyn", "solve", "arm-obstacle", "--quiet", "--solver", "ipopt"]),
+            ("compare", ["optdyn", "compare", "ur5-reach"]),
+            ("show", ["optdyn", "show", saved]),
+            ("sweep (workers compile; not recorded)", ["optdyn", "sweep", "pendulum", "--grid", "u_max=5", "--starts", "2",
+                                                         "--out", str(out / "sweep"), "--workers", "2",
+                                                         "--no-progress", "--quiet"])]
+
+
+def profile(argv: list[str], out: Path, cache: Path) -> dict:
+    record = out / "profile.json"
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache))
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, str(PROFILE), str(record), *argv], cwd=out, env=env,
+                          capture_output=True, text=True, timeout=7200)
+    wall = time.perf_counter() - t0
+    if proc.returncode not in (0, 1):  # pytest exits 1 when a test fails: still a profile
+        raise RuntimeError(proc.stderr[-3000:])
+    data = json.loads(record.read_text())
+    data["process_wall"] = wall
+    return data
+
+
+def first_iteration(cache: Path) -> float:
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache))
+    proc = subprocess.run([sys.executable, "-c", FIRST_ITERATION], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=3600, check=True)
+    return float(proc.stdout.split("RESULT", 1)[1])
+
+
+def run(with_tests: bool) -> dict:
+    runs = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        out, cache = Path(tmp), Path(tmp) / "cache"
+        steps = commands(out) + ([("test suite", ["pytest", "-q", "-p", "no:cacheprovider", str(ROOT / "tests")])]
+                                 if with_tests else [])
+        for label, argv in steps:
+            print(f"[{time.strftime('%H:%M:%S')}] {label}", flush=True)
+            runs[label] = profile(argv, out, cache)
+        main_label, main_argv = commands(out)[0]
+        runs["warm main job"] = profile(main_argv, out, cache)
+        runs["import to first iteration (warm)"] = {"process_wall": first_iteration(cache), "records": []}
+    return runs
+
+
+def summarise(runs: dict) -> str:
+    command_rows, kernels = [], defaultdict(lambda: {"cpu": 0.0, "wall": 0.0, "sigs": set(), "by": None})
+    for label, data in runs.items():
+        records = data["records"]
+        command_rows.append([label, round(data["process_wall"], 1), round(sum(r["self_wall"] for r in records), 1),
+                             round(sum(r["self_cpu"] for r in records), 1), len(records)])
+        for r in records:
+            k = kernels[r["kernel"]]
+            k["cpu"] += r["self_cpu"]
+            k["wall"] += r["self_wall"]
+            k["sigs"].add(r["signature"])
+            k["by"] = k["by"] or f"{label.split(':')[0]}: {r['trigger'].rsplit('.', 1)[-1]}"
+    top = sorted(kernels.items(), key=lambda kv: -kv[1]["cpu"])
+    total = sum(k["cpu"] for _, k in top)
+    kernel_rows = [[name, round(k["cpu"], 1), round(100 * k["cpu"] / total, 1), len(k["sigs"]), k["by"]]
+                   for name, k in top[:40]]
+    twice = [name.rsplit(".", 1)[-1] for name, k in top if len(k["sigs"]) > 1]
+    return "\n\n".join([
+        table(["step (in order, one numba cache)", "wall s", "compiling, wall s", "compiling, CPU s", "kernels compiled"],
+              command_rows),
+        f"Kernels by compile CPU time (exclusive of the callees they compiled; {len(kernels)} kernels, "
+        f"{total:.0f} CPU s in all; the 40 largest):",
+        table(["kernel", "CPU s", "%", "specialisations", "first needed by: (outermost kernel)"], kernel_rows),
+        f"Kernels compiled for more than one signature: {', '.join(twice) or 'none'}."])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--tests", action="store_true", help="also profile the whole test suite")
+    parser.add_argument("--label", default="after", help="name of this run in compile_results.json")
+    args = parser.parse_args()
+    runs = run(args.tests)
+    saved = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    saved[args.label] = {"machine": machine(), "runs": runs}
+    RESULTS.write_text(json.dumps(saved))
+    write_section("cold start", "\n\n".join(
+        f"### {label} ({entry['machine']})\n\n{summarise(entry['runs'])}" for label, entry in saved.items()))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,102 @@
+"""The kernel cache never serves a stale kernel, and an unwritable cache directory does not
+crash (dynamics._cache)."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numba
+import pytest
+
+from dynamics import _cache
+
+ROOT = Path(__file__).resolve().parents[1]
+ENERGY = """
+import numpy as np, dynamics as dyn
+m = dyn.models.serial_chain(3)
+print(repr(dyn.kinetic_energy(m, np.full(3, 0.3), np.full(3, 0.7))))
+"""
+
+
+def _tree_copy(tmp_path: Path) -> Path:
+    """The packages copied to a temporary directory, without their caches."""
+    for pkg in ("dynamics",):
+        shutil.copytree(ROOT / pkg, tmp_path / pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    return tmp_path
+
+
+def _run(tree: Path, code: str, **env) -> subprocess.CompletedProcess:
+    environ = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    return subprocess.run([sys.executable, "-c", code], cwd=tree, capture_output=True, text=True, timeout=600,
+                          env=dict(environ, PYTHONPATH=str(tree), **env))
+
+
+def _index_files(tree: Path) -> set[str]:
+    return {p.name for p in tree.rglob("*.nbi")}
+
+
+def test_every_kernel_of_the_project_uses_the_content_keyed_locator():
+    """Each cached dispatcher of dynamics and optdyn (imported in full) found one of our
+    locators, so none is keyed on its own file only."""
+    import optdyn.apps.cli  # noqa: F401 — imports every kernel module
+    dispatchers = [obj for mod in list(sys.modules.values())
+                   if (getattr(mod, "__name__", "") or "").split(".")[0] in _cache.PACKAGES
+                   for obj in vars(mod).values() if isinstance(obj, numba.core.registry.CPUDispatcher)]
+    cached = [d for d in dispatchers if d._cache.__class__.__name__ != "NullCache"]
+    assert len(cached) > 100
+    foreign = [d.py_func.__qualname__ for d in cached if not isinstance(d._cache._impl.locator, _cache._ProjectStamp)]
+    assert not foreign
+
+
+def test_the_stamp_follows_the_imports_and_nothing_else(tmp_path):
+    """A kernel file's stamp changes when a file it imports (transitively) changes, and not
+    when an unrelated file does."""
+    tree = _tree_copy(tmp_path)
+    energy, spatial, urdf = (str(tree / "dynamics" / f) for f in ("energy.py", "spatial.py", "urdf.py"))
+    code = ("import sys; sys.path.insert(0, {t!r}); import dynamics._cache as c; "
+            "print(c.source_stamp({f!r}))")
+    stamp = lambda f: _run(tree, code.format(t=str(tree), f=f)).stdout.strip()  # noqa: E731
+    before, spatial_before = stamp(energy), stamp(spatial)
+    assert before and len(before) == 64
+    Path(urdf).write_text(Path(urdf).read_text() + "\n# unrelated edit\n")
+    assert stamp(energy) == before  # energy.py does not import the URDF parser
+    Path(spatial).write_text(Path(spatial).read_text() + "\n# edited\n")
+    assert stamp(energy) != before and stamp(spatial) != spatial_before
+
+
+def test_editing_a_callee_in_another_file_recompiles_the_caller(tmp_path):
+    """kinetic_energy's kernel (energy.py) inlines dot6_at (spatial.py): after an edit of
+    spatial.py, the cached kernel must not be served (numba's own key, energy.py's contents,
+    is unchanged)."""
+    tree = _tree_copy(tmp_path)
+    first = _run(tree, ENERGY)
+    assert first.returncode == 0, first.stderr
+    assert _index_files(tree), "the kernel was not cached in the tree"
+    assert _run(tree, ENERGY).stdout == first.stdout  # from the cache
+    spatial = tree / "dynamics" / "spatial.py"
+    body = "    return (a[i, 0] * b[j, 0]"
+    assert body in spatial.read_text()
+    spatial.write_text(spatial.read_text().replace(body, "    return 2.0 * (a[i, 0] * b[j, 0]", 1))
+    second = _run(tree, ENERGY)
+    assert second.returncode == 0, second.stderr
+    assert float(second.stdout) == pytest.approx(2.0 * float(first.stdout), rel=1e-12)
+
+
+def test_an_unwritable_cache_warns_and_runs_uncached(tmp_path):
+    """$NUMBA_CACHE_DIR, the tree's __pycache__ and the user's cache directory all
+    impossible to create (a regular file stands where each directory should be): one
+    warning naming the problem, then the right result."""
+    tree = _tree_copy(tmp_path / "src")
+    (tree / "dynamics" / "__pycache__").write_text("not a directory")
+    (tree / "dynamics" / "models" / "__pycache__").write_text("not a directory")
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    out = _run(tree, ENERGY, NUMBA_CACHE_DIR=str(blocker / "numba"), XDG_CACHE_HOME=str(blocker),
+               HOME=str(blocker))
+    assert out.returncode == 0, out.stderr
+    assert "no writable directory for the kernel cache" in out.stderr
+    reference = _run(_tree_copy(tmp_path / "plain"), ENERGY)
+    assert float(out.stdout) == float(reference.stdout) > 0
