@@ -20,6 +20,8 @@ from .aba_derivatives import aba_derivatives
 from .aba_second_derivatives import aba_second_derivatives
 from .aba_second_derivatives_contracted import aba_second_derivatives_contracted
 from .builder import ModelBuilder
+from .contact import Contact
+from .contact_dynamics import contact_dynamics
 from .crba import crba
 from .energy import kinetic_energy, potential_energy
 from .forces import frame_force
@@ -47,5 +49,5 @@ __all__ = [
     "rnea_derivatives", "aba_derivatives", "rnea_second_derivatives", "aba_second_derivatives",
     "rnea_second_derivatives_contracted", "aba_second_derivatives_contracted",
     "point_position", "point_jacobian", "point_hessian", "batch", "frame_force",
-    "set_num_threads", "get_num_threads",
+    "set_num_threads", "get_num_threads", "Contact", "contact_dynamics",
 ]

@@ -1,0 +1,115 @@
+"""The KKT system of rigid contacts, solved through M⁻¹ and a small Cholesky factor.
+
+Every contact algorithm of this package solves systems with the KKT matrix
+
+    K = [M  −Jᵀ]      K [x; y] = [r₁; r₂]   ⇔   y = Λ⁻¹ (r₂ − J M⁻¹ r₁),
+        [J   μI]                              x = M⁻¹ (r₁ + Jᵀ y),
+
+Λ = J M⁻¹ Jᵀ + μ I the operational-space (Delassus) matrix of the contacts plus the
+``damping`` μ (Carpentier, Budhiraja & Mansard, *Proximal and sparse resolution of
+constrained dynamic equations*, RSS 2021, eq. 9–12; the block elimination of Featherstone
+2008, Sec. 8.3). M⁻¹ is Carpentier's analytical inverse (never a factorisation of M), so
+only the nc × nc matrix Λ is factorised, by Cholesky: no inverse of K is formed. With
+μ = 0, a Λ that is not positive definite means dependent contacts.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ._compile import allocation_free
+
+DEPENDENT = 1e-10
+"""Relative size of a Cholesky pivot of Λ (against Λ's largest diagonal entry) below
+which the contact rows are taken as dependent."""
+
+
+@allocation_free
+def cholesky_in_place(L):
+    """Overwrite the lower triangle of the symmetric L with its Cholesky factor; −1, or the
+    first row whose pivot is not positive (relative to the largest diagonal entry)."""
+    n = L.shape[0]
+    scale = 0.0
+    for i in range(n):
+        scale = max(scale, L[i, i])
+    for j in range(n):
+        d = L[j, j]
+        for k in range(j):
+            d -= L[j, k] * L[j, k]
+        if not d > DEPENDENT * scale:
+            return j
+        d = np.sqrt(d)
+        L[j, j] = d
+        for i in range(j + 1, n):
+            s = L[i, j]
+            for k in range(j):
+                s -= L[i, k] * L[j, k]
+            L[i, j] = s / d
+    return -1
+
+
+@allocation_free
+def cholesky_solve(L, B):
+    """B ← (L Lᵀ)⁻¹ B in place, B (n, m): m right-hand sides, inner loops along rows."""
+    n, m = B.shape
+    for i in range(n):  # L Z = B
+        for k in range(i):
+            f = L[i, k]
+            for c in range(m):
+                B[i, c] -= f * B[k, c]
+        for c in range(m):
+            B[i, c] /= L[i, i]
+    for i in range(n - 1, -1, -1):  # Lᵀ Y = Z
+        for k in range(i + 1, n):
+            f = L[k, i]
+            for c in range(m):
+                B[i, c] -= f * B[k, c]
+        for c in range(m):
+            B[i, c] /= L[i, i]
+
+
+@njit(cache=True)
+def delassus(Minv, J, damping):
+    """(M⁻¹Jᵀ (nv, nc), Λ = J M⁻¹ Jᵀ + μ I (nc, nc) Cholesky-factorised in its lower
+    triangle, the failing row or −1 of :func:`cholesky_in_place`)."""
+    nv, nc = J.shape[1], J.shape[0]
+    MiJt = np.zeros((nv, nc))
+    for r in range(nv):  # M⁻¹Jᵀ, row by row
+        for k in range(nv):
+            mk = Minv[r, k]
+            for c in range(nc):
+                MiJt[r, c] += mk * J[c, k]
+    L = np.empty((nc, nc))
+    for a in range(nc):
+        for b in range(a + 1):
+            s = damping if a == b else 0.0
+            for k in range(nv):
+                s += J[a, k] * MiJt[k, b]
+            L[a, b] = L[b, a] = s
+    return MiJt, L, cholesky_in_place(L)
+
+
+@njit(cache=True)
+def kkt_solve(Minv, MiJt, L, r1, r2):
+    """(x (nv, m), y (nc, m)) of K [x; y] = [r₁; r₂] (module docstring) for m right-hand
+    sides r₁ (nv, m), r₂ (nc, m), with M⁻¹Jᵀ and Λ's factor L of :func:`delassus`:
+    y = Λ⁻¹ (r₂ − (M⁻¹Jᵀ)ᵀ r₁), x = M⁻¹ r₁ + M⁻¹Jᵀ y."""
+    nv, nc, m = r1.shape[0], r2.shape[0], r1.shape[1]
+    y = r2.copy()
+    for k in range(nv):  # y = r₂ − (M⁻¹Jᵀ)ᵀ r₁
+        for a in range(nc):
+            f = MiJt[k, a]
+            for c in range(m):
+                y[a, c] -= f * r1[k, c]
+    cholesky_solve(L, y)
+    x = np.zeros((nv, m))
+    for r in range(nv):  # x = M⁻¹ r₁ + M⁻¹Jᵀ y
+        for k in range(nv):
+            f = Minv[r, k]
+            for c in range(m):
+                x[r, c] += f * r1[k, c]
+        for a in range(nc):
+            f = MiJt[r, a]
+            for c in range(m):
+                x[r, c] += f * y[a, c]
+    return x, y
