@@ -369,3 +369,61 @@ def _column(ci, cf, Rc, o, c, level, turns, w, out, k):
     kp, kd = cf[c, KP], cf[c, KD]
     for r in range(dim):  # Baumgarte: k_d ∂(velocity) + k_p ∂e  (∂e = ∂o, eq. 6 in local axes)
         out[r0 + r, k] = w[OUTA + r] + kd * w[OUTV + r] + (kp * w[DO + r] if r < 3 else 0.0)
+
+
+@allocation_free
+def add_contact_forces(R, p, ci, Rc, o, lam, f):
+    """f[b] += the contact forces λ (nc,) as external forces of their bodies b: [f; n] in
+    joint b's axes about its origin (Pinocchio's ``fext``, :mod:`dynamics.rnea`), from
+    the world force F and moment M about o of each contact (λ rotated by R_c if local)."""
+    for c in range(ci.shape[0]):
+        b, r0, dim, local = ci[c, BODY], ci[c, ROW], ci[c, DIM], ci[c, LOCAL]
+        F0, F1, F2 = _world(Rc, c, lam, r0, local)
+        M0, M1, M2 = _world(Rc, c, lam, r0 + 3, local) if dim == 6 else (0.0, 0.0, 0.0)
+        # M += (o − p_b) × F: the moment about the joint origin
+        x0, x1, x2 = o[c, 0] - p[b, 0], o[c, 1] - p[b, 1], o[c, 2] - p[b, 2]
+        M0 += x1 * F2 - x2 * F1
+        M1 += x2 * F0 - x0 * F2
+        M2 += x0 * F1 - x1 * F0
+        for r in range(3):  # f = R_bᵀ F,  n = R_bᵀ M
+            f[b, r] += R[b, 0, r] * F0 + R[b, 1, r] * F1 + R[b, 2, r] * F2
+            f[b, 3 + r] += R[b, 0, r] * M0 + R[b, 1, r] * M1 + R[b, 2, r] * M2
+
+
+@allocation_free(inline="always")
+def _world(Rc, c, x, r, local):
+    """x[r:r+3] in world axes: R_c x[r:r+3] if ``local``, else x[r:r+3]."""
+    if not local:
+        return x[r], x[r + 1], x[r + 2]
+    return (Rc[c, 0, 0] * x[r] + Rc[c, 0, 1] * x[r + 1] + Rc[c, 0, 2] * x[r + 2],
+            Rc[c, 1, 0] * x[r] + Rc[c, 1, 1] * x[r + 1] + Rc[c, 1, 2] * x[r + 2],
+            Rc[c, 2, 0] * x[r] + Rc[c, 2, 1] * x[r + 1] + Rc[c, 2, 2] * x[r + 2])
+
+
+@allocation_free
+def world_force_derivative(topology, S, ci, J, lam, dtau_dq, w):
+    """dtau_dq += the term that makes ID's ∂/∂q hold the forces of world-aligned contacts
+    fixed in world axes rather than in their body (how ``f_ext`` turns, :mod:`dynamics.rnea`):
+    the body-fixed λ turns by ω_k × λ along column k ⪯ b, so for ID = ... − Jᵀλ,
+
+        ∂ID/∂q_k (world-fixed λ) = ∂ID/∂q_k (body-fixed λ) + J_cᵀ (ω_k × λ_c)   (per 3-block).
+
+    w (6,) scratch."""
+    nv = J.shape[1]
+    for c in range(ci.shape[0]):
+        if ci[c, LOCAL]:
+            continue
+        r0, dim = ci[c, ROW], ci[c, DIM]
+        j = ci[c, BODY]
+        while j >= 0:
+            for k in range(topology[j, IDX_V], topology[j, IDX_V] + topology[j, NV]):
+                for blk in range(0, dim, 3):  # w = ω_k × λ_c
+                    w[blk] = S[k, 1] * lam[r0 + blk + 2] - S[k, 2] * lam[r0 + blk + 1]
+                    w[blk + 1] = S[k, 2] * lam[r0 + blk] - S[k, 0] * lam[r0 + blk + 2]
+                    w[blk + 2] = S[k, 0] * lam[r0 + blk + 1] - S[k, 1] * lam[r0 + blk]
+                for i in range(nv):
+                    s = 0.0
+                    for r in range(dim):
+                        s += J[r0 + r, i] * w[r]
+                    dtau_dq[i, k] += s
+            j = topology[j, PARENT]
