@@ -23,6 +23,8 @@ from .builder import ModelBuilder
 from .contact import Contact
 from .contact_dynamics import contact_dynamics
 from .contact_dynamics_derivatives import contact_dynamics_derivatives
+from .impulse_dynamics import impulse_dynamics
+from .impulse_dynamics_derivatives import impulse_dynamics_derivatives
 from .crba import crba
 from .energy import kinetic_energy, potential_energy
 from .forces import frame_force
@@ -51,5 +53,5 @@ __all__ = [
     "rnea_second_derivatives_contracted", "aba_second_derivatives_contracted",
     "point_position", "point_jacobian", "point_hessian", "batch", "frame_force",
     "set_num_threads", "get_num_threads", "Contact", "contact_dynamics",
-    "contact_dynamics_derivatives",
+    "contact_dynamics_derivatives", "impulse_dynamics", "impulse_dynamics_derivatives",
 ]
