@@ -277,13 +277,13 @@ def _local_derivative(Rc, c, w, d, x, n, turns):
 
 
 @allocation_free
-def contact_value_derivatives(topology, S, ci, cf, Rc, o, vel, acc, gravity, level, dq, dv, w):
-    """∂x/∂q and (``level`` 2) ∂x/∂v (nc, nv) of :func:`contact_values` (q̈ held fixed) at
-    the body velocities ``vel`` and accelerations ``acc`` (n, 6; acc as the RNEA holds it),
-    by eq. 2–6; w (SCRATCH,) scratch. Columns off the contacts' supports are zero."""
-    dq[:, :] = 0.0
-    if level == 2:
-        dv[:, :] = 0.0
+def contact_value_derivatives(topology, S, ci, cf, Rc, o, vel, acc, gravity, level, out, w):
+    """out = [∂x/∂q] (nc, nv) (``level`` 1) or [∂x/∂q, ∂x/∂v] (nc, 2nv) (``level`` 2) of
+    :func:`contact_values` (q̈ held fixed) at the body velocities ``vel`` and accelerations
+    ``acc`` (n, 6; acc as the RNEA holds it), by eq. 2–6; w (SCRATCH,) scratch. Columns
+    off the contacts' supports are zero."""
+    nv = S.shape[0]
+    out[:, :] = 0.0
     for c in range(ci.shape[0]):
         b = ci[c, BODY]
         _contact_world_values(ci, cf, o, vel, acc, gravity, c, b, w)
@@ -306,7 +306,7 @@ def contact_value_derivatives(topology, S, ci, cf, Rc, o, vel, acc, gravity, lev
                     w[DA + r] += w[OUTV + r]
                 # ∂o/∂q_k = S_k,lin + S_k,ang × o   (eq. 4)
                 _at_point(w, SK, o, c, w, DO)
-                _column(ci, cf, Rc, o, c, level, True, w, dq, k)
+                _column(ci, cf, Rc, o, c, level, True, w, out, k)
                 if level == 2:
                     # ∂v_b/∂v_k = S_k,  ∂a_b/∂v_k = S_k × (v_b − v_λ) + v_j × S_k,  ∂o/∂v_k = 0   (eq. 5)
                     for r in range(6):
@@ -317,7 +317,7 @@ def contact_value_derivatives(topology, S, ci, cf, Rc, o, vel, acc, gravity, lev
                     for r in range(6):
                         w[DA + r] += w[OUTV + r]
                     w[DO], w[DO + 1], w[DO + 2] = 0.0, 0.0, 0.0
-                    _column(ci, cf, Rc, o, c, level, False, w, dv, k)
+                    _column(ci, cf, Rc, o, c, level, False, w, out, nv + k)
             j = lam
 
 

@@ -58,16 +58,15 @@ def contact_dynamics_derivatives_kernel(buffer, q, v, tau, f_ext, ci, cf, dampin
     rnea_derivative_passes(topology, gravity, d.S, d.IC, d.vel, d.acc, d.fC, d.rates, d.BC, d.T, d.dq, d.dv)
     world_force_derivative(topology, d.S, ci, J, lam, d.dq, np.empty(6))
     # ∂a_c/∂q, ∂a_c/∂v at q̈
-    da_dq, da_dv = np.empty((nc, nv)), np.empty((nc, nv))
-    contact_value_derivatives(topology, d.S, ci, cf, Rc, o, d.vel, d.acc, gravity, 2, da_dq, da_dv,
-                              np.empty(SCRATCH))
+    da = np.empty((nc, 2 * nv))
+    contact_value_derivatives(topology, d.S, ci, cf, Rc, o, d.vel, d.acc, gravity, 2, da, np.empty(SCRATCH))
     # eq. 2 for u = q, v, τ: r₁ = [−∂ID/∂q, −∂ID/∂v, I],  r₂ = [−∂a_c/∂q, −∂a_c/∂v, 0]
     r1, r2 = np.zeros((nv, 3 * nv)), np.zeros((nc, 3 * nv))
     for i in range(nv):
         r1[i, 2 * nv + i] = 1.0
         for k in range(nv):
             r1[i, k], r1[i, nv + k] = -d.dq[i, k], -d.dv[i, k]
-    r2[:, :nv], r2[:, nv:2 * nv] = -da_dq, -da_dv
+    r2[:, :2 * nv] = -da
     x, y = kkt_solve(d.Minv, MiJt, L, r1, r2)
     return qdd, lam, x, y, status
 

@@ -25,18 +25,20 @@ which the contact rows are taken as dependent."""
 
 
 @allocation_free
-def cholesky_in_place(L):
+def cholesky_in_place(L, damping):
     """Overwrite the lower triangle of the symmetric L with its Cholesky factor; −1, or the
-    first row whose pivot is not positive (relative to the largest diagonal entry)."""
+    first row whose pivot is not positive: not above :data:`DEPENDENT` times the largest
+    diagonal entry, nor (for L = Λ + μI, whose pivots are ≥ μ) above μ/2."""
     n = L.shape[0]
     scale = 0.0
     for i in range(n):
         scale = max(scale, L[i, i])
+    tol = DEPENDENT * scale if damping == 0.0 else min(DEPENDENT * scale, 0.5 * damping)
     for j in range(n):
         d = L[j, j]
         for k in range(j):
             d -= L[j, k] * L[j, k]
-        if not d > DEPENDENT * scale:
+        if not d > tol:
             return j
         d = np.sqrt(d)
         L[j, j] = d
@@ -86,7 +88,7 @@ def delassus(Minv, J, damping):
             for k in range(nv):
                 s += J[a, k] * MiJt[k, b]
             L[a, b] = L[b, a] = s
-    return MiJt, L, cholesky_in_place(L)
+    return MiJt, L, cholesky_in_place(L, damping)
 
 
 @njit(cache=True)

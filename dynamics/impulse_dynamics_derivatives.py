@@ -59,7 +59,7 @@ def impulse_dynamics_derivatives_kernel(buffer, q, v, ci, cf, restitution, dampi
     # ∂c/∂q at w = v⁺ + e v
     body_velocities(topology, d.S, v_plus + restitution * v, d.vel)
     dc_dq = np.empty((nc, nv))
-    contact_value_derivatives(topology, d.S, ci, cf, Rc, o, d.vel, d.vel, zero, 1, dc_dq, dc_dq, np.empty(SCRATCH))
+    contact_value_derivatives(topology, d.S, ci, cf, Rc, o, d.vel, d.vel, zero, 1, dc_dq, np.empty(SCRATCH))
     # ∂ID₀/∂q at (q, 0, Δv) with Λ as external forces, no gravity
     rnea_passes_at(topology, zero, d, np.zeros(nv), v_plus - v, external_forces(m, d, np.zeros((0, 6)), ci, Rc, o, imp))
     rnea_derivative_passes(topology, zero, d.S, d.IC, d.vel, d.acc, d.fC, d.rates, d.BC, d.T, d.dq, d.dv)
