@@ -13,6 +13,9 @@ Public API ::
     Hqq, Hvv, Hqv, Hqtau = dyn.aba_second_derivatives_contracted(model, q, v, tau, mu)  # Σ_i μ_i ∂²q̈_i
     f_ext = dyn.frame_force(model, q, "tool0", [0, 0, 20, 0, 0, 0])          # wrench at a frame → f_ext
     tau  = dyn.rnea(model, q, v, a, f_ext)                                   # ... acting on the robot
+    feet = [dyn.Contact("FL_FOOT"), dyn.Contact("FR_FOOT")]                  # rigid contacts (Pinocchio's conventions)
+    qdd, lam = dyn.contact_dynamics(model, q, v, tau, feet)                  # M q̈ + b = τ + Jᵀλ, J q̈ + γ = 0
+    v_plus, impulse = dyn.impulse_dynamics(model, q, v, feet, restitution=0.0)   # the velocity jump at touchdown
     dyn.set_num_threads(2)                   # threads of the batched kernels (or OPTDYN_NUM_THREADS)
 """
 from .aba import aba

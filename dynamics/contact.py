@@ -38,6 +38,7 @@ descendant column only with S_j; the Jacobi identity collects the rest), and
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -101,6 +102,25 @@ def _finite_tuple(x, n: int, name: str) -> tuple[float, ...]:
     if a.shape != (n,) or not np.all(np.isfinite(a)):
         raise ValueError(f"{name}: expected {n} finite numbers, got {x!r}")
     return tuple(float(e) for e in a)
+
+
+_PACKED: dict[tuple, tuple] = {}
+"""(id(model), ids of the contacts) → (weak reference to the model, the contacts, their
+records): a call with the same (immutable) contacts skips :func:`pack_contacts`, whose
+frame look-ups cost more than the contact dynamics of a quadruped."""
+
+
+def packed_contacts(model: Model, contacts) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`pack_contacts`, cached by the identity of the model and of each contact."""
+    key = (id(model), *map(id, contacts)) if type(contacts) is list or type(contacts) is tuple else None
+    hit = _PACKED.get(key)
+    if hit is not None and hit[0]() is model:  # a dead model's id may be reused: check it is this one
+        return hit[2], hit[3]
+    ci, cf = pack_contacts(model, contacts)
+    if len(_PACKED) >= 256:
+        _PACKED.clear()
+    _PACKED[key] = (weakref.ref(model), tuple(contacts), ci, cf)  # the contacts kept: their ids stay theirs
+    return ci, cf
 
 
 def pack_contacts(model: Model, contacts) -> tuple[np.ndarray, np.ndarray]:

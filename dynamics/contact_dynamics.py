@@ -9,8 +9,8 @@ with the contact Jacobian J and drift γ of :mod:`dynamics.contact` (Baumgarte t
 
     Λ λ = −(J q̈_free + γ),   q̈_free = M⁻¹ (τ − b),   Λ = J M⁻¹ Jᵀ (+ μ I)        (1)
 
-solved by Cholesky (:mod:`dynamics.contact_kkt`), M⁻¹ by Carpentier's algorithm and b by
-the RNEA at q̈ = 0, whose body accelerations also give γ. ``damping`` μ > 0 regularises
+solved by Cholesky (:mod:`dynamics.contact_kkt`), M by the CRBA and its sparse LTDL factor
+(Featherstone 2005), b by the RNEA at q̈ = 0, whose body accelerations also give γ. ``damping`` μ > 0 regularises
 dependent contacts (Tikhonov: the λ of least norm as μ → 0, the first step of Pinocchio's
 proximal iterations); it makes J q̈ + γ = −μ λ.
 """
@@ -21,10 +21,11 @@ from numba import njit
 
 from ._checks import as_forces, as_vector
 from .aba import NOT_POSITIVE
-from .contact import contact_frames, contact_jacobian, contact_rows, contact_values, pack_contacts
+from .contact import contact_frames, contact_jacobian, contact_rows, contact_values, packed_contacts
 from .contact_kkt import delassus, kkt_solve
+from .crba import crba_passes
 from .kinematics import kinematics_into
-from .minv import minv_passes
+from .ltdl import dof_parents, ltdl_in_place
 from .model import Model
 from .rnea import check_forces, check_state, rnea_passes_at
 from .spatial import copy_into
@@ -35,12 +36,9 @@ OK = -1
 
 @njit(cache=True)
 def contact_kinematics(m, d, q, ci, cf):
-    """Forward kinematics, M⁻¹ (into d.Minv) and the contact frames and Jacobian at q:
-    (Rc (nc, 3, 3), o (nc, 3), J (nc, nv)); d.I keeps the body inertias."""
+    """Forward kinematics and the contact frames and Jacobian at q: (Rc (nc, 3, 3),
+    o (nc, 3), J (nc, nv)); d.I holds the body inertias."""
     kinematics_into(m, q, d)
-    copy_into(d.IA, d.I)
-    if not minv_passes(m.topology, d, d.IA, d.Minv):
-        raise ValueError(NOT_POSITIVE)
     nc = ci.shape[0]
     Rc, o, J = np.empty((nc, 3, 3)), np.empty((nc, 3)), np.empty((contact_rows(ci), d.S.shape[0]))
     contact_frames(d.R, d.p, ci, cf, Rc, o)
@@ -49,10 +47,25 @@ def contact_kinematics(m, d, q, ci, cf):
 
 
 @njit(cache=True)
+def factorise_kkt(m, d, J, damping):
+    """M by the CRBA (from d.I, kept: the composites are formed in d.IA), its LTDL factor
+    and the Delassus Cholesky: the factors (H, λ, J, Wᵀ, L) of
+    :func:`dynamics.contact_kkt.kkt_solve`, and the status of :func:`delassus`."""
+    nv = J.shape[1]
+    H, lam = np.empty((nv, nv)), dof_parents(m.topology)
+    copy_into(d.IA, d.I)
+    crba_passes(m.topology, d.S, d.IA, H, d.h)
+    if not ltdl_in_place(H, lam):
+        raise ValueError(NOT_POSITIVE)
+    Wt, L, status = delassus(H, lam, J, damping)
+    return (H, lam, J, Wt, L), status
+
+
+@njit(cache=True)
 def contact_dynamics_passes(m, d, q, v, tau, f_ext, ci, cf, damping):
-    """Eq. 1: (q̈ (nv,), λ (nc,), status, (Rc, o, J, M⁻¹Jᵀ, L)) with the KKT data of
-    :func:`dynamics.contact_kkt.delassus`; status −1, or the first dependent row of Λ
-    (q̈, λ then unset). d.Minv holds M⁻¹, d.I the body inertias."""
+    """Eq. 1: (q̈ (nv,), λ (nc,), status, (Rc, o), KKT factors of :func:`factorise_kkt`);
+    status −1, or the first dependent row of Λ (q̈, λ then unset). d.I keeps the body
+    inertias."""
     check_state(q, v, tau, "tau: expected finite values, got NaN or inf")
     check_forces(f_ext)
     Rc, o, J = contact_kinematics(m, d, q, ci, cf)
@@ -62,16 +75,16 @@ def contact_dynamics_passes(m, d, q, v, tau, f_ext, ci, cf, damping):
     rnea_passes_at(m.topology, m.gravity, d, v, d.u, f_ext)
     gamma = np.empty(nc)
     contact_values(ci, cf, Rc, o, d.vel, d.acc, m.gravity, 2, gamma, np.empty(12))
-    MiJt, L, status = delassus(d.Minv, J, damping)
+    kkt, status = factorise_kkt(m, d, J, damping)
     if status != OK:
-        return np.empty(nv), np.empty(nc), status, (Rc, o, J, MiJt, L)
+        return np.empty(nv), np.empty(nc), status, (Rc, o), kkt
     r1, r2 = np.empty((nv, 1)), np.empty((nc, 1))
     for k in range(nv):  # [M −Jᵀ; J μ] [q̈; λ] = [τ − b; −γ]
         r1[k, 0] = tau[k] - d.tau[k]
     for a in range(nc):
         r2[a, 0] = -gamma[a]
-    x, y = kkt_solve(d.Minv, MiJt, L, r1, r2)
-    return x[:, 0], y[:, 0], OK, (Rc, o, J, MiJt, L)
+    x, y = kkt_solve(*kkt, r1, r2)
+    return x[:, 0], y[:, 0], OK, (Rc, o), kkt
 
 
 @njit(cache=True)
@@ -79,7 +92,7 @@ def contact_dynamics_kernel(buffer, q, v, tau, f_ext, ci, cf, damping):
     """(q̈, λ, status) of :func:`contact_dynamics_passes` on the model and workspace of a
     :func:`dynamics.workspace.call_buffer`."""
     m, d = call_views(buffer)
-    qdd, lam, status, _ = contact_dynamics_passes(m, d, q, v, tau, f_ext, ci, cf, damping)
+    qdd, lam, status, _, _ = contact_dynamics_passes(m, d, q, v, tau, f_ext, ci, cf, damping)
     return qdd, lam, status
 
 
@@ -87,7 +100,7 @@ def check_contact_call(model: Model, q, v, w, w_name: str, f_ext, contacts, damp
     """The arguments of a contact algorithm as its kernel takes them: (q, v, w, f_ext,
     packed contacts (ints, floats), damping); ValueError naming the first bad one."""
     q, v, w = as_vector(q, model.nq, "q"), as_vector(v, model.nv, "v"), as_vector(w, model.nv, w_name)
-    ci, cf = pack_contacts(model, contacts)
+    ci, cf = packed_contacts(model, contacts)
     try:
         damping = float(damping)
     except (TypeError, ValueError):

@@ -17,8 +17,8 @@ where ∂ID/∂u (q̈ and λ held) is the RNEA derivative of Carpentier & Mansar
 with λ as external forces, plus :func:`dynamics.contact.world_force_derivative` for forces
 held in world axes, and ∂a_c/∂u (q̈ held) is :func:`dynamics.contact.contact_value_derivatives`.
 System (2) is solved with the factorisation of the forward pass
-(:mod:`dynamics.contact_kkt`): M⁻¹ and the Cholesky factor of Λ, for all 3·nv
-right-hand sides at once.
+(:mod:`dynamics.contact_kkt`): the sparse LTDL factor of M and the Cholesky factor
+of Λ, for all 3·nv right-hand sides at once.
 """
 from __future__ import annotations
 
@@ -48,7 +48,8 @@ def external_forces(m, d, f_ext, ci, Rc, o, lam):
 def contact_dynamics_derivatives_kernel(buffer, q, v, tau, f_ext, ci, cf, damping):
     """(q̈, λ, ∂q̈/∂[q, v, τ] (nv, 3nv), ∂λ/∂[q, v, τ] (nc, 3nv), status) by eq. 2."""
     m, d = call_views(buffer)
-    qdd, lam, status, (Rc, o, J, MiJt, L) = contact_dynamics_passes(m, d, q, v, tau, f_ext, ci, cf, damping)
+    qdd, lam, status, (Rc, o), kkt = contact_dynamics_passes(m, d, q, v, tau, f_ext, ci, cf, damping)
+    J = kkt[2]
     nv, nc = v.shape[0], lam.shape[0]
     if status != OK:
         return qdd, lam, np.empty((nv, 3 * nv)), np.empty((nc, 3 * nv)), status
@@ -67,7 +68,7 @@ def contact_dynamics_derivatives_kernel(buffer, q, v, tau, f_ext, ci, cf, dampin
         for k in range(nv):
             r1[i, k], r1[i, nv + k] = -d.dq[i, k], -d.dv[i, k]
     r2[:, :2 * nv] = -da
-    x, y = kkt_solve(d.Minv, MiJt, L, r1, r2)
+    x, y = kkt_solve(*kkt, r1, r2)
     return qdd, lam, x, y, status
 
 

@@ -1,4 +1,5 @@
-"""The KKT system of rigid contacts, solved through M⁻¹ and a small Cholesky factor.
+"""The KKT system of rigid contacts, solved through a sparse factorisation of M and a small
+Cholesky factor.
 
 Every contact algorithm of this package solves systems with the KKT matrix
 
@@ -8,9 +9,10 @@ Every contact algorithm of this package solves systems with the KKT matrix
 Λ = J M⁻¹ Jᵀ + μ I the operational-space (Delassus) matrix of the contacts plus the
 ``damping`` μ (Carpentier, Budhiraja & Mansard, *Proximal and sparse resolution of
 constrained dynamic equations*, RSS 2021, eq. 9–12; the block elimination of Featherstone
-2008, Sec. 8.3). M⁻¹ is Carpentier's analytical inverse (never a factorisation of M), so
-only the nc × nc matrix Λ is factorised, by Cholesky: no inverse of K is formed. With
-μ = 0, a Λ that is not positive definite means dependent contacts.
+2008, Sec. 8.3). M = Lᵀ D L is factorised by Featherstone's sparse LTDL
+(:mod:`dynamics.ltdl`), so with W = J L⁻¹ (each row an L⁻ᵀ substitution),
+Λ = W D⁻¹ Wᵀ + μ I, factorised by Cholesky: no inverse of M or K is formed. With μ = 0, a
+Λ that is not positive definite means dependent contacts.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import numpy as np
 from numba import njit
 
 from ._compile import allocation_free
+from .ltdl import solve_lt, solve_m
 
 DEPENDENT = 1e-10
 """Relative size of a Cholesky pivot of Λ (against Λ's largest diagonal entry) below
@@ -71,47 +74,47 @@ def cholesky_solve(L, B):
 
 
 @njit(cache=True)
-def delassus(Minv, J, damping):
-    """(M⁻¹Jᵀ (nv, nc), Λ = J M⁻¹ Jᵀ + μ I (nc, nc) Cholesky-factorised in its lower
-    triangle, the failing row or −1 of :func:`cholesky_in_place`)."""
+def delassus(H, lam, J, damping):
+    """(W = J L⁻¹ (nc, nv), Λ = W D⁻¹ Wᵀ + μ I (nc, nc) Cholesky-factorised in its lower
+    triangle, the failing row or −1 of :func:`cholesky_in_place`) from the LTDL factor H
+    of M (:func:`dynamics.ltdl.ltdl_in_place`) and its DoF parents ``lam``."""
     nv, nc = J.shape[1], J.shape[0]
-    MiJt = np.zeros((nv, nc))
-    for r in range(nv):  # M⁻¹Jᵀ, row by row
-        for k in range(nv):
-            mk = Minv[r, k]
-            for c in range(nc):
-                MiJt[r, c] += mk * J[c, k]
+    Wt = np.empty((nv, nc))
+    for k in range(nv):
+        for a in range(nc):
+            Wt[k, a] = J[a, k]
+    solve_lt(H, lam, Wt)  # Wᵀ = L⁻ᵀ Jᵀ
     L = np.empty((nc, nc))
     for a in range(nc):
         for b in range(a + 1):
             s = damping if a == b else 0.0
             for k in range(nv):
-                s += J[a, k] * MiJt[k, b]
+                s += Wt[k, a] * Wt[k, b] / H[k, k]
             L[a, b] = L[b, a] = s
-    return MiJt, L, cholesky_in_place(L, damping)
+    return Wt, L, cholesky_in_place(L, damping)
 
 
 @njit(cache=True)
-def kkt_solve(Minv, MiJt, L, r1, r2):
+def kkt_solve(H, lam, J, Wt, L, r1, r2):
     """(x (nv, m), y (nc, m)) of K [x; y] = [r₁; r₂] (module docstring) for m right-hand
-    sides r₁ (nv, m), r₂ (nc, m), with M⁻¹Jᵀ and Λ's factor L of :func:`delassus`:
-    y = Λ⁻¹ (r₂ − (M⁻¹Jᵀ)ᵀ r₁), x = M⁻¹ r₁ + M⁻¹Jᵀ y."""
+    sides r₁ (nv, m), r₂ (nc, m), with the factors of :func:`delassus`:
+    y = Λ⁻¹ (r₂ − W D⁻¹ L⁻ᵀ r₁), x = M⁻¹ (r₁ + Jᵀ y)."""
     nv, nc, m = r1.shape[0], r2.shape[0], r1.shape[1]
+    t = r1.copy()
+    solve_lt(H, lam, t)
     y = r2.copy()
-    for k in range(nv):  # y = r₂ − (M⁻¹Jᵀ)ᵀ r₁
+    for k in range(nv):  # y = r₂ − W D⁻¹ (L⁻ᵀ r₁)
         for a in range(nc):
-            f = MiJt[k, a]
+            f = Wt[k, a] / H[k, k]
             for c in range(m):
-                y[a, c] -= f * r1[k, c]
+                y[a, c] -= f * t[k, c]
     cholesky_solve(L, y)
-    x = np.zeros((nv, m))
-    for r in range(nv):  # x = M⁻¹ r₁ + M⁻¹Jᵀ y
+    x = r1.copy()
+    for a in range(nc):  # x = M⁻¹ (r₁ + Jᵀ y)
         for k in range(nv):
-            f = Minv[r, k]
-            for c in range(m):
-                x[r, c] += f * r1[k, c]
-        for a in range(nc):
-            f = MiJt[r, a]
-            for c in range(m):
-                x[r, c] += f * y[a, c]
+            f = J[a, k]
+            if f != 0.0:
+                for c in range(m):
+                    x[k, c] += f * y[a, c]
+    solve_m(H, lam, x)
     return x, y

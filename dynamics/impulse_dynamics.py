@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .contact_dynamics import OK, check_contact_call, contact_kinematics, raise_if_dependent
-from .contact_kkt import delassus, kkt_solve
+from .contact_dynamics import OK, check_contact_call, contact_kinematics, factorise_kkt, raise_if_dependent
+from .contact_kkt import kkt_solve
 from .kinematics import all_finite
 from .model import Model
 from .workspace import call_views, model_workspace
@@ -25,27 +25,27 @@ from .workspace import call_views, model_workspace
 @njit(cache=True)
 def impulse_dynamics_passes(m, d, q, v, ci, cf, restitution, damping):
     """Eq. 1: (v⁺ (nv,), Λ (nc,), status, (Rc, o, J, M⁻¹Jᵀ, L)) as
-    :func:`dynamics.contact_dynamics.contact_dynamics_passes`; d.Minv holds M⁻¹."""
+    :func:`dynamics.contact_dynamics.contact_dynamics_passes`."""
     if not all_finite(v):
         raise ValueError("v: expected finite values, got NaN or inf")
     Rc, o, J = contact_kinematics(m, d, q, ci, cf)
     nv, nc = v.shape[0], J.shape[0]
-    MiJt, L, status = delassus(d.Minv, J, damping)
+    kkt, status = factorise_kkt(m, d, J, damping)
     if status != OK:
-        return np.empty(nv), np.empty(nc), status, (Rc, o, J, MiJt, L)
+        return np.empty(nv), np.empty(nc), status, (Rc, o), kkt
     r2 = np.zeros((nc, 1))
     for a in range(nc):  # r₂ = −(1 + e) J v
         for k in range(nv):
             r2[a, 0] -= (1.0 + restitution) * J[a, k] * v[k]
-    x, y = kkt_solve(d.Minv, MiJt, L, np.zeros((nv, 1)), r2)
-    return v + x[:, 0], y[:, 0], OK, (Rc, o, J, MiJt, L)
+    x, y = kkt_solve(*kkt, np.zeros((nv, 1)), r2)
+    return v + x[:, 0], y[:, 0], OK, (Rc, o), kkt
 
 
 @njit(cache=True)
 def impulse_dynamics_kernel(buffer, q, v, ci, cf, restitution, damping):
     """(v⁺, Λ, status) of :func:`impulse_dynamics_passes` on a call buffer's model and workspace."""
     m, d = call_views(buffer)
-    v_plus, impulse, status, _ = impulse_dynamics_passes(m, d, q, v, ci, cf, restitution, damping)
+    v_plus, impulse, status, _, _ = impulse_dynamics_passes(m, d, q, v, ci, cf, restitution, damping)
     return v_plus, impulse, status
 
 

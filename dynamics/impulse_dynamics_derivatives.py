@@ -51,7 +51,8 @@ def body_velocities(topology, S, w, vel):
 def impulse_dynamics_derivatives_kernel(buffer, q, v, ci, cf, restitution, damping):
     """(v⁺, Λ, ∂v⁺/∂[q, v] (nv, 2nv), ∂Λ/∂[q, v] (nc, 2nv), status) by eq. 2."""
     m, d = call_views(buffer)
-    v_plus, imp, status, (Rc, o, J, MiJt, L) = impulse_dynamics_passes(m, d, q, v, ci, cf, restitution, damping)
+    v_plus, imp, status, (Rc, o), kkt = impulse_dynamics_passes(m, d, q, v, ci, cf, restitution, damping)
+    J = kkt[2]
     nv, nc = v.shape[0], imp.shape[0]
     if status != OK:
         return v_plus, imp, np.empty((nv, 2 * nv)), np.empty((nc, 2 * nv)), status
@@ -68,7 +69,7 @@ def impulse_dynamics_derivatives_kernel(buffer, q, v, ci, cf, restitution, dampi
     r1, r2 = np.zeros((nv, 2 * nv)), np.empty((nc, 2 * nv))
     r1[:, :nv] = -d.dq
     r2[:, :nv], r2[:, nv:] = -dc_dq, -(1.0 + restitution) * J
-    x, y = kkt_solve(d.Minv, MiJt, L, r1, r2)
+    x, y = kkt_solve(*kkt, r1, r2)
     for i in range(nv):
         x[i, nv + i] += 1.0
     return v_plus, imp, x, y, status
