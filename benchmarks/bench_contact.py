@@ -117,10 +117,11 @@ The machine was shared (three sessions on 2 cores), hence the wide ranges; the r
 fastest times is the steadier figure. Where the time goes: the KKT system is solved through
 Featherstone's sparse LTDL factor of M (CRBA) and a Cholesky of the nc × nc Delassus matrix.
 The first version used Carpentier's dense M⁻¹ instead, which alone costs 8 µs on Solo-12 and
-38 µs on Talos (against 3 and 6 µs for the CRBA): it measured 2.5× Pinocchio for the contact
-dynamics on both robots (same script, same day). On Solo-12 about 5 µs of a call are fixed
-Python costs (argument checks, the numba dispatch of eight arguments, the boxing of the
-results), which Pinocchio's bindings spend in about 1 µs.
+38 µs on Talos against 3 and 6 µs for the CRBA (`dyn.minv`, `dyn.crba`, timed alone the same
+day); with it this script measured 2.5× Pinocchio for the contact dynamics on both robots.
+On Solo-12 about 5 µs of a call are fixed Python costs (argument checks, the numba dispatch
+of eight arguments, the boxing of the results; the kernel alone measured 17 µs of 22 µs),
+which Pinocchio's bindings spend in about 1 µs.
 """
     write_section("contact", text)
 

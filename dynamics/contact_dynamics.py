@@ -16,6 +16,8 @@ proximal iterations); it makes J q̈ + γ = −μ λ.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 
@@ -105,7 +107,7 @@ def check_contact_call(model: Model, q, v, w, w_name: str, f_ext, contacts, damp
         damping = float(damping)
     except (TypeError, ValueError):
         raise ValueError(f"damping: expected a number ≥ 0, got {damping!r}") from None
-    if not (np.isfinite(damping) and damping >= 0.0):
+    if not (math.isfinite(damping) and damping >= 0.0):
         raise ValueError(f"damping: expected a finite number ≥ 0, got {damping!r}")
     return q, v, w, as_forces(model, f_ext), ci, cf, damping
 
