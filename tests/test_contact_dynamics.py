@@ -153,13 +153,58 @@ def test_impulse_derivatives_are_tangent_space_differences(tree):
 
 # ---- physics, read through functions that know nothing of contacts ---------------------------
 
-def frame_velocity(model, q, v, contact):
-    """The contact's velocity as Pinocchio defines it, from frame_jacobian/frame_placement."""
+def contact_jacobian(model, q, contact):
+    """The contact's Jacobian (dim, nv) from frame_jacobian/frame_placement."""
     R, _ = dyn.frame_placement(model, q, contact.frame)
-    J = dyn.frame_jacobian(model, q, contact.frame) @ v  # [origin velocity; ω], world axes
+    J = dyn.frame_jacobian(model, q, contact.frame)
     if contact.reference == "local":
-        J = np.concatenate([R.T @ J[:3], R.T @ J[3:]])
+        J = np.vstack([R.T @ J[:3], R.T @ J[3:]])
     return J[:contact.dim]
+
+
+def frame_velocity(model, q, v, contact):
+    """The contact's velocity as Pinocchio defines it: [origin velocity; ω], world or local axes."""
+    return contact_jacobian(model, q, contact) @ v
+
+
+def test_equations_of_motion_hold_with_external_forces(tree):
+    model, contacts = tree
+    q, v, tau = state(model, 29)
+    f_ext = np.random.default_rng(30).normal(size=(model.njoints, 6))
+    qdd, lam = dyn.contact_dynamics(model, q, v, tau, contacts, f_ext)
+    J = np.vstack([contact_jacobian(model, q, c) for c in contacts])
+    # M q̈ + b − (f_ext terms) = τ + Jᵀλ, by the RNEA with the same f_ext
+    np.testing.assert_allclose(dyn.rnea(model, q, v, qdd, f_ext), tau + J.T @ lam, rtol=1e-9, atol=1e-9)
+    qdd0, lam0 = dyn.contact_dynamics(model, q, v, tau, contacts)
+    assert np.abs(lam - lam0).max() > 1e-3  # f_ext does act
+    qdd_free = dyn.contact_dynamics(model, q, v, tau, [], f_ext)[0]
+    np.testing.assert_allclose(qdd_free, dyn.aba(model, q, v, tau, f_ext), rtol=1e-10, atol=1e-10)
+
+
+def test_damped_derivatives_are_those_of_the_regularised_system(tree):
+    model, contacts = tree
+    q, v, tau = state(model, 31)
+    mu = 1e-2
+    out = lambda q_, v_: np.concatenate(dyn.contact_dynamics(model, q_, v_, tau, contacts, damping=mu))
+    num_q = central(lambda e: out(dyn.integrate(model, q, e), v), np.zeros(model.nv))
+    num_v = central(lambda x: out(q, x), v)
+    d = dyn.contact_dynamics_derivatives(model, q, v, tau, contacts, damping=mu)
+    for ours, ref in ((np.vstack([d[0], d[3]]), num_q), (np.vstack([d[1], d[4]]), num_v)):
+        np.testing.assert_allclose(ours, ref, rtol=1e-6, atol=1e-6 * max(1.0, np.abs(ref).max()))
+    qdd, lam = dyn.contact_dynamics(model, q, v, tau, contacts, damping=mu)
+    qdd0, lam0 = dyn.contact_dynamics(model, q, v, tau, contacts)
+    assert np.abs(lam - lam0).max() > 1e-6 * np.abs(lam0).max()  # the damping does act
+
+
+def test_a_contact_list_changed_in_place_is_read_again(tree):
+    model, contacts = tree
+    q, v, tau = state(model, 37)
+    chosen = list(contacts)
+    first = dyn.contact_dynamics(model, q, v, tau, chosen)[1]
+    chosen[0] = dyn.Contact(contacts[0].frame)  # another reference: other forces
+    np.testing.assert_allclose(dyn.contact_dynamics(model, q, v, tau, chosen)[1],
+                               dyn.contact_dynamics(model, q, v, tau, list(chosen))[1], rtol=0, atol=0)
+    assert np.abs(dyn.contact_dynamics(model, q, v, tau, chosen)[1] - first).max() > 1e-6
 
 
 @pytest.mark.parametrize("case", ["solo-3d-lwa", "talos-6d-local"])
