@@ -26,6 +26,7 @@ from .builder import ModelBuilder
 from .contact import Contact
 from .contact_dynamics import contact_dynamics
 from .contact_dynamics_derivatives import contact_dynamics_derivatives
+from .contact_dynamics_second_derivatives_contracted import contact_dynamics_second_derivatives_contracted
 from .impulse_dynamics import impulse_dynamics
 from .impulse_dynamics_derivatives import impulse_dynamics_derivatives
 from .crba import crba
@@ -57,4 +58,5 @@ __all__ = [
     "point_position", "point_jacobian", "point_hessian", "batch", "frame_force",
     "set_num_threads", "get_num_threads", "Contact", "contact_dynamics",
     "contact_dynamics_derivatives", "impulse_dynamics", "impulse_dynamics_derivatives",
+    "contact_dynamics_second_derivatives_contracted",
 ]

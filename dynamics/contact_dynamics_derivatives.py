@@ -45,15 +45,14 @@ def external_forces(m, d, f_ext, ci, Rc, o, lam):
 
 
 @njit(cache=True)
-def contact_dynamics_derivatives_kernel(buffer, q, v, tau, f_ext, ci, cf, damping):
-    """(q̈, λ, ∂q̈/∂[q, v, τ] (nv, 3nv), ∂λ/∂[q, v, τ] (nc, 3nv), status) by eq. 2."""
-    m, d = call_views(buffer)
+def contact_dynamics_derivative_passes(m, d, q, v, tau, f_ext, ci, cf, damping):
+    """(q̈, λ, ∂q̈/∂[q, v, τ] (nv, 3nv), ∂λ/∂[q, v, τ] (nc, 3nv), status, (Rc, o), KKT
+    factors) by eq. 2; d.vel, d.acc hold the body velocities and accelerations at q̈."""
     qdd, lam, status, (Rc, o), kkt = contact_dynamics_passes(m, d, q, v, tau, f_ext, ci, cf, damping)
-    J = kkt[2]
     nv, nc = v.shape[0], lam.shape[0]
     if status != OK:
-        return qdd, lam, np.empty((nv, 3 * nv)), np.empty((nc, 3 * nv)), status
-    topology, gravity = m.topology, m.gravity
+        return qdd, lam, np.empty((nv, 3 * nv)), np.empty((nc, 3 * nv)), status, (Rc, o), kkt
+    topology, gravity, J = m.topology, m.gravity, kkt[2]
     # ∂ID/∂q, ∂ID/∂v at (q, v, q̈) with λ as external forces
     rnea_passes_at(topology, gravity, d, v, qdd, external_forces(m, d, f_ext, ci, Rc, o, lam))
     rnea_derivative_passes(topology, gravity, d.S, d.IC, d.vel, d.acc, d.fC, d.rates, d.BC, d.T, d.dq, d.dv)
@@ -69,7 +68,16 @@ def contact_dynamics_derivatives_kernel(buffer, q, v, tau, f_ext, ci, cf, dampin
             r1[i, k], r1[i, nv + k] = -d.dq[i, k], -d.dv[i, k]
     r2[:, :2 * nv] = -da
     x, y = kkt_solve(*kkt, r1, r2)
-    return qdd, lam, x, y, status
+    return qdd, lam, x, y, status, (Rc, o), kkt
+
+
+@njit(cache=True)
+def contact_dynamics_derivatives_kernel(buffer, q, v, tau, f_ext, ci, cf, damping):
+    """(∂q̈/∂[q, v, τ], ∂λ/∂[q, v, τ], status) of :func:`contact_dynamics_derivative_passes`
+    on a call buffer's model and workspace."""
+    m, d = call_views(buffer)
+    _, _, x, y, status, _, _ = contact_dynamics_derivative_passes(m, d, q, v, tau, f_ext, ci, cf, damping)
+    return x, y, status
 
 
 def contact_dynamics_derivatives(model: Model, q, v, tau, contacts, f_ext=None, damping: float = 0.0
@@ -82,7 +90,7 @@ def contact_dynamics_derivatives(model: Model, q, v, tau, contacts, f_ext=None, 
     frames (as in :func:`dynamics.rnea_derivatives`).
     """
     args = check_contact_call(model, q, v, tau, "tau", f_ext, contacts, damping)
-    _, _, x, y, status = contact_dynamics_derivatives_kernel(model_workspace(model), *args)
+    x, y, status = contact_dynamics_derivatives_kernel(model_workspace(model), *args)
     raise_if_dependent(contacts, args[4], status)
     nv = model.nv
     return x[:, :nv], x[:, nv:2 * nv], x[:, 2 * nv:], y[:, :nv], y[:, nv:2 * nv], y[:, 2 * nv:]
