@@ -59,51 +59,77 @@ from .workspace import call_views, model_workspace
 
 
 @njit(cache=True)
-def contact_so_contracted_kernel(buffer, q, v, tau, f_ext, ci, cf, damping, w):
-    """(Hqq, Hvv, Hqv, Hqτ) of eq. 7 and the status of the forward pass."""
-    m, d = call_views(buffer)
-    qdd, lam, x, y, status, (Rc, o), kkt = contact_dynamics_derivative_passes(m, d, q, v, tau, f_ext, ci, cf,
-                                                                              damping)
-    nv, nc = v.shape[0], lam.shape[0]
-    H = np.zeros((4, nv, nv))
-    if status != OK:
-        return H, status
-    topology, zero, S = m.topology, np.zeros(3), d.S
-    # eq. 2: K [μ̂; −ν] = [w_a; −w_λ]
+def adjoint(kkt, w):
+    """[μ̂; ν] = K⁻ᵀ w (eq. 2), by K [μ̂; −ν] = [w_a; −w_λ] with the forward pass's factors."""
+    nv, nc = kkt[0].shape[0], w.shape[0] - kkt[0].shape[0]
     r1, r2 = np.empty((nv, 1)), np.empty((nc, 1))
     r1[:, 0], r2[:, 0] = w[:nv], -w[nv:]
     mu_hat, nu = kkt_solve(*kkt, r1, r2)
-    mu_hat, nu = mu_hat[:, 0], -nu[:, 0]
-    # eq. 5: ∂²(νᵀ a_c) at (v, q̈), then ∂²_qq(−λᵀ J μ̂) and ∂(J μ̂)/∂q at the velocities of μ̂
-    Ha, Hb = np.empty((3, nv, nv)), np.empty((1, nv, nv))
-    contact_value_hessians(topology, S, ci, cf, Rc, o, d.vel, d.acc, m.gravity, 2, nu, Ha)
+    return mu_hat[:, 0], -nu[:, 0]
+
+
+@njit(cache=True)
+def force_terms(m, d, ci, cf, Rc, o, J, lam, mu_hat, nu, Mq):
+    """(G_qz (nv, nv + nc) of eq. 6, ∂²_qq(−λᵀ J(q) μ̂) (nv, nv) of eq. 5, ∂(Jᵀν)/∂q (nv, nv),
+    rows q_k); λ the contact forces (or impulses), Mq[j, k] = Σ_i μ̂_i ∂M_ij/∂q_k. Overwrites
+    the body velocities and the RNEA data of ``d``."""
+    topology, zero, S = m.topology, np.zeros(3), d.S
+    nv, nc = J.shape[1], J.shape[0]
+    # at the body velocities of μ̂: ∂²_qq(−λᵀ J μ̂) and ∂(J μ̂)/∂q
     body_velocities(topology, S, mu_hat, d.vel)
+    Hb = np.empty((1, nv, nv))
     contact_value_hessians(topology, S, ci, cf, Rc, o, d.vel, d.vel, zero, 1, -lam, Hb)
     dJmu = np.empty((nc, nv))
     contact_value_derivatives(topology, S, ci, cf, Rc, o, d.vel, d.vel, zero, 1, dJmu, np.empty(SCRATCH))
-    # eq. 6: ∂(Jᵀν)/∂q = −∂ID/∂q with ν as the only forces (v = q̈ = 0, g = 0: inertias drop out)
+    # ∂(Jᵀν)/∂q = −∂ID/∂q with ν as the only forces (v = q̈ = 0, g = 0: the inertias drop out)
     rnea_passes_at(topology, zero, d, np.zeros(nv), np.zeros(nv), external_forces(m, d, np.zeros((0, 6)), ci, Rc, o, nu))
     rnea_derivative_passes(topology, zero, S, d.IC, d.vel, d.acc, d.fC, d.rates, d.BC, d.T, d.dq, d.dv)
-    world_force_derivative(topology, S, ci, kkt[2], nu, d.dq, np.empty(6))
-    # the contracted IDSVA-SO of μ̂ᵀ ID at (q, v, q̈)
-    Rqq, Rvv, Rqv, Mq = idsva_so_contracted_kernel(m, q, v, qdd, f_ext, mu_hat)
-    Gqz = np.empty((nv, nv + nc))  # eq. 6, rows k (q_k), columns [q̈; λ]
+    world_force_derivative(topology, S, ci, J, nu, d.dq, np.empty(6))
+    Gqz, N = np.empty((nv, nv + nc)), np.empty((nv, nv))
     for k in range(nv):
         for j in range(nv):
-            Gqz[k, j] = Mq[j, k] - d.dq[j, k]
+            N[k, j] = -d.dq[j, k]
+            Gqz[k, j] = Mq[j, k] + N[k, j]
         for r in range(nc):
             Gqz[k, nv + r] = -dJmu[r, k]
-    Z = np.vstack((x, y))  # (nv + nc, 3nv): ∂z/∂[q, v, τ]
+    return Gqz, Hb[0], N
+
+
+@njit(cache=True)
+def adjoint_hessians(Gqq, Gqv, Gvv, Gqz, Z):
+    """Eq. 7: (Hqq, Hvv, Hqv[, Hqτ]) stacked (3 or 4, nv, nv) from the G terms and
+    Z = ∂z/∂[q, v(, τ)] (nz, 2nv or 3nv)."""
+    nv = Gqq.shape[0]
     P = Gqz @ Z
-    Hqq, Hvv, Hqv, Hqt = H[0], H[1], H[2], H[3]
-    for a in range(nv):  # eq. 7
+    H = np.empty((Z.shape[1] // nv + 1, nv, nv))
+    for a in range(nv):
         for b in range(nv):
-            Hqq[a, b] = -(Rqq[a, b] + Hb[0, a, b] + Ha[0, a, b] + P[a, b] + P[b, a])
-            Hqv[a, b] = -(Rqv[a, b] + Ha[1, a, b] + P[a, nv + b])
-            Hvv[a, b] = -(Rvv[a, b] + Ha[2, a, b])
-            Hqt[a, b] = -P[a, 2 * nv + b]
-    symmetrize(Hqq)  # exactly, not up to the rounding of its sums
-    return H, status
+            H[0, a, b] = -(Gqq[a, b] + P[a, b] + P[b, a])
+            H[1, a, b] = -Gvv[a, b]
+            H[2, a, b] = -(Gqv[a, b] + P[a, nv + b])
+            if H.shape[0] == 4:
+                H[3, a, b] = -P[a, 2 * nv + b]
+    symmetrize(H[0])  # exactly, not up to the rounding of its sums
+    return H
+
+
+@njit(cache=True)
+def contact_so_contracted_kernel(buffer, q, v, tau, f_ext, ci, cf, damping, w):
+    """(Hqq, Hvv, Hqv, Hqτ) of eq. 7 stacked (4, nv, nv), and the status of the forward pass."""
+    m, d = call_views(buffer)
+    qdd, lam, x, y, status, (Rc, o), kkt = contact_dynamics_derivative_passes(m, d, q, v, tau, f_ext, ci, cf,
+                                                                              damping)
+    nv = v.shape[0]
+    if status != OK:
+        return np.zeros((4, nv, nv)), status
+    mu_hat, nu = adjoint(kkt, w)
+    # eq. 5: ∂²(νᵀ a_c) at the body velocities and accelerations of (v, q̈)
+    Ha = np.empty((3, nv, nv))
+    contact_value_hessians(m.topology, d.S, ci, cf, Rc, o, d.vel, d.acc, m.gravity, 2, nu, Ha)
+    # the contracted IDSVA-SO of μ̂ᵀ ID at (q, v, q̈)
+    Rqq, Rvv, Rqv, Mq = idsva_so_contracted_kernel(m, q, v, qdd, f_ext, mu_hat)
+    Gqz, Hb, _ = force_terms(m, d, ci, cf, Rc, o, kkt[2], lam, mu_hat, nu, Mq)
+    return adjoint_hessians(Rqq + Hb + Ha[0], Rqv + Ha[1], Rvv + Ha[2], Gqz, np.vstack((x, y))), status
 
 
 def contact_dynamics_second_derivatives_contracted(model: Model, q, v, tau, contacts, w, f_ext=None,

@@ -48,15 +48,13 @@ def body_velocities(topology, S, w, vel):
 
 
 @njit(cache=True)
-def impulse_dynamics_derivatives_kernel(buffer, q, v, ci, cf, restitution, damping):
-    """(v⁺, Λ, ∂v⁺/∂[q, v] (nv, 2nv), ∂Λ/∂[q, v] (nc, 2nv), status) by eq. 2."""
-    m, d = call_views(buffer)
+def impulse_dynamics_derivative_passes(m, d, q, v, ci, cf, restitution, damping):
+    """(v⁺, Λ, ∂v⁺/∂[q, v] (nv, 2nv), ∂Λ/∂[q, v] (nc, 2nv), status, (Rc, o), KKT factors) by eq. 2."""
     v_plus, imp, status, (Rc, o), kkt = impulse_dynamics_passes(m, d, q, v, ci, cf, restitution, damping)
-    J = kkt[2]
     nv, nc = v.shape[0], imp.shape[0]
     if status != OK:
-        return v_plus, imp, np.empty((nv, 2 * nv)), np.empty((nc, 2 * nv)), status
-    topology, zero = m.topology, np.zeros(3)
+        return v_plus, imp, np.empty((nv, 2 * nv)), np.empty((nc, 2 * nv)), status, (Rc, o), kkt
+    topology, zero, J = m.topology, np.zeros(3), kkt[2]
     # ∂c/∂q at w = v⁺ + e v
     body_velocities(topology, d.S, v_plus + restitution * v, d.vel)
     dc_dq = np.empty((nc, nv))
@@ -72,7 +70,16 @@ def impulse_dynamics_derivatives_kernel(buffer, q, v, ci, cf, restitution, dampi
     x, y = kkt_solve(*kkt, r1, r2)
     for i in range(nv):
         x[i, nv + i] += 1.0
-    return v_plus, imp, x, y, status
+    return v_plus, imp, x, y, status, (Rc, o), kkt
+
+
+@njit(cache=True)
+def impulse_dynamics_derivatives_kernel(buffer, q, v, ci, cf, restitution, damping):
+    """(∂v⁺/∂[q, v], ∂Λ/∂[q, v], status) of :func:`impulse_dynamics_derivative_passes` on a
+    call buffer's model and workspace."""
+    m, d = call_views(buffer)
+    _, _, x, y, status, _, _ = impulse_dynamics_derivative_passes(m, d, q, v, ci, cf, restitution, damping)
+    return x, y, status
 
 
 def impulse_dynamics_derivatives(model: Model, q, v, contacts, restitution: float = 0.0, damping: float = 0.0
@@ -84,7 +91,7 @@ def impulse_dynamics_derivatives(model: Model, q, v, contacts, restitution: floa
     to q along the tangent directions (q ⊕ ε).
     """
     args = check_impulse_call(model, q, v, contacts, restitution, damping)
-    _, _, x, y, status = impulse_dynamics_derivatives_kernel(model_workspace(model), *args)
+    x, y, status = impulse_dynamics_derivatives_kernel(model_workspace(model), *args)
     raise_if_dependent(contacts, args[2], status)
     nv = model.nv
     return x[:, :nv], x[:, nv:], y[:, :nv], y[:, nv:]

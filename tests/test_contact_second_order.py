@@ -83,3 +83,33 @@ def test_bad_weights_raise_naming_w():
         dyn.contact_dynamics_second_derivatives_contracted(model, q, v, tau, contacts, np.ones(model.nv))
     with pytest.raises(ValueError, match="^w: expected finite"):
         dyn.contact_dynamics_second_derivatives_contracted(model, q, v, tau, contacts, np.full(model.nv + 3, np.nan))
+
+
+@pytest.mark.parametrize("restitution", [0.0, 0.4])
+@pytest.mark.parametrize("root,kind", [c for c in CASES if c[0] != "planar"])
+def test_impulse_contracted_second_order_is_the_derivative_of_the_first_order(root, kind, restitution):
+    model = mixed_tree(3, root)
+    contacts = TREE_CONTACTS[kind]
+    q, v, _ = state(model, 51)
+    nv = model.nv
+    w = np.random.default_rng(52).normal(size=nv + sum(c.dim for c in contacts))
+    Hqq, Hvv, Hqv = dyn.impulse_dynamics_second_derivatives_contracted(model, q, v, contacts, w, restitution)
+
+    def gradient(q_, v_):  # ∂(w·[v⁺; Λ])/∂[q, v] by our first order
+        dq, dv, iq, iv = dyn.impulse_dynamics_derivatives(model, q_, v_, contacts, restitution)
+        return np.concatenate([w[:nv] @ dq + w[nv:] @ iq, w[:nv] @ dv + w[nv:] @ iv])
+
+    num_q = richardson(lambda e: gradient(dyn.integrate(model, q, e), v), np.zeros(nv))
+    num_v = richardson(lambda x: gradient(q, x), v)
+    for name, ours, ref in (("Hqq", Hqq, 0.5 * (num_q[:nv] + num_q[:nv].T)), ("Hqv", Hqv, num_v[:nv]),
+                            ("Hvv", Hvv, num_v[nv:])):
+        np.testing.assert_allclose(ours, ref, rtol=0, atol=1e-7 * max(1.0, np.abs(ref).max()), err_msg=name)
+    np.testing.assert_array_equal(Hqq, Hqq.T)
+    assert min(np.abs(Hqq).max(), np.abs(Hqv).max()) > 1e-3
+
+
+def test_impulse_bad_weights_raise_naming_w():
+    model = mixed_tree(3, "floating")
+    q, v, _ = state(model, 53)
+    with pytest.raises(ValueError, match=r"^w: expected shape"):
+        dyn.impulse_dynamics_second_derivatives_contracted(model, q, v, TREE_CONTACTS["6d-local"], np.ones(model.nv + 3))
