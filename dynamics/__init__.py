@@ -13,6 +13,9 @@ Public API ::
     Hqq, Hvv, Hqv, Hqtau = dyn.aba_second_derivatives_contracted(model, q, v, tau, mu)  # Σ_i μ_i ∂²q̈_i
     f_ext = dyn.frame_force(model, q, "tool0", [0, 0, 20, 0, 0, 0])          # wrench at a frame → f_ext
     tau  = dyn.rnea(model, q, v, a, f_ext)                                   # ... acting on the robot
+    feet = [dyn.Contact("FL_FOOT"), dyn.Contact("FR_FOOT")]                  # rigid contacts (Pinocchio's conventions)
+    qdd, lam = dyn.contact_dynamics(model, q, v, tau, feet)                  # M q̈ + b = τ + Jᵀλ, J q̈ + γ = 0
+    v_plus, impulse = dyn.impulse_dynamics(model, q, v, feet, restitution=0.0)   # the velocity jump at touchdown
     dyn.set_num_threads(2)                   # threads of the batched kernels (or OPTDYN_NUM_THREADS)
 """
 from . import _cache  # noqa: F401 — first: registers the kernel cache locators before any kernel is defined
@@ -21,6 +24,13 @@ from .aba_derivatives import aba_derivatives
 from .aba_second_derivatives import aba_second_derivatives
 from .aba_second_derivatives_contracted import aba_second_derivatives_contracted
 from .builder import ModelBuilder
+from .contact import Contact
+from .contact_dynamics import contact_dynamics
+from .contact_dynamics_derivatives import contact_dynamics_derivatives
+from .contact_dynamics_second_derivatives_contracted import contact_dynamics_second_derivatives_contracted
+from .impulse_dynamics import impulse_dynamics
+from .impulse_dynamics_derivatives import impulse_dynamics_derivatives
+from .impulse_dynamics_second_derivatives_contracted import impulse_dynamics_second_derivatives_contracted
 from .crba import crba
 from .energy import kinetic_energy, potential_energy
 from .forces import frame_force
@@ -48,5 +58,7 @@ __all__ = [
     "rnea_derivatives", "aba_derivatives", "rnea_second_derivatives", "aba_second_derivatives",
     "rnea_second_derivatives_contracted", "aba_second_derivatives_contracted",
     "point_position", "point_jacobian", "point_hessian", "batch", "frame_force",
-    "set_num_threads", "get_num_threads",
+    "set_num_threads", "get_num_threads", "Contact", "contact_dynamics",
+    "contact_dynamics_derivatives", "impulse_dynamics", "impulse_dynamics_derivatives",
+    "contact_dynamics_second_derivatives_contracted", "impulse_dynamics_second_derivatives_contracted",
 ]

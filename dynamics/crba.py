@@ -30,9 +30,14 @@ def crba_into(m, d, q, M):
     """Write M(q) (nv, nv) into ``M`` and the composite inertias I^C into d.IC (summed in
     place over the body inertias d.I, see :data:`dynamics.workspace.Data`), every
     intermediate in the workspace ``d`` (:mod:`dynamics.workspace`); q checked."""
-    topology = m.topology
     kinematics_into(m, q, d)
-    S, IC, F = d.S, d.IC, d.h
+    crba_passes(m.topology, d.S, d.IC, M, d.h)
+
+
+@allocation_free
+def crba_passes(topology, S, IC, M, F):
+    """M (nv, nv) from the world motion subspaces S (nv, 6) and the body inertias ``IC``
+    (n, 6, 6), which become the composite inertias (summed in place); F (≥ 1, 6) scratch."""
     M[:, :] = 0.0
     for i in range(topology.shape[0] - 1, -1, -1):  # leaves to root: I_i^C is complete on arrival
         for c in range(topology[i, IDX_V], topology[i, IDX_V] + topology[i, NV]):

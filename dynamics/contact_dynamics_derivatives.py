@@ -1,0 +1,96 @@
+"""First-order derivatives of forward dynamics under rigid contacts.
+
+The constrained form of Carpentier & Mansard, *Analytical derivatives of rigid body
+dynamics algorithms* (RSS 2018), eq. 24 (as in Pinocchio's
+``computeConstraintDynamicsDerivatives``). At the solution (q̈, λ) of
+:mod:`dynamics.contact_dynamics`,
+
+    ID(q, v, q̈, λ) := M q̈ + b − Jᵀλ = τ,     a_c(q, v, q̈) := J q̈ + γ = −μ λ     (1)
+
+(ID with the contact forces as external forces, a_c the contact acceleration with the
+Baumgarte terms). Differentiating (1) along u ∈ {q, v, τ}:
+
+    [M  −Jᵀ] [∂q̈/∂u]   [∂τ/∂u − ∂ID/∂u]
+    [J   μI] [∂λ/∂u ] = [   −∂a_c/∂u   ]                                        (2)
+
+where ∂ID/∂u (q̈ and λ held) is the RNEA derivative of Carpentier & Mansard 2018 (Alg. 2–3)
+with λ as external forces, plus :func:`dynamics.contact.world_force_derivative` for forces
+held in world axes, and ∂a_c/∂u (q̈ held) is :func:`dynamics.contact.contact_value_derivatives`.
+System (2) is solved with the factorisation of the forward pass
+(:mod:`dynamics.contact_kkt`): the sparse LTDL factor of M and the Cholesky factor
+of Λ, for all 3·nv right-hand sides at once.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .contact import add_contact_forces, contact_value_derivatives, world_force_derivative, SCRATCH
+from .contact_dynamics import OK, check_contact_call, contact_dynamics_passes, raise_if_dependent
+from .contact_kkt import kkt_solve
+from .model import Model
+from .rnea import rnea_passes_at
+from .rnea_derivatives import rnea_derivative_passes
+from .workspace import call_views, model_workspace
+
+
+@njit(cache=True)
+def external_forces(m, d, f_ext, ci, Rc, o, lam):
+    """f_ext (or zeros) plus the contact forces λ as external forces (n, 6)."""
+    fx = np.zeros((m.topology.shape[0], 6))
+    if f_ext.shape[0] > 0:
+        fx[:, :] = f_ext
+    add_contact_forces(d.R, d.p, ci, Rc, o, lam, fx)
+    return fx
+
+
+@njit(cache=True)
+def contact_dynamics_derivative_passes(m, d, q, v, tau, f_ext, ci, cf, damping):
+    """(q̈, λ, ∂q̈/∂[q, v, τ] (nv, 3nv), ∂λ/∂[q, v, τ] (nc, 3nv), status, (Rc, o), KKT
+    factors) by eq. 2; d.vel, d.acc hold the body velocities and accelerations at q̈."""
+    qdd, lam, status, (Rc, o), kkt = contact_dynamics_passes(m, d, q, v, tau, f_ext, ci, cf, damping)
+    nv, nc = v.shape[0], lam.shape[0]
+    if status != OK:
+        return qdd, lam, np.empty((nv, 3 * nv)), np.empty((nc, 3 * nv)), status, (Rc, o), kkt
+    topology, gravity, J = m.topology, m.gravity, kkt[2]
+    # ∂ID/∂q, ∂ID/∂v at (q, v, q̈) with λ as external forces
+    rnea_passes_at(topology, gravity, d, v, qdd, external_forces(m, d, f_ext, ci, Rc, o, lam))
+    rnea_derivative_passes(topology, gravity, d.S, d.IC, d.vel, d.acc, d.fC, d.rates, d.BC, d.T, d.dq, d.dv)
+    world_force_derivative(topology, d.S, ci, J, lam, d.dq, np.empty(6))
+    # ∂a_c/∂q, ∂a_c/∂v at q̈
+    da = np.empty((nc, 2 * nv))
+    contact_value_derivatives(topology, d.S, ci, cf, Rc, o, d.vel, d.acc, gravity, 2, da, np.empty(SCRATCH))
+    # eq. 2 for u = q, v, τ: r₁ = [−∂ID/∂q, −∂ID/∂v, I],  r₂ = [−∂a_c/∂q, −∂a_c/∂v, 0]
+    r1, r2 = np.zeros((nv, 3 * nv)), np.zeros((nc, 3 * nv))
+    for i in range(nv):
+        r1[i, 2 * nv + i] = 1.0
+        for k in range(nv):
+            r1[i, k], r1[i, nv + k] = -d.dq[i, k], -d.dv[i, k]
+    r2[:, :2 * nv] = -da
+    x, y = kkt_solve(*kkt, r1, r2)
+    return qdd, lam, x, y, status, (Rc, o), kkt
+
+
+@njit(cache=True)
+def contact_dynamics_derivatives_kernel(buffer, q, v, tau, f_ext, ci, cf, damping):
+    """(∂q̈/∂[q, v, τ], ∂λ/∂[q, v, τ], status) of :func:`contact_dynamics_derivative_passes`
+    on a call buffer's model and workspace."""
+    m, d = call_views(buffer)
+    _, _, x, y, status, _, _ = contact_dynamics_derivative_passes(m, d, q, v, tau, f_ext, ci, cf, damping)
+    return x, y, status
+
+
+def contact_dynamics_derivatives(model: Model, q, v, tau, contacts, f_ext=None, damping: float = 0.0
+                                 ) -> tuple[np.ndarray, ...]:
+    """First-order partial derivatives of :func:`dynamics.contact_dynamics`.
+
+    Returns ``(dqdd_dq, dqdd_dv, dqdd_dtau, dlam_dq, dlam_dv, dlam_dtau)``: (nv, nv) for
+    q̈, (nc, nv) for λ; derivatives with respect to q along the tangent directions
+    (q ⊕ ε, as :func:`dynamics.aba_derivatives`). ``f_ext`` is held fixed in the joints'
+    frames (as in :func:`dynamics.rnea_derivatives`).
+    """
+    args = check_contact_call(model, q, v, tau, "tau", f_ext, contacts, damping)
+    x, y, status = contact_dynamics_derivatives_kernel(model_workspace(model), *args)
+    raise_if_dependent(contacts, args[4], status)
+    nv = model.nv
+    return x[:, :nv], x[:, nv:2 * nv], x[:, 2 * nv:], y[:, :nv], y[:, nv:2 * nv], y[:, 2 * nv:]

@@ -1,0 +1,77 @@
+"""Impulse dynamics: the velocity jump of a rigid impact.
+
+    M(q) (v⁺ − v) = Jᵀ Λ,     J v⁺ = −e J v
+
+(Featherstone 2008, Sec. 11.3; Pinocchio's ``impulseDynamics``): the contacts' velocity
+is reversed and scaled by the restitution coefficient e ∈ [0, 1]. With the KKT system of
+:mod:`dynamics.contact_kkt`, r₁ = 0 and r₂ = −(1 + e) J v:
+
+    Λ_op Λ = −(1 + e) J v,   v⁺ = v + M⁻¹Jᵀ Λ,   Λ_op = J M⁻¹ Jᵀ (+ μ I)            (1)
+
+The kinetic energy lost is ½ (1 − e)/(1 + e) · Λᵀ Λ_op Λ ≥ 0 (μ = 0): none for e = 1.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .contact_dynamics import OK, check_contact_call, contact_kinematics, factorise_kkt, raise_if_dependent
+from .contact_kkt import kkt_solve
+from .kinematics import all_finite
+from .model import Model
+from .workspace import call_views, model_workspace
+
+
+@njit(cache=True)
+def impulse_dynamics_passes(m, d, q, v, ci, cf, restitution, damping):
+    """Eq. 1: (v⁺ (nv,), Λ (nc,), status, (Rc, o, J, M⁻¹Jᵀ, L)) as
+    :func:`dynamics.contact_dynamics.contact_dynamics_passes`."""
+    if not all_finite(v):
+        raise ValueError("v: expected finite values, got NaN or inf")
+    Rc, o, J = contact_kinematics(m, d, q, ci, cf)
+    nv, nc = v.shape[0], J.shape[0]
+    kkt, status = factorise_kkt(m, d, J, damping)
+    if status != OK:
+        return np.empty(nv), np.empty(nc), status, (Rc, o), kkt
+    r2 = np.zeros((nc, 1))
+    for a in range(nc):  # r₂ = −(1 + e) J v
+        for k in range(nv):
+            r2[a, 0] -= (1.0 + restitution) * J[a, k] * v[k]
+    x, y = kkt_solve(*kkt, np.zeros((nv, 1)), r2)
+    return v + x[:, 0], y[:, 0], OK, (Rc, o), kkt
+
+
+@njit(cache=True)
+def impulse_dynamics_kernel(buffer, q, v, ci, cf, restitution, damping):
+    """(v⁺, Λ, status) of :func:`impulse_dynamics_passes` on a call buffer's model and workspace."""
+    m, d = call_views(buffer)
+    v_plus, impulse, status, _, _ = impulse_dynamics_passes(m, d, q, v, ci, cf, restitution, damping)
+    return v_plus, impulse, status
+
+
+def check_impulse_call(model: Model, q, v, contacts, restitution, damping):
+    """(q, v, packed contacts (ints, floats), e, μ) as the kernels take them; ValueError
+    naming the first bad argument."""
+    q, v, _, _, ci, cf, damping = check_contact_call(model, q, v, np.zeros(model.nv), "", None, contacts, damping)
+    try:
+        e = float(restitution)
+    except (TypeError, ValueError):
+        e = np.nan
+    if not 0.0 <= e <= 1.0:
+        raise ValueError(f"restitution: expected a number in [0, 1], got {restitution!r}")
+    return q, v, ci, cf, e, damping
+
+
+def impulse_dynamics(model: Model, q, v, contacts, restitution: float = 0.0, damping: float = 0.0
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """The velocity after an impact on the rigid ``contacts`` (a list of :class:`dynamics.Contact`).
+
+    Returns ``(v_plus, impulse)``: v⁺ (nv,) and the contact impulses Λ (nc,) (stacked and
+    expressed like the forces of :func:`dynamics.contact_dynamics`), such that
+    M (v⁺ − v) = JᵀΛ and J v⁺ = −e J v, e = ``restitution`` ∈ [0, 1] (Pinocchio's
+    ``impulseDynamics``). ``damping`` as in :func:`dynamics.contact_dynamics`.
+    """
+    args = check_impulse_call(model, q, v, contacts, restitution, damping)
+    v_plus, impulse, status = impulse_dynamics_kernel(model_workspace(model), *args)
+    raise_if_dependent(contacts, args[2], status)
+    return v_plus, impulse
