@@ -3,6 +3,7 @@ x ⊕ δx, on a fixed base (UR5) and a floating base (the space manipulator)."""
 import numpy as np
 import pytest
 from numdiff import central, rel_error
+from scipy.linalg import expm
 
 import dynamics as dyn
 from optdyn.ocp import activations as act
@@ -54,6 +55,8 @@ def _residuals(model):
         "frame_orientation": res.FrameOrientationResidual(model, "tool0", _pose(model, 3)[:3, :3]),
         "frame_placement": res.FramePlacementResidual(model, "tool0", _pose(model, 4)),
         "com": res.CoMPositionResidual(model, (0.1, 0.0, 0.3)),
+        "frame_velocity_local": res.FrameVelocityResidual(model, "wrist_3_link", rng.normal(size=6)),
+        "frame_velocity_world": res.FrameVelocityResidual(model, "tool0", rng.normal(size=6), reference="world"),
     }
 
 
@@ -85,3 +88,126 @@ def test_residual_jacobian_and_contracted_hessian_match_differences(which, name)
         assert rel_error(Hux, H[ndx:, :ndx]) < 1e-6
         assert rel_error(Huu, H[ndx:, ndx:]) < 1e-6
         assert np.allclose(Hxx, Hxx.T, atol=1e-10)
+
+
+def _hat6(r):
+    """4×4 matrix of the twist r = (linear, angular) in se(3)."""
+    X = np.zeros((4, 4))
+    X[:3, :3] = [[0, -r[5], r[4]], [r[5], 0, -r[3]], [-r[4], r[3], 0]]
+    X[:3, 3] = r[:3]
+    return X
+
+
+@pytest.mark.parametrize("model", [UR5, FLOAT], ids=["ur5", "floating"])
+def test_residual_values_against_independent_formulas(model):
+    """log₆ and log₃ by the matrix exponential (T exp(r̂) = M), frame velocities by the frame
+    Jacobian (J v, rotated into the frame for "local"), the CoM by the bodies' masses."""
+    x = _state(model, 30)
+    q, v, u = x[: model.nq], x[model.nq:], np.zeros((1, 1))
+    R, p = dyn.frame_placement(model, q, "tool0")
+    M = np.eye(4)
+    M[:3, :3], M[:3, 3] = R, p
+    T = _pose(model, 31)
+    r = res.FramePlacementResidual(model, "tool0", T).value(x[None], u)[0]
+    assert np.allclose(T @ expm(_hat6(r)), M, atol=1e-10)
+    w = res.FrameOrientationResidual(model, "tool0", T[:3, :3]).value(x[None], u)[0]
+    assert np.allclose(T[:3, :3] @ expm(_hat6(np.r_[0, 0, 0, w]))[:3, :3], R, atol=1e-10)
+    V = dyn.frame_jacobian(model, q, "tool0") @ v
+    assert np.allclose(res.FrameVelocityResidual(model, "tool0", reference="world").value(x[None], u)[0], V)
+    assert np.allclose(res.FrameVelocityResidual(model, "tool0").value(x[None], u)[0], np.r_[R.T @ V[:3], R.T @ V[3:]])
+    mass = model.inertia[:, 0]
+    com = sum(m * dyn.point_position(model, q, model.body_names[i], model.inertia[i, 1:4]) for i, m in enumerate(mass))
+    assert np.allclose(res.CoMPositionResidual(model).value(x[None], u)[0], com / mass.sum())
+
+
+ACTIVATIONS = {
+    "quadratic": act.WeightedQuadratic(4, [1.0, 2.0, 0.5, 3.0]),
+    "barrier": act.QuadraticBarrier([-0.5, -1.0, 0.2, -np.inf], [0.5, 0.0, 0.4, 0.1], [1.0, 2.0, 3.0, 0.5]),
+    "pseudo_huber": act.PseudoHuber(4, delta=0.3, weights=[1.0, 2.0, 0.5, 3.0]),
+    "log_barrier": act.LogBarrier([-2.0, -np.inf, -3.0, -2.5], [2.0, 2.5, np.inf, 2.5], [1.0, 2.0, 0.5, 3.0]),
+}
+
+
+@pytest.mark.parametrize("name", list(ACTIVATIONS))
+def test_activation_gradient_and_hessian_match_differences(name):
+    a = ACTIVATIONS[name]
+    r = np.random.default_rng(2).uniform(-1.5, 1.5, (6, 4))
+    value, grad, hess = a.evaluate(r)
+    for k in range(r.shape[0]):
+        assert np.allclose(grad[k], central(lambda y: a.value(y[None])[0], r[k]), atol=1e-7)
+        assert np.allclose(np.diag(hess[k]), central(lambda y: a.evaluate(y[None])[1][0], r[k]), atol=1e-6)
+    assert np.any(hess != 0)
+
+
+def test_quadratic_barrier_is_zero_between_and_log_barrier_infinite_outside_the_bounds():
+    inside, outside = np.array([[0.0, -0.5, 0.3, 0.0]]), np.array([[0.0, 0.0, 0.0, 3.0]])
+    assert ACTIVATIONS["barrier"].value(inside)[0] == 0.0 < ACTIVATIONS["barrier"].value(outside)[0]
+    assert np.isfinite(ACTIVATIONS["log_barrier"].value(inside)[0])
+    assert ACTIVATIONS["log_barrier"].value(outside)[0] == np.inf
+
+
+# ---------------------------------------------------------------- residual costs
+from optdyn import Problem, solve  # noqa: E402
+from optdyn.costs import (CoMPositionCost, ControlCost, FrameOrientationCost, FramePlacementCost,  # noqa: E402
+                          FramePositionCost, FrameVelocityCost, ResidualCost, StateCost)
+
+
+def _cost_cases(model):
+    nu = model.nv - (6 if model is FLOAT else 0)
+    K = 3
+    refs = np.array([_state(model, 40 + k) for k in range(K)])
+    return {
+        "placement": FramePlacementCost(model, "tool0", _pose(model, 7), 3.0),
+        "orientation": FrameOrientationCost(model, "tool0", _pose(model, 8)[:3, :3], 2.0),
+        "velocity": FrameVelocityCost(model, "tool0", 1.5, target=np.arange(6.0) / 10, reference="world"),
+        "com": CoMPositionCost(model, (0.1, 0.2, 0.3), 4.0),
+        "tracking": ResidualCost(res.StateResidual(model, refs), act.PseudoHuber(2 * model.nv, 0.5),
+                                 weight=[1.0, 2.0, 0.5]),
+        "barrier": ResidualCost(res.FramePositionResidual(model, "tool0"), act.QuadraticBarrier(-0.2, 0.3, size=3), 5.0),
+        "sum": FramePlacementCost(model, "tool0", _pose(model, 9), 1.0)
+        + ResidualCost(res.ControlResidual(nu, np.ones(nu)), act.WeightedQuadratic(nu, 0.1)),
+    }
+
+
+COST_CASES = [(m, n) for m in ("ur5", "floating") for n in _cost_cases(UR5)]
+
+
+@pytest.mark.parametrize("which,name", COST_CASES, ids=[f"{m}-{n}" for m, n in COST_CASES])
+def test_residual_cost_gradient_and_hessian_match_differences(which, name):
+    model = UR5 if which == "ur5" else FLOAT
+    cost = _cost_cases(model)[name]
+    nu, ndx = model.nv - (6 if model is FLOAT else 0), 2 * model.nv
+    xs = np.array([_state(model, 50 + k) for k in range(3)])
+    us = np.random.default_rng(4).normal(size=(3, nu))
+    l, lx, lu, lxx, lux, luu = cost.evaluate(xs, us)
+    assert np.allclose(l, cost.value(xs, us), atol=1e-12)
+    for k in range(3):
+        def f(e):
+            xk = _plus(model, xs[k], e[:ndx])[None]
+            return np.sum(cost.value(np.repeat(xk, 3, 0), np.repeat((us[k] + e[ndx:])[None], 3, 0))
+                          * (np.arange(3) == k))
+        g = central(f, np.zeros(ndx + nu))
+        H = _second_differences(f, ndx + nu)
+        assert rel_error(np.r_[lx[k], lu[k]], g) < 1e-7
+        assert rel_error(lxx[k], H[:ndx, :ndx]) < 1e-6, np.abs(lxx[k] - H[:ndx, :ndx]).max()
+        assert rel_error(lux[k], H[ndx:, :ndx]) < 1e-6 and rel_error(luu[k], H[ndx:, ndx:]) < 1e-6
+
+
+def test_residual_costs_equal_the_existing_quadratic_costs():
+    """State, control and frame-position costs as residual × weighted quadratic give the
+    values and derivatives of the existing classes (on the floating base: the manifold state)."""
+    for model in (UR5, FLOAT):
+        nu = model.nv - (6 if model is FLOAT else 0)
+        x_ref, w = _state(model, 60), np.random.default_rng(6).uniform(0.1, 2.0, 2 * model.nv)
+        xs, us = np.array([_state(model, 61), _state(model, 62)]), np.ones((2, nu))
+        pairs = [(StateCost(w, x_ref, model=model), ResidualCost(res.StateResidual(model, x_ref),
+                                                                 act.WeightedQuadratic(2 * model.nv, w))),
+                 (ControlCost(0.3, np.arange(nu)), ResidualCost(res.ControlResidual(reference=np.arange(nu)),
+                                                                act.WeightedQuadratic(nu, 0.3))),
+                 (FramePositionCost(model, "tool0", (0.3, 0.2, 0.1), 7.0, offset=(0, 0, 0.1)),
+                  ResidualCost(res.FramePositionResidual(model, "tool0", (0.3, 0.2, 0.1), (0, 0, 0.1)), weight=7.0))]
+        for old, new in pairs:
+            for i, (a, b) in enumerate(zip(old.evaluate(xs, us), new.evaluate(xs, us))):
+                if i in (1, 3, 4) and not old.depends_on_x:
+                    continue
+                assert np.allclose(a, b, rtol=1e-12, atol=1e-12), (type(old).__name__, i)

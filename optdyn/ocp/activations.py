@@ -82,10 +82,10 @@ class WeightedQuadratic(Activation):
 
 class QuadraticBarrier(Activation):
     """½ Σ_i w_i e_i², e_i = max(0, r_i − upper_i) + min(0, r_i − lower_i): zero between the
-    bounds, quadratic outside (bounds numbers or ±inf, lower ≤ upper)."""
+    bounds, quadratic outside (bounds numbers or ±inf, lower ≤ upper; ``size`` when both are numbers)."""
 
-    def __init__(self, lower, upper, weights=1.0) -> None:
-        self.lower, self.upper = as_bounds(lower, upper, np.size(lower) if np.ndim(lower) else np.size(upper))
+    def __init__(self, lower, upper, weights=1.0, size: int | None = None) -> None:
+        self.lower, self.upper = as_bounds(lower, upper, max(np.size(lower), np.size(upper)) if size is None else size)
         self.size = self.lower.size
         self.weights = as_weights(weights, self.size)
 
@@ -114,19 +114,20 @@ class PseudoHuber(Activation):
 
 class LogBarrier(Activation):
     """−Σ_i w_i (log(r_i − lower_i) + log(upper_i − r_i)), each term only where its bound is
-    finite; +∞ (gradient NaN) outside the open box: a start strictly inside is needed."""
+    finite; +∞ (gradient NaN) outside the open box: a start strictly inside is needed
+    (``size`` when both bounds are numbers)."""
 
-    def __init__(self, lower, upper, weights=1.0) -> None:
-        self.lower, self.upper = as_bounds(lower, upper, np.size(lower) if np.ndim(lower) else np.size(upper))
+    def __init__(self, lower, upper, weights=1.0, size: int | None = None) -> None:
+        self.lower, self.upper = as_bounds(lower, upper, max(np.size(lower), np.size(upper)) if size is None else size)
         if not np.all(np.isfinite(self.lower) | np.isfinite(self.upper)):
             raise ValueError("lower: every entry needs a finite lower or upper bound")
         self.size = self.lower.size
         self.weights = as_weights(weights, self.size)
 
     def evaluate(self, r):
-        lo, hi = np.isfinite(self.lower), np.isfinite(self.upper)
+        lo, hi = np.isfinite(self.lower).astype(float), np.isfinite(self.upper).astype(float)
         with np.errstate(invalid="ignore", divide="ignore"):
-            a, b = np.where(lo, r - self.lower, 1.0), np.where(hi, self.upper - r, 1.0)
+            a, b = np.where(lo > 0, r - self.lower, 1.0), np.where(hi > 0, self.upper - r, 1.0)
             inside = (a > 0) & (b > 0)
             value = -np.sum(self.weights * (np.log(a) + np.log(b)), axis=1)
             value = np.where(np.all(inside, axis=1), value, np.inf)

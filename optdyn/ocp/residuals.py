@@ -264,20 +264,24 @@ class CoMPositionResidual(_PointsResidual):
 
 
 # ---------------------------------------------------------------- frame poses and velocities
-def _ancestors(model: Model) -> np.ndarray:
-    """A (nv, nv): A[a, d] = 1 when the joint of column a is a strict ancestor of that of d."""
+def _ancestors(model: Model, strict: bool = True) -> np.ndarray:
+    """A (nv, nv): A[a, d] = 1 when the joint of column a is an ancestor of that of d
+    (``strict``: not the same joint)."""
     col = np.repeat(np.arange(model.njoints), model.nvs)
-    return np.array([[float(col[a] != col[d] and col[a] in model.support(col[d])) for d in range(model.nv)]
-                     for a in range(model.nv)])
+    return np.array([[float((col[a] != col[d] or not strict) and col[a] in model.support(col[d]))
+                      for d in range(model.nv)] for a in range(model.nv)])
+
+
+def motion_cross(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """X × Y of twists [v; ω] (…, 6), broadcast: [ω_X × v_Y + v_X × ω_Y; ω_X × ω_Y]."""
+    vx, wx, vy, wy = X[..., :3], X[..., 3:], Y[..., :3], Y[..., 3:]
+    return np.concatenate([np.cross(wx, vy) + np.cross(vx, wy), np.cross(wx, wy)], axis=-1)
 
 
 def spatial_pairs(lam: np.ndarray, S: np.ndarray) -> np.ndarray:
     """C (K, nv, nv), C[a, d] = ⟨λ, S_a × S_d⟩ for world twists S (K, nv, 6) = [v; ω] and
     wrenches λ (K, 6) = [f; n]: S_a × S_d = [ω_a × v_d + v_a × ω_d; ω_a × ω_d]."""
-    v, w = S[:, :, :3], S[:, :, 3:]
-    f, n = lam[:, None, None, :3], lam[:, None, None, 3:]
-    lin = np.cross(w[:, :, None], v[:, None]) + np.cross(v[:, :, None], w[:, None])
-    return np.sum(f * lin, axis=-1) + np.sum(n * np.cross(w[:, :, None], w[:, None]), axis=-1)
+    return np.einsum("ki,kadi->kad", lam, motion_cross(S[:, :, None], S[:, None]))
 
 
 class FrameMotion:
@@ -410,3 +414,90 @@ class FrameOrientationResidual(_PoseResidual):
         except ValueError:
             raise ValueError(f"rotation: expected a rotation matrix (orthonormal, det 1), got {rotation!r}") from None
         super().__init__(model, frame, T, SPHERICAL)
+
+
+class FrameVelocityResidual(Residual):
+    """r = V(q, v) − target (6,: [linear; angular]): the twist of frame ``frame`` in its own
+    axes (``reference="local"``: J_b v, Pinocchio's LOCAL) or the velocity of its origin and
+    its angular velocity in world axes (``"world"``: LOCAL_WORLD_ALIGNED); ``target`` (6,) or (K, 6).
+
+    With V_s = Σ_j v_j S_j the world twist at the origin and U_k = Σ_{j ⪰ k} v_j S_j,
+    D_k V_s = S_k × U_k; ρᵀV = λ(q)ᵀV_s with λ = (a, p × a + b), (a, b) = (Rρ_v, Rρ_ω)
+    locally or (ρ_v, ρ_ω) world-aligned, and the Hessian of ρᵀV is that of this product
+    (D_k R c = ω_k × Rc, D_k p = v_k + ω_k × p; H_vv = 0)."""
+
+    def __init__(self, model: Model, frame: str, target=np.zeros(6), reference: str = "local") -> None:
+        if reference not in ("local", "world"):
+            raise ValueError(f"reference: expected 'local' or 'world', got {reference!r}")
+        self.motion, self.model, self.reference = FrameMotion(model, frame), model, reference
+        self.target = references(target, (6,), "target")
+        self.size, self.ndx = 6, 2 * model.nv
+        self.before = _ancestors(model, strict=False)  # P[l, k]: joint(l) ⪯ joint(k)
+
+    def _express(self, X, R, p):
+        """The world twists X (K, …, 6) at the origin in the frame's expression (``reference``)."""
+        shape = (R.shape[0],) + (1,) * (X.ndim - 2)
+        lin = X[..., :3] + np.cross(X[..., 3:], p.reshape(shape + (3,)))
+        out = np.concatenate([lin, X[..., 3:]], axis=-1)
+        if self.reference == "world":
+            return out
+        Rt = R.transpose(0, 2, 1).reshape(shape + (3, 3))
+        return np.concatenate([np.einsum("k...ij,k...j->k...i", Rt, out[..., :3]),
+                               np.einsum("k...ij,k...j->k...i", Rt, out[..., 3:])], axis=-1)
+
+    def _velocities(self, xs):
+        R, p, S, _ = self.motion(xs)
+        v = xs[:, self.model.nq:]
+        U = np.einsum("kj,bj,bji->bki", self.before, v, S)  # U_k = Σ_{j ⪰ k} v_j S_j
+        return R, p, S, v, U, np.einsum("bj,bji->bi", v, S)
+
+    def value(self, xs, us):
+        R, p, _, _, _, Vs = self._velocities(xs)
+        return self._express(Vs[:, None], R, p)[:, 0] - at_knots(self.target, xs.shape[0], 1, "target")
+
+    def evaluate(self, xs, us):
+        K, nv, nu = xs.shape[0], self.model.nv, us.shape[1]
+        R, p, S, v, U, Vs = self._velocities(xs)
+        DV = motion_cross(S, U)  # D_k V_s
+        rx, ru = self._zeros(K, nu)
+        rx[:, :, nv:] = self._express(S, R, p).transpose(0, 2, 1)
+        if self.reference == "local":  # D_k (Ad(M⁻¹) V_s) = Ad(M⁻¹)(D_k V_s − S_k × V_s)
+            rx[:, :, :nv] = self._express(DV - motion_cross(S, Vs[:, None]), R, p).transpose(0, 2, 1)
+        else:  # D_k [V_v + V_ω × p; V_ω] = [·](D_k V_s) + [V_ω × D_k p; 0]
+            Jp = S[..., :3] + np.cross(S[..., 3:], p[:, None])
+            rx[:, :, :nv] = self._express(DV, R, p).transpose(0, 2, 1)
+            rx[:, :3, :nv] += np.cross(Vs[:, None, 3:], Jp).transpose(0, 2, 1)
+        r = self._express(Vs[:, None], R, p)[:, 0] - at_knots(self.target, K, 1, "target")
+        return Terms(r, rx, ru, lambda rho: self._hessians(R, p, S, v, U, Vs, DV, rho, nu))
+
+    def _hessians(self, R, p, S, v, U, Vs, DV, rho, nu):
+        K, nv, P = S.shape[0], S.shape[1], self.before
+        DS = P[None, :, :, None] * motion_cross(S[:, :, None], S[:, None])  # DS[l, j] = D_l S_j
+        DDV = motion_cross(DS, U[:, None]) + motion_cross(S[:, None], np.einsum("kj,bj,blji->blki", P, v, DS))
+        Jp = S[..., :3] + np.cross(S[..., 3:], p[:, None])  # D_k p
+        DDp = DS[..., :3] + np.cross(DS[..., 3:], p[:, None, None]) + np.cross(S[:, None, :, 3:], Jp[:, :, None])
+        (a, Da, DDa), (b, Db, DDb) = (self._rotated(R, S, rho[:, i:i + 3]) for i in (0, 3))
+        lam = np.concatenate([a, np.cross(p, a) + b], axis=1)
+        Dlam = np.concatenate([Da, np.cross(Jp, a[:, None]) + np.cross(p[:, None], Da) + Db], axis=2)
+        DDlam = np.concatenate([DDa, np.cross(DDp, a[:, None, None]) + np.cross(Jp[:, None], Da[:, :, None])
+                                + np.cross(Jp[:, :, None], Da[:, None]) + np.cross(p[:, None, None], DDa) + DDb],
+                               axis=3)  # DDlam[l, k] = D_l D_k λ
+        Hqq = (np.einsum("blki,bi->blk", DDlam, Vs) + np.einsum("bki,bli->blk", Dlam, DV)
+               + np.einsum("bli,bki->blk", Dlam, DV) + np.einsum("bi,blki->blk", lam, DDV))
+        Hxx = np.zeros((K, self.ndx, self.ndx))
+        Hxx[:, :nv, :nv] = 0.5 * (Hqq + Hqq.transpose(0, 2, 1))
+        Hxx[:, :nv, nv:] = np.einsum("bki,bji->bkj", Dlam, S) + np.einsum("bi,bkji->bkj", lam, DS)
+        Hxx[:, nv:, :nv] = Hxx[:, :nv, nv:].transpose(0, 2, 1)
+        return Hxx, np.zeros((K, nu, self.ndx)), np.zeros((K, nu, nu))
+
+    def _rotated(self, R, S, c):
+        """(c̃, D_k c̃ (K, nv, 3), D_l D_k c̃ (K, nv, nv, 3)) of c̃ = R c (local) or c (world)."""
+        K, nv = S.shape[0], S.shape[1]
+        if self.reference == "world":
+            return c, np.zeros((K, nv, 3)), np.zeros((K, nv, nv, 3))
+        w = S[..., 3:]
+        c = np.einsum("kij,kj->ki", R, c)
+        Dc = np.cross(w, c[:, None])
+        DDc = (self.before[None, :, :, None] * np.cross(np.cross(w[:, :, None], w[:, None]), c[:, None, None])
+               + np.cross(w[:, None], Dc[:, :, None]))  # D_l (ω_k × c̃) = (D_l ω_k) × c̃ + ω_k × (ω_l × c̃)
+        return c, Dc, DDc
