@@ -211,3 +211,29 @@ def test_residual_costs_equal_the_existing_quadratic_costs():
                 if i in (1, 3, 4) and not old.depends_on_x:
                     continue
                 assert np.allclose(a, b, rtol=1e-12, atol=1e-12), (type(old).__name__, i)
+
+
+def _pose_task(N=20):
+    """UR5 from rest to a 6D pose of tool0, arriving at rest (velocity cost at the end)."""
+    q0 = np.array([0.0, -1.2, 1.5, -0.3, 1.57, 0.0])
+    x0 = np.r_[q0, np.zeros(6)]
+    R, p = dyn.frame_placement(UR5, q0 + np.array([0.5, 0.3, -0.4, 0.2, -0.3, 0.6]), "tool0")
+    T = np.eye(4)
+    T[:3, :3], T[:3, 3] = R, p
+    g0 = dyn.gravity_torques(UR5, q0)
+    running = (StateCost(np.r_[np.zeros(6), 1e-2 * np.ones(6)], x0) + ControlCost(1e-3, g0)
+               + FramePlacementCost(UR5, "tool0", T, 1.0))
+    terminal = FramePlacementCost(UR5, "tool0", T, 1e3) + FrameVelocityCost(UR5, "tool0", 10.0)
+    return Problem(UR5, x0, N, 0.05, running, terminal, us_init=np.tile(g0, (N, 1))), T
+
+
+def test_ddp_ilqr_and_ipopt_agree_on_a_pose_task():
+    prob, T = _pose_task()
+    runs = {s: solve(prob, s, tol=1e-9) if s != "ipopt" else solve(prob, s, tol=1e-10) for s in ("ddp", "ilqr", "ipopt")}
+    assert all(r.converged for r in runs.values()), {s: r.status for s, r in runs.items()}
+    costs = np.array([r.cost for r in runs.values()])
+    assert np.ptp(costs) < 1e-6 * costs.min()
+    for s in ("ilqr", "ipopt"):
+        assert np.allclose(runs[s].us, runs["ddp"].us, atol=1e-3)
+    R, p = dyn.frame_placement(UR5, runs["ddp"].xs[-1, :6], "tool0")
+    assert np.linalg.norm(p - T[:3, 3]) < 0.02 and np.linalg.norm(runs["ddp"].xs[-1, 6:]) < 0.2
