@@ -237,3 +237,56 @@ def test_ddp_ilqr_and_ipopt_agree_on_a_pose_task():
         assert np.allclose(runs[s].us, runs["ddp"].us, atol=1e-3)
     R, p = dyn.frame_placement(UR5, runs["ddp"].xs[-1, :6], "tool0")
     assert np.linalg.norm(p - T[:3, 3]) < 0.02 and np.linalg.norm(runs["ddp"].xs[-1, 6:]) < 0.2
+
+
+# ---------------------------------------------------------------- constraints on residuals, joint limits
+from dataclasses import replace  # noqa: E402
+
+from optdyn.constraints import JointLimits, ResidualConstraint, ResidualEquality  # noqa: E402
+
+
+@pytest.mark.parametrize("model", [UR5, FLOAT], ids=["ur5", "floating"])
+def test_residual_constraint_rows_match_differences(model):
+    cons = [ResidualConstraint(res.FramePlacementResidual(model, "tool0", _pose(model, 70)), -0.1, [0.2] * 6),
+            ResidualEquality(res.FrameVelocityResidual(model, "tool0", reference="world")),
+            JointLimits(model, margin=0.01)]
+    x, ndx = _state(model, 71), 2 * model.nv
+    for c in cons:
+        v, cx, cxx = (t[0] for t in c.evaluate(x[None]))
+        f = lambda e: c.evaluate(_plus(model, x, e)[None])[0][0]  # noqa: E731
+        assert v.shape == (c.size,) and rel_error(cx, central(f, np.zeros(ndx))) < 1e-7
+        for i in range(c.size):
+            assert rel_error(cxx[i], _second_differences(lambda e: f(e)[i], ndx)) < 1e-6
+
+
+def test_joint_limits_rows_are_the_models_limits():
+    lim = JointLimits(UR5, margin=0.1)
+    x = np.r_[UR5.upper_limit - 0.1, -UR5.velocity_limit + 0.1]
+    c = lim.evaluate(x[None])[0][0]
+    assert lim.size == 24 and np.allclose(np.sort(c)[:12], 0.0) and np.all(c >= -1e-12)
+    assert JointLimits(FLOAT).size == 24  # the arm's joints; the free-flyer has no limits
+
+
+def test_joint_limits_hold_at_every_knot_where_the_free_optimum_violates_them():
+    """The pose task's unconstrained optimum is faster than 70 % of its own top speed on every
+    joint and goes beyond a position limit set at 85 % of its excursion; with JointLimits the DDP, iLQR (augmented
+    Lagrangian) and IPOPT (variable bounds) optima respect every limit at every knot and agree."""
+    prob, _ = _pose_task()
+    free = solve(prob, "ddp", tol=1e-9)
+    q, v = free.xs[1:, :6], free.xs[1:, 6:]
+    vmax = 0.7 * np.abs(v).max(axis=0)
+    upper = UR5.upper_limit.copy()
+    j = int(np.argmax(q.max(axis=0) - prob.x0[:6]))
+    upper[j] = prob.x0[j] + 0.85 * (q[:, j].max() - prob.x0[j])
+    model = replace(UR5, velocity_limit=vmax, upper_limit=upper)
+    limited = Problem(model, prob.x0, prob.N, prob.dt, prob.running_cost, prob.terminal_cost,
+                      us_init=prob.us_init, path_constraints=[JointLimits(model)])
+    assert limited.violation(free.xs, free.us) > 0.1
+    runs = {s: solve(limited, s, tol=1e-8, max_iter=1500) for s in ("ddp", "ilqr", "ipopt")}
+    for s, r in runs.items():
+        assert r.converged, (s, r.status)
+        qs, vs = r.xs[1:, :6], r.xs[1:, 6:]
+        assert np.all(np.abs(vs) <= vmax + 1e-5) and np.all(qs[:, j] <= upper[j] + 1e-5), s
+        assert np.max(qs[:, j]) > upper[j] - 1e-3  # active
+    costs = np.array([r.cost for r in runs.values()])
+    assert np.ptp(costs) < 1e-4 * costs.min() and costs.min() > free.cost
