@@ -9,10 +9,11 @@ from .ocp.residual_costs import (CoMPositionCost, FrameOrientationCost, FramePla
 from .ocp.residuals import (CoMPositionResidual, ControlResidual, FrameOrientationResidual, FramePlacementResidual,
                             FramePositionResidual, FrameVelocityResidual, JointPositionResidual,
                             JointVelocityResidual, Residual, StateResidual)
+from .ocp.user_residual import UserResidual
 
 __all__ = ["Cost", "Sum", "StateCost", "ControlCost", "FramePositionCost", "ObstacleCost", "PointSet",
            "ResidualCost", "FramePlacementCost", "FrameOrientationCost", "FrameVelocityCost", "CoMPositionCost",
            "Residual", "StateResidual", "JointPositionResidual", "JointVelocityResidual", "ControlResidual",
            "FramePositionResidual", "FrameOrientationResidual", "FramePlacementResidual", "FrameVelocityResidual",
-           "CoMPositionResidual",
+           "CoMPositionResidual", "UserResidual",
            "Activation", "WeightedQuadratic", "QuadraticBarrier", "PseudoHuber", "LogBarrier"]

@@ -34,3 +34,12 @@ def test_compare_ddp_ilqr_writes_plots(tmp_path):
     for name in ("ur5-reach", "pendulum", "double-pendulum"):
         assert f"{name}: best cost" in out
         assert (tmp_path / f"convergence_{name}.png").stat().st_size > 10_000
+
+
+def test_user_residual_example_checks_its_derivatives_and_holds_the_table(tmp_path):
+    out = run_example("user_residual.py", tmp_path)
+    error = float(out.split("hand-written derivatives: ")[1].split()[0])
+    heights = [float(line.split("lowest tool height ")[1].split(" m")[0]) for line in out.splitlines()
+               if line.startswith(("ddp:", "ipopt:"))]
+    assert error < 1e-5 and len(heights) == 2 and min(heights) > 0.25 - 1e-5, out
+    assert out.count(": converged,") == 2 and out.count("by differences of their Jacobians") == 2, out

@@ -290,3 +290,72 @@ def test_joint_limits_hold_at_every_knot_where_the_free_optimum_violates_them():
         assert np.max(qs[:, j]) > upper[j] - 1e-3  # active
     costs = np.array([r.cost for r in runs.values()])
     assert np.ptp(costs) < 1e-4 * costs.min() and costs.min() > free.cost
+
+
+# ---------------------------------------------------------------- user terms, check_derivatives, bad input
+import optdyn  # noqa: E402
+
+
+def _height(scale=1.0, shapes=None):
+    """The UR5 tool height as a user residual (Jacobian scaled by ``scale``; ``shapes`` a list
+    of output sizes returned by successive calls of ``value``)."""
+    def value(x, u):
+        n = shapes.pop(0) if shapes else 1
+        return np.repeat(dyn.frame_placement(UR5, x[:6], "tool0")[1][2:], n)
+
+    def jacobian(x, u):
+        rx = np.zeros((1, 12))
+        rx[0, :6] = scale * dyn.frame_jacobian(UR5, x[:6], "tool0")[2]
+        return rx, np.zeros((1, 0))
+    return optdyn.UserResidual(UR5, 1, value, jacobian, name="height")
+
+
+def test_user_residual_hessian_by_differences_matches_the_exact_one_and_check_derivatives_sees_errors(capsys):
+    x = _state(UR5, 80)
+    user, exact = _height(), res.FramePositionResidual(UR5, "tool0")
+    rho = np.array([[1.7]])
+    Hu = user.evaluate(x[None], np.zeros((1, 0))).hessians(rho)[0]
+    He = exact.evaluate(x[None], np.zeros((1, 0))).hessians(np.array([[0.0, 0.0, 1.7]]))[0]
+    assert user.approximate_hessian and rel_error(Hu, He) < 1e-6
+    assert optdyn.check_derivatives(user, x) < 1e-5
+    assert "r_x" in capsys.readouterr().out
+    assert optdyn.check_derivatives(_height(scale=1.1), x, verbose=False) > 0.01
+    assert optdyn.check_derivatives(FramePlacementCost(FLOAT, "tool0", _pose(FLOAT, 3), 2.0), _state(FLOAT, 81),
+                                    np.ones(6), verbose=False) < 1e-5
+    assert optdyn.check_derivatives(JointLimits(FLOAT), _state(FLOAT, 82), verbose=False) < 1e-5
+
+
+BAD = [
+    (lambda: FramePlacementCost(UR5, "tool0", np.eye(4), -1.0), "weight"),
+    (lambda: FrameOrientationCost(UR5, "no_such_frame", np.eye(3), 1.0), "frame"),
+    (lambda: CoMPositionCost(UR5, (0.0, 0.0), 1.0), "target"),
+    (lambda: FrameVelocityCost(UR5, "tool0", 1.0, target=np.zeros(5)), "target"),
+    (lambda: FrameVelocityCost(UR5, "tool0", 1.0, reference="body"), "reference"),
+    (lambda: res.StateResidual(UR5, np.zeros(11)), "reference"),
+    (lambda: act.QuadraticBarrier([0.0, 1.0], [1.0, 0.5]), "lower"),
+    (lambda: ResidualConstraint(res.CoMPositionResidual(UR5), 1.0, 0.0), "lower"),
+    (lambda: FramePlacementCost(UR5, "tool0", np.diag([1.0, 1.0, 2.0, 1.0]), 1.0), "target"),
+    (lambda: FramePlacementCost(UR5, "tool0", np.diag([1.0, 1.0, -1.0, 1.0]), 1.0), "target"),
+    (lambda: FrameOrientationCost(UR5, "tool0", np.ones((3, 3)), 1.0), "rotation"),
+    (lambda: ResidualConstraint(res.ControlResidual(6), 0.0), "residual"),
+    (lambda: JointLimits(UR5, margin=-0.1), "margin"),
+    (lambda: _height(shapes=[1, 2]).evaluate(np.zeros((2, 12)), np.zeros((2, 0))), "value"),
+]
+
+
+@pytest.mark.parametrize("make,name", BAD, ids=[f"{i}-{n}" for i, (_, n) in enumerate(BAD)])
+def test_bad_input_raises_a_value_error_naming_the_argument(make, name):
+    with pytest.raises(ValueError, match=f"^{name}"):
+        make()
+
+
+def test_per_knot_weights_and_references_must_match_the_knots():
+    refs = np.array([_state(UR5, 90 + k) for k in range(3)])
+    cost = ResidualCost(res.StateResidual(UR5, refs), weight=[1.0, 2.0, 3.0])
+    xs = np.array([_state(UR5, 95 + k) for k in range(3)])
+    e = np.array([xs[k] - refs[k] for k in range(3)])
+    assert np.allclose(cost.value(xs, np.zeros((3, 6))), 0.5 * np.array([1.0, 2.0, 3.0]) * np.sum(e * e, axis=1))
+    with pytest.raises(ValueError, match="^reference"):
+        ResidualCost(res.StateResidual(UR5, refs)).value(xs[:2], np.zeros((2, 6)))
+    with pytest.raises(ValueError, match="^weight"):
+        ResidualCost(res.StateResidual(UR5), weight=[1.0, 2.0]).value(xs, np.zeros((3, 6)))

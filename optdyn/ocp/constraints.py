@@ -41,6 +41,10 @@ class Constraint(ABC):
     def evaluate(self, xs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(c (K,size), cx (K,size,nx), cxx (K,size,nx,nx)) at every state of xs (K, nx)."""
 
+    def residuals(self) -> list:
+        """The residuals (:mod:`optdyn.ocp.residuals`) this constraint is built on."""
+        return [self.residual] if isinstance(getattr(self, "residual", None), Residual) else []
+
     def check_dims(self, nx: int, name: str) -> None:
         """ValueError naming ``name`` if built for another state dimension."""
         if self.ndx is not None and self.ndx != nx:

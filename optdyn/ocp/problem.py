@@ -310,6 +310,14 @@ class Problem:
         return sum(c.size for c in self.path_constraints if not isinstance(c, JointLimits))
 
     @property
+    def differenced_hessians(self) -> list[str]:
+        """Names of the user residuals whose Hessians come from differences of their
+        Jacobians (:mod:`optdyn.ocp.user_residual`), in costs and constraints."""
+        costs = [c for c in (self.running_cost, self.terminal_cost) if c is not None]
+        residuals = [r for c in costs + list(self.path_constraints + self.terminal_constraints) for r in c.residuals()]
+        return list(dict.fromkeys(getattr(r, "name", type(r).__name__) for r in residuals if r.approximate_hessian))
+
+    @property
     def nh(self) -> int:
         """Number of terminal equalities."""
         return sum(c.size for c in self.terminal_constraints)

@@ -51,6 +51,9 @@ class ResidualCost(Cost):
         self.residual, self.activation, self.weight = residual, activation, knot_weights(weight)
         self.ndx, self.nu, self.depends_on_x = residual.ndx, residual.nu, residual.depends_on_x
 
+    def residuals(self) -> list:
+        return [self.residual]
+
     def _weights(self, K: int) -> np.ndarray:
         if self.weight.ndim == 1 and self.weight.size != K:
             raise ValueError(f"weight: one weight per knot was given for {self.weight.size} knots, "

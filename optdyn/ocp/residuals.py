@@ -101,6 +101,7 @@ class Residual(ABC):
     nu: int | None = None
     depends_on_x: bool = True
     depends_on_u: bool = False
+    approximate_hessian: bool = False  # True: Hessians by differences (a user term without one)
 
     @abstractmethod
     def evaluate(self, xs: np.ndarray, us: np.ndarray) -> Terms:
