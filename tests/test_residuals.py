@@ -359,3 +359,52 @@ def test_per_knot_weights_and_references_must_match_the_knots():
         ResidualCost(res.StateResidual(UR5, refs)).value(xs[:2], np.zeros((2, 6)))
     with pytest.raises(ValueError, match="^weight"):
         ResidualCost(res.StateResidual(UR5), weight=[1.0, 2.0]).value(xs, np.zeros((3, 6)))
+
+
+# ---------------------------------------------------------------- saved results rebuild the new terms
+from optdyn.apps.cli import main  # noqa: E402
+from optdyn.apps.io import load_result, save_result  # noqa: E402
+from optdyn.ocp import task  # noqa: E402
+from optdyn.solvers.result import Result  # noqa: E402
+from optdyn.viz.plots import trajectory_figure  # noqa: E402
+from optdyn.viz.scene import scene_of  # noqa: E402
+
+
+def _every_term_problem(N=6):
+    prob, T = _pose_task(N)
+    x0 = prob.x0
+    refs = np.tile(x0, (N, 1)) + np.linspace(0, 0.2, N)[:, None]
+    running = (prob.running_cost + FrameOrientationCost(UR5, "wrist_3_link", T[:3, :3], 0.5)
+               + CoMPositionCost(UR5, (0.1, 0.1, 0.4), 0.3)
+               + ResidualCost(res.StateResidual(UR5, refs), act.PseudoHuber(12, 0.3), np.linspace(1, 2, N))
+               + ResidualCost(res.JointVelocityResidual(UR5), act.QuadraticBarrier(-0.5, 0.5, size=6), 2.0))
+    return Problem(UR5, x0, N, prob.dt, running, prob.terminal_cost, name="every-term",
+                   path_constraints=[JointLimits(UR5, margin=0.1),
+                                     ResidualConstraint(res.FramePositionResidual(UR5, "tool0"), lower=[-1, -1, 0.05])],
+                   terminal_constraints=[ResidualEquality(res.FrameVelocityResidual(UR5, "tool0", reference="world"))]), T
+
+
+def test_saved_results_rebuild_the_residual_terms_for_show_and_plot(tmp_path, capsys):
+    problem, T = _every_term_problem()
+    us = problem.us_init + np.random.default_rng(0).normal(scale=3.0, size=problem.us_init.shape)
+    xs = problem.rollout(us)
+    result = Result(xs=xs, us=us, cost=problem.cost(xs, us), converged=True, iterations=1, status="converged",
+                    solver="ddp", problem=problem.name)
+    result.source = problem
+    save_result(result, tmp_path / "r.npz")
+    again = task.problem_of(load_result(tmp_path / "r.npz"))
+    assert again.cost(xs, us) == pytest.approx(problem.cost(xs, us), rel=1e-12)
+    assert again.violation(xs, us) == pytest.approx(problem.violation(xs, us), rel=1e-12) and again.violation(xs, us) > 0
+    assert again.nc == problem.nc and again.nh == problem.nh == 6
+    poses = [t for t in task.frame_targets(again) if t.rotation is not None]
+    assert len(poses) == 1 and np.allclose(poses[0].rotation, T[:3, :3]) and np.allclose(poses[0].target, T[:3, 3])
+    assert scene_of(result, again).objects["targets/pose_0"] == "triad"
+    html, png = tmp_path / "r.html", tmp_path / "r.png"
+    assert main(["show", str(tmp_path / "r.npz"), "--html", str(html)]) == 0
+    assert main(["plot", str(tmp_path / "r.npz"), "--out", str(png)]) == 0
+    assert html.stat().st_size > 10_000 and png.stat().st_size > 10_000
+    fig = trajectory_figure(result, again)  # the constraint margins panel: one line per path constraint
+    labels = [line.get_label() for line in fig.axes[3].get_lines()]
+    margins = {label: line.get_ydata() for label, line in zip(labels, fig.axes[3].get_lines())}
+    assert {"JointLimits", "ResidualConstraint"} <= set(labels)
+    assert np.allclose(margins["JointLimits"], JointLimits(UR5, margin=0.1).evaluate(xs[1:])[0].min(axis=1))
