@@ -3,6 +3,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 EXAMPLES = os.path.join(os.path.dirname(__file__), os.pardir, "examples")
 
 
@@ -43,3 +45,19 @@ def test_user_residual_example_checks_its_derivatives_and_holds_the_table(tmp_pa
                if line.startswith(("ddp:", "ipopt:"))]
     assert error < 1e-5 and len(heights) == 2 and min(heights) > 0.25 - 1e-5, out
     assert out.count(": converged,") == 2 and out.count("by differences of their Jacobians") == 2, out
+
+
+def test_panda_pose_example_reaches_the_pose_at_rest_within_its_joint_limits(tmp_path):
+    pytest.importorskip("example_robot_data")
+    out = run_example("panda_pose.py", tmp_path)
+    rows = {line.split(":")[0]: line for line in out.splitlines() if ": " in line and "cost" in line}
+
+    def number(row, before):
+        return float(rows[row].split(before)[1].split()[0].rstrip(","))
+    assert number("ddp without limits", "smallest limit margin ") < -0.01, out  # the free optimum breaks them
+    for solver in ("ddp", "ipopt"):
+        assert "converged" in rows[solver], out
+        assert number(solver, "position error ") < 2.0 and number(solver, "angle error ") < 0.1, out
+        assert number(solver, "final speed ") < 0.01 and number(solver, "smallest limit margin ") > -1e-5, out
+    assert abs(number("ddp", "cost ") - number("ipopt", "cost ")) < 1e-4 * number("ddp", "cost "), out
+    assert all((tmp_path / f"panda_pose.{ext}").stat().st_size > 10_000 for ext in ("npz", "html", "png"))
