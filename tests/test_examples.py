@@ -61,3 +61,12 @@ def test_panda_pose_example_reaches_the_pose_at_rest_within_its_joint_limits(tmp
         assert number(solver, "final speed ") < 0.01 and number(solver, "smallest limit margin ") > -1e-5, out
     assert abs(number("ddp", "cost ") - number("ipopt", "cost ")) < 1e-4 * number("ddp", "cost "), out
     assert all((tmp_path / f"panda_pose.{ext}").stat().st_size > 10_000 for ext in ("npz", "html", "png"))
+
+
+def test_ur5_tracking_example_follows_its_reference_trajectory(tmp_path):
+    out = run_example("ur5_tracking.py", tmp_path)
+    rows = [line for line in out.splitlines() if line.startswith(("ddp:", "ipopt:"))]
+    rms = [float(line.split("rms ")[1].split(" mm")[0]) for line in rows]
+    costs = [float(line.split("cost ")[1].split(",")[0]) for line in rows]
+    assert len(rows) == 2 and all("converged" in line for line in rows), out
+    assert max(rms) < 2.0 and abs(costs[0] - costs[1]) < 1e-4 * costs[0], out
