@@ -6,6 +6,7 @@ from numdiff import central, rel_error
 from scipy.linalg import expm
 
 import dynamics as dyn
+import problems
 from optdyn.ocp import activations as act
 from optdyn.ocp import residuals as res
 from optdyn.ocp.state import state_integrate_batch
@@ -408,3 +409,21 @@ def test_saved_results_rebuild_the_residual_terms_for_show_and_plot(tmp_path, ca
     margins = {label: line.get_ydata() for label, line in zip(labels, fig.axes[3].get_lines())}
     assert {"JointLimits", "ResidualConstraint"} <= set(labels)
     assert np.allclose(margins["JointLimits"], JointLimits(UR5, margin=0.1).evaluate(xs[1:])[0].min(axis=1))
+
+
+def test_joint_velocity_limits_on_a_floating_base_in_ipopt_bounds_and_the_augmented_lagrangian():
+    """The space manipulator (IPOPT's variables in the chart of its initial guess): arm joint
+    speeds capped at 70 % of the free optimum's, held at every knot by both solvers."""
+    prob = problems.space_manipulator.make(N=10, dt=0.2)
+    free = solve(prob, "ddp")
+    nq = prob.model.nq
+    vmax = prob.model.velocity_limit.copy()
+    vmax[6:] = 0.7 * np.abs(free.xs[1:, nq + 6:]).max(axis=0)
+    model = replace(prob.model, velocity_limit=vmax)
+    limited = Problem(model, prob.x0, prob.N, prob.dt, prob.running_cost, prob.terminal_cost, us_init=prob.us_init,
+                      path_constraints=[JointLimits(model, position=False)])
+    assert limited.violation(free.xs, free.us) > 0.05
+    runs = [solve(limited, s, max_iter=1000) for s in ("ddp", "ipopt")]
+    for r in runs:
+        assert r.converged and np.all(np.abs(r.xs[1:, nq + 6:]) <= vmax[6:] + 1e-6), r.solver
+    assert abs(runs[0].cost - runs[1].cost) < 5e-4 * runs[0].cost and runs[0].cost > free.cost
