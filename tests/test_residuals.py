@@ -363,6 +363,7 @@ def test_per_knot_weights_and_references_must_match_the_knots():
 
 
 # ---------------------------------------------------------------- saved results rebuild the new terms
+from optdyn.apps.clearance import constraint_margins, substep_states  # noqa: E402
 from optdyn.apps.cli import main  # noqa: E402
 from optdyn.apps.io import load_result, save_result  # noqa: E402
 from optdyn.ocp import task  # noqa: E402
@@ -402,6 +403,9 @@ def test_saved_results_rebuild_the_residual_terms_for_show_and_plot(tmp_path, ca
     assert scene_of(result, again).objects["targets/pose_0"] == "triad"
     html, png = tmp_path / "r.html", tmp_path / "r.png"
     assert main(["show", str(tmp_path / "r.npz"), "--html", str(html)]) == 0
+    g = constraint_margins(problem, xs, us)
+    assert f"margins     min {g.nodes:+.4g} at the nodes, {g.substeps:+.4g} at the worst RK sub-step" \
+        in capsys.readouterr().out
     assert main(["plot", str(tmp_path / "r.npz"), "--out", str(png)]) == 0
     assert html.stat().st_size > 10_000 and png.stat().st_size > 10_000
     fig = trajectory_figure(result, again)  # the constraint margins panel: one line per path constraint
@@ -427,3 +431,24 @@ def test_joint_velocity_limits_on_a_floating_base_in_ipopt_bounds_and_the_augmen
     for r in runs:
         assert r.converged and np.all(np.abs(r.xs[1:, nq + 6:]) <= vmax[6:] + 1e-6), r.solver
     assert abs(runs[0].cost - runs[1].cost) < 5e-4 * runs[0].cost and runs[0].cost > free.cost
+
+
+def test_constraint_margins_find_the_worst_rk_substep_between_the_nodes():
+    """A position limit that every node respects but a sub-step between two nodes breaks: the
+    base joint is pushed, then braked twice as hard, so that it turns back mid-interval."""
+    prob, _ = _pose_task(N=6)
+    us = prob.us_init.copy()
+    us[0, 0], us[1, 0], us[2, 0] = 20.0, -40.0, 20.0
+    sub = Problem(UR5, prob.x0, prob.N, prob.dt, substeps=4, us_init=us)
+    xs = sub.rollout(us)
+    q = substep_states(sub, xs, us)[:, :, 0]
+    upper = UR5.upper_limit.copy()
+    upper[0] = 0.5 * (q.max() + xs[1:, 0].max())  # between: above the nodes, below a sub-step
+    assert q.max() > upper[0] > xs[1:, 0].max()
+    model = replace(UR5, upper_limit=upper)
+    limited = Problem(model, prob.x0, prob.N, prob.dt, substeps=4, us_init=us,
+                      path_constraints=[JointLimits(model, velocity=False)])
+    g = constraint_margins(limited, xs, us)
+    k, s = np.unravel_index(int(np.argmax(q)), q.shape)
+    assert g.nodes > 0 > g.substeps and (g.interval, g.substep) == (k, s) and g.constraint == "JointLimits"
+    assert 0 < s < 4 and g.substeps == pytest.approx(upper[0] - q.max(), abs=1e-12)
