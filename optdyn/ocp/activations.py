@@ -8,10 +8,12 @@ last term is the residual's contracted Hessian (:mod:`optdyn.ocp.residuals`) wit
 Every activation returns ``(a (K,), a_r (K, nr), a_rr (K, nr))``: its Hessian is diagonal
 for all four below (a_rr holds the diagonal). ``weights`` (nr,) scale the entries.
 
-* :class:`WeightedQuadratic`   ½ Σ w_i r_i²                                     (Crocoddyl: ActivationModelWeightedQuad)
-* :class:`QuadraticBarrier`    ½ Σ w_i (max(0, r_i − u_i)² + min(0, r_i − l_i)²) (ActivationModelWeightedQuadraticBarrier)
-* :class:`PseudoHuber`         Σ w_i δ²(√(1 + (r_i/δ)²) − 1): ≈ ½ w r² near 0, ≈ wδ|r| far (ActivationModelSmooth1Norm)
-* :class:`LogBarrier`          −Σ w_i (log(r_i − l_i) + log(u_i − r_i)) over finite bounds, +∞ outside
+* :class:`WeightedQuadratic`  ½ Σ w_i r_i²  (Crocoddyl: ActivationModelWeightedQuad)
+* :class:`QuadraticBarrier`   ½ Σ w_i (max(0, r_i − u_i)² + min(0, r_i − l_i)²)
+  (ActivationModelWeightedQuadraticBarrier)
+* :class:`PseudoHuber`        Σ w_i δ²(√(1 + (r_i/δ)²) − 1): ≈ ½ w r² near 0, ≈ wδ|r| far
+  (ActivationModelSmooth1Norm)
+* :class:`LogBarrier`         −Σ w_i (log(r_i − l_i) + log(u_i − r_i)) over finite bounds, +∞ outside
 """
 from __future__ import annotations
 

@@ -358,7 +358,8 @@ class _PoseResidual(Residual):
         self.size, self.ndx = int(self.lie[0, 2]), 2 * model.nv
         self.rows = slice(6 - self.size, 6)  # SO(3): the angular rows of a twist
         self.target = targets
-        self.target_coordinates = self._coordinates(targets.reshape(-1, 4, 4)[:, :3, :3], targets.reshape(-1, 4, 4)[:, :3, 3])
+        T = targets.reshape(-1, 4, 4)
+        self.target_coordinates = self._coordinates(T[:, :3, :3], T[:, :3, 3])  # (1 or K, nq + nv)
 
     def _coordinates(self, R, p):
         """Group coordinates (K, nq + nv) of poses: (p, quaternion) on SE(3), the quaternion on SO(3)."""
@@ -367,11 +368,11 @@ class _PoseResidual(Residual):
         return np.concatenate([q, np.zeros((q.shape[0], self.size))], axis=1)
 
     def _error(self, R, p):
-        K = R.shape[0]
-        T = self.target_coordinates
-        T = np.ascontiguousarray(np.broadcast_to(T, (K, T.shape[1])) if T.shape[0] == 1 else at_knots(T, K, 1, "target"))
-        nq = self.topology[0, NQ]
-        return state_difference_batch(self.topology, nq, T, np.ascontiguousarray(self._coordinates(R, p)))[:, : self.size]
+        K, T = R.shape[0], self.target_coordinates
+        T = np.broadcast_to(T, (K, T.shape[1])) if T.shape[0] == 1 else at_knots(T, K, 1, "target")
+        X = self._coordinates(R, p)
+        return state_difference_batch(self.topology, self.topology[0, NQ], np.ascontiguousarray(T),
+                                      np.ascontiguousarray(X))[:, : self.size]
 
     def value(self, xs, us):
         R, p, _, _ = self.motion(xs)
