@@ -125,6 +125,25 @@ def _frame_jacobian(m, q, body, placement):
     return J
 
 
+@njit(cache=True)
+def frame_motion_batch_kernel(m, Q, body, placement):
+    """World poses (R (K,3,3), p (K,3)) of a frame of body ``body`` at configurations Q
+    (K, nq), and the world motion subspace columns S (K, nv, 6) = [ω; v] of the joints that
+    move it (the support of ``body``; zero elsewhere): the frame's spatial velocity in world
+    coordinates at the world origin is S[k]ᵀ v."""
+    topology = m.topology
+    K = Q.shape[0]
+    R, p, S = np.empty((K, 3, 3)), np.empty((K, 3)), np.zeros((K, topology[:, NV].sum(), 6))
+    for k in range(K):
+        R[k], p[k], Sk = _frame_pose(m, Q[k], body, placement)
+        j = body
+        while j >= 0:  # S_j for j ∈ κ(body)
+            for c in range(topology[j, IDX_V], topology[j, IDX_V] + topology[j, NV]):
+                S[k, c] = Sk[c]
+            j = topology[j, PARENT]
+    return R, p, S
+
+
 def frame_placement(model: Model, q, frame: str) -> tuple[np.ndarray, np.ndarray]:
     """World rotation (3, 3) and position (3,) of the frame named ``frame``."""
     q = as_vector(q, model.nq, "q")

@@ -19,7 +19,9 @@ from .apps.clearance import clearances
 from .apps.compare import compare
 from .apps.io import load_result, save_result
 from .viz.plots import plot_trajectory
+from .ocp.derivative_check import check_derivatives
 from .ocp.problem import Problem
+from .ocp.user_residual import UserResidual
 from .solvers.result import STATUSES, Result
 from .solvers.solve import solve
 from .apps.sweep import sweep
@@ -27,7 +29,7 @@ from .apps.sweep import sweep
 __all__ = [
     "Problem", "Result", "STATUSES", "solve", "compare", "costs", "constraints", "clearances", "report",
     "save_result", "load_result", "view", "save_html", "plot_trajectory", "sweep",
-    "set_num_threads", "get_num_threads",
+    "set_num_threads", "get_num_threads", "check_derivatives", "UserResidual",
 ]
 
 

@@ -3,6 +3,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 EXAMPLES = os.path.join(os.path.dirname(__file__), os.pardir, "examples")
 
 
@@ -34,3 +36,37 @@ def test_compare_ddp_ilqr_writes_plots(tmp_path):
     for name in ("ur5-reach", "pendulum", "double-pendulum"):
         assert f"{name}: best cost" in out
         assert (tmp_path / f"convergence_{name}.png").stat().st_size > 10_000
+
+
+def test_user_residual_example_checks_its_derivatives_and_holds_the_table(tmp_path):
+    out = run_example("user_residual.py", tmp_path)
+    error = float(out.split("hand-written derivatives: ")[1].split()[0])
+    heights = [float(line.split("lowest tool height ")[1].split(" m")[0]) for line in out.splitlines()
+               if line.startswith(("ddp:", "ipopt:"))]
+    assert error < 1e-5 and len(heights) == 2 and min(heights) > 0.25 - 1e-5, out
+    assert out.count(": converged,") == 2 and out.count("by differences of their Jacobians") == 2, out
+
+
+def test_panda_pose_example_reaches_the_pose_at_rest_within_its_joint_limits(tmp_path):
+    pytest.importorskip("example_robot_data")
+    out = run_example("panda_pose.py", tmp_path)
+    rows = {line.split(":")[0]: line for line in out.splitlines() if ": " in line and "cost" in line}
+
+    def number(row, before):
+        return float(rows[row].split(before)[1].split()[0].rstrip(","))
+    assert number("ddp without limits", "smallest limit margin ") < -0.01, out  # the free optimum breaks them
+    for solver in ("ddp", "ipopt"):
+        assert "converged" in rows[solver], out
+        assert number(solver, "position error ") < 2.0 and number(solver, "angle error ") < 0.1, out
+        assert number(solver, "final speed ") < 0.01 and number(solver, "smallest limit margin ") > -1e-5, out
+    assert abs(number("ddp", "cost ") - number("ipopt", "cost ")) < 1e-4 * number("ddp", "cost "), out
+    assert all((tmp_path / f"panda_pose.{ext}").stat().st_size > 10_000 for ext in ("npz", "html", "png"))
+
+
+def test_ur5_tracking_example_follows_its_reference_trajectory(tmp_path):
+    out = run_example("ur5_tracking.py", tmp_path)
+    rows = [line for line in out.splitlines() if line.startswith(("ddp:", "ipopt:"))]
+    rms = [float(line.split("rms ")[1].split(" mm")[0]) for line in rows]
+    costs = [float(line.split("cost ")[1].split(",")[0]) for line in rows]
+    assert len(rows) == 2 and all("converged" in line for line in rows), out
+    assert max(rms) < 2.0 and abs(costs[0] - costs[1]) < 1e-4 * costs[0], out

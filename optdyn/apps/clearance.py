@@ -10,6 +10,8 @@ in a frame) and each spherical obstacle (c, ρ) the signed surface distance
 at every sub-step — so a trajectory that cuts through an obstacle between two nodes is
 caught. Any problem with :class:`~optdyn.constraints.SphereClearance` path constraints
 qualifies; each constraint contributes one column per point (its own sphere and margin).
+:func:`constraint_margins` does the same for every path constraint c ≥ 0 (joint limits,
+residual constraints): the smallest margin at the nodes and at the worst sub-step.
 """
 from __future__ import annotations
 
@@ -75,10 +77,10 @@ def _substep_problem(problem: Problem) -> Problem:
                    actuated=problem.actuation)
 
 
-def clearances(problem: Problem, xs, us) -> Clearance:
-    """Clearances of (xs (N+1, nx), us (N, nu)) at every sub-step of every interval."""
-    constraints = _obstacle_constraints(problem)
-    N, m, nq = problem.N, problem.substeps, problem.model.nq
+def substep_states(problem: Problem, xs, us) -> np.ndarray:
+    """States (N, m+1, nx) at every integrator sub-step s of every interval k (s = 0: the
+    node x_k; s = m: the integrated end of the interval) of (xs (N+1, nx), us (N, nu))."""
+    N, m = problem.N, problem.substeps
     xs, us = np.asarray(xs, dtype=float), np.asarray(us, dtype=float)
     if xs.shape != (N + 1, problem.nx) or us.shape != (N, problem.nu):
         raise ValueError(f"xs, us: expected shapes ({N + 1}, {problem.nx}) and ({N}, {problem.nu}), "
@@ -90,6 +92,41 @@ def clearances(problem: Problem, xs, us) -> Clearance:
     traj[:, 0] = xs[:-1]
     for s in range(m):
         traj[:, s + 1] = sub.step(traj[:, s], us)
+    return traj
+
+
+@dataclass(frozen=True)
+class Margin:
+    """The smallest margin min_i c_i of the path constraints c ≥ 0: ``nodes`` at x_1 … x_N,
+    ``substeps`` over every integrator sub-step, reached in interval ``interval`` at
+    sub-step ``substep`` by a row of ``constraint`` (its type name)."""
+
+    nodes: float
+    substeps: float
+    interval: int
+    substep: int
+    constraint: str
+
+
+def constraint_margins(problem: Problem, xs, us) -> Margin:
+    """:class:`Margin` of the path constraints of ``problem`` along (xs, us), checked at every
+    integrator sub-step like the clearances; ValueError if it has no path constraints."""
+    if not problem.path_constraints:
+        raise ValueError(f"problem: {problem.name!r} has no path constraints")
+    traj = substep_states(problem, xs, us)
+    N, m1, nx = traj.shape
+    values = [c.evaluate(traj.reshape(-1, nx))[0].min(axis=1).reshape(N, m1) for c in problem.path_constraints]
+    j, k, s = np.unravel_index(int(np.argmin(values)), (len(values), N, m1))
+    nodes = min(float(c.evaluate(np.asarray(xs, dtype=float)[1:])[0].min()) for c in problem.path_constraints)
+    return Margin(nodes, float(values[j][k, s]), int(k), int(s), type(problem.path_constraints[j]).__name__)
+
+
+def clearances(problem: Problem, xs, us) -> Clearance:
+    """Clearances of (xs (N+1, nx), us (N, nu)) at every sub-step of every interval."""
+    constraints = _obstacle_constraints(problem)
+    N, m, nq = problem.N, problem.substeps, problem.model.nq
+    xs, us = np.asarray(xs, dtype=float), np.asarray(us, dtype=float)
+    traj = substep_states(problem, xs, us)
     d = _columns(constraints, traj[:, :, :nq].reshape(-1, nq)).reshape(N, m + 1, -1)
     nodes = _columns(constraints, xs[:, :nq])
     k, s, p = np.unravel_index(int(np.argmin(d)), d.shape)

@@ -40,7 +40,7 @@ import numpy as np
 import dynamics as dyn
 import problems
 
-from .clearance import clearances
+from .clearance import clearances, constraint_margins
 from .io import load_result, save_result
 from .report import task_errors, task_lines
 from ..solvers.result import Result
@@ -231,6 +231,13 @@ def _summary(result: Result, problem=None) -> list[str]:
                          f"nodes (required ≥ {c.margin:.4f} m)")
         except ValueError as e:
             lines.append(f"clearance   not computed: {e}")
+    if problem is not None and problem.path_constraints:
+        try:
+            g = constraint_margins(problem, result.xs, result.us)
+            lines.append(f"margins     min {g.nodes:+.4g} at the nodes, {g.substeps:+.4g} at the worst RK sub-step "
+                         f"(interval {g.interval}, step {g.substep}, {g.constraint}; required ≥ 0)")
+        except ValueError as e:
+            lines.append(f"margins     not computed: {e}")
     return lines
 
 

@@ -10,6 +10,9 @@ Control bounds are not constraints objects: they are ``Problem.u_lower/u_upper``
 * :class:`StateEquality`    h = x[indices] − target (goal state, e.g. at rest)
 * :class:`FramePositionEquality`  h = p(q) − target for a point fixed in a frame
 * :class:`OrientationBound`  c = θ_max² − ‖log(R_ref⁻¹ R_j(q))‖² ≥ 0 for a spherical or free-flyer joint
+* :class:`ResidualConstraint`  lower ≤ r(x) ≤ upper for any state residual (:mod:`optdyn.ocp.residuals`)
+* :class:`ResidualEquality`    h = r(x) (a terminal constraint on any state residual)
+* :class:`JointLimits`         the model's position and velocity limits (IPOPT: variable bounds)
 """
 from __future__ import annotations
 
@@ -20,9 +23,11 @@ import numpy as np
 
 from dynamics.joints import lie_jacobian_batch
 from dynamics.lie import lie_blocks, log_curvatures
-from dynamics.model import FREE_FLYER, JTYPE, SPHERICAL, Model
+from dynamics.model import FREE_FLYER, JTYPE, PRISMATIC, REVOLUTE, SPHERICAL, Model
 
+from .activations import as_bounds
 from .costs import PointSet, _vector
+from .residuals import Residual, StateResidual
 from .state import check_state, state_difference_batch
 
 
@@ -35,6 +40,10 @@ class Constraint(ABC):
     @abstractmethod
     def evaluate(self, xs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(c (K,size), cx (K,size,nx), cxx (K,size,nx,nx)) at every state of xs (K, nx)."""
+
+    def residuals(self) -> list:
+        """The residuals (:mod:`optdyn.ocp.residuals`) this constraint is built on."""
+        return [self.residual] if isinstance(getattr(self, "residual", None), Residual) else []
 
     def check_dims(self, nx: int, name: str) -> None:
         """ValueError naming ``name`` if built for another state dimension."""
@@ -167,3 +176,91 @@ class OrientationBound(Constraint):
         curvature = log_curvatures(self.lie, np.ascontiguousarray(D), M, Jinv)[:, m: m + k, m: m + k]
         cxx[:, 0, m: m + k, m: m + k] = -2.0 * (np.matmul(J.transpose(0, 2, 1), J) + curvature)
         return c, cx, cxx
+
+
+def _check_state_residual(residual: Residual) -> None:
+    if not isinstance(residual, Residual):
+        raise ValueError(f"residual: expected an optdyn residual, got {type(residual).__name__}")
+    if residual.depends_on_u:
+        raise ValueError(f"residual: constraints act on states; {type(residual).__name__} depends on the control")
+
+
+def _residual_rows(residual: Residual, xs: np.ndarray, rows: np.ndarray, signs: np.ndarray):
+    """(s_i r_i, s_i ∂r_i/∂x, s_i ∇²r_i) of the residual's ``rows`` with signs ``signs`` at xs (K, nx):
+    the row Hessians are its contracted Hessians with ρ = s_i e_i."""
+    K = xs.shape[0]
+    t = residual.evaluate(xs, np.zeros((K, 0)))
+    cxx = np.empty((K, rows.size, t.rx.shape[2], t.rx.shape[2]))
+    for i, (row, s) in enumerate(zip(rows, signs)):
+        rho = np.zeros((K, residual.size))
+        rho[:, row] = s
+        cxx[:, i] = t.hessians(rho)[0]
+    return signs * t.r[:, rows], signs[:, None] * t.rx[:, rows], cxx
+
+
+class ResidualConstraint(Constraint):
+    """lower ≤ r(x) ≤ upper for a residual of the state (:mod:`optdyn.ocp.residuals`), as the
+    rows c ≥ 0: r_i − lower_i (finite lower bounds), then upper_i − r_i (finite upper bounds).
+    As a path constraint it holds at nodes 1..N, in every solver (IPOPT natively, DDP/iLQR by
+    the augmented Lagrangian); bounds numbers or (size,), ±inf for none, lower ≤ upper."""
+
+    def __init__(self, residual: Residual, lower=None, upper=None) -> None:
+        _check_state_residual(residual)
+        self.lower, self.upper = as_bounds(lower, upper, residual.size)
+        lo, hi = np.flatnonzero(np.isfinite(self.lower)), np.flatnonzero(np.isfinite(self.upper))
+        if lo.size + hi.size == 0:
+            raise ValueError("lower: expected at least one finite bound")
+        self.residual, self.rows = residual, np.concatenate([lo, hi])
+        self.signs = np.concatenate([np.ones(lo.size), -np.ones(hi.size)])
+        self.offsets = np.concatenate([-self.lower[lo], self.upper[hi]])
+        self.size, self.ndx = self.rows.size, residual.ndx
+
+    def evaluate(self, xs):
+        c, cx, cxx = _residual_rows(self.residual, xs, self.rows, self.signs)
+        return c + self.offsets, cx, cxx
+
+
+class ResidualEquality(Constraint):
+    """h = r(x) = 0 for a residual of the state (a terminal constraint: e.g. a frame placement
+    error, a velocity at rest)."""
+
+    def __init__(self, residual: Residual) -> None:
+        _check_state_residual(residual)
+        self.residual, self.size, self.ndx = residual, residual.size, residual.ndx
+
+    def evaluate(self, xs):
+        return _residual_rows(self.residual, xs, np.arange(self.size), np.ones(self.size))
+
+
+class JointLimits(ResidualConstraint):
+    """The model's joint limits at every node: lower + margin ≤ q ≤ upper − margin
+    (``position``) and |v| ≤ v_max − margin (``velocity``), on the revolute and prismatic
+    joints whose limits are finite. IPOPT takes these rows as bounds on its variables.
+
+    Attributes: ``coordinates`` (the state coordinates [q; v] indices of the rows' residual
+    entries) and ``tangent`` (their tangent indices), with ``lower``/``upper`` per entry."""
+
+    def __init__(self, model: Model, position: bool = True, velocity: bool = True, margin: float = 0.0) -> None:
+        if not (isinstance(margin, (int, float, np.integer, np.floating)) and np.isfinite(margin) and margin >= 0):
+            raise ValueError(f"margin: expected a finite number ≥ 0, got {margin!r}")
+        one_dof = [i for i, t in enumerate(model.topology[:, JTYPE]) if t in (REVOLUTE, PRISMATIC)]
+        qi, vi = model.idx_qs[one_dof], model.idx_vs[one_dof]
+        lo, hi = [], []
+        if position:
+            lo.append(model.lower_limit[qi] + margin)
+            hi.append(model.upper_limit[qi] - margin)
+        if velocity:
+            lo.append(-model.velocity_limit[vi] + margin)
+            hi.append(model.velocity_limit[vi] - margin)
+        tangent = np.concatenate([vi] * position + [vi + model.nv] * velocity + [np.zeros(0, np.int64)])
+        coordinates = np.concatenate([qi] * position + [vi + model.nq] * velocity + [np.zeros(0, np.int64)])
+        lo, hi = (np.concatenate(b) if b else np.zeros(0) for b in (lo, hi))
+        keep = np.isfinite(lo) | np.isfinite(hi)
+        if not np.any(keep):
+            raise ValueError(f"model: {model.name!r} has no finite joint limits to enforce "
+                             f"(position={position}, velocity={velocity})")
+        if np.any(lo > hi):
+            raise ValueError(f"margin: {margin} leaves an empty range between a joint's limits")
+        self.model, self.position, self.velocity, self.margin = model, position, velocity, float(margin)
+        self.tangent, self.coordinates = tangent[keep], coordinates[keep]
+        super().__init__(StateResidual(model, rows=self.tangent), lo[keep], hi[keep])

@@ -127,6 +127,10 @@ class Cost(ABC):
         """l (K,) only."""
         return self.evaluate(xs, us)[0]
 
+    def residuals(self) -> list:
+        """The residuals (:mod:`optdyn.ocp.residuals`) this cost is built on (none here)."""
+        return []
+
     def check_dims(self, nx: int, nu: int, name: str) -> None:
         """ValueError naming ``name`` if the cost was built for other dimensions."""
         if (self.ndx is not None and self.ndx != nx) or (self.nu is not None and self.nu != nu):
@@ -163,6 +167,9 @@ class Sum(Cost):
     @property
     def depends_on_x(self) -> bool:
         return any(c.depends_on_x for _, c in self.terms)
+
+    def residuals(self) -> list:
+        return [r for _, c in self.terms for r in c.residuals()]
 
     def evaluate(self, xs, us):
         """Sum of the terms' (l, lx, lu, lxx, lux, luu); terms that do not depend on x add

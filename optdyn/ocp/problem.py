@@ -49,7 +49,7 @@ from dynamics.rnea import gravity_torques, rnea
 
 from . import integrators
 from .state import check_state, state_difference_batch, state_integrate_batch
-from .constraints import Constraint, StateEquality, stack_constraints
+from .constraints import Constraint, JointLimits, StateEquality, stack_constraints
 from .costs import Cost
 
 
@@ -295,6 +295,29 @@ class Problem:
         return sum(c.size for c in self.path_constraints)
 
     @property
+    def state_bounds(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The path constraints that bound single state coordinates (:class:`JointLimits`, on
+        revolute and prismatic joints) as (tangent indices (b,), coordinate indices (b,),
+        lower (b,), upper (b,)): IPOPT takes them as bounds on its variables."""
+        limits = [c for c in self.path_constraints if isinstance(c, JointLimits)]
+        parts = [np.concatenate([getattr(c, a) for c in limits] + [np.zeros(0, dtype)])
+                 for a, dtype in (("tangent", np.int64), ("coordinates", np.int64), ("lower", float), ("upper", float))]
+        return tuple(parts)
+
+    @property
+    def nc_general(self) -> int:
+        """Number of path inequalities per node that are not :attr:`state_bounds`."""
+        return sum(c.size for c in self.path_constraints if not isinstance(c, JointLimits))
+
+    @property
+    def differenced_hessians(self) -> list[str]:
+        """Names of the user residuals whose Hessians come from differences of their
+        Jacobians (:mod:`optdyn.ocp.user_residual`), in costs and constraints."""
+        costs = [c for c in (self.running_cost, self.terminal_cost) if c is not None]
+        residuals = [r for c in costs + list(self.path_constraints + self.terminal_constraints) for r in c.residuals()]
+        return list(dict.fromkeys(getattr(r, "name", type(r).__name__) for r in residuals if r.approximate_hessian))
+
+    @property
     def nh(self) -> int:
         """Number of terminal equalities."""
         return sum(c.size for c in self.terminal_constraints)
@@ -424,13 +447,15 @@ class Problem:
         return float(total)
 
     # ---- constraints ---------------------------------------------------------------
-    def path_constraint_terms(self, xs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """c (K,nc) ≥ 0, cx (K,nc,ndx), cxx (K,nc,ndx,ndx) at each state of xs (K, nx)."""
+    def path_constraint_terms(self, xs, bounds: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """c (K,nc) ≥ 0, cx (K,nc,ndx), cxx (K,nc,ndx,ndx) at each state of xs (K, nx);
+        without ``bounds``, only the :attr:`nc_general` rows that are not :attr:`state_bounds`."""
         xs = np.ascontiguousarray(np.asarray(xs, dtype=float))
         if xs.ndim != 2 or xs.shape[1] != self.nx:
             raise ValueError(f"xs: expected shape (K, {self.nx}), got shape {xs.shape}")
         check_state(self.model, xs, "xs")
-        return stack_constraints(self.path_constraints, xs, self.ndx)
+        constraints = [c for c in self.path_constraints if bounds or not isinstance(c, JointLimits)]
+        return stack_constraints(constraints, xs, self.ndx)
 
     def terminal_constraint_terms(self, x) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """h (nh,) = 0, hx (nh,ndx), hxx (nh,ndx,ndx) at the final state x (nx,)."""

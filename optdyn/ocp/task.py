@@ -8,12 +8,15 @@ extra attributes on the problem):
   :class:`~optdyn.costs.ObstacleCost` term (centre, radius, margin);
 * collision points: the points those obstacles are measured from;
 * targets: the target of every :class:`~optdyn.costs.FramePositionCost` (running or
-  terminal) and :class:`~optdyn.constraints.FramePositionEquality` (terminal);
+  terminal), :class:`~optdyn.constraints.FramePositionEquality` (terminal), and of the frame
+  position and placement residuals of residual costs and constraints (placements: poses,
+  drawn as axes);
 * the path frame: the frame (and offset) the first target names.
 
 :func:`record` writes a problem as JSON-able data (model source, horizon, bounds, costs
 and constraints of the types above and :class:`~optdyn.costs.StateCost`,
-:class:`~optdyn.costs.ControlCost`, :class:`~optdyn.constraints.StateEquality`);
+:class:`~optdyn.costs.ControlCost`, :class:`~optdyn.constraints.StateEquality`, the residual
+costs and constraints and the joint limits, :mod:`optdyn.ocp.residual_records`);
 :func:`rebuild` makes the problem again from it, so that a saved result can be drawn,
 plotted and checked without the script that built it. Costs and constraints of other
 types (written by the user) are left out of the record: the rebuilt problem then draws
@@ -37,6 +40,8 @@ from dynamics.urdf import load_urdf
 from .constraints import FramePositionEquality, SphereClearance, StateEquality
 from .costs import ControlCost, Cost, FramePositionCost, ObstacleCost, StateCost, Sum
 from .problem import Problem
+from .residual_records import constraint_record, cost_record, make_constraint, make_cost
+from .residuals import FramePlacementResidual, FramePositionResidual
 
 if TYPE_CHECKING:  # annotations only: the solvers' Result is read by attribute, not imported
     from ..solvers.result import Result
@@ -55,12 +60,14 @@ class Obstacle:
 
 @dataclass(frozen=True)
 class FrameTarget:
-    """Point ``offset`` fixed in ``frame`` should reach ``target`` (3,); ``kind`` "cost" or "constraint"."""
+    """Point ``offset`` fixed in ``frame`` should reach ``target`` (3,); ``kind`` "cost" or
+    "constraint"; ``rotation`` (3, 3) the frame's target orientation for a pose target (else None)."""
 
     frame: str
     offset: np.ndarray
     target: np.ndarray
     kind: str
+    rotation: np.ndarray | None = None
 
 
 def cost_terms(cost: Cost | None) -> list[Cost]:
@@ -116,7 +123,25 @@ def frame_targets(problem: Problem) -> list[FrameTarget]:
         name, offset = c.points.names[0], c.points.offsets[0]
         key = (name, *np.round(offset, 12), *np.round(c.target, 12))
         found.setdefault(key, FrameTarget(name, offset.copy(), c.target.copy(), kind))
+    for t in _residual_targets(problem):
+        found.setdefault((t.frame, *np.round(t.offset, 12), *np.round(t.target, 12)), t)
     return list(found.values())
+
+
+def _residual_targets(problem: Problem) -> list[FrameTarget]:
+    """Targets of frame position and placement residuals in costs and constraints (the last
+    knot's of a reference trajectory); placements carry their rotation."""
+    terms = [(c, "constraint") for c in problem.terminal_constraints + problem.path_constraints]
+    terms += [(c, "cost") for c in cost_terms(problem.terminal_cost) + cost_terms(problem.running_cost)]
+    out = []
+    for c, kind in terms:
+        for r in c.residuals():
+            if isinstance(r, FramePositionResidual):
+                out.append(FrameTarget(r.frame, r.offset.copy(), r.target.reshape(-1, 3)[-1].copy(), kind))
+            elif isinstance(r, FramePlacementResidual):
+                T = r.target.reshape(-1, 4, 4)[-1]
+                out.append(FrameTarget(r.motion.frame, np.zeros(3), T[:3, 3].copy(), kind, T[:3, :3].copy()))
+    return out
 
 
 def path_frame(problem: Problem) -> tuple[str, np.ndarray]:
@@ -140,7 +165,7 @@ def _cost_record(cost: Cost) -> dict | None:
     if isinstance(cost, ObstacleCost):
         return {"type": "ObstacleCost", "points": _points(cost.points), "center": cost.center.tolist(),
                 "radius": cost.radius, "weight": cost.weight, "margin": cost.margin, "width": cost.width}
-    return None
+    return cost_record(cost)
 
 
 def _points(points) -> list:
@@ -162,7 +187,7 @@ def _constraint_record(c) -> dict | None:
                 "offset": c.points.offsets[0].tolist(), "target": c.target.tolist()}
     if isinstance(c, StateEquality):
         return {"type": "StateEquality", "target": c.target.tolist(), "indices": c.indices.tolist(), "nx": c.ndx}
-    return None
+    return constraint_record(c)
 
 
 def _bounds(a: np.ndarray) -> list:
@@ -215,6 +240,8 @@ def _make_cost(model, r: dict) -> Cost:
         return FramePositionCost(model, r["frame"], r["target"], r["weight"], r["offset"])
     if kind == "ObstacleCost":
         return ObstacleCost(model, r["points"], r["center"], r["radius"], r["weight"], r["margin"], r["width"])
+    if kind == "ResidualCost":
+        return make_cost(model, r)
     raise ValueError(f"record: unknown cost type {kind!r}")
 
 
@@ -226,6 +253,8 @@ def _make_constraint(model, r: dict):
         return FramePositionEquality(model, r["frame"], r["target"], r["offset"])
     if kind == "StateEquality":
         return StateEquality(r["target"], r["indices"], r["nx"])
+    if kind in ("ResidualConstraint", "ResidualEquality", "JointLimits"):
+        return make_constraint(model, r)
     raise ValueError(f"record: unknown constraint type {kind!r}")
 
 

@@ -15,7 +15,8 @@ the nonlinear program
 
     min_z  Σ_k dt·ℓ(x_k, u_k) + ℓ_N(x_N)
     s.t.   d_k = x_{k+1} − F(x_k, u_k) = 0       k = 0 … N−1   (continuity "defects")
-           c(x_k) ≥ 0                           k = 1 … N     (path inequalities)
+           c(x_k) ≥ 0                           k = 1 … N     (path inequalities; joint
+                                                               limits are variable bounds)
            h(x_N) = 0                                          (terminal equalities)
            x_0 = x̄_0,  u_lower ≤ u_k ≤ u_upper                (variable bounds)
 
@@ -128,7 +129,7 @@ class MultipleShootingNLP:
         self.chart = StateChart(problem.model, problem.xs_init if reference is None else reference)
         self.ndx, self.nu, self.N = problem.ndx, problem.nu, problem.N
         self.nw = self.ndx + self.nu
-        self.nc, self.nh = problem.nc, problem.nh
+        self.nc, self.nh = problem.nc_general, problem.nh
         self.n = self.N * self.nw + self.ndx
         self.m = self.N * self.ndx + self.N * self.nc + self.nh
         self._bounds()
@@ -172,6 +173,10 @@ class MultipleShootingNLP:
         p, N = self.problem, self.N
         xs_lo = np.full((N + 1, self.ndx), -INF)
         xs_hi = np.full((N + 1, self.ndx), INF)
+        tangent, coordinates, lower, upper = p.state_bounds  # ξ = x − x̃ on these coordinates
+        offset = self.chart.reference[1:, coordinates] if self.chart.manifold else 0.0
+        xs_lo[1:, tangent] = np.maximum(lower - offset, -INF)
+        xs_hi[1:, tangent] = np.minimum(upper - offset, INF)
         xs_lo[0] = xs_hi[0] = self.chart.coordinates(p.x0[None], 0)[0]
         us_lo = np.broadcast_to(np.maximum(p.u_lower, -INF), (N, self.nu))
         us_hi = np.broadcast_to(np.minimum(p.u_upper, INF), (N, self.nu))
@@ -240,7 +245,7 @@ class MultipleShootingNLP:
             "E": lambda: chart.jacobians(self._split(z)[0]),
             "running_cost": lambda: p.running_cost_terms(xs[:-1], us),
             "terminal_cost": lambda: p.terminal_cost_terms(xs[-1]),
-            "path_constraints": lambda: p.path_constraint_terms(xs[1:]),
+            "path_constraints": lambda: p.path_constraint_terms(xs[1:], bounds=False),
             "terminal_constraints": lambda: p.terminal_constraint_terms(xs[-1]),
             # (A, B, stages): with the exact Hessian, the stage records are kept for it (one
             # buffer, overwritten at each new point: the cache holds a single point)

@@ -98,6 +98,10 @@ def solve(problem: Problem, solver: str = "ddp", *, init: Result | None = None, 
     options["max_time"] = check_max_time(max_time)
     result = _dispatch(problem, solver, options)
     result.source = problem
+    differenced = problem.differenced_hessians
+    if differenced:
+        result.extra["differenced_hessians"] = differenced
+        result.message += f" (Hessians of {', '.join(differenced)} by differences of their Jacobians)"
     return result
 
 

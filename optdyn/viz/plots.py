@@ -8,6 +8,8 @@ file name) with six panels:
   velocity limits, the problem's control bounds; infinite limits are not drawn);
 * clearance over time: the smallest clearance of any collision point, at every
   integrator sub-step, with the required margin (problems with clearance constraints);
+  otherwise the margin min_i c_i(x_k) of each path constraint c ≥ 0 at the nodes (joint
+  limits, residual constraints);
 * the convergence history: cost, and gradient (DDP/iLQR) or KKT dual infeasibility
   (IPOPT) with the constraint violation, per iteration (augmented-Lagrangian multiplier
   updates are not counted as iterations).
@@ -60,9 +62,25 @@ def _keep_in_view(ax, lines) -> None:
     ax.set_ylim(lo - pad, hi + pad)
 
 
+def _margin_panel(ax, result: Result, problem: Problem) -> None:
+    """The margin min_i c_i(x_k) of each path constraint c ≥ 0 at the nodes 1..N (< 0: violated)."""
+    xs = np.asarray(result.xs, dtype=float)[1:]
+    t = problem.dt * np.arange(1, problem.N + 1)
+    for c in problem.path_constraints:
+        ax.plot(t, c.evaluate(xs)[0].min(axis=1), marker=".", ms=3, lw=1.2, label=type(c).__name__)
+    ax.axhline(0.0, color="tab:red", ls="--", lw=1.0, label="bound (c ≥ 0)")
+    ax.set_xlabel("time [s]")
+    ax.set_ylabel("constraint margin min c_i")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+
+
 def _clearance_panel(ax, result: Result, problem: Problem) -> None:
+    if not clearance_constraints(problem) and problem.path_constraints:
+        _margin_panel(ax, result, problem)
+        return
     if not clearance_constraints(problem):
-        ax.text(0.5, 0.5, "no clearance constraints", ha="center", va="center", transform=ax.transAxes)
+        ax.text(0.5, 0.5, "no path constraints", ha="center", va="center", transform=ax.transAxes)
         ax.set_title("clearance")
         return
     c = clearances(problem, result.xs, result.us)

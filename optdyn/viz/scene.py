@@ -15,6 +15,7 @@ Scene tree (meshcat paths)::
     /meshcat/robot/<body>/point_k    collision points;  .../triad_<frame>  frame triads
     /meshcat/obstacles/obstacle_k    spheres, semi-transparent red (…/margin_k: faint shell)
     /meshcat/targets/target_k        targets of frame costs and constraints (magenta)
+    /meshcat/targets/pose_k          pose targets (frame placement residuals) as x/y/z axes
     /meshcat/path                    path of the frame the costs name (line)
     /meshcat/floor                   floor grid at z = 0
 
@@ -261,6 +262,13 @@ class Scene:
             self._add(f"targets/target_{k}", mg.Sphere(radius), _material(TARGET_RGBA), _translation(p), "target")
             self._seen.append(p[None])
 
+    def add_pose_targets(self, poses, scale: float = 0.12) -> None:
+        """Red/green/blue axes (x/y/z) at world poses ``poses`` [(R (3, 3), p (3,)), ...]."""
+        for k, (R, p) in enumerate(poses):
+            T = _translation(p)
+            T[:3, :3] = R
+            self._add(f"targets/pose_{k}", mg.triad(scale), None, T, "triad")
+
     def add_floor(self, spacing: float = 0.1) -> None:
         """A grid of lines on z = 0 around everything added so far."""
         reach = max(0.5, float(np.max(np.abs(np.vstack(self._seen)[:, :2]))) + 0.2)
@@ -430,6 +438,7 @@ def scene_of(result: Result, problem: Problem | None = None, fps: float = FPS, f
     scene.add_obstacles([(o.center, o.radius, max(o.margin, 0.0)) for o in task.obstacles(problem)])
     scene.add_collision_points(task.collision_points(problem))
     scene.add_targets([t.target for t in task.frame_targets(problem)])
+    scene.add_pose_targets([(t.rotation, t.target) for t in task.frame_targets(problem) if t.rotation is not None])
     scene.add_triads(frames)
     times, qs = resample(result.xs, problem.dt, model.nq, fps)
     if model.nq != model.nv:  # a floating base: quaternions interpolated coordinate-wise, renormalised

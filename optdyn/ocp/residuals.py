@@ -1,0 +1,505 @@
+"""Residuals r(x, u) with exact first and contracted second derivatives.
+
+The pattern of Crocoddyl's residual models (C. Mastalli et al., "Crocoddyl: An Efficient
+and Versatile Framework for Multi-Contact Optimal Control", ICRA 2020, Sec. IV-B): a
+residual gives its value r (K, nr) at K knots, its Jacobians r_x (K, nr, ndx), r_u (K, nr, nu),
+and, for any multipliers ρ (K, nr), the Hessians of ρᵀr: (H_xx (K, ndx, ndx), H_ux (K, nu, ndx),
+H_uu (K, nu, nu)). A cost a(r) then has the exact Hessian r_xᵀ a_rr r_x + H(ρ = a_r) (not
+Gauss–Newton); a constraint's per-row Hessians are H(ρ = e_i). Derivatives w.r.t. x are
+taken along x ⊕ δx (:mod:`optdyn.ocp.state`); references may vary along the horizon: a
+reference of shape (K,) + shape gives one per knot (then K must be the number of knots
+evaluated: N for a running cost).
+
+Frame residuals use the frame's world motion subspace columns S_j = [v_j; ω_j] (linear at
+the world origin; angular) of the joints that move it, and its pose M = (R, p). Along
+q ⊕ ε the joint columns move by D_k S_j = S_k × S_j when joint(k) ⪯ joint(j) (zero
+otherwise; R. Featherstone, "Rigid Body Dynamics Algorithms", 2008, eq. 2.29 with
+Ṡ = v × S; Singh, Russell & Wensing, "On second-order derivatives of rigid-body dynamics",
+2023, eq. 22). Writing M(q ⊕ ε) = M exp(η(ε)), η is the body twist to second order:
+
+    η = J_b ε + ½ εᵀ H_η ε,   J_b = Ad(M⁻¹) S,   H_η[:, a, d] = ½ Ad(M⁻¹)(S_a × S_d)
+
+for joint(a) a strict ancestor of joint(d) (and symmetric; pairs within one joint cancel).
+A pose error r = log(M*⁻¹ M) = log(exp(r₀) exp(η)) then has r_q = J_r⁻¹(r₀) J_b and
+∇²(ρᵀr) = J_bᵀ L(ρ) J_b + Σ_{a≺d} ⟨λ, S_a × S_d⟩ (sym.), with L(ρ) the Hessian of
+ρᵀ log(exp(r₀) exp(η)) in η (:func:`dynamics.lie.log_curvatures`) and
+λ = Ad(M⁻¹)ᵀ J_r⁻ᵀ(r₀) ρ, a world wrench.
+
+* :class:`StateResidual`          (x ⊖ x̄)[rows]          (Crocoddyl: ResidualModelState)
+* :class:`JointPositionResidual`  (q ⊖ q̄) of named joints (ResidualModelState, position rows)
+* :class:`JointVelocityResidual`  (v − v̄) of named joints (ResidualModelState, velocity rows)
+* :class:`ControlResidual`        u − ū                    (ResidualModelControl)
+* :class:`FramePositionResidual`  p(q) − p*                (ResidualModelFrameTranslation)
+* :class:`FrameOrientationResidual`  log(R*ᵀ R(q))         (ResidualModelFrameRotation)
+* :class:`FramePlacementResidual`    log(M*⁻¹ M(q)) (6,)   (ResidualModelFramePlacement)
+* :class:`FrameVelocityResidual`  frame twist − target (6,), local or world-aligned (ResidualModelFrameVelocity)
+* :class:`CoMPositionResidual`    c(q) − c*                (ResidualModelCoMPosition)
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from dynamics._checks import check_frame
+from dynamics.batch import point_kinematics_batch_kernel
+from dynamics.joints import lie_jacobian_batch, neutral
+from dynamics.kinematics import frame_motion_batch_kernel
+from dynamics.lie import lie_blocks, log_curvatures
+from dynamics.model import FREE_FLYER, IDX_Q, IDX_V, JTYPE, NQ, NV, PARENT, SPHERICAL, Model
+from dynamics.parallel import chunk_count
+
+from .costs import PointSet
+from .state import check_state, state_difference_batch
+
+Hessians = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+@dataclass
+class Terms:
+    """A residual's value r (K, nr), Jacobians rx (K, nr, ndx), ru (K, nr, nu), and
+    ``hessians(rho)`` → (H_xx, H_ux, H_uu) of ρᵀr for ρ (K, nr), from the same evaluation."""
+
+    r: np.ndarray
+    rx: np.ndarray
+    ru: np.ndarray
+    hessians: Callable[[np.ndarray], Hessians]
+
+
+def references(ref, shape: tuple[int, ...], name: str = "reference") -> np.ndarray:
+    """``ref`` as finite floats of ``shape`` (one for every knot) or (K,) + ``shape`` (one
+    per knot); ValueError naming ``name`` otherwise."""
+    try:
+        a = np.array(ref, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}: expected numbers of shape {shape} or (K, *{shape}), got {ref!r}") from None
+    if a.shape[a.ndim - len(shape):] != shape or a.ndim not in (len(shape), len(shape) + 1) or a.size == 0:
+        raise ValueError(f"{name}: expected shape {shape} (every knot) or (K, *{shape}) (one per knot), "
+                         f"got shape {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name}: expected finite values, got NaN or inf")
+    return a
+
+
+def at_knots(ref: np.ndarray, K: int, ndim: int, name: str = "reference") -> np.ndarray:
+    """A reference of :func:`references` broadcast to K knots (ValueError if it has another count)."""
+    if ref.ndim == ndim:
+        return np.broadcast_to(ref, (K,) + ref.shape)
+    if ref.shape[0] != K:
+        raise ValueError(f"{name}: one reference per knot was given for {ref.shape[0]} knots, "
+                         f"but {K} knots are evaluated")
+    return ref
+
+
+class Residual(ABC):
+    """Abstract residual r(x, u) of ``size`` entries; subclasses implement :meth:`evaluate`."""
+
+    size: int = 0
+    ndx: int | None = None
+    nu: int | None = None
+    depends_on_x: bool = True
+    depends_on_u: bool = False
+    approximate_hessian: bool = False  # True: Hessians by differences (a user term without one)
+
+    @abstractmethod
+    def evaluate(self, xs: np.ndarray, us: np.ndarray) -> Terms:
+        """:class:`Terms` at the knots xs (K, nx), us (K, nu)."""
+
+    def value(self, xs: np.ndarray, us: np.ndarray) -> np.ndarray:
+        """r (K, size) only."""
+        return self.evaluate(xs, us).r
+
+    def _zeros(self, K: int, nu: int, nx: int | None = None):
+        """(r_x, r_u) of zeros, r_x of width ``nx`` (default ndx)."""
+        return np.zeros((K, self.size, self.ndx if nx is None else nx)), np.zeros((K, self.size, nu))
+
+
+def _hessians(K: int, ndx: int, nu: int, Hqq: np.ndarray | None = None) -> Hessians:
+    """(H_xx, H_ux, H_uu) of zeros, with H_qq (K, nv, nv) in H_xx's position block if given."""
+    Hxx = np.zeros((K, ndx, ndx))
+    if Hqq is not None:
+        Hxx[:, : Hqq.shape[1], : Hqq.shape[1]] = Hqq
+    return Hxx, np.zeros((K, nu, ndx)), np.zeros((K, nu, nu))
+
+
+# ---------------------------------------------------------------- state and control
+class StateResidual(Residual):
+    """r = (x ⊖ x̄)[rows]; ``reference`` x̄ (nq + nv,) or (K, nq + nv) (default: the neutral
+    configuration at rest), ``rows`` tangent indices (default all 2·nv).
+
+    r_x = rows of blockdiag(J_r⁻¹(q ⊖ q̄), I); ρᵀr has the curvature of the log on Lie
+    joints (:func:`dynamics.lie.log_curvatures`), none on revolute/prismatic joints."""
+
+    def __init__(self, model: Model, reference=None, rows=None) -> None:
+        nx, nv = model.nq + model.nv, model.nv
+        ref = np.concatenate([neutral(model), np.zeros(nv)]) if reference is None else reference
+        self.reference = references(ref, (nx,))
+        check_state(model, self.reference, "reference")
+        self.rows = np.arange(2 * nv) if rows is None else np.array(rows, dtype=np.int64).ravel()
+        if self.rows.size == 0 or np.any((self.rows < 0) | (self.rows >= 2 * nv)):
+            raise ValueError(f"rows: expected tangent indices in [0, {2 * nv}), got {rows!r}")
+        self.model, self.lie = model, lie_blocks(model)
+        self.size, self.ndx = self.rows.size, 2 * nv
+
+    def _difference(self, xs):
+        m = self.model
+        ref = np.ascontiguousarray(at_knots(self.reference, xs.shape[0], 1))
+        return state_difference_batch(m.topology, m.nq, ref, np.ascontiguousarray(xs, dtype=float))
+
+    def value(self, xs, us):
+        return self._difference(xs)[:, self.rows]
+
+    def evaluate(self, xs, us):
+        K, nv, nu = xs.shape[0], self.model.nv, us.shape[1]
+        e = self._difference(xs)
+        Jinv = lie_jacobian_batch(self.model.topology, np.ascontiguousarray(e[:, :nv]), 2)
+        D = np.zeros((K, self.ndx, self.ndx))
+        D[:, :nv, :nv], D[:, nv:, nv:] = Jinv, np.eye(nv)
+
+        def hessians(rho):
+            M = np.zeros((K, self.ndx))
+            M[:, self.rows] = rho
+            Hqq = log_curvatures(self.lie, np.ascontiguousarray(e[:, :nv]), np.ascontiguousarray(M[:, :nv]), Jinv)
+            return _hessians(K, self.ndx, nu, Hqq)
+        return Terms(e[:, self.rows], D[:, self.rows], np.zeros((K, self.size, nu)), hessians)
+
+
+def joint_rows(model: Model, joints, velocity: bool) -> np.ndarray:
+    """Tangent indices of the named ``joints`` (default all) in x's tangent: their position
+    rows, or with ``velocity`` their velocity rows (offset by nv)."""
+    names = list(model.joint_names) if joints is None else ([joints] if isinstance(joints, str) else list(joints))
+    idx = [model.joint_index(j) if isinstance(j, str) else None for j in names]
+    if None in idx or not idx:
+        raise ValueError(f"joints: expected joint names of {list(model.joint_names)}, got {joints!r}")
+    rows = [d for i in idx for d in range(model.idx_vs[i], model.idx_vs[i] + model.nvs[i])]
+    return np.array(rows, dtype=np.int64) + (model.nv if velocity else 0)
+
+
+class JointPositionResidual(StateResidual):
+    """r = (q ⊖ q̄) of the named ``joints`` (default all); ``reference`` q̄ (nq,) or (K, nq),
+    default neutral (then r = q on revolute and prismatic joints)."""
+
+    def __init__(self, model: Model, reference=None, joints=None) -> None:
+        q = references(neutral(model) if reference is None else reference, (model.nq,))
+        x = np.concatenate([q, np.zeros(q.shape[:-1] + (model.nv,))], axis=-1)
+        super().__init__(model, x, joint_rows(model, joints, False))
+
+
+class JointVelocityResidual(StateResidual):
+    """r = v − v̄ of the named ``joints`` (default all); ``reference`` v̄ (nv,) or (K, nv) (default 0)."""
+
+    def __init__(self, model: Model, reference=None, joints=None) -> None:
+        v = references(np.zeros(model.nv) if reference is None else reference, (model.nv,))
+        q = np.broadcast_to(neutral(model), v.shape[:-1] + (model.nq,))
+        super().__init__(model, np.concatenate([q, v], axis=-1), joint_rows(model, joints, True))
+
+
+class ControlResidual(Residual):
+    """r = u − ū; ``reference`` ū (nu,) or (K, nu) (default 0, then give ``nu``); ``ndx`` the
+    state's tangent size (the width of its zero r_x; default: that of the states passed)."""
+
+    depends_on_x, depends_on_u = False, True
+
+    def __init__(self, nu: int | None = None, reference=None, ndx: int | None = None) -> None:
+        if reference is None and not (isinstance(nu, (int, np.integer)) and nu >= 1):
+            raise ValueError(f"nu: expected the control dimension (an integer ≥ 1) or a reference, got {nu!r}")
+        self.reference = references(np.zeros(nu) if reference is None else reference,
+                                    (nu,) if nu is not None else np.shape(reference)[-1:])
+        self.size = self.nu = self.reference.shape[-1]
+        self.ndx = ndx
+
+    def evaluate(self, xs, us):
+        K, ndx = xs.shape[0], xs.shape[1] if self.ndx is None else self.ndx
+        r = us - at_knots(self.reference, K, 1)
+        return Terms(r, np.zeros((K, self.size, ndx)), np.broadcast_to(np.eye(self.size), (K, self.size, self.size)),
+                     lambda rho: _hessians(K, ndx, self.size))
+
+
+# ---------------------------------------------------------------- points: frame origin, centre of mass
+class _PointsResidual(Residual):
+    """r = Σ_i w_i p_i(q) − target for points p_i fixed on bodies (weights w (P,)): shared
+    by the frame position (one point) and the centre of mass (the bodies' CoMs, w = mᵢ/m)."""
+
+    def __init__(self, model: Model, bodies, local, weights, target) -> None:
+        self.model, self.bodies, self.local = model, np.asarray(bodies, np.int64), np.asarray(local, float)
+        self.weights = np.asarray(weights, dtype=float)
+        self.target = references(target, (3,), "target")
+        self.size, self.ndx = 3, 2 * model.nv
+
+    def _kinematics(self, xs):
+        qs = np.ascontiguousarray(xs[:, : self.model.nq])
+        return point_kinematics_batch_kernel(self.model.arrays, qs, self.bodies, self.local, chunk_count(qs.shape[0]))
+
+    def evaluate(self, xs, us):
+        K, nv = xs.shape[0], self.model.nv
+        p, J, H = self._kinematics(xs)
+        r = np.einsum("i,kia->ka", self.weights, p) - at_knots(self.target, K, 1, "target")
+        rx, ru = self._zeros(K, us.shape[1])
+        rx[:, :, :nv] = np.einsum("i,kiab->kab", self.weights, J)
+
+        def hessians(rho):
+            return _hessians(K, self.ndx, us.shape[1], np.einsum("i,ka,kiabc->kbc", self.weights, rho, H))
+        return Terms(r, rx, ru, hessians)
+
+
+class FramePositionResidual(_PointsResidual):
+    """r = p(q) − target: world position of the point ``offset`` (3,) of frame ``frame``;
+    ``target`` (3,) or (K, 3) (a reference trajectory)."""
+
+    def __init__(self, model: Model, frame: str, target=(0.0, 0.0, 0.0), offset=(0.0, 0.0, 0.0)) -> None:
+        points = PointSet(model, [(frame, offset)])
+        super().__init__(model, points.bodies, points.local, [1.0], target)
+        self.frame, self.offset = frame, points.offsets[0]
+
+
+class CoMPositionResidual(_PointsResidual):
+    """r = c(q) − target: the centre of mass c = Σ m_i c_i(q) / Σ m_i of the moving bodies."""
+
+    def __init__(self, model: Model, target=(0.0, 0.0, 0.0)) -> None:
+        mass = model.inertia[:, 0]
+        if not mass.sum() > 0:
+            raise ValueError(f"model: {model.name!r} has no mass")
+        super().__init__(model, np.arange(model.njoints), model.inertia[:, 1:4], mass / mass.sum(), target)
+
+
+# ---------------------------------------------------------------- frame poses and velocities
+def _ancestors(model: Model, strict: bool = True) -> np.ndarray:
+    """A (nv, nv): A[a, d] = 1 when the joint of column a is an ancestor of that of d
+    (``strict``: not the same joint)."""
+    col = np.repeat(np.arange(model.njoints), model.nvs)
+    return np.array([[float((col[a] != col[d] or not strict) and col[a] in model.support(col[d]))
+                      for d in range(model.nv)] for a in range(model.nv)])
+
+
+def motion_cross(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """X × Y of twists [v; ω] (…, 6), broadcast: [ω_X × v_Y + v_X × ω_Y; ω_X × ω_Y]."""
+    vx, wx, vy, wy = X[..., :3], X[..., 3:], Y[..., :3], Y[..., 3:]
+    return np.concatenate([np.cross(wx, vy) + np.cross(vx, wy), np.cross(wx, wy)], axis=-1)
+
+
+def spatial_pairs(lam: np.ndarray, S: np.ndarray) -> np.ndarray:
+    """C (K, nv, nv), C[a, d] = ⟨λ, S_a × S_d⟩ for world twists S (K, nv, 6) = [v; ω] and
+    wrenches λ (K, 6) = [f; n]: S_a × S_d = [ω_a × v_d + v_a × ω_d; ω_a × ω_d]."""
+    return np.einsum("ki,kadi->kad", lam, motion_cross(S[:, :, None], S[:, None]))
+
+
+class FrameMotion:
+    """The pose M = (R, p) of frame ``frame`` at knots, its world columns S (K, nv, 6) = [v; ω]
+    and body Jacobian J_b = Ad(M⁻¹) S (K, 6, nv) (rows [linear; angular], Pinocchio's LOCAL)."""
+
+    def __init__(self, model: Model, frame: str) -> None:
+        f = check_frame(model, frame)
+        self.model, self.frame, self.body, self.placement = model, frame, f.body, np.asarray(f.placement, float)
+        self.ancestors = _ancestors(model)
+
+    def __call__(self, xs):
+        qs = np.ascontiguousarray(xs[:, : self.model.nq])
+        R, p, S = frame_motion_batch_kernel(self.model.arrays, qs, self.body, self.placement)
+        S = np.concatenate([S[:, :, 3:], S[:, :, :3]], axis=2)  # [ω; v] → [v; ω]
+        Rt = R.transpose(0, 2, 1)
+        Jb = np.concatenate([np.matmul(Rt, (S[:, :, :3] + np.cross(S[:, :, 3:], p[:, None])).transpose(0, 2, 1)),
+                             np.matmul(Rt, S[:, :, 3:].transpose(0, 2, 1))], axis=1)
+        return R, p, S, Jb
+
+    def twist_hessian(self, R, p, S, rho):
+        """Σ_i ρ_i ∇²η_i (K, nv, nv) of the body twist η (module docstring) for ρ (K, 6)."""
+        f = np.einsum("kij,kj->ki", R, rho[:, :3])
+        lam = np.concatenate([f, np.cross(p, f) + np.einsum("kij,kj->ki", R, rho[:, 3:])], axis=1)
+        C = 0.5 * self.ancestors * spatial_pairs(lam, S)
+        return C + C.transpose(0, 2, 1)
+
+
+def rotation_quaternions(R: np.ndarray) -> np.ndarray:
+    """Unit quaternions (K, 4) = (x, y, z, w) of rotations R (K, 3, 3), by the largest of the
+    four diagonal combinations (S. W. Shepperd, "Quaternion from rotation matrix", J.
+    Guidance and Control, 1978)."""
+    t = np.stack([1 + R[:, 0, 0] - R[:, 1, 1] - R[:, 2, 2], 1 - R[:, 0, 0] + R[:, 1, 1] - R[:, 2, 2],
+                  1 - R[:, 0, 0] - R[:, 1, 1] + R[:, 2, 2], 1 + R[:, 0, 0] + R[:, 1, 1] + R[:, 2, 2]], axis=1)
+    a01, a02, a12 = R[:, 0, 1] + R[:, 1, 0], R[:, 0, 2] + R[:, 2, 0], R[:, 1, 2] + R[:, 2, 1]
+    s0, s1, s2 = R[:, 2, 1] - R[:, 1, 2], R[:, 0, 2] - R[:, 2, 0], R[:, 1, 0] - R[:, 0, 1]
+    cand = np.stack([np.stack([t[:, 0], a01, a02, s0], 1), np.stack([a01, t[:, 1], a12, s1], 1),
+                     np.stack([a02, a12, t[:, 2], s2], 1), np.stack([s0, s1, s2, t[:, 3]], 1)], axis=1)
+    i = np.argmax(t, axis=1)
+    q = cand[np.arange(R.shape[0]), i] / (2.0 * np.sqrt(np.maximum(t[np.arange(R.shape[0]), i], 1e-300)))[:, None]
+    return q / np.linalg.norm(q, axis=1, keepdims=True)
+
+
+def rigid_transforms(target, name: str = "target") -> np.ndarray:
+    """``target`` as homogeneous rigid transforms (4, 4) or (K, 4, 4): rotation block
+    orthonormal with determinant 1, last row (0, 0, 0, 1); ValueError naming ``name``."""
+    T = references(target, (4, 4), name)
+    R = T[..., :3, :3]
+    if (not np.allclose(T[..., 3, :], [0.0, 0.0, 0.0, 1.0], atol=1e-9)
+            or not np.allclose(np.matmul(np.swapaxes(R, -1, -2), R), np.eye(3), atol=1e-6)
+            or not np.all(np.linalg.det(R) > 0)):
+        raise ValueError(f"{name}: expected a rigid transform (rotation block orthonormal with det 1, "
+                         f"last row 0 0 0 1), got {target!r}")
+    return T
+
+
+def _group_topology(jtype: int) -> np.ndarray:
+    """topology (1, 7) of a single joint of type ``jtype`` (its group: SE(3) or SO(3))."""
+    nq, nv = (7, 6) if jtype == FREE_FLYER else (4, 3)
+    t = np.zeros((1, 7), dtype=np.int64)
+    t[0, PARENT], t[0, JTYPE], t[0, IDX_Q], t[0, IDX_V], t[0, NQ], t[0, NV] = -1, jtype, 0, 0, nq, nv
+    t[0, 2] = 1  # SUBTREE_END
+    return t
+
+
+class _PoseResidual(Residual):
+    """r = log(T⁻¹ X(q)) on SE(3) (6,: [linear; angular], ``jtype`` FREE_FLYER) or on SO(3)
+    (3,, SPHERICAL) of the frame pose X and the targets T (K, 4, 4) (module docstring)."""
+
+    def __init__(self, model: Model, frame: str, targets: np.ndarray, jtype: int) -> None:
+        self.motion, self.model = FrameMotion(model, frame), model
+        self.topology, self.lie = _group_topology(jtype), np.array([[jtype, 0, 6 if jtype == FREE_FLYER else 3]])
+        self.size, self.ndx = int(self.lie[0, 2]), 2 * model.nv
+        self.rows = slice(6 - self.size, 6)  # SO(3): the angular rows of a twist
+        self.target = targets
+        T = targets.reshape(-1, 4, 4)
+        self.target_coordinates = self._coordinates(T[:, :3, :3], T[:, :3, 3])  # (1 or K, nq + nv)
+
+    def _coordinates(self, R, p):
+        """Group coordinates (K, nq + nv) of poses: (p, quaternion) on SE(3), the quaternion on SO(3)."""
+        q = rotation_quaternions(R)
+        q = np.concatenate([p, q], axis=1) if self.size == 6 else q
+        return np.concatenate([q, np.zeros((q.shape[0], self.size))], axis=1)
+
+    def _error(self, R, p):
+        K, T = R.shape[0], self.target_coordinates
+        T = np.broadcast_to(T, (K, T.shape[1])) if T.shape[0] == 1 else at_knots(T, K, 1, "target")
+        X = self._coordinates(R, p)
+        return state_difference_batch(self.topology, self.topology[0, NQ], np.ascontiguousarray(T),
+                                      np.ascontiguousarray(X))[:, : self.size]
+
+    def value(self, xs, us):
+        R, p, _, _ = self.motion(xs)
+        return self._error(R, p)
+
+    def evaluate(self, xs, us):
+        K, nv, nu = xs.shape[0], self.model.nv, us.shape[1]
+        R, p, S, Jb = self.motion(xs)
+        r = self._error(R, p)
+        Jinv = lie_jacobian_batch(self.topology, np.ascontiguousarray(r), 2)
+        Jg = Jb[:, self.rows]
+        rx, ru = self._zeros(K, nu)
+        rx[:, :, :nv] = np.matmul(Jinv, Jg)
+
+        def hessians(rho):
+            L = log_curvatures(self.lie, np.ascontiguousarray(r), np.ascontiguousarray(rho, dtype=float), Jinv)
+            rho_eta = np.zeros((K, 6))
+            rho_eta[:, self.rows] = np.einsum("kij,ki->kj", Jinv, rho)
+            Hqq = np.matmul(Jg.transpose(0, 2, 1), np.matmul(L, Jg)) + self.motion.twist_hessian(R, p, S, rho_eta)
+            return _hessians(K, self.ndx, nu, Hqq)
+        return Terms(r, rx, ru, hessians)
+
+
+class FramePlacementResidual(_PoseResidual):
+    """r = log₆(T⁻¹ M(q)) (6,: [linear; angular], Pinocchio's log6) of frame ``frame``;
+    ``target`` T a rigid transform (4, 4) or one per knot (K, 4, 4)."""
+
+    def __init__(self, model: Model, frame: str, target) -> None:
+        super().__init__(model, frame, rigid_transforms(target), FREE_FLYER)
+
+
+class FrameOrientationResidual(_PoseResidual):
+    """r = log₃(R*ᵀ R(q)) (3,) of frame ``frame``; ``rotation`` R* (3, 3) or (K, 3, 3)."""
+
+    def __init__(self, model: Model, frame: str, rotation) -> None:
+        R = references(rotation, (3, 3), "rotation")
+        T = np.zeros(R.shape[:-2] + (4, 4))
+        T[..., :3, :3], T[..., 3, 3] = R, 1.0
+        try:
+            rigid_transforms(T)
+        except ValueError:
+            raise ValueError(f"rotation: expected a rotation matrix (orthonormal, det 1), got {rotation!r}") from None
+        super().__init__(model, frame, T, SPHERICAL)
+
+
+class FrameVelocityResidual(Residual):
+    """r = V(q, v) − target (6,: [linear; angular]): the twist of frame ``frame`` in its own
+    axes (``reference="local"``: J_b v, Pinocchio's LOCAL) or the velocity of its origin and
+    its angular velocity in world axes (``"world"``: LOCAL_WORLD_ALIGNED); ``target`` (6,) or (K, 6).
+
+    With V_s = Σ_j v_j S_j the world twist at the origin and U_k = Σ_{j ⪰ k} v_j S_j,
+    D_k V_s = S_k × U_k; ρᵀV = λ(q)ᵀV_s with λ = (a, p × a + b), (a, b) = (Rρ_v, Rρ_ω)
+    locally or (ρ_v, ρ_ω) world-aligned, and the Hessian of ρᵀV is that of this product
+    (D_k R c = ω_k × Rc, D_k p = v_k + ω_k × p; H_vv = 0)."""
+
+    def __init__(self, model: Model, frame: str, target=np.zeros(6), reference: str = "local") -> None:
+        if reference not in ("local", "world"):
+            raise ValueError(f"reference: expected 'local' or 'world', got {reference!r}")
+        self.motion, self.model, self.reference = FrameMotion(model, frame), model, reference
+        self.target = references(target, (6,), "target")
+        self.size, self.ndx = 6, 2 * model.nv
+        self.before = _ancestors(model, strict=False)  # P[l, k]: joint(l) ⪯ joint(k)
+
+    def _express(self, X, R, p):
+        """The world twists X (K, …, 6) at the origin in the frame's expression (``reference``)."""
+        shape = (R.shape[0],) + (1,) * (X.ndim - 2)
+        lin = X[..., :3] + np.cross(X[..., 3:], p.reshape(shape + (3,)))
+        out = np.concatenate([lin, X[..., 3:]], axis=-1)
+        if self.reference == "world":
+            return out
+        Rt = R.transpose(0, 2, 1).reshape(shape + (3, 3))
+        return np.concatenate([np.einsum("k...ij,k...j->k...i", Rt, out[..., :3]),
+                               np.einsum("k...ij,k...j->k...i", Rt, out[..., 3:])], axis=-1)
+
+    def _velocities(self, xs):
+        R, p, S, _ = self.motion(xs)
+        v = xs[:, self.model.nq:]
+        U = np.einsum("kj,bj,bji->bki", self.before, v, S)  # U_k = Σ_{j ⪰ k} v_j S_j
+        return R, p, S, v, U, np.einsum("bj,bji->bi", v, S)
+
+    def value(self, xs, us):
+        R, p, _, _, _, Vs = self._velocities(xs)
+        return self._express(Vs[:, None], R, p)[:, 0] - at_knots(self.target, xs.shape[0], 1, "target")
+
+    def evaluate(self, xs, us):
+        K, nv, nu = xs.shape[0], self.model.nv, us.shape[1]
+        R, p, S, v, U, Vs = self._velocities(xs)
+        DV = motion_cross(S, U)  # D_k V_s
+        rx, ru = self._zeros(K, nu)
+        rx[:, :, nv:] = self._express(S, R, p).transpose(0, 2, 1)
+        if self.reference == "local":  # D_k (Ad(M⁻¹) V_s) = Ad(M⁻¹)(D_k V_s − S_k × V_s)
+            rx[:, :, :nv] = self._express(DV - motion_cross(S, Vs[:, None]), R, p).transpose(0, 2, 1)
+        else:  # D_k [V_v + V_ω × p; V_ω] = [·](D_k V_s) + [V_ω × D_k p; 0]
+            Jp = S[..., :3] + np.cross(S[..., 3:], p[:, None])
+            rx[:, :, :nv] = self._express(DV, R, p).transpose(0, 2, 1)
+            rx[:, :3, :nv] += np.cross(Vs[:, None, 3:], Jp).transpose(0, 2, 1)
+        r = self._express(Vs[:, None], R, p)[:, 0] - at_knots(self.target, K, 1, "target")
+        return Terms(r, rx, ru, lambda rho: self._hessians(R, p, S, v, U, Vs, DV, rho, nu))
+
+    def _hessians(self, R, p, S, v, U, Vs, DV, rho, nu):
+        K, nv, P = S.shape[0], S.shape[1], self.before
+        DS = P[None, :, :, None] * motion_cross(S[:, :, None], S[:, None])  # DS[l, j] = D_l S_j
+        DDV = motion_cross(DS, U[:, None]) + motion_cross(S[:, None], np.einsum("kj,bj,blji->blki", P, v, DS))
+        Jp = S[..., :3] + np.cross(S[..., 3:], p[:, None])  # D_k p
+        DDp = DS[..., :3] + np.cross(DS[..., 3:], p[:, None, None]) + np.cross(S[:, None, :, 3:], Jp[:, :, None])
+        (a, Da, DDa), (b, Db, DDb) = (self._rotated(R, S, rho[:, i:i + 3]) for i in (0, 3))
+        lam = np.concatenate([a, np.cross(p, a) + b], axis=1)
+        Dlam = np.concatenate([Da, np.cross(Jp, a[:, None]) + np.cross(p[:, None], Da) + Db], axis=2)
+        DDlam = np.concatenate([DDa, np.cross(DDp, a[:, None, None]) + np.cross(Jp[:, None], Da[:, :, None])
+                                + np.cross(Jp[:, :, None], Da[:, None]) + np.cross(p[:, None, None], DDa) + DDb],
+                               axis=3)  # DDlam[l, k] = D_l D_k λ
+        Hqq = (np.einsum("blki,bi->blk", DDlam, Vs) + np.einsum("bki,bli->blk", Dlam, DV)
+               + np.einsum("bli,bki->blk", Dlam, DV) + np.einsum("bi,blki->blk", lam, DDV))
+        Hxx = np.zeros((K, self.ndx, self.ndx))
+        Hxx[:, :nv, :nv] = 0.5 * (Hqq + Hqq.transpose(0, 2, 1))
+        Hxx[:, :nv, nv:] = np.einsum("bki,bji->bkj", Dlam, S) + np.einsum("bi,bkji->bkj", lam, DS)
+        Hxx[:, nv:, :nv] = Hxx[:, :nv, nv:].transpose(0, 2, 1)
+        return Hxx, np.zeros((K, nu, self.ndx)), np.zeros((K, nu, nu))
+
+    def _rotated(self, R, S, c):
+        """(c̃, D_k c̃ (K, nv, 3), D_l D_k c̃ (K, nv, nv, 3)) of c̃ = R c (local) or c (world)."""
+        K, nv = S.shape[0], S.shape[1]
+        if self.reference == "world":
+            return c, np.zeros((K, nv, 3)), np.zeros((K, nv, nv, 3))
+        w = S[..., 3:]
+        c = np.einsum("kij,kj->ki", R, c)
+        Dc = np.cross(w, c[:, None])
+        DDc = (self.before[None, :, :, None] * np.cross(np.cross(w[:, :, None], w[:, None]), c[:, None, None])
+               + np.cross(w[:, None], Dc[:, :, None]))  # D_l (ω_k × c̃) = (D_l ω_k) × c̃ + ω_k × (ω_l × c̃)
+        return c, Dc, DDc

@@ -1,0 +1,454 @@
+"""Residuals and activations: Jacobians and contracted Hessians against differences along
+x ⊕ δx, on a fixed base (UR5) and a floating base (the space manipulator)."""
+import numpy as np
+import pytest
+from numdiff import central, rel_error
+from scipy.linalg import expm
+
+import dynamics as dyn
+import problems
+from optdyn.ocp import activations as act
+from optdyn.ocp import residuals as res
+from optdyn.ocp.state import state_integrate_batch
+
+UR5 = dyn.models.ur5()
+FLOAT = dyn.models.space_manipulator()
+
+
+def _state(model, seed, speed=0.7):
+    rng = np.random.default_rng(seed)
+    return np.concatenate([dyn.random_configuration(model, rng), speed * rng.normal(size=model.nv)])
+
+
+def _plus(model, x, dx):
+    return state_integrate_batch(model.topology, model.nq, x[None], dx[None])[0]
+
+
+def _second_differences(f, n, h=2e-3):
+    """Hessian (n, n) of a scalar f(ε) at ε = 0 by second differences, Richardson-extrapolated."""
+    def second(h):
+        E, H = np.eye(n) * h, np.empty((n, n))
+        for i in range(n):
+            for j in range(i, n):
+                H[i, j] = H[j, i] = (f(E[i] + E[j]) - f(E[i] - E[j]) - f(E[j] - E[i]) + f(-E[i] - E[j])) / (4 * h * h)
+        return H
+    return (4.0 * second(h / 2) - second(h)) / 3.0
+
+
+def _pose(model, seed):
+    """A rigid transform near the pose of tool0 at a random state (a target)."""
+    R, p = dyn.frame_placement(model, _state(model, seed)[: model.nq], "tool0")
+    T = np.eye(4)
+    T[:3, :3], T[:3, 3] = R, p
+    return T
+
+
+def _residuals(model):
+    nu = model.nv - (6 if model is FLOAT else 0)
+    rng = np.random.default_rng(11)
+    return {
+        "state": res.StateResidual(model, _state(model, 1)),
+        "joint_position": res.JointPositionResidual(model, _state(model, 2)[: model.nq],
+                                                    joints=model.joint_names[-3:]),
+        "joint_velocity": res.JointVelocityResidual(model, rng.normal(size=model.nv), joints=model.joint_names[:2]),
+        "control": res.ControlResidual(nu, rng.normal(size=nu), ndx=2 * model.nv),
+        "frame_position": res.FramePositionResidual(model, "wrist_2_link", (0.3, 0.1, 0.4), offset=(0.0, 0.1, 0.05)),
+        "frame_orientation": res.FrameOrientationResidual(model, "tool0", _pose(model, 3)[:3, :3]),
+        "frame_placement": res.FramePlacementResidual(model, "tool0", _pose(model, 4)),
+        "com": res.CoMPositionResidual(model, (0.1, 0.0, 0.3)),
+        "frame_velocity_local": res.FrameVelocityResidual(model, "wrist_3_link", rng.normal(size=6)),
+        "frame_velocity_world": res.FrameVelocityResidual(model, "tool0", rng.normal(size=6), reference="world"),
+    }
+
+
+CASES = [(m, name) for m in ("ur5", "floating") for name in _residuals(UR5)]
+
+
+@pytest.mark.parametrize("which,name", CASES, ids=[f"{m}-{n}" for m, n in CASES])
+def test_residual_jacobian_and_contracted_hessian_match_differences(which, name):
+    model = UR5 if which == "ur5" else FLOAT
+    residual = _residuals(model)[name]
+    ndx = 2 * model.nv
+    nu = model.nv - (6 if model is FLOAT else 0)
+    rng = np.random.default_rng(5)
+    for seed in (20, 21):
+        x, u = _state(model, seed), rng.normal(size=nu)
+        t = residual.evaluate(x[None], u[None])
+        assert np.allclose(t.r, residual.value(x[None], u[None]), atol=1e-12)
+        rho = rng.normal(size=residual.size)
+        Hxx, Hux, Huu = (h[0] for h in t.hessians(rho[None]))
+
+        def f(dx, du):
+            return residual.value(_plus(model, x, dx)[None], (u + du)[None])[0]
+        rx = central(lambda d: f(d, np.zeros(nu)), np.zeros(ndx))
+        ru = central(lambda d: f(np.zeros(ndx), d), np.zeros(nu))
+        assert rel_error(t.rx[0], rx) < 1e-7, (name, np.abs(t.rx[0] - rx).max())
+        assert rel_error(t.ru[0], ru) < 1e-7
+        H = _second_differences(lambda e: rho @ f(e[:ndx], e[ndx:]), ndx + nu)
+        assert rel_error(Hxx, H[:ndx, :ndx]) < 1e-6, (name, np.abs(Hxx - H[:ndx, :ndx]).max())
+        assert rel_error(Hux, H[ndx:, :ndx]) < 1e-6
+        assert rel_error(Huu, H[ndx:, ndx:]) < 1e-6
+        assert np.allclose(Hxx, Hxx.T, atol=1e-10)
+
+
+def _hat6(r):
+    """4×4 matrix of the twist r = (linear, angular) in se(3)."""
+    X = np.zeros((4, 4))
+    X[:3, :3] = [[0, -r[5], r[4]], [r[5], 0, -r[3]], [-r[4], r[3], 0]]
+    X[:3, 3] = r[:3]
+    return X
+
+
+@pytest.mark.parametrize("model", [UR5, FLOAT], ids=["ur5", "floating"])
+def test_residual_values_against_independent_formulas(model):
+    """log₆ and log₃ by the matrix exponential (T exp(r̂) = M), frame velocities by the frame
+    Jacobian (J v, rotated into the frame for "local"), the CoM by the bodies' masses."""
+    x = _state(model, 30)
+    q, v, u = x[: model.nq], x[model.nq:], np.zeros((1, 1))
+    R, p = dyn.frame_placement(model, q, "tool0")
+    M = np.eye(4)
+    M[:3, :3], M[:3, 3] = R, p
+    T = _pose(model, 31)
+    r = res.FramePlacementResidual(model, "tool0", T).value(x[None], u)[0]
+    assert np.allclose(T @ expm(_hat6(r)), M, atol=1e-10)
+    w = res.FrameOrientationResidual(model, "tool0", T[:3, :3]).value(x[None], u)[0]
+    assert np.allclose(T[:3, :3] @ expm(_hat6(np.r_[0, 0, 0, w]))[:3, :3], R, atol=1e-10)
+    V = dyn.frame_jacobian(model, q, "tool0") @ v
+    assert np.allclose(res.FrameVelocityResidual(model, "tool0", reference="world").value(x[None], u)[0], V)
+    assert np.allclose(res.FrameVelocityResidual(model, "tool0").value(x[None], u)[0], np.r_[R.T @ V[:3], R.T @ V[3:]])
+    mass = model.inertia[:, 0]
+    com = sum(m * dyn.point_position(model, q, model.body_names[i], model.inertia[i, 1:4]) for i, m in enumerate(mass))
+    assert np.allclose(res.CoMPositionResidual(model).value(x[None], u)[0], com / mass.sum())
+
+
+ACTIVATIONS = {
+    "quadratic": act.WeightedQuadratic(4, [1.0, 2.0, 0.5, 3.0]),
+    "barrier": act.QuadraticBarrier([-0.5, -1.0, 0.2, -np.inf], [0.5, 0.0, 0.4, 0.1], [1.0, 2.0, 3.0, 0.5]),
+    "pseudo_huber": act.PseudoHuber(4, delta=0.3, weights=[1.0, 2.0, 0.5, 3.0]),
+    "log_barrier": act.LogBarrier([-2.0, -np.inf, -3.0, -2.5], [2.0, 2.5, np.inf, 2.5], [1.0, 2.0, 0.5, 3.0]),
+}
+
+
+@pytest.mark.parametrize("name", list(ACTIVATIONS))
+def test_activation_gradient_and_hessian_match_differences(name):
+    a = ACTIVATIONS[name]
+    r = np.random.default_rng(2).uniform(-1.5, 1.5, (6, 4))
+    value, grad, hess = a.evaluate(r)
+    for k in range(r.shape[0]):
+        assert np.allclose(grad[k], central(lambda y: a.value(y[None])[0], r[k]), atol=1e-7)
+        assert np.allclose(np.diag(hess[k]), central(lambda y: a.evaluate(y[None])[1][0], r[k]), atol=1e-6)
+    assert np.any(hess != 0)
+
+
+def test_quadratic_barrier_is_zero_between_and_log_barrier_infinite_outside_the_bounds():
+    inside, outside = np.array([[0.0, -0.5, 0.3, 0.0]]), np.array([[0.0, 0.0, 0.0, 3.0]])
+    assert ACTIVATIONS["barrier"].value(inside)[0] == 0.0 < ACTIVATIONS["barrier"].value(outside)[0]
+    assert np.isfinite(ACTIVATIONS["log_barrier"].value(inside)[0])
+    assert ACTIVATIONS["log_barrier"].value(outside)[0] == np.inf
+
+
+# ---------------------------------------------------------------- residual costs
+from optdyn import Problem, solve  # noqa: E402
+from optdyn.costs import (CoMPositionCost, ControlCost, FrameOrientationCost, FramePlacementCost,  # noqa: E402
+                          FramePositionCost, FrameVelocityCost, ResidualCost, StateCost)
+
+
+def _cost_cases(model):
+    nu = model.nv - (6 if model is FLOAT else 0)
+    K = 3
+    refs = np.array([_state(model, 40 + k) for k in range(K)])
+    return {
+        "placement": FramePlacementCost(model, "tool0", _pose(model, 7), 3.0),
+        "orientation": FrameOrientationCost(model, "tool0", _pose(model, 8)[:3, :3], 2.0),
+        "velocity": FrameVelocityCost(model, "tool0", 1.5, target=np.arange(6.0) / 10, reference="world"),
+        "com": CoMPositionCost(model, (0.1, 0.2, 0.3), 4.0),
+        "tracking": ResidualCost(res.StateResidual(model, refs), act.PseudoHuber(2 * model.nv, 0.5),
+                                 weight=[1.0, 2.0, 0.5]),
+        "barrier": ResidualCost(res.FramePositionResidual(model, "tool0"), act.QuadraticBarrier(-0.2, 0.3, size=3), 5.0),
+        "sum": FramePlacementCost(model, "tool0", _pose(model, 9), 1.0)
+        + ResidualCost(res.ControlResidual(nu, np.ones(nu)), act.WeightedQuadratic(nu, 0.1)),
+    }
+
+
+COST_CASES = [(m, n) for m in ("ur5", "floating") for n in _cost_cases(UR5)]
+
+
+@pytest.mark.parametrize("which,name", COST_CASES, ids=[f"{m}-{n}" for m, n in COST_CASES])
+def test_residual_cost_gradient_and_hessian_match_differences(which, name):
+    model = UR5 if which == "ur5" else FLOAT
+    cost = _cost_cases(model)[name]
+    nu, ndx = model.nv - (6 if model is FLOAT else 0), 2 * model.nv
+    xs = np.array([_state(model, 50 + k) for k in range(3)])
+    us = np.random.default_rng(4).normal(size=(3, nu))
+    l, lx, lu, lxx, lux, luu = cost.evaluate(xs, us)
+    assert np.allclose(l, cost.value(xs, us), atol=1e-12)
+    for k in range(3):
+        def f(e):
+            xk = _plus(model, xs[k], e[:ndx])[None]
+            return np.sum(cost.value(np.repeat(xk, 3, 0), np.repeat((us[k] + e[ndx:])[None], 3, 0))
+                          * (np.arange(3) == k))
+        g = central(f, np.zeros(ndx + nu))
+        H = _second_differences(f, ndx + nu)
+        assert rel_error(np.r_[lx[k], lu[k]], g) < 1e-7
+        assert rel_error(lxx[k], H[:ndx, :ndx]) < 1e-6, np.abs(lxx[k] - H[:ndx, :ndx]).max()
+        assert rel_error(lux[k], H[ndx:, :ndx]) < 1e-6 and rel_error(luu[k], H[ndx:, ndx:]) < 1e-6
+
+
+def test_residual_costs_equal_the_existing_quadratic_costs():
+    """State, control and frame-position costs as residual × weighted quadratic give the
+    values and derivatives of the existing classes (on the floating base: the manifold state)."""
+    for model in (UR5, FLOAT):
+        nu = model.nv - (6 if model is FLOAT else 0)
+        x_ref, w = _state(model, 60), np.random.default_rng(6).uniform(0.1, 2.0, 2 * model.nv)
+        xs, us = np.array([_state(model, 61), _state(model, 62)]), np.ones((2, nu))
+        pairs = [(StateCost(w, x_ref, model=model), ResidualCost(res.StateResidual(model, x_ref),
+                                                                 act.WeightedQuadratic(2 * model.nv, w))),
+                 (ControlCost(0.3, np.arange(nu)), ResidualCost(res.ControlResidual(reference=np.arange(nu)),
+                                                                act.WeightedQuadratic(nu, 0.3))),
+                 (FramePositionCost(model, "tool0", (0.3, 0.2, 0.1), 7.0, offset=(0, 0, 0.1)),
+                  ResidualCost(res.FramePositionResidual(model, "tool0", (0.3, 0.2, 0.1), (0, 0, 0.1)), weight=7.0))]
+        for old, new in pairs:
+            for i, (a, b) in enumerate(zip(old.evaluate(xs, us), new.evaluate(xs, us))):
+                if i in (1, 3, 4) and not old.depends_on_x:
+                    continue
+                assert np.allclose(a, b, rtol=1e-12, atol=1e-12), (type(old).__name__, i)
+
+
+def _pose_task(N=20):
+    """UR5 from rest to a 6D pose of tool0, arriving at rest (velocity cost at the end)."""
+    q0 = np.array([0.0, -1.2, 1.5, -0.3, 1.57, 0.0])
+    x0 = np.r_[q0, np.zeros(6)]
+    R, p = dyn.frame_placement(UR5, q0 + np.array([0.5, 0.3, -0.4, 0.2, -0.3, 0.6]), "tool0")
+    T = np.eye(4)
+    T[:3, :3], T[:3, 3] = R, p
+    g0 = dyn.gravity_torques(UR5, q0)
+    running = (StateCost(np.r_[np.zeros(6), 1e-2 * np.ones(6)], x0) + ControlCost(1e-3, g0)
+               + FramePlacementCost(UR5, "tool0", T, 1.0))
+    terminal = FramePlacementCost(UR5, "tool0", T, 1e3) + FrameVelocityCost(UR5, "tool0", 10.0)
+    return Problem(UR5, x0, N, 0.05, running, terminal, us_init=np.tile(g0, (N, 1))), T
+
+
+def test_ddp_ilqr_and_ipopt_agree_on_a_pose_task():
+    prob, T = _pose_task()
+    runs = {s: solve(prob, s, tol=1e-9) if s != "ipopt" else solve(prob, s, tol=1e-10) for s in ("ddp", "ilqr", "ipopt")}
+    assert all(r.converged for r in runs.values()), {s: r.status for s, r in runs.items()}
+    costs = np.array([r.cost for r in runs.values()])
+    assert np.ptp(costs) < 1e-6 * costs.min()
+    for s in ("ilqr", "ipopt"):
+        assert np.allclose(runs[s].us, runs["ddp"].us, atol=1e-3)
+    R, p = dyn.frame_placement(UR5, runs["ddp"].xs[-1, :6], "tool0")
+    assert np.linalg.norm(p - T[:3, 3]) < 0.02 and np.linalg.norm(runs["ddp"].xs[-1, 6:]) < 0.2
+
+
+# ---------------------------------------------------------------- constraints on residuals, joint limits
+from dataclasses import replace  # noqa: E402
+
+from optdyn.constraints import JointLimits, ResidualConstraint, ResidualEquality  # noqa: E402
+
+
+@pytest.mark.parametrize("model", [UR5, FLOAT], ids=["ur5", "floating"])
+def test_residual_constraint_rows_match_differences(model):
+    cons = [ResidualConstraint(res.FramePlacementResidual(model, "tool0", _pose(model, 70)), -0.1, [0.2] * 6),
+            ResidualEquality(res.FrameVelocityResidual(model, "tool0", reference="world")),
+            JointLimits(model, margin=0.01)]
+    x, ndx = _state(model, 71), 2 * model.nv
+    for c in cons:
+        v, cx, cxx = (t[0] for t in c.evaluate(x[None]))
+        f = lambda e: c.evaluate(_plus(model, x, e)[None])[0][0]  # noqa: E731
+        assert v.shape == (c.size,) and rel_error(cx, central(f, np.zeros(ndx))) < 1e-7
+        for i in range(c.size):
+            assert rel_error(cxx[i], _second_differences(lambda e: f(e)[i], ndx)) < 1e-6
+
+
+def test_joint_limits_rows_are_the_models_limits():
+    lim = JointLimits(UR5, margin=0.1)
+    x = np.r_[UR5.upper_limit - 0.1, -UR5.velocity_limit + 0.1]
+    c = lim.evaluate(x[None])[0][0]
+    assert lim.size == 24 and np.allclose(np.sort(c)[:12], 0.0) and np.all(c >= -1e-12)
+    assert JointLimits(FLOAT).size == 24  # the arm's joints; the free-flyer has no limits
+
+
+def test_joint_limits_hold_at_every_knot_where_the_free_optimum_violates_them():
+    """The pose task's unconstrained optimum is faster than 70 % of its own top speed on every
+    joint and goes beyond a position limit set at 85 % of its excursion; with JointLimits the DDP, iLQR (augmented
+    Lagrangian) and IPOPT (variable bounds) optima respect every limit at every knot and agree."""
+    prob, _ = _pose_task()
+    free = solve(prob, "ddp", tol=1e-9)
+    q, v = free.xs[1:, :6], free.xs[1:, 6:]
+    vmax = 0.7 * np.abs(v).max(axis=0)
+    upper = UR5.upper_limit.copy()
+    j = int(np.argmax(q.max(axis=0) - prob.x0[:6]))
+    upper[j] = prob.x0[j] + 0.85 * (q[:, j].max() - prob.x0[j])
+    model = replace(UR5, velocity_limit=vmax, upper_limit=upper)
+    limited = Problem(model, prob.x0, prob.N, prob.dt, prob.running_cost, prob.terminal_cost,
+                      us_init=prob.us_init, path_constraints=[JointLimits(model)])
+    assert limited.violation(free.xs, free.us) > 0.1
+    runs = {s: solve(limited, s, tol=1e-8, max_iter=1500) for s in ("ddp", "ilqr", "ipopt")}
+    for s, r in runs.items():
+        assert r.converged, (s, r.status)
+        qs, vs = r.xs[1:, :6], r.xs[1:, 6:]
+        assert np.all(np.abs(vs) <= vmax + 1e-5) and np.all(qs[:, j] <= upper[j] + 1e-5), s
+        assert np.max(qs[:, j]) > upper[j] - 1e-3  # active
+    costs = np.array([r.cost for r in runs.values()])
+    assert np.ptp(costs) < 1e-4 * costs.min() and costs.min() > free.cost
+
+
+# ---------------------------------------------------------------- user terms, check_derivatives, bad input
+import optdyn  # noqa: E402
+
+
+def _height(scale=1.0, shapes=None):
+    """The UR5 tool height as a user residual (Jacobian scaled by ``scale``; ``shapes`` a list
+    of output sizes returned by successive calls of ``value``)."""
+    def value(x, u):
+        n = shapes.pop(0) if shapes else 1
+        return np.repeat(dyn.frame_placement(UR5, x[:6], "tool0")[1][2:], n)
+
+    def jacobian(x, u):
+        rx = np.zeros((1, 12))
+        rx[0, :6] = scale * dyn.frame_jacobian(UR5, x[:6], "tool0")[2]
+        return rx, np.zeros((1, 0))
+    return optdyn.UserResidual(UR5, 1, value, jacobian, name="height")
+
+
+def test_user_residual_hessian_by_differences_matches_the_exact_one_and_check_derivatives_sees_errors(capsys):
+    x = _state(UR5, 80)
+    user, exact = _height(), res.FramePositionResidual(UR5, "tool0")
+    rho = np.array([[1.7]])
+    Hu = user.evaluate(x[None], np.zeros((1, 0))).hessians(rho)[0]
+    He = exact.evaluate(x[None], np.zeros((1, 0))).hessians(np.array([[0.0, 0.0, 1.7]]))[0]
+    assert user.approximate_hessian and rel_error(Hu, He) < 1e-6
+    assert optdyn.check_derivatives(user, x) < 1e-5
+    assert "r_x" in capsys.readouterr().out
+    assert optdyn.check_derivatives(_height(scale=1.1), x, verbose=False) > 0.01
+    assert optdyn.check_derivatives(FramePlacementCost(FLOAT, "tool0", _pose(FLOAT, 3), 2.0), _state(FLOAT, 81),
+                                    np.ones(6), verbose=False) < 1e-5
+    assert optdyn.check_derivatives(JointLimits(FLOAT), _state(FLOAT, 82), verbose=False) < 1e-5
+
+
+BAD = [
+    (lambda: FramePlacementCost(UR5, "tool0", np.eye(4), -1.0), "weight"),
+    (lambda: FrameOrientationCost(UR5, "no_such_frame", np.eye(3), 1.0), "frame"),
+    (lambda: CoMPositionCost(UR5, (0.0, 0.0), 1.0), "target"),
+    (lambda: FrameVelocityCost(UR5, "tool0", 1.0, target=np.zeros(5)), "target"),
+    (lambda: FrameVelocityCost(UR5, "tool0", 1.0, reference="body"), "reference"),
+    (lambda: res.StateResidual(UR5, np.zeros(11)), "reference"),
+    (lambda: act.QuadraticBarrier([0.0, 1.0], [1.0, 0.5]), "lower"),
+    (lambda: ResidualConstraint(res.CoMPositionResidual(UR5), 1.0, 0.0), "lower"),
+    (lambda: FramePlacementCost(UR5, "tool0", np.diag([1.0, 1.0, 2.0, 1.0]), 1.0), "target"),
+    (lambda: FramePlacementCost(UR5, "tool0", np.diag([1.0, 1.0, -1.0, 1.0]), 1.0), "target"),
+    (lambda: FrameOrientationCost(UR5, "tool0", np.ones((3, 3)), 1.0), "rotation"),
+    (lambda: ResidualConstraint(res.ControlResidual(6), 0.0), "residual"),
+    (lambda: JointLimits(UR5, margin=-0.1), "margin"),
+    (lambda: _height(shapes=[1, 2]).evaluate(np.zeros((2, 12)), np.zeros((2, 0))), "value"),
+]
+
+
+@pytest.mark.parametrize("make,name", BAD, ids=[f"{i}-{n}" for i, (_, n) in enumerate(BAD)])
+def test_bad_input_raises_a_value_error_naming_the_argument(make, name):
+    with pytest.raises(ValueError, match=f"^{name}"):
+        make()
+
+
+def test_per_knot_weights_and_references_must_match_the_knots():
+    refs = np.array([_state(UR5, 90 + k) for k in range(3)])
+    cost = ResidualCost(res.StateResidual(UR5, refs), weight=[1.0, 2.0, 3.0])
+    xs = np.array([_state(UR5, 95 + k) for k in range(3)])
+    e = np.array([xs[k] - refs[k] for k in range(3)])
+    assert np.allclose(cost.value(xs, np.zeros((3, 6))), 0.5 * np.array([1.0, 2.0, 3.0]) * np.sum(e * e, axis=1))
+    with pytest.raises(ValueError, match="^reference"):
+        ResidualCost(res.StateResidual(UR5, refs)).value(xs[:2], np.zeros((2, 6)))
+    with pytest.raises(ValueError, match="^weight"):
+        ResidualCost(res.StateResidual(UR5), weight=[1.0, 2.0]).value(xs, np.zeros((3, 6)))
+
+
+# ---------------------------------------------------------------- saved results rebuild the new terms
+from optdyn.apps.clearance import constraint_margins, substep_states  # noqa: E402
+from optdyn.apps.cli import main  # noqa: E402
+from optdyn.apps.io import load_result, save_result  # noqa: E402
+from optdyn.ocp import task  # noqa: E402
+from optdyn.solvers.result import Result  # noqa: E402
+from optdyn.viz.plots import trajectory_figure  # noqa: E402
+from optdyn.viz.scene import scene_of  # noqa: E402
+
+
+def _every_term_problem(N=6):
+    prob, T = _pose_task(N)
+    x0 = prob.x0
+    refs = np.tile(x0, (N, 1)) + np.linspace(0, 0.2, N)[:, None]
+    running = (prob.running_cost + FrameOrientationCost(UR5, "wrist_3_link", T[:3, :3], 0.5)
+               + CoMPositionCost(UR5, (0.1, 0.1, 0.4), 0.3)
+               + ResidualCost(res.StateResidual(UR5, refs), act.PseudoHuber(12, 0.3), np.linspace(1, 2, N))
+               + ResidualCost(res.JointVelocityResidual(UR5), act.QuadraticBarrier(-0.5, 0.5, size=6), 2.0))
+    return Problem(UR5, x0, N, prob.dt, running, prob.terminal_cost, name="every-term",
+                   path_constraints=[JointLimits(UR5, margin=0.1),
+                                     ResidualConstraint(res.FramePositionResidual(UR5, "tool0"), lower=[-1, -1, 0.05])],
+                   terminal_constraints=[ResidualEquality(res.FrameVelocityResidual(UR5, "tool0", reference="world"))]), T
+
+
+def test_saved_results_rebuild_the_residual_terms_for_show_and_plot(tmp_path, capsys):
+    problem, T = _every_term_problem()
+    us = problem.us_init + np.random.default_rng(0).normal(scale=3.0, size=problem.us_init.shape)
+    xs = problem.rollout(us)
+    result = Result(xs=xs, us=us, cost=problem.cost(xs, us), converged=True, iterations=1, status="converged",
+                    solver="ddp", problem=problem.name)
+    result.source = problem
+    save_result(result, tmp_path / "r.npz")
+    again = task.problem_of(load_result(tmp_path / "r.npz"))
+    assert again.cost(xs, us) == pytest.approx(problem.cost(xs, us), rel=1e-12)
+    assert again.violation(xs, us) == pytest.approx(problem.violation(xs, us), rel=1e-12) and again.violation(xs, us) > 0
+    assert again.nc == problem.nc and again.nh == problem.nh == 6
+    poses = [t for t in task.frame_targets(again) if t.rotation is not None]
+    assert len(poses) == 1 and np.allclose(poses[0].rotation, T[:3, :3]) and np.allclose(poses[0].target, T[:3, 3])
+    assert scene_of(result, again).objects["targets/pose_0"] == "triad"
+    html, png = tmp_path / "r.html", tmp_path / "r.png"
+    assert main(["show", str(tmp_path / "r.npz"), "--html", str(html)]) == 0
+    g = constraint_margins(problem, xs, us)
+    assert f"margins     min {g.nodes:+.4g} at the nodes, {g.substeps:+.4g} at the worst RK sub-step" \
+        in capsys.readouterr().out
+    assert main(["plot", str(tmp_path / "r.npz"), "--out", str(png)]) == 0
+    assert html.stat().st_size > 10_000 and png.stat().st_size > 10_000
+    fig = trajectory_figure(result, again)  # the constraint margins panel: one line per path constraint
+    labels = [line.get_label() for line in fig.axes[3].get_lines()]
+    margins = {label: line.get_ydata() for label, line in zip(labels, fig.axes[3].get_lines())}
+    assert {"JointLimits", "ResidualConstraint"} <= set(labels)
+    assert np.allclose(margins["JointLimits"], JointLimits(UR5, margin=0.1).evaluate(xs[1:])[0].min(axis=1))
+
+
+def test_joint_velocity_limits_on_a_floating_base_in_ipopt_bounds_and_the_augmented_lagrangian():
+    """The space manipulator (IPOPT's variables in the chart of its initial guess): arm joint
+    speeds capped at 70 % of the free optimum's, held at every knot by both solvers."""
+    prob = problems.space_manipulator.make(N=10, dt=0.2)
+    free = solve(prob, "ddp")
+    nq = prob.model.nq
+    vmax = prob.model.velocity_limit.copy()
+    vmax[6:] = 0.7 * np.abs(free.xs[1:, nq + 6:]).max(axis=0)
+    model = replace(prob.model, velocity_limit=vmax)
+    limited = Problem(model, prob.x0, prob.N, prob.dt, prob.running_cost, prob.terminal_cost, us_init=prob.us_init,
+                      path_constraints=[JointLimits(model, position=False)])
+    assert limited.violation(free.xs, free.us) > 0.05
+    runs = [solve(limited, s, max_iter=1000) for s in ("ddp", "ipopt")]
+    for r in runs:
+        assert r.converged and np.all(np.abs(r.xs[1:, nq + 6:]) <= vmax[6:] + 1e-6), r.solver
+    assert abs(runs[0].cost - runs[1].cost) < 5e-4 * runs[0].cost and runs[0].cost > free.cost
+
+
+def test_constraint_margins_find_the_worst_rk_substep_between_the_nodes():
+    """A position limit that every node respects but a sub-step between two nodes breaks: the
+    base joint is pushed, then braked twice as hard, so that it turns back mid-interval."""
+    prob, _ = _pose_task(N=6)
+    us = prob.us_init.copy()
+    us[0, 0], us[1, 0], us[2, 0] = 20.0, -40.0, 20.0
+    sub = Problem(UR5, prob.x0, prob.N, prob.dt, substeps=4, us_init=us)
+    xs = sub.rollout(us)
+    q = substep_states(sub, xs, us)[:, :, 0]
+    upper = UR5.upper_limit.copy()
+    upper[0] = 0.5 * (q.max() + xs[1:, 0].max())  # between: above the nodes, below a sub-step
+    assert q.max() > upper[0] > xs[1:, 0].max()
+    model = replace(UR5, upper_limit=upper)
+    limited = Problem(model, prob.x0, prob.N, prob.dt, substeps=4, us_init=us,
+                      path_constraints=[JointLimits(model, velocity=False)])
+    g = constraint_margins(limited, xs, us)
+    k, s = np.unravel_index(int(np.argmax(q)), q.shape)
+    assert g.nodes > 0 > g.substeps and (g.interval, g.substep) == (k, s) and g.constraint == "JointLimits"
+    assert 0 < s < 4 and g.substeps == pytest.approx(upper[0] - q.max(), abs=1e-12)
