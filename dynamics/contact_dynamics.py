@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from ._compile import njit
 
 from ._checks import as_forces, as_vector
 from .aba import NOT_POSITIVE

@@ -24,7 +24,7 @@ derivative of ε ↦ f(q ⊕ ε)), as in :mod:`dynamics.rnea_second_derivatives`
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from ._compile import njit
 
 from ._compile import allocation_free
 from .contact import BODY, DIM, KD, KP, LOCAL, ROW, TARGET, _to_local

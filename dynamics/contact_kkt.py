@@ -17,7 +17,7 @@ constrained dynamic equations*, RSS 2021, eq. 9–12; the block elimination of F
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from ._compile import njit
 
 from ._compile import allocation_free
 from .ltdl import solve_lt, solve_m

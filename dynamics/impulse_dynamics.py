@@ -13,7 +13,7 @@ The kinetic energy lost is ½ (1 − e)/(1 + e) · Λᵀ Λ_op Λ ≥ 0 (μ = 0)
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from ._compile import njit
 
 from .contact_dynamics import OK, check_contact_call, contact_kinematics, factorise_kkt, raise_if_dependent
 from .contact_kkt import kkt_solve

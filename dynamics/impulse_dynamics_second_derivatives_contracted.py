@@ -21,7 +21,7 @@ derivatives; Hvv = 0 (z is linear in v).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from ._compile import njit
 
 from ._checks import as_vector
 from .contact import contact_rows

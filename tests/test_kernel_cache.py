@@ -12,6 +12,7 @@ import numba
 import pytest
 
 from dynamics import _cache
+from dynamics._compile import Kernel, njit
 
 ROOT = Path(__file__).resolve().parents[1]
 ENERGY = """
@@ -38,17 +39,38 @@ def _index_files(tree: Path) -> set[str]:
     return {p.name for p in tree.rglob("*.nbi")}
 
 
+def _project_dispatchers() -> list:
+    import optdyn.apps.cli  # noqa: F401 — imports every kernel module
+    return [obj for mod in list(sys.modules.values())
+            if (getattr(mod, "__name__", "") or "").split(".")[0] in _cache.PACKAGES
+            for obj in vars(mod).values() if isinstance(obj, numba.core.registry.CPUDispatcher)]
+
+
 def test_every_kernel_of_the_project_uses_the_content_keyed_locator():
     """Each cached dispatcher of dynamics and optdyn (imported in full) found one of our
     locators, so none is keyed on its own file only."""
-    import optdyn.apps.cli  # noqa: F401 — imports every kernel module
-    dispatchers = [obj for mod in list(sys.modules.values())
-                   if (getattr(mod, "__name__", "") or "").split(".")[0] in _cache.PACKAGES
-                   for obj in vars(mod).values() if isinstance(obj, numba.core.registry.CPUDispatcher)]
-    cached = [d for d in dispatchers if d._cache.__class__.__name__ != "NullCache"]
+    cached = [d for d in _project_dispatchers() if d._cache.__class__.__name__ != "NullCache"]
     assert len(cached) > 100
     foreign = [d.py_func.__qualname__ for d in cached if not isinstance(d._cache._impl.locator, _cache._ProjectStamp)]
     assert not foreign
+
+
+def test_every_kernel_compiles_once_per_argument_type():
+    """Every dispatcher of the project is dynamics._compile's Kernel (not numba's own), and
+    a kernel called with constants 0 and 1 from compiled code is compiled once, for int64."""
+    foreign = [d.py_func.__qualname__ for d in _project_dispatchers() if not isinstance(d, Kernel)]
+    assert not foreign
+
+    @njit
+    def callee(x, flag):
+        return x + flag
+
+    @njit
+    def caller(x):
+        return callee(x, 0) + callee(x, 1)
+
+    assert caller(1.0) == 3.0
+    assert [str(s) for s in callee.signatures] == ["(float64, int64)"]
 
 
 def test_the_stamp_follows_the_imports_and_nothing_else(tmp_path):
