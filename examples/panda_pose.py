@@ -11,7 +11,6 @@ from it), ``panda_pose.html`` (pose target drawn as axes) and ``panda_pose.png``
 
     .venv/bin/python examples/panda_pose.py [OUTPUT_DIR]
 """
-import os
 import sys
 
 import numpy as np
@@ -21,7 +20,7 @@ import optdyn
 from optdyn.constraints import JointLimits
 from optdyn.costs import ControlCost, FramePlacementCost, FrameVelocityCost, StateCost
 from optdyn.ocp.problem import Problem
-from panda_reach import panda
+from panda_reach import panda, write_outputs
 
 FRAME = "panda_hand_tcp"
 
@@ -70,10 +69,7 @@ def main(out: str = ".") -> None:
     for solver in ("ddp", "ipopt"):
         result = optdyn.solve(problem, solver, max_iter=1000)
         report(solver, problem, result)
-    for name, write in (("npz", optdyn.save_result), ("html", optdyn.save_html), ("png", optdyn.plot_trajectory)):
-        path = os.path.join(out, f"panda_pose.{name}")
-        write(result, path)
-        print(f"wrote {path}")
+    write_outputs(result, out, "panda_pose")
 
 
 if __name__ == "__main__":

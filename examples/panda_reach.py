@@ -51,15 +51,20 @@ def make(model: dyn.Model, N: int = 40, dt: float = 0.05) -> Problem:
                    path_constraints=[clearance], us_init=np.tile(g0, (N, 1)), name="panda-reach")
 
 
+def write_outputs(result, out: str, stem: str) -> None:
+    """``stem``.npz (the result), .html (the 3-D replay), .png (the plots) in directory ``out``."""
+    for name, write in (("npz", optdyn.save_result), ("html", optdyn.save_html), ("png", optdyn.plot_trajectory)):
+        path = os.path.join(out, f"{stem}.{name}")
+        write(result, path)
+        print(f"wrote {path}")
+
+
 def main(out: str = ".") -> None:
     model = panda()
     problem = make(model)
     result = optdyn.solve(problem, "ddp", max_iter=300)
     print(result)
-    for name, write in (("npz", optdyn.save_result), ("html", optdyn.save_html), ("png", optdyn.plot_trajectory)):
-        path = os.path.join(out, f"panda_reach.{name}")
-        write(result, path)
-        print(f"wrote {path}")
+    write_outputs(result, out, "panda_reach")
 
 
 if __name__ == "__main__":

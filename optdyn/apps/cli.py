@@ -225,20 +225,30 @@ def _summary(result: Result, problem=None) -> list[str]:
         except ValueError as e:
             lines.append(f"task        not evaluated: {e}")
     if problem is not None and clearance_constraints(problem):
-        try:
-            c = clearances(problem, result.xs, result.us)
-            lines.append(f"clearance   min {c.min:+.4f} m over every RK sub-step, {c.min_nodes:+.4f} m at the "
-                         f"nodes (required ≥ {c.margin:.4f} m)")
-        except ValueError as e:
-            lines.append(f"clearance   not computed: {e}")
+        lines.append(_or_reason("clearance", lambda: _clearance_line(problem, result)))
     if problem is not None and problem.path_constraints:
-        try:
-            g = constraint_margins(problem, result.xs, result.us)
-            lines.append(f"margins     min {g.nodes:+.4g} at the nodes, {g.substeps:+.4g} at the worst RK sub-step "
-                         f"(interval {g.interval}, step {g.substep}, {g.constraint}; required ≥ 0)")
-        except ValueError as e:
-            lines.append(f"margins     not computed: {e}")
+        lines.append(_or_reason("margins", lambda: _margins_line(problem, result)))
     return lines
+
+
+def _or_reason(label: str, line) -> str:
+    """``line()``, or "<label> not computed: <why>" when it raises ValueError."""
+    try:
+        return line()
+    except ValueError as e:
+        return f"{label:<12}not computed: {e}"
+
+
+def _clearance_line(problem, result: Result) -> str:
+    c = clearances(problem, result.xs, result.us)
+    return (f"clearance   min {c.min:+.4f} m over every RK sub-step, {c.min_nodes:+.4f} m at the "
+            f"nodes (required ≥ {c.margin:.4f} m)")
+
+
+def _margins_line(problem, result: Result) -> str:
+    g = constraint_margins(problem, result.xs, result.us)
+    return (f"margins     min {g.nodes:+.4g} at the nodes, {g.substeps:+.4g} at the worst RK sub-step "
+            f"(interval {g.interval}, step {g.substep}, {g.constraint}; required ≥ 0)")
 
 
 def _outputs(result: Result, problem, args: argparse.Namespace) -> None:

@@ -41,6 +41,10 @@ class Constraint(ABC):
     def evaluate(self, xs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(c (K,size), cx (K,size,nx), cxx (K,size,nx,nx)) at every state of xs (K, nx)."""
 
+    def value(self, xs: np.ndarray) -> np.ndarray:
+        """c (K, size) only."""
+        return self.evaluate(xs)[0]
+
     def residuals(self) -> list:
         """The residuals (:mod:`optdyn.ocp.residuals`) this constraint is built on."""
         return [self.residual] if isinstance(getattr(self, "residual", None), Residual) else []
@@ -219,6 +223,9 @@ class ResidualConstraint(Constraint):
         c, cx, cxx = _residual_rows(self.residual, xs, self.rows, self.signs)
         return c + self.offsets, cx, cxx
 
+    def value(self, xs):
+        return self.signs * self.residual.value(xs, np.zeros((xs.shape[0], 0)))[:, self.rows] + self.offsets
+
 
 class ResidualEquality(Constraint):
     """h = r(x) = 0 for a residual of the state (a terminal constraint: e.g. a frame placement
@@ -230,6 +237,9 @@ class ResidualEquality(Constraint):
 
     def evaluate(self, xs):
         return _residual_rows(self.residual, xs, np.arange(self.size), np.ones(self.size))
+
+    def value(self, xs):
+        return self.residual.value(xs, np.zeros((xs.shape[0], 0)))
 
 
 class JointLimits(ResidualConstraint):

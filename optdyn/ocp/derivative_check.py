@@ -27,11 +27,13 @@ def _gradient(f: Callable, n: int, h: float) -> np.ndarray:
 
 
 def _hessian(f: Callable, n: int, h: float) -> np.ndarray:
-    """∂²f/∂ε² (n, n) of a scalar f at ε = 0 by second differences."""
-    E, H = np.eye(n) * h, np.empty((n, n))
+    """∂²f/∂ε² (…, n, n) of f (a scalar or an array) at ε = 0 by second differences."""
+    E = np.eye(n) * h
+    H = np.empty(np.shape(f(np.zeros(n))) + (n, n))
     for i in range(n):
         for j in range(i, n):
-            H[i, j] = H[j, i] = (f(E[i] + E[j]) - f(E[i] - E[j]) - f(E[j] - E[i]) + f(-E[i] - E[j])) / (4 * h * h)
+            H[..., i, j] = H[..., j, i] = (f(E[i] + E[j]) - f(E[i] - E[j]) - f(E[j] - E[i])
+                                           + f(-E[i] - E[j])) / (4 * h * h)
     return H
 
 
@@ -75,9 +77,8 @@ def _comparisons(term, x: np.ndarray, u: np.ndarray, plus: Callable, h: float):
             out = [("l_x", lx, g[:ndx]), ("l_xx", lxx, Hd[:ndx, :ndx]), ("l_ux", lux, Hd[ndx:, :ndx])] + out
         return out
     c, cx, cxx = (a[0] for a in term.evaluate(x[None]))
-    J = _gradient(lambda e: term.evaluate(at(e)[0])[0][0], n, h)[:, :ndx]
-    Hd = np.array([_hessian(lambda e: term.evaluate(at(e)[0])[0][0][i], n, 1e3 * h)[:ndx, :ndx]
-                   for i in range(c.size)]).reshape(cxx.shape)
+    J = _gradient(lambda e: term.value(at(e)[0])[0], n, h)[:, :ndx]
+    Hd = _hessian(lambda e: term.value(at(e)[0])[0], n, 1e3 * h)[..., :ndx, :ndx]
     return [("c_x", cx, J), ("c_xx", cxx, Hd)]
 
 

@@ -457,6 +457,14 @@ class Problem:
         constraints = [c for c in self.path_constraints if bounds or not isinstance(c, JointLimits)]
         return stack_constraints(constraints, xs, self.ndx)
 
+    def path_constraint_values(self, xs) -> np.ndarray:
+        """c (K, nc) ≥ 0 only (no derivatives) at each state of xs (K, nx)."""
+        xs = np.ascontiguousarray(np.asarray(xs, dtype=float))
+        if xs.ndim != 2 or xs.shape[1] != self.nx:
+            raise ValueError(f"xs: expected shape (K, {self.nx}), got shape {xs.shape}")
+        check_state(self.model, xs, "xs")
+        return np.concatenate([c.value(xs) for c in self.path_constraints] + [np.zeros((xs.shape[0], 0))], axis=1)
+
     def terminal_constraint_terms(self, x) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """h (nh,) = 0, hx (nh,ndx), hxx (nh,ndx,ndx) at the final state x (nx,)."""
         x = _array(x, (self.nx,), "x", finite=False)
@@ -470,7 +478,7 @@ class Problem:
         check_state(self.model, xs, "xs")
         v = max(0.0, float(np.max(self.u_lower - us, initial=0.0)), float(np.max(us - self.u_upper, initial=0.0)))
         if self.path_constraints:
-            v = max(v, float(np.max(-self.path_constraint_terms(xs[1:])[0], initial=0.0)))
+            v = max(v, float(np.max(-self.path_constraint_values(xs[1:]), initial=0.0)))
         if self.terminal_constraints:
             v = max(v, float(np.max(np.abs(self.terminal_constraint_terms(xs[-1])[0]), initial=0.0)))
         return v

@@ -81,7 +81,7 @@ class ALObjective(Objective):
     def value(self, xs, us) -> float:
         total = self.problem.cost(xs, us)
         if self.problem.nc:
-            total += float(np.sum(_phr(self.problem.path_constraint_terms(xs[1:])[0], self.lam, self.rho)[0]))
+            total += float(np.sum(_phr(self.problem.path_constraint_values(xs[1:]), self.lam, self.rho)[0]))
         if self.problem.nh:
             h = self.problem.terminal_constraint_terms(xs[-1])[0]
             total += float(self.mu @ h + 0.5 * self.rho * h @ h)
@@ -90,7 +90,7 @@ class ALObjective(Objective):
     def update(self, xs) -> None:
         """First-order multiplier update (ALTRO eq. 8–9) at the states xs (N+1, nx)."""
         if self.problem.nc:
-            c = self.problem.path_constraint_terms(xs[1:])[0]
+            c = self.problem.path_constraint_values(xs[1:])
             self.lam = np.maximum(0.0, self.lam - self.rho * c)
         if self.problem.nh:
             self.mu = self.mu + self.rho * self.problem.terminal_constraint_terms(xs[-1])[0]

@@ -67,7 +67,7 @@ def _margin_panel(ax, result: Result, problem: Problem) -> None:
     xs = np.asarray(result.xs, dtype=float)[1:]
     t = problem.dt * np.arange(1, problem.N + 1)
     for c in problem.path_constraints:
-        ax.plot(t, c.evaluate(xs)[0].min(axis=1), marker=".", ms=3, lw=1.2, label=type(c).__name__)
+        ax.plot(t, c.value(xs).min(axis=1), marker=".", ms=3, lw=1.2, label=type(c).__name__)
     ax.axhline(0.0, color="tab:red", ls="--", lw=1.0, label="bound (c ≥ 0)")
     ax.set_xlabel("time [s]")
     ax.set_ylabel("constraint margin min c_i")
