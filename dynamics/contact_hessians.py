@@ -241,14 +241,25 @@ def contact_value_hessians(topology, S, ci, cf, Rc, o, vel, acc, gravity, level,
                     if level == 1 and not j_along_q:
                         continue
                     _contact_primitives(W, ci, cf, o, vel, acc, gravity, c, bj, lamj, j_along_q)
-                    bk = ci[c, BODY]
+                    # Hqq: D_j D_k = D_k D_j for columns of two joints, so only k on or above j's
+                    # body, mirrored; Hvv: symmetric, only k ≤ j, mirrored; Hqv: every k
+                    bk = bj if j_along_q else ci[c, BODY]
                     while bk >= 0:
                         for k in range(topology[bk, IDX_V], topology[bk, IDX_V] + topology[bk, NV]):
                             _column_primitives(W, topology, S, vel, acc, gravity, k, bk, bj, lamj, j_along_q)
-                            # (k along q, j along q) → Hqq[k, j]; (q, v) → Hqv[k, j]; (v, v) → Hvv[k, j]
-                            out[0 if j_along_q else 1, k, j] += _dual_column(W, ci, cf, Rc, c, level, True, j_along_q, nu)
-                            if not j_along_q:
-                                out[2, k, j] += _dual_column(W, ci, cf, Rc, c, level, False, False, nu)
+                            if j_along_q:  # (k along q, j along q) → Hqq[k, j]
+                                h = _dual_column(W, ci, cf, Rc, c, level, True, True, nu)
+                                out[0, k, j] += h
+                                if bk != bj:
+                                    out[0, j, k] += h
+                                continue
+                            # (k along q, j along v) → Hqv[k, j]; (v, v) → Hvv[k, j]
+                            out[1, k, j] += _dual_column(W, ci, cf, Rc, c, level, True, False, nu)
+                            if k <= j:
+                                h = _dual_column(W, ci, cf, Rc, c, level, False, False, nu)
+                                out[2, k, j] += h
+                                if k != j:
+                                    out[2, j, k] += h
                         bk = topology[bk, PARENT]
             bj = lamj
     for a in range(S.shape[0]):  # the mean of the two iterated q-derivatives
