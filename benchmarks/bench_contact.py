@@ -131,11 +131,11 @@ On Solo-12 about 5 µs of a call are fixed Python costs (argument checks, the nu
 of eight arguments, the boxing of the results; the kernel alone measured 17 µs of 22 µs),
 which Pinocchio's bindings spend in about 1 µs.
 
-The contracted second order misses its target on Solo-12 (9×) and by a little on Talos (5.05×
-by the median). Most of its time is the contact Hessians (`dynamics.contact_hessians`): they
+The contracted second order meets its target on Talos (4.0×) and misses it on Solo-12 (7.7× by
+the median; the first version, before the pair symmetries below, 9× and 5.05×). Most of its time is the contact Hessians (`dynamics.contact_hessians`): they
 differentiate the first-order column formulas of every support column k along every support
 column j, O(nc·d²) dual evaluations (d the depth of a contact's body: 9 DoF for a Solo foot,
-four feet), where the contracted IDSVA-SO collapses such pairs into O(n·d) subtree sums; the
+four feet; the symmetric pairs of Hqq and Hvv are evaluated once), where the contracted IDSVA-SO collapses such pairs into O(n·d) subtree sums; the
 impulse row spends nearly all of its time there. That collapse is the next step. (A first
 version, whose dual arithmetic used numba slice expressions that allocate temporaries, measured
 17× and 7× in the same script.)
