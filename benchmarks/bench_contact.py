@@ -25,7 +25,8 @@ ROBOTS = {  # label: (example-robot-data path, contacts)
         "talos_data/robots/talos_reduced.urdf",
         [dyn.Contact(f, kind="6d", reference="local") for f in ("left_sole_link", "right_sole_link")]),
 }
-TARGETS = {"contact dynamics": 2.0, "contact dynamics, first derivatives": 2.5}
+TARGETS = {"contact dynamics": 2.0, "contact dynamics, first derivatives": 2.5,
+           "contact dynamics, contracted second order (against Pinocchio's first derivatives)": 5.0}
 
 
 def pinocchio_contacts(pin, pm, contacts):
@@ -62,15 +63,20 @@ def pairs(rel, contacts):
         pin.impulseDynamics(pm, pd, qp, vp, cm, cd, 0.0, prox)
         pin.computeImpulseDynamicsDerivatives(pm, pd, cm, cd, 0.0)
 
+    w = rng.normal(size=model.nv + sum(c.dim for c in contacts))
     return [
         ("contact dynamics", lambda: dyn.contact_dynamics(model, q, v, tau, contacts),
          lambda: pin.constraintDynamics(pm, pd, qp, vp, tp, cm, cd, prox)),
         ("contact dynamics, first derivatives", lambda: dyn.contact_dynamics_derivatives(model, q, v, tau, contacts),
          pin_derivatives),
+        ("contact dynamics, contracted second order (against Pinocchio's first derivatives)",
+         lambda: dyn.contact_dynamics_second_derivatives_contracted(model, q, v, tau, contacts, w), pin_derivatives),
         ("impulse dynamics", lambda: dyn.impulse_dynamics(model, q, v, contacts),
          lambda: pin.impulseDynamics(pm, pd, qp, vp, cm, cd, 0.0, prox)),
         ("impulse dynamics, first derivatives", lambda: dyn.impulse_dynamics_derivatives(model, q, v, contacts),
          pin_impulse_derivatives),
+        ("impulse dynamics, contracted second order (against Pinocchio's first derivatives)",
+         lambda: dyn.impulse_dynamics_second_derivatives_contracted(model, q, v, contacts, w), pin_impulse_derivatives),
     ]
 
 
@@ -108,6 +114,8 @@ rounds, and the median and range of the per-round ratios. Pinocchio's calls are
 `constraintDynamics` (ProximalSettings(1e-12, 0, 1): one Cholesky, no proximal iteration),
 `+ computeConstraintDynamicsDerivatives`, `impulseDynamics` (e = 0) and
 `+ computeImpulseDynamicsDerivatives`; ours the functions of the same names in `dynamics`.
+Pinocchio has no second order: the contracted second-order rows are compared with its
+first-order derivatives (forward pass included), as the issue's target is stated.
 
 {(chr(10) * 2).join(blocks)}
 
@@ -122,6 +130,15 @@ day); with it this script measured 2.5× Pinocchio for the contact dynamics on b
 On Solo-12 about 5 µs of a call are fixed Python costs (argument checks, the numba dispatch
 of eight arguments, the boxing of the results; the kernel alone measured 17 µs of 22 µs),
 which Pinocchio's bindings spend in about 1 µs.
+
+The contracted second order meets its target on Talos (4.0×) and misses it on Solo-12 (7.7× by
+the median; the first version, before the pair symmetries below, 9× and 5.05×). Most of its time is the contact Hessians (`dynamics.contact_hessians`): they
+differentiate the first-order column formulas of every support column k along every support
+column j, O(nc·d²) dual evaluations (d the depth of a contact's body: 9 DoF for a Solo foot,
+four feet; the symmetric pairs of Hqq and Hvv are evaluated once), where the contracted IDSVA-SO collapses such pairs into O(n·d) subtree sums; the
+impulse row spends nearly all of its time there. That collapse is the next step. (A first
+version, whose dual arithmetic used numba slice expressions that allocate temporaries, measured
+17× and 7× in the same script.)
 """
     write_section("contact", text)
 

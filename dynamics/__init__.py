@@ -16,6 +16,7 @@ Public API ::
     feet = [dyn.Contact("FL_FOOT"), dyn.Contact("FR_FOOT")]                  # rigid contacts (Pinocchio's conventions)
     qdd, lam = dyn.contact_dynamics(model, q, v, tau, feet)                  # M q̈ + b = τ + Jᵀλ, J q̈ + γ = 0
     v_plus, impulse = dyn.impulse_dynamics(model, q, v, feet, restitution=0.0)   # the velocity jump at touchdown
+    Hqq, Hvv, Hqv, Hqtau = dyn.contact_dynamics_second_derivatives_contracted(model, q, v, tau, feet, w)  # of w·[q̈; λ]
     dyn.set_num_threads(2)                   # threads of the batched kernels (or OPTDYN_NUM_THREADS)
 """
 from . import _cache  # noqa: F401 — first: registers the kernel cache locators before any kernel is defined

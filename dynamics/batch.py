@@ -22,6 +22,13 @@ from ._checks import NO_FORCE, InputError, as_batch
 from .aba import NOT_POSITIVE, aba_into
 from .aba_derivatives import aba_derivatives_into
 from .aba_second_derivatives_contracted import fdsva_so_contracted_kernel
+from .contact import contact_rows
+from .contact_dynamics import check_contacts, contact_dynamics_passes, raise_if_dependent
+from .contact_dynamics_derivatives import contact_dynamics_derivative_passes
+from .contact_dynamics_second_derivatives_contracted import contact_so_contracted_passes
+from .impulse_dynamics import check_restitution, impulse_dynamics_passes
+from .impulse_dynamics_derivatives import impulse_dynamics_derivative_passes
+from .impulse_dynamics_second_derivatives_contracted import impulse_so_contracted_passes
 from .joints import configuration_error
 from .kinematics import forward_kinematics, kinematics_work, tangent_size
 from .kinematics_derivatives import body_point, body_point_position, point_kinematics
@@ -244,3 +251,175 @@ def point_kinematics_batch(model: Model, Q, frames: Sequence[str], offsets=None
     bodies = np.array([b for b, _ in points], dtype=np.int64)
     in_body = np.array([o for _, o in points], dtype=float).reshape(n_frames, 3)
     return point_kinematics_batch_kernel(model.arrays, Q, bodies, in_body, chunk_count(Q.shape[0]))
+
+
+# ---- contacts and impacts ---------------------------------------------------------------------
+# One compiled loop over the knots (one workspace): the contact passes allocate their
+# contact-sized arrays per knot and report dependent contacts by a status, so they run
+# serially like the contracted kernels above.
+
+@njit(cache=True)
+def contact_dynamics_batch_kernel(m, Q, V, TAU, F_EXT, ci, cf, damping):
+    """(q̈ (K, nv), λ (K, nc), statuses (K,)) of :func:`dynamics.contact_dynamics.contact_dynamics_passes`;
+    the loop stops at the first knot with dependent contacts."""
+    K, nv = V.shape
+    d = new_data(m.topology)
+    A, B, status = np.empty((K, nv)), np.empty((K, contact_rows(ci))), np.full(K, -1)
+    for k in range(K):
+        A[k], B[k], status[k], _, _ = contact_dynamics_passes(m, d, Q[k], V[k], TAU[k], knot_force(F_EXT, k), ci, cf,
+                                                              damping)
+        if status[k] != -1:
+            break
+    return A, B, status
+
+
+@njit(cache=True)
+def contact_derivatives_batch_kernel(m, Q, V, TAU, F_EXT, ci, cf, damping):
+    """(∂q̈/∂[q, v, τ] (K, nv, 3nv), ∂λ/∂[q, v, τ] (K, nc, 3nv), statuses (K,))."""
+    K, nv = V.shape
+    d = new_data(m.topology)
+    A, B, status = np.empty((K, nv, 3 * nv)), np.empty((K, contact_rows(ci), 3 * nv)), np.full(K, -1)
+    for k in range(K):
+        _, _, A[k], B[k], status[k], _, _ = contact_dynamics_derivative_passes(m, d, Q[k], V[k], TAU[k],
+                                                                               knot_force(F_EXT, k), ci, cf, damping)
+        if status[k] != -1:
+            break
+    return A, B, status
+
+
+@njit(cache=True)
+def contact_contracted_batch_kernel(m, Q, V, TAU, F_EXT, ci, cf, damping, W):
+    """(Hqq, Hvv, Hqv, Hqτ of W[k]·[q̈; λ] stacked (K, 4, nv, nv), statuses (K,))."""
+    K, nv = V.shape
+    d = new_data(m.topology)
+    H, status = np.empty((K, 4, nv, nv)), np.full(K, -1)
+    for k in range(K):
+        H[k], status[k] = contact_so_contracted_passes(m, d, Q[k], V[k], TAU[k], knot_force(F_EXT, k), ci, cf,
+                                                       damping, W[k])
+        if status[k] != -1:
+            break
+    return H, status
+
+
+@njit(cache=True)
+def impulse_batch_kernel(m, Q, V, ci, cf, restitution, damping, W, order):
+    """Impulse dynamics at the K knots, stacked (K, nv + nc, ·) so one kernel serves the three
+    orders: 0: [v⁺; Λ] (K, nv + nc, 1); 1: [∂v⁺; ∂Λ]/∂[q, v] (K, nv + nc, 2nv); 2: the
+    Hessians (Hqq, Hvv, Hqv) of W[k]·[v⁺; Λ] side by side (K, nv, 3nv); and the statuses."""
+    K, nv = V.shape
+    nz, d = nv + contact_rows(ci), new_data(m.topology)
+    out, status = np.empty((K, nv if order == 2 else nz, (1, 2 * nv, 3 * nv)[order])), np.full(K, -1)
+    for k in range(K):
+        if order == 0:
+            v_plus, imp, status[k], _, _ = impulse_dynamics_passes(m, d, Q[k], V[k], ci, cf, restitution, damping)
+            out[k, :nv, 0], out[k, nv:, 0] = v_plus, imp
+        elif order == 1:
+            _, _, x, y, status[k], _, _ = impulse_dynamics_derivative_passes(m, d, Q[k], V[k], ci, cf, restitution,
+                                                                             damping)
+            out[k, :nv], out[k, nv:] = x, y
+        else:
+            H, status[k] = impulse_so_contracted_passes(m, d, Q[k], V[k], ci, cf, restitution, damping, W[k])
+            for b in range(3):
+                out[k, :, b * nv:(b + 1) * nv] = H[b]
+        if status[k] != -1:
+            break
+    return out, status
+
+
+def _contact_knots(model: Model, **arrays) -> list[np.ndarray]:
+    """:func:`_knots`, and every configuration checked (:func:`check_knots`) before the
+    contact kernels, whose per-knot passes would name q rather than Q and the knot."""
+    out = _knots(model, **arrays)
+    check_knots(model.topology, out[0])
+    return out
+
+
+def _raise_at_knot(contacts, ci: np.ndarray, status: np.ndarray) -> None:
+    """Raise ValueError naming the contacts and the first knot whose KKT system is singular."""
+    bad = np.flatnonzero(status != -1)
+    if bad.size:
+        raise_if_dependent(contacts, ci, int(status[bad[0]]), f" at knot {bad[0]}")
+
+
+def contact_dynamics_batch(model: Model, Q, V, TAU, contacts, F_EXT=None, damping: float = 0.0
+                           ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`dynamics.contact_dynamics` at K knots: (qdd (K, nv), lam (K, nc))."""
+    Q, V, TAU = _contact_knots(model, Q=Q, V=V, TAU=TAU)
+    ci, cf, damping = check_contacts(model, contacts, damping)
+    qdd, lam, status = contact_dynamics_batch_kernel(model.arrays, Q, V, TAU, _forces(model, F_EXT, Q.shape[0]), ci,
+                                                     cf, damping)
+    _raise_at_knot(contacts, ci, status)
+    return qdd, lam
+
+
+def contact_dynamics_derivatives_batch(model: Model, Q, V, TAU, contacts, F_EXT=None, damping: float = 0.0
+                                       ) -> tuple[np.ndarray, ...]:
+    """:func:`dynamics.contact_dynamics_derivatives` at K knots: the six arrays with a leading
+    axis of K knots."""
+    Q, V, TAU = _contact_knots(model, Q=Q, V=V, TAU=TAU)
+    ci, cf, damping = check_contacts(model, contacts, damping)
+    x, y, status = contact_derivatives_batch_kernel(model.arrays, Q, V, TAU, _forces(model, F_EXT, Q.shape[0]), ci,
+                                                    cf, damping)
+    _raise_at_knot(contacts, ci, status)
+    nv = model.nv
+    return x[..., :nv], x[..., nv:2 * nv], x[..., 2 * nv:], y[..., :nv], y[..., nv:2 * nv], y[..., 2 * nv:]
+
+
+def contact_dynamics_second_derivatives_contracted_batch(model: Model, Q, V, TAU, contacts, W, F_EXT=None,
+                                                         damping: float = 0.0) -> tuple[np.ndarray, ...]:
+    """:func:`dynamics.contact_dynamics_second_derivatives_contracted` at K knots, knot k
+    contracted with W[k] (W (K, nv + nc)): (Hqq, Hvv, Hqv, Hqtau), each (K, nv, nv)."""
+    ci, cf, damping = check_contacts(model, contacts, damping)
+    Q, V, TAU = _contact_knots(model, Q=Q, V=V, TAU=TAU)
+    W = _weights(W, model.nv + contact_rows(ci), Q.shape[0])
+    H, status = contact_contracted_batch_kernel(model.arrays, Q, V, TAU, _forces(model, F_EXT, Q.shape[0]), ci, cf,
+                                                damping, W)
+    _raise_at_knot(contacts, ci, status)
+    return H[:, 0], H[:, 1], H[:, 2], H[:, 3]
+
+
+def _weights(W, n: int, K: int) -> np.ndarray:
+    """W as a (K, n) array of finite weights; ValueError naming it otherwise."""
+    W = as_batch(W, n, "W")
+    if W.shape[0] != K:
+        raise ValueError(f"W: expected {K} knots like Q, got {W.shape[0]}")
+    if not np.all(np.isfinite(W)):
+        raise ValueError("W: expected finite values, got NaN or inf")
+    return W
+
+
+def _impulses(model: Model, Q, V, contacts, restitution, damping, W, order: int) -> np.ndarray:
+    """The output of :func:`impulse_batch_kernel` for ``order``, arguments checked."""
+    ci, cf, damping = check_contacts(model, contacts, damping)
+    Q, V = _contact_knots(model, Q=Q, V=V)
+    W = NO_WEIGHTS if W is None else _weights(W, model.nv + contact_rows(ci), Q.shape[0])
+    out, status = impulse_batch_kernel(model.arrays, Q, V, ci, cf, check_restitution(restitution), damping, W, order)
+    _raise_at_knot(contacts, ci, status)
+    return out
+
+
+NO_WEIGHTS = np.zeros((0, 0))
+"""The W of the batched impulse kernel for the orders that take none."""
+
+
+def impulse_dynamics_batch(model: Model, Q, V, contacts, restitution: float = 0.0, damping: float = 0.0
+                           ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`dynamics.impulse_dynamics` at K knots: (v_plus (K, nv), impulse (K, nc))."""
+    out = _impulses(model, Q, V, contacts, restitution, damping, None, 0)
+    return out[:, :model.nv, 0], out[:, model.nv:, 0]
+
+
+def impulse_dynamics_derivatives_batch(model: Model, Q, V, contacts, restitution: float = 0.0,
+                                       damping: float = 0.0) -> tuple[np.ndarray, ...]:
+    """:func:`dynamics.impulse_dynamics_derivatives` at K knots: (dvplus_dq, dvplus_dv,
+    dimp_dq, dimp_dv) with a leading axis of K knots."""
+    out, nv = _impulses(model, Q, V, contacts, restitution, damping, None, 1), model.nv
+    return out[:, :nv, :nv], out[:, :nv, nv:], out[:, nv:, :nv], out[:, nv:, nv:]
+
+
+def impulse_dynamics_second_derivatives_contracted_batch(model: Model, Q, V, contacts, W, restitution: float = 0.0,
+                                                         damping: float = 0.0) -> tuple[np.ndarray, ...]:
+    """:func:`dynamics.impulse_dynamics_second_derivatives_contracted` at K knots, knot k
+    contracted with W[k] (W (K, nv + nc)): (Hqq, Hvv, Hqv), each (K, nv, nv)."""
+    out, nv = _impulses(model, Q, V, contacts, restitution, damping, W, 2), model.nv
+    return out[:, :, :nv], out[:, :, nv:2 * nv], out[:, :, 2 * nv:]

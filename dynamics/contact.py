@@ -42,7 +42,6 @@ import weakref
 from dataclasses import dataclass
 
 import numpy as np
-from ._compile import njit
 
 from ._compile import allocation_free
 from .model import IDX_V, NV, PARENT, Model

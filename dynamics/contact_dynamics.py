@@ -102,6 +102,12 @@ def check_contact_call(model: Model, q, v, w, w_name: str, f_ext, contacts, damp
     """The arguments of a contact algorithm as its kernel takes them: (q, v, w, f_ext,
     packed contacts (ints, floats), damping); ValueError naming the first bad one."""
     q, v, w = as_vector(q, model.nq, "q"), as_vector(v, model.nv, "v"), as_vector(w, model.nv, w_name)
+    return (q, v, w, as_forces(model, f_ext), *check_contacts(model, contacts, damping))
+
+
+def check_contacts(model: Model, contacts, damping) -> tuple[np.ndarray, np.ndarray, float]:
+    """(packed contacts (ints, floats), damping) as the kernels take them; ValueError
+    naming ``contacts`` or ``damping``."""
     ci, cf = packed_contacts(model, contacts)
     try:
         damping = float(damping)
@@ -109,16 +115,17 @@ def check_contact_call(model: Model, q, v, w, w_name: str, f_ext, contacts, damp
         raise ValueError(f"damping: expected a number ≥ 0, got {damping!r}") from None
     if not (math.isfinite(damping) and damping >= 0.0):
         raise ValueError(f"damping: expected a finite number ≥ 0, got {damping!r}")
-    return q, v, w, as_forces(model, f_ext), ci, cf, damping
+    return ci, cf, damping
 
 
-def raise_if_dependent(contacts, ci: np.ndarray, status: int) -> None:
-    """ValueError naming the contacts if the kernel found Λ singular at row ``status``."""
+def raise_if_dependent(contacts, ci: np.ndarray, status: int, where: str = "") -> None:
+    """ValueError naming the contacts if the kernel found Λ singular at row ``status``
+    (``where``: e.g. " at knot 3", for the batched functions)."""
     if status == OK:
         return
     i = int(np.searchsorted(ci[:, 3], status, side="right")) - 1
     before = ", ".join(f"contacts[{k}] ({contacts[k].frame!r})" for k in range(i)) or "the other rows of it"
-    raise ValueError(f"contacts: dependent contact constraints (singular KKT system): contacts[{i}] "
+    raise ValueError(f"contacts: dependent contact constraints (singular KKT system{where}): contacts[{i}] "
                      f"({contacts[i].frame!r}, {contacts[i].kind}) constrains motions that {before} already "
                      f"constrain; pass damping > 0 (e.g. 1e-10) to regularise them")
 

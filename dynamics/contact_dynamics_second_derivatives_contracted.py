@@ -115,8 +115,14 @@ def adjoint_hessians(Gqq, Gqv, Gvv, Gqz, Z):
 
 @njit(cache=True)
 def contact_so_contracted_kernel(buffer, q, v, tau, f_ext, ci, cf, damping, w):
-    """(Hqq, Hvv, Hqv, Hqτ) of eq. 7 stacked (4, nv, nv), and the status of the forward pass."""
+    """:func:`contact_so_contracted_passes` on a call buffer's model and workspace."""
     m, d = call_views(buffer)
+    return contact_so_contracted_passes(m, d, q, v, tau, f_ext, ci, cf, damping, w)
+
+
+@njit(cache=True)
+def contact_so_contracted_passes(m, d, q, v, tau, f_ext, ci, cf, damping, w):
+    """(Hqq, Hvv, Hqv, Hqτ) of eq. 7 stacked (4, nv, nv), and the status of the forward pass."""
     qdd, lam, x, y, status, (Rc, o), kkt = contact_dynamics_derivative_passes(m, d, q, v, tau, f_ext, ci, cf,
                                                                               damping)
     nv = v.shape[0]

@@ -27,13 +27,29 @@ import numpy as np
 from ._compile import njit
 
 from ._compile import allocation_free
-from .contact import BODY, DIM, KD, KP, LOCAL, ROW, TARGET, _to_local
+from .contact import BODY, DIM, KD, KP, LOCAL, ROW, TARGET
 from .model import IDX_V, NV, PARENT
 
 # offsets in the rows of the dual scratch W (2, SIZE): row 0 values, row 1 derivatives along j
 SK, RV, RA, DV, DA, TMP, VL, XV, XA, BV, BA, AL, VJ, OUTV, OUTA, TMP2, SJ, RELV, RELA = range(0, 114, 6)
 E, DO, O = 114, 117, 120
 SIZE = 123
+
+
+@allocation_free(inline="always")
+def _dlin(W, out, a, b, sb, n):
+    """Dual W[:, out:out+n] = W[:, a:a+n] + sb · W[:, b:b+n] (a or b < 0: that term is 0),
+    in loops: numba's slice expressions would allocate temporaries."""
+    for r in range(2):
+        for i in range(n):
+            W[r, out + i] = (W[r, a + i] if a >= 0 else 0.0) + (sb * W[r, b + i] if b >= 0 else 0.0)
+
+
+@allocation_free(inline="always")
+def _row(W, ro, out, ri, a, n):
+    """W[ro, out:out+n] = W[ri, a:a+n] (a < 0: zeros)."""
+    for i in range(n):
+        W[ro, out + i] = W[ri, a + i] if a >= 0 else 0.0
 
 
 @allocation_free(inline="always")
@@ -63,7 +79,7 @@ def _dcross(W, a, b, out, s):
 @allocation_free(inline="always")
 def _dcrm(W, a, b, out):
     """Dual W[:, out:out+6] = a × b."""
-    W[:, out:out + 6] = 0.0
+    _dlin(W, out, -1, -1, 0.0, 6)
     _crm(W, 1, a, 0, b, 1, out)
     _crm(W, 0, a, 1, b, 1, out)
     _crm(W, 0, a, 0, b, 0, out)
@@ -72,7 +88,7 @@ def _dcrm(W, a, b, out):
 @allocation_free(inline="always")
 def _dat_point(W, x, out):
     """Dual W[:, out:out+3] = x_lin + x_ang × o."""
-    W[:, out:out + 3] = W[:, x + 3:x + 6]
+    _dlin(W, out, x + 3, -1, 0.0, 3)
     _dcross(W, x, O, out, 1.0)
 
 
@@ -85,8 +101,10 @@ def _dlocal(W, Rc, c, d, x, n, turns, along_q):
             _dcross(W, SK, x + blk, d + blk, -1.0)
         if along_q:
             _cross(W, 0, SJ, 0, d + blk, 1, d + blk, -1.0)
-        _to_local(Rc, c, W[0], d + blk)
-        _to_local(Rc, c, W[1], d + blk)
+        for r in range(2):  # R_cᵀ on both rows
+            x0, x1, x2 = W[r, d + blk], W[r, d + blk + 1], W[r, d + blk + 2]
+            for i in range(3):
+                W[r, d + blk + i] = Rc[c, 0, i] * x0 + Rc[c, 1, i] * x1 + Rc[c, 2, i] * x2
 
 
 @allocation_free(inline="always")
@@ -94,8 +112,8 @@ def _motion_tangents(W, vel, acc, gravity, i, bj, lamj, along_q, out_v, out_a):
     """W[1, out_v], W[1, out_a]: the derivatives of v_i and a_i (gravity removed) along
     column j (S_j = W[0, SJ], of body bj with parent lamj) by eq. 1–2; zero unless
     bj ⪯ i (i and bj on one path to the root: bj ⪯ i ⟺ bj ≤ i)."""
-    W[1, out_v:out_v + 6] = 0.0
-    W[1, out_a:out_a + 6] = 0.0
+    _row(W, 1, out_v, 0, -1, 6)
+    _row(W, 1, out_a, 0, -1, 6)
     if i < 0 or bj > i:
         return
     for r in range(6):  # v_i − v_λ(j),  a_i − a_λ(j)
@@ -105,13 +123,13 @@ def _motion_tangents(W, vel, acc, gravity, i, bj, lamj, along_q, out_v, out_a):
         _crm(W, 0, SJ, 0, RELV, 1, out_v)  # S_j × (v_i − v_λ)
         _crm(W, 0, SJ, 0, RELA, 1, out_a)  # S_j × (a_i − a_λ) + (v_λ × S_j) × (v_i − v_λ)
         if lamj >= 0:
-            W[0, TMP2:TMP2 + 6] = 0.0
+            _row(W, 0, TMP2, 0, -1, 6)
             for r in range(6):
                 W[0, TMP + r] = vel[lamj, r]
             _crm(W, 0, TMP, 0, SJ, 0, TMP2)
             _crm(W, 0, TMP2, 0, RELV, 1, out_a)
     else:
-        W[1, out_v:out_v + 6] = W[0, SJ:SJ + 6]  # S_j
+        _row(W, 1, out_v, 0, SJ, 6)  # S_j
         _crm(W, 0, SJ, 0, RELV, 1, out_a)  # S_j × (v_i − v_λ) + v_j × S_j
         for r in range(6):
             W[0, TMP + r] = vel[bj, r]
@@ -132,13 +150,13 @@ def _contact_primitives(W, ci, cf, o, vel, acc, gravity, c, bj, lamj, along_q):
         W[1, O + r] = 0.0
         W[0, E + r] = o[c, r] - cf[c, TARGET + r]
     if along_q:  # D_j o = S_j,lin + S_j,ang × o
-        W[1, O:O + 3] = W[0, SJ + 3:SJ + 6]
+        _row(W, 1, O, 0, SJ + 3, 3)
         _cross(W, 0, SJ, 0, O, 1, O, 1.0)
-    W[1, E:E + 3] = W[1, O:O + 3]
+    _row(W, 1, E, 1, O, 3)
     _dat_point(W, BV, XV)
     _dat_point(W, BA, XA)
-    W[:, XV + 3:XV + 6] = W[:, BV:BV + 3]
-    W[:, XA + 3:XA + 6] = W[:, BA:BA + 3]
+    _dlin(W, XV + 3, BV, -1, 0.0, 3)
+    _dlin(W, XA + 3, BA, -1, 0.0, 3)
     if ci[c, DIM] == 3:
         _dcross(W, BV, XV, XA, 1.0)
 
@@ -150,7 +168,7 @@ def _column_primitives(W, topology, S, vel, acc, gravity, k, bk, bj, lamj, along
     lamk = topology[bk, PARENT]
     for r in range(6):
         W[0, SK + r] = S[k, r]
-    W[1, SK:SK + 6] = 0.0
+    _row(W, 1, SK, 0, -1, 6)
     if along_q and bj <= bk:  # D_j S_k = S_j × S_k
         _crm(W, 0, SJ, 0, SK, 1, SK)
     _motion_tangents(W, vel, acc, gravity, lamk, bj, lamj, along_q, VL, AL)
@@ -166,28 +184,28 @@ def _dual_column(W, ci, cf, Rc, c, level, k_along_q, j_along_q, nu):
     """The derivative along j of ν_c · (D_k of the contact vector): the dual evaluation of
     :func:`dynamics.contact._column` (same lines, with derivatives)."""
     dim, r0 = ci[c, DIM], ci[c, ROW]
-    W[:, RV:RV + 6] = W[:, BV:BV + 6] - W[:, VL:VL + 6]
-    W[:, RA:RA + 6] = W[:, BA:BA + 6] - W[:, AL:AL + 6]
+    _dlin(W, RV, BV, VL, -1.0, 6)
+    _dlin(W, RA, BA, AL, -1.0, 6)
     if k_along_q:
         _dcrm(W, SK, RV, DV)
         _dcrm(W, SK, RA, DA)
         _dcrm(W, VL, SK, TMP)
         _dcrm(W, TMP, RV, TMP2)
-        W[:, DA:DA + 6] += W[:, TMP2:TMP2 + 6]
+        _dlin(W, DA, DA, TMP2, 1.0, 6)
         _dat_point(W, SK, DO)
     else:
-        W[:, DV:DV + 6] = W[:, SK:SK + 6]
+        _dlin(W, DV, SK, -1, 0.0, 6)
         _dcrm(W, SK, RV, DA)
         _dcrm(W, VJ, SK, TMP)
-        W[:, DA:DA + 6] += W[:, TMP:TMP + 6]
-        W[:, DO:DO + 3] = 0.0
+        _dlin(W, DA, DA, TMP, 1.0, 6)
+        _dlin(W, DO, -1, -1, 0.0, 3)
     _dat_point(W, DV, OUTV)
     _dcross(W, BV, DO, OUTV, 1.0)
-    W[:, OUTV + 3:OUTV + 6] = W[:, DV:DV + 3]
+    _dlin(W, OUTV + 3, DV, -1, 0.0, 3)
     if level == 2:
         _dat_point(W, DA, OUTA)
         _dcross(W, BA, DO, OUTA, 1.0)
-        W[:, OUTA + 3:OUTA + 6] = W[:, DA:DA + 3]
+        _dlin(W, OUTA + 3, DA, -1, 0.0, 3)
         if dim == 3:
             _dcross(W, DV, XV, OUTA, 1.0)
             _dcross(W, BV, OUTV, OUTA, 1.0)
@@ -217,19 +235,31 @@ def contact_value_hessians(topology, S, ci, cf, Rc, o, vel, acc, gravity, level,
         while bj >= 0:
             lamj = topology[bj, PARENT]
             for j in range(topology[bj, IDX_V], topology[bj, IDX_V] + topology[bj, NV]):
-                W[0, SJ:SJ + 6] = S[j]
+                for r in range(6):
+                    W[0, SJ + r] = S[j, r]
                 for j_along_q in (True, False):
                     if level == 1 and not j_along_q:
                         continue
                     _contact_primitives(W, ci, cf, o, vel, acc, gravity, c, bj, lamj, j_along_q)
-                    bk = ci[c, BODY]
+                    # Hqq: D_j D_k = D_k D_j for columns of two joints, so only k on or above j's
+                    # body, mirrored; Hvv: symmetric, only k ≤ j, mirrored; Hqv: every k
+                    bk = bj if j_along_q else ci[c, BODY]
                     while bk >= 0:
                         for k in range(topology[bk, IDX_V], topology[bk, IDX_V] + topology[bk, NV]):
                             _column_primitives(W, topology, S, vel, acc, gravity, k, bk, bj, lamj, j_along_q)
-                            # (k along q, j along q) → Hqq[k, j]; (q, v) → Hqv[k, j]; (v, v) → Hvv[k, j]
-                            out[0 if j_along_q else 1, k, j] += _dual_column(W, ci, cf, Rc, c, level, True, j_along_q, nu)
-                            if not j_along_q:
-                                out[2, k, j] += _dual_column(W, ci, cf, Rc, c, level, False, False, nu)
+                            if j_along_q:  # (k along q, j along q) → Hqq[k, j]
+                                h = _dual_column(W, ci, cf, Rc, c, level, True, True, nu)
+                                out[0, k, j] += h
+                                if bk != bj:
+                                    out[0, j, k] += h
+                                continue
+                            # (k along q, j along v) → Hqv[k, j]; (v, v) → Hvv[k, j]
+                            out[1, k, j] += _dual_column(W, ci, cf, Rc, c, level, True, False, nu)
+                            if k <= j:
+                                h = _dual_column(W, ci, cf, Rc, c, level, False, False, nu)
+                                out[2, k, j] += h
+                                if k != j:
+                                    out[2, j, k] += h
                         bk = topology[bk, PARENT]
             bj = lamj
     for a in range(S.shape[0]):  # the mean of the two iterated q-derivatives

@@ -15,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 from ._compile import njit
 
-from .contact_dynamics import OK, check_contact_call, contact_kinematics, factorise_kkt, raise_if_dependent
+from ._checks import as_vector
+from .contact_dynamics import OK, check_contacts, contact_kinematics, factorise_kkt, raise_if_dependent
 from .contact_kkt import kkt_solve
 from .kinematics import all_finite
 from .model import Model
@@ -52,14 +53,20 @@ def impulse_dynamics_kernel(buffer, q, v, ci, cf, restitution, damping):
 def check_impulse_call(model: Model, q, v, contacts, restitution, damping):
     """(q, v, packed contacts (ints, floats), e, μ) as the kernels take them; ValueError
     naming the first bad argument."""
-    q, v, _, _, ci, cf, damping = check_contact_call(model, q, v, np.zeros(model.nv), "", None, contacts, damping)
+    q, v = as_vector(q, model.nq, "q"), as_vector(v, model.nv, "v")
+    ci, cf, damping = check_contacts(model, contacts, damping)
+    return q, v, ci, cf, check_restitution(restitution), damping
+
+
+def check_restitution(restitution) -> float:
+    """``restitution`` as a float in [0, 1]; ValueError naming it otherwise."""
     try:
         e = float(restitution)
     except (TypeError, ValueError):
         e = np.nan
     if not 0.0 <= e <= 1.0:
         raise ValueError(f"restitution: expected a number in [0, 1], got {restitution!r}")
-    return q, v, ci, cf, e, damping
+    return e
 
 
 def impulse_dynamics(model: Model, q, v, contacts, restitution: float = 0.0, damping: float = 0.0

@@ -37,8 +37,14 @@ from .workspace import call_views, model_workspace
 
 @njit(cache=True)
 def impulse_so_contracted_kernel(buffer, q, v, ci, cf, restitution, damping, w):
-    """(Hqq, Hvv, Hqv) stacked (3, nv, nv), and the status of the forward pass."""
+    """:func:`impulse_so_contracted_passes` on a call buffer's model and workspace."""
     m, d = call_views(buffer)
+    return impulse_so_contracted_passes(m, d, q, v, ci, cf, restitution, damping, w)
+
+
+@njit(cache=True)
+def impulse_so_contracted_passes(m, d, q, v, ci, cf, restitution, damping, w):
+    """(Hqq, Hvv, Hqv) stacked (3, nv, nv), and the status of the forward pass."""
     v_plus, imp, x, y, status, (Rc, o), kkt = impulse_dynamics_derivative_passes(m, d, q, v, ci, cf, restitution,
                                                                                  damping)
     nv = v.shape[0]
