@@ -9,8 +9,9 @@ function with a constant argument (``f(x, 0)``) is compiled for the argument's t
 numba's own dispatcher compiled, for instance, the Runge–Kutta interval once for
 ``order=0`` and again for ``order=1``: each specialisation re-optimises and re-generates
 every kernel it calls, so the README's main job spent a fifth of its cold start on such
-duplicates. Kernels that need a constant's value to type (a literal tuple index) take it
-from their own body, never as an argument. The passes that only read their inputs and write into arrays of a
+duplicates. The exception is an argument a kernel names in ``literal``: a flag whose value
+prunes whole branches (the derivative order of the Runge–Kutta interval: at order 0 it is
+the forward dynamics alone, a fraction of the code, and runs faster) is compiled per value. The passes that only read their inputs and write into arrays of a
 workspace use :func:`allocation_free`: they are compiled without numba's runtime (NRT).
 
 Why: numba counts references to every array a compiled function receives, copies, or
@@ -45,33 +46,41 @@ are that fast path and its fallback for the two argument lists of the entry poin
 """
 from __future__ import annotations
 
+import inspect
+
 from numba.core import types
 from numba.core.registry import CPUDispatcher
 
 
 class Kernel(CPUDispatcher):
     """numba's CPU dispatcher, compiling calls from compiled code for the arguments' types
-    with constants widened to their type (module docstring)."""
+    with constants widened to their type, but at the positions ``literal`` (module docstring)."""
+
+    literal: frozenset = frozenset()
 
     def get_call_template(self, args, kws):
-        return super().get_call_template(tuple(types.unliteral(a) for a in args),
+        return super().get_call_template(tuple(a if i in self.literal else types.unliteral(a)
+                                               for i, a in enumerate(args)),
                                          {k: types.unliteral(v) for k, v in kws.items()})
 
 
-def njit(fn=None, *, cache: bool = False, **options):
-    """``numba.njit`` with the :class:`Kernel` dispatcher (same options)."""
+def njit(fn=None, *, cache: bool = False, literal: tuple[str, ...] = (), **options):
+    """``numba.njit`` with the :class:`Kernel` dispatcher (same options); the parameters
+    named in ``literal`` are compiled per constant value."""
     def decorate(py_func):
         kernel = Kernel(py_func=py_func, locals={}, targetoptions={"nopython": True, **options})
+        names = list(inspect.signature(py_func).parameters)
+        kernel.literal = frozenset(names.index(name) for name in literal)
         if cache:
             kernel.enable_caching()
         return kernel
     return decorate if fn is None else decorate(fn)
 
 
-def allocation_free(fn=None, *, inline: str = "never"):
+def allocation_free(fn=None, *, inline: str = "never", literal: tuple[str, ...] = ()):
     """``njit(cache=True)`` without reference counting (see the module docstring);
     ``inline="always"`` inlines the function into its callers' numba IR."""
-    decorate = njit(cache=True, inline=inline, _nrt=False)
+    decorate = njit(cache=True, inline=inline, literal=literal, _nrt=False)
     return decorate if fn is None else decorate(fn)
 
 

@@ -57,7 +57,8 @@ def test_every_kernel_of_the_project_uses_the_content_keyed_locator():
 
 def test_every_kernel_compiles_once_per_argument_type():
     """Every dispatcher of the project is dynamics._compile's Kernel (not numba's own), and
-    a kernel called with constants 0 and 1 from compiled code is compiled once, for int64."""
+    a kernel called with constants 0 and 1 from compiled code is compiled once, for int64,
+    unless it names that parameter ``literal``."""
     foreign = [d.py_func.__qualname__ for d in _project_dispatchers() if not isinstance(d, Kernel)]
     assert not foreign
 
@@ -71,6 +72,17 @@ def test_every_kernel_compiles_once_per_argument_type():
 
     assert caller(1.0) == 3.0
     assert [str(s) for s in callee.signatures] == ["(float64, int64)"]
+
+    @njit(literal=("flag",))
+    def pruned(x, flag):
+        return x + flag
+
+    @njit
+    def caller_of_pruned(x):
+        return pruned(x, 0) + pruned(x, 1)
+
+    assert caller_of_pruned(1.0) == 3.0
+    assert sorted(str(s) for s in pruned.signatures) == ["(float64, Literal[int](0))", "(float64, Literal[int](1))"]
 
 
 def test_the_stamp_follows_the_imports_and_nothing_else(tmp_path):

@@ -159,7 +159,7 @@ def robot_work(ode, second):
     return RobotWork(new_data(topology), np.empty(nv), np.empty((3, nv, nv)), second, new_so_work(topology))
 
 
-@njit(cache=True)
+@njit(cache=True, literal=("order",))
 def robot_dynamics(ode, x, u, f_ext, order, f, Fz, Fzz, records, idx, work):
     """ẋ = [v; FD(q, v, B u, f_ext)] and its first/second derivatives w.r.t.
     z = (δq, v, u) (δq in the tangent space at q; τ = B u with the actuated columns
@@ -329,7 +329,7 @@ def tangent_dim(ode, nx):
     return 2 * tangent_size(topology) if lie.shape[0] > 0 else nx
 
 
-@allocation_free
+@allocation_free(literal=("order",))
 def _accumulate(coef, count, h, k, Ks, K2s, order, y, Y, H):
     """y += h Σ_{j<count} coef_j k_j, and likewise Y with the stage derivatives' first (Ks)
     and H with their second (K2s) sensitivities (per ``order``)."""
@@ -347,7 +347,7 @@ Jet = namedtuple("Jet", ["value", "first", "second"])
 """A point and its first and second sensitivities with respect to z = (δx, u): (y, Y, H)."""
 
 
-@allocation_free
+@allocation_free(literal=("order",))
 def _compose(ode, order, start, increment, out, J, work):
     """ys = y ⊕ W and its sensitivities Ys, Hs in its own chart (:mod:`optdyn.ocp.state`),
     from those of y (Y, H, in y's chart) and of the increment W (dW, d2W) — the
@@ -455,7 +455,7 @@ def interval_work(dyn, nx, nu, order):
     return IntervalWork(*stage, *composition, *adjoint, *rest)
 
 
-@njit(cache=True)
+@njit(cache=True, literal=("order",))
 def interval(dyn, knot, x, u, order, y, Y, H, stages, offset, work):
     """One interval of the :data:`IntervalDynamics` ``dyn`` (m = ``dyn.substeps`` steps) from
     (x, u) under the external forces of interval ``knot``: writes y = x⁺, Y = ∂x⁺/∂z,
