@@ -152,7 +152,7 @@ def run(with_tests: bool) -> dict:
     return runs
 
 
-def summarise(runs: dict) -> str:
+def summarise(runs: dict, top: int = 25) -> str:
     command_rows, kernels = [], defaultdict(lambda: {"cpu": 0.0, "wall": 0.0, "sigs": set(), "by": None})
     for label, data in runs.items():
         records = data["records"]
@@ -164,16 +164,16 @@ def summarise(runs: dict) -> str:
             k["wall"] += r["self_wall"]
             k["sigs"].add(r["signature"])
             k["by"] = k["by"] or f"{label.split(':')[0]}: {r['trigger'].rsplit('.', 1)[-1]}"
-    top = sorted(kernels.items(), key=lambda kv: -kv[1]["cpu"])
-    total = sum(k["cpu"] for _, k in top)
+    ranked = sorted(kernels.items(), key=lambda kv: -kv[1]["cpu"])
+    total = sum(k["cpu"] for _, k in ranked)
     kernel_rows = [[name, round(k["cpu"], 1), round(100 * k["cpu"] / total, 1), len(k["sigs"]), k["by"]]
-                   for name, k in top[:40]]
-    twice = [name.rsplit(".", 1)[-1] for name, k in top if len(k["sigs"]) > 1]
+                   for name, k in ranked[:top]]
+    twice = [name.rsplit(".", 1)[-1] for name, k in ranked if len(k["sigs"]) > 1]
     return "\n\n".join([
         table(["step (in order, one numba cache)", "wall s", "compiling, wall s", "compiling, CPU s", "kernels compiled"],
               command_rows),
         f"Kernels by compile CPU time (exclusive of the callees they compiled; {len(kernels)} kernels, "
-        f"{total:.0f} CPU s in all; the 40 largest):",
+        f"{total:.0f} CPU s in all; the {top} largest):",
         table(["kernel", "CPU s", "%", "specialisations", "first needed by: (outermost kernel)"], kernel_rows),
         f"Kernels compiled for more than one signature: {', '.join(twice) or 'none'}."])
 

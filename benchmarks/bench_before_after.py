@@ -1,0 +1,60 @@
+"""Before/after of the interval kernels and the solvers on two source trees, interleaved.
+
+    .venv/bin/python benchmarks/bench_before_after.py BEFORE_TREE AFTER_TREE ROUNDS [--kernels]
+
+Each round runs, in a new process per tree (its own numba cache, one thread), the rollout,
+the first-order sensitivities and the stage records of the whole trajectory (fastest of 20
+calls) and, without ``--kernels``, DDP, iLQR and IPOPT per iteration (fastest of 3 solves) on
+ur5-reach, arm-obstacle and space-manipulator; prints, per measurement, the fastest time of
+each tree over the rounds, their ratio, and each round's ratio (the spread is the noise).
+A tree is a checkout, e.g. ``git worktree add --detach /tmp/before b49c2dc``.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from _common import run_in_tree
+
+SNIPPET = r'''
+import json, time
+import optdyn, problems
+out = {}
+for task in ("ur5-reach", "arm-obstacle", "space-manipulator"):
+    prob = problems.get(task)
+    for solver in SOLVERS:
+        optdyn.solve(prob, solver)
+        out[task + " " + solver] = min(r.wall_time / max(r.iterations, 1) * 1e3
+                                       for r in (optdyn.solve(prob, solver) for _ in range(3)))
+    us = prob.us_init
+    xs = prob.rollout(us)
+    for name, fn in (("rollout", lambda: prob.rollout(us)), ("step_derivatives", lambda: prob.step_derivatives(xs[:-1], us)),
+                     ("step_stages", lambda: prob.step_stages(xs[:-1], us))):
+        fn()
+        times = []
+        for _ in range(20):
+            t0 = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t0)
+        out[task + " " + name] = min(times) * 1e3
+print("RESULT" + json.dumps(out))
+'''
+
+
+def main(before: str, after: str, rounds: int, kernels_only: bool) -> None:
+    code = SNIPPET.replace("SOLVERS", "()" if kernels_only else '("ddp", "ilqr", "ipopt")')
+    trees = {"before": Path(before), "after": Path(after)}
+    runs = {side: [] for side in trees}
+    for _ in range(rounds):
+        for side, tree in trees.items():
+            runs[side].append(run_in_tree(tree, code, threads=1))
+    print("| measurement (ms) | before (fastest) | after (fastest) | after ÷ before | per round |")
+    print("| --- | --- | --- | --- | --- |")
+    for key in runs["before"][0]:
+        b, a = [r[key] for r in runs["before"]], [r[key] for r in runs["after"]]
+        per_round = ", ".join(f"{x / y:.2f}" for x, y in zip(a, b))
+        print(f"| {key} | {min(b):.3f} | {min(a):.3f} | {min(a) / min(b):.2f} | {per_round} |")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2], int(sys.argv[3]), "--kernels" in sys.argv[4:])
