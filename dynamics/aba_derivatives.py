@@ -17,9 +17,8 @@ and one more forward-kinematics pass.
 from __future__ import annotations
 
 import numpy as np
-from ._compile import njit
 
-from ._compile import allocation_free, entry_point
+from ._compile import allocation_free, entry_point, njit
 from .kinematics import kinematics_into
 from .aba import NOT_POSITIVE
 from .minv import minv_passes

@@ -25,10 +25,9 @@ tensor–matrix products (Singh, Russell & Wensing's DTM, their fastest choice b
 from __future__ import annotations
 
 import numpy as np
-from ._compile import njit
 
 from ._checks import as_state
-from ._compile import allocation_free
+from ._compile import allocation_free, njit
 from .aba_derivatives import aba_derivatives_kernel
 from .model import Model
 from .rnea_second_derivatives import idsva_so_kernel

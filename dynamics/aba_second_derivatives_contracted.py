@@ -25,10 +25,9 @@ M⁻¹: those of the actuated joints).
 from __future__ import annotations
 
 import numpy as np
-from ._compile import njit
 
 from ._checks import as_state, as_vector
-from ._compile import allocation_free
+from ._compile import allocation_free, njit
 from .aba_derivatives import aba_derivatives_data
 from .kinematics import all_finite
 from .model import Model

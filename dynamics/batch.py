@@ -16,9 +16,8 @@ from collections.abc import Sequence
 import numpy as np
 from numba import prange
 
-from ._compile import njit
-
 from ._checks import NO_FORCE, InputError, as_batch
+from ._compile import njit
 from .aba import NOT_POSITIVE, aba_into
 from .aba_derivatives import aba_derivatives_into
 from .aba_second_derivatives_contracted import fdsva_so_contracted_kernel

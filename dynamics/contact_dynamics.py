@@ -19,8 +19,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from ._compile import njit
 
+from ._compile import njit
 from ._checks import as_forces, as_vector
 from .aba import NOT_POSITIVE
 from .contact import contact_frames, contact_jacobian, contact_rows, contact_values, packed_contacts

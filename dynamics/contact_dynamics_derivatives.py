@@ -23,8 +23,8 @@ of Λ, for all 3·nv right-hand sides at once.
 from __future__ import annotations
 
 import numpy as np
-from ._compile import njit
 
+from ._compile import njit
 from .contact import add_contact_forces, contact_value_derivatives, world_force_derivative, SCRATCH
 from .contact_dynamics import OK, check_contact_call, contact_dynamics_passes, raise_if_dependent
 from .contact_kkt import kkt_solve

@@ -41,8 +41,8 @@ the forward pass: Kᵀ[μ̂; ν] = w ⇔ K[μ̂; −ν] = [w_a; −w_λ].
 from __future__ import annotations
 
 import numpy as np
-from ._compile import njit
 
+from ._compile import njit
 from ._checks import as_vector
 from .contact import SCRATCH, contact_rows, contact_value_derivatives, world_force_derivative
 from .contact_dynamics import OK, check_contact_call, raise_if_dependent

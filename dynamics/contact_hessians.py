@@ -24,9 +24,8 @@ derivative of ε ↦ f(q ⊕ ε)), as in :mod:`dynamics.rnea_second_derivatives`
 from __future__ import annotations
 
 import numpy as np
-from ._compile import njit
 
-from ._compile import allocation_free
+from ._compile import allocation_free, njit
 from .contact import BODY, DIM, KD, KP, LOCAL, ROW, TARGET
 from .model import IDX_V, NV, PARENT
 

@@ -17,9 +17,8 @@ constrained dynamic equations*, RSS 2021, eq. 9–12; the block elimination of F
 from __future__ import annotations
 
 import numpy as np
-from ._compile import njit
 
-from ._compile import allocation_free
+from ._compile import allocation_free, njit
 from .ltdl import solve_lt, solve_m
 
 DEPENDENT = 1e-10

@@ -6,8 +6,8 @@ V = −Σ_i m_i gᵀ c_i (c_i the world centre of mass of body i).
 from __future__ import annotations
 
 import numpy as np
-from ._compile import njit
 
+from ._compile import njit
 from ._checks import as_vector
 from .kinematics import all_finite, kinematics_into
 from .model import PARENT, Model

@@ -13,8 +13,8 @@ The kinetic energy lost is ½ (1 − e)/(1 + e) · Λᵀ Λ_op Λ ≥ 0 (μ = 0)
 from __future__ import annotations
 
 import numpy as np
-from ._compile import njit
 
+from ._compile import njit
 from ._checks import as_vector
 from .contact_dynamics import OK, check_contacts, contact_kinematics, factorise_kkt, raise_if_dependent
 from .contact_kkt import kkt_solve

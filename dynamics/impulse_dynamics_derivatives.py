@@ -22,8 +22,8 @@ level of :func:`dynamics.contact.contact_value_derivatives` at the body velociti
 from __future__ import annotations
 
 import numpy as np
-from ._compile import njit
 
+from ._compile import njit
 from .contact import SCRATCH, contact_value_derivatives, world_force_derivative
 from .contact_dynamics import OK, raise_if_dependent
 from .contact_dynamics_derivatives import external_forces

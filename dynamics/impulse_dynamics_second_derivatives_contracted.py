@@ -21,8 +21,8 @@ derivatives; Hvv = 0 (z is linear in v).
 from __future__ import annotations
 
 import numpy as np
-from ._compile import njit
 
+from ._compile import njit
 from ._checks import as_vector
 from .contact import contact_rows
 from .contact_dynamics import OK, raise_if_dependent

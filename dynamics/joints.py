@@ -34,10 +34,9 @@ so derivatives with respect to q are taken in these local coordinates:
 from __future__ import annotations
 
 import numpy as np
-from ._compile import njit
 
 from ._checks import InputError, as_vector
-from ._compile import allocation_free
+from ._compile import allocation_free, njit
 from .model import FREE_FLYER, IDX_Q, IDX_V, JTYPE, NV, PARENT, PLANAR, PRISMATIC, REVOLUTE, SPHERICAL, Model
 from .spatial import matmul_add
 

@@ -8,10 +8,9 @@ Singh, Russell & Wensing 2023 Sec. II).
 from __future__ import annotations
 
 import numpy as np
-from ._compile import njit
 
 from ._checks import as_vector, check_frame
-from ._compile import allocation_free
+from ._compile import allocation_free, njit
 from .joints import check_configuration, joint_transform, motion_subspace
 from .model import IDX_Q, IDX_V, NQ, NV, PARENT, Model
 from .spatial import world_inertia

@@ -29,10 +29,9 @@ kinematics itself.
 from __future__ import annotations
 
 import numpy as np
-from ._compile import njit
 
 from ._checks import as_vector, check_frame
-from ._compile import allocation_free
+from ._compile import allocation_free, njit
 from .kinematics import world_kinematics
 from .model import IDX_V, NV, PARENT, Model
 

@@ -25,9 +25,8 @@ from __future__ import annotations
 from collections import namedtuple
 
 import numpy as np
-from ._compile import njit
 
-from ._compile import allocation_free
+from ._compile import allocation_free, njit
 from .joints import _group_rows
 from .model import IDX_V, JTYPE, NV, PRISMATIC, REVOLUTE, Model
 from .spatial import matmul_add

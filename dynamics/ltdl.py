@@ -16,9 +16,8 @@ and M⁻¹ b = L⁻¹ D⁻¹ L⁻ᵀ b by two sparse substitutions along the anc
 from __future__ import annotations
 
 import numpy as np
-from ._compile import njit
 
-from ._compile import allocation_free
+from ._compile import allocation_free, njit
 from .model import IDX_V, NV, PARENT
 
 

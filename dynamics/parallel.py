@@ -39,6 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numba
 import numpy as np
+
 from ._compile import njit
 
 ENVIRONMENT_VARIABLE = "OPTDYN_NUM_THREADS"

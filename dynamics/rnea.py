@@ -24,9 +24,8 @@ derivative passes need no further term.
 from __future__ import annotations
 
 import numpy as np
-from ._compile import njit
 
-from ._compile import allocation_free, entry_point
+from ._compile import allocation_free, entry_point, njit
 from .kinematics import all_finite, check_configuration_size, kinematics_into, tangent_size
 from .model import IDX_V, NV, PARENT, Model
 from .spatial import copy_into, crf_at, crm_at, dot6_at, joint_velocity, mat6_vec_at

@@ -73,10 +73,9 @@ differences along q ⊕ ε in the tests.
 from __future__ import annotations
 
 import numpy as np
-from ._compile import njit
 
 from ._checks import as_state
-from ._compile import allocation_free
+from ._compile import allocation_free, njit
 from .model import IDX_V, NV, PARENT, Model
 from .rnea import check_state, rnea_passes
 from .rnea_derivatives import D, E, G, H, body_coriolis, coriolis_at, joint_terms, subspace_rates

@@ -46,10 +46,9 @@ from __future__ import annotations
 from collections import namedtuple
 
 import numpy as np
-from ._compile import njit
 
 from ._checks import as_state, as_vector
-from ._compile import allocation_free
+from ._compile import allocation_free, njit
 from .kinematics import all_finite, tangent_size
 from .model import IDX_V, NV, PARENT, Model
 from .rnea import check_state, rnea_passes

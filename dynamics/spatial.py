@@ -16,9 +16,8 @@ counting, which made the recursions about 4× slower than this row-addressed for
 from __future__ import annotations
 
 import numpy as np
-from ._compile import njit
 
-from ._compile import allocation_free
+from ._compile import allocation_free, njit
 from .model import IDX_V, NV, PARENT
 
 

@@ -28,15 +28,13 @@ from collections import namedtuple
 
 import numpy as np
 from numba import types
-
-from ._compile import njit
 from numba.core import cgutils
 from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic
 from numba.np.arrayobj import make_array, populate_array
 
 from ._checks import NO_FORCE, as_state, as_vector
-from ._compile import allocation_free, call_checked
+from ._compile import allocation_free, call_checked, njit
 from .kinematics import tangent_size
 from .model import Model, ModelRecord
 

@@ -19,8 +19,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
 import numpy as np
-from dynamics._compile import njit
 
+from dynamics._compile import njit
 from dynamics.batch import point_kinematics_batch_kernel, point_positions_batch_kernel
 from dynamics.kinematics_derivatives import body_point
 from dynamics.joints import lie_jacobian_batch, neutral

@@ -64,11 +64,9 @@ from collections import namedtuple
 
 import numpy as np
 from numba import prange, types
-
-from dynamics._compile import njit
 from numba.extending import overload
 
-from dynamics._compile import allocation_free
+from dynamics._compile import allocation_free, njit
 from dynamics.aba import NOT_POSITIVE, aba_into
 from dynamics.aba_derivatives import aba_derivatives_into
 from dynamics.aba_second_derivatives import fdsva_so_terms

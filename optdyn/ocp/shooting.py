@@ -22,9 +22,7 @@ phases — is a new record type that these functions dispatch on, and no solver 
 """
 from __future__ import annotations
 
-from dynamics._compile import njit
-
-from dynamics._compile import allocation_free
+from dynamics._compile import allocation_free, njit
 
 from .integrators import interval, interval_hessian, interval_work, lie_structure
 from .state import state_difference

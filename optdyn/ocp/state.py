@@ -19,9 +19,8 @@ of ⊕ and ⊖ on each joint) live beside the joints, in :mod:`dynamics.lie`.
 from __future__ import annotations
 
 import numpy as np
-from dynamics._compile import njit
 
-from dynamics._compile import allocation_free
+from dynamics._compile import allocation_free, njit
 from dynamics.joints import configuration_error, difference_into, integrate_into, lie_jacobian_batch, unit_block
 from dynamics.lie import exp_curvature, lie_blocks, lie_scratch, log_curvature
 from dynamics.model import Model

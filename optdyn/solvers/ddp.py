@@ -62,9 +62,8 @@ from collections import namedtuple
 from dataclasses import dataclass, field
 
 import numpy as np
-from dynamics._compile import njit
 
-from dynamics._compile import allocation_free
+from dynamics._compile import allocation_free, njit
 from dynamics.parallel import get_num_threads
 from dynamics.spatial import copy_into, symmetrize
 

@@ -61,8 +61,8 @@ from contextlib import contextmanager
 
 import cyipopt
 import numpy as np
-from dynamics._compile import njit
 
+from dynamics._compile import njit
 from dynamics.spatial import matmul_add
 from dynamics.parallel import run_chunks
 
