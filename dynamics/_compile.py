@@ -6,13 +6,15 @@ when an entry is stale). Those that return fresh arrays use ``njit(cache=True)``
 module's :func:`njit`, numba's with one difference: a kernel called from another compiled
 function with a constant argument (``f(x, 0)``) is compiled for the argument's type
 (int64), not for the constant (numba's ``Literal[int](0)``, a specialisation per value).
-numba's own dispatcher compiled, for instance, the Runge–Kutta interval once for
-``order=0`` and again for ``order=1``: each specialisation re-optimises and re-generates
-every kernel it calls, so the README's main job spent a fifth of its cold start on such
-duplicates. The exception is an argument a kernel names in ``literal``: a flag whose value
+numba's own dispatcher compiled, for instance, the interval's workspace
+(``interval_work``) once for ``order=0`` and again for ``order=1``, which only size its
+arrays: each specialisation re-optimises and re-generates every kernel it calls, so the
+README's main job spent a fifth of its cold start on such duplicates. The exception is an argument a kernel names in ``literal``: a flag whose value
 prunes whole branches (the derivative order of the Runge–Kutta interval: at order 0 it is
-the forward dynamics alone, a fraction of the code, and runs faster) is compiled per value. The passes that only read their inputs and write into arrays of a
-workspace use :func:`allocation_free`: they are compiled without numba's runtime (NRT).
+the forward dynamics alone, a fraction of the code, and runs faster) is compiled per value.
+
+The passes that only read their inputs and write into arrays of a workspace use
+:func:`allocation_free`: they are compiled without numba's runtime (NRT).
 
 Why: numba counts references to every array a compiled function receives, copies, or
 unpacks from a tuple (a workspace is a tuple of some twenty arrays), with atomic
