@@ -91,7 +91,7 @@ def _dat_point(W, x, out):
     _dcross(W, x, O, out, 1.0)
 
 
-@allocation_free(inline="always")
+@allocation_free
 def _dlocal(W, Rc, c, d, x, n, turns, along_q):
     """Dual W[:, d:d+n] ← R_cᵀ (d − ω_k × x) (the −ω_k × x term if ``turns``, ω_k = W[:, SK]),
     its derivative with the rotation term of eq. 1 if ``along_q`` (ω_j = W[0, SJ])."""
@@ -106,7 +106,7 @@ def _dlocal(W, Rc, c, d, x, n, turns, along_q):
                 W[r, d + blk + i] = Rc[c, 0, i] * x0 + Rc[c, 1, i] * x1 + Rc[c, 2, i] * x2
 
 
-@allocation_free(inline="always")
+@allocation_free
 def _motion_tangents(W, vel, acc, gravity, i, bj, lamj, along_q, out_v, out_a):
     """W[1, out_v], W[1, out_a]: the derivatives of v_i and a_i (gravity removed) along
     column j (S_j = W[0, SJ], of body bj with parent lamj) by eq. 1–2; zero unless
@@ -135,7 +135,7 @@ def _motion_tangents(W, vel, acc, gravity, i, bj, lamj, along_q, out_v, out_a):
         _crm(W, 0, TMP, 0, SJ, 1, out_a)
 
 
-@allocation_free(inline="always")
+@allocation_free
 def _contact_primitives(W, ci, cf, o, vel, acc, gravity, c, bj, lamj, along_q):
     """Dual v_b, a_b (gravity removed), o, and the world contact vectors X_v = [u; ω],
     X_a (3d: classical; 6d: [s; α]) and e = o − o* of contact c."""
@@ -160,7 +160,7 @@ def _contact_primitives(W, ci, cf, o, vel, acc, gravity, c, bj, lamj, along_q):
         _dcross(W, BV, XV, XA, 1.0)
 
 
-@allocation_free(inline="always")
+@allocation_free
 def _column_primitives(W, topology, S, vel, acc, gravity, k, bk, bj, lamj, along_q):
     """Dual S_k, v_λ(k), a_λ(k) (gravity removed; 0 at the root) and v_k (the velocity of
     column k's body bk)."""
@@ -178,7 +178,7 @@ def _column_primitives(W, topology, S, vel, acc, gravity, k, bk, bj, lamj, along
         W[0, VJ + r] = vel[bk, r]
 
 
-@allocation_free(inline="always")
+@allocation_free
 def _dual_column(W, ci, cf, Rc, c, level, k_along_q, j_along_q, nu):
     """The derivative along j of ν_c · (D_k of the contact vector): the dual evaluation of
     :func:`dynamics.contact._column` (same lines, with derivatives)."""
