@@ -170,15 +170,6 @@ def contact_frames(R, p, ci, cf, Rc, o):
 
 
 @allocation_free(inline="always")
-def _point(m, i, o, c, out, r):
-    """out[r:r+3] = m[i]_lin + m[i]_ang × o[c]: the motion vector m[i] (at the world
-    origin) at the point o[c]."""
-    out[r] = m[i, 3] + m[i, 1] * o[c, 2] - m[i, 2] * o[c, 1]
-    out[r + 1] = m[i, 4] + m[i, 2] * o[c, 0] - m[i, 0] * o[c, 2]
-    out[r + 2] = m[i, 5] + m[i, 0] * o[c, 1] - m[i, 1] * o[c, 0]
-
-
-@allocation_free(inline="always")
 def _cross_add(a, ia, b, ib, out, r, scale):
     """out[r:r+3] += scale · a[ia:ia+3] × b[ib:ib+3] (flat 1-d operands)."""
     out[r] += scale * (a[ia + 1] * b[ib + 2] - a[ia + 2] * b[ib + 1])
@@ -204,7 +195,7 @@ def contact_jacobian(topology, S, ci, Rc, o, J, w):
         while j >= 0:
             for k in range(topology[j, IDX_V], topology[j, IDX_V] + topology[j, NV]):
                 # J_k = [S_k,lin + S_k,ang × o; S_k,ang]
-                _point(S, k, o, c, w, 0)
+                _at_point(S[k], 0, o, c, w, 0)
                 w[3], w[4], w[5] = S[k, 0], S[k, 1], S[k, 2]
                 if local:
                     _to_local(Rc, c, w, 0)
@@ -223,11 +214,11 @@ def contact_values(ci, cf, Rc, o, vel, acc, gravity, level, x, w):
     for c in range(ci.shape[0]):
         b, r0, dim = ci[c, BODY], ci[c, ROW], ci[c, DIM]
         # w[0:3] = u = v_O + ω × o,  w[3:6] = ω
-        _point(vel, b, o, c, w, 0)
+        _at_point(vel[b], 0, o, c, w, 0)
         w[3], w[4], w[5] = vel[b, 0], vel[b, 1], vel[b, 2]
         if level == 2:
             # w[6:9] = s = a_O + α × o (gravity removed),  w[9:12] = α
-            _point(acc, b, o, c, w, 6)
+            _at_point(acc[b], 0, o, c, w, 6)
             for k in range(3):
                 w[6 + k] += gravity[k]
                 w[9 + k] = acc[b, k]

@@ -21,7 +21,7 @@ import math
 import numpy as np
 
 from ._compile import njit
-from ._checks import as_forces, as_vector
+from ._checks import as_state
 from .aba import NOT_POSITIVE
 from .contact import contact_frames, contact_jacobian, contact_rows, contact_values, packed_contacts
 from .contact_kkt import delassus, kkt_solve
@@ -101,8 +101,7 @@ def contact_dynamics_kernel(buffer, q, v, tau, f_ext, ci, cf, damping):
 def check_contact_call(model: Model, q, v, w, w_name: str, f_ext, contacts, damping):
     """The arguments of a contact algorithm as its kernel takes them: (q, v, w, f_ext,
     packed contacts (ints, floats), damping); ValueError naming the first bad one."""
-    q, v, w = as_vector(q, model.nq, "q"), as_vector(v, model.nv, "v"), as_vector(w, model.nv, w_name)
-    return (q, v, w, as_forces(model, f_ext), *check_contacts(model, contacts, damping))
+    return (*as_state(model, q, v, w, w_name, f_ext), *check_contacts(model, contacts, damping))
 
 
 def check_contacts(model: Model, contacts, damping) -> tuple[np.ndarray, np.ndarray, float]:
