@@ -17,7 +17,7 @@ import numpy as np
 from .constraints import Constraint
 from .costs import Cost
 from .residuals import Residual
-from .state import state_integrate_batch
+from .state import state_plus
 
 
 def _gradient(f: Callable, n: int, h: float) -> np.ndarray:
@@ -52,13 +52,14 @@ def _model(term, model):
     return None
 
 
-def _comparisons(term, x: np.ndarray, u: np.ndarray, plus: Callable, h: float):
-    """[(name, provided, differenced)] for every derivative ``term`` provides."""
-    ndx, nu = plus.ndx, u.size
+def _comparisons(term, x: np.ndarray, u: np.ndarray, model, h: float):
+    """[(name, provided, differenced)] for every derivative ``term`` provides, along
+    (x ⊕ δx, u + δu) (x + δx without a ``model``)."""
+    ndx, nu = x.size if model is None else 2 * model.nv, u.size
     n = ndx + nu
 
     def at(e):
-        return plus(x, e[:ndx])[None], (u + e[ndx:])[None]
+        return state_plus(model, x, e[:ndx])[None], (u + e[ndx:])[None]
     if isinstance(term, Residual):
         t = term.evaluate(x[None], u[None])
         rho = np.random.default_rng(0).uniform(0.5, 1.5, term.size)
@@ -82,19 +83,6 @@ def _comparisons(term, x: np.ndarray, u: np.ndarray, plus: Callable, h: float):
     return [("c_x", cx, J), ("c_xx", cxx, Hd)]
 
 
-class _Plus:
-    """x ⊕ δx of a model (or x + δx without one)."""
-
-    def __init__(self, model, nx: int) -> None:
-        self.model, self.ndx = model, nx if model is None else 2 * model.nv
-
-    def __call__(self, x, dx):
-        if self.model is None:
-            return x + dx
-        m = self.model
-        return state_integrate_batch(m.topology, m.nq, x[None], np.ascontiguousarray(dx)[None])[0]
-
-
 def check_derivatives(term: Residual | Cost | Constraint, x, u=None, *, model=None, step: float = 1e-6,
                       verbose: bool = True) -> float:
     """Compare every derivative ``term`` provides at (x, u) with differences; print a table
@@ -112,9 +100,8 @@ def check_derivatives(term: Residual | Cost | Constraint, x, u=None, *, model=No
         raise ValueError(f"x, u: expected finite vectors, got shapes {x.shape}, {u.shape}")
     if not (np.isfinite(step) and step > 0):
         raise ValueError(f"step: expected a number > 0, got {step!r}")
-    plus = _Plus(_model(term, model), x.size)
     rows = [(name, relative_error(a, b), float(np.max(np.abs(np.asarray(a) - b), initial=0.0)))
-            for name, a, b in _comparisons(term, x, u, plus, step)]
+            for name, a, b in _comparisons(term, x, u, _model(term, model), step)]
     if verbose:
         print(f"{'derivative':<12}{'relative error':>16}{'max abs error':>16}   ({type(term).__name__})")
         for name, rel, ab in rows:

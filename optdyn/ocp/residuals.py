@@ -48,7 +48,7 @@ from dynamics.batch import point_kinematics_batch_kernel
 from dynamics.joints import lie_jacobian_batch, neutral
 from dynamics.kinematics import frame_motion_batch_kernel
 from dynamics.lie import lie_blocks, log_curvatures
-from dynamics.model import FREE_FLYER, IDX_Q, IDX_V, JTYPE, NQ, NV, PARENT, SPHERICAL, Model
+from dynamics.model import FREE_FLYER, IDX_Q, IDX_V, JTYPE, NQ, NV, PARENT, SPHERICAL, SUBTREE_END, Model
 from dynamics.parallel import chunk_count
 
 from .costs import PointSet
@@ -344,7 +344,7 @@ def _group_topology(jtype: int) -> np.ndarray:
     nq, nv = (7, 6) if jtype == FREE_FLYER else (4, 3)
     t = np.zeros((1, 7), dtype=np.int64)
     t[0, PARENT], t[0, JTYPE], t[0, IDX_Q], t[0, IDX_V], t[0, NQ], t[0, NV] = -1, jtype, 0, 0, nq, nv
-    t[0, 2] = 1  # SUBTREE_END
+    t[0, SUBTREE_END] = 1
     return t
 
 
@@ -448,18 +448,19 @@ class FrameVelocityResidual(Residual):
                                np.einsum("k...ij,k...j->k...i", Rt, out[..., 3:])], axis=-1)
 
     def _velocities(self, xs):
+        """(R, p, S, v, V_s = Σ_j v_j S_j) of the frame's support at xs."""
         R, p, S, _ = self.motion(xs)
         v = xs[:, self.model.nq:]
-        U = np.einsum("kj,bj,bji->bki", self.before, v, S)  # U_k = Σ_{j ⪰ k} v_j S_j
-        return R, p, S, v, U, np.einsum("bj,bji->bi", v, S)
+        return R, p, S, v, np.einsum("bj,bji->bi", v, S)
 
     def value(self, xs, us):
-        R, p, _, _, _, Vs = self._velocities(xs)
+        R, p, _, _, Vs = self._velocities(xs)
         return self._express(Vs[:, None], R, p)[:, 0] - at_knots(self.target, xs.shape[0], 1, "target")
 
     def evaluate(self, xs, us):
         K, nv, nu = xs.shape[0], self.model.nv, us.shape[1]
-        R, p, S, v, U, Vs = self._velocities(xs)
+        R, p, S, v, Vs = self._velocities(xs)
+        U = np.einsum("kj,bj,bji->bki", self.before, v, S)  # U_k = Σ_{j ⪰ k} v_j S_j
         DV = motion_cross(S, U)  # D_k V_s
         rx, ru = self._zeros(K, nu)
         rx[:, :, nv:] = self._express(S, R, p).transpose(0, 2, 1)

@@ -67,6 +67,13 @@ def state_difference_batch(topology, nq, X0, X1):
     return out
 
 
+def state_plus(model: Model | None, x: np.ndarray, dx: np.ndarray) -> np.ndarray:
+    """x ⊕ dx for one state x (nq + nv,) and tangent dx (2·nv,) of ``model``; x + dx with no model."""
+    if model is None:
+        return x + dx
+    return state_integrate_batch(model.topology, model.nq, x[None], np.ascontiguousarray(dx)[None])[0]
+
+
 def check_state(model: Model, x: np.ndarray, name: str) -> None:
     """ValueError naming ``name`` (and the row of a trajectory) if a quaternion (or planar
     (cos, sin)) of the state x (nq + nv,) or states (K, nq + nv) is not of unit norm

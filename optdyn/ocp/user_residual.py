@@ -21,7 +21,7 @@ import numpy as np
 from dynamics.model import Model
 
 from .residuals import Residual, Terms
-from .state import state_integrate_batch
+from .state import state_plus
 
 
 def _checked(a, shape: tuple[int, ...], name: str) -> np.ndarray:
@@ -82,17 +82,13 @@ class UserResidual(Residual):
         for j in range(n):
             e = np.zeros(n)
             e[j] = h
-            rows = [rho @ np.hstack(self._J(self._plus(x, s * e[:ndx]), u + s * np.r_[e[ndx:], np.zeros(u.size - nu)]))
+            rows = [rho @ np.hstack(self._J(state_plus(self.model, x, s * e[:ndx]), u + s * np.r_[e[ndx:], np.zeros(u.size - nu)]))
                     for s in (1.0, -1.0)]
             H[:, j] = (rows[0] - rows[1])[:n] / (2 * h)
         H = 0.5 * (H + H.T)
         out = np.zeros((ndx + u.size, ndx + u.size))
         out[:n, :n] = H
         return out[:ndx, :ndx], out[ndx:, :ndx], out[ndx:, ndx:]
-
-    def _plus(self, x, dx):
-        m = self.model
-        return state_integrate_batch(m.topology, m.nq, x[None], dx[None])[0]
 
     def value(self, xs, us):
         return np.array([self._r(x, u) for x, u in zip(xs, us)]).reshape(xs.shape[0], self.size)
