@@ -23,7 +23,7 @@ import pytest
 
 import dynamics as dyn
 
-from numdiff import rel_error, richardson
+from numdiff import rel_error, richardson, second_differences
 from test_floating_base import _robot_path, mixed_tree, random_state
 
 TOL_FO = 1e-8  # against Richardson differences of analytical first-order derivatives
@@ -50,23 +50,6 @@ def _along(model, q, f):
     return lambda e: f(dyn.integrate(model, q, e))
 
 
-def _second_differences(g, nv, h=2e-3):
-    """H[..., j, k] ≈ ∂²g/∂ε_j∂ε_k at 0: the four-point central formula at h and h/2, one
-    Richardson extrapolation (O(h⁴))."""
-    return (4.0 * _four_point(g, nv, h / 2.0) - _four_point(g, nv, h)) / 3.0
-
-
-def _four_point(g, nv, h):
-    g0 = g(np.zeros(nv))
-    H = np.empty(np.shape(g0) + (nv, nv))
-    E = h * np.eye(nv)
-    for j in range(nv):
-        for k in range(j, nv):
-            d = (g(E[j] + E[k]) - g(E[j] - E[k]) - g(E[k] - E[j]) + g(-E[j] - E[k])) / (4.0 * h * h)
-            H[..., j, k] = H[..., k, j] = d
-    return H
-
-
 def _sym(T):
     return 0.5 * (T + np.swapaxes(T, -1, -2))
 
@@ -78,7 +61,7 @@ def test_rnea_second_derivatives_are_local_coordinate_derivatives(case):
     assert d2q.shape == (nv, nv, nv)
     np.testing.assert_array_equal(d2q, np.swapaxes(d2q, 1, 2))  # symmetric in the two q indices
     tau = _along(model, q, lambda qe: dyn.rnea(model, qe, v, a))
-    assert rel_error(d2q, _second_differences(tau, nv)) < TOL_SO
+    assert rel_error(d2q, second_differences(tau, nv)) < TOL_SO
     dq = richardson(_along(model, q, lambda qe: dyn.rnea_derivatives(model, qe, v, a)[0]), np.zeros(nv))
     assert rel_error(d2q, _sym(dq)) < TOL_FO  # dq[i, k, j] = ∂/∂q_j of ∂τ_i/∂q_k
     dv_q = richardson(_along(model, q, lambda qe: dyn.rnea_derivatives(model, qe, v, a)[1]), np.zeros(nv))
@@ -95,7 +78,7 @@ def test_aba_second_derivatives_are_local_coordinate_derivatives(case):
     d2q, d2v, dqdv, dqdtau = dyn.aba_second_derivatives(model, q, v, tau)
     assert rel_error(d2q, np.swapaxes(d2q, 1, 2)) < 1e-12
     qdd = _along(model, q, lambda qe: dyn.aba(model, qe, v, tau))
-    assert rel_error(d2q, _second_differences(qdd, nv)) < TOL_SO
+    assert rel_error(d2q, second_differences(qdd, nv)) < TOL_SO
     dq = richardson(_along(model, q, lambda qe: dyn.aba_derivatives(model, qe, v, tau)[0]), np.zeros(nv))
     assert rel_error(d2q, _sym(dq)) < TOL_FO
     dv_q = richardson(_along(model, q, lambda qe: dyn.aba_derivatives(model, qe, v, tau)[1]), np.zeros(nv))

@@ -62,27 +62,24 @@ def test_every_kernel_compiles_once_per_argument_type():
     foreign = [d.py_func.__qualname__ for d in _project_dispatchers() if not isinstance(d, Kernel)]
     assert not foreign
 
-    @njit
+    assert [str(s) for s in _callee_after_calls_with(0, 1).signatures] == ["(float64, int64)"]
+    assert sorted(str(s) for s in _callee_after_calls_with(0, 1, literal=("flag",)).signatures) == [
+        "(float64, Literal[int](0))", "(float64, Literal[int](1))"]
+
+
+def _callee_after_calls_with(a: int, b: int, **options):
+    """A kernel ``callee(x, flag)`` (compiled with ``options``) after a compiled caller
+    called it with the constants a and b."""
+    @njit(**options)
     def callee(x, flag):
         return x + flag
 
     @njit
     def caller(x):
-        return callee(x, 0) + callee(x, 1)
+        return callee(x, a) + callee(x, b)
 
-    assert caller(1.0) == 3.0
-    assert [str(s) for s in callee.signatures] == ["(float64, int64)"]
-
-    @njit(literal=("flag",))
-    def pruned(x, flag):
-        return x + flag
-
-    @njit
-    def caller_of_pruned(x):
-        return pruned(x, 0) + pruned(x, 1)
-
-    assert caller_of_pruned(1.0) == 3.0
-    assert sorted(str(s) for s in pruned.signatures) == ["(float64, Literal[int](0))", "(float64, Literal[int](1))"]
+    assert caller(1.0) == 2.0 + a + b
+    return callee
 
 
 def test_the_stamp_follows_the_imports_and_nothing_else(tmp_path):

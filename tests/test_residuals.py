@@ -2,7 +2,7 @@
 x ⊕ δx, on a fixed base (UR5) and a floating base (the space manipulator)."""
 import numpy as np
 import pytest
-from numdiff import central, rel_error
+from numdiff import central, rel_error, second_differences
 from scipy.linalg import expm
 
 import dynamics as dyn
@@ -22,20 +22,6 @@ def _state(model, seed, speed=0.7):
 
 def _plus(model, x, dx):
     return state_integrate_batch(model.topology, model.nq, x[None], dx[None])[0]
-
-
-def _second_differences(f, n, h=2e-3):
-    """Hessian (…, n, n) of f(ε) (a scalar or an array) at ε = 0 by second differences,
-    Richardson-extrapolated."""
-    def second(h):
-        E = np.eye(n) * h
-        H = np.empty(np.shape(f(np.zeros(n))) + (n, n))
-        for i in range(n):
-            for j in range(i, n):
-                H[..., i, j] = H[..., j, i] = (f(E[i] + E[j]) - f(E[i] - E[j]) - f(E[j] - E[i])
-                                               + f(-E[i] - E[j])) / (4 * h * h)
-        return H
-    return (4.0 * second(h / 2) - second(h)) / 3.0
 
 
 def _pose(model, seed):
@@ -87,7 +73,7 @@ def test_residual_jacobian_and_contracted_hessian_match_differences(which, name)
         ru = central(lambda d: f(np.zeros(ndx), d), np.zeros(nu))
         assert rel_error(t.rx[0], rx) < 1e-7, (name, np.abs(t.rx[0] - rx).max())
         assert rel_error(t.ru[0], ru) < 1e-7
-        H = _second_differences(lambda e: rho @ f(e[:ndx], e[ndx:]), ndx + nu)
+        H = second_differences(lambda e: rho @ f(e[:ndx], e[ndx:]), ndx + nu)
         assert rel_error(Hxx, H[:ndx, :ndx]) < 1e-6, (name, np.abs(Hxx - H[:ndx, :ndx]).max())
         assert rel_error(Hux, H[ndx:, :ndx]) < 1e-6
         assert rel_error(Huu, H[ndx:, ndx:]) < 1e-6
@@ -191,7 +177,7 @@ def test_residual_cost_gradient_and_hessian_match_differences(which, name):
             return np.sum(cost.value(np.repeat(xk, 3, 0), np.repeat((us[k] + e[ndx:])[None], 3, 0))
                           * (np.arange(3) == k))
         g = central(f, np.zeros(ndx + nu))
-        H = _second_differences(f, ndx + nu)
+        H = second_differences(f, ndx + nu)
         assert rel_error(np.r_[lx[k], lu[k]], g) < 1e-7
         assert rel_error(lxx[k], H[:ndx, :ndx]) < 1e-6, np.abs(lxx[k] - H[:ndx, :ndx]).max()
         assert rel_error(lux[k], H[ndx:, :ndx]) < 1e-6 and rel_error(luu[k], H[ndx:, ndx:]) < 1e-6
@@ -260,7 +246,7 @@ def test_residual_constraint_rows_match_differences(model):
         f = lambda e: c.value(_plus(model, x, e)[None])[0]  # noqa: E731
         assert np.allclose(v, f(np.zeros(ndx)), atol=1e-14)
         assert v.shape == (c.size,) and rel_error(cx, central(f, np.zeros(ndx))) < 1e-7
-        assert rel_error(cxx, _second_differences(f, ndx)) < 1e-6
+        assert rel_error(cxx, second_differences(f, ndx)) < 1e-6
 
 
 def test_joint_limits_rows_are_the_models_limits():
