@@ -11,7 +11,6 @@ to the first iteration.
 Run from the repository root:
     .venv/bin/python benchmarks/bench_compile.py            # commands only (~10 min cold)
     .venv/bin/python benchmarks/bench_compile.py --tests    # and the test suite (~20 min more)
-    .venv/bin/python benchmarks/bench_compile.py --speed    # only: per call and per iteration, before/after
     .venv/bin/python benchmarks/bench_compile.py --records  # only: compile time against a record's size
     .venv/bin/python benchmarks/bench_compile.py --warm     # only: warm main job and first iteration (3 runs)
 """
@@ -29,7 +28,6 @@ from pathlib import Path
 
 from _common import ROOT, machine, table, write_section
 
-BEFORE = "b49c2dc"  # main before the cold-start issue
 
 PROFILE = ROOT / "benchmarks" / "compile_profile.py"
 RESULTS = ROOT / "benchmarks" / "compile_results.json"
@@ -184,20 +182,12 @@ def main() -> None:
     parser.add_argument("--label", default="after", help="name of this run in compile_results.json")
     parser.add_argument("--warm", action="store_true", help="instead: the warm main job and first iteration")
     parser.add_argument("--records", action="store_true", help="instead: compile time against a record's size")
-    parser.add_argument("--speed", action="store_true",
-                        help=f"instead: per-call and per-iteration times before ({BEFORE}) and after, interleaved")
     args = parser.parse_args()
     if args.warm:
         write_section("cold start warm", warm_table())
         return
     if args.records:
         write_section("cold start records", records_table())
-        return
-    if args.speed:
-        import bench_architecture
-        bench_architecture.BASELINE = BEFORE
-        write_section("cold start speed", f"Before ({BEFORE}) and after the cold-start change ({machine()}).\n\n"
-                      + bench_architecture.speed_tables(rounds=3))
         return
     runs = run(args.tests)
     saved = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
