@@ -1,13 +1,14 @@
 """Before/after of the interval kernels and the solvers on two source trees, interleaved.
 
-    .venv/bin/python benchmarks/bench_before_after.py BEFORE_TREE AFTER_TREE ROUNDS [--kernels]
+    .venv/bin/python benchmarks/bench_before_after.py BEFORE_TREE AFTER_TREE ROUNDS [--kernels | --contacts]
 
 Each round runs, in a new process per tree (its own numba cache, one thread), the rollout,
 the first-order sensitivities and the stage records of the whole trajectory (fastest of 20
 calls) and, without ``--kernels``, DDP, iLQR and IPOPT per iteration (fastest of 3 solves) on
 ur5-reach, arm-obstacle and space-manipulator; prints, per measurement, the fastest time of
 each tree over the rounds, their ratio, and each round's ratio (the spread is the noise).
-A tree is a checkout, e.g. ``git worktree add --detach /tmp/before b49c2dc``.
+With ``--contacts``, instead, our six contact and impulse functions on Solo-12 and Talos
+(the calls of ``bench_contact.py``, µs). A tree is a checkout, e.g. ``git worktree add --detach /tmp/before b49c2dc``.
 """
 from __future__ import annotations
 
@@ -41,14 +42,27 @@ print("RESULT" + json.dumps(out))
 '''
 
 
-def main(before: str, after: str, rounds: int, kernels_only: bool) -> None:
-    code = SNIPPET.replace("SOLVERS", "()" if kernels_only else '("ddp", "ilqr", "ipopt")')
+CONTACTS = r'''
+import json
+from _common import per_call_us
+from bench_contact import ROBOTS, pairs
+out = {}
+for label, (rel, contacts) in ROBOTS.items():
+    for name, ours, _ in pairs(rel, contacts):
+        out[label.split(" ")[0] + " " + name.split(" (")[0]] = per_call_us(ours, min_time=0.05, repeat=5)
+print("RESULT" + json.dumps(out))
+'''
+
+
+def main(before: str, after: str, rounds: int, mode: str) -> None:
+    code = CONTACTS if mode == "--contacts" else SNIPPET.replace(
+        "SOLVERS", "()" if mode == "--kernels" else '("ddp", "ilqr", "ipopt")')
     trees = {"before": Path(before), "after": Path(after)}
     runs = {side: [] for side in trees}
     for _ in range(rounds):
         for side, tree in trees.items():
             runs[side].append(run_in_tree(tree, code, threads=1))
-    print("| measurement (ms) | before (fastest) | after (fastest) | after ÷ before | per round |")
+    print(f"| measurement ({'µs' if mode == '--contacts' else 'ms'}) | before (fastest) | after (fastest) | after ÷ before | per round |")
     print("| --- | --- | --- | --- | --- |")
     for key in runs["before"][0]:
         b, a = [r[key] for r in runs["before"]], [r[key] for r in runs["after"]]
@@ -57,4 +71,4 @@ def main(before: str, after: str, rounds: int, kernels_only: bool) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], int(sys.argv[3]), "--kernels" in sys.argv[4:])
+    main(sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] if len(sys.argv) > 4 else "")
