@@ -254,6 +254,7 @@ def _sweep_allocations(task: str, names=None) -> dict:
         y, Fz = np.empty((N, prob.nx)), np.empty((N, prob.ndx, nz))
         stages = rk.stage_records(d.ode, N * d.substeps * d.b.shape[0], prob.nx, nz, d.b.shape[0])
         lams, Hz = np.ones((N, prob.ndx)), np.empty((N, nz, nz))
+        rk._step_derivatives_chunk(d, X, us, 1, y, Fz, np.empty((N, 0, 0, 0)), 0, N)
         k, K = np.zeros((N, prob.nu)), np.zeros((N, prob.nu, prob.ndx))
         zeros = (np.zeros((N, prob.ndx)), np.zeros((N, prob.nu)), np.zeros((N, prob.ndx, prob.ndx)),
                  np.zeros((N, prob.nu, prob.ndx)), np.eye(prob.nu)[None].repeat(N, 0))
@@ -267,7 +268,8 @@ def _sweep_allocations(task: str, names=None) -> dict:
             **{f"DDP backward pass{', split' if split else ''}": functools.partial(
                 ddp.backward_pass, lq, terminal, us, prob.u_lower, prob.u_upper, 1.0,
                 ddp.SecondOrder(1, np.empty((N, 0, 0, 0)), d, stages, split), k, K) for split in (False, True)},
-            "DDP forward pass": lambda: ddp.forward_pass(d, xs, us, k, K, 0.5, prob.u_lower, prob.u_upper,
+            "DDP forward pass": lambda: ddp.forward_pass(d, xs, us, np.zeros_like(k), np.zeros_like(K), 0.5,
+                                                         prob.u_lower, prob.u_upper,
                                                          np.empty_like(xs), np.empty_like(us)),
         }
         counts[N] = {name: _allocations(call) for name, call in calls.items() if names is None or name in names}
