@@ -45,7 +45,7 @@ from dynamics._checks import as_vector
 from dynamics.batch import NO_FORCES
 from dynamics.forces import frame_force
 from dynamics.model import FREE_FLYER, JTYPE, Model
-from dynamics.rnea import gravity_torques, rnea
+from dynamics.rnea import rnea
 
 from . import integrators
 from .state import check_state, state_difference_batch, state_integrate_batch
@@ -184,7 +184,7 @@ class Problem:
                         else _array(xs_init, (self.N + 1, nx), "xs_init"))
         check_state(model, self.xs_init, "xs_init")
         self.f_ext = self._check_forces(f_ext)
-        self.us_init = self._rest_torques() if us_init is None else _array(us_init, (self.N, nu), "us_init")
+        self.us_init = self.rest_controls() if us_init is None else _array(us_init, (self.N, nu), "us_init")
         if not isinstance(name, str):
             raise ValueError(f"name: expected a string, got {name!r}")
         self.name = name
@@ -212,17 +212,14 @@ class Problem:
             raise ValueError("f_ext: expected finite values, got NaN or inf")
         return np.ascontiguousarray(F)
 
-    def _rest_torques(self) -> np.ndarray:
-        """(N, nu): the actuated part of the torques holding q0 at rest in every interval
-        (g(q0) − Σ Jᵀ f_ext), clipped to the bounds."""
+    def rest_controls(self) -> np.ndarray:
+        """(N, nu): the actuated part of the torques holding q0 at rest in every interval,
+        g(q0) − Σ Jᵀ f_ext (the gravity torques when no force acts), clipped to the bounds:
+        the default ``us_init`` and DDP's fallback guess."""
         q0, zero = self.x0[: self.model.nq], np.zeros(self.model.nv)
         f_exts = self.f_ext if self.f_ext.shape[1] else [None]  # one set, or one per interval
         tau = np.array([rnea(self.model, q0, zero, zero, f) for f in f_exts])[:, self.actuated]
         return np.clip(np.broadcast_to(tau, (self.N, self.nu)), self.u_lower, self.u_upper)
-
-    def gravity_controls(self) -> np.ndarray:
-        """(N, nu): the actuated part of the gravity torques g(q0) at every interval."""
-        return np.tile(gravity_torques(self.model, self.x0[: self.model.nq])[self.actuated], (self.N, 1))
 
     @cached_property
     def no_stages(self) -> integrators.StageRecords:

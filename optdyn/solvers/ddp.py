@@ -601,14 +601,15 @@ def initial_controls(problem: Problem, us_init=None) -> tuple[np.ndarray, str, l
     """Controls (N, nu) to start single shooting from, where they came from, and the
     candidates rejected on the way.
 
-    Candidates in order: ``us_init`` (if given), the problem's guess, rest (the actuated
-    part of the gravity torques g(q0) at every interval), each clipped to the bounds; the first whose
+    Candidates in order: ``us_init`` (if given), the problem's guess, rest (the
+    torques holding q0 at rest, :meth:`~optdyn.ocp.problem.Problem.rest_controls`), each
+    clipped to the bounds; the first whose
     rollout is finite and valid for the model is returned ("us_init", "problem" or
     "rest"). An open-loop guess made for multiple shooting may diverge in a rollout. If
     none works, rest is returned and :func:`iterate` reports "rollout_failed".
     """
     candidates = ([("us_init", lambda: np.array(us_init, dtype=float))] if us_init is not None else []) + \
-        [("problem", lambda: problem.us_init), ("rest", problem.gravity_controls)]
+        [("problem", lambda: problem.us_init), ("rest", problem.rest_controls)]
     rejected = []
     for origin, make in candidates:
         us = np.clip(make(), problem.u_lower, problem.u_upper)
