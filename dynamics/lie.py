@@ -27,8 +27,8 @@ from collections import namedtuple
 import numpy as np
 
 from ._compile import allocation_free, njit
-from .joints import _group_rows
-from .model import IDX_V, JTYPE, NV, PRISMATIC, REVOLUTE, Model
+from .joints import GROUP_ROW, _group_rows
+from .model import IDX_V, JTYPE, NV, Model
 from .spatial import matmul_add
 
 
@@ -37,8 +37,7 @@ def lie_blocks(model: Model) -> np.ndarray:
     joints whose ⊕ is not addition (spherical, free-flyer, planar); (0, 3) for a model of
     revolute/prismatic joints only."""
     t = model.topology
-    rows = [(t[i, JTYPE], t[i, IDX_V], t[i, NV]) for i in range(t.shape[0])
-            if t[i, JTYPE] not in (REVOLUTE, PRISMATIC)]
+    rows = [(t[i, JTYPE], t[i, IDX_V], t[i, NV]) for i in range(t.shape[0]) if GROUP_ROW[t[i, JTYPE]][0] >= 0]
     return np.array(rows, dtype=np.int64).reshape(-1, 3)
 
 

@@ -43,15 +43,17 @@ from functools import cached_property
 
 import numpy as np
 
+from .joint_types import REGISTRY
+
 PARENT, JTYPE, SUBTREE_END, IDX_Q, IDX_V, NQ, NV = range(7)
 MASS, COM, ICOM = 0, slice(1, 4), slice(4, 13)
 
-# joint type codes (column JTYPE), their names and their (nq, nv)
-REVOLUTE, PRISMATIC, SPHERICAL, FREE_FLYER, PLANAR = range(5)
-JOINT_TYPE_NAMES = ("revolute", "prismatic", "spherical", "free-flyer", "planar")
-JOINT_SIZES = ((1, 1), (1, 1), (4, 3), (7, 6), (4, 3))
-JOINT_TYPES = {"revolute": REVOLUTE, "continuous": REVOLUTE, "prismatic": PRISMATIC, "spherical": SPHERICAL,
-               "floating": FREE_FLYER, "free-flyer": FREE_FLYER, "planar": PLANAR}
+# joint type codes (column JTYPE: the place in the registry), their names and their (nq, nv)
+JOINT_TYPE_NAMES = tuple(t.NAMES[0] for t in REGISTRY)
+JOINT_SIZES = tuple((t.NQ, t.NV) for t in REGISTRY)
+JOINT_TYPES = {name: code for code, t in enumerate(REGISTRY) for name in t.NAMES}
+REVOLUTE, PRISMATIC, SPHERICAL, FREE_FLYER, PLANAR = (JOINT_TYPES[n] for n in
+                                                      ("revolute", "prismatic", "spherical", "free-flyer", "planar"))
 
 
 @dataclass(frozen=True)

@@ -183,3 +183,25 @@ def test_dependencies_point_one_way():
 def test_optdyn_keeps_a_handful_of_modules_at_its_top_level():
     top = sorted(p.name for p in (ROOT / "optdyn").glob("*.py"))
     assert len(top) <= 5, top
+
+
+def test_a_joint_type_is_one_module_and_one_registration():
+    """Every joint type is a module of dynamics.joint_types with the whole interface, its
+    code its place in REGISTRY, and the model's tables read from the registry alone."""
+    from dynamics import joint_types, joints, model
+
+    interface = ("NAMES", "NQ", "NV", "UNIT", "NEUTRAL", "GROUP_ROWS", "BOUND",
+                 "motion", "subspace", "integrate", "difference")
+    package = ROOT / "dynamics" / "joint_types"
+    assert {t.__name__.rpartition(".")[2] for t in joint_types.REGISTRY} == \
+        {p.stem for p in package.glob("*.py") if p.stem != "__init__"}
+    for code, t in enumerate(joint_types.REGISTRY):
+        assert all(hasattr(t, name) for name in interface), t.__name__
+        assert len(t.NEUTRAL) == t.NQ and t.NV <= t.NQ and len(t.GROUP_ROWS) in (0, t.NV), t.__name__
+        offset, length = t.UNIT
+        assert (offset, length) == (-1, 0) or 0 <= offset and offset + length <= t.NQ, t.__name__
+        assert model.JOINT_SIZES[code] == (t.NQ, t.NV) and model.JOINT_TYPE_NAMES[code] == t.NAMES[0]
+        assert all(model.JOINT_TYPES[name] == code for name in t.NAMES)
+        assert joints.UNIT_OFFSET[code] == offset and joints.UNIT_LENGTH[code] == length
+    names = [n for t in joint_types.REGISTRY for n in t.NAMES]
+    assert len(names) == len(set(names))
