@@ -5,8 +5,9 @@ whole trajectory costs one Python→numba transition instead of K. The first-ord
 and the point kinematics (positions, Jacobians, Hessians of points fixed on the bodies)
 split the knots into chunks evaluated in parallel, each with its own workspace
 (:mod:`dynamics.parallel`, :mod:`dynamics.workspace`): allocation-free per knot, bitwise
-identical for any number of threads. The contact and impulse kernels are split the same way
-(one workspace per chunk), but still allocate their contact-sized arrays at every knot.
+identical for any number of threads. The contact and impulse kernels run their chunks on
+:func:`dynamics.parallel.run_chunks`'s threads, one workspace per chunk, but still allocate
+their contact-sized arrays at every knot.
 Inputs are (K, nq) configurations and (K, nv) arrays; a non-finite entry raises
 ValueError naming the array and the knot. ``F_EXT`` (K, njoints, 6), optional, gives knot k the
 external forces ``F_EXT[k]`` (the ``f_ext`` of :func:`dynamics.rnea`); None: no external force.
@@ -34,7 +35,7 @@ from .joints import configuration_error
 from .kinematics import forward_kinematics, kinematics_work, tangent_size
 from .kinematics_derivatives import body_point, body_point_position, point_kinematics
 from .model import Model
-from .parallel import chunk_count, chunk_start
+from .parallel import chunk_count, chunk_start, run_chunks
 from .rnea_derivatives import rnea_derivatives_into
 from .rnea_second_derivatives_contracted import idsva_so_contracted_kernel
 from .workspace import new_data
@@ -255,60 +256,49 @@ def point_kinematics_batch(model: Model, Q, frames: Sequence[str], offsets=None
 
 
 # ---- contacts and impacts ---------------------------------------------------------------------
-# One compiled kernel for the six functions: the knots split into chunks evaluated in parallel,
+# One compiled kernel for the six functions, on chunks of knots run by
+# :func:`dynamics.parallel.run_chunks` (a plain kernel that releases the GIL: with a
+# ``prange`` loop around the contact passes numba took 74 CPU s to compile it, against 18),
 # a workspace per chunk. The contact passes still allocate their contact-sized arrays per
-# knot; dependent contacts are reported by a status per knot (an exception inside a parallel
-# loop would be lost).
+# knot; dependent contacts are reported by a status per knot.
 
-@njit(cache=True)
-def contact_knot(m, d, q, v, tau, f_ext, ci, cf, damping, restitution, w, impulse, order, out):
-    """One knot of :func:`contact_batch_kernel` into ``out`` (its row k); returns the status
-    of the forward pass (−1: solved)."""
-    nv = v.shape[0]
-    if order == 0:
-        if impulse:
-            r0 = impulse_dynamics_passes(m, d, q, v, ci, cf, restitution, damping)
-            out[:nv, 0], out[nv:, 0], status = r0[0], r0[1], r0[2]
-        else:
-            s0 = contact_dynamics_passes(m, d, q, v, tau, f_ext, ci, cf, damping)
-            out[:nv, 0], out[nv:, 0], status = s0[0], s0[1], s0[2]
-    elif order == 1:
-        if impulse:
-            r1 = impulse_dynamics_derivative_passes(m, d, q, v, ci, cf, restitution, damping)
-            out[:nv], out[nv:], status = r1[2], r1[3], r1[4]
-        else:
-            s1 = contact_dynamics_derivative_passes(m, d, q, v, tau, f_ext, ci, cf, damping)
-            out[:nv], out[nv:], status = s1[2], s1[3], s1[4]
-    else:
-        if impulse:
-            H, status = impulse_so_contracted_passes(m, d, q, v, ci, cf, restitution, damping, w)
-        else:
-            H, status = contact_so_contracted_passes(m, d, q, v, tau, f_ext, ci, cf, damping, w)
-        for b in range(H.shape[0]):
-            out[:, b * nv:(b + 1) * nv] = H[b]
-    return status
-
-
-@njit(cache=True, parallel=True)
-def contact_batch_kernel(m, Q, V, TAU, F_EXT, contacts, W, impulse, order, chunks):
-    """Contact dynamics (or, if ``impulse``, impulse dynamics: TAU and F_EXT unused) at the K
-    knots, stacked (K, ·, ·) so one kernel serves the three orders: 0: [q̈; λ] (or [v⁺; Λ])
-    (K, nv + nc, 1); 1: their derivatives with respect to [q, v, τ] (or [q, v]) (K, nv + nc,
-    3nv or 2nv); 2: the Hessians (Hqq, Hvv, Hqv[, Hqτ]) of W[k]·z side by side (K, nv, 4nv or
-    3nv). ``contacts`` = (ci, cf, damping, restitution); the statuses (K,): a chunk stops at
-    its first knot with dependent contacts."""
+@njit(cache=True, nogil=True)
+def contact_chunk(m, knots, contacts, W, impulse, order, out, status, k0, k1):
+    """Contact dynamics (or, if ``impulse``, impulse dynamics: TAU and F_EXT unused) at the
+    knots k0 … k1 − 1 of ``knots`` = (Q, V, TAU, F_EXT), into out[k] and status[k] (−1:
+    solved; the chunk stops at its first knot with dependent contacts). ``out`` (K, ·, ·)
+    serves the three orders: 0: [q̈; λ] (or [v⁺; Λ]) (K, nv + nc, 1); 1: their derivatives with
+    respect to [q, v, τ] (or [q, v]) (K, nv + nc, 3nv or 2nv); 2: the Hessians (Hqq, Hvv,
+    Hqv[, Hqτ]) of W[k]·z side by side (K, nv, 4nv or 3nv). ``contacts`` = (ci, cf, damping,
+    restitution)."""
+    Q, V, TAU, F_EXT = knots
     ci, cf, damping, restitution = contacts
-    K, nv = V.shape
-    columns = (1, (2 if impulse else 3) * nv, (3 if impulse else 4) * nv)[order]
-    out, status = np.empty((K, nv if order == 2 else nv + contact_rows(ci), columns)), np.full(K, -1)
-    for c in prange(chunks):
-        d = new_data(m.topology)
-        for k in range(chunk_start(K, chunks, c), chunk_start(K, chunks, c + 1)):
-            status[k] = contact_knot(m, d, Q[k], V[k], TAU[k], knot_force(F_EXT, k), ci, cf, damping, restitution, W[k],
-                                     impulse, order, out[k])
-            if status[k] != -1:
-                break
-    return out, status
+    nv, d = V.shape[1], new_data(m.topology)
+    for k in range(k0, k1):
+        q, v, tau, f_ext, o = Q[k], V[k], TAU[k], knot_force(F_EXT, k), out[k]
+        if order == 0:
+            if impulse:
+                r0 = impulse_dynamics_passes(m, d, q, v, ci, cf, restitution, damping)
+                o[:nv, 0], o[nv:, 0], status[k] = r0[0], r0[1], r0[2]
+            else:
+                s0 = contact_dynamics_passes(m, d, q, v, tau, f_ext, ci, cf, damping)
+                o[:nv, 0], o[nv:, 0], status[k] = s0[0], s0[1], s0[2]
+        elif order == 1:
+            if impulse:
+                r1 = impulse_dynamics_derivative_passes(m, d, q, v, ci, cf, restitution, damping)
+                o[:nv], o[nv:], status[k] = r1[2], r1[3], r1[4]
+            else:
+                s1 = contact_dynamics_derivative_passes(m, d, q, v, tau, f_ext, ci, cf, damping)
+                o[:nv], o[nv:], status[k] = s1[2], s1[3], s1[4]
+        else:
+            if impulse:
+                H, status[k] = impulse_so_contracted_passes(m, d, q, v, ci, cf, restitution, damping, W[k])
+            else:
+                H, status[k] = contact_so_contracted_passes(m, d, q, v, tau, f_ext, ci, cf, damping, W[k])
+            for b in range(H.shape[0]):
+                o[:, b * nv:(b + 1) * nv] = H[b]
+        if status[k] != -1:
+            break
 
 
 def _contact_knots(model: Model, **arrays) -> list[np.ndarray]:
@@ -328,16 +318,17 @@ def _raise_at_knot(contacts, ci: np.ndarray, status: np.ndarray) -> None:
 
 def _contacts(model: Model, impulse: bool, Q, V, TAU, contacts, F_EXT, damping, restitution, W, order: int
               ) -> np.ndarray:
-    """The output of :func:`contact_batch_kernel` for ``order``, arguments checked (TAU and
-    F_EXT ignored for ``impulse``)."""
+    """The output of :func:`contact_chunk` for ``order`` at all knots, arguments checked (TAU
+    and F_EXT ignored for ``impulse``)."""
     ci, cf, damping = check_contacts(model, contacts, damping)
     knots = _contact_knots(model, Q=Q, V=V) if impulse else _contact_knots(model, Q=Q, V=V, TAU=TAU)
     Q, V, K = knots[0], knots[1], knots[0].shape[0]
     W = np.zeros((K, 0)) if W is None else _weights(W, model.nv + contact_rows(ci), K)
     F_EXT = NO_FORCES if impulse else _forces(model, F_EXT, K)
-    contacts_record = (ci, cf, damping, check_restitution(restitution))
-    out, status = contact_batch_kernel(model.arrays, Q, V, knots[-1], F_EXT, contacts_record, W, impulse, order,
-                                       chunk_count(K))
+    nv, u = model.nv, 2 if impulse else 3
+    out = np.empty((K, nv if order == 2 else nv + contact_rows(ci), (1, u * nv, (u + 1) * nv)[order]))
+    status, packed = np.full(K, -1), (ci, cf, damping, check_restitution(restitution))
+    run_chunks(contact_chunk, K, model.arrays, (Q, V, knots[-1], F_EXT), packed, W, impulse, order, out, status)
     _raise_at_knot(contacts, ci, status)
     return out
 
