@@ -1,6 +1,6 @@
 """Before/after of the interval kernels and the solvers on two source trees, interleaved.
 
-    .venv/bin/python benchmarks/bench_before_after.py BEFORE_TREE AFTER_TREE ROUNDS [--kernels | --contacts]
+    .venv/bin/python benchmarks/bench_before_after.py BEFORE_TREE AFTER_TREE ROUNDS [--kernels | --contacts [--cpu]]
 
 Each round runs, in a new process per tree (its own numba cache, one thread), the rollout,
 the first-order sensitivities and the stage records of the whole trajectory (fastest of 20
@@ -8,7 +8,9 @@ calls) and, without ``--kernels``, DDP, iLQR and IPOPT per iteration (fastest of
 ur5-reach, arm-obstacle and space-manipulator; prints, per measurement, the fastest time of
 each tree over the rounds, their ratio, and each round's ratio (the spread is the noise).
 With ``--contacts``, instead, our six contact and impulse functions on Solo-12 and Talos
-(the calls of ``bench_contact.py``, µs). A tree is a checkout, e.g. ``git worktree add --detach /tmp/before b49c2dc``.
+(the calls of ``bench_contact.py``, µs), timed by the wall clock or, with ``--cpu``, by the
+process's CPU time (what a loaded machine's waits for a core do not inflate). A tree is a
+checkout, e.g. ``git worktree add --detach /tmp/before b49c2dc``.
 """
 from __future__ import annotations
 
@@ -43,20 +45,30 @@ print("RESULT" + json.dumps(out))
 
 
 CONTACTS = r'''
-import json
-from _common import per_call_us
+import json, time, timeit
 from bench_contact import ROBOTS, pairs
+
+
+def per_call_us(f, timer):  # benchmarks/_common.per_call_us (min_time 0.05 s, best of 5) with a timer
+    f()
+    t = timeit.Timer(f, timer=timer)
+    number = max(1, int(t.autorange()[0] / 4))
+    return min(t.repeat(repeat=5, number=number)) / number * 1e6
+
+
 out = {}
 for label, (rel, contacts) in ROBOTS.items():
     for name, ours, _ in pairs(rel, contacts):
-        out[label.split(" ")[0] + " " + name.split(" (")[0]] = per_call_us(ours, min_time=0.05, repeat=5)
+        out[label.split(" ")[0] + " " + name.split(" (")[0]] = per_call_us(ours, TIMER)
 print("RESULT" + json.dumps(out))
 '''
 
 
-def main(before: str, after: str, rounds: int, mode: str) -> None:
-    code = CONTACTS if mode == "--contacts" else SNIPPET.replace(
-        "SOLVERS", "()" if mode == "--kernels" else '("ddp", "ilqr", "ipopt")')
+def main(before: str, after: str, rounds: int, mode: str, cpu: bool = False) -> None:
+    if mode == "--contacts":
+        code = CONTACTS.replace("TIMER", "time.process_time" if cpu else "time.perf_counter")
+    else:
+        code = SNIPPET.replace("SOLVERS", "()" if mode == "--kernels" else '("ddp", "ilqr", "ipopt")')
     trees = {"before": Path(before), "after": Path(after)}
     runs = {side: [] for side in trees}
     for _ in range(rounds):
@@ -71,4 +83,5 @@ def main(before: str, after: str, rounds: int, mode: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] if len(sys.argv) > 4 else "")
+    flags = sys.argv[4:]
+    main(sys.argv[1], sys.argv[2], int(sys.argv[3]), next((f for f in flags if f != "--cpu"), ""), "--cpu" in flags)

@@ -6,10 +6,14 @@ one random state. Each pair (ours, Pinocchio's) is timed side by side in every r
 (warm, best of 3 per measurement), several interleaved rounds: the table gives the
 fastest time of each over the rounds and the median and range of the per-round ratios.
 
-Run: ``python benchmarks/bench_contact.py`` (needs the ``dev`` extra: pin and
+Run: ``python benchmarks/bench_contact.py [--cpu]`` (``--cpu``: the CPU time of the process
+instead of the wall clock, for a loaded machine; needs the ``dev`` extra: pin and
 example-robot-data). Writes the "contact dynamics" section of BENCHMARKS.md.
 """
 from __future__ import annotations
+
+import sys
+import time
 
 import numpy as np
 
@@ -80,25 +84,25 @@ def pairs(rel, contacts):
     ]
 
 
-def measure(cases):
+def measure(cases, clock):
     """For each (name, ours, theirs): (fastest ours µs, fastest theirs µs, per-round ratios)."""
     best = [[np.inf, np.inf, []] for _ in cases]
     for _ in range(ROUNDS):
         for b, (_, ours, theirs) in zip(best, cases):
-            t_ours, t_theirs = per_call_us(ours, 0.1, 3), per_call_us(theirs, 0.1, 3)
+            t_ours, t_theirs = per_call_us(ours, 0.1, 3, clock), per_call_us(theirs, 0.1, 3, clock)
             b[0], b[1] = min(b[0], t_ours), min(b[1], t_theirs)
             b[2].append(t_ours / t_theirs)
     return best
 
 
-def main() -> None:
+def main(cpu: bool) -> None:
     import pinocchio as pin
 
     blocks, verdicts = [], []
     for label, (rel, contacts) in ROBOTS.items():
         cases = pairs(rel, contacts)
         rows = []
-        for (name, _, _), (ours, theirs, ratios) in zip(cases, measure(cases)):
+        for (name, _, _), (ours, theirs, ratios) in zip(cases, measure(cases, time.process_time if cpu else time.perf_counter)):
             med, lo, hi = np.median(ratios), min(ratios), max(ratios)
             rows.append([name, f"{ours:.1f}", f"{theirs:.1f}", f"{med:.2f}×", f"{lo:.2f}–{hi:.2f}"])
             if name in TARGETS:
@@ -106,10 +110,12 @@ def main() -> None:
                                 f"(range {lo:.2f}–{hi:.2f}), {'met' if hi <= TARGETS[name] else 'missed' if lo > TARGETS[name] else 'met by the median' if med <= TARGETS[name] else 'missed by the median'}")
         blocks.append(f"### {label}\n\n" + table(
             ["algorithm", "optdyn µs", f"Pinocchio {pin.__version__} µs", "ratio (median)", "range over rounds"], rows))
+    clock = ("in CPU time of the process (a loaded machine's waits for a core not counted)" if cpu
+             else "by the wall clock")
     text = f"""## Contact dynamics against Pinocchio (issue 37)
 
-{machine()}. `python benchmarks/bench_contact.py`: per call from Python, warm; each pair
-timed side by side (best of 3) in each of {ROUNDS} interleaved rounds; fastest time over the
+{machine()}. `python benchmarks/bench_contact.py{" --cpu" if cpu else ""}`: per call from Python, warm,
+{clock}; each pair timed side by side (best of 3) in each of {ROUNDS} interleaved rounds; fastest time over the
 rounds, and the median and range of the per-round ratios. Pinocchio's calls are
 `constraintDynamics` (ProximalSettings(1e-12, 0, 1): one Cholesky, no proximal iteration),
 `+ computeConstraintDynamicsDerivatives`, `impulseDynamics` (e = 0) and
@@ -131,17 +137,20 @@ On Solo-12 about 5 µs of a call are fixed Python costs (argument checks, the nu
 of eight arguments, the boxing of the results; the kernel alone measured 17 µs of 22 µs),
 which Pinocchio's bindings spend in about 1 µs.
 
-The contracted second order meets its target on Talos (4.0×) and misses it on Solo-12 (7.7× by
-the median; the first version, before the pair symmetries below, 9× and 5.05×). Most of its time is the contact Hessians (`dynamics.contact_hessians`): they
-differentiate the first-order column formulas of every support column k along every support
-column j, O(nc·d²) dual evaluations (d the depth of a contact's body: 9 DoF for a Solo foot,
-four feet; the symmetric pairs of Hqq and Hvv are evaluated once), where the contracted IDSVA-SO collapses such pairs into O(n·d) subtree sums; the
-impulse row spends nearly all of its time there. That collapse is the next step. (A first
-version, whose dual arithmetic used numba slice expressions that allocate temporaries, measured
-17× and 7× in the same script.)
+The contracted second order starts from the data the first-order pass leaves in the workspace:
+the contracted IDSVA-SO from its RNEA-derivative quantities (the contact forces taken back out
+of its joint vectors), as FDSVA-SO does, where it used to redo the kinematics, RNEA and
+derivative passes (before/after: BENCHMARKS.md, "cold start contacts"). Most of its time is the
+contact Hessians (`dynamics.contact_hessians`): they differentiate the first-order column
+formulas of every support column k along every support column j, O(nc·d²) dual evaluations (d
+the depth of a contact's body: 9 DoF for a Solo foot, four feet; the symmetric pairs of Hqq and
+Hvv are evaluated once), where the contracted IDSVA-SO collapses such pairs into O(n·d) subtree
+sums; the impulse row spends nearly all of its time there. That collapse is the next step. (The
+first version measured 9× and 5.05×, after the pair symmetries 7.7× and 4.0×; one whose dual
+arithmetic used numba slice expressions that allocate temporaries, 17× and 7×.)
 """
     write_section("contact", text)
 
 
 if __name__ == "__main__":
-    main()
+    main("--cpu" in sys.argv[1:])

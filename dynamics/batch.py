@@ -5,7 +5,10 @@ whole trajectory costs one Python→numba transition instead of K. The first-ord
 and the point kinematics (positions, Jacobians, Hessians of points fixed on the bodies)
 split the knots into chunks evaluated in parallel, each with its own workspace
 (:mod:`dynamics.parallel`, :mod:`dynamics.workspace`): allocation-free per knot, bitwise
-identical for any number of threads. Inputs are (K, nq) configurations and (K, nv) arrays; a non-finite entry raises
+identical for any number of threads. The contact and impulse kernels run their chunks on
+:func:`dynamics.parallel.run_chunks`'s threads, one workspace per chunk, but still allocate
+their contact-sized arrays at every knot.
+Inputs are (K, nq) configurations and (K, nv) arrays; a non-finite entry raises
 ValueError naming the array and the knot. ``F_EXT`` (K, njoints, 6), optional, gives knot k the
 external forces ``F_EXT[k]`` (the ``f_ext`` of :func:`dynamics.rnea`); None: no external force.
 """
@@ -32,7 +35,7 @@ from .joints import configuration_error
 from .kinematics import forward_kinematics, kinematics_work, tangent_size
 from .kinematics_derivatives import body_point, body_point_position, point_kinematics
 from .model import Model
-from .parallel import chunk_count, chunk_start
+from .parallel import chunk_count, chunk_start, run_chunks
 from .rnea_derivatives import rnea_derivatives_into
 from .rnea_second_derivatives_contracted import idsva_so_contracted_kernel
 from .workspace import new_data
@@ -253,76 +256,49 @@ def point_kinematics_batch(model: Model, Q, frames: Sequence[str], offsets=None
 
 
 # ---- contacts and impacts ---------------------------------------------------------------------
-# One compiled loop over the knots (one workspace): the contact passes allocate their
-# contact-sized arrays per knot and report dependent contacts by a status, so they run
-# serially like the contracted kernels above.
+# One compiled kernel for the six functions, on chunks of knots run by
+# :func:`dynamics.parallel.run_chunks` (a plain kernel that releases the GIL: with a
+# ``prange`` loop around the contact passes numba took 74 CPU s to compile it, against 18),
+# a workspace per chunk. The contact passes still allocate their contact-sized arrays per
+# knot; dependent contacts are reported by a status per knot.
 
-@njit(cache=True)
-def contact_dynamics_batch_kernel(m, Q, V, TAU, F_EXT, ci, cf, damping):
-    """(q̈ (K, nv), λ (K, nc), statuses (K,)) of :func:`dynamics.contact_dynamics.contact_dynamics_passes`;
-    the loop stops at the first knot with dependent contacts."""
-    K, nv = V.shape
-    d = new_data(m.topology)
-    A, B, status = np.empty((K, nv)), np.empty((K, contact_rows(ci))), np.full(K, -1)
-    for k in range(K):
-        A[k], B[k], status[k], _, _ = contact_dynamics_passes(m, d, Q[k], V[k], TAU[k], knot_force(F_EXT, k), ci, cf,
-                                                              damping)
-        if status[k] != -1:
-            break
-    return A, B, status
-
-
-@njit(cache=True)
-def contact_derivatives_batch_kernel(m, Q, V, TAU, F_EXT, ci, cf, damping):
-    """(∂q̈/∂[q, v, τ] (K, nv, 3nv), ∂λ/∂[q, v, τ] (K, nc, 3nv), statuses (K,))."""
-    K, nv = V.shape
-    d = new_data(m.topology)
-    A, B, status = np.empty((K, nv, 3 * nv)), np.empty((K, contact_rows(ci), 3 * nv)), np.full(K, -1)
-    for k in range(K):
-        _, _, A[k], B[k], status[k], _, _ = contact_dynamics_derivative_passes(m, d, Q[k], V[k], TAU[k],
-                                                                               knot_force(F_EXT, k), ci, cf, damping)
-        if status[k] != -1:
-            break
-    return A, B, status
-
-
-@njit(cache=True)
-def contact_contracted_batch_kernel(m, Q, V, TAU, F_EXT, ci, cf, damping, W):
-    """(Hqq, Hvv, Hqv, Hqτ of W[k]·[q̈; λ] stacked (K, 4, nv, nv), statuses (K,))."""
-    K, nv = V.shape
-    d = new_data(m.topology)
-    H, status = np.empty((K, 4, nv, nv)), np.full(K, -1)
-    for k in range(K):
-        H[k], status[k] = contact_so_contracted_passes(m, d, Q[k], V[k], TAU[k], knot_force(F_EXT, k), ci, cf,
-                                                       damping, W[k])
-        if status[k] != -1:
-            break
-    return H, status
-
-
-@njit(cache=True)
-def impulse_batch_kernel(m, Q, V, ci, cf, restitution, damping, W, order):
-    """Impulse dynamics at the K knots, stacked (K, nv + nc, ·) so one kernel serves the three
-    orders: 0: [v⁺; Λ] (K, nv + nc, 1); 1: [∂v⁺; ∂Λ]/∂[q, v] (K, nv + nc, 2nv); 2: the
-    Hessians (Hqq, Hvv, Hqv) of W[k]·[v⁺; Λ] side by side (K, nv, 3nv); and the statuses."""
-    K, nv = V.shape
-    nz, d = nv + contact_rows(ci), new_data(m.topology)
-    out, status = np.empty((K, nv if order == 2 else nz, (1, 2 * nv, 3 * nv)[order])), np.full(K, -1)
-    for k in range(K):
+@njit(cache=True, nogil=True)
+def contact_chunk(m, knots, contacts, W, impulse, order, out, status, k0, k1):
+    """Contact dynamics (or, if ``impulse``, impulse dynamics: TAU and F_EXT unused) at the
+    knots k0 … k1 − 1 of ``knots`` = (Q, V, TAU, F_EXT), into out[k] and status[k] (−1:
+    solved; the chunk stops at its first knot with dependent contacts). ``out`` (K, ·, ·)
+    serves the three orders: 0: [q̈; λ] (or [v⁺; Λ]) (K, nv + nc, 1); 1: their derivatives with
+    respect to [q, v, τ] (or [q, v]) (K, nv + nc, 3nv or 2nv); 2: the Hessians (Hqq, Hvv,
+    Hqv[, Hqτ]) of W[k]·z side by side (K, nv, 4nv or 3nv). ``contacts`` = (ci, cf, damping,
+    restitution)."""
+    Q, V, TAU, F_EXT = knots
+    ci, cf, damping, restitution = contacts
+    nv, d = V.shape[1], new_data(m.topology)
+    for k in range(k0, k1):
+        q, v, tau, f_ext, o = Q[k], V[k], TAU[k], knot_force(F_EXT, k), out[k]
         if order == 0:
-            v_plus, imp, status[k], _, _ = impulse_dynamics_passes(m, d, Q[k], V[k], ci, cf, restitution, damping)
-            out[k, :nv, 0], out[k, nv:, 0] = v_plus, imp
+            if impulse:
+                r0 = impulse_dynamics_passes(m, d, q, v, ci, cf, restitution, damping)
+                o[:nv, 0], o[nv:, 0], status[k] = r0[0], r0[1], r0[2]
+            else:
+                s0 = contact_dynamics_passes(m, d, q, v, tau, f_ext, ci, cf, damping)
+                o[:nv, 0], o[nv:, 0], status[k] = s0[0], s0[1], s0[2]
         elif order == 1:
-            _, _, x, y, status[k], _, _ = impulse_dynamics_derivative_passes(m, d, Q[k], V[k], ci, cf, restitution,
-                                                                             damping)
-            out[k, :nv], out[k, nv:] = x, y
+            if impulse:
+                r1 = impulse_dynamics_derivative_passes(m, d, q, v, ci, cf, restitution, damping)
+                o[:nv], o[nv:], status[k] = r1[2], r1[3], r1[4]
+            else:
+                s1 = contact_dynamics_derivative_passes(m, d, q, v, tau, f_ext, ci, cf, damping)
+                o[:nv], o[nv:], status[k] = s1[2], s1[3], s1[4]
         else:
-            H, status[k] = impulse_so_contracted_passes(m, d, Q[k], V[k], ci, cf, restitution, damping, W[k])
-            for b in range(3):
-                out[k, :, b * nv:(b + 1) * nv] = H[b]
+            if impulse:
+                H, status[k] = impulse_so_contracted_passes(m, d, q, v, ci, cf, restitution, damping, W[k])
+            else:
+                H, status[k] = contact_so_contracted_passes(m, d, q, v, tau, f_ext, ci, cf, damping, W[k])
+            for b in range(H.shape[0]):
+                o[:, b * nv:(b + 1) * nv] = H[b]
         if status[k] != -1:
             break
-    return out, status
 
 
 def _contact_knots(model: Model, **arrays) -> list[np.ndarray]:
@@ -340,27 +316,36 @@ def _raise_at_knot(contacts, ci: np.ndarray, status: np.ndarray) -> None:
         raise_if_dependent(contacts, ci, int(status[bad[0]]), f" at knot {bad[0]}")
 
 
+def _contacts(model: Model, impulse: bool, Q, V, TAU, contacts, F_EXT, damping, restitution, W, order: int
+              ) -> np.ndarray:
+    """The output of :func:`contact_chunk` for ``order`` at all knots, arguments checked (TAU
+    and F_EXT ignored for ``impulse``)."""
+    ci, cf, damping = check_contacts(model, contacts, damping)
+    knots = _contact_knots(model, Q=Q, V=V) if impulse else _contact_knots(model, Q=Q, V=V, TAU=TAU)
+    Q, V, K = knots[0], knots[1], knots[0].shape[0]
+    W = np.zeros((K, 0)) if W is None else _weights(W, model.nv + contact_rows(ci), K)
+    F_EXT = NO_FORCES if impulse else _forces(model, F_EXT, K)
+    nv, u = model.nv, 2 if impulse else 3
+    out = np.empty((K, nv if order == 2 else nv + contact_rows(ci), (1, u * nv, (u + 1) * nv)[order]))
+    status, packed = np.full(K, -1), (ci, cf, damping, check_restitution(restitution))
+    run_chunks(contact_chunk, K, model.arrays, (Q, V, knots[-1], F_EXT), packed, W, impulse, order, out, status)
+    _raise_at_knot(contacts, ci, status)
+    return out
+
+
 def contact_dynamics_batch(model: Model, Q, V, TAU, contacts, F_EXT=None, damping: float = 0.0
                            ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`dynamics.contact_dynamics` at K knots: (qdd (K, nv), lam (K, nc))."""
-    Q, V, TAU = _contact_knots(model, Q=Q, V=V, TAU=TAU)
-    ci, cf, damping = check_contacts(model, contacts, damping)
-    qdd, lam, status = contact_dynamics_batch_kernel(model.arrays, Q, V, TAU, _forces(model, F_EXT, Q.shape[0]), ci,
-                                                     cf, damping)
-    _raise_at_knot(contacts, ci, status)
-    return qdd, lam
+    out, nv = _contacts(model, False, Q, V, TAU, contacts, F_EXT, damping, 0.0, None, 0), model.nv
+    return out[:, :nv, 0], out[:, nv:, 0]
 
 
 def contact_dynamics_derivatives_batch(model: Model, Q, V, TAU, contacts, F_EXT=None, damping: float = 0.0
                                        ) -> tuple[np.ndarray, ...]:
     """:func:`dynamics.contact_dynamics_derivatives` at K knots: the six arrays with a leading
     axis of K knots."""
-    Q, V, TAU = _contact_knots(model, Q=Q, V=V, TAU=TAU)
-    ci, cf, damping = check_contacts(model, contacts, damping)
-    x, y, status = contact_derivatives_batch_kernel(model.arrays, Q, V, TAU, _forces(model, F_EXT, Q.shape[0]), ci,
-                                                    cf, damping)
-    _raise_at_knot(contacts, ci, status)
-    nv = model.nv
+    x, nv = _contacts(model, False, Q, V, TAU, contacts, F_EXT, damping, 0.0, None, 1), model.nv
+    x, y = x[:, :nv], x[:, nv:]
     return x[..., :nv], x[..., nv:2 * nv], x[..., 2 * nv:], y[..., :nv], y[..., nv:2 * nv], y[..., 2 * nv:]
 
 
@@ -368,13 +353,8 @@ def contact_dynamics_second_derivatives_contracted_batch(model: Model, Q, V, TAU
                                                          damping: float = 0.0) -> tuple[np.ndarray, ...]:
     """:func:`dynamics.contact_dynamics_second_derivatives_contracted` at K knots, knot k
     contracted with W[k] (W (K, nv + nc)): (Hqq, Hvv, Hqv, Hqtau), each (K, nv, nv)."""
-    ci, cf, damping = check_contacts(model, contacts, damping)
-    Q, V, TAU = _contact_knots(model, Q=Q, V=V, TAU=TAU)
-    W = _weights(W, model.nv + contact_rows(ci), Q.shape[0])
-    H, status = contact_contracted_batch_kernel(model.arrays, Q, V, TAU, _forces(model, F_EXT, Q.shape[0]), ci, cf,
-                                                damping, W)
-    _raise_at_knot(contacts, ci, status)
-    return H[:, 0], H[:, 1], H[:, 2], H[:, 3]
+    out, nv = _contacts(model, False, Q, V, TAU, contacts, F_EXT, damping, 0.0, W, 2), model.nv
+    return out[:, :, :nv], out[:, :, nv:2 * nv], out[:, :, 2 * nv:3 * nv], out[:, :, 3 * nv:]
 
 
 def _weights(W, n: int, K: int) -> np.ndarray:
@@ -387,24 +367,10 @@ def _weights(W, n: int, K: int) -> np.ndarray:
     return W
 
 
-def _impulses(model: Model, Q, V, contacts, restitution, damping, W, order: int) -> np.ndarray:
-    """The output of :func:`impulse_batch_kernel` for ``order``, arguments checked."""
-    ci, cf, damping = check_contacts(model, contacts, damping)
-    Q, V = _contact_knots(model, Q=Q, V=V)
-    W = NO_WEIGHTS if W is None else _weights(W, model.nv + contact_rows(ci), Q.shape[0])
-    out, status = impulse_batch_kernel(model.arrays, Q, V, ci, cf, check_restitution(restitution), damping, W, order)
-    _raise_at_knot(contacts, ci, status)
-    return out
-
-
-NO_WEIGHTS = np.zeros((0, 0))
-"""The W of the batched impulse kernel for the orders that take none."""
-
-
 def impulse_dynamics_batch(model: Model, Q, V, contacts, restitution: float = 0.0, damping: float = 0.0
                            ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`dynamics.impulse_dynamics` at K knots: (v_plus (K, nv), impulse (K, nc))."""
-    out = _impulses(model, Q, V, contacts, restitution, damping, None, 0)
+    out = _contacts(model, True, Q, V, None, contacts, None, damping, restitution, None, 0)
     return out[:, :model.nv, 0], out[:, model.nv:, 0]
 
 
@@ -412,7 +378,7 @@ def impulse_dynamics_derivatives_batch(model: Model, Q, V, contacts, restitution
                                        damping: float = 0.0) -> tuple[np.ndarray, ...]:
     """:func:`dynamics.impulse_dynamics_derivatives` at K knots: (dvplus_dq, dvplus_dv,
     dimp_dq, dimp_dv) with a leading axis of K knots."""
-    out, nv = _impulses(model, Q, V, contacts, restitution, damping, None, 1), model.nv
+    out, nv = _contacts(model, True, Q, V, None, contacts, None, damping, restitution, None, 1), model.nv
     return out[:, :nv, :nv], out[:, :nv, nv:], out[:, nv:, :nv], out[:, nv:, nv:]
 
 
@@ -420,5 +386,5 @@ def impulse_dynamics_second_derivatives_contracted_batch(model: Model, Q, V, con
                                                          damping: float = 0.0) -> tuple[np.ndarray, ...]:
     """:func:`dynamics.impulse_dynamics_second_derivatives_contracted` at K knots, knot k
     contracted with W[k] (W (K, nv + nc)): (Hqq, Hvv, Hqv), each (K, nv, nv)."""
-    out, nv = _impulses(model, Q, V, contacts, restitution, damping, W, 2), model.nv
+    out, nv = _contacts(model, True, Q, V, None, contacts, None, damping, restitution, W, 2), model.nv
     return out[:, :, :nv], out[:, :, nv:2 * nv], out[:, :, 2 * nv:]

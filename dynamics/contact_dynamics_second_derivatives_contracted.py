@@ -29,7 +29,11 @@ where G_zz = 0 (F is affine in z) and G_vz = G_τz = G_ττ = G_qτ = G_vτ = 0.
                         + ∂²(νᵀ a_c) [the contact acceleration, weighted by ν]          (5)
     G_{q_k q̈_j} = Σ_i μ̂_i ∂M_ij/∂q_k + ∂(Jᵀν)_j/∂q_k,   G_{q_k λ_r} = −∂(J μ̂)_r/∂q_k     (6)
 
-(:mod:`dynamics.contact_hessians` for the contact terms of (5); ∂(Jᵀν)/∂q is −∂ID/∂q of
+(:mod:`dynamics.contact_hessians` for the contact terms of (5); the contracted IDSVA-SO starts
+from the first-order data of the derivative pass, whose RNEA had λ as external forces: of
+its joint vectors only e = … + S_c ×* f_i^C depends on the forces, linearly, so taking λ back
+out is e_c += S_c ×* W_i, W_i the world wrench of the contact forces on the subtree of body
+i; ∂(Jᵀν)/∂q is −∂ID/∂q of
 the RNEA with ν as the only, external, forces at v = 0, q̈ = 0 and no gravity, and
 ∂(Jμ̂)/∂q the velocity-level derivative of :mod:`dynamics.contact` at μ̂). Hence
 
@@ -42,19 +46,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._compile import njit
+from ._compile import allocation_free, njit
 from ._checks import as_vector
-from .contact import SCRATCH, contact_rows, contact_value_derivatives, world_force_derivative
+from .contact import SCRATCH, add_contact_forces, contact_rows, contact_value_derivatives, world_force_derivative
 from .contact_dynamics import OK, check_contact_call, raise_if_dependent
 from .contact_dynamics_derivatives import contact_dynamics_derivative_passes, external_forces
 from .contact_hessians import contact_value_hessians
 from .contact_kkt import kkt_solve
 from .impulse_dynamics_derivatives import body_velocities
-from .model import Model
-from .rnea import rnea_passes_at
-from .rnea_derivatives import rnea_derivative_passes
-from .rnea_second_derivatives_contracted import idsva_so_contracted_kernel
-from .spatial import symmetrize
+from .model import IDX_V, NV, PARENT, Model
+from .rnea import rnea_passes_at, subtract_external_force
+from .rnea_derivatives import E, TMP, rnea_derivative_passes
+from .rnea_second_derivatives_contracted import idsva_so_contracted_passes, new_so_work
+from .spatial import crf_at, symmetrize
 from .workspace import call_views, model_workspace
 
 
@@ -66,6 +70,43 @@ def adjoint(kkt, w):
     r1[:, 0], r2[:, 0] = w[:nv], -w[nv:]
     mu_hat, nu = kkt_solve(*kkt, r1, r2)
     return mu_hat[:, 0], -nu[:, 0]
+
+
+@allocation_free
+def remove_contact_forces(topology, d, ci, Rc, o, lam):
+    """The joint vectors d.T of a derivative pass whose RNEA had the contact forces λ as
+    external forces (:func:`dynamics.rnea_derivatives.rnea_derivative_passes`) made those
+    without them: e_c = … + S_c ×* f_i^C is the only one that depends on the forces, and
+    f_i^C with λ is f_i^C without minus W_i, the world wrench of the contact forces on the
+    subtree of body i, so e_c += S_c ×* W_i. d.da is scratch."""
+    fx, F = d.da[0], d.da[1]
+    fx[:, :] = 0.0
+    add_contact_forces(d.R, d.p, ci, Rc, o, lam, fx)
+    F[:, :] = 0.0
+    for i in range(topology.shape[0] - 1, -1, -1):  # F_i = −W_i, complete over ν(i) here
+        subtract_external_force(d.R, d.p, fx, i, F)
+        for c in range(topology[i, IDX_V], topology[i, IDX_V] + topology[i, NV]):
+            # e_c += S_c ×* W_i = −S_c ×* F_i
+            crf_at(d.S, c, F, i, d.T[c], TMP)
+            for r in range(6):
+                d.T[c, E, r] -= d.T[c, TMP, r]
+        parent = topology[i, PARENT]
+        if parent >= 0:
+            for r in range(6):
+                F[parent, r] += F[i, r]
+
+
+@njit(cache=True)
+def inverse_dynamics_terms(m, d, ci, Rc, o, lam, mu_hat):
+    """(Hqq, Hvv, Hqv, Mq) (4, nv, nv) of the contracted IDSVA-SO of μ̂ᵀ ID without the
+    contact forces, at the point of the derivative pass that left its data in ``d`` with
+    λ as external forces (:func:`remove_contact_forces`; d.T is changed)."""
+    topology, nv = m.topology, d.S.shape[0]
+    remove_contact_forces(topology, d, ci, Rc, o, lam)
+    R = np.empty((4, nv, nv))
+    idsva_so_contracted_passes(topology, (d.S, d.IC, d.BC, d.rates, d.T), mu_hat, R[0], R[1], R[2], R[3],
+                               new_so_work(topology))
+    return R
 
 
 @njit(cache=True)
@@ -132,8 +173,8 @@ def contact_so_contracted_passes(m, d, q, v, tau, f_ext, ci, cf, damping, w):
     # eq. 5: ∂²(νᵀ a_c) at the body velocities and accelerations of (v, q̈)
     Ha = np.empty((3, nv, nv))
     contact_value_hessians(m.topology, d.S, ci, cf, Rc, o, d.vel, d.acc, m.gravity, 2, nu, Ha)
-    # the contracted IDSVA-SO of μ̂ᵀ ID at (q, v, q̈)
-    Rqq, Rvv, Rqv, Mq = idsva_so_contracted_kernel(m, q, v, qdd, f_ext, mu_hat)
+    # the contracted IDSVA-SO of μ̂ᵀ ID at (q, v, q̈), from the first-order pass's data
+    Rqq, Rvv, Rqv, Mq = inverse_dynamics_terms(m, d, ci, Rc, o, lam, mu_hat)
     Gqz, Hb, _ = force_terms(m, d, ci, cf, Rc, o, kkt[2], lam, mu_hat, nu, Mq)
     return adjoint_hessians(Rqq + Hb + Ha[0], Rqv + Ha[1], Rvv + Ha[2], Gqz, np.vstack((x, y))), status
 

@@ -14,7 +14,7 @@ w_v = v⁺ + e v,
     G_{q_k v⁺_j} = Σ_i μ̂_i ∂M_ij/∂q_k + ∂(Jᵀν)_j/∂q_k,   G_{q_k Λ_r} = −∂(J μ̂)_r/∂q_k  (4)
 
 (the first term of (2) and the M terms by the contracted IDSVA-SO at (q, 0, Δv) without
-gravity, the J terms by :mod:`dynamics.contact_hessians` at the velocities μ̂ and w_v), and
+gravity, started from the data of the first-order pass, the J terms by :mod:`dynamics.contact_hessians` at the velocities μ̂ and w_v), and
 the Hessians of w·[v⁺; Λ] are −(G_uu' + G_uz Z_u' + Z_uᵀ G_zu') with Z the first
 derivatives; Hvv = 0 (z is linear in v).
 """
@@ -26,12 +26,11 @@ from ._compile import njit
 from ._checks import as_vector
 from .contact import contact_rows
 from .contact_dynamics import OK, raise_if_dependent
-from .contact_dynamics_second_derivatives_contracted import adjoint, adjoint_hessians, force_terms
+from .contact_dynamics_second_derivatives_contracted import adjoint, adjoint_hessians, force_terms, inverse_dynamics_terms
 from .contact_hessians import contact_value_hessians
 from .impulse_dynamics import check_impulse_call
 from .impulse_dynamics_derivatives import body_velocities, impulse_dynamics_derivative_passes
-from .model import Model, ModelRecord
-from .rnea_second_derivatives_contracted import idsva_so_contracted_kernel
+from .model import Model
 from .workspace import call_views, model_workspace
 
 
@@ -51,14 +50,13 @@ def impulse_so_contracted_passes(m, d, q, v, ci, cf, restitution, damping, w):
     if status != OK:
         return np.zeros((3, nv, nv)), status
     mu_hat, nu = adjoint(kkt, w)
-    zero = np.zeros(3)
+    # ∂²_qq(μ̂ᵀ M(q) Δv) and Mq by the contracted IDSVA-SO at (q, 0, Δv), no gravity: the
+    # first-order pass's RNEA, with Λ taken back out
+    Rqq, _, _, Mq = inverse_dynamics_terms(m, d, ci, Rc, o, imp, mu_hat)
     # ∂²_qq(νᵀ J(q) w_v) at the body velocities of w_v = v⁺ + e v
     body_velocities(m.topology, d.S, v_plus + restitution * v, d.vel)
     Hc = np.empty((1, nv, nv))
-    contact_value_hessians(m.topology, d.S, ci, cf, Rc, o, d.vel, d.vel, zero, 1, nu, Hc)
-    # ∂²_qq(μ̂ᵀ M(q) Δv) and Mq by the contracted IDSVA-SO at (q, 0, Δv), no gravity
-    m0 = ModelRecord(m.topology, m.joint_placement, m.axis, m.inertia, zero)
-    Rqq, _, _, Mq = idsva_so_contracted_kernel(m0, q, np.zeros(nv), v_plus - v, np.zeros((0, 6)), mu_hat)
+    contact_value_hessians(m.topology, d.S, ci, cf, Rc, o, d.vel, d.vel, np.zeros(3), 1, nu, Hc)
     Gqz, Hb, N = force_terms(m, d, ci, cf, Rc, o, kkt[2], imp, mu_hat, nu, Mq)
     return adjoint_hessians(Rqq + Hb + Hc[0], restitution * N - Mq.T, np.zeros((nv, nv)), Gqz,
                             np.vstack((x, y))), status

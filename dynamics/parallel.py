@@ -2,9 +2,10 @@
 
 The batched kernels split the K knots into contiguous chunks, one per thread: those of
 :mod:`dynamics.batch` with numba's ``prange`` (every chunk with its own workspace,
-:mod:`dynamics.workspace`), the interval sensitivities of the optimal-control layer with
-:func:`run_chunks` (compiled chunk kernels that release the GIL, on a thread pool:
-numba's parallel loops cannot take their nested tuples of arrays). Each knot is computed
+:mod:`dynamics.workspace`), the interval sensitivities of the optimal-control layer and the
+contact kernels of :mod:`dynamics.batch` with :func:`run_chunks` (compiled chunk kernels that
+release the GIL, on a thread pool: numba's parallel loops cannot take the former's nested
+tuples of arrays, and one around the contact passes took 74 CPU s to compile against 18). Each knot is computed
 by the same compiled code whichever thread runs it, and nothing is summed across knots
 inside a parallel loop, so results are bitwise identical for any number of threads.
 
