@@ -267,10 +267,11 @@ def _sweep_allocations(task: str, names=None) -> dict:
             "contracted Hessians": lambda: rk._interval_hessians_chunk(d, us, stages, lams, Hz, 0, N),
             **{f"DDP backward pass{', split' if split else ''}": functools.partial(
                 ddp.backward_pass, lq, terminal, us, prob.u_lower, prob.u_upper, 1.0,
-                ddp.SecondOrder(1, np.empty((N, 0, 0, 0)), d, stages, split), k, K) for split in (False, True)},
+                ddp.SecondOrder(1, np.empty((N, 0, 0, 0)), d, stages, split), k, K, np.zeros((0, prob.ndx)))
+            for split in (False, True)},
             "DDP forward pass": lambda: ddp.forward_pass(d, xs, us, np.zeros_like(k), np.zeros_like(K), 0.5,
                                                          prob.u_lower, prob.u_upper,
-                                                         np.empty_like(xs), np.empty_like(us)),
+                                                         np.empty_like(xs), np.empty_like(us), np.zeros((0, prob.ndx))),
         }
         counts[N] = {name: _allocations(call) for name, call in calls.items() if names is None or name in names}
     return counts

@@ -281,6 +281,10 @@ def cmd_solve(args: argparse.Namespace) -> int:
     options = {"callback": None if args.quiet else Progress(), "max_time": args.max_time}
     if args.max_iter is not None:
         options["max_iter"] = args.max_iter
+    if args.shooting is not None:
+        if args.solver == "ipopt":
+            raise CommandError("--shooting: only for ddp and ilqr (IPOPT's transcription is multiple shooting)")
+        options["shooting"] = args.shooting
     if not args.quiet:
         print(f"solving {args.problem} ({problem.N} intervals, T = {problem.T:g} s) with {args.solver}", flush=True)
     result = solve(problem, solver=args.solver, **options)
@@ -482,6 +486,9 @@ def build_parser() -> argparse.ArgumentParser:
     problem_args(solve)
     solve.add_argument("--solver", choices=("ddp", "ilqr", "ipopt"), default="ddp", help="the solver")
     limits(solve, "the solver")
+    solve.add_argument("--shooting", choices=("single", "multiple"),
+                       help="ddp/ilqr: start from the rollout of the controls (single, the default) or from the "
+                            "problem's states and controls, closing the gaps as they go (multiple)")
     solve.add_argument("--max-time", type=float, metavar="SECONDS",
                        help="wall-clock limit of the solve (status time_limit, last iterate kept; default: none)")
     solve.add_argument("--save", help="write the result to this .npz file (default: not saved)")

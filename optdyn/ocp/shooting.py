@@ -13,6 +13,7 @@ trajectories:
                                                       Hz = ∇²_z(λᵀF_k)(x_k, u_k), z = (δx, u)
     transition_work(dyn, nx, nu, order)               the workspace of both
     state_error(dyn, x0, x1, dx)                      dx = x1 ⊖ x0 (tangent space at x0)
+    state_retract(dyn, x, dx, y)                      y = x ⊕ dx
 
 ``stages`` are the records of ``problem.step_stages`` along the trajectory (knot k's rows
 are found here, not by the solver). Today every interval is the explicit Runge–Kutta
@@ -25,7 +26,7 @@ from __future__ import annotations
 from dynamics._compile import allocation_free, njit
 
 from .integrators import interval, interval_hessian, interval_work, lie_structure
-from .state import state_difference
+from .state import state_difference, state_integrate_into
 
 
 @njit(cache=True, inline="always")
@@ -60,3 +61,14 @@ def state_error(dyn, x0, x1, dx):
     else:
         for j in range(dx.shape[0]):
             dx[j] = x1[j] - x0[j]
+
+
+@allocation_free(inline="always")
+def state_retract(dyn, x, dx, y):
+    """y = x ⊕ dx = [q ⊕ δq; v + δv] (y must not be x)."""
+    topology, lie = lie_structure(dyn.ode)
+    if lie.shape[0] > 0:
+        state_integrate_into(topology, x.shape[0] - dx.shape[0] // 2, x, dx, y)
+    else:
+        for j in range(dx.shape[0]):
+            y[j] = x[j] + dx[j]

@@ -23,7 +23,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from .ddp import Log, Objective, Options, initial_controls, iterate, stopped_by_exception
+from .ddp import Log, Objective, Options, initial_guess, iterate, stopped_by_exception
 from ..ocp.problem import Problem
 from .result import Result
 from .runtime import Run, is_interrupt
@@ -107,7 +107,7 @@ STOPS = ("user_stop", "interrupted", "time_limit")
 FAILURES = ("regularization_failed", "line_search_failed", "rollout_failed")
 
 
-def solve_al(problem: Problem, ddp: bool = True, us_init=None, constraint_tol: float = 1e-6,
+def solve_al(problem: Problem, ddp: bool = True, us_init=None, xs_init=None, constraint_tol: float = 1e-6,
              rho_init: float = 1.0, rho_factor: float = 10.0, rho_max: float = 1e10, decrease: float = 0.25,
              max_outer: int = 30, inner_tol0: float = 1e-4, inner_tol_factor: float = 1e-2,
              **options) -> Result:
@@ -128,13 +128,14 @@ def solve_al(problem: Problem, ddp: bool = True, us_init=None, constraint_tol: f
     with Run(o.max_time) as run:
         log = Log(name, o.callback, o.verbose, run=run)
         try:
-            us, origin, rejected = initial_controls(problem, us_init)
+            us, start, origin, rejected = initial_guess(problem, o, us_init, xs_init)
             for outer in range(1, max_outer + 1):
                 log.outer = outer
                 out = iterate(problem, objective, us, replace(o, tol=inner_tol), ddp, log,
-                              max_iter=o.max_iter - steps)
+                              max_iter=o.max_iter - steps, xs=start)
                 steps += out.iterations
                 us, xs = out.us, out.xs
+                start = xs if o.shooting == "multiple" else None  # gaps left open stay open
                 violation = _cost_and_violation(problem, xs, us)[1]
                 if out.converged and violation <= constraint_tol and inner_tol <= o.tol:
                     status, converged = "converged", True

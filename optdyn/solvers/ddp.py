@@ -39,6 +39,20 @@ The forward pass x̂_0 = x_0, û_k = clamp(u_k + α k_k + K_k (x̂_k ⊖ x_k)),
 x̂_{k+1} = F(x̂_k, û_k) is accepted by backtracking on the ratio of actual to expected
 decrease.
 
+Multiple shooting (``shooting="multiple"``: the feasibility-driven DDP of M. Mastalli et
+al., "Crocoddyl: An Efficient and Versatile Framework for Multi-Contact Optimal Control",
+ICRA 2020) iterates on states and controls (x̄_k, ū_k) together, with gaps
+f̄_{k+1} = F(x̄_k, ū_k) ⊖ x̄_{k+1} between the intervals. The backward pass sees V' from the
+end of interval k, which misses x̄_{k+1} by f̄: V'_x⁺ = V'_x + V'_xx f̄ replaces V'_x in Q_x,
+Q_u and in DDP's V'_x·F_zz, and the model's value of the step gains V'_x·f̄ + ½ f̄ᵀV'_xx f̄
+per gap. The forward pass leaves a fraction 1 − α of every gap open,
+x̂_{k+1} = F(x̂_k, û_k) ⊕ (α − 1) f̄_{k+1}, so that to first order the trial is α·Δz along the
+linear model's step Δz, whose change is α·g·Δz + α²·(m(1) − g·Δz) (g the cost gradient,
+m(1) the model's change for the full step; :func:`model_slope`). A full step closes every
+gap, and the iterations are then single shooting's. On a floating base the shift ignores
+the transport between the tangent spaces at F(x̄_k, ū_k) and at x̄_{k+1}, as Crocoddyl
+does; it vanishes with the gaps.
+
 On a floating base the state lives on a manifold (:mod:`optdyn.ocp.state`) and the backward
 pass works in its tangent spaces, as Crocoddyl does (Mastalli et al. 2020): every
 quantity at knot k (ℓ_x, V_x, the rows and columns of A = F_x) is in the chart
@@ -68,7 +82,7 @@ from dynamics.parallel import get_num_threads
 from dynamics.spatial import copy_into, symmetrize
 
 from ..ocp.problem import Problem
-from ..ocp.shooting import state_error, transition, transition_hessian, transition_work
+from ..ocp.shooting import state_error, state_retract, transition, transition_hessian, transition_work
 from .linalg import box_qp, cholesky_solve, gemm_nn, gemm_tn, gemv_t
 from .result import Result
 from .runtime import Run, is_interrupt, stop_message
@@ -93,9 +107,10 @@ Value = namedtuple("Value", ["Vx", "Vxx"])
 QTerms = namedtuple("QTerms", ["Qx", "Qu", "Qxx", "Qux", "Quu"])
 """The expansion of Q(δx, δu) at one knot (Tassa 2012 eq. 5)."""
 
-Step = namedtuple("Step", ["k", "K", "dV1", "dV2"])
-"""A backward pass's result: feed-forward k (N, nu), feedback K (N, nu, ndx) and the
-expected decrease ΔV(α) = α·dV1 + α²·dV2."""
+Step = namedtuple("Step", ["k", "K", "dV1", "dV2", "gaps"])
+"""A backward pass's result: feed-forward k (N, nu), feedback K (N, nu, ndx), the model's
+change ΔV(α) = α·dV1 + α²·dV2 along the step and the multiple-shooting gaps (N, ndx) it
+closes ((0, ndx) for a rollout)."""
 
 SecondOrder = namedtuple("SecondOrder", ["mode", "Fzz", "dynamics", "stages", "split"])
 """Where the backward pass gets V'_x·F_zz: ``mode`` (:data:`SECOND_ORDER`); mode 1 from the
@@ -226,18 +241,38 @@ def expected_decrease(k, Qu, Quu):
     return d1, d2
 
 
+@allocation_free
+def shift_by_gap(V, f, Vp):
+    """V'_x⁺ = V'_x + V'_xx f̄ into ``Vp.Vx`` — the gradient of V' at the end of an interval
+    that misses the next node by the gap f̄ (Mastalli et al. 2020) — and returns
+    the model's change of V' across the gap, V'_x·f̄ + ½ f̄ᵀV'_xx f̄."""
+    d = 0.0
+    for i in range(f.shape[0]):
+        s = V.Vx[i]
+        h = 0.0
+        for j in range(f.shape[0]):
+            h += V.Vxx[i, j] * f[j]
+        Vp.Vx[i] = s + h
+        d += f[i] * (s + 0.5 * h)
+    return d
+
+
 @njit(cache=True)
-def backward_pass(lq, terminal, us, lower, upper, mu, second, k, K):
+def backward_pass(lq, terminal, us, lower, upper, mu, second, k, K, gaps):
     """Riccati-like sweep N−1 … 0 built from the steps above (module docstring).
 
     ``lq``: the :data:`Expansion` along the trajectory (us (N, nu)); ``terminal``: the
     :data:`Value` V_N = ℓ_N; the dynamics' second-order terms per ``second``
     (:data:`SecondOrder`, see :func:`dynamics_hessian`); control bounds lower, upper (nu,);
-    regularisation μ = ``mu``. Writes k (N,nu) (its input is the box-QP warm start) and
-    K (N,nu,ndx). Returns (failed knot or −1, kᵀQ_u summed, ½kᵀQ_uu k summed).
+    regularisation μ = ``mu``; ``gaps`` (N, ndx): f̄_{t+1} = F(x_t, u_t) ⊖ x_{t+1} of
+    multiple shooting (module docstring), or (0, ndx) for a rollout. Writes k (N,nu) (its
+    input is the box-QP warm start) and K (N,nu,ndx). Returns (failed knot or −1, kᵀQ_u
+    summed, ½kᵀQ_uu k summed plus the model's change across the gaps): the two sum to
+    the quadratic model's change for the full step.
     """
     N, ndx, nu = lq.B.shape
     V = Value(terminal.Vx.copy(), terminal.Vxx.copy())
+    Vp = Value(np.empty(ndx), V.Vxx)  # V' seen from the end of the interval: shifted by its gap
     Q = QTerms(np.empty(ndx), np.empty(nu), np.empty((ndx, ndx)), np.empty((nu, ndx)), np.empty((nu, nu)))
     Quuk, Qux_r, Quu_r, QuuK = np.empty(nu), np.empty((nu, ndx)), np.empty((nu, nu)), np.empty((nu, ndx))
     VA, VB, Hz = np.empty((ndx, ndx)), np.empty((ndx, nu)), np.empty((ndx + nu, ndx + nu))
@@ -246,9 +281,13 @@ def backward_pass(lq, terminal, us, lower, upper, mu, second, k, K):
     work = transition_work(second.dynamics, second.stages.y.shape[1], nu, 1)
     dV1 = dV2 = 0.0
     for t in range(N - 1, -1, -1):
-        q_expansion(lq, t, V, Q, VA, VB)
+        if gaps.shape[0] > 0:
+            dV2 += shift_by_gap(V, gaps[t], Vp)
+        else:
+            copy_into(Vp.Vx, V.Vx)
+        q_expansion(lq, t, Vp, Q, VA, VB)
         if second.mode > 0:
-            dynamics_hessian(second, t, us, V.Vx, Hz, work)
+            dynamics_hessian(second, t, us, Vp.Vx, Hz, work)
             add_dynamics_terms(Hz, Q)
         regularize(lq.A[t], lq.B[t], Q.Qux, Q.Quu, mu, Qux_r, Quu_r)
         for i in range(nu):
@@ -260,6 +299,36 @@ def backward_pass(lq, terminal, us, lower, upper, mu, second, k, K):
         dV2 += d2
         value_update(Q, k[t], K[t], V, QuuK, Quuk)
     return -1, dV1, dV2
+
+
+@njit(cache=True)
+def model_slope(lq, Vx_N, k, K, gaps):
+    """d/dα at α = 0 of the cost's first-order model along the step of a multiple-shooting
+    backward pass: g·Δz for the linear path Δx_0 = 0, Δu_t = k_t + K_t Δx_t,
+    Δx_{t+1} = A_t Δx_t + B_t Δu_t + f̄_{t+1} (the forward pass follows αΔz to first order,
+    so the model's change is α·g·Δz + α²·(the rest))."""
+    N, ndx, nu = lq.B.shape
+    dx, nxt, du = np.zeros(ndx), np.empty(ndx), np.empty(nu)
+    g = 0.0
+    for t in range(N):
+        for i in range(nu):
+            s = k[t, i]
+            for j in range(ndx):
+                s += K[t, i, j] * dx[j]
+            du[i] = s
+            g += lq.lu[t, i] * s
+        for i in range(ndx):
+            g += lq.lx[t, i] * dx[i]
+            s = gaps[t, i]
+            for j in range(ndx):
+                s += lq.A[t, i, j] * dx[j]
+            for j in range(nu):
+                s += lq.B[t, i, j] * du[j]
+            nxt[i] = s
+        dx[:] = nxt
+    for i in range(ndx):
+        g += Vx_N[i] * dx[i]
+    return g
 
 
 @njit(cache=True)
@@ -284,13 +353,17 @@ def projected_gradient(lq, Vx_N, us, lower, upper):
 
 
 @njit(cache=True)
-def forward_pass(dyn, xs, us, k, K, alpha, lower, upper, xs_new, us_new):
+def forward_pass(dyn, xs, us, k, K, alpha, lower, upper, xs_new, us_new, gaps):
     """Closed-loop rollout of the module docstring through the problem's interval dynamics
-    ``dyn``; False if the state became NaN/inf."""
+    ``dyn``; with multiple-shooting ``gaps`` (N, ndx) (else (0, ndx)) each interval ends a
+    fraction 1 − α of its gap short of F: x̂_{t+1} = F(x̂_t, û_t) ⊕ (α − 1) f̄_{t+1}
+    (feasibility-driven DDP, Mastalli et al. 2020), so that a full step closes every gap.
+    False if the
+    state became NaN/inf."""
     N, ndx = K.shape[0], K.shape[2]
     nu = us.shape[1]
     work = transition_work(dyn, xs.shape[1], nu, 0)
-    dx = np.empty(ndx)
+    dx, y = np.empty(ndx), np.empty(xs.shape[1])
     xs_new[0] = xs[0]
     for t in range(N):
         state_error(dyn, xs[t], xs_new[t], dx)  # δx = x̂ ⊖ x̄
@@ -299,8 +372,15 @@ def forward_pass(dyn, xs, us, k, K, alpha, lower, upper, xs_new, us_new):
             for j in range(ndx):
                 du += K[t, i, j] * dx[j]
             us_new[t, i] = min(max(us[t, i] + du, lower[i]), upper[i])
-        if not transition(dyn, t, xs_new[t], us_new[t], xs_new[t + 1], work):
+        if gaps.shape[0] == 0:
+            if not transition(dyn, t, xs_new[t], us_new[t], xs_new[t + 1], work):
+                return False
+            continue
+        if not transition(dyn, t, xs_new[t], us_new[t], y, work):
             return False
+        for j in range(ndx):
+            dx[j] = (alpha - 1.0) * gaps[t, j]
+        state_retract(dyn, y, dx, xs_new[t + 1])
     return True
 
 
@@ -342,6 +422,9 @@ class Options:
     insensitive to the scaling of u) is ≤ tol·(1 + |J|), or the projected gradient
     ‖∇_u J‖∞ ≤ gtol·(1 + |J|). ``max_time`` (s, None = no limit) bounds the wall time:
     it is checked between iterations and between line-search trials (status "time_limit").
+    ``shooting``: "single" starts from the rollout of ``us_init``; "multiple" from the states
+    ``xs_init`` as well, with the gaps between intervals closed by the steps (feasibility-driven
+    DDP, Mastalli et al. 2020; module docstring).
     """
 
     max_iter: int = 500
@@ -354,6 +437,7 @@ class Options:
     c1: float = 1e-4
     alphas: tuple = tuple(0.5 ** i for i in range(11))
     second_order: str = "contracted"
+    shooting: str = "single"
     verbose: bool = False
     callback: object = None
     max_time: float | None = None
@@ -428,6 +512,11 @@ class Outcome:
     mu: float = 0.0
 
 
+NEGATIVE_STEP = 2.0
+"""While multiple-shooting gaps are open, a step whose model predicts a cost increase is
+accepted if the cost rises by less than this multiple of the prediction."""
+
+
 def _increase(mu: float, delta: float, o: Options) -> tuple[float, float]:
     delta = max(o.delta0, delta * o.delta0)
     return max(o.mu_min, mu * delta), delta
@@ -448,7 +537,7 @@ def _trial(problem: Problem, objective: Objective, trajectory: tuple, step: Step
     (xs, us), (xs_new, us_new) = trajectory, trial
     try:
         if not forward_pass(problem.dynamics, xs, us, step.k, step.K, alpha, problem.u_lower, problem.u_upper,
-                            xs_new, us_new):
+                            xs_new, us_new, step.gaps):
             return np.nan
         with np.errstate(over="ignore", invalid="ignore"):  # an overflowing cost is a rejected trial
             J_new = objective.value(xs_new, us_new)
@@ -462,7 +551,9 @@ def line_search(problem: Problem, objective: Objective, o: Options, trajectory: 
                 trial: tuple, log: Log) -> tuple[float, float]:
     """Backtracking on α from ``trajectory`` (xs, us) of objective J along ``step``: accept
     the first forward pass whose actual decrease exceeds c1 × the expected one
-    −(αΔV₁ + α²ΔV₂); diverged or model-invalid rollouts (see :func:`_trial`) are rejected.
+    −(αΔV₁ + α²ΔV₂); while gaps are open, also one whose cost rises by less than
+    :data:`NEGATIVE_STEP` × the rise the model expects (as Crocoddyl's FDDP); diverged or
+    model-invalid rollouts (see :func:`_trial`) are rejected.
     Stops early (returning no step) when ``log.stop_reason()``.
 
     Returns (α, J_new) with the new trajectory in ``trial`` (xs_new, us_new), or (0, J) if
@@ -482,6 +573,8 @@ def line_search(problem: Problem, objective: Objective, o: Options, trajectory: 
         expected = -(alpha * step.dV1 + alpha * alpha * step.dV2)
         if (J - J_new) > o.c1 * expected and (expected > 0 or J_new < J):
             return alpha, J_new
+        if step.gaps.shape[0] and expected <= 0 and J_new - J < -NEGATIVE_STEP * expected:
+            return alpha, J_new  # closing gaps may cost: an increase up to twice the model's is taken
     return 0.0, J
 
 
@@ -519,24 +612,49 @@ def safe_rollout(problem: Problem, us: np.ndarray) -> tuple[np.ndarray, bool]:
     return xs, bool(np.all(np.isfinite(xs)))
 
 
+def gaps_of(problem: Problem, xs: np.ndarray, us: np.ndarray) -> np.ndarray:
+    """The multiple-shooting gaps f̄_{t+1} = F(x_t, u_t) ⊖ x_{t+1} (N, ndx) of (xs, us)."""
+    return problem.state_difference(xs[1:], problem.step(xs[:-1], us))
+
+
+def start(problem: Problem, us: np.ndarray, xs: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, bool]:
+    """The first iterate: (xs, gaps, finite). Single shooting (``xs`` None): the rollout of
+    ``us`` and no gaps ((0, ndx)); multiple shooting: ``xs`` with x_0 set to the problem's,
+    and its gaps (none if it is a rollout of ``us``)."""
+    if xs is None:
+        xs, finite = safe_rollout(problem, us)
+        return xs, np.zeros((0, problem.ndx)), finite
+    xs = np.array(xs, dtype=float)
+    xs[0] = problem.x0
+    try:
+        gaps = gaps_of(problem, xs, us)
+    except Exception:  # noqa: BLE001 — a node the model rejects cannot start the solve
+        return xs, np.zeros((0, problem.ndx)), False
+    finite = bool(np.all(np.isfinite(gaps)))
+    return xs, (gaps if finite and np.any(gaps) else np.zeros((0, problem.ndx))), finite
+
+
 def iterate(problem: Problem, objective: Objective, us: np.ndarray, o: Options, ddp: bool,
-            log: Log, max_iter: int | None = None) -> Outcome:
-    """DDP (``ddp``) or iLQR iterations from controls us (N, nu).
+            log: Log, max_iter: int | None = None, xs: np.ndarray | None = None) -> Outcome:
+    """DDP (``ddp``) or iLQR iterations from controls us (N, nu), and with ``xs`` (N+1, nx)
+    from those states too (multiple shooting, module docstring).
 
     Each iteration: linearise (and quadratise) along the trajectory, run the backward
     pass (raising μ until Q̃_uu is positive definite), record the history row, test
-    convergence and the stop conditions (callback, ``log.stop_reason()``), then
-    line-search the forward pass and adapt μ. If the rollout of ``us`` is not finite,
-    returns at once with status "rollout_failed" (xs then holds NaN after the divergence).
+    convergence (only once the gaps are closed) and the stop conditions (callback,
+    ``log.stop_reason()``), then line-search the forward pass and adapt μ. A full step
+    closes every gap; from then on the iterations are single shooting's. If the rollout of
+    ``us`` (or a gap) is not finite, returns at once with status "rollout_failed".
     """
     lower, upper = problem.u_lower, problem.u_upper
     us = np.clip(np.array(us, dtype=float), lower, upper)
     N, nu, ndx = problem.N, problem.nu, problem.ndx
     k, K = np.zeros((N, nu)), np.zeros((N, nu, ndx))
-    xs, finite = safe_rollout(problem, us)
+    xs, gaps, finite = start(problem, us, xs)
     if not finite:
         return Outcome(xs, us, K, np.nan, False, "rollout_failed",
-                       "the rollout of the initial controls diverges (non-finite or model-invalid states)", 0)
+                       "the rollout of the initial controls (or a gap of the initial states) is not finite "
+                       "or the model rejects a state", 0)
     J = objective.value(xs, us)
     log.keep(xs, us)
     xs_new, us_new = np.empty_like(xs), np.empty_like(us)
@@ -559,10 +677,13 @@ def iterate(problem: Problem, objective: Objective, us: np.ndarray, o: Options, 
             gnorm = projected_gradient(lq, terminal.Vx, us, lower, upper)
         while True:
             k[:] = 0.0
-            failed, dV1, dV2 = backward_pass(lq, terminal, us, lower, upper, mu, second, k, K)
+            failed, dV1, dV2 = backward_pass(lq, terminal, us, lower, upper, mu, second, k, K, gaps)
             if failed < 0 or mu > o.mu_max:
                 break
             mu, delta = _increase(mu, delta, o)
+        if gaps.shape[0] and failed < 0:  # split the model's change into its α and α² parts
+            slope = model_slope(lq, terminal.Vx, k, K, gaps)
+            dV1, dV2 = slope, dV1 + dV2 - slope
         log.record(cost=J if objective.exact else problem.cost(xs, us), merit=J, expected_decrease=-(dV1 + dV2),
                    step=alpha, regularization=mu, violation=problem.violation(xs, us), gradient=gnorm)
         if failed >= 0:
@@ -571,21 +692,25 @@ def iterate(problem: Problem, objective: Objective, us: np.ndarray, o: Options, 
         if log.stopped:
             return outcome(False, "user_stop", "the callback returned False")
         scale = 1.0 + abs(J)
-        if -(dV1 + dV2) <= o.tol * scale or gnorm <= o.gtol * scale:
+        if not gaps.shape[0] and (-(dV1 + dV2) <= o.tol * scale or gnorm <= o.gtol * scale):
             return outcome(True, "converged",
                            f"expected decrease {-(dV1 + dV2):.2e} or gradient {gnorm:.2e} below tolerance")
         reason = log.stop_reason()
         if reason:
             return outcome(False, reason, stop_message(reason, log.run))
         if steps == max_iter:
-            return outcome(False, "max_iter", f"iteration limit {max_iter} reached")
+            gap = f"; gaps still open (largest {np.abs(gaps).max():.2e})" if gaps.shape[0] else ""
+            return outcome(False, "max_iter", f"iteration limit {max_iter} reached{gap}")
         steps += 1
-        alpha, J_new = line_search(problem, objective, o, (xs, us), Step(k, K, dV1, dV2), J, (xs_new, us_new), log)
+        alpha, J_new = line_search(problem, objective, o, (xs, us), Step(k, K, dV1, dV2, gaps), J,
+                                   (xs_new, us_new), log)
         moved = alpha > 0.0
         if moved:
             xs, xs_new, us, us_new, J = xs_new, xs, us_new, us, J_new
             log.keep(xs, us)
             mu, delta = _decrease(mu, delta, o)
+            if gaps.shape[0]:  # a full step closes them exactly; a partial one leaves (1 − α) of each
+                gaps = np.zeros((0, ndx)) if alpha == 1.0 else gaps_of(problem, xs, us)
         elif log.stop_reason():
             continue  # the line search was cut short: report the stop at the next check
         else:
@@ -619,6 +744,19 @@ def initial_controls(problem: Problem, us_init=None) -> tuple[np.ndarray, str, l
     return us, "rest", rejected
 
 
+def initial_guess(problem: Problem, o: Options, us_init=None, xs_init=None
+                  ) -> tuple[np.ndarray, np.ndarray | None, str, list[str]]:
+    """(us, xs, origin, rejected): what :func:`iterate` starts from. Single shooting: the
+    controls of :func:`initial_controls` and no states; multiple shooting: ``us_init`` and
+    ``xs_init`` (default: the problem's guesses), controls clipped to the bounds."""
+    if o.shooting == "single":
+        us, origin, rejected = initial_controls(problem, us_init)
+        return us, None, origin, rejected
+    us = problem.us_init if us_init is None else np.array(us_init, dtype=float)
+    xs = problem.xs_init if xs_init is None else np.array(xs_init, dtype=float)
+    return np.clip(us, problem.u_lower, problem.u_upper), xs, "us_init" if us_init is not None else "problem", []
+
+
 def stopped_by_exception(problem: Problem, log: Log, K_shape: tuple[int, int, int]) -> Outcome:
     """Outcome of a solve unwound by a KeyboardInterrupt (during compilation, or a second
     Ctrl-C): the last accepted iterate (``log.kept``), else the problem's initial guess."""
@@ -633,8 +771,9 @@ def stopped_by_exception(problem: Problem, log: Log, K_shape: tuple[int, int, in
     return Outcome(xs, us, np.zeros(K_shape), cost, False, "interrupted", message, iterations)
 
 
-def solve_ddp(problem: Problem, ddp: bool = True, us_init=None, **options) -> Result:
-    """Solve ``problem`` (without path/terminal constraints) by DDP or iLQR.
+def solve_ddp(problem: Problem, ddp: bool = True, us_init=None, xs_init=None, **options) -> Result:
+    """Solve ``problem`` (without path/terminal constraints) by DDP or iLQR, from
+    :func:`initial_guess` (``xs_init`` is used by multiple shooting only).
 
     ``options`` are the fields of :class:`Options`. Ctrl-C and ``max_time`` stop the solve
     with the last accepted iterate (statuses "interrupted", "time_limit"; see
@@ -650,8 +789,8 @@ def solve_ddp(problem: Problem, ddp: bool = True, us_init=None, **options) -> Re
     with Run(o.max_time) as run:
         log = Log(name, o.callback, o.verbose, run=run)
         try:
-            us0, origin, rejected = initial_controls(problem, us_init)
-            out = iterate(problem, Objective(problem), us0, o, ddp, log)
+            us0, xs0, origin, rejected = initial_guess(problem, o, us_init, xs_init)
+            out = iterate(problem, Objective(problem), us0, o, ddp, log, xs=xs0)
         except (KeyboardInterrupt, SystemError) as e:
             if not is_interrupt(e) and not run.interrupted:
                 raise

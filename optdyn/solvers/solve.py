@@ -38,7 +38,7 @@ def _warm_start(problem: Problem, init, options: dict) -> None:
     if not np.all(np.isfinite(us)):
         raise ValueError("init: the result's controls are not finite")
     options["us_init"] = us
-    if np.all(np.isfinite(xs)):  # DDP/iLQR ignore xs_init; IPOPT uses both
+    if np.all(np.isfinite(xs)):  # IPOPT and multiple-shooting DDP/iLQR use it
         options["xs_init"] = xs
 
 
@@ -55,6 +55,8 @@ def _check_ddp_options(problem: Problem, options: dict) -> None:
                  "inner_tol0", "inner_tol_factor"):
         if name in options and not (np.isfinite(options[name]) and options[name] > 0):
             raise ValueError(f"{name}: expected a finite number > 0, got {options[name]!r}")
+    if options.get("shooting", "single") not in ("single", "multiple"):
+        raise ValueError(f"shooting: expected 'single' or 'multiple', got {options['shooting']!r}")
     if options.get("second_order", "contracted") not in ("contracted", "tensor"):
         raise ValueError(f"second_order: expected 'contracted' or 'tensor', got {options['second_order']!r}")
     cb = options.get("callback")
@@ -78,9 +80,11 @@ def solve(problem: Problem, solver: str = "ddp", *, init: Result | None = None, 
     IPOPT its ``xs`` and ``us``), ``max_time`` (wall-clock limit in s: status
     "time_limit" with the last iterate), ``verbose``, ``callback`` (called with a dict
     once per iteration; returning False stops the solve). Ctrl-C during a solve returns
-    the last iterate with status "interrupted" (:mod:`optdyn.solvers.runtime`). DDP/iLQR are
-    single-shooting methods: their states are always the rollout of ``us_init`` from x0,
-    so they check ``xs_init`` but do not use it.
+    the last iterate with status "interrupted" (:mod:`optdyn.solvers.runtime`). DDP/iLQR
+    shoot singly by default: their states are the rollout of ``us_init`` from x0, so they
+    check ``xs_init`` but do not use it; with ``shooting="multiple"`` they start from
+    ``xs_init`` and ``us_init`` and close the gaps between the intervals as they go
+    (feasibility-driven DDP).
     DDP/iLQR accept the fields of :class:`optdyn.solvers.ddp.Options` and the augmented-Lagrangian
     settings ``constraint_tol`` (1e-6), ``rho_init``, ``rho_factor``, ``rho_max``,
     ``decrease``, ``max_outer``, ``inner_tol0``, ``inner_tol_factor``; IPOPT accepts
@@ -117,7 +121,8 @@ def _dispatch(problem: Problem, solver: str, options: dict) -> Result:
         from .ipopt import solve_ipopt
         return solve_ipopt(problem, **options)
     _check_ddp_options(problem, options)
-    options.pop("xs_init", None)
+    if options.get("shooting", "single") == "single":
+        options.pop("xs_init", None)
     ddp = solver == "ddp"
     if problem.nc or problem.nh:
         return solve_al(problem, ddp, **options)
