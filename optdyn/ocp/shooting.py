@@ -53,22 +53,28 @@ def transition_hessian(dyn, k, u, stages, lam, Hz, work, split):
 
 
 @allocation_free(inline="always")
+def _chart(dyn, x, y, out, retract):
+    """out = x ⊕ y (``retract``) or out = y ⊖ x, on the problem's state manifold: [q; v]
+    with q on the joints' groups for a robot, a vector space otherwise."""
+    topology, lie = lie_structure(dyn.ode)
+    ndx = y.shape[0] if retract else out.shape[0]
+    if lie.shape[0] > 0:
+        if retract:
+            state_integrate_into(topology, x.shape[0] - ndx // 2, x, y, out)
+        else:
+            state_difference(topology, x.shape[0] - ndx // 2, x, y, out)
+    else:
+        for j in range(ndx):
+            out[j] = x[j] + y[j] if retract else y[j] - x[j]
+
+
+@allocation_free(inline="always")
 def state_error(dyn, x0, x1, dx):
     """dx (ndx,) = x1 ⊖ x0 = [q1 ⊖ q0; v1 − v0] in the tangent space at x0."""
-    topology, lie = lie_structure(dyn.ode)
-    if lie.shape[0] > 0:
-        state_difference(topology, x0.shape[0] - dx.shape[0] // 2, x0, x1, dx)
-    else:
-        for j in range(dx.shape[0]):
-            dx[j] = x1[j] - x0[j]
+    _chart(dyn, x0, x1, dx, False)
 
 
 @allocation_free(inline="always")
 def state_retract(dyn, x, dx, y):
     """y = x ⊕ dx = [q ⊕ δq; v + δv] (y must not be x)."""
-    topology, lie = lie_structure(dyn.ode)
-    if lie.shape[0] > 0:
-        state_integrate_into(topology, x.shape[0] - dx.shape[0] // 2, x, dx, y)
-    else:
-        for j in range(dx.shape[0]):
-            y[j] = x[j] + dx[j]
+    _chart(dyn, x, dx, y, True)
