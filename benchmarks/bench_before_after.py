@@ -1,6 +1,6 @@
 """Before/after of the interval kernels and the solvers on two source trees, interleaved.
 
-    .venv/bin/python benchmarks/bench_before_after.py BEFORE_TREE AFTER_TREE ROUNDS [--kernels | --contacts]
+    .venv/bin/python benchmarks/bench_before_after.py BEFORE_TREE AFTER_TREE ROUNDS [--kernels | --contacts | --costs]
 
 Each round runs, in a new process per tree (its own numba cache, one thread), the rollout,
 the first-order sensitivities and the stage records of the whole trajectory (fastest of 20
@@ -8,20 +8,23 @@ calls) and, without ``--kernels``, DDP, iLQR and IPOPT per iteration (fastest of
 ur5-reach, arm-obstacle and space-manipulator; prints, per measurement, the fastest time of
 each tree over the rounds, their ratio, and each round's ratio (the spread is the noise).
 With ``--contacts``, instead, our six contact and impulse functions on Solo-12 and Talos
-(the calls of ``bench_contact.py``, µs). A tree is a checkout, e.g. ``git worktree add --detach /tmp/before b49c2dc``.
+(the calls of ``bench_contact.py``, µs). With ``--costs``, DDP, iLQR and IPOPT per iteration
+only, on ur5-reach and arm-obstacle (the tasks whose costs are state, control and frame-position
+terms). Each measurement also gets the median and range of its rounds per tree. A tree is a checkout, e.g. ``git worktree add --detach /tmp/before b49c2dc``.
 """
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
+import numpy as np
 from _common import run_in_tree
 
 SNIPPET = r'''
 import json, time
 import optdyn, problems
 out = {}
-for task in ("ur5-reach", "arm-obstacle", "space-manipulator"):
+for task in TASKS:
     prob = problems.get(task)
     for solver in SOLVERS:
         optdyn.solve(prob, solver)
@@ -29,8 +32,12 @@ for task in ("ur5-reach", "arm-obstacle", "space-manipulator"):
                                        for r in (optdyn.solve(prob, solver) for _ in range(3)))
     us = prob.us_init
     xs = prob.rollout(us)
-    for name, fn in (("rollout", lambda: prob.rollout(us)), ("step_derivatives", lambda: prob.step_derivatives(xs[:-1], us)),
-                     ("step_stages", lambda: prob.step_stages(xs[:-1], us))):
+    calls = (("running cost terms", lambda: prob.running_cost_terms(xs[:-1], us)),
+             ("terminal cost terms", lambda: prob.terminal_cost_terms(xs[-1])))
+    if KERNELS:
+        calls += (("rollout", lambda: prob.rollout(us)), ("step_derivatives", lambda: prob.step_derivatives(xs[:-1], us)),
+                  ("step_stages", lambda: prob.step_stages(xs[:-1], us)))
+    for name, fn in calls:
         fn()
         times = []
         for _ in range(20):
@@ -55,19 +62,23 @@ print("RESULT" + json.dumps(out))
 
 
 def main(before: str, after: str, rounds: int, mode: str) -> None:
-    code = CONTACTS if mode == "--contacts" else SNIPPET.replace(
-        "SOLVERS", "()" if mode == "--kernels" else '("ddp", "ilqr", "ipopt")')
+    tasks = '("ur5-reach", "arm-obstacle")' if mode == "--costs" else '("ur5-reach", "arm-obstacle", "space-manipulator")'
+    code = CONTACTS if mode == "--contacts" else (
+        SNIPPET.replace("SOLVERS", "()" if mode == "--kernels" else '("ddp", "ilqr", "ipopt")')
+        .replace("TASKS", tasks).replace("KERNELS", str(mode != "--costs")))
     trees = {"before": Path(before), "after": Path(after)}
     runs = {side: [] for side in trees}
     for _ in range(rounds):
         for side, tree in trees.items():
             runs[side].append(run_in_tree(tree, code, threads=1))
-    print(f"| measurement ({'µs' if mode == '--contacts' else 'ms'}) | before (fastest) | after (fastest) | after ÷ before | per round |")
-    print("| --- | --- | --- | --- | --- |")
+    print(f"| measurement ({'µs' if mode == '--contacts' else 'ms'}) | before (fastest) | after (fastest) "
+          "| after ÷ before | per round | before median [range] | after median [range] |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     for key in runs["before"][0]:
         b, a = [r[key] for r in runs["before"]], [r[key] for r in runs["after"]]
         per_round = ", ".join(f"{x / y:.2f}" for x, y in zip(a, b))
-        print(f"| {key} | {min(b):.3f} | {min(a):.3f} | {min(a) / min(b):.2f} | {per_round} |")
+        spread = [f"{np.median(t):.3f} [{min(t):.3f}, {max(t):.3f}]" for t in (b, a)]
+        print(f"| {key} | {min(b):.3f} | {min(a):.3f} | {min(a) / min(b):.2f} | {per_round} | {spread[0]} | {spread[1]} |")
 
 
 if __name__ == "__main__":

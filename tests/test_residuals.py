@@ -47,6 +47,8 @@ def _residuals(model):
         "com": res.CoMPositionResidual(model, (0.1, 0.0, 0.3)),
         "frame_velocity_local": res.FrameVelocityResidual(model, "wrist_3_link", rng.normal(size=6)),
         "frame_velocity_world": res.FrameVelocityResidual(model, "tool0", rng.normal(size=6), reference="world"),
+        "sphere_clearance": res.SphereClearanceResidual(model, [("wrist_1_link", (0.0, 0.1, 0.0)),
+                                                                ("tool0", (0.02, 0.0, 0.05))], (0.3, 0.1, 0.4), 0.1, 0.02),
     }
 
 
@@ -115,6 +117,7 @@ ACTIVATIONS = {
     "barrier": act.QuadraticBarrier([-0.5, -1.0, 0.2, -np.inf], [0.5, 0.0, 0.4, 0.1], [1.0, 2.0, 3.0, 0.5]),
     "pseudo_huber": act.PseudoHuber(4, delta=0.3, weights=[1.0, 2.0, 0.5, 3.0]),
     "log_barrier": act.LogBarrier([-2.0, -np.inf, -3.0, -2.5], [2.0, 2.5, np.inf, 2.5], [1.0, 2.0, 0.5, 3.0]),
+    "softplus": act.Softplus(4, width=0.4, weights=[1.0, 2.0, 0.5, 3.0]),
 }
 
 
@@ -139,14 +142,18 @@ def test_quadratic_barrier_is_zero_between_and_log_barrier_infinite_outside_the_
 # ---------------------------------------------------------------- residual costs
 from optdyn import Problem, solve  # noqa: E402
 from optdyn.costs import (CoMPositionCost, ControlCost, FrameOrientationCost, FramePlacementCost,  # noqa: E402
-                          FramePositionCost, FrameVelocityCost, ResidualCost, StateCost)
+                          FramePositionCost, FrameVelocityCost, ObstacleCost, ResidualCost, StateCost)
 
 
 def _cost_cases(model):
     nu = model.nv - (6 if model is FLOAT else 0)
     K = 3
     refs = np.array([_state(model, 40 + k) for k in range(K)])
-    return {
+    points = [("wrist_2_link", (0.0, 0.0, 0.1)), ("tool0", (0.0, 0.05, 0.0))]
+    cases = {
+        "state": StateCost(np.linspace(0.5, 2.0, 2 * model.nv), refs[0], model=model),
+        "frame_position": FramePositionCost(model, "tool0", (0.3, 0.2, 0.1), 7.0, offset=(0, 0, 0.1)),
+        "obstacle": ObstacleCost(model, points, (0.2, 0.1, 0.5), 0.3, 4.0, margin=0.05, width=0.1),
         "placement": FramePlacementCost(model, "tool0", _pose(model, 7), 3.0),
         "orientation": FrameOrientationCost(model, "tool0", _pose(model, 8)[:3, :3], 2.0),
         "velocity": FrameVelocityCost(model, "tool0", 1.5, target=np.arange(6.0) / 10, reference="world"),
@@ -157,9 +164,13 @@ def _cost_cases(model):
         "sum": FramePlacementCost(model, "tool0", _pose(model, 9), 1.0)
         + ResidualCost(res.ControlResidual(nu, np.ones(nu)), act.WeightedQuadratic(nu, 0.1)),
     }
+    if model is UR5:  # without a model, x is a plain vector (x − x̄, and lx as wide as x): a fixed base
+        cases["state_vector"] = StateCost(np.linspace(0.5, 2.0, 12), refs[1])
+        cases["control"] = ControlCost(np.linspace(0.1, 1.0, nu), np.ones(nu))
+    return cases
 
 
-COST_CASES = [(m, n) for m in ("ur5", "floating") for n in _cost_cases(UR5)]
+COST_CASES = [(m, n) for m, model in (("ur5", UR5), ("floating", FLOAT)) for n in _cost_cases(model)]
 
 
 @pytest.mark.parametrize("which,name", COST_CASES, ids=[f"{m}-{n}" for m, n in COST_CASES])
@@ -183,24 +194,33 @@ def test_residual_cost_gradient_and_hessian_match_differences(which, name):
         assert rel_error(lux[k], H[ndx:, :ndx]) < 1e-6 and rel_error(luu[k], H[ndx:, ndx:]) < 1e-6
 
 
-def test_residual_costs_equal_the_existing_quadratic_costs():
-    """State, control and frame-position costs as residual × weighted quadratic give the
-    values and derivatives of the existing classes (on the floating base: the manifold state)."""
-    for model in (UR5, FLOAT):
-        nu = model.nv - (6 if model is FLOAT else 0)
-        x_ref, w = _state(model, 60), np.random.default_rng(6).uniform(0.1, 2.0, 2 * model.nv)
-        xs, us = np.array([_state(model, 61), _state(model, 62)]), np.ones((2, nu))
-        pairs = [(StateCost(w, x_ref, model=model), ResidualCost(res.StateResidual(model, x_ref),
-                                                                 act.WeightedQuadratic(2 * model.nv, w))),
-                 (ControlCost(0.3, np.arange(nu)), ResidualCost(res.ControlResidual(reference=np.arange(nu)),
-                                                                act.WeightedQuadratic(nu, 0.3))),
-                 (FramePositionCost(model, "tool0", (0.3, 0.2, 0.1), 7.0, offset=(0, 0, 0.1)),
-                  ResidualCost(res.FramePositionResidual(model, "tool0", (0.3, 0.2, 0.1), (0, 0, 0.1)), weight=7.0))]
-        for old, new in pairs:
-            for i, (a, b) in enumerate(zip(old.evaluate(xs, us), new.evaluate(xs, us))):
-                if i in (1, 3, 4) and not old.depends_on_x:
-                    continue
-                assert np.allclose(a, b, rtol=1e-12, atol=1e-12), (type(old).__name__, i)
+def test_the_state_control_frame_position_and_obstacle_costs_are_residual_costs_with_their_formulas():
+    """The costs that predate the residuals are residual × activation (one implementation)
+    and still give their closed forms: ½ Σ w (x ⊖ x̄)², ½ Σ w (u − ū)², ½ w ‖p − p*‖²,
+    Σ_j w β log(1 + exp(−d_j/β)) (p and d from the frame placement, independently)."""
+    cases = _cost_cases(UR5)
+    xs, us = np.array([_state(UR5, 61), _state(UR5, 62)]), np.random.default_rng(6).normal(size=(2, 6))
+    refs = np.array([_state(UR5, 40 + k) for k in range(3)])
+    w = np.linspace(0.5, 2.0, 12)
+
+    def point(x, frame, offset):
+        R, t = dyn.frame_placement(UR5, x[:6], frame)
+        return R @ np.array(offset) + t
+    p = np.array([point(x, "tool0", (0.0, 0.0, 0.1)) for x in xs])
+    clear = np.array([[np.linalg.norm(point(x, f, o) - np.array([0.2, 0.1, 0.5])) - 0.3 - 0.05
+                       for f, o in (("wrist_2_link", (0.0, 0.0, 0.1)), ("tool0", (0.0, 0.05, 0.0)))] for x in xs])
+    expected = {
+        "state_vector": 0.5 * np.sum(w * (xs - refs[1]) ** 2, axis=1),
+        "state": 0.5 * np.sum(w * (xs - refs[0]) ** 2, axis=1),  # revolute joints: x ⊖ x̄ = x − x̄
+        "control": 0.5 * np.sum(np.linspace(0.1, 1.0, 6) * (us - 1.0) ** 2, axis=1),
+        "frame_position": 0.5 * 7.0 * np.sum((p - np.array([0.3, 0.2, 0.1])) ** 2, axis=1),
+        "obstacle": 4.0 * 0.1 * np.sum(np.log1p(np.exp(-clear / 0.1)), axis=1),
+    }
+    for name, value in expected.items():
+        cost = cases[name]
+        assert isinstance(cost, ResidualCost), name
+        assert np.allclose(cost.evaluate(xs, us)[0], value, rtol=1e-12, atol=1e-14), name
+        assert np.allclose(cost.value(xs, us), value, rtol=1e-12, atol=1e-14), name
 
 
 def _pose_task(N=20):

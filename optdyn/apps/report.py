@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ocp.costs import FramePositionCost
+from ..ocp.residual_costs import FramePositionCost
 from ..ocp.problem import Problem
 from ..ocp.task import cost_terms
 
@@ -51,16 +51,18 @@ def task_errors(problem: Problem, xs: np.ndarray, us: np.ndarray) -> TaskErrors:
         raise ValueError(f"xs, us: expected shapes {(problem.N + 1, problem.nx)} and {(problem.N, problem.nu)}, "
                          f"got {xs.shape} and {us.shape}")
     finite = bool(np.all(np.isfinite(xs)))
-    nq, seen, targets = problem.model.nq, set(), []
+    seen, targets = set(), []
     frame_costs = [c for c in cost_terms(problem.terminal_cost) + cost_terms(problem.running_cost)
                    if isinstance(c, FramePositionCost)]
     for c in frame_costs:
-        key = (c.points.names[0], tuple(c.points.offsets[0]), tuple(c.target))
+        r = c.residual
+        target = r.target.reshape(-1, 3)[-1]  # the last knot's of a reference trajectory
+        key = (r.frame, tuple(r.offset), tuple(target))
         if key in seen:
             continue
         seen.add(key)
-        d = float(np.linalg.norm(c.points.positions(xs[-1:, :nq])[0, 0] - c.target)) if finite else np.nan
-        targets.append(Target(c.points.names[0], c.target.copy(), d))
+        d = float(np.linalg.norm(r.point(xs[-1:])[0] - target)) if finite else np.nan
+        targets.append(Target(r.frame, target.copy(), d))
     violation = problem.violation(xs, us) if finite else np.nan
     tol = 1e-9 * (1.0 + np.abs(us))
     lo = np.isfinite(problem.u_lower) & (us <= problem.u_lower + tol)
