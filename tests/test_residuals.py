@@ -277,10 +277,11 @@ def test_joint_limits_rows_are_the_models_limits():
     assert JointLimits(FLOAT).size == 24  # the arm's joints; the free-flyer has no limits
 
 
-def test_joint_limits_hold_at_every_knot_where_the_free_optimum_violates_them():
-    """The pose task's unconstrained optimum is faster than 70 % of its own top speed on every
-    joint and goes beyond a position limit set at 85 % of its excursion; with JointLimits the DDP, iLQR (augmented
-    Lagrangian) and IPOPT (variable bounds) optima respect every limit at every knot and agree."""
+def _limited_pose_task(constraint=None):
+    """The pose task on a UR5 whose limits its free optimum breaks: velocities capped at 70 % of
+    its own top speeds, the joint j that moves furthest capped at 85 % of its excursion.
+    Returns (free optimum, limited problem, model, j, vmax, upper); its path constraint is
+    JointLimits, or ``constraint(model)``."""
     prob, _ = _pose_task()
     free = solve(prob, "ddp", tol=1e-9)
     q, v = free.xs[1:, :6], free.xs[1:, 6:]
@@ -289,8 +290,16 @@ def test_joint_limits_hold_at_every_knot_where_the_free_optimum_violates_them():
     j = int(np.argmax(q.max(axis=0) - prob.x0[:6]))
     upper[j] = prob.x0[j] + 0.85 * (q[:, j].max() - prob.x0[j])
     model = replace(UR5, velocity_limit=vmax, upper_limit=upper)
-    limited = Problem(model, prob.x0, prob.N, prob.dt, prob.running_cost, prob.terminal_cost,
-                      us_init=prob.us_init, path_constraints=[JointLimits(model)])
+    limited = Problem(model, prob.x0, prob.N, prob.dt, prob.running_cost, prob.terminal_cost, us_init=prob.us_init,
+                      path_constraints=[JointLimits(model) if constraint is None else constraint(model)])
+    return free, limited, model, j, vmax, upper
+
+
+def test_joint_limits_hold_at_every_knot_where_the_free_optimum_violates_them():
+    """The pose task's unconstrained optimum is faster than 70 % of its own top speed on every
+    joint and goes beyond a position limit set at 85 % of its excursion; with JointLimits the DDP, iLQR (augmented
+    Lagrangian) and IPOPT (variable bounds) optima respect every limit at every knot and agree."""
+    free, limited, model, j, vmax, upper = _limited_pose_task()
     assert limited.violation(free.xs, free.us) > 0.1
     runs = {s: solve(limited, s, tol=1e-8, max_iter=1500) for s in ("ddp", "ilqr", "ipopt")}
     for s, r in runs.items():
@@ -300,6 +309,25 @@ def test_joint_limits_hold_at_every_knot_where_the_free_optimum_violates_them():
         assert np.max(qs[:, j]) > upper[j] - 1e-3  # active
     costs = np.array([r.cost for r in runs.values()])
     assert np.ptp(costs) < 1e-4 * costs.min() and costs.min() > free.cost
+
+
+def test_ipopt_reports_the_joint_limit_bound_multipliers_as_those_of_the_same_rows_as_constraints():
+    """IPOPT takes JointLimits as variable bounds; its result's path multipliers hold, for those
+    rows, what IPOPT finds for the same rows posed as general inequalities (a ResidualConstraint
+    on the same state entries with the same bounds): zero where inactive, nonzero where active."""
+    _, bounds, model, _, _, _ = _limited_pose_task()
+    lim = bounds.path_constraints[0]
+    general = Problem(model, bounds.x0, bounds.N, bounds.dt, bounds.running_cost, bounds.terminal_cost,
+                      us_init=bounds.us_init,
+                      path_constraints=[ResidualConstraint(res.StateResidual(model, rows=lim.tangent), lim.lower,
+                                                           lim.upper)])
+    a, b = (solve(p, "ipopt", tol=1e-10, max_iter=1500) for p in (bounds, general))
+    assert a.converged and b.converged and np.max(np.abs(a.xs - b.xs)) < 1e-5
+    ma, mb = a.extra["multipliers"]["path"], b.extra["multipliers"]["path"]
+    assert ma.shape == mb.shape == (bounds.N, lim.size)
+    c = bounds.path_constraint_values(a.xs[1:])
+    assert np.max(np.abs(mb)) > 1e-2 and np.max(np.abs(ma - mb)) < 1e-4 * np.max(np.abs(mb))
+    assert np.all(np.abs(ma[c > 1e-3]) < 1e-6)  # inactive rows
 
 
 # ---------------------------------------------------------------- user terms, check_derivatives, bad input
@@ -461,3 +489,4 @@ def test_constraint_margins_find_the_worst_rk_substep_between_the_nodes():
     k, s = np.unravel_index(int(np.argmax(q)), q.shape)
     assert g.nodes > 0 > g.substeps and (g.interval, g.substep) == (k, s) and g.constraint == "JointLimits"
     assert 0 < s < 4 and g.substeps == pytest.approx(upper[0] - q.max(), abs=1e-12)
+
