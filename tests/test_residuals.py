@@ -490,3 +490,34 @@ def test_constraint_margins_find_the_worst_rk_substep_between_the_nodes():
     assert g.nodes > 0 > g.substeps and (g.interval, g.substep) == (k, s) and g.constraint == "JointLimits"
     assert 0 < s < 4 and g.substeps == pytest.approx(upper[0] - q.max(), abs=1e-12)
 
+
+def test_the_report_lists_every_target_term_with_its_error_at_the_final_node():
+    """Pose, orientation, velocity and centre-of-mass targets (one a reference trajectory)
+    each get a line whose error is computed independently here at the final state."""
+    from optdyn.apps.report import task_errors, task_lines
+    prob, T = _pose_task(N=6)
+    R_goal = _pose(UR5, 33)[:3, :3]
+    com_path = np.tile([0.1, 0.0, 0.3], (6, 1)) + np.linspace(0, 0.1, 6)[:, None]
+    running = prob.running_cost + CoMPositionCost(UR5, com_path, 1.0)
+    terminal = prob.terminal_cost + FrameOrientationCost(UR5, "wrist_2_link", R_goal, 1.0)
+    prob = Problem(UR5, prob.x0, 6, prob.dt, running, terminal, us_init=prob.us_init)
+    xs = prob.rollout(prob.us_init + 0.5)
+    q, v = xs[-1, :6], xs[-1, 6:]
+    errors = {t.kind: t for t in task_errors(prob, xs, prob.us_init).targets}
+    assert set(errors) == {"pose", "velocity", "com", "orientation"}
+
+    def angle(R):
+        return np.arccos(np.clip((np.trace(R) - 1) / 2, -1, 1))
+    R, p = dyn.frame_placement(UR5, q, "tool0")
+    assert errors["pose"].distance == pytest.approx(np.linalg.norm(p - T[:3, 3]), rel=1e-9)
+    assert errors["pose"].angle == pytest.approx(angle(T[:3, :3].T @ R), rel=1e-9)
+    R2, _ = dyn.frame_placement(UR5, q, "wrist_2_link")
+    assert errors["orientation"].angle == pytest.approx(angle(R_goal.T @ R2), rel=1e-9)
+    assert errors["velocity"].distance == pytest.approx(np.linalg.norm(dyn.frame_jacobian(UR5, q, "tool0") @ v),
+                                                        rel=1e-9)  # ‖local twist‖ = ‖world-aligned twist‖
+    mass = UR5.inertia[:, 0]
+    com = sum(m * dyn.point_position(UR5, q, UR5.body_names[i], UR5.inertia[i, 1:4]) for i, m in enumerate(mass))
+    assert errors["com"].distance == pytest.approx(np.linalg.norm(com / mass.sum() - com_path[-1]), rel=1e-9)
+    lines = task_lines(task_errors(prob, xs, prob.us_init))
+    assert sum(line.startswith("target") for line in lines) == 4
+    assert any("tool0 pose:" in line and " rad " in line for line in lines)

@@ -109,6 +109,21 @@ class Residual(ABC):
     def evaluate(self, xs: np.ndarray, us: np.ndarray) -> Terms:
         """:class:`Terms` at the knots xs (K, nx), us (K, nu)."""
 
+    def knots(self) -> int | None:
+        """How many knots its reference gives one for (a trajectory to track), None if one
+        serves every knot."""
+        ref, ndim = self._reference()
+        return ref.shape[0] if ref is not None and ref.ndim > ndim else None
+
+    def _reference(self) -> tuple[np.ndarray | None, int]:
+        """(the reference or target array, the number of dimensions of one knot's) (None: none)."""
+        return None, 0
+
+    def final_value(self, x: np.ndarray, nu: int) -> np.ndarray:
+        """r (size,) at the state x (nx,), zero controls and the last knot's reference."""
+        K = self.knots() or 1
+        return self.value(np.repeat(np.asarray(x, dtype=float)[None], K, 0), np.zeros((K, nu)))[-1]
+
     def value(self, xs: np.ndarray, us: np.ndarray) -> np.ndarray:
         """r (K, size) only."""
         return self.evaluate(xs, us).r
@@ -144,6 +159,9 @@ class StateResidual(Residual):
             raise ValueError(f"rows: expected tangent indices in [0, {2 * nv}), got {rows!r}")
         self.model, self.lie = model, lie_blocks(model)
         self.size, self.ndx = self.rows.size, 2 * nv
+
+    def _reference(self):
+        return self.reference, 1
 
     def _difference(self, xs):
         m = self.model
@@ -209,6 +227,9 @@ class _Difference(Residual):
                                     (n,) if n is not None else np.shape(reference)[-1:])
         self.size = self.reference.shape[-1]
 
+    def _reference(self):
+        return self.reference, 1
+
     def value(self, xs, us):
         y = us if self.depends_on_u else xs
         return y - at_knots(self.reference, y.shape[0], 1)
@@ -251,6 +272,9 @@ class _PointsResidual(Residual):
         self.weights = np.asarray(weights, dtype=float)
         self.target = references(target, (3,), "target")
         self.size, self.ndx = 3, 2 * model.nv
+
+    def _reference(self):
+        return self.target, 1
 
     def _kinematics(self, xs, derivatives: bool = True):
         """(p, J, H) of the points at xs (positions only, p, without ``derivatives``)."""
@@ -428,6 +452,9 @@ class _PoseResidual(Residual):
         T = targets.reshape(-1, 4, 4)
         self.target_coordinates = self._coordinates(T[:, :3, :3], T[:, :3, 3])  # (1 or K, nq + nv)
 
+    def _reference(self):
+        return self.target, 2
+
     def _coordinates(self, R, p):
         """Group coordinates (K, nq + nv) of poses: (p, quaternion) on SE(3), the quaternion on SO(3)."""
         q = rotation_quaternions(R)
@@ -502,6 +529,9 @@ class FrameVelocityResidual(Residual):
         self.target = references(target, (6,), "target")
         self.size, self.ndx = 6, 2 * model.nv
         self.before = _ancestors(model, strict=False)  # P[l, k]: joint(l) ⪯ joint(k)
+
+    def _reference(self):
+        return self.target, 1
 
     def _express(self, X, R, p):
         """The world twists X (K, …, 6) at the origin in the frame's expression (``reference``)."""
