@@ -74,7 +74,8 @@ class ResidualCost(Cost):
     def evaluate(self, xs, us):
         t = self.residual.evaluate(xs, us)
         a, ar, arr = self.activation.evaluate(t.r)
-        Hxx, Hux, Huu = (np.array(H, dtype=float) for H in t.hessians(ar))  # own copies: the kernel adds into them
+        # the kernel writes ℓ_xx, ℓ_ux, ℓ_uu over the Hessians: a residual's fresh arrays, others copied
+        Hxx, Hux, Huu = (np.require(H, float, ["C", "W", "O"]) for H in t.hessians(ar))
         w = np.ascontiguousarray(self._weights(xs.shape[0]), dtype=float)
         lx, lu = np.empty(Hxx.shape[:2]), np.empty(Huu.shape[:2])
         c = [np.ascontiguousarray(v, dtype=float) for v in (ar, arr, t.rx, t.ru)]
@@ -87,14 +88,30 @@ def chain_rule(w, ar, arr, rx, ru, lx, lu, Hxx, Hux, Huu):
     """The derivatives of ℓ = w a(r) at K knots from the residual's and the activation's (a_rr
     diagonal): ℓ_x = w r_xᵀ a_r, ℓ_u = w r_uᵀ a_r into lx (K, ndx), lu (K, nu), and
     ℓ_xx = w (r_xᵀ a_rr r_x + H_xx), ℓ_ux = w (r_uᵀ a_rr r_x + H_ux), ℓ_uu = w (r_uᵀ a_rr r_u + H_uu)
-    in place of H_xx, H_ux, H_uu (the residual's Hessians contracted with a_r)."""
+    in place of H_xx, H_ux, H_uu (the residual's Hessians contracted with a_r).
+
+    The products r_xᵀ a_rr r_x run, row by row of r, over the nonzero entries of that row
+    only (a state residual's row has one, a frame residual's none in the v columns, a control
+    residual's r_x none): the sums are those of the dense product, in the same order."""
     K, nr, ndx, nu = rx.shape[0], rx.shape[1], rx.shape[2], ru.shape[2]
+    jx, ju = np.empty(ndx, np.int64), np.empty(nu, np.int64)
+    Gxx, Gux, Guu = np.empty((ndx, ndx)), np.empty((nu, ndx)), np.empty((nu, nu))
     for k in range(K):
         _gradient(w[k], ar[k], rx[k], lx[k])
         _gradient(w[k], ar[k], ru[k], lu[k])
-        _gauss_newton(w[k], arr[k], rx[k], rx[k], Hxx[k])
-        _gauss_newton(w[k], arr[k], ru[k], rx[k], Hux[k])
-        _gauss_newton(w[k], arr[k], ru[k], ru[k], Huu[k])
+        Gxx[:] = 0.0
+        Gux[:] = 0.0
+        Guu[:] = 0.0
+        for i in range(nr):
+            if arr[k, i] == 0.0:
+                continue
+            mx, mu = _nonzero(rx[k, i], jx), _nonzero(ru[k, i], ju)
+            _add_outer(rx[k, i], jx[:mx], arr[k, i], rx[k, i], jx[:mx], Gxx)  # r_xᵢᵀ a_rr,ii r_xᵢ
+            _add_outer(ru[k, i], ju[:mu], arr[k, i], rx[k, i], jx[:mx], Gux)
+            _add_outer(ru[k, i], ju[:mu], arr[k, i], ru[k, i], ju[:mu], Guu)
+        _scale_sum(w[k], Gxx, Hxx[k])
+        _scale_sum(w[k], Gux, Hux[k])
+        _scale_sum(w[k], Guu, Huu[k])
 
 
 @njit(cache=True, inline="always")
@@ -108,14 +125,30 @@ def _gradient(w, ar, J, g):
 
 
 @njit(cache=True, inline="always")
-def _gauss_newton(w, arr, A, B, H):
-    """H ← w (Aᵀ diag(a_rr) B + H)."""
-    for a in range(A.shape[1]):
-        for b in range(B.shape[1]):
-            s = 0.0
-            for i in range(A.shape[0]):
-                s += A[i, a] * arr[i] * B[i, b]
-            H[a, b] = w * (s + H[a, b])
+def _nonzero(row, idx):
+    """The indices of the nonzero entries of ``row`` into idx; returns their count."""
+    m = 0
+    for a in range(row.shape[0]):
+        if row[a] != 0.0:
+            idx[m] = a
+            m += 1
+    return m
+
+
+@njit(cache=True, inline="always")
+def _add_outer(a_row, ia, d, b_row, ib, G):
+    """G[a, b] += a_a d b_b over the listed entries a ∈ ia, b ∈ ib."""
+    for a in ia:
+        for b in ib:
+            G[a, b] += a_row[a] * d * b_row[b]
+
+
+@njit(cache=True, inline="always")
+def _scale_sum(w, G, H):
+    """H ← w (G + H)."""
+    for a in range(H.shape[0]):
+        for b in range(H.shape[1]):
+            H[a, b] = w * (G[a, b] + H[a, b])
 
 
 class FramePlacementCost(ResidualCost):

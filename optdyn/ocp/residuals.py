@@ -284,24 +284,26 @@ class _PointsResidual(Residual):
 
     def _residual(self, p):
         """Σ_i w_i p_i − target (K, 3) of the points' positions p (K, P, 3)."""
-        return np.einsum("i,kia->ka", self.weights, p) - at_knots(self.target, p.shape[0], 1, "target")
+        return np.matmul(self.weights, p) - at_knots(self.target, p.shape[0], 1, "target")
 
     def point(self, xs: np.ndarray) -> np.ndarray:
         """Σ_i w_i p_i(q) (K, 3): the world position of the frame's point or of the centre of mass."""
-        return np.einsum("i,kia->ka", self.weights, self._kinematics(xs, derivatives=False))
+        return np.matmul(self.weights, self._kinematics(xs, derivatives=False))
 
     def value(self, xs, us):
         return self._residual(self._kinematics(xs, derivatives=False))
 
     def evaluate(self, xs, us):
-        K, nv = xs.shape[0], self.model.nv
+        K, nv, P = xs.shape[0], self.model.nv, self.weights.size
         p, J, H = self._kinematics(xs)
         r = self._residual(p)
         rx, ru = self._zeros(K, us.shape[1])
-        rx[:, :, :nv] = np.einsum("i,kiab->kab", self.weights, J)
+        rx[:, :, :nv] = np.matmul(self.weights, J.reshape(K, P, 3 * nv)).reshape(K, 3, nv)  # Σ_i w_i J_i
 
-        def hessians(rho):
-            return _hessians(K, self.ndx, us.shape[1], np.einsum("i,ka,kiabc->kbc", self.weights, rho, H))
+        def hessians(rho):  # Σ_i w_i Σ_a ρ_a ∇²p_ia, as one product per knot
+            coef = (self.weights[None, :, None] * rho[:, None, :]).reshape(K, 1, 3 * P)
+            Hqq = np.matmul(coef, H.reshape(K, 3 * P, nv * nv)).reshape(K, nv, nv)
+            return _hessians(K, self.ndx, us.shape[1], Hqq)
         return Terms(r, rx, ru, hessians)
 
 
