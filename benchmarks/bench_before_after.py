@@ -1,6 +1,6 @@
 """Before/after of the interval kernels and the solvers on two source trees, interleaved.
 
-    .venv/bin/python benchmarks/bench_before_after.py BEFORE_TREE AFTER_TREE ROUNDS [--kernels | --contacts [--cpu]]
+    .venv/bin/python benchmarks/bench_before_after.py BEFORE_TREE AFTER_TREE ROUNDS [--kernels | --contacts [--cpu] | --costs]
 
 Each round runs, in a new process per tree (its own numba cache, one thread), the rollout,
 the first-order sensitivities and the stage records of the whole trajectory (fastest of 20
@@ -9,30 +9,37 @@ ur5-reach, arm-obstacle and space-manipulator; prints, per measurement, the fast
 each tree over the rounds, their ratio, and each round's ratio (the spread is the noise).
 With ``--contacts``, instead, our six contact and impulse functions on Solo-12 and Talos
 (the calls of ``bench_contact.py``, µs), timed by the wall clock or, with ``--cpu``, by the
-process's CPU time (what a loaded machine's waits for a core do not inflate). A tree is a
-checkout, e.g. ``git worktree add --detach /tmp/before b49c2dc``.
+process's CPU time (what a loaded machine's waits for a core do not inflate). With ``--costs``, DDP, iLQR and IPOPT per iteration
+only, on ur5-reach and arm-obstacle (the tasks whose costs are state, control and frame-position
+terms). Each measurement also gets the median and range of its rounds per tree. A tree is a checkout, e.g. ``git worktree add --detach /tmp/before b49c2dc``.
 """
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
+import numpy as np
 from _common import run_in_tree
 
 SNIPPET = r'''
 import json, time
 import optdyn, problems
 out = {}
-for task in ("ur5-reach", "arm-obstacle", "space-manipulator"):
+for task in TASKS:
     prob = problems.get(task)
     for solver in SOLVERS:
         optdyn.solve(prob, solver)
         out[task + " " + solver] = min(r.wall_time / max(r.iterations, 1) * 1e3
                                        for r in (optdyn.solve(prob, solver) for _ in range(3)))
+    opt = optdyn.solve(prob, "ddp")  # the cost terms at the optimum
+    calls = (("running cost terms", lambda: prob.running_cost_terms(opt.xs[:-1], opt.us)),
+             ("terminal cost terms", lambda: prob.terminal_cost_terms(opt.xs[-1])))
     us = prob.us_init
     xs = prob.rollout(us)
-    for name, fn in (("rollout", lambda: prob.rollout(us)), ("step_derivatives", lambda: prob.step_derivatives(xs[:-1], us)),
-                     ("step_stages", lambda: prob.step_stages(xs[:-1], us))):
+    if KERNELS:
+        calls += (("rollout", lambda: prob.rollout(us)), ("step_derivatives", lambda: prob.step_derivatives(xs[:-1], us)),
+                  ("step_stages", lambda: prob.step_stages(xs[:-1], us)))
+    for name, fn in calls:
         fn()
         times = []
         for _ in range(20):
@@ -45,41 +52,36 @@ print("RESULT" + json.dumps(out))
 
 
 CONTACTS = r'''
-import json, time, timeit
+import json, time
+from _common import per_call_us
 from bench_contact import ROBOTS, pairs
-
-
-def per_call_us(f, timer):  # benchmarks/_common.per_call_us (min_time 0.05 s, best of 5) with a timer
-    f()
-    t = timeit.Timer(f, timer=timer)
-    number = max(1, int(t.autorange()[0] / 4))
-    return min(t.repeat(repeat=5, number=number)) / number * 1e6
-
-
 out = {}
 for label, (rel, contacts) in ROBOTS.items():
     for name, ours, _ in pairs(rel, contacts):
-        out[label.split(" ")[0] + " " + name.split(" (")[0]] = per_call_us(ours, TIMER)
+        out[label.split(" ")[0] + " " + name.split(" (")[0]] = per_call_us(ours, min_time=0.05, repeat=5, clock=TIMER)
 print("RESULT" + json.dumps(out))
 '''
 
 
 def main(before: str, after: str, rounds: int, mode: str, cpu: bool = False) -> None:
-    if mode == "--contacts":
-        code = CONTACTS.replace("TIMER", "time.process_time" if cpu else "time.perf_counter")
-    else:
-        code = SNIPPET.replace("SOLVERS", "()" if mode == "--kernels" else '("ddp", "ilqr", "ipopt")')
+    tasks = '("ur5-reach", "arm-obstacle")' if mode == "--costs" else '("ur5-reach", "arm-obstacle", "space-manipulator")'
+    contacts = CONTACTS.replace("TIMER", "time.process_time" if cpu else "time.perf_counter")
+    code = contacts if mode == "--contacts" else (
+        SNIPPET.replace("SOLVERS", "()" if mode == "--kernels" else '("ddp", "ilqr", "ipopt")')
+        .replace("TASKS", tasks).replace("KERNELS", str(mode != "--costs")))
     trees = {"before": Path(before), "after": Path(after)}
     runs = {side: [] for side in trees}
     for _ in range(rounds):
         for side, tree in trees.items():
             runs[side].append(run_in_tree(tree, code, threads=1))
-    print(f"| measurement ({'µs' if mode == '--contacts' else 'ms'}) | before (fastest) | after (fastest) | after ÷ before | per round |")
-    print("| --- | --- | --- | --- | --- |")
+    print(f"| measurement ({'µs' if mode == '--contacts' else 'ms'}) | before (fastest) | after (fastest) "
+          "| after ÷ before | per round | before median [range] | after median [range] |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     for key in runs["before"][0]:
         b, a = [r[key] for r in runs["before"]], [r[key] for r in runs["after"]]
         per_round = ", ".join(f"{x / y:.2f}" for x, y in zip(a, b))
-        print(f"| {key} | {min(b):.3f} | {min(a):.3f} | {min(a) / min(b):.2f} | {per_round} |")
+        spread = [f"{np.median(t):.3f} [{min(t):.3f}, {max(t):.3f}]" for t in (b, a)]
+        print(f"| {key} | {min(b):.3f} | {min(a):.3f} | {min(a) / min(b):.2f} | {per_round} | {spread[0]} | {spread[1]} |")
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import dynamics as dyn
 from dynamics.models import ur5
 from optdyn import viz
 from optdyn.apps.cli import main
-from optdyn.ocp.costs import ControlCost, FramePositionCost
+from optdyn.costs import ControlCost, FramePositionCost
 from optdyn.ocp.constraints import SphereClearance
 from optdyn.ocp.problem import Problem
 from optdyn.solvers.result import Result

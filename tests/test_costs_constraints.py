@@ -5,7 +5,7 @@ import pytest
 
 from dynamics.models import ur5
 from optdyn.ocp.constraints import FramePositionEquality, SphereClearance, StateEquality, stack_constraints
-from optdyn.ocp.costs import ControlCost, FramePositionCost, ObstacleCost, StateCost, Sum
+from optdyn.costs import ControlCost, FramePositionCost, ObstacleCost, StateCost, Sum
 
 MODEL = ur5()
 NV = MODEL.nv

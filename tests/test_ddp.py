@@ -6,7 +6,7 @@ from scipy.optimize import lsq_linear
 from dynamics import ModelBuilder
 from dynamics.models import double_pendulum
 from optdyn.ocp.constraints import SphereClearance, StateEquality
-from optdyn.ocp.costs import ControlCost, StateCost
+from optdyn.costs import ControlCost, StateCost
 from optdyn.ocp.shooting import transition_work
 from optdyn.solvers.ddp import SECOND_ORDER, Expansion, Value, backward_pass, dynamics_hessian, linearize
 from optdyn.solvers.linalg import box_qp

@@ -220,7 +220,7 @@ def test_batched_F_EXT_is_checked():
 # ---- optimal control: Problem(f_ext=...) ------------------------------------------------
 
 def _press_problem(per_interval: bool, integrator="rk4", N=4):
-    from optdyn.ocp.costs import ControlCost, StateCost
+    from optdyn.costs import ControlCost, StateCost
     from optdyn.ocp.problem import Problem, frame_wrenches
     model = dyn.models.ur5()
     rng = np.random.default_rng(5)

@@ -9,7 +9,7 @@ import optdyn
 import problems
 from optdyn import Problem
 from optdyn.ocp.constraints import OrientationBound
-from optdyn.ocp.costs import FramePositionCost, StateCost
+from optdyn.costs import FramePositionCost, StateCost
 from optdyn.solvers.ipopt import MultipleShootingNLP
 
 MODEL = dyn.models.space_manipulator()

@@ -17,7 +17,7 @@ import pytest
 import dynamics as dyn
 from optdyn import Problem
 from optdyn.ocp.constraints import SphereClearance, StateEquality
-from optdyn.ocp.costs import ControlCost, FramePositionCost, StateCost
+from optdyn.costs import ControlCost, FramePositionCost, StateCost
 from optdyn.solvers.result import STATUSES
 from optdyn.solvers.solve import solve
 

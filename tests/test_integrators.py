@@ -148,7 +148,7 @@ def test_divergence_gives_nan_not_an_exception():
 # ---- robot dynamics through the Problem ----------------------------------------------------
 
 from dynamics.models import double_pendulum, ur5  # noqa: E402
-from optdyn.ocp.costs import ControlCost, StateCost  # noqa: E402
+from optdyn.costs import ControlCost, StateCost  # noqa: E402
 from optdyn.ocp.problem import Problem  # noqa: E402
 
 

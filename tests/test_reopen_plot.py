@@ -12,7 +12,7 @@ from optdyn.apps.cli import Progress, _parse_param, build_parser, main
 from optdyn.apps.clearance import clearances
 from optdyn.apps.compare import iterates
 from optdyn.ocp.constraints import FramePositionEquality, SphereClearance, StateEquality
-from optdyn.ocp.costs import ControlCost, FramePositionCost, ObstacleCost, StateCost
+from optdyn.costs import ControlCost, FramePositionCost, ObstacleCost, StateCost
 from optdyn.apps.io import load_result, save_result
 from optdyn.viz.plots import trajectory_figure
 from optdyn.ocp.problem import Problem
@@ -64,6 +64,21 @@ def test_a_saved_custom_problem_is_rebuilt_from_its_record(tmp_path):
     assert clearances(again, res.xs, res.us).min == pytest.approx(clearances(problem, res.xs, res.us).min)
     assert [t.frame for t in task.frame_targets(again)] == ["wrist_1_link", "tool0", "tool0"]
     assert len(task.obstacles(again)) == 2 and len(task.collision_points(again)) == 2
+
+
+def test_the_cost_records_keep_the_format_results_were_saved_in():
+    """State, control, frame-position and obstacle costs (now residual × activation) are
+    written as before, so results saved by earlier versions rebuild the same terms."""
+    rec = task.record(custom_problem())
+    assert rec["running_cost"] == [
+        {"type": "StateCost", "weight": [0.0] * 6 + [0.01] * 6, "reference": [0.0] * 12, "scale": 1.0},
+        {"type": "ControlCost", "weight": [0.001] * 6, "reference": [1.0] * 6, "scale": 0.5},
+        {"type": "FramePositionCost", "frame": "tool0", "offset": [0.0, 0.0, 0.0], "target": [0.4, 0.3, 0.4],
+         "weight": 10.0, "scale": 1.0},
+        {"type": "ObstacleCost", "points": [["wrist_2_link", [0.0, 0.0, 0.0]], ["tool0", [0.0, 0.0, 0.0]]],
+         "center": [0.1, 0.5, 0.2], "radius": 0.05, "weight": 2.0, "margin": 0.01, "width": 0.02, "scale": 1.0}]
+    assert rec["terminal_cost"] == [{"type": "FramePositionCost", "frame": "tool0", "offset": [0.0, 0.0, 0.02],
+                                     "target": [0.4, 0.3, 0.4], "weight": 1e4, "scale": 1.0}]
 
 
 def test_problem_of_takes_the_first_source_that_has_the_problem(tmp_path):

@@ -47,6 +47,8 @@ def _residuals(model):
         "com": res.CoMPositionResidual(model, (0.1, 0.0, 0.3)),
         "frame_velocity_local": res.FrameVelocityResidual(model, "wrist_3_link", rng.normal(size=6)),
         "frame_velocity_world": res.FrameVelocityResidual(model, "tool0", rng.normal(size=6), reference="world"),
+        "sphere_clearance": res.SphereClearanceResidual(model, [("wrist_1_link", (0.0, 0.1, 0.0)),
+                                                                ("tool0", (0.02, 0.0, 0.05))], (0.3, 0.1, 0.4), 0.1, 0.02),
     }
 
 
@@ -115,6 +117,7 @@ ACTIVATIONS = {
     "barrier": act.QuadraticBarrier([-0.5, -1.0, 0.2, -np.inf], [0.5, 0.0, 0.4, 0.1], [1.0, 2.0, 3.0, 0.5]),
     "pseudo_huber": act.PseudoHuber(4, delta=0.3, weights=[1.0, 2.0, 0.5, 3.0]),
     "log_barrier": act.LogBarrier([-2.0, -np.inf, -3.0, -2.5], [2.0, 2.5, np.inf, 2.5], [1.0, 2.0, 0.5, 3.0]),
+    "softplus": act.Softplus(4, width=0.4, weights=[1.0, 2.0, 0.5, 3.0]),
 }
 
 
@@ -139,14 +142,18 @@ def test_quadratic_barrier_is_zero_between_and_log_barrier_infinite_outside_the_
 # ---------------------------------------------------------------- residual costs
 from optdyn import Problem, solve  # noqa: E402
 from optdyn.costs import (CoMPositionCost, ControlCost, FrameOrientationCost, FramePlacementCost,  # noqa: E402
-                          FramePositionCost, FrameVelocityCost, ResidualCost, StateCost)
+                          FramePositionCost, FrameVelocityCost, ObstacleCost, ResidualCost, StateCost)
 
 
 def _cost_cases(model):
     nu = model.nv - (6 if model is FLOAT else 0)
     K = 3
     refs = np.array([_state(model, 40 + k) for k in range(K)])
-    return {
+    points = [("wrist_2_link", (0.0, 0.0, 0.1)), ("tool0", (0.0, 0.05, 0.0))]
+    cases = {
+        "state": StateCost(np.linspace(0.5, 2.0, 2 * model.nv), refs[0], model=model),
+        "frame_position": FramePositionCost(model, "tool0", (0.3, 0.2, 0.1), 7.0, offset=(0, 0, 0.1)),
+        "obstacle": ObstacleCost(model, points, (0.2, 0.1, 0.5), 0.3, 4.0, margin=0.05, width=0.1),
         "placement": FramePlacementCost(model, "tool0", _pose(model, 7), 3.0),
         "orientation": FrameOrientationCost(model, "tool0", _pose(model, 8)[:3, :3], 2.0),
         "velocity": FrameVelocityCost(model, "tool0", 1.5, target=np.arange(6.0) / 10, reference="world"),
@@ -157,9 +164,13 @@ def _cost_cases(model):
         "sum": FramePlacementCost(model, "tool0", _pose(model, 9), 1.0)
         + ResidualCost(res.ControlResidual(nu, np.ones(nu)), act.WeightedQuadratic(nu, 0.1)),
     }
+    if model is UR5:  # without a model, x is a plain vector (x − x̄, and lx as wide as x): a fixed base
+        cases["state_vector"] = StateCost(np.linspace(0.5, 2.0, 12), refs[1])
+        cases["control"] = ControlCost(np.linspace(0.1, 1.0, nu), np.ones(nu))
+    return cases
 
 
-COST_CASES = [(m, n) for m in ("ur5", "floating") for n in _cost_cases(UR5)]
+COST_CASES = [(m, n) for m, model in (("ur5", UR5), ("floating", FLOAT)) for n in _cost_cases(model)]
 
 
 @pytest.mark.parametrize("which,name", COST_CASES, ids=[f"{m}-{n}" for m, n in COST_CASES])
@@ -183,24 +194,33 @@ def test_residual_cost_gradient_and_hessian_match_differences(which, name):
         assert rel_error(lux[k], H[ndx:, :ndx]) < 1e-6 and rel_error(luu[k], H[ndx:, ndx:]) < 1e-6
 
 
-def test_residual_costs_equal_the_existing_quadratic_costs():
-    """State, control and frame-position costs as residual × weighted quadratic give the
-    values and derivatives of the existing classes (on the floating base: the manifold state)."""
-    for model in (UR5, FLOAT):
-        nu = model.nv - (6 if model is FLOAT else 0)
-        x_ref, w = _state(model, 60), np.random.default_rng(6).uniform(0.1, 2.0, 2 * model.nv)
-        xs, us = np.array([_state(model, 61), _state(model, 62)]), np.ones((2, nu))
-        pairs = [(StateCost(w, x_ref, model=model), ResidualCost(res.StateResidual(model, x_ref),
-                                                                 act.WeightedQuadratic(2 * model.nv, w))),
-                 (ControlCost(0.3, np.arange(nu)), ResidualCost(res.ControlResidual(reference=np.arange(nu)),
-                                                                act.WeightedQuadratic(nu, 0.3))),
-                 (FramePositionCost(model, "tool0", (0.3, 0.2, 0.1), 7.0, offset=(0, 0, 0.1)),
-                  ResidualCost(res.FramePositionResidual(model, "tool0", (0.3, 0.2, 0.1), (0, 0, 0.1)), weight=7.0))]
-        for old, new in pairs:
-            for i, (a, b) in enumerate(zip(old.evaluate(xs, us), new.evaluate(xs, us))):
-                if i in (1, 3, 4) and not old.depends_on_x:
-                    continue
-                assert np.allclose(a, b, rtol=1e-12, atol=1e-12), (type(old).__name__, i)
+def test_the_state_control_frame_position_and_obstacle_costs_are_residual_costs_with_their_formulas():
+    """The costs that predate the residuals are residual × activation (one implementation)
+    and still give their closed forms: ½ Σ w (x ⊖ x̄)², ½ Σ w (u − ū)², ½ w ‖p − p*‖²,
+    Σ_j w β log(1 + exp(−d_j/β)) (p and d from the frame placement, independently)."""
+    cases = _cost_cases(UR5)
+    xs, us = np.array([_state(UR5, 61), _state(UR5, 62)]), np.random.default_rng(6).normal(size=(2, 6))
+    refs = np.array([_state(UR5, 40 + k) for k in range(3)])
+    w = np.linspace(0.5, 2.0, 12)
+
+    def point(x, frame, offset):
+        R, t = dyn.frame_placement(UR5, x[:6], frame)
+        return R @ np.array(offset) + t
+    p = np.array([point(x, "tool0", (0.0, 0.0, 0.1)) for x in xs])
+    clear = np.array([[np.linalg.norm(point(x, f, o) - np.array([0.2, 0.1, 0.5])) - 0.3 - 0.05
+                       for f, o in (("wrist_2_link", (0.0, 0.0, 0.1)), ("tool0", (0.0, 0.05, 0.0)))] for x in xs])
+    expected = {
+        "state_vector": 0.5 * np.sum(w * (xs - refs[1]) ** 2, axis=1),
+        "state": 0.5 * np.sum(w * (xs - refs[0]) ** 2, axis=1),  # revolute joints: x ⊖ x̄ = x − x̄
+        "control": 0.5 * np.sum(np.linspace(0.1, 1.0, 6) * (us - 1.0) ** 2, axis=1),
+        "frame_position": 0.5 * 7.0 * np.sum((p - np.array([0.3, 0.2, 0.1])) ** 2, axis=1),
+        "obstacle": 4.0 * 0.1 * np.sum(np.log1p(np.exp(-clear / 0.1)), axis=1),
+    }
+    for name, value in expected.items():
+        cost = cases[name]
+        assert isinstance(cost, ResidualCost), name
+        assert np.allclose(cost.evaluate(xs, us)[0], value, rtol=1e-12, atol=1e-14), name
+        assert np.allclose(cost.value(xs, us), value, rtol=1e-12, atol=1e-14), name
 
 
 def _pose_task(N=20):
@@ -257,10 +277,11 @@ def test_joint_limits_rows_are_the_models_limits():
     assert JointLimits(FLOAT).size == 24  # the arm's joints; the free-flyer has no limits
 
 
-def test_joint_limits_hold_at_every_knot_where_the_free_optimum_violates_them():
-    """The pose task's unconstrained optimum is faster than 70 % of its own top speed on every
-    joint and goes beyond a position limit set at 85 % of its excursion; with JointLimits the DDP, iLQR (augmented
-    Lagrangian) and IPOPT (variable bounds) optima respect every limit at every knot and agree."""
+def _limited_pose_task(constraint=None):
+    """The pose task on a UR5 whose limits its free optimum breaks: velocities capped at 70 % of
+    its own top speeds, the joint j that moves furthest capped at 85 % of its excursion.
+    Returns (free optimum, limited problem, model, j, vmax, upper); its path constraint is
+    JointLimits, or ``constraint(model)``."""
     prob, _ = _pose_task()
     free = solve(prob, "ddp", tol=1e-9)
     q, v = free.xs[1:, :6], free.xs[1:, 6:]
@@ -269,8 +290,16 @@ def test_joint_limits_hold_at_every_knot_where_the_free_optimum_violates_them():
     j = int(np.argmax(q.max(axis=0) - prob.x0[:6]))
     upper[j] = prob.x0[j] + 0.85 * (q[:, j].max() - prob.x0[j])
     model = replace(UR5, velocity_limit=vmax, upper_limit=upper)
-    limited = Problem(model, prob.x0, prob.N, prob.dt, prob.running_cost, prob.terminal_cost,
-                      us_init=prob.us_init, path_constraints=[JointLimits(model)])
+    limited = Problem(model, prob.x0, prob.N, prob.dt, prob.running_cost, prob.terminal_cost, us_init=prob.us_init,
+                      path_constraints=[JointLimits(model) if constraint is None else constraint(model)])
+    return free, limited, model, j, vmax, upper
+
+
+def test_joint_limits_hold_at_every_knot_where_the_free_optimum_violates_them():
+    """The pose task's unconstrained optimum is faster than 70 % of its own top speed on every
+    joint and goes beyond a position limit set at 85 % of its excursion; with JointLimits the DDP, iLQR (augmented
+    Lagrangian) and IPOPT (variable bounds) optima respect every limit at every knot and agree."""
+    free, limited, model, j, vmax, upper = _limited_pose_task()
     assert limited.violation(free.xs, free.us) > 0.1
     runs = {s: solve(limited, s, tol=1e-8, max_iter=1500) for s in ("ddp", "ilqr", "ipopt")}
     for s, r in runs.items():
@@ -280,6 +309,25 @@ def test_joint_limits_hold_at_every_knot_where_the_free_optimum_violates_them():
         assert np.max(qs[:, j]) > upper[j] - 1e-3  # active
     costs = np.array([r.cost for r in runs.values()])
     assert np.ptp(costs) < 1e-4 * costs.min() and costs.min() > free.cost
+
+
+def test_ipopt_reports_the_joint_limit_bound_multipliers_as_those_of_the_same_rows_as_constraints():
+    """IPOPT takes JointLimits as variable bounds; its result's path multipliers hold, for those
+    rows, what IPOPT finds for the same rows posed as general inequalities (a ResidualConstraint
+    on the same state entries with the same bounds): zero where inactive, nonzero where active."""
+    _, bounds, model, _, _, _ = _limited_pose_task()
+    lim = bounds.path_constraints[0]
+    general = Problem(model, bounds.x0, bounds.N, bounds.dt, bounds.running_cost, bounds.terminal_cost,
+                      us_init=bounds.us_init,
+                      path_constraints=[ResidualConstraint(res.StateResidual(model, rows=lim.tangent), lim.lower,
+                                                           lim.upper)])
+    a, b = (solve(p, "ipopt", tol=1e-10, max_iter=1500) for p in (bounds, general))
+    assert a.converged and b.converged and np.max(np.abs(a.xs - b.xs)) < 1e-5
+    ma, mb = a.extra["multipliers"]["path"], b.extra["multipliers"]["path"]
+    assert ma.shape == mb.shape == (bounds.N, lim.size)
+    c = bounds.path_constraint_values(a.xs[1:])
+    assert np.max(np.abs(mb)) > 1e-2 and np.max(np.abs(ma - mb)) < 1e-4 * np.max(np.abs(mb))
+    assert np.all(np.abs(ma[c > 1e-3]) < 1e-6)  # inactive rows
 
 
 # ---------------------------------------------------------------- user terms, check_derivatives, bad input
@@ -441,3 +489,35 @@ def test_constraint_margins_find_the_worst_rk_substep_between_the_nodes():
     k, s = np.unravel_index(int(np.argmax(q)), q.shape)
     assert g.nodes > 0 > g.substeps and (g.interval, g.substep) == (k, s) and g.constraint == "JointLimits"
     assert 0 < s < 4 and g.substeps == pytest.approx(upper[0] - q.max(), abs=1e-12)
+
+
+def test_the_report_lists_every_target_term_with_its_error_at_the_final_node():
+    """Pose, orientation, velocity and centre-of-mass targets (one a reference trajectory)
+    each get a line whose error is computed independently here at the final state."""
+    from optdyn.apps.report import task_errors, task_lines
+    prob, T = _pose_task(N=6)
+    R_goal = _pose(UR5, 33)[:3, :3]
+    com_path = np.tile([0.1, 0.0, 0.3], (6, 1)) + np.linspace(0, 0.1, 6)[:, None]
+    running = prob.running_cost + CoMPositionCost(UR5, com_path, 1.0)
+    terminal = prob.terminal_cost + FrameOrientationCost(UR5, "wrist_2_link", R_goal, 1.0)
+    prob = Problem(UR5, prob.x0, 6, prob.dt, running, terminal, us_init=prob.us_init)
+    xs = prob.rollout(prob.us_init + 0.5)
+    q, v = xs[-1, :6], xs[-1, 6:]
+    errors = {t.kind: t for t in task_errors(prob, xs, prob.us_init).targets}
+    assert set(errors) == {"pose", "velocity", "com", "orientation"}
+
+    def angle(R):
+        return np.arccos(np.clip((np.trace(R) - 1) / 2, -1, 1))
+    R, p = dyn.frame_placement(UR5, q, "tool0")
+    assert errors["pose"].distance == pytest.approx(np.linalg.norm(p - T[:3, 3]), rel=1e-9)
+    assert errors["pose"].angle == pytest.approx(angle(T[:3, :3].T @ R), rel=1e-9)
+    R2, _ = dyn.frame_placement(UR5, q, "wrist_2_link")
+    assert errors["orientation"].angle == pytest.approx(angle(R_goal.T @ R2), rel=1e-9)
+    assert errors["velocity"].distance == pytest.approx(np.linalg.norm(dyn.frame_jacobian(UR5, q, "tool0") @ v),
+                                                        rel=1e-9)  # ‖local twist‖ = ‖world-aligned twist‖
+    mass = UR5.inertia[:, 0]
+    com = sum(m * dyn.point_position(UR5, q, UR5.body_names[i], UR5.inertia[i, 1:4]) for i, m in enumerate(mass))
+    assert errors["com"].distance == pytest.approx(np.linalg.norm(com / mass.sum() - com_path[-1]), rel=1e-9)
+    lines = task_lines(task_errors(prob, xs, prob.us_init))
+    assert sum(line.startswith("target") for line in lines) == 4
+    assert any("tool0 pose:" in line and " rad " in line for line in lines)

@@ -14,7 +14,7 @@ import pytest
 
 import dynamics as dyn
 from optdyn import Problem
-from optdyn.ocp.costs import ControlCost, FramePositionCost, StateCost
+from optdyn.costs import ControlCost, FramePositionCost, StateCost
 from optdyn.solvers.ipopt import IPOPT_STATUS, MultipleShootingNLP
 from optdyn.apps.report import task_errors
 from optdyn.solvers.result import STATUSES

@@ -16,7 +16,7 @@ from dynamics.model import Geometry, rpy_matrix, transform
 from dynamics.models import ur5
 from optdyn import viz
 from optdyn.ocp.constraints import FramePositionEquality, SphereClearance
-from optdyn.ocp.costs import ControlCost, FramePositionCost
+from optdyn.costs import ControlCost, FramePositionCost
 from optdyn.ocp.problem import Problem
 from optdyn.solvers.result import Result
 

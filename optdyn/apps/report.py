@@ -3,8 +3,9 @@
 ``Result.converged`` only says that the solver's own tolerance was met. Whether the robot
 did what was asked is measured here, on the trajectory itself:
 
-* targets: for every :class:`~optdyn.costs.FramePositionCost` of the running or terminal
-  cost, the distance (m) from its point to its target at the final node;
+* targets: for every target residual of the terminal and running costs (frame position,
+  pose, orientation, velocity, centre of mass; a reference trajectory's last entry), its
+  error at the final node: a distance (m), an angle (rad) or a twist error;
 * violation: the largest violation of control bounds, path inequalities (nodes 1..N) and
   terminal equalities (:meth:`optdyn.ocp.problem.Problem.violation`);
 * active bounds: how many controls sit on a finite bound (within 1e-9 relative).
@@ -15,18 +16,45 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ocp.costs import FramePositionCost
 from ..ocp.problem import Problem
+from ..ocp.residuals import (CoMPositionResidual, FrameOrientationResidual, FramePlacementResidual,
+                             FramePositionResidual, FrameVelocityResidual)
 from ..ocp.task import cost_terms
+
+TARGET_RESIDUALS = (FramePositionResidual, FramePlacementResidual, FrameOrientationResidual, FrameVelocityResidual,
+                    CoMPositionResidual)
 
 
 @dataclass
 class Target:
-    """A frame-position target: point ``frame`` + offset should reach ``target`` (3,)."""
+    """A target term at the final node. ``kind``: "position" (point ``frame`` + offset to
+    ``target`` (3,), ``distance`` m), "pose" (``distance`` m of the frame origin from
+    ``target`` and ``angle`` rad of its rotation from the target's), "orientation" (``angle``),
+    "velocity" (``distance`` = ‖V − V*‖ of the twist, m/s and rad/s; ``target`` V* (6,)), "com"
+    (``frame`` "centre of mass", ``distance`` m)."""
 
     frame: str
     target: np.ndarray
-    distance: float  # at the final node, m
+    distance: float  # at the final node, m (nan where the kind has no distance)
+    kind: str = "position"
+    angle: float = np.nan  # rad
+
+
+def _target(r, x: np.ndarray, nu: int, finite: bool) -> Target:
+    """The :class:`Target` of the target residual r at the final state x."""
+    e = r.final_value(x, nu) if finite else np.full(r.size, np.nan)
+    if isinstance(r, FramePositionResidual):
+        return Target(r.frame, r.target.reshape(-1, 3)[-1].copy(), float(np.linalg.norm(e)))
+    if isinstance(r, CoMPositionResidual):
+        return Target("centre of mass", r.target.reshape(-1, 3)[-1].copy(), float(np.linalg.norm(e)), "com")
+    if isinstance(r, FrameVelocityResidual):
+        return Target(r.motion.frame, r.target.reshape(-1, 6)[-1].copy(), float(np.linalg.norm(e)), "velocity")
+    T = r.target.reshape(-1, 4, 4)[-1]
+    angle = float(np.linalg.norm(e[-3:]))  # log₃ of the relative rotation: its angle
+    if isinstance(r, FrameOrientationResidual):
+        return Target(r.motion.frame, T[:3, :3].copy(), np.nan, "orientation", angle)
+    p = r.motion(np.asarray(x, dtype=float)[None])[1][0] if finite else np.full(3, np.nan)
+    return Target(r.motion.frame, T[:3, 3].copy(), float(np.linalg.norm(p - T[:3, 3])), "pose", angle)
 
 
 @dataclass
@@ -51,16 +79,15 @@ def task_errors(problem: Problem, xs: np.ndarray, us: np.ndarray) -> TaskErrors:
         raise ValueError(f"xs, us: expected shapes {(problem.N + 1, problem.nx)} and {(problem.N, problem.nu)}, "
                          f"got {xs.shape} and {us.shape}")
     finite = bool(np.all(np.isfinite(xs)))
-    nq, seen, targets = problem.model.nq, set(), []
-    frame_costs = [c for c in cost_terms(problem.terminal_cost) + cost_terms(problem.running_cost)
-                   if isinstance(c, FramePositionCost)]
-    for c in frame_costs:
-        key = (c.points.names[0], tuple(c.points.offsets[0]), tuple(c.target))
-        if key in seen:
-            continue
-        seen.add(key)
-        d = float(np.linalg.norm(c.points.positions(xs[-1:, :nq])[0, 0] - c.target)) if finite else np.nan
-        targets.append(Target(c.points.names[0], c.target.copy(), d))
+    residuals = [r for c in cost_terms(problem.terminal_cost) + cost_terms(problem.running_cost)
+                 for r in c.residuals() if isinstance(r, TARGET_RESIDUALS)]
+    seen, targets = set(), []
+    for r in residuals:
+        t = _target(r, xs[-1], problem.nu, finite)
+        key = (t.kind, t.frame, tuple(np.ravel(getattr(r, "offset", ()))), tuple(np.round(t.target, 12).ravel()))
+        if key not in seen:
+            seen.add(key)
+            targets.append(t)
     violation = problem.violation(xs, us) if finite else np.nan
     tol = 1e-9 * (1.0 + np.abs(us))
     lo = np.isfinite(problem.u_lower) & (us <= problem.u_lower + tol)
@@ -70,8 +97,19 @@ def task_errors(problem: Problem, xs: np.ndarray, us: np.ndarray) -> TaskErrors:
 
 def task_lines(errors: TaskErrors) -> list[str]:
     """Summary lines (label padded to 12 characters) of :class:`TaskErrors`."""
-    lines = [f"target      {t.frame}: {t.distance:.4g} m from ({', '.join(f'{v:g}' for v in t.target)}) "
-             f"at the final node" for t in errors.targets]
+    lines = [f"target      {_describe(t)} at the final node" for t in errors.targets]
     lines.append(f"violation   {errors.violation:.3g} (largest of control bounds, path and terminal constraints)")
     lines.append(f"bounds      {errors.active_bounds} of {errors.controls} controls on a bound")
     return lines
+
+
+def _describe(t: Target) -> str:
+    """One target's error, e.g. "tool0: 0.002 m from (0.4, 0.3, 0.4)"."""
+    where = f"({', '.join(f'{v:g}' for v in np.ravel(t.target))})"
+    if t.kind in ("position", "com"):
+        return f"{t.frame}: {t.distance:.4g} m from {where}"
+    if t.kind == "pose":
+        return f"{t.frame} pose: {t.distance:.4g} m from {where}, {t.angle:.4g} rad from the target rotation"
+    if t.kind == "orientation":
+        return f"{t.frame} orientation: {t.angle:.4g} rad from the target rotation"
+    return f"{t.frame} velocity: {t.distance:.4g} (‖twist − target‖, m/s and rad/s) from {where}"

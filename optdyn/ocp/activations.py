@@ -14,6 +14,8 @@ for all four below (a_rr holds the diagonal). ``weights`` (nr,) scale the entrie
 * :class:`PseudoHuber`        Σ w_i δ²(√(1 + (r_i/δ)²) − 1): ≈ ½ w r² near 0, ≈ wδ|r| far
   (ActivationModelSmooth1Norm)
 * :class:`LogBarrier`         −Σ w_i (log(r_i − l_i) + log(u_i − r_i)) over finite bounds, +∞ outside
+* :class:`Softplus`           Σ w_i β softplus(−r_i/β): ≈ w|r| below 0, ≈ 0 a few β above
+  (a smooth one-sided penalty on a clearance r ≥ 0)
 """
 from __future__ import annotations
 
@@ -32,6 +34,17 @@ def as_weights(weights, n: int, name: str = "weights") -> np.ndarray:
     if w.shape != (n,) or not np.all(np.isfinite(w)) or np.any(w < 0):
         raise ValueError(f"{name}: expected finite numbers ≥ 0 of shape ({n},), got {weights!r}")
     return w
+
+
+def positive(value, name: str) -> float:
+    """``value`` as a finite number > 0; ValueError naming ``name``."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}: expected a number > 0, got {value!r}") from None
+    if not (np.isfinite(v) and v > 0):
+        raise ValueError(f"{name}: expected a number > 0, got {value!r}")
+    return v
 
 
 def as_bounds(lower, upper, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -103,10 +116,7 @@ class PseudoHuber(Activation):
     R. Hartley, A. Zisserman, "Multiple View Geometry", 2003, App. 6.8); ``delta`` > 0."""
 
     def __init__(self, size: int, delta: float = 1.0, weights=1.0) -> None:
-        if not (np.isfinite(delta) and delta > 0):
-            raise ValueError(f"delta: expected a number > 0, got {delta!r}")
-        self.size, self.delta = int(size), float(delta)
-        self.weights = as_weights(weights, self.size)
+        self.size, self.delta, self.weights = int(size), positive(delta, "delta"), as_weights(weights, int(size))
 
     def evaluate(self, r):
         d, w = self.delta, self.weights
@@ -136,3 +146,18 @@ class LogBarrier(Activation):
             grad = self.weights * (-lo / a + hi / b)
             hess = self.weights * (lo / a ** 2 + hi / b ** 2)
         return value, np.where(inside, grad, np.nan), np.where(inside, hess, np.nan)
+
+
+class Softplus(Activation):
+    """Σ_i w_i β log(1 + exp(−r_i/β)), a smooth max(0, −r) of slope w (C. Dugas et al.,
+    "Incorporating second-order functional knowledge for better option pricing", NIPS 2000);
+    ``width`` β > 0 sets how soft: a_r = −w σ(−r/β), a_rr = (w/β) σ (1 − σ)."""
+
+    def __init__(self, size: int, width: float = 0.02, weights=1.0) -> None:
+        self.size, self.width, self.weights = int(size), positive(width, "width"), as_weights(weights, int(size))
+
+    def evaluate(self, r):
+        beta, w = self.width, self.weights
+        z = -r / beta
+        sig = 0.5 * (1.0 + np.tanh(0.5 * z))  # σ(z), overflow-safe
+        return np.sum(w * beta * np.logaddexp(0.0, z), axis=1), -w * sig, w / beta * sig * (1.0 - sig)

@@ -1,4 +1,4 @@
-"""Stage and terminal costs with exact gradients and Hessians.
+"""Stage and terminal costs: the interface, sums, and the points fixed on links they may measure.
 
 A cost ℓ(x, u) is evaluated over K knots at once (``xs`` (K, nx), ``us`` (K, nu)) and
 returns ``(l (K,), lx (K,nx), lu (K,nu), lxx (K,nx,nx), lux (K,nu,nx), luu (K,nu,nu))``,
@@ -7,11 +7,12 @@ taken in the tangent space at x (:mod:`optdyn.ocp.state`): lx has ndx = 2·nv co
 nx for a model of revolute/prismatic joints. Used as a terminal cost,
 its control part is ignored. Costs add (``c1 + c2``) and scale (``0.5 * c``).
 
-* :class:`StateCost`      ½ Σ_i w_i (x ⊖ x̄)_i² (x − x̄ on a vector space)
-* :class:`ControlCost`    ½ Σ_i w_i (u_i − ū_i)²
-* :class:`FramePositionCost`  ½ w ‖p(q) − p*‖², p a point fixed in a frame (end effector)
-* :class:`ObstacleCost`   Σ_j w β softplus(−d_j/β), d_j = ‖p_j(q) − c‖ − r − margin,
-  a smooth one-sided penalty on the clearance of points fixed on links from a sphere.
+* :class:`Cost`      the interface (``evaluate``, ``value``, ``check_dims``)
+* :class:`Sum`       Σ_j w_j ℓ_j
+* :class:`PointSet`  points fixed on links, their kinematics and distances to a sphere
+
+Every named cost (state, control, frame position, obstacle, poses, velocities, centre of
+mass) is a residual under an activation: :mod:`optdyn.ocp.residual_costs`.
 """
 from __future__ import annotations
 
@@ -23,12 +24,8 @@ import numpy as np
 from dynamics._compile import njit
 from dynamics.batch import point_kinematics_batch_kernel, point_positions_batch_kernel
 from dynamics.kinematics_derivatives import body_point
-from dynamics.joints import lie_jacobian_batch, neutral
-from dynamics.lie import lie_blocks, log_curvatures
 from dynamics.model import Model
 from dynamics.parallel import chunk_count
-
-from .state import check_state, state_difference_batch
 
 
 class PointSet:
@@ -189,145 +186,6 @@ class Sum(Cost):
         return sum(w * c.value(xs, us) for w, c in self.terms)
 
 
-class _Quadratic(Cost):
-    """½ Σ_i w_i (y_i − ȳ_i)² of the state (``on="x"``) or the control (``on="u"``)."""
-
-    def __init__(self, weight, reference, n: int | None, on: str) -> None:
-        if n is None:
-            n = np.size(reference) if reference is not None else np.size(weight)
-            if n == 1 and np.ndim(weight) == 0 and reference is None:
-                raise ValueError("size: give a reference, a weight vector or the dimension")
-        self.weight = _vector(weight, n, "weight")
-        if np.any(self.weight < 0):
-            raise ValueError(f"weight: expected weights ≥ 0, got {self.weight}")
-        self.reference = np.zeros(n) if reference is None else _vector(reference, n, "reference")
-        self.on = on
-        if on == "x":
-            self.ndx = n
-        else:
-            self.nu = n
-
-    def value(self, xs, us):
-        y = xs if self.on == "x" else us
-        return 0.5 * np.sum(self.weight * (y - self.reference) ** 2, axis=1)
-
-    def evaluate(self, xs, us):
-        K, nx, nu = xs.shape[0], xs.shape[1], us.shape[1]
-        l, lx, lu, lxx, lux, luu = _zeros(K, nx, nu)
-        y = xs if self.on == "x" else us
-        g, H = (lx, lxx) if self.on == "x" else (lu, luu)
-        e = y - self.reference
-        l[:] = 0.5 * np.sum(self.weight * e * e, axis=1)
-        g[:] = self.weight * e
-        H[:] = np.diag(self.weight)
-        return l, lx, lu, lxx, lux, luu
-
-
-class StateCost(_Quadratic):
-    """½ Σ_i w_i (x ⊖ x̄)_i²; ``weight`` scalar or (ndx,), ``reference`` x̄ (nx,) (default 0).
-
-    Without ``model`` the state is a vector space (x ⊖ x̄ = x − x̄, nx = ndx). With
-    ``model`` the residual is the state difference of :mod:`optdyn.ocp.state` (x̄ (nq + nv,),
-    weights (2·nv,), the default reference the neutral configuration at rest), and its
-    derivatives along x ⊕ δx are exact: gradient JᵀW e with J = ∂(x ⊖ x̄)/∂δx = J_r⁻¹(e)
-    per Lie joint, Hessian JᵀWJ plus the curvature (We)ᵀ∇²(x ⊖ x̄)
-    (:func:`dynamics.lie.log_curvatures`; it vanishes on revolute/prismatic joints).
-    """
-
-    def __init__(self, weight, reference=None, nx: int | None = None, model: Model | None = None) -> None:
-        if model is None:
-            super().__init__(weight, reference, nx, "x")
-            self.model = None
-            return
-        ref = np.concatenate([neutral(model), np.zeros(model.nv)]) if reference is None else reference
-        ref = _vector(ref, model.nq + model.nv, "reference")
-        check_state(model, ref, "reference")
-        super().__init__(weight, np.zeros(2 * model.nv), 2 * model.nv, "x")
-        self.model, self.state_reference, self.lie = model, ref, lie_blocks(model)
-
-    def _residual(self, xs):
-        """e = x ⊖ x̄ (K, ndx) and, with the model, J_r⁻¹ blocks (K, nv, nv) of ∂e/∂δq."""
-        if self.model is None:
-            return xs - self.reference, None
-        m, nv = self.model, self.model.nv
-        ref = np.broadcast_to(self.state_reference, xs.shape)
-        e = state_difference_batch(m.topology, m.nq, np.ascontiguousarray(ref), np.ascontiguousarray(xs, dtype=float))
-        return e, lie_jacobian_batch(m.topology, np.ascontiguousarray(e[:, :nv]), 2)
-
-    def value(self, xs, us):
-        return 0.5 * np.sum(self.weight * self._residual(xs)[0] ** 2, axis=1)
-
-    def evaluate(self, xs, us):
-        if self.model is None:
-            return super().evaluate(xs, us)
-        K, nv = xs.shape[0], self.model.nv
-        l, lx, lu, lxx, lux, luu = _zeros(K, 2 * nv, us.shape[1])
-        e, Jinv = self._residual(xs)
-        We = self.weight * e
-        l[:] = 0.5 * np.sum(We * e, axis=1)
-        JinvT = Jinv.transpose(0, 2, 1)  # J = blockdiag(J_r⁻¹, 1): only the q block is not the identity
-        lx[:, :nv], lx[:, nv:] = np.matmul(JinvT, We[:, :nv, None])[:, :, 0], We[:, nv:]
-        lxx[:, :nv, :nv] = np.matmul(JinvT * self.weight[:nv], Jinv) + log_curvatures(
-            self.lie, np.ascontiguousarray(e[:, :nv]), np.ascontiguousarray(We[:, :nv]), Jinv)
-        lxx[:, nv:, nv:] = np.diag(self.weight[nv:])
-        return l, lx, lu, lxx, lux, luu
-
-
-class ControlCost(_Quadratic):
-    """½ Σ_i w_i (u_i − ū_i)²; ``weight`` scalar or (nu,), ``reference`` (nu,) (default 0)."""
-
-    depends_on_x = False
-
-    def __init__(self, weight, reference=None, nu: int | None = None) -> None:
-        super().__init__(weight, reference, nu, "u")
-
-
-@njit(cache=True)
-def _frame_terms(p, J, H, target, w, nv, lx, lxx):
-    """½w‖p − p*‖² per knot: gradient w Jᵀe, Hessian w (JᵀJ + Σ_i e_i ∂²p_i/∂q²)."""
-    K = p.shape[0]
-    l = np.empty(K)
-    e = np.empty(3)
-    for k in range(K):
-        s = 0.0
-        for i in range(3):
-            e[i] = p[k, 0, i] - target[i]
-            s += e[i] * e[i]
-        l[k] = 0.5 * w * s
-        for a in range(nv):
-            g = 0.0
-            for i in range(3):
-                g += J[k, 0, i, a] * e[i]
-            lx[k, a] = w * g
-            for b in range(nv):
-                h = 0.0
-                for i in range(3):
-                    h += J[k, 0, i, a] * J[k, 0, i, b] + e[i] * H[k, 0, i, a, b]
-                lxx[k, a, b] = w * h
-    return l
-
-
-class FramePositionCost(Cost):
-    """½ w ‖p(q) − target‖² of the point ``offset`` (3,) fixed in frame ``frame``."""
-
-    def __init__(self, model: Model, frame: str, target, weight: float, offset=(0.0, 0.0, 0.0)) -> None:
-        self.points = PointSet(model, [(frame, offset)])
-        self.target = _vector(target, 3, "target")
-        self.weight = _nonnegative(weight, "weight")
-        self.ndx, self.nv, self.nq = 2 * model.nv, model.nv, model.nq
-
-    def value(self, xs, us):
-        p = self.points.positions(xs[:, : self.nq])
-        return 0.5 * self.weight * np.sum((p[:, 0] - self.target) ** 2, axis=1)
-
-    def evaluate(self, xs, us):
-        K, nv = xs.shape[0], self.nv
-        l, lx, lu, lxx, lux, luu = _zeros(K, self.ndx, us.shape[1])
-        p, J, H = self.points.kinematics(xs[:, : self.nq])
-        l[:] = _frame_terms(p, J, H, self.target, self.weight, nv, lx, lxx)
-        return l, lx, lu, lxx, lux, luu
-
-
 @njit(cache=True)
 def sphere_distance(p, J, H, center, d, dd, ddd):
     """Signed distance d = ‖p − c‖ of every point to ``center`` with gradient and Hessian.
@@ -364,50 +222,3 @@ def sphere_distance(p, J, H, center, d, dd, ddd):
                     for i in range(3):
                         h += J[k, j, i, a] * PJ[i, b] + n[i] * H[k, j, i, a, b]
                     ddd[k, j, a, b] = h
-
-
-def _softplus(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """softplus(z) = log(1 + eᶻ) and its derivative σ(z), overflow-safe."""
-    return np.logaddexp(0.0, z), 0.5 * (1.0 + np.tanh(0.5 * z))
-
-
-class ObstacleCost(Cost):
-    """Σ_j w β softplus(−d_j/β) with d_j = ‖p_j − center‖ − radius − margin.
-
-    ``points``: [(frame name, offset (3,)), ...] fixed on links; ``width`` β (m) sets how
-    soft the penalty is (≈ w·|d| inside, ≈ 0 beyond a few β outside).
-    """
-
-    def __init__(self, model: Model, points, center, radius: float, weight: float,
-                 margin: float = 0.0, width: float = 0.02) -> None:
-        self.points = PointSet(model, points)
-        self.center = _vector(center, 3, "center")
-        self.radius = _nonnegative(radius, "radius")
-        self.margin = float(margin)
-        self.weight = _nonnegative(weight, "weight")
-        if not (np.isfinite(width) and width > 0):
-            raise ValueError(f"width: expected a length > 0, got {width!r}")
-        self.width = float(width)
-        self.ndx, self.nv, self.nq = 2 * model.nv, model.nv, model.nq
-
-    def _clearance(self, xs, derivatives):
-        d, dd, ddd = self.points.sphere_distance(xs[:, : self.nq], self.center, derivatives)
-        return d - self.radius - self.margin, dd, ddd
-
-    def value(self, xs, us):
-        c = self._clearance(xs, False)[0]
-        return self.weight * self.width * np.sum(_softplus(-c / self.width)[0], axis=1)
-
-    def evaluate(self, xs, us):
-        K, nv = xs.shape[0], self.nv
-        l, lx, lu, lxx, lux, luu = _zeros(K, self.ndx, us.shape[1])
-        c, dc, ddc = self._clearance(xs, True)
-        beta, w = self.width, self.weight
-        sp, sig = _softplus(-c / beta)
-        l[:] = w * beta * np.sum(sp, axis=1)
-        phi1 = -w * sig  # dφ/dc
-        phi2 = w / beta * sig * (1.0 - sig)  # d²φ/dc²
-        lx[:, :nv] = np.einsum("kj,kja->ka", phi1, dc)
-        lxx[:, :nv, :nv] = (np.einsum("kj,kja,kjb->kab", phi2, dc, dc)
-                            + np.einsum("kj,kjab->kab", phi1, ddc))
-        return l, lx, lu, lxx, lux, luu

@@ -302,6 +302,21 @@ class Problem:
         return tuple(parts)
 
     @property
+    def bound_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Which of the nc path rows are :attr:`state_bounds`: (their indices among the rows (b,),
+        the tangent index each bounds (b,), True where it is a lower bound (b,)); the other
+        rows keep their order as the general path inequalities."""
+        rows, tangent, lower, start = [], [], [], 0
+        for c in self.path_constraints:
+            if isinstance(c, JointLimits):  # rows: finite lower bounds, then finite upper (ResidualConstraint)
+                rows.append(start + np.arange(c.size))
+                tangent.append(c.tangent[c.rows])
+                lower.append(c.signs > 0)
+            start += c.size
+        return tuple(np.concatenate(a + [np.zeros(0, dtype)])
+                     for a, dtype in ((rows, np.int64), (tangent, np.int64), (lower, bool)))
+
+    @property
     def nc_general(self) -> int:
         """Number of path inequalities per node that are not :attr:`state_bounds`."""
         return sum(c.size for c in self.path_constraints if not isinstance(c, JointLimits))

@@ -8,8 +8,12 @@ ICRA 2020, Sec. IV-B), with the exact Hessian
 the second term the residual's Hessian contracted with ρ = a_r. ``weight`` is a number ≥ 0
 or one per knot (K,) (K = N for a running cost, 1 for a terminal cost).
 
-The named costs are ½ w ‖r‖² of one residual:
+The named costs are ½ w ‖r‖² of one residual (the state and control costs ½ Σ_i w_i r_i²):
 
+* :class:`StateCost`            ½ Σ_i w_i (x ⊖ x̄)_i² (x − x̄ without a model)
+* :class:`ControlCost`          ½ Σ_i w_i (u_i − ū_i)²
+* :class:`FramePositionCost`    ½ w ‖p(q) − p*‖², p a point fixed in a frame (end effector)
+* :class:`ObstacleCost`         Σ_j w β softplus(−d_j/β) of the clearances d_j of points from a sphere
 * :class:`FramePlacementCost`   ½ w ‖log₆(T⁻¹ M(q))‖²
 * :class:`FrameOrientationCost` ½ w ‖log₃(R*ᵀ R(q))‖²
 * :class:`FrameVelocityCost`    ½ w ‖V(q, v) − V*‖² (local or world-aligned twist)
@@ -19,12 +23,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from dynamics._compile import njit
+from dynamics.joints import neutral
 from dynamics.model import Model
 
-from .activations import Activation, WeightedQuadratic
-from .costs import Cost
-from .residuals import (CoMPositionResidual, FrameOrientationResidual, FramePlacementResidual,
-                        FrameVelocityResidual, Residual, references)
+from .activations import Activation, Softplus, WeightedQuadratic, as_weights
+from .costs import Cost, _vector
+from .residuals import (CoMPositionResidual, ControlResidual, FrameOrientationResidual, FramePlacementResidual,
+                        FramePositionResidual, FrameVelocityResidual, Residual, SphereClearanceResidual, StateResidual,
+                        VectorStateResidual, references)
+from .state import check_state
 
 
 def knot_weights(weight, name: str = "weight") -> np.ndarray:
@@ -64,18 +72,83 @@ class ResidualCost(Cost):
         return self._weights(xs.shape[0]) * self.activation.value(self.residual.value(xs, us))
 
     def evaluate(self, xs, us):
-        K = xs.shape[0]
         t = self.residual.evaluate(xs, us)
         a, ar, arr = self.activation.evaluate(t.r)
-        Hxx, Hux, Huu = t.hessians(ar)
-        w = self._weights(K)
-        l = w * a
-        lx = w[:, None] * np.einsum("ki,kia->ka", ar, t.rx)
-        lu = w[:, None] * np.einsum("ki,kia->ka", ar, t.ru)
-        lxx = w[:, None, None] * (np.einsum("kia,ki,kib->kab", t.rx, arr, t.rx) + Hxx)
-        lux = w[:, None, None] * (np.einsum("kia,ki,kib->kab", t.ru, arr, t.rx) + Hux)
-        luu = w[:, None, None] * (np.einsum("kia,ki,kib->kab", t.ru, arr, t.ru) + Huu)
-        return l, lx, lu, lxx, lux, luu
+        # the kernel writes ℓ_xx, ℓ_ux, ℓ_uu over the Hessians: a residual's fresh arrays, others copied
+        Hxx, Hux, Huu = (np.require(H, float, ["C", "W", "O"]) for H in t.hessians(ar))
+        w = np.ascontiguousarray(self._weights(xs.shape[0]), dtype=float)
+        lx, lu = np.empty(Hxx.shape[:2]), np.empty(Huu.shape[:2])
+        c = [np.ascontiguousarray(v, dtype=float) for v in (ar, arr, t.rx, t.ru)]
+        chain_rule(w, *c, lx, lu, Hxx, Hux, Huu)
+        return w * a, lx, lu, Hxx, Hux, Huu
+
+
+@njit(cache=True)
+def chain_rule(w, ar, arr, rx, ru, lx, lu, Hxx, Hux, Huu):
+    """The derivatives of ℓ = w a(r) at K knots from the residual's and the activation's (a_rr
+    diagonal): ℓ_x = w r_xᵀ a_r, ℓ_u = w r_uᵀ a_r into lx (K, ndx), lu (K, nu), and
+    ℓ_xx = w (r_xᵀ a_rr r_x + H_xx), ℓ_ux = w (r_uᵀ a_rr r_x + H_ux), ℓ_uu = w (r_uᵀ a_rr r_u + H_uu)
+    in place of H_xx, H_ux, H_uu (the residual's Hessians contracted with a_r).
+
+    The products r_xᵀ a_rr r_x run, row by row of r, over the nonzero entries of that row
+    only (a state residual's row has one, a frame residual's none in the v columns, a control
+    residual's r_x none): the sums are those of the dense product, in the same order."""
+    K, nr, ndx, nu = rx.shape[0], rx.shape[1], rx.shape[2], ru.shape[2]
+    jx, ju = np.empty(ndx, np.int64), np.empty(nu, np.int64)
+    Gxx, Gux, Guu = np.empty((ndx, ndx)), np.empty((nu, ndx)), np.empty((nu, nu))
+    for k in range(K):
+        _gradient(w[k], ar[k], rx[k], lx[k])
+        _gradient(w[k], ar[k], ru[k], lu[k])
+        Gxx[:] = 0.0
+        Gux[:] = 0.0
+        Guu[:] = 0.0
+        for i in range(nr):
+            if arr[k, i] == 0.0:
+                continue
+            mx, mu = _nonzero(rx[k, i], jx), _nonzero(ru[k, i], ju)
+            _add_outer(rx[k, i], jx[:mx], arr[k, i], rx[k, i], jx[:mx], Gxx)  # r_xᵢᵀ a_rr,ii r_xᵢ
+            _add_outer(ru[k, i], ju[:mu], arr[k, i], rx[k, i], jx[:mx], Gux)
+            _add_outer(ru[k, i], ju[:mu], arr[k, i], ru[k, i], ju[:mu], Guu)
+        _scale_sum(w[k], Gxx, Hxx[k])
+        _scale_sum(w[k], Gux, Hux[k])
+        _scale_sum(w[k], Guu, Huu[k])
+
+
+@njit(cache=True, inline="always")
+def _gradient(w, ar, J, g):
+    """g = w Jᵀ a_r."""
+    for a in range(J.shape[1]):
+        s = 0.0
+        for i in range(J.shape[0]):
+            s += ar[i] * J[i, a]
+        g[a] = w * s
+
+
+@njit(cache=True, inline="always")
+def _nonzero(row, idx):
+    """The indices of the nonzero entries of ``row`` into idx; returns their count."""
+    m = 0
+    for a in range(row.shape[0]):
+        if row[a] != 0.0:
+            idx[m] = a
+            m += 1
+    return m
+
+
+@njit(cache=True, inline="always")
+def _add_outer(a_row, ia, d, b_row, ib, G):
+    """G[a, b] += a_a d b_b over the listed entries a ∈ ia, b ∈ ib."""
+    for a in ia:
+        for b in ib:
+            G[a, b] += a_row[a] * d * b_row[b]
+
+
+@njit(cache=True, inline="always")
+def _scale_sum(w, G, H):
+    """H ← w (G + H)."""
+    for a in range(H.shape[0]):
+        for b in range(H.shape[1]):
+            H[a, b] = w * (G[a, b] + H[a, b])
 
 
 class FramePlacementCost(ResidualCost):
@@ -105,3 +178,69 @@ class CoMPositionCost(ResidualCost):
 
     def __init__(self, model: Model, target, weight=1.0) -> None:
         super().__init__(CoMPositionResidual(model, references(target, (3,), "target")), weight=weight)
+
+
+def _size(weight, reference, n: int | None) -> int:
+    """The dimension of a state or control cost: ``n``, else that of the reference or weights."""
+    if n is None:
+        n = np.size(reference) if reference is not None else np.size(weight)
+        if n == 1 and np.ndim(weight) == 0 and reference is None:
+            raise ValueError("size: give a reference, a weight vector or the dimension")
+    return n
+
+
+class StateCost(ResidualCost):
+    """½ Σ_i w_i (x ⊖ x̄)_i²; ``weight`` scalar or (ndx,), ``reference`` x̄ (nx,) (default 0):
+    the weighted quadratic of a state residual.
+
+    Without ``model`` the state is a vector (:class:`~optdyn.ocp.residuals.VectorStateResidual`,
+    x ⊖ x̄ = x − x̄, nx = ndx). With ``model`` the residual is the state difference
+    (:class:`~optdyn.ocp.residuals.StateResidual`: x̄ (nq + nv,), weights (2·nv,), the default
+    reference the neutral configuration at rest) with its exact curvature on Lie joints.
+    """
+
+    def __init__(self, weight, reference=None, nx: int | None = None, model: Model | None = None) -> None:
+        if model is None:
+            n = _size(weight, reference, nx)
+            ref = np.zeros(n) if reference is None else _vector(reference, n, "reference")
+            residual = VectorStateResidual(reference=ref)
+        else:
+            ref = np.concatenate([neutral(model), np.zeros(model.nv)]) if reference is None else reference
+            ref = _vector(ref, model.nq + model.nv, "reference")
+            check_state(model, ref, "reference")
+            residual = StateResidual(model, ref)
+        super().__init__(residual, WeightedQuadratic(residual.size, as_weights(weight, residual.size, "weight")))
+
+
+class ControlCost(ResidualCost):
+    """½ Σ_i w_i (u_i − ū_i)²; ``weight`` scalar or (nu,), ``reference`` (nu,) (default 0):
+    the weighted quadratic of :class:`~optdyn.ocp.residuals.ControlResidual`."""
+
+    def __init__(self, weight, reference=None, nu: int | None = None) -> None:
+        n = _size(weight, reference, nu)
+        residual = ControlResidual(reference=np.zeros(n) if reference is None else _vector(reference, n, "reference"))
+        super().__init__(residual, WeightedQuadratic(n, as_weights(weight, n, "weight")))
+
+
+class FramePositionCost(ResidualCost):
+    """½ w ‖p(q) − target‖² of the point ``offset`` (3,) fixed in frame ``frame``
+    (:class:`~optdyn.ocp.residuals.FramePositionResidual`); ``target`` (3,) or (K, 3)."""
+
+    def __init__(self, model: Model, frame: str, target, weight=1.0, offset=(0.0, 0.0, 0.0)) -> None:
+        target = _vector(target, 3, "target") if np.ndim(target) == 0 else target
+        super().__init__(FramePositionResidual(model, frame, target, offset), weight=weight)
+
+
+class ObstacleCost(ResidualCost):
+    """Σ_j w β softplus(−d_j/β) with d_j = ‖p_j − center‖ − radius − margin: the
+    :class:`~optdyn.ocp.activations.Softplus` of a
+    :class:`~optdyn.ocp.residuals.SphereClearanceResidual`.
+
+    ``points``: [(frame name, offset (3,)), ...] fixed on links; ``width`` β (m) sets how
+    soft the penalty is (≈ w·|d| inside, ≈ 0 beyond a few β outside).
+    """
+
+    def __init__(self, model: Model, points, center, radius: float, weight: float,
+                 margin: float = 0.0, width: float = 0.02) -> None:
+        residual = SphereClearanceResidual(model, points, _vector(center, 3, "center"), radius, margin)
+        super().__init__(residual, Softplus(residual.size, width), weight)

@@ -17,16 +17,23 @@ import numpy as np
 
 from dynamics.model import Model
 
-from .activations import Activation, LogBarrier, PseudoHuber, QuadraticBarrier, WeightedQuadratic
+from .activations import Activation, LogBarrier, PseudoHuber, QuadraticBarrier, Softplus, WeightedQuadratic
 from .constraints import JointLimits, ResidualConstraint, ResidualEquality
 from .residual_costs import ResidualCost
 from .residuals import (CoMPositionResidual, ControlResidual, FrameOrientationResidual, FramePlacementResidual,
-                        FramePositionResidual, FrameVelocityResidual, Residual, StateResidual)
+                        FramePositionResidual, FrameVelocityResidual, Residual, SphereClearanceResidual,
+                        StateResidual, VectorStateResidual)
 
 # type → (fields written from the object, function making it again from (model, record))
 _RESIDUALS: dict[type, tuple[Callable, Callable]] = {
     StateResidual: (lambda r: {"reference": r.reference, "rows": r.rows},
                     lambda m, d: StateResidual(m, d["reference"], d["rows"])),
+    VectorStateResidual: (lambda r: {"reference": r.reference},
+                          lambda m, d: VectorStateResidual(reference=d["reference"])),
+    SphereClearanceResidual: (lambda r: {"points": [[n, o] for n, o in zip(r.points.names, r.points.offsets.tolist())],
+                                         "center": r.center, "radius": r.radius, "margin": r.margin},
+                              lambda m, d: SphereClearanceResidual(m, d["points"], d["center"], d["radius"],
+                                                                   d["margin"])),
     ControlResidual: (lambda r: {"reference": r.reference, "ndx": r.ndx},
                       lambda m, d: ControlResidual(reference=d["reference"], ndx=d["ndx"])),
     FramePositionResidual: (lambda r: {"frame": r.frame, "target": r.target, "offset": r.offset},
@@ -48,6 +55,8 @@ _ACTIVATIONS: dict[type, tuple[Callable, Callable]] = {
                   lambda d: PseudoHuber(d["size"], d["delta"], d["weights"])),
     LogBarrier: (lambda a: {"lower": a.lower, "upper": a.upper, "weights": a.weights},
                  lambda d: LogBarrier(d["lower"], d["upper"], d["weights"])),
+    Softplus: (lambda a: {"size": a.size, "width": a.width, "weights": a.weights},
+               lambda d: Softplus(d["size"], d["width"], d["weights"])),
 }
 
 

@@ -28,12 +28,14 @@ A pose error r = log(M*⁻¹ M) = log(exp(r₀) exp(η)) then has r_q = J_r⁻¹
 * :class:`StateResidual`          (x ⊖ x̄)[rows]          (Crocoddyl: ResidualModelState)
 * :class:`JointPositionResidual`  (q ⊖ q̄) of named joints (ResidualModelState, position rows)
 * :class:`JointVelocityResidual`  (v − v̄) of named joints (ResidualModelState, velocity rows)
+* :class:`VectorStateResidual`    x − x̄ of a state without a model (a plain vector)
 * :class:`ControlResidual`        u − ū                    (ResidualModelControl)
 * :class:`FramePositionResidual`  p(q) − p*                (ResidualModelFrameTranslation)
 * :class:`FrameOrientationResidual`  log(R*ᵀ R(q))         (ResidualModelFrameRotation)
 * :class:`FramePlacementResidual`    log(M*⁻¹ M(q)) (6,)   (ResidualModelFramePlacement)
 * :class:`FrameVelocityResidual`  frame twist − target (6,), local or world-aligned (ResidualModelFrameVelocity)
 * :class:`CoMPositionResidual`    c(q) − c*                (ResidualModelCoMPosition)
+* :class:`SphereClearanceResidual`  ‖p_j(q) − c‖ − radius − margin of points fixed on links
 """
 from __future__ import annotations
 
@@ -44,7 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dynamics._checks import check_frame
-from dynamics.batch import point_kinematics_batch_kernel
+from dynamics.batch import point_kinematics_batch_kernel, point_positions_batch_kernel
 from dynamics.joints import lie_jacobian_batch, neutral
 from dynamics.kinematics import frame_motion_batch_kernel
 from dynamics.lie import lie_blocks, log_curvatures
@@ -107,6 +109,21 @@ class Residual(ABC):
     def evaluate(self, xs: np.ndarray, us: np.ndarray) -> Terms:
         """:class:`Terms` at the knots xs (K, nx), us (K, nu)."""
 
+    def knots(self) -> int | None:
+        """How many knots its reference gives one for (a trajectory to track), None if one
+        serves every knot."""
+        ref, ndim = self._reference()
+        return ref.shape[0] if ref is not None and ref.ndim > ndim else None
+
+    def _reference(self) -> tuple[np.ndarray | None, int]:
+        """(the reference or target array, the number of dimensions of one knot's) (None: none)."""
+        return None, 0
+
+    def final_value(self, x: np.ndarray, nu: int) -> np.ndarray:
+        """r (size,) at the state x (nx,), zero controls and the last knot's reference."""
+        K = self.knots() or 1
+        return self.value(np.repeat(np.asarray(x, dtype=float)[None], K, 0), np.zeros((K, nu)))[-1]
+
     def value(self, xs: np.ndarray, us: np.ndarray) -> np.ndarray:
         """r (K, size) only."""
         return self.evaluate(xs, us).r
@@ -142,6 +159,9 @@ class StateResidual(Residual):
             raise ValueError(f"rows: expected tangent indices in [0, {2 * nv}), got {rows!r}")
         self.model, self.lie = model, lie_blocks(model)
         self.size, self.ndx = self.rows.size, 2 * nv
+
+    def _reference(self):
+        return self.reference, 1
 
     def _difference(self, xs):
         m = self.model
@@ -196,25 +216,50 @@ class JointVelocityResidual(StateResidual):
         super().__init__(model, np.concatenate([q, v], axis=-1), joint_rows(model, joints, True))
 
 
-class ControlResidual(Residual):
+class _Difference(Residual):
+    """r = y − ȳ of y = u (the control) or x (a state on a vector space): an identity
+    Jacobian, no curvature; ``reference`` ȳ (n,) or (K, n), default 0 of size ``n``."""
+
+    def __init__(self, n: int | None, reference, name: str) -> None:
+        if reference is None and not (isinstance(n, (int, np.integer)) and n >= 1):
+            raise ValueError(f"{name}: expected the dimension (an integer ≥ 1) or a reference, got {n!r}")
+        self.reference = references(np.zeros(n) if reference is None else reference,
+                                    (n,) if n is not None else np.shape(reference)[-1:])
+        self.size = self.reference.shape[-1]
+
+    def _reference(self):
+        return self.reference, 1
+
+    def value(self, xs, us):
+        y = us if self.depends_on_u else xs
+        return y - at_knots(self.reference, y.shape[0], 1)
+
+    def evaluate(self, xs, us):
+        K, nu = xs.shape[0], us.shape[1]
+        ndx = xs.shape[1] if self.ndx is None else self.ndx
+        eye = np.broadcast_to(np.eye(self.size), (K, self.size, self.size))
+        rx, ru = (np.zeros((K, self.size, ndx)), eye) if self.depends_on_u else (eye, np.zeros((K, self.size, nu)))
+        return Terms(self.value(xs, us), rx, ru, lambda rho: _hessians(K, ndx, nu))
+
+
+class ControlResidual(_Difference):
     """r = u − ū; ``reference`` ū (nu,) or (K, nu) (default 0, then give ``nu``); ``ndx`` the
     state's tangent size (the width of its zero r_x; default: that of the states passed)."""
 
     depends_on_x, depends_on_u = False, True
 
     def __init__(self, nu: int | None = None, reference=None, ndx: int | None = None) -> None:
-        if reference is None and not (isinstance(nu, (int, np.integer)) and nu >= 1):
-            raise ValueError(f"nu: expected the control dimension (an integer ≥ 1) or a reference, got {nu!r}")
-        self.reference = references(np.zeros(nu) if reference is None else reference,
-                                    (nu,) if nu is not None else np.shape(reference)[-1:])
-        self.size = self.nu = self.reference.shape[-1]
-        self.ndx = ndx
+        super().__init__(nu, reference, "nu")
+        self.nu, self.ndx = self.size, ndx
 
-    def evaluate(self, xs, us):
-        K, ndx = xs.shape[0], xs.shape[1] if self.ndx is None else self.ndx
-        r = us - at_knots(self.reference, K, 1)
-        return Terms(r, np.zeros((K, self.size, ndx)), np.broadcast_to(np.eye(self.size), (K, self.size, self.size)),
-                     lambda rho: _hessians(K, ndx, self.size))
+
+class VectorStateResidual(_Difference):
+    """r = x − x̄ of a state that is a plain vector (no model: q ⊖ q̄ = q − q̄, as on
+    revolute and prismatic joints); ``reference`` x̄ (nx,) or (K, nx) (default 0, then give ``nx``)."""
+
+    def __init__(self, nx: int | None = None, reference=None) -> None:
+        super().__init__(nx, reference, "nx")
+        self.ndx = self.size
 
 
 # ---------------------------------------------------------------- points: frame origin, centre of mass
@@ -228,19 +273,37 @@ class _PointsResidual(Residual):
         self.target = references(target, (3,), "target")
         self.size, self.ndx = 3, 2 * model.nv
 
-    def _kinematics(self, xs):
+    def _reference(self):
+        return self.target, 1
+
+    def _kinematics(self, xs, derivatives: bool = True):
+        """(p, J, H) of the points at xs (positions only, p, without ``derivatives``)."""
         qs = np.ascontiguousarray(xs[:, : self.model.nq])
-        return point_kinematics_batch_kernel(self.model.arrays, qs, self.bodies, self.local, chunk_count(qs.shape[0]))
+        kernel = point_kinematics_batch_kernel if derivatives else point_positions_batch_kernel
+        return kernel(self.model.arrays, qs, self.bodies, self.local, chunk_count(qs.shape[0]))
+
+    def _residual(self, p):
+        """Σ_i w_i p_i − target (K, 3) of the points' positions p (K, P, 3)."""
+        return np.matmul(self.weights, p) - at_knots(self.target, p.shape[0], 1, "target")
+
+    def point(self, xs: np.ndarray) -> np.ndarray:
+        """Σ_i w_i p_i(q) (K, 3): the world position of the frame's point or of the centre of mass."""
+        return np.matmul(self.weights, self._kinematics(xs, derivatives=False))
+
+    def value(self, xs, us):
+        return self._residual(self._kinematics(xs, derivatives=False))
 
     def evaluate(self, xs, us):
-        K, nv = xs.shape[0], self.model.nv
+        K, nv, P = xs.shape[0], self.model.nv, self.weights.size
         p, J, H = self._kinematics(xs)
-        r = np.einsum("i,kia->ka", self.weights, p) - at_knots(self.target, K, 1, "target")
+        r = self._residual(p)
         rx, ru = self._zeros(K, us.shape[1])
-        rx[:, :, :nv] = np.einsum("i,kiab->kab", self.weights, J)
+        rx[:, :, :nv] = np.matmul(self.weights, J.reshape(K, P, 3 * nv)).reshape(K, 3, nv)  # Σ_i w_i J_i
 
-        def hessians(rho):
-            return _hessians(K, self.ndx, us.shape[1], np.einsum("i,ka,kiabc->kbc", self.weights, rho, H))
+        def hessians(rho):  # Σ_i w_i Σ_a ρ_a ∇²p_ia, as one product per knot
+            coef = (self.weights[None, :, None] * rho[:, None, :]).reshape(K, 1, 3 * P)
+            Hqq = np.matmul(coef, H.reshape(K, 3 * P, nv * nv)).reshape(K, nv, nv)
+            return _hessians(K, self.ndx, us.shape[1], Hqq)
         return Terms(r, rx, ru, hessians)
 
 
@@ -262,6 +325,36 @@ class CoMPositionResidual(_PointsResidual):
         if not mass.sum() > 0:
             raise ValueError(f"model: {model.name!r} has no mass")
         super().__init__(model, np.arange(model.njoints), model.inertia[:, 1:4], mass / mass.sum(), target)
+
+
+class SphereClearanceResidual(Residual):
+    """r_j = ‖p_j(q) − center‖ − radius − margin (P,): the clearance from a sphere of points
+    ``points`` = [(frame name, offset (3,)), ...] fixed on links; r_q = nᵀJ, ∇²(ρᵀr) =
+    Σ_j ρ_j (J_jᵀ(I − nnᵀ)J_j/‖p_j − c‖ + Σ_i n_i ∇²p_ji) (:func:`optdyn.ocp.costs.sphere_distance`)."""
+
+    def __init__(self, model: Model, points, center, radius: float, margin: float = 0.0) -> None:
+        self.points, self.model = PointSet(model, points), model
+        self.center = references(center, (3,), "center")
+        if self.center.ndim != 1:
+            raise ValueError(f"center: expected shape (3,), got {self.center.shape}")
+        if not (np.isfinite(radius) and radius >= 0):
+            raise ValueError(f"radius: expected a finite length ≥ 0, got {radius!r}")
+        if not np.isfinite(margin):
+            raise ValueError(f"margin: expected a finite length, got {margin!r}")
+        self.radius, self.margin = float(radius), float(margin)
+        self.size, self.ndx = len(self.points), 2 * model.nv
+
+    def value(self, xs, us):
+        d = self.points.sphere_distance(xs[:, : self.model.nq], self.center, False)[0]
+        return d - self.radius - self.margin
+
+    def evaluate(self, xs, us):
+        K, nv, nu = xs.shape[0], self.model.nv, us.shape[1]
+        d, dd, ddd = self.points.sphere_distance(xs[:, : self.model.nq], self.center)
+        rx, ru = self._zeros(K, nu)
+        rx[:, :, :nv] = dd
+        return Terms(d - self.radius - self.margin, rx, ru,
+                     lambda rho: _hessians(K, self.ndx, nu, np.einsum("kj,kjab->kab", rho, ddd)))
 
 
 # ---------------------------------------------------------------- frame poses and velocities
@@ -361,6 +454,9 @@ class _PoseResidual(Residual):
         T = targets.reshape(-1, 4, 4)
         self.target_coordinates = self._coordinates(T[:, :3, :3], T[:, :3, 3])  # (1 or K, nq + nv)
 
+    def _reference(self):
+        return self.target, 2
+
     def _coordinates(self, R, p):
         """Group coordinates (K, nq + nv) of poses: (p, quaternion) on SE(3), the quaternion on SO(3)."""
         q = rotation_quaternions(R)
@@ -435,6 +531,9 @@ class FrameVelocityResidual(Residual):
         self.target = references(target, (6,), "target")
         self.size, self.ndx = 6, 2 * model.nv
         self.before = _ancestors(model, strict=False)  # P[l, k]: joint(l) ⪯ joint(k)
+
+    def _reference(self):
+        return self.target, 1
 
     def _express(self, X, R, p):
         """The world twists X (K, …, 6) at the origin in the frame's expression (``reference``)."""

@@ -38,10 +38,11 @@ import numpy as np
 from dynamics.urdf import load_urdf
 
 from .constraints import FramePositionEquality, SphereClearance, StateEquality
-from .costs import ControlCost, Cost, FramePositionCost, ObstacleCost, StateCost, Sum
+from .costs import Cost, Sum
 from .problem import Problem
+from .residual_costs import ControlCost, FramePositionCost, ObstacleCost, StateCost
 from .residual_records import constraint_record, cost_record, make_constraint, make_cost
-from .residuals import FramePlacementResidual, FramePositionResidual
+from .residuals import FramePlacementResidual, FramePositionResidual, SphereClearanceResidual, VectorStateResidual
 
 if TYPE_CHECKING:  # annotations only: the solvers' Result is read by attribute, not imported
     from ..solvers.result import Result
@@ -89,8 +90,9 @@ def clearance_constraints(problem: Problem) -> list[SphereClearance]:
 
 
 def _obstacle_terms(problem: Problem) -> list:
-    soft = [c for c in cost_terms(problem.running_cost) + cost_terms(problem.terminal_cost)
-            if isinstance(c, ObstacleCost)]
+    """Clearance constraints, then the sphere-clearance residuals of costs (obstacle costs)."""
+    soft = [r for c in cost_terms(problem.running_cost) + cost_terms(problem.terminal_cost)
+            for r in c.residuals() if isinstance(r, SphereClearanceResidual)]
     return clearance_constraints(problem) + soft
 
 
@@ -113,11 +115,10 @@ def collision_points(problem: Problem) -> list[tuple[str, np.ndarray]]:
 
 
 def frame_targets(problem: Problem) -> list[FrameTarget]:
-    """Targets of terminal constraints, terminal costs, then running costs, without repeats."""
+    """Targets of terminal constraints, then of the frame residuals of constraints, terminal
+    costs and running costs (frame position costs among them), without repeats."""
     _require_problem(problem)
     items = [(c, "constraint") for c in problem.terminal_constraints if isinstance(c, FramePositionEquality)]
-    items += [(c, "cost") for c in cost_terms(problem.terminal_cost) + cost_terms(problem.running_cost)
-              if isinstance(c, FramePositionCost)]
     found: dict[tuple, FrameTarget] = {}
     for c, kind in items:
         name, offset = c.points.names[0], c.points.offsets[0]
@@ -157,15 +158,18 @@ def path_frame(problem: Problem) -> tuple[str, np.ndarray]:
 
 def _cost_record(cost: Cost) -> dict | None:
     """JSON-able description of one cost term; None for types it does not know."""
-    if isinstance(cost, (StateCost, ControlCost)):
-        return {"type": type(cost).__name__, "weight": cost.weight.tolist(), "reference": cost.reference.tolist()}
+    r = getattr(cost, "residual", None)
+    if isinstance(cost, ControlCost) or (isinstance(cost, StateCost) and isinstance(r, VectorStateResidual)):
+        return {"type": type(cost).__name__, "weight": cost.activation.weights.tolist(),
+                "reference": r.reference.tolist()}
     if isinstance(cost, FramePositionCost):
-        return {"type": "FramePositionCost", "frame": cost.points.names[0], "offset": cost.points.offsets[0].tolist(),
-                "target": cost.target.tolist(), "weight": cost.weight}
+        return {"type": "FramePositionCost", "frame": r.frame, "offset": r.offset.tolist(),
+                "target": r.target.tolist(), "weight": cost.weight.tolist()}
     if isinstance(cost, ObstacleCost):
-        return {"type": "ObstacleCost", "points": _points(cost.points), "center": cost.center.tolist(),
-                "radius": cost.radius, "weight": cost.weight, "margin": cost.margin, "width": cost.width}
-    return cost_record(cost)
+        return {"type": "ObstacleCost", "points": _points(r.points), "center": r.center.tolist(),
+                "radius": r.radius, "weight": cost.weight.tolist(), "margin": r.margin,
+                "width": cost.activation.width}
+    return cost_record(cost)  # a StateCost with a model: the ResidualCost of its StateResidual
 
 
 def _points(points) -> list:

@@ -609,7 +609,8 @@ def solve_ipopt(problem: Problem, hessian: str = "exact", max_iter: int = 500, t
         "gradient" (inf_du), "mu", "step" (alpha_pr), "time"; ``extra`` has
         "status_code", "status_message", "log" (per-iteration dict of arrays),
         "evaluation_errors" (points IPOPT had to step back from), "compile_time",
-        "multipliers" ("defects" (N, ndx), "path" (N, nc), "terminal" (nh,)) and
+        "multipliers" ("defects" (N, ndx), "path" (N, nc): every path row, joint limits
+        (variable bounds) included, "terminal" (nh,)) and
         "nlp_size" (n, m).
     """
     if not isinstance(problem, Problem):
@@ -689,6 +690,23 @@ def _result(problem, nlp: MultipleShootingNLP, z, info, hessian: str, run: Run) 
                "compile_time": run.compile_time(),
                "nlp_size": (nlp.n, nlp.m),
                "multipliers": {"defects": lam[: N * ndx].reshape(N, ndx),
-                               "path": lam[N * ndx: N * (ndx + nc)].reshape(N, nc),
+                               "path": _path_multipliers(problem, nlp, lam[N * ndx: N * (ndx + nc)].reshape(N, nc),
+                                                         info),
                                "terminal": lam[N * (ndx + nc):]}},
     )
+
+
+def _path_multipliers(problem, nlp: MultipleShootingNLP, general: np.ndarray, info) -> np.ndarray:
+    """The multipliers (N, nc) of all path rows at nodes 1..N, in the problem's row order: IPOPT's
+    constraint multipliers of the general rows, and for the rows IPOPT takes as variable bounds
+    (joint limits) −z_L or −z_U of their variable, the multiplier the same row would have as
+    a constraint c ≥ 0 in IPOPT's Lagrangian f + λᵀg (λ ≤ 0 where active; z ≥ 0 the bound
+    multipliers, A. Wächter, L. T. Biegler, "On the implementation of an interior-point filter
+    line-search algorithm for large-scale nonlinear programming", Math. Prog. 2006, eq. 4)."""
+    rows, tangent, lower = problem.bound_rows
+    path = np.zeros((nlp.N, problem.nc))
+    path[:, np.setdiff1d(np.arange(problem.nc), rows)] = general
+    z_lower, z_upper = (nlp._split(np.asarray(info.get(k, np.zeros(nlp.n)), dtype=float))[0][1:]
+                        for k in ("mult_x_L", "mult_x_U"))
+    path[:, rows] = -np.where(lower, z_lower[:, tangent], z_upper[:, tangent])
+    return path
