@@ -98,3 +98,14 @@ def test_shooting_option_is_checked(reach):
     bad[3, 0] = np.nan
     with pytest.raises(ValueError, match="^xs_init"):
         optdyn.solve(reach, "ilqr", shooting="multiple", xs_init=bad)
+
+
+def test_inside_the_augmented_lagrangian_from_the_tasks_own_states():
+    """arm-obstacle's own guess interpolates the joint positions (states with gaps): iLQR
+    shooting multiply in the augmented-Lagrangian loop closes them and meets the clearance."""
+    prob = problems.get("arm-obstacle")
+    assert np.abs(ddp.gaps_of(prob, prob.xs_init, prob.us_init)).max() > 1e-3
+    res = optdyn.solve(prob, "ilqr", shooting="multiple")
+    assert res.converged, res.message
+    assert res.extra["violation"] <= 1e-6
+    np.testing.assert_allclose(res.xs, prob.rollout(res.us), atol=1e-10, rtol=0)
