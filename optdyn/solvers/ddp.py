@@ -357,8 +357,8 @@ def forward_pass(dyn, xs, us, k, K, alpha, lower, upper, xs_new, us_new, gaps):
     """Closed-loop rollout of the module docstring through the problem's interval dynamics
     ``dyn``; with multiple-shooting ``gaps`` (N, ndx) (else (0, ndx)) each interval ends a
     fraction 1 − α of its gap short of F: x̂_{t+1} = F(x̂_t, û_t) ⊕ (α − 1) f̄_{t+1}
-    (feasibility-driven DDP, Mastalli et al. 2020), so that a full step closes every gap.
-    False if the
+    (feasibility-driven DDP, Mastalli et al. 2020), so that a full step closes every gap and
+    the new gaps F(x̂_t, û_t) ⊖ x̂_{t+1} are (1 − α) f̄_{t+1} (⊖ undoes ⊕). False if the
     state became NaN/inf."""
     N, ndx = K.shape[0], K.shape[2]
     nu = us.shape[1]
@@ -647,7 +647,7 @@ def iterate(problem: Problem, objective: Objective, us: np.ndarray, o: Options, 
     ``us`` (or a gap) is not finite, returns at once with status "rollout_failed".
     """
     lower, upper = problem.u_lower, problem.u_upper
-    us = np.clip(np.array(us, dtype=float), lower, upper)
+    us = clipped_controls(problem, us)
     N, nu, ndx = problem.N, problem.nu, problem.ndx
     k, K = np.zeros((N, nu)), np.zeros((N, nu, ndx))
     xs, gaps, finite = start(problem, us, xs)
@@ -709,8 +709,8 @@ def iterate(problem: Problem, objective: Objective, us: np.ndarray, o: Options, 
             xs, xs_new, us, us_new, J = xs_new, xs, us_new, us, J_new
             log.keep(xs, us)
             mu, delta = _decrease(mu, delta, o)
-            if gaps.shape[0]:  # a full step closes them exactly; a partial one leaves (1 − α) of each
-                gaps = np.zeros((0, ndx)) if alpha == 1.0 else gaps_of(problem, xs, us)
+            if gaps.shape[0]:  # a full step closes them; a partial one leaves (1 − α) of each (forward_pass)
+                gaps = np.zeros((0, ndx)) if alpha == 1.0 else (1.0 - alpha) * gaps
         elif log.stop_reason():
             continue  # the line search was cut short: report the stop at the next check
         else:
@@ -733,11 +733,11 @@ def initial_controls(problem: Problem, us_init=None) -> tuple[np.ndarray, str, l
     "rest"). An open-loop guess made for multiple shooting may diverge in a rollout. If
     none works, rest is returned and :func:`iterate` reports "rollout_failed".
     """
-    candidates = ([("us_init", lambda: np.array(us_init, dtype=float))] if us_init is not None else []) + \
+    candidates = ([("us_init", lambda: us_init)] if us_init is not None else []) + \
         [("problem", lambda: problem.us_init), ("rest", problem.rest_controls)]
     rejected = []
     for origin, make in candidates:
-        us = np.clip(make(), problem.u_lower, problem.u_upper)
+        us = clipped_controls(problem, make())
         if safe_rollout(problem, us)[1]:
             return us, origin, rejected
         rejected.append(origin)
@@ -752,9 +752,14 @@ def initial_guess(problem: Problem, o: Options, us_init=None, xs_init=None
     if o.shooting == "single":
         us, origin, rejected = initial_controls(problem, us_init)
         return us, None, origin, rejected
-    us = problem.us_init if us_init is None else np.array(us_init, dtype=float)
+    us = clipped_controls(problem, problem.us_init if us_init is None else us_init)
     xs = problem.xs_init if xs_init is None else np.array(xs_init, dtype=float)
-    return np.clip(us, problem.u_lower, problem.u_upper), xs, "us_init" if us_init is not None else "problem", []
+    return us, xs, "us_init" if us_init is not None else "problem", []
+
+
+def clipped_controls(problem: Problem, us) -> np.ndarray:
+    """A float copy of the controls ``us`` (N, nu) clipped to the problem's bounds."""
+    return np.clip(np.array(us, dtype=float), problem.u_lower, problem.u_upper)
 
 
 def stopped_by_exception(problem: Problem, log: Log, K_shape: tuple[int, int, int]) -> Outcome:
