@@ -27,6 +27,11 @@ millisecond of spinning: long enough to bridge the gaps between the per-knot loo
 backward pass) unless ``GOMP_SPINCOUNT`` or ``OMP_WAIT_POLICY`` is set already. It takes
 effect only if OpenMP was not loaded before (numba loads it on the first parallel loop).
 
+Launching: importing :mod:`dynamics` launches the threading layer. numba launches it when
+it compiles a parallel loop or loads a parallel kernel from the cache, but not when it loads
+a kernel that only calls one (DDP's backward pass calls the split stage terms' loop): that
+kernel, called first in a fresh process with a warm cache, would jump to a null pointer.
+
 Exceptions raised inside a numba parallel loop are lost, so the ``prange`` kernels
 validate every knot before the loop and the per-knot algorithms report failure by a
 return flag; :func:`run_chunks` re-raises a chunk's exception in the caller.
@@ -130,3 +135,4 @@ if "GOMP_SPINCOUNT" not in os.environ and "OMP_WAIT_POLICY" not in os.environ:
 if "NUMBA_THREADING_LAYER" not in os.environ:
     numba.config.THREADING_LAYER = _threading_layer()
 _from_environment()
+numba.get_num_threads()  # launches the threading layer (module docstring)

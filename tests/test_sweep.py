@@ -78,6 +78,19 @@ def test_lqr_gains_are_the_riccati_gains():
         P = Q + A[k].T @ P @ (A[k] + B[k] @ expected)
 
 
+def test_lqr_gains_from_the_kernel_cache_in_a_fresh_process():
+    """The backward pass loaded from the disk cache (compiled by the test above) and called
+    first thing in a new process: it calls a parallel loop, and numba does not launch its
+    threading layer when it loads such a kernel (a null-pointer call before the fix)."""
+    code = ("import numpy as np, problems; from optdyn.apps.sweep import _lqr_gains; "
+            "p = problems.get('double-pendulum'); n, m = p.ndx, p.nu; "
+            "K = _lqr_gains(np.stack([np.eye(n)] * 3), np.ones((3, n, m)), np.eye(n), np.eye(m), np.eye(n), p); "
+            "print(np.isfinite(K).all())")
+    for _ in range(2):  # the first run may compile and write the cache, the second loads it
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0 and out.stdout.strip() == "True", out.stderr[-2000:]
+
+
 def test_perturbed_guess_is_seeded_consistent_and_feasible():
     prob = problems.arm_obstacle.make()  # open-loop unstable: a perturbed torque sequence alone would diverge
     xs, us = perturbed_guess(prob, 123)
