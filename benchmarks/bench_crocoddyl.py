@@ -1,10 +1,14 @@
 """Crocoddyl 3.2 on the Panda reach: an optional anchor, run in its own environment.
 
-    /work/shared/tools/crocoddyl-env /work/.crocoddyl-venv      # once: Crocoddyl 3.2.0, Pinocchio 3.9.0
-    OMP_NUM_THREADS=1 /work/.crocoddyl-venv/bin/python benchmarks/bench_crocoddyl.py
+    python3 -m venv .crocoddyl-venv && .crocoddyl-venv/bin/pip install "pin==3.9.0" "crocoddyl==3.2.0" \
+        "cmeel-urdfdom<5" "cmeel-tinyxml2<11" "example-robot-data==5.0.0"      # once, beside .venv
+    OMP_NUM_THREADS=1 .crocoddyl-venv/bin/python benchmarks/bench_crocoddyl.py
     .venv/bin/python benchmarks/check_crocoddyl.py                # our cost and rollout at the same trajectories
 
-Crocoddyl is no dependency of optdyn and this script does not import optdyn. The task is
+Crocoddyl is no dependency of optdyn and this script does not import optdyn. Crocoddyl 3.2's wheels
+need Pinocchio 3.x, hence the pins; example-robot-data
+5 reads pinocchio.WITH_COLLISION, which Pinocchio 3.9 lacks, so the model comes from
+pinocchio.buildModelFromUrdf and example_robot_data.getModelPath. The task is
 panda_reach() of bench_multiple_shooting.py: the Panda of example-robot-data (9 joints, the two
 fingers prismatic) from panda_description/urdf/panda.urdf, x0 = 0, N = 40, dt = 0.05, one RK4
 step per interval, running cost ½·1e-2‖x − x0‖² + ½·1e-3‖u − g(q0)‖² + ½·10‖p − (0.4, 0.2, 0.5)‖²
@@ -24,9 +28,9 @@ The terminal model is IntegratedActionModelRK with dt = 0: ℓ_N(x), unscaled.
 Guess: u = g(q0) (pinocchio.computeGeneralizedGravity) at every knot and its rollout, as optdyn's
 default. Solvers with their defaults (solve(xs, us, 1000, is_feasible=False, init_reg=1e-9)).
 Writes benchmarks/crocoddyl_panda.json (results), benchmarks/crocoddyl_panda.npz (random
-trajectories with Crocoddyl's costs and rollouts, and the solutions of the exact variant: not
-committed), benchmarks/crocoddyl_panda_hand_optimum.npz (xs, us of BoxFDDP at th_stop 1e-10 on
-"panda_hand": the optimum 1.0024794 of the issue) and the section "crocoddyl" of BENCHMARKS.md.
+trajectories with Crocoddyl's costs and one-interval steps, and the solutions of the exact variant: not
+committed), benchmarks/crocoddyl_panda_optima.npz (xs_<frame>, us_<frame> of BoxFDDP at th_stop
+1e-10, our objective: warm starts) and the section "crocoddyl" of BENCHMARKS.md.
 """
 from __future__ import annotations
 
@@ -42,6 +46,7 @@ import pinocchio
 from _common import ROOT, machine, table, write_section
 
 N, DT, TARGET, FRAMES = 40, 0.05, np.array([0.4, 0.2, 0.5]), ("panda_hand_tcp", "panda_hand")
+REPEATS = 3
 TH_STOPS = (5e-5, 1e-10)  # Crocoddyl 3.2's default threshold on |d₀ + ½d₁|, and a tight one
 SOLVERS = {"BoxFDDP": crocoddyl.SolverBoxFDDP, "BoxDDP": crocoddyl.SolverBoxDDP,
            "FDDP (no box)": crocoddyl.SolverFDDP, "DDP (no box)": crocoddyl.SolverDDP}
@@ -109,8 +114,14 @@ def total_cost(problem: crocoddyl.ShootingProblem, xs, us) -> float:
     return float(problem.calc(list(xs), list(us)))
 
 
+def steps(problem: crocoddyl.ShootingProblem, xs, us) -> np.ndarray:
+    """x⁺ of one interval from each (x_k, u_k), k < N."""
+    problem.calc(list(xs), list(us))
+    return np.array([d.xnext for d in problem.runningDatas])
+
+
 def random_trajectories(model, seed: int = 0, count: int = 3):
-    """States and controls of a few scales around the rest trajectory, a random control sequence."""
+    """States and controls of normal entries, three scales (cost checks: not rollouts)."""
     rng, nx = np.random.default_rng(seed), model.nq + model.nv
     xs = [rng.normal(scale=s, size=(N + 1, nx)) for s in (0.1, 0.5, 1.0)[:count]]
     us = [rng.normal(scale=s, size=(N, model.nv)) for s in (1.0, 5.0, 20.0)[:count]]
@@ -129,7 +140,8 @@ class Count(crocoddyl.CallbackAbstract):
 def main() -> None:
     model = panda()
     g0 = pinocchio.computeGeneralizedGravity(model, model.createData(), np.zeros(model.nq))
-    out = {"crocoddyl": crocoddyl.__version__, "pinocchio": pinocchio.__version__, "machine": machine(), "results": []}
+    out = {"crocoddyl": crocoddyl.__version__, "pinocchio": pinocchio.__version__, "machine": machine(),
+           "load_average_1min": os.getloadavg()[0], "results": []}
     arrays = {}
     rx, ru = random_trajectories(model)
     arrays["random_xs"], arrays["random_us"] = rx, ru
@@ -137,17 +149,19 @@ def main() -> None:
         for variant in ("exact", "stock"):
             problem = panda_reach(model, frame, variant)
             arrays[f"random_cost_{variant}_{frame}"] = np.array([total_cost(problem, x, u) for x, u in zip(rx, ru)])
-            arrays["random_rollouts"] = np.array([problem.rollout(list(g0 + u)) for u in ru])  # any frame, variant
+            arrays["random_steps"] = np.array([steps(problem, x, u) for x, u in zip(rx, ru)])  # any frame, variant
             us0 = [g0.copy() for _ in range(N)]
             xs0 = problem.rollout(us0)
             for (name, Solver), th_stop in itertools.product(SOLVERS.items(), TH_STOPS):
-                solver = Solver(problem)
-                solver.th_stop = th_stop
-                count = Count()
-                solver.setCallbacks([count])
-                t0 = time.perf_counter()
-                converged = solver.solve(xs0, us0, 1000, False, 1e-9)
-                wall = time.perf_counter() - t0
+                wall = float("inf")
+                for _ in range(REPEATS):  # the iterates do not change from run to run; the wall time does
+                    solver = Solver(problem)
+                    solver.th_stop = th_stop
+                    count = Count()
+                    solver.setCallbacks([count])
+                    t0 = time.perf_counter()
+                    converged = solver.solve(xs0, us0, 1000, False, 1e-9)
+                    wall = min(wall, time.perf_counter() - t0)
                 xs, us = np.array(solver.xs), np.array(solver.us)
                 res = {"frame": frame, "variant": variant, "solver": name, "th_stop": th_stop,
                        "converged": bool(converged), "iterations": count.iterations, "iter": int(solver.iter),
@@ -160,8 +174,8 @@ def main() -> None:
                     arrays[f"xs_{name}_{th_stop:g}_{frame}"], arrays[f"us_{name}_{th_stop:g}_{frame}"] = xs, us
                 print(res, flush=True)
     np.savez_compressed(ROOT / "benchmarks" / "crocoddyl_panda.npz", **arrays)  # 0.2 MB, not committed
-    key = "BoxFDDP_1e-10_panda_hand"
-    np.savez(ROOT / "benchmarks" / "crocoddyl_panda_hand_optimum.npz", xs=arrays[f"xs_{key}"], us=arrays[f"us_{key}"])
+    np.savez(ROOT / "benchmarks" / "crocoddyl_panda_optima.npz",
+             **{f"{v}_{frame}": arrays[f"{v}_BoxFDDP_1e-10_{frame}"] for v in ("xs", "us") for frame in FRAMES})
     (ROOT / "benchmarks" / "crocoddyl_panda.json").write_text(json.dumps(out, indent=1) + "\n")
     write_section("crocoddyl", report(out))
 
@@ -178,12 +192,14 @@ def report(out: dict) -> str:
         rows.append(row)
     return (f"## Crocoddyl on the Panda reach (optional anchor, issue 39)\n\n{out['machine']}; Crocoddyl "
             f"{out['crocoddyl']}, Pinocchio {out['pinocchio']}, in a separate venv "
-            "(`/work/shared/tools/crocoddyl-env`), one thread. `benchmarks/bench_crocoddyl.py` (task, discretisation "
+            f"(pins in the script's docstring), one thread, load average {out['load_average_1min']:.1f} at the start "
+            "(other jobs shared the 2 cores: wall times are rough). `benchmarks/bench_crocoddyl.py` (task, discretisation "
             "and guess in its docstring), results with gaps and bound activity in `benchmarks/crocoddyl_panda.json`. "
             "Crocoddyl's stop: `solver.stop` < `th_stop`, where `stop` = |d₀ + ½d₁|, the expected decrease of a full "
             "step (it equals the `solver.d` saved in the JSON in every run); 5e-5 is 3.2's default `th_stop`, "
-            "1e-10 a tight run for the cost to 7 digits; at most 1000 iterations, counted by a callback. "
-            "Every start is the rollout of g(q0), so the gaps are zero throughout. "
+            "1e-10 a tight run for the cost to 7 digits; at most 1000 iterations, counted by a callback; wall "
+            "time the best of 3 runs. "
+            "Every start is the rollout of g(q0): no gaps (`solver.ffeas` = 0 at the end of every run). "
             "Running cost \"ours\": dt·ℓ(x_k, u_k), our objective exactly (section \"crocoddyl check\"); "
             "\"RK4 stages\": Crocoddyl's IntegratedActionModelRK(four) integrating ℓ over its RK4 stages, another "
             "objective, whose costs are not comparable with ours. \"no box\": the torque limits ignored.\n\n"
