@@ -6,9 +6,8 @@
     .venv/bin/python benchmarks/check_crocoddyl.py                # our cost and rollout at the same trajectories
 
 Crocoddyl is no dependency of optdyn and this script does not import optdyn. Crocoddyl 3.2's wheels
-need Pinocchio 3.x, hence the pins; example-robot-data
-5 reads pinocchio.WITH_COLLISION, which Pinocchio 3.9 lacks, so the model comes from
-pinocchio.buildModelFromUrdf and example_robot_data.getModelPath. The task is
+need Pinocchio 3.x, hence the pins; example-robot-data 5 reads pinocchio.WITH_COLLISION, which
+Pinocchio 3.9 lacks, so the model comes from pinocchio.buildModelFromUrdf. The task is
 panda_reach() of bench_multiple_shooting.py: the Panda of example-robot-data (9 joints, the two
 fingers prismatic) from panda_description/urdf/panda.urdf, x0 = 0, N = 40, dt = 0.05, one RK4
 step per interval, running cost ½·1e-2‖x − x0‖² + ½·1e-3‖u − g(q0)‖² + ½·10‖p − (0.4, 0.2, 0.5)‖²
@@ -22,14 +21,16 @@ Two discretisations of the running cost:
   IntegratedActionModelRK(RK4) and the cost and its derivatives from IntegratedActionModelEuler
   (dt·ℓ(x, u)). Wall times include its Python calls and a second dynamics derivative per knot.
 - "stock": IntegratedActionModelRK(RK4) as a Crocoddyl user writes it (ℓ integrated over the
-  RK4 stages: another objective, close to ours), all in C++.
+  RK4 stages: another objective), all in C++.
 The terminal model is IntegratedActionModelRK with dt = 0: ℓ_N(x), unscaled.
 
 Guess: u = g(q0) (pinocchio.computeGeneralizedGravity) at every knot and its rollout, as optdyn's
-default. Solvers with their defaults (solve(xs, us, 1000, is_feasible=False, init_reg=1e-9)).
+default (us_init = rest_controls(); DDP rolls it out; xs_init, x0 repeated, is that rollout to 7e-8).
+Solvers: solve(xs, us, 1000, is_feasible=False, init_reg=1e-9), every other setting Crocoddyl's
+default, th_stop 5e-5 (the default) and 1e-10; iterations counted by a callback.
 Writes benchmarks/crocoddyl_panda.json (results), benchmarks/crocoddyl_panda.npz (random
-trajectories with Crocoddyl's costs and one-interval steps, and the solutions of the exact variant: not
-committed), benchmarks/crocoddyl_panda_optima.npz (xs_<frame>, us_<frame> of BoxFDDP at th_stop
+trajectories with Crocoddyl's costs and one-interval steps, and the solutions of the exact
+variant: not committed), benchmarks/crocoddyl_panda_optima.npz (xs_<frame>, us_<frame> of BoxFDDP at th_stop
 1e-10, our objective: warm starts) and the section "crocoddyl" of BENCHMARKS.md.
 """
 from __future__ import annotations
@@ -193,8 +194,8 @@ def report(out: dict) -> str:
     return (f"## Crocoddyl on the Panda reach (optional anchor, issue 39)\n\n{out['machine']}; Crocoddyl "
             f"{out['crocoddyl']}, Pinocchio {out['pinocchio']}, in a separate venv "
             f"(pins in the script's docstring), one thread, load average {out['load_average_1min']:.1f} at the start "
-            "(other jobs shared the 2 cores: wall times are rough). `benchmarks/bench_crocoddyl.py` (task, discretisation "
-            "and guess in its docstring), results with gaps and bound activity in `benchmarks/crocoddyl_panda.json`. "
+            "(other jobs shared the 2 cores: wall times are rough). `benchmarks/bench_crocoddyl.py` "
+            "(task, discretisation and guess in its docstring), results with gaps and bound activity in `benchmarks/crocoddyl_panda.json`. "
             "Crocoddyl's stop: `solver.stop` < `th_stop`, where `stop` = |d₀ + ½d₁|, the expected decrease of a full "
             "step (it equals the `solver.d` saved in the JSON in every run); 5e-5 is 3.2's default `th_stop`, "
             "1e-10 a tight run for the cost to 7 digits; at most 1000 iterations, counted by a callback; wall "

@@ -81,7 +81,8 @@ def main() -> None:
             + table(["frame", "quantity", "ours", "largest relative difference"], rows)
             + "\n\nOur cost at the solutions of Crocoddyl's solvers (variant \"exact\"):\n\n"
             + table(["frame", "solver", "th_stop", "Crocoddyl's cost", "our cost", "difference",
-                     "‖F(x_k, u_k) − x_{k+1}‖∞", "‖our rollout of us − xs‖∞", "our cost, our rollout", "largest excess of u over the limits"], solutions))
+                     "‖F(x_k, u_k) − x_{k+1}‖∞", "‖our rollout of us − xs‖∞", "our cost, our rollout",
+                     "largest excess of u over the limits"], solutions))
     write_section("crocoddyl check", body)
 
 
