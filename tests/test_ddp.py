@@ -141,6 +141,16 @@ def test_ur5_reach_optimum_is_the_one_recorded_before_the_manifold_state(reach):
     assert ilqr.cost == pytest.approx(0.7739977183, rel=1e-9)
 
 
+def test_gauss_newton_cost_hessians_reach_the_same_optimum(reach):
+    """cost_hessian="gauss_newton" changes the model, not the fixed points: DDP and iLQR
+    reach the optimum of the exact Hessians (the frame-position cost's residual is curved)."""
+    prob, ddp, _ = reach
+    for solver in ("ddp", "ilqr"):
+        res = solve(prob, solver, cost_hessian="gauss_newton")
+        assert res.converged and res.cost == pytest.approx(ddp.cost, rel=1e-9)
+        assert np.allclose(res.us, ddp.us, atol=1e-4 * np.abs(ddp.us).max())
+
+
 @pytest.mark.parametrize("make", [lambda: ur5_reach.make(N=6),
                                   lambda: problems.get("arm-obstacle", intervals=4, horizon=0.8)])
 def test_contracted_and_tensor_second_order_give_the_same_backward_pass(make):
@@ -251,6 +261,7 @@ def test_constrained_double_pendulum_ends_collision_free_at_the_goal():
     (dict(solver="ddp", learning_rate=0.1), "learning_rate"),
     (dict(solver="ddp", tol=-1.0), "tol"),
     (dict(solver="ddp", second_order="full"), "second_order"),
+    (dict(solver="ilqr", cost_hessian="bfgs"), "cost_hessian"),
     (dict(solver="ipopt", second_order="full"), "second_order"),
     (dict(solver="ddp", callback=3), "callback"),
     (dict(solver="ilqr", us_init=np.zeros((3, 1))), "us_init"),
@@ -260,6 +271,17 @@ def test_constrained_double_pendulum_ends_collision_free_at_the_goal():
 def test_solve_rejects_bad_options(kwargs, match):
     with pytest.raises(ValueError, match=match):
         solve(slider(), **kwargs)
+
+
+def test_a_problem_ships_its_solver_options_and_the_callers_take_precedence():
+    prob = ur5_reach.make(N=6)
+    prob.solver_options = {"ilqr": {"max_iter": 2}}
+    assert solve(prob, "ilqr").iterations == 2 and solve(prob, "ilqr", max_iter=3).iterations == 3
+    assert solve(prob, "ddp", max_iter=50).converged  # another solver's options do not apply
+    with pytest.raises(ValueError, match="solver_options"):
+        Problem(prob.model, prob.x0, 6, 0.1, solver_options={"sqp": {}})
+    with pytest.raises(ValueError, match="solver_options"):
+        Problem(prob.model, prob.x0, 6, 0.1, solver_options={"ddp": 3})
 
 
 def test_solve_rejects_non_problem_and_falls_back_from_a_diverging_initial_guess():

@@ -194,6 +194,38 @@ def test_residual_cost_gradient_and_hessian_match_differences(which, name):
         assert rel_error(lux[k], H[ndx:, :ndx]) < 1e-6 and rel_error(luu[k], H[ndx:, ndx:]) < 1e-6
 
 
+@pytest.mark.parametrize("which,name", COST_CASES, ids=[f"{m}-{n}" for m, n in COST_CASES])
+def test_gauss_newton_hessian_is_the_residual_jacobians_product(which, name):
+    """Cost.gauss_newton: ℓ, ℓ_x, ℓ_u as evaluate, Hessians w_k J_kᵀ a_rr J_k with J_k = [r_x r_u]
+    by differences of the residual (the residuals' curvature left out); a sum is its terms'."""
+    model = UR5 if which == "ur5" else FLOAT
+    cost = _cost_cases(model)[name]
+    nu, ndx = model.nv - (6 if model is FLOAT else 0), 2 * model.nv
+    xs = np.array([_state(model, 60 + k) for k in range(3)])
+    us = np.random.default_rng(5).normal(size=(3, nu))
+    exact, gn = cost.evaluate(xs, us), cost.gauss_newton(xs, us)
+    for a, b in zip(exact[:3], gn[:3]):
+        assert np.array_equal(a, b)
+    expected = [np.zeros_like(H) for H in gn[3:]]
+    for w, term in (cost.terms if hasattr(cost, "terms") else [(1.0, cost)]):
+        arr = term.activation.evaluate(term.residual.value(xs, us))[2]
+        weights = np.broadcast_to(term.weight, (3,))
+        for k in range(3):
+            def r(e):  # knot k moved (a residual may have a reference per knot)
+                x, u = xs.copy(), us.copy()
+                x[k], u[k] = _plus(model, xs[k], e[:ndx]), us[k] + e[ndx:]
+                return term.residual.value(x, u)[k]
+            J = central(r, np.zeros(ndx + nu))
+            G = w * weights[k] * J.T @ (arr[k][:, None] * J)
+            for H, block in zip(expected, (G[:ndx, :ndx], G[ndx:, :ndx], G[ndx:, ndx:])):
+                if H.shape[1:] == block.shape:  # a control cost's x-blocks are zero either way
+                    H[k] += block
+    for H, E in zip(gn[3:], expected):
+        assert rel_error(H, E) < 1e-7, np.abs(H - E).max()
+    if name in ("frame_position", "placement", "orientation"):  # these residuals are curved: exact ≠ GN
+        assert rel_error(exact[3], gn[3]) > 1e-3
+
+
 def test_the_state_control_frame_position_and_obstacle_costs_are_residual_costs_with_their_formulas():
     """The costs that predate the residuals are residual × activation (one implementation)
     and still give their closed forms: ½ Σ w (x ⊖ x̄)², ½ Σ w (u − ū)², ½ w ‖p − p*‖²,

@@ -124,6 +124,12 @@ class Cost(ABC):
         """l (K,) only."""
         return self.evaluate(xs, us)[0]
 
+    def gauss_newton(self, xs: np.ndarray, us: np.ndarray) -> tuple[np.ndarray, ...]:
+        """``evaluate`` with the Gauss–Newton Hessians of a residual cost (its residuals'
+        curvature left out, :meth:`optdyn.ocp.residual_costs.ResidualCost.gauss_newton`);
+        a cost without a residual keeps its exact Hessians."""
+        return self.evaluate(xs, us)
+
     def residuals(self) -> list:
         """The residuals (:mod:`optdyn.ocp.residuals`) this cost is built on (none here)."""
         return []
@@ -171,9 +177,15 @@ class Sum(Cost):
     def evaluate(self, xs, us):
         """Sum of the terms' (l, lx, lu, lxx, lux, luu); terms that do not depend on x add
         nothing to lx, lxx, lux (whose width is then that of the x-dependent terms: ndx)."""
+        return self._sum(xs, us, "evaluate")
+
+    def gauss_newton(self, xs, us):
+        return self._sum(xs, us, "gauss_newton")
+
+    def _sum(self, xs, us, method: str):
         total = None
         for w, c in sorted(self.terms, key=lambda t: not t[1].depends_on_x):
-            terms = c.evaluate(xs, us)
+            terms = getattr(c, method)(xs, us)
             if total is None:
                 total = tuple(w * t for t in terms)
                 continue

@@ -106,6 +106,20 @@ def _actuated(model: Model, actuated) -> np.ndarray:
     return rows.astype(np.int64)
 
 
+SOLVERS = ("ddp", "ilqr", "ipopt")
+
+
+def _solver_options(options) -> dict[str, dict]:
+    """``options`` as {solver: {name: value}} with known solver names; ValueError otherwise."""
+    options = {} if options is None else options
+    if not isinstance(options, dict) or not all(isinstance(v, dict) for v in options.values()):
+        raise ValueError(f"solver_options: expected {{solver: {{option: value}}}}, got {options!r}")
+    unknown = sorted(set(options) - set(SOLVERS))
+    if unknown:
+        raise ValueError(f"solver_options: unknown solver(s) {', '.join(unknown)}; known: {', '.join(SOLVERS)}")
+    return {solver: dict(o) for solver, o in options.items()}
+
+
 class Problem:
     """Optimal-control problem of a robot: dynamics, horizon, costs, constraints.
 
@@ -130,6 +144,9 @@ class Problem:
             (N, njoints, 6) one set per interval, body-fixed as in :func:`dynamics.rnea`
             (see the module docstring; :func:`frame_wrenches` builds them from world
             wrenches at frames). Default: none. The default ``us_init`` holds q0 against them.
+        solver_options: the options this problem is best solved with, per solver
+            ({"ddp": {...}, "ilqr": {...}, "ipopt": {...}}); :func:`optdyn.solve` starts from
+            them, and options given to it take precedence.
 
     Attributes: the arguments, checked (``f_ext`` as an array (1 or N, njoints, 6)), and
     ``dynamics``, the interval dynamics x_{k+1} = F_k(x_k, u_k) as the compiled entry points
@@ -140,7 +157,8 @@ class Problem:
                  terminal_cost: Cost | None = None, *, substeps: int = 1, integrator: str = "rk4",
                  u_lower=None, u_upper=None, path_constraints: Sequence[Constraint] = (),
                  terminal_constraints: Sequence[Constraint] = (), xs_init=None, us_init=None,
-                 name: str = "custom", params: dict | None = None, f_ext=None, actuated=None) -> None:
+                 name: str = "custom", params: dict | None = None, f_ext=None, actuated=None,
+                 solver_options: dict | None = None) -> None:
         if not isinstance(model, Model):
             raise ValueError(f"model: expected a dynamics.Model, got {type(model).__name__}")
         self.model = model
@@ -189,6 +207,7 @@ class Problem:
             raise ValueError(f"name: expected a string, got {name!r}")
         self.name = name
         self.params = dict(params or {})
+        self.solver_options = _solver_options(solver_options)
         a, b = integrators.METHODS[integrator]
         self.dynamics = integrators.IntervalDynamics(integrators.robot_ode(model, self.actuated), a, b, self.dt,
                                                      self.substeps, self.f_ext)
@@ -419,8 +438,9 @@ class Problem:
         return integrators.rollout(self.dynamics, x0, us)
 
     # ---- costs ---------------------------------------------------------------------
-    def running_cost_terms(self, xs, us) -> tuple[np.ndarray, ...]:
-        """dt·ℓ and its derivatives at each knot.
+    def running_cost_terms(self, xs, us, gauss_newton: bool = False) -> tuple[np.ndarray, ...]:
+        """dt·ℓ and its derivatives at each knot (``gauss_newton``: the Gauss–Newton Hessians
+        of the residual costs, :meth:`optdyn.ocp.costs.Cost.gauss_newton`).
 
         Returns (l (K,), lx (K,ndx), lu (K,nu), lxx (K,ndx,ndx), lux (K,nu,ndx), luu (K,nu,nu)).
         """
@@ -430,22 +450,25 @@ class Problem:
             nx, nu = self.ndx, self.nu
             return (np.zeros(K), np.zeros((K, nx)), np.zeros((K, nu)), np.zeros((K, nx, nx)),
                     np.zeros((K, nu, nx)), np.zeros((K, nu, nu)))
-        l, lx, lu, lxx, lux, luu = (self.dt * t for t in self.running_cost.evaluate(xs, us))
+        evaluate = self.running_cost.gauss_newton if gauss_newton else self.running_cost.evaluate
+        l, lx, lu, lxx, lux, luu = (self.dt * t for t in evaluate(xs, us))
         if not self.running_cost.depends_on_x:  # x-derivatives of the width of x: zero, of width ndx
             lx, lxx, lux = np.zeros((K, self.ndx)), np.zeros((K, self.ndx, self.ndx)), np.zeros((K, self.nu, self.ndx))
         return l, lx, lu, lxx, lux, luu
 
-    def terminal_cost_terms(self, x) -> tuple[float, np.ndarray, np.ndarray]:
-        """ℓ_N(x) and its gradient (ndx,) and Hessian (ndx, ndx)."""
+    def terminal_cost_terms(self, x, gauss_newton: bool = False) -> tuple[float, np.ndarray, np.ndarray]:
+        """ℓ_N(x) and its gradient (ndx,) and Hessian (ndx, ndx) (``gauss_newton``: as for
+        :meth:`running_cost_terms`)."""
         x = _array(x, (self.nx,), "x", finite=False)
         check_state(self.model, x, "x")
-        return self._terminal_cost_terms(x)
+        return self._terminal_cost_terms(x, gauss_newton)
 
-    def _terminal_cost_terms(self, x: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+    def _terminal_cost_terms(self, x: np.ndarray, gauss_newton: bool = False) -> tuple[float, np.ndarray, np.ndarray]:
         """:meth:`terminal_cost_terms` of a checked x."""
         if self.terminal_cost is None or not self.terminal_cost.depends_on_x:
             return 0.0, np.zeros(self.ndx), np.zeros((self.ndx, self.ndx))
-        l, lx, _, lxx, _, _ = self.terminal_cost.evaluate(x[None], np.zeros((1, self.nu)))
+        evaluate = self.terminal_cost.gauss_newton if gauss_newton else self.terminal_cost.evaluate
+        l, lx, _, lxx, _, _ = evaluate(x[None], np.zeros((1, self.nu)))
         return float(l[0]), lx[0], lxx[0]
 
     def cost(self, xs, us) -> float:

@@ -72,10 +72,23 @@ class ResidualCost(Cost):
         return self._weights(xs.shape[0]) * self.activation.value(self.residual.value(xs, us))
 
     def evaluate(self, xs, us):
+        return self._terms(xs, us, curvature=True)
+
+    def gauss_newton(self, xs, us):
+        """ℓ and ℓ_x, ℓ_u as :meth:`evaluate`, with the Gauss–Newton Hessians
+        ℓ_xx = w r_xᵀ a_rr r_x (likewise ℓ_ux, ℓ_uu): the residual's curvature Σ_i (a_r)_i ∇²r_i
+        left out (what Crocoddyl's cost models give, Mastalli et al. 2020)."""
+        return self._terms(xs, us, curvature=False)
+
+    def _terms(self, xs, us, curvature: bool):
         t = self.residual.evaluate(xs, us)
         a, ar, arr = self.activation.evaluate(t.r)
         # the kernel writes ℓ_xx, ℓ_ux, ℓ_uu over the Hessians: a residual's fresh arrays, others copied
-        Hxx, Hux, Huu = (np.require(H, float, ["C", "W", "O"]) for H in t.hessians(ar))
+        if curvature:
+            Hxx, Hux, Huu = (np.require(H, float, ["C", "W", "O"]) for H in t.hessians(ar))
+        else:
+            K, ndx, nu = xs.shape[0], t.rx.shape[2], t.ru.shape[2]
+            Hxx, Hux, Huu = np.zeros((K, ndx, ndx)), np.zeros((K, nu, ndx)), np.zeros((K, nu, nu))
         w = np.ascontiguousarray(self._weights(xs.shape[0]), dtype=float)
         lx, lu = np.empty(Hxx.shape[:2]), np.empty(Huu.shape[:2])
         c = [np.ascontiguousarray(v, dtype=float) for v in (ar, arr, t.rx, t.ru)]

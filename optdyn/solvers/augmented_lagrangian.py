@@ -52,12 +52,13 @@ class ALObjective(Objective):
 
     exact = False
 
-    def __init__(self, problem: Problem, lam: np.ndarray, mu: np.ndarray, rho: float) -> None:
-        super().__init__(problem)
+    def __init__(self, problem: Problem, lam: np.ndarray, mu: np.ndarray, rho: float,
+                 gauss_newton: bool = False) -> None:
+        super().__init__(problem, gauss_newton)
         self.lam, self.mu, self.rho = lam, mu, rho
 
     def running(self, xs, us):
-        l, lx, lu, lxx, lux, luu = (t.copy() for t in self.problem.running_cost_terms(xs, us))
+        l, lx, lu, lxx, lux, luu = (t.copy() for t in super().running(xs, us))
         if self.problem.nc:
             c, cx, cxx = self.problem.path_constraint_terms(xs[1:])
             d0, d1, d2 = _phr(c, self.lam[:-1], self.rho)
@@ -65,7 +66,7 @@ class ALObjective(Objective):
         return l, lx, lu, lxx, lux, luu
 
     def terminal(self, x):
-        l, lx, lxx = self.problem.terminal_cost_terms(x)
+        l, lx, lxx = super().terminal(x)
         l, lx, lxx = np.array([l]), lx.copy(), lxx.copy()
         if self.problem.nc:
             c, cx, cxx = (t[0] for t in self.problem.path_constraint_terms(x[None]))
@@ -121,7 +122,8 @@ def solve_al(problem: Problem, ddp: bool = True, us_init=None, xs_init=None, con
     """
     o = Options(**options)
     name = "ddp" if ddp else "ilqr"
-    objective = ALObjective(problem, np.zeros((problem.N, problem.nc)), np.zeros(problem.nh), rho_init)
+    objective = ALObjective(problem, np.zeros((problem.N, problem.nc)), np.zeros(problem.nh), rho_init,
+                            o.cost_hessian == "gauss_newton")
     steps, previous, outer, origin, rejected = 0, np.inf, 0, "", []
     status, message, converged = "max_iter", f"iteration limit {o.max_iter} reached", False
     inner_tol = max(o.tol, inner_tol0)

@@ -394,19 +394,20 @@ class Objective:
 
     ``running(xs (N,nx), us (N,nu))`` returns the dt-weighted stage terms
     (l, lx, lu, lxx, lux, luu) of knots 0..N−1, ``terminal(x)`` returns (l, lx, lxx)
-    and ``value(xs (N+1,nx), us)`` the total.
+    and ``value(xs (N+1,nx), us)`` the total; with ``gauss_newton`` the residual costs'
+    Hessians are their Gauss–Newton parts (:meth:`optdyn.ocp.costs.Cost.gauss_newton`).
     """
 
     exact = True  # value() is the problem's objective itself
 
-    def __init__(self, problem: Problem) -> None:
-        self.problem = problem
+    def __init__(self, problem: Problem, gauss_newton: bool = False) -> None:
+        self.problem, self.gauss_newton = problem, gauss_newton
 
     def running(self, xs, us):
-        return self.problem.running_cost_terms(xs, us)
+        return self.problem.running_cost_terms(xs, us, self.gauss_newton)
 
     def terminal(self, x):
-        return self.problem.terminal_cost_terms(x)
+        return self.problem.terminal_cost_terms(x, self.gauss_newton)
 
     def value(self, xs, us) -> float:
         return self.problem.cost(xs, us)
@@ -422,6 +423,8 @@ class Options:
     insensitive to the scaling of u) is ≤ tol·(1 + |J|), or the projected gradient
     ‖∇_u J‖∞ ≤ gtol·(1 + |J|). ``max_time`` (s, None = no limit) bounds the wall time:
     it is checked between iterations and between line-search trials (status "time_limit").
+    ``cost_hessian``: "exact", or "gauss_newton" to leave the residuals' curvature out of
+    the costs' Hessians (w r_xᵀ a_rr r_x, as Crocoddyl; the fixed points are the same).
     ``shooting``: "single" starts from the rollout of ``us_init``; "multiple" from the states
     ``xs_init`` as well, with the gaps between intervals closed by the steps (feasibility-driven
     DDP, Mastalli et al. 2020; module docstring).
@@ -438,6 +441,7 @@ class Options:
     alphas: tuple = tuple(0.5 ** i for i in range(11))
     second_order: str = "contracted"
     shooting: str = "single"
+    cost_hessian: str = "exact"
     verbose: bool = False
     callback: object = None
     max_time: float | None = None
@@ -795,7 +799,7 @@ def solve_ddp(problem: Problem, ddp: bool = True, us_init=None, xs_init=None, **
         log = Log(name, o.callback, o.verbose, run=run)
         try:
             us0, xs0, origin, rejected = initial_guess(problem, o, us_init, xs_init)
-            out = iterate(problem, Objective(problem), us0, o, ddp, log, xs=xs0)
+            out = iterate(problem, Objective(problem, o.cost_hessian == "gauss_newton"), us0, o, ddp, log, xs=xs0)
         except (KeyboardInterrupt, SystemError) as e:
             if not is_interrupt(e) and not run.interrupted:
                 raise

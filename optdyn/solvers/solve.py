@@ -57,6 +57,8 @@ def _check_ddp_options(problem: Problem, options: dict) -> None:
             raise ValueError(f"{name}: expected a finite number > 0, got {options[name]!r}")
     if options.get("shooting", "single") not in ("single", "multiple"):
         raise ValueError(f"shooting: expected 'single' or 'multiple', got {options['shooting']!r}")
+    if options.get("cost_hessian", "exact") not in ("exact", "gauss_newton"):
+        raise ValueError(f"cost_hessian: expected 'exact' or 'gauss_newton', got {options['cost_hessian']!r}")
     if options.get("second_order", "contracted") not in ("contracted", "tensor"):
         raise ValueError(f"second_order: expected 'contracted' or 'tensor', got {options['second_order']!r}")
     cb = options.get("callback")
@@ -92,11 +94,13 @@ def solve(problem: Problem, solver: str = "ddp", *, init: Result | None = None, 
     DDP and IPOPT's exact Hessian take ``second_order``: "contracted" (default: the
     dynamics' second-order terms by a second-order adjoint, no tensor formed) or "tensor"
     (the full second-order tensors, same result, for validation).
+    A problem's own ``solver_options`` for ``solver`` apply first; ``options`` override them.
     Unknown solvers or options raise ValueError. The result carries the problem as
     ``source`` (for plotting and visualisation).
     """
     if not isinstance(problem, Problem):
         raise ValueError(f"problem: expected an optdyn.Problem, got {type(problem).__name__}")
+    options = {**(problem.solver_options.get(solver, {}) if isinstance(solver, str) else {}), **options}
     if init is not None:
         _warm_start(problem, init, options)
     options["max_time"] = check_max_time(max_time)
