@@ -75,9 +75,9 @@ def contact_tensor_terms(buffer, q, v, tau, f_ext, ci, cf, damping, restitution,
     for r in range(nc):  # each row of a_c (d.vel, d.acc: the body motion at q̈) or of J w
         nu[r] = 1.0
         if impulse:
-            contact_value_hessians(topology, S, ci, cf, cw.Rc, cw.o, d.vel, d.vel, cw.zero3, 1, nu, H, W)
+            contact_value_hessians(topology, S, ci, cf, (cw.Rc, cw.o), d.vel, d.vel, cw.zero3, 1, nu, H, W)
         else:
-            contact_value_hessians(topology, S, ci, cf, cw.Rc, cw.o, d.vel, d.acc, m.gravity, 2, nu, H, W)
+            contact_value_hessians(topology, S, ci, cf, (cw.Rc, cw.o), d.vel, d.acc, m.gravity, 2, nu, H, W)
         A[:, r] = H
         nu[r] = 0.0
     for i in range(nv):  # at the joint velocity e_i: ∂(J e_i)/∂q and ∂²_qq(λᵀ J e_i)
@@ -85,7 +85,7 @@ def contact_tensor_terms(buffer, q, v, tau, f_ext, ci, cf, damping, restitution,
         body_velocities(topology, S, x, d.vel)
         contact_value_derivatives(topology, S, ci, cf, cw.Rc, cw.o, d.vel, d.vel, cw.zero3, 1, D, cw.scratch)
         dJ[:, i, :] = D
-        contact_value_hessians(topology, S, ci, cf, cw.Rc, cw.o, d.vel, d.vel, cw.zero3, 1, lam, H, W)
+        contact_value_hessians(topology, S, ci, cf, (cw.Rc, cw.o), d.vel, d.vel, cw.zero3, 1, lam, H, W)
         JH[i] = H[0]
         x[i] = 0.0
     return cw.z, cw.Z, cw.J, A, dJ, JH, status

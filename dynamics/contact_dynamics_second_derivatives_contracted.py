@@ -125,7 +125,7 @@ def force_terms(m, d, cw, ci, cf, lam, mu_hat, nu):
     body_velocities(topology, S, mu_hat, d.vel)
     for r in range(nc):
         cw.neg[r] = -lam[r]
-    contact_value_hessians(topology, S, ci, cf, cw.Rc, cw.o, d.vel, d.vel, zero, 1, cw.neg, cw.Hb, cw.dual)
+    contact_value_hessians(topology, S, ci, cf, (cw.Rc, cw.o), d.vel, d.vel, zero, 1, cw.neg, cw.Hb, cw.dual)
     contact_value_derivatives(topology, S, ci, cf, cw.Rc, cw.o, d.vel, d.vel, zero, 1, cw.dJmu, cw.scratch)
     # ∂(Jᵀν)/∂q = −∂ID/∂q with ν as the only forces (v = q̈ = 0, g = 0: the inertias drop out)
     external_forces(m, d, cw.no_force, ci, cw.Rc, cw.o, nu, cw.fx)
@@ -179,7 +179,7 @@ def contact_so_contracted_passes(m, d, cw, sow, q, v, tau, f_ext, ci, cf, dampin
     mu_hat, nu = adjoint(cw, w)
     # eq. 5: ∂²(νᵀ a_c) at the body velocities and accelerations of (v, q̈)
     Ha, R, G = cw.Ha, cw.R, cw.G
-    contact_value_hessians(m.topology, d.S, ci, cf, cw.Rc, cw.o, d.vel, d.acc, m.gravity, 2, nu, Ha, cw.dual)
+    contact_value_hessians(m.topology, d.S, ci, cf, (cw.Rc, cw.o), d.vel, d.acc, m.gravity, 2, nu, Ha, cw.dual)
     # the contracted IDSVA-SO of μ̂ᵀ ID at (q, v, q̈), from the first-order pass's data
     inverse_dynamics_terms(m, d, cw, sow, ci, cw.z[nv:, 0], mu_hat)
     force_terms(m, d, cw, ci, cf, cw.z[nv:, 0], mu_hat, nu)

@@ -221,10 +221,12 @@ def _dual_column(W, ci, cf, Rc, c, level, k_along_q, j_along_q, nu):
 
 
 @allocation_free
-def contact_value_hessians(topology, S, ci, cf, Rc, o, vel, acc, gravity, level, nu, out, W):
+def contact_value_hessians(topology, S, ci, cf, frames, vel, acc, gravity, level, nu, out, W):
     """out[0] = Hqq, and for ``level`` 2 out[1] = Hqv, out[2] = Hvv (nv, nv): the Hessians
     of ν·X (level 1, at the body velocities ``vel`` of x) or of ν·a_c (level 2, at the body
-    velocities and accelerations of (v, q̈); acc as the RNEA holds it). W (2, SIZE) scratch."""
+    velocities and accelerations of (v, q̈); acc as the RNEA holds it). ``frames`` = (Rc, o),
+    the contact frames; W (2, SIZE) scratch."""
+    Rc, o = frames
     out[:, :, :] = 0.0
     W[:, :] = 0.0
     for c in range(ci.shape[0]):

@@ -63,7 +63,7 @@ def impulse_so_contracted_passes(m, d, cw, sow, q, v, ci, cf, restitution, dampi
     for k in range(nv):
         wv[k] = v_plus[k] + restitution * v[k]
     body_velocities(m.topology, d.S, wv, d.vel)
-    contact_value_hessians(m.topology, d.S, ci, cf, cw.Rc, cw.o, d.vel, d.vel, cw.zero3, 1, nu, cw.Hc, cw.dual)
+    contact_value_hessians(m.topology, d.S, ci, cf, (cw.Rc, cw.o), d.vel, d.vel, cw.zero3, 1, nu, cw.Hc, cw.dual)
     force_terms(m, d, cw, ci, cf, imp, mu_hat, nu)
     for a in range(nv):  # G_qq, G_qv (eq. 2, 3); G_vv = 0
         for b in range(nv):
