@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from ._compile import njit
+from ._compile import allocation_free, njit
 from ._checks import as_state
 from .aba import NOT_POSITIVE
 from .contact import contact_frames, contact_jacobian, contact_values, packed_contacts
@@ -37,26 +37,28 @@ from .workspace import call_views, model_workspace
 OK = -1
 
 
-@njit(cache=True)
-def contact_kinematics(m, d, cw, q, ci, cf):
-    """Forward kinematics and the contact frames and Jacobian at q into cw.Rc (nc, 3, 3),
-    cw.o (nc, 3), cw.J (nc, nv); d.I holds the body inertias."""
+@allocation_free
+def contact_kinematics(m, d, q, ci, cf, Rc, o, J, scratch):
+    """Forward kinematics and the contact frames and Jacobian at q into Rc (nc, 3, 3),
+    o (nc, 3), J (nc, nv) (fields of a contact workspace, passed alone and compiled without
+    reference counting: numba would count references to every view of the record); d.I
+    holds the body inertias."""
     kinematics_into(m, q, d)
-    contact_frames(d.R, d.p, ci, cf, cw.Rc, cw.o)
-    contact_jacobian(m.topology, d.S, ci, cw.Rc, cw.o, cw.J, cw.scratch)
+    contact_frames(d.R, d.p, ci, cf, Rc, o)
+    contact_jacobian(m.topology, d.S, ci, Rc, o, J, scratch)
 
 
-@njit(cache=True)
-def factorise_kkt(m, d, cw, damping):
+@allocation_free
+def factorise_kkt(m, d, H, lam, J, Wt, L, damping):
     """M by the CRBA (from d.I, kept: the composites are formed in d.IA), its LTDL factor
-    and the Delassus Cholesky into cw.H, cw.Wt, cw.L: the factors (H, λ, J, Wᵀ, L) of
+    and the Delassus Cholesky into H, Wt, L: the factors (H, λ, J, Wᵀ, L) of
     :func:`dynamics.contact_kkt.kkt_solve` (:func:`kkt_factors`); the status of
     :func:`delassus`."""
     copy_into(d.IA, d.I)
-    crba_passes(m.topology, d.S, d.IA, cw.H, d.h)
-    if not ltdl_in_place(cw.H, cw.lam):
+    crba_passes(m.topology, d.S, d.IA, H, d.h)
+    if not ltdl_in_place(H, lam):
         raise ValueError(NOT_POSITIVE)
-    return delassus(cw.H, cw.lam, cw.J, damping, cw.Wt, cw.L)
+    return delassus(H, lam, J, damping, Wt, L)
 
 
 @njit(cache=True, inline="always")
@@ -72,13 +74,13 @@ def contact_dynamics_passes(m, d, cw, q, v, tau, f_ext, ci, cf, damping):
     −1, or the first dependent row of Λ (q̈, λ then unset). d.I keeps the body inertias."""
     check_state(q, v, tau, "tau: expected finite values, got NaN or inf")
     check_forces(f_ext)
-    contact_kinematics(m, d, cw, q, ci, cf)
+    contact_kinematics(m, d, q, ci, cf, cw.Rc, cw.o, cw.J, cw.scratch)
     nv = v.shape[0]
     # b = ID(q, v, 0); the body accelerations at q̈ = 0 give γ
     d.u[:] = 0.0
     rnea_passes_at(m.topology, m.gravity, d, v, d.u, f_ext)
     contact_values(ci, cf, cw.Rc, cw.o, d.vel, d.acc, m.gravity, 2, cw.gamma, cw.scratch)
-    status = factorise_kkt(m, d, cw, damping)
+    status = factorise_kkt(m, d, *kkt_factors(cw), damping)
     if status != OK:
         return status
     r1, r2 = cw.z[:nv], cw.z[nv:]

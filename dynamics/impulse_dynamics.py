@@ -30,9 +30,9 @@ def impulse_dynamics_passes(m, d, cw, q, v, ci, cf, restitution, damping):
     :func:`dynamics.contact_dynamics.contact_dynamics_passes`; returns the status."""
     if not all_finite(v):
         raise ValueError("v: expected finite values, got NaN or inf")
-    contact_kinematics(m, d, cw, q, ci, cf)
+    contact_kinematics(m, d, q, ci, cf, cw.Rc, cw.o, cw.J, cw.scratch)
     nv, J = v.shape[0], cw.J
-    status = factorise_kkt(m, d, cw, damping)
+    status = factorise_kkt(m, d, *kkt_factors(cw), damping)
     if status != OK:
         return status
     r1, r2 = cw.z[:nv], cw.z[nv:]
