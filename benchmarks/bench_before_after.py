@@ -1,6 +1,7 @@
 """Before/after of the interval kernels and the solvers on two source trees, interleaved.
 
-    .venv/bin/python benchmarks/bench_before_after.py BEFORE_TREE AFTER_TREE ROUNDS [--kernels | --contacts [--cpu] | --costs]
+    .venv/bin/python benchmarks/bench_before_after.py BEFORE_TREE AFTER_TREE ROUNDS [--kernels | --contacts [--cpu] |
+        --contact-batches [--cpu] | --costs]
 
 Each round runs, in a new process per tree (its own numba cache, one thread), the rollout,
 the first-order sensitivities and the stage records of the whole trajectory (fastest of 20
@@ -9,7 +10,9 @@ ur5-reach, arm-obstacle and space-manipulator; prints, per measurement, the fast
 each tree over the rounds, their ratio, and each round's ratio (the spread is the noise).
 With ``--contacts``, instead, our six contact and impulse functions on Solo-12 and Talos
 (the calls of ``bench_contact.py``, µs), timed by the wall clock or, with ``--cpu``, by the
-process's CPU time (what a loaded machine's waits for a core do not inflate). With ``--costs``, DDP, iLQR and IPOPT per iteration
+process's CPU time (what a loaded machine's waits for a core do not inflate); with
+``--contact-batches``, the six ``dyn.batch`` contact and impulse functions on 32 knots of
+Solo-12 and Talos, one thread, the same clocks. With ``--costs``, DDP, iLQR and IPOPT per iteration
 only, on ur5-reach and arm-obstacle (the tasks whose costs are state, control and frame-position
 terms). Each measurement also gets the median and range of its rounds per tree. A tree is a checkout, e.g. ``git worktree add --detach /tmp/before b49c2dc``.
 """
@@ -63,10 +66,41 @@ print("RESULT" + json.dumps(out))
 '''
 
 
+CONTACT_BATCHES = r'''
+import json, time
+import numpy as np
+import dynamics as dyn
+from _common import per_call_us
+from bench_contact import ROBOTS
+from bench_floating_base import load
+K = 32
+out = {}
+for label, (rel, contacts) in ROBOTS.items():
+    model = load(rel, "free-flyer")[0]
+    rng = np.random.default_rng(0)
+    Q = np.array([dyn.random_configuration(model, rng) for _ in range(K)])
+    V, TAU = rng.normal(size=(K, model.nv)), rng.normal(size=(K, model.nv))
+    W = rng.normal(size=(K, model.nv + sum(c.dim for c in contacts)))
+    b, robot = dyn.batch, label.split(" ")[0]
+    calls = {"contact_dynamics_batch": lambda: b.contact_dynamics_batch(model, Q, V, TAU, contacts),
+             "contact_dynamics_derivatives_batch": lambda: b.contact_dynamics_derivatives_batch(model, Q, V, TAU, contacts),
+             "contact_dynamics_second_derivatives_contracted_batch":
+                 lambda: b.contact_dynamics_second_derivatives_contracted_batch(model, Q, V, TAU, contacts, W),
+             "impulse_dynamics_batch": lambda: b.impulse_dynamics_batch(model, Q, V, contacts),
+             "impulse_dynamics_derivatives_batch": lambda: b.impulse_dynamics_derivatives_batch(model, Q, V, contacts),
+             "impulse_dynamics_second_derivatives_contracted_batch":
+                 lambda: b.impulse_dynamics_second_derivatives_contracted_batch(model, Q, V, contacts, W)}
+    for name, f in calls.items():
+        out[f"{robot} {name} (K = {K})"] = per_call_us(f, min_time=0.05, repeat=5, clock=TIMER)
+print("RESULT" + json.dumps(out))
+'''
+
+
 def main(before: str, after: str, rounds: int, mode: str, cpu: bool = False) -> None:
     tasks = '("ur5-reach", "arm-obstacle")' if mode == "--costs" else '("ur5-reach", "arm-obstacle", "space-manipulator")'
-    contacts = CONTACTS.replace("TIMER", "time.process_time" if cpu else "time.perf_counter")
-    code = contacts if mode == "--contacts" else (
+    timer = "time.process_time" if cpu else "time.perf_counter"
+    contacts = {"--contacts": CONTACTS, "--contact-batches": CONTACT_BATCHES}.get(mode, "").replace("TIMER", timer)
+    code = contacts if contacts else (
         SNIPPET.replace("SOLVERS", "()" if mode == "--kernels" else '("ddp", "ilqr", "ipopt")')
         .replace("TASKS", tasks).replace("KERNELS", str(mode != "--costs")))
     trees = {"before": Path(before), "after": Path(after)}
@@ -74,7 +108,7 @@ def main(before: str, after: str, rounds: int, mode: str, cpu: bool = False) -> 
     for _ in range(rounds):
         for side, tree in trees.items():
             runs[side].append(run_in_tree(tree, code, threads=1))
-    print(f"| measurement ({'µs' if mode == '--contacts' else 'ms'}) | before (fastest) | after (fastest) "
+    print(f"| measurement ({'µs' if contacts else 'ms'}) | before (fastest) | after (fastest) "
           "| after ÷ before | per round | before median [range] | after median [range] |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for key in runs["before"][0]:

@@ -28,9 +28,11 @@ from .builder import ModelBuilder
 from .contact import Contact
 from .contact_dynamics import contact_dynamics
 from .contact_dynamics_derivatives import contact_dynamics_derivatives
+from .contact_dynamics_second_derivatives import contact_dynamics_second_derivatives
 from .contact_dynamics_second_derivatives_contracted import contact_dynamics_second_derivatives_contracted
 from .impulse_dynamics import impulse_dynamics
 from .impulse_dynamics_derivatives import impulse_dynamics_derivatives
+from .impulse_dynamics_second_derivatives import impulse_dynamics_second_derivatives
 from .impulse_dynamics_second_derivatives_contracted import impulse_dynamics_second_derivatives_contracted
 from .crba import crba
 from .energy import kinetic_energy, potential_energy
@@ -62,4 +64,5 @@ __all__ = [
     "set_num_threads", "get_num_threads", "Contact", "contact_dynamics",
     "contact_dynamics_derivatives", "impulse_dynamics", "impulse_dynamics_derivatives",
     "contact_dynamics_second_derivatives_contracted", "impulse_dynamics_second_derivatives_contracted",
+    "contact_dynamics_second_derivatives", "impulse_dynamics_second_derivatives",
 ]

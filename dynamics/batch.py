@@ -6,8 +6,8 @@ and the point kinematics (positions, Jacobians, Hessians of points fixed on the 
 split the knots into chunks evaluated in parallel, each with its own workspace
 (:mod:`dynamics.parallel`, :mod:`dynamics.workspace`): allocation-free per knot, bitwise
 identical for any number of threads. The contact and impulse kernels run their chunks on
-:func:`dynamics.parallel.run_chunks`'s threads, one workspace per chunk, but still allocate
-their contact-sized arrays at every knot.
+:func:`dynamics.parallel.run_chunks`'s threads, with one workspace and one contact workspace
+(:mod:`dynamics.contact_workspace`) per chunk: allocation-free per knot as well.
 Inputs are (K, nq) configurations and (K, nv) arrays; a non-finite entry raises
 ValueError naming the array and the knot. ``F_EXT`` (K, njoints, 6), optional, gives knot k the
 external forces ``F_EXT[k]`` (the ``f_ext`` of :func:`dynamics.rnea`); None: no external force.
@@ -28,6 +28,7 @@ from .contact import contact_rows
 from .contact_dynamics import check_contacts, contact_dynamics_passes, raise_if_dependent
 from .contact_dynamics_derivatives import contact_dynamics_derivative_passes
 from .contact_dynamics_second_derivatives_contracted import contact_so_contracted_passes
+from .contact_workspace import new_contact_work
 from .impulse_dynamics import check_restitution, impulse_dynamics_passes
 from .impulse_dynamics_derivatives import impulse_dynamics_derivative_passes
 from .impulse_dynamics_second_derivatives_contracted import impulse_so_contracted_passes
@@ -37,7 +38,7 @@ from .kinematics_derivatives import body_point, body_point_position, point_kinem
 from .model import Model
 from .parallel import chunk_count, chunk_start, run_chunks
 from .rnea_derivatives import rnea_derivatives_into
-from .rnea_second_derivatives_contracted import idsva_so_contracted_kernel
+from .rnea_second_derivatives_contracted import idsva_so_contracted_kernel, new_so_work
 from .workspace import new_data
 
 
@@ -259,8 +260,8 @@ def point_kinematics_batch(model: Model, Q, frames: Sequence[str], offsets=None
 # One compiled kernel for the six functions, on chunks of knots run by
 # :func:`dynamics.parallel.run_chunks` (a plain kernel that releases the GIL: with a
 # ``prange`` loop around the contact passes numba took 74 CPU s to compile it, against 18),
-# a workspace per chunk. The contact passes still allocate their contact-sized arrays per
-# knot; dependent contacts are reported by a status per knot.
+# a workspace and a contact workspace per chunk (allocation-free per knot); dependent
+# contacts are reported by a status per knot.
 
 @njit(cache=True, nogil=True)
 def contact_chunk(m, knots, contacts, W, impulse, order, out, status, k0, k1):
@@ -270,33 +271,33 @@ def contact_chunk(m, knots, contacts, W, impulse, order, out, status, k0, k1):
     serves the three orders: 0: [q̈; λ] (or [v⁺; Λ]) (K, nv + nc, 1); 1: their derivatives with
     respect to [q, v, τ] (or [q, v]) (K, nv + nc, 3nv or 2nv); 2: the Hessians (Hqq, Hvv,
     Hqv[, Hqτ]) of W[k]·z side by side (K, nv, 4nv or 3nv). ``contacts`` = (ci, cf, damping,
-    restitution)."""
+    restitution). The workspaces are made once for the chunk."""
     Q, V, TAU, F_EXT = knots
     ci, cf, damping, restitution = contacts
     nv, d = V.shape[1], new_data(m.topology)
+    cw = new_contact_work(m.topology, ci, order, impulse)
+    sow = new_so_work(m.topology if order == 2 else m.topology[:0])
     for k in range(k0, k1):
-        q, v, tau, f_ext, o = Q[k], V[k], TAU[k], knot_force(F_EXT, k), out[k]
+        q, v, tau, f_ext = Q[k], V[k], TAU[k], knot_force(F_EXT, k)
         if order == 0:
             if impulse:
-                r0 = impulse_dynamics_passes(m, d, q, v, ci, cf, restitution, damping)
-                o[:nv, 0], o[nv:, 0], status[k] = r0[0], r0[1], r0[2]
+                status[k] = impulse_dynamics_passes(m, d, cw, q, v, ci, cf, restitution, damping)
             else:
-                s0 = contact_dynamics_passes(m, d, q, v, tau, f_ext, ci, cf, damping)
-                o[:nv, 0], o[nv:, 0], status[k] = s0[0], s0[1], s0[2]
+                status[k] = contact_dynamics_passes(m, d, cw, q, v, tau, f_ext, ci, cf, damping)
+            out[k] = cw.z
         elif order == 1:
             if impulse:
-                r1 = impulse_dynamics_derivative_passes(m, d, q, v, ci, cf, restitution, damping)
-                o[:nv], o[nv:], status[k] = r1[2], r1[3], r1[4]
+                status[k] = impulse_dynamics_derivative_passes(m, d, cw, q, v, ci, cf, restitution, damping)
             else:
-                s1 = contact_dynamics_derivative_passes(m, d, q, v, tau, f_ext, ci, cf, damping)
-                o[:nv], o[nv:], status[k] = s1[2], s1[3], s1[4]
+                status[k] = contact_dynamics_derivative_passes(m, d, cw, q, v, tau, f_ext, ci, cf, damping)
+            out[k] = cw.Z
         else:
             if impulse:
-                H, status[k] = impulse_so_contracted_passes(m, d, q, v, ci, cf, restitution, damping, W[k])
+                status[k] = impulse_so_contracted_passes(m, d, cw, sow, q, v, ci, cf, restitution, damping, W[k])
             else:
-                H, status[k] = contact_so_contracted_passes(m, d, q, v, tau, f_ext, ci, cf, damping, W[k])
-            for b in range(H.shape[0]):
-                o[:, b * nv:(b + 1) * nv] = H[b]
+                status[k] = contact_so_contracted_passes(m, d, cw, sow, q, v, tau, f_ext, ci, cf, damping, W[k])
+            for b in range(cw.out.shape[0]):
+                out[k, :, b * nv:(b + 1) * nv] = cw.out[b]
         if status[k] != -1:
             break
 

@@ -20,14 +20,15 @@ import math
 
 import numpy as np
 
-from ._compile import njit
+from ._compile import allocation_free, njit
 from ._checks import as_state
 from .aba import NOT_POSITIVE
-from .contact import contact_frames, contact_jacobian, contact_rows, contact_values, packed_contacts
+from .contact import contact_frames, contact_jacobian, contact_values, packed_contacts
 from .contact_kkt import delassus, kkt_solve
+from .contact_workspace import new_contact_work
 from .crba import crba_passes
 from .kinematics import kinematics_into
-from .ltdl import dof_parents, ltdl_in_place
+from .ltdl import ltdl_in_place
 from .model import Model
 from .rnea import check_forces, check_state, rnea_passes_at
 from .spatial import copy_into
@@ -36,57 +37,59 @@ from .workspace import call_views, model_workspace
 OK = -1
 
 
-@njit(cache=True)
-def contact_kinematics(m, d, q, ci, cf):
-    """Forward kinematics and the contact frames and Jacobian at q: (Rc (nc, 3, 3),
-    o (nc, 3), J (nc, nv)); d.I holds the body inertias."""
+@allocation_free
+def contact_kinematics(m, d, q, ci, cf, Rc, o, J, scratch):
+    """Forward kinematics and the contact frames and Jacobian at q into Rc (nc, 3, 3),
+    o (nc, 3), J (nc, nv) (fields of a contact workspace, passed alone and compiled without
+    reference counting: numba would count references to every view of the record); d.I
+    holds the body inertias."""
     kinematics_into(m, q, d)
-    nc = ci.shape[0]
-    Rc, o, J = np.empty((nc, 3, 3)), np.empty((nc, 3)), np.empty((contact_rows(ci), d.S.shape[0]))
     contact_frames(d.R, d.p, ci, cf, Rc, o)
-    contact_jacobian(m.topology, d.S, ci, Rc, o, J, np.empty(6))
-    return Rc, o, J
+    contact_jacobian(m.topology, d.S, ci, Rc, o, J, scratch)
 
 
-@njit(cache=True)
-def factorise_kkt(m, d, J, damping):
+@allocation_free
+def factorise_kkt(m, d, H, lam, J, Wt, L, damping):
     """M by the CRBA (from d.I, kept: the composites are formed in d.IA), its LTDL factor
-    and the Delassus Cholesky: the factors (H, λ, J, Wᵀ, L) of
-    :func:`dynamics.contact_kkt.kkt_solve`, and the status of :func:`delassus`."""
-    nv = J.shape[1]
-    H, lam = np.empty((nv, nv)), dof_parents(m.topology)
+    and the Delassus Cholesky into H, Wt, L: the factors (H, λ, J, Wᵀ, L) of
+    :func:`dynamics.contact_kkt.kkt_solve` (:func:`kkt_factors`); the status of
+    :func:`delassus`."""
     copy_into(d.IA, d.I)
     crba_passes(m.topology, d.S, d.IA, H, d.h)
     if not ltdl_in_place(H, lam):
         raise ValueError(NOT_POSITIVE)
-    Wt, L, status = delassus(H, lam, J, damping)
-    return (H, lam, J, Wt, L), status
+    return delassus(H, lam, J, damping, Wt, L)
+
+
+@njit(cache=True, inline="always")
+def kkt_factors(cw):
+    """The factors (H, λ, J, Wᵀ, L) of :func:`dynamics.contact_kkt.kkt_solve` in a contact workspace."""
+    return cw.H, cw.lam, cw.J, cw.Wt, cw.L
 
 
 @njit(cache=True)
-def contact_dynamics_passes(m, d, q, v, tau, f_ext, ci, cf, damping):
-    """Eq. 1: (q̈ (nv,), λ (nc,), status, (Rc, o), KKT factors of :func:`factorise_kkt`);
-    status −1, or the first dependent row of Λ (q̈, λ then unset). d.I keeps the body
-    inertias."""
+def contact_dynamics_passes(m, d, cw, q, v, tau, f_ext, ci, cf, damping):
+    """Eq. 1 into cw.z = [q̈; λ] (nv + nc, 1), with the contact frames, Jacobian and KKT
+    factors in ``cw`` (:data:`dynamics.contact_workspace.ContactWork`); returns the status:
+    −1, or the first dependent row of Λ (q̈, λ then unset). d.I keeps the body inertias."""
     check_state(q, v, tau, "tau: expected finite values, got NaN or inf")
     check_forces(f_ext)
-    Rc, o, J = contact_kinematics(m, d, q, ci, cf)
-    nv, nc = v.shape[0], J.shape[0]
+    contact_kinematics(m, d, q, ci, cf, cw.Rc, cw.o, cw.J, cw.scratch)
+    nv = v.shape[0]
     # b = ID(q, v, 0); the body accelerations at q̈ = 0 give γ
     d.u[:] = 0.0
     rnea_passes_at(m.topology, m.gravity, d, v, d.u, f_ext)
-    gamma = np.empty(nc)
-    contact_values(ci, cf, Rc, o, d.vel, d.acc, m.gravity, 2, gamma, np.empty(12))
-    kkt, status = factorise_kkt(m, d, J, damping)
+    contact_values(ci, cf, cw.Rc, cw.o, d.vel, d.acc, m.gravity, 2, cw.gamma, cw.scratch)
+    status = factorise_kkt(m, d, *kkt_factors(cw), damping)
     if status != OK:
-        return np.empty(nv), np.empty(nc), status, (Rc, o), kkt
-    r1, r2 = np.empty((nv, 1)), np.empty((nc, 1))
+        return status
+    r1, r2 = cw.z[:nv], cw.z[nv:]
     for k in range(nv):  # [M −Jᵀ; J μ] [q̈; λ] = [τ − b; −γ]
         r1[k, 0] = tau[k] - d.tau[k]
-    for a in range(nc):
-        r2[a, 0] = -gamma[a]
-    x, y = kkt_solve(*kkt, r1, r2)
-    return x[:, 0], y[:, 0], OK, (Rc, o), kkt
+    for a in range(r2.shape[0]):
+        r2[a, 0] = -cw.gamma[a]
+    kkt_solve(*kkt_factors(cw), r1, r2, cw.t)
+    return OK
 
 
 @njit(cache=True)
@@ -94,8 +97,10 @@ def contact_dynamics_kernel(buffer, q, v, tau, f_ext, ci, cf, damping):
     """(q̈, λ, status) of :func:`contact_dynamics_passes` on the model and workspace of a
     :func:`dynamics.workspace.call_buffer`."""
     m, d = call_views(buffer)
-    qdd, lam, status, _, _ = contact_dynamics_passes(m, d, q, v, tau, f_ext, ci, cf, damping)
-    return qdd, lam, status
+    cw = new_contact_work(m.topology, ci, 0, False)
+    status = contact_dynamics_passes(m, d, cw, q, v, tau, f_ext, ci, cf, damping)
+    nv = v.shape[0]
+    return cw.z[:nv, 0], cw.z[nv:, 0], status
 
 
 def check_contact_call(model: Model, q, v, w, w_name: str, f_ext, contacts, damping):

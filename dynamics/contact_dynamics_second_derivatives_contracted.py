@@ -48,11 +48,12 @@ import numpy as np
 
 from ._compile import allocation_free, njit
 from ._checks import as_vector
-from .contact import SCRATCH, add_contact_forces, contact_rows, contact_value_derivatives, world_force_derivative
-from .contact_dynamics import OK, check_contact_call, raise_if_dependent
+from .contact import add_contact_forces, contact_rows, contact_value_derivatives, world_force_derivative
+from .contact_dynamics import OK, check_contact_call, kkt_factors, raise_if_dependent
 from .contact_dynamics_derivatives import contact_dynamics_derivative_passes, external_forces
 from .contact_hessians import contact_value_hessians
 from .contact_kkt import kkt_solve
+from .contact_workspace import new_contact_work
 from .impulse_dynamics_derivatives import body_velocities
 from .model import IDX_V, NV, PARENT, Model
 from .rnea import rnea_passes_at, subtract_external_force
@@ -63,13 +64,18 @@ from .workspace import call_views, model_workspace
 
 
 @njit(cache=True)
-def adjoint(kkt, w):
-    """[μ̂; ν] = K⁻ᵀ w (eq. 2), by K [μ̂; −ν] = [w_a; −w_λ] with the forward pass's factors."""
-    nv, nc = kkt[0].shape[0], w.shape[0] - kkt[0].shape[0]
-    r1, r2 = np.empty((nv, 1)), np.empty((nc, 1))
-    r1[:, 0], r2[:, 0] = w[:nv], -w[nv:]
-    mu_hat, nu = kkt_solve(*kkt, r1, r2)
-    return mu_hat[:, 0], -nu[:, 0]
+def adjoint(cw, w):
+    """cw.y = [μ̂; ν] = K⁻ᵀ w (eq. 2), by K [μ̂; −ν] = [w_a; −w_λ] with the forward pass's
+    factors; returns the views (μ̂, ν)."""
+    nv = cw.H.shape[0]
+    r1, r2 = cw.y[:nv], cw.y[nv:]
+    r1[:, 0] = w[:nv]
+    for a in range(r2.shape[0]):
+        r2[a, 0] = -w[nv + a]
+    kkt_solve(*kkt_factors(cw), r1, r2, cw.t)
+    for a in range(r2.shape[0]):
+        r2[a, 0] = -r2[a, 0]
+    return r1[:, 0], r2[:, 0]
 
 
 @allocation_free
@@ -97,86 +103,93 @@ def remove_contact_forces(topology, d, ci, Rc, o, lam):
 
 
 @njit(cache=True)
-def inverse_dynamics_terms(m, d, ci, Rc, o, lam, mu_hat):
-    """(Hqq, Hvv, Hqv, Mq) (4, nv, nv) of the contracted IDSVA-SO of μ̂ᵀ ID without the
-    contact forces, at the point of the derivative pass that left its data in ``d`` with
-    λ as external forces (:func:`remove_contact_forces`; d.T is changed)."""
-    topology, nv = m.topology, d.S.shape[0]
-    remove_contact_forces(topology, d, ci, Rc, o, lam)
-    R = np.empty((4, nv, nv))
-    idsva_so_contracted_passes(topology, (d.S, d.IC, d.BC, d.rates, d.T), mu_hat, R[0], R[1], R[2], R[3],
-                               new_so_work(topology))
-    return R
+def inverse_dynamics_terms(m, d, cw, sow, ci, lam, mu_hat):
+    """cw.R = (Hqq, Hvv, Hqv, Mq) (4, nv, nv) of the contracted IDSVA-SO of μ̂ᵀ ID without
+    the contact forces, at the point of the derivative pass that left its data in ``d``
+    with λ as external forces (:func:`remove_contact_forces`; d.T is changed); ``sow`` the
+    work of :func:`dynamics.rnea_second_derivatives_contracted.new_so_work`."""
+    topology, R = m.topology, cw.R
+    remove_contact_forces(topology, d, ci, cw.Rc, cw.o, lam)
+    idsva_so_contracted_passes(topology, (d.S, d.IC, d.BC, d.rates, d.T), mu_hat, R[0], R[1], R[2], R[3], sow)
 
 
 @njit(cache=True)
-def force_terms(m, d, ci, cf, Rc, o, J, lam, mu_hat, nu, Mq):
-    """(G_qz (nv, nv + nc) of eq. 6, ∂²_qq(−λᵀ J(q) μ̂) (nv, nv) of eq. 5, ∂(Jᵀν)/∂q (nv, nv),
-    rows q_k); λ the contact forces (or impulses), Mq[j, k] = Σ_i μ̂_i ∂M_ij/∂q_k. Overwrites
-    the body velocities and the RNEA data of ``d``."""
-    topology, zero, S = m.topology, np.zeros(3), d.S
+def force_terms(m, d, cw, ci, cf, lam, mu_hat, nu):
+    """cw.Gqz = G_qz (nv, nv + nc) of eq. 6, cw.Hb[0] = ∂²_qq(−λᵀ J(q) μ̂) of eq. 5,
+    cw.N = ∂(Jᵀν)/∂q (nv, nv), rows q_k; λ the contact forces (or impulses), with
+    cw.R[3] = Mq, Mq[j, k] = Σ_i μ̂_i ∂M_ij/∂q_k. Overwrites the body velocities and the
+    RNEA data of ``d``."""
+    topology, zero, S, J, Mq = m.topology, cw.zero3, d.S, cw.J, cw.R[3]
     nv, nc = J.shape[1], J.shape[0]
     # at the body velocities of μ̂: ∂²_qq(−λᵀ J μ̂) and ∂(J μ̂)/∂q
     body_velocities(topology, S, mu_hat, d.vel)
-    Hb = np.empty((1, nv, nv))
-    contact_value_hessians(topology, S, ci, cf, Rc, o, d.vel, d.vel, zero, 1, -lam, Hb)
-    dJmu = np.empty((nc, nv))
-    contact_value_derivatives(topology, S, ci, cf, Rc, o, d.vel, d.vel, zero, 1, dJmu, np.empty(SCRATCH))
+    for r in range(nc):
+        cw.neg[r] = -lam[r]
+    contact_value_hessians(topology, S, ci, cf, (cw.Rc, cw.o), d.vel, d.vel, zero, 1, cw.neg, cw.Hb, cw.dual)
+    contact_value_derivatives(topology, S, ci, cf, cw.Rc, cw.o, d.vel, d.vel, zero, 1, cw.dJmu, cw.scratch)
     # ∂(Jᵀν)/∂q = −∂ID/∂q with ν as the only forces (v = q̈ = 0, g = 0: the inertias drop out)
-    rnea_passes_at(topology, zero, d, np.zeros(nv), np.zeros(nv), external_forces(m, d, np.zeros((0, 6)), ci, Rc, o, nu))
+    external_forces(m, d, cw.no_force, ci, cw.Rc, cw.o, nu, cw.fx)
+    rnea_passes_at(topology, zero, d, cw.zeros, cw.zeros, cw.fx)
     rnea_derivative_passes(topology, zero, S, d.IC, d.vel, d.acc, d.fC, d.rates, d.BC, d.T, d.dq, d.dv)
-    world_force_derivative(topology, S, ci, J, nu, d.dq, np.empty(6))
-    Gqz, N = np.empty((nv, nv + nc)), np.empty((nv, nv))
+    world_force_derivative(topology, S, ci, J, nu, d.dq, cw.scratch)
+    Gqz, N = cw.Gqz, cw.N
     for k in range(nv):
         for j in range(nv):
             N[k, j] = -d.dq[j, k]
             Gqz[k, j] = Mq[j, k] + N[k, j]
         for r in range(nc):
-            Gqz[k, nv + r] = -dJmu[r, k]
-    return Gqz, Hb[0], N
+            Gqz[k, nv + r] = -cw.dJmu[r, k]
 
 
 @njit(cache=True)
-def adjoint_hessians(Gqq, Gqv, Gvv, Gqz, Z):
-    """Eq. 7: (Hqq, Hvv, Hqv[, Hqτ]) stacked (3 or 4, nv, nv) from the G terms and
-    Z = ∂z/∂[q, v(, τ)] (nz, 2nv or 3nv)."""
-    nv = Gqq.shape[0]
-    P = Gqz @ Z
-    H = np.empty((Z.shape[1] // nv + 1, nv, nv))
+def adjoint_hessians(cw):
+    """Eq. 7: cw.out = (Hqq, Hvv, Hqv[, Hqτ]) (4 or 3, nv, nv) from cw.G = (G_qq, G_qv,
+    G_vv), cw.Gqz and Z = cw.Z = ∂z/∂[q, v(, τ)] (nz, 2nv or 3nv)."""
+    G, H, P = cw.G, cw.out, cw.P
+    nv = G.shape[1]
+    np.dot(cw.Gqz, cw.Z, P)
     for a in range(nv):
         for b in range(nv):
-            H[0, a, b] = -(Gqq[a, b] + P[a, b] + P[b, a])
-            H[1, a, b] = -Gvv[a, b]
-            H[2, a, b] = -(Gqv[a, b] + P[a, nv + b])
+            H[0, a, b] = -(G[0, a, b] + P[a, b] + P[b, a])
+            H[1, a, b] = -G[2, a, b]
+            H[2, a, b] = -(G[1, a, b] + P[a, nv + b])
             if H.shape[0] == 4:
                 H[3, a, b] = -P[a, 2 * nv + b]
     symmetrize(H[0])  # exactly, not up to the rounding of its sums
-    return H
 
 
 @njit(cache=True)
 def contact_so_contracted_kernel(buffer, q, v, tau, f_ext, ci, cf, damping, w):
-    """:func:`contact_so_contracted_passes` on a call buffer's model and workspace."""
+    """:func:`contact_so_contracted_passes` on a call buffer's model and workspace:
+    ((Hqq, Hvv, Hqv, Hqτ) (4, nv, nv), status)."""
     m, d = call_views(buffer)
-    return contact_so_contracted_passes(m, d, q, v, tau, f_ext, ci, cf, damping, w)
+    cw = new_contact_work(m.topology, ci, 2, False)
+    status = contact_so_contracted_passes(m, d, cw, new_so_work(m.topology), q, v, tau, f_ext, ci, cf, damping, w)
+    return cw.out, status
 
 
 @njit(cache=True)
-def contact_so_contracted_passes(m, d, q, v, tau, f_ext, ci, cf, damping, w):
-    """(Hqq, Hvv, Hqv, Hqτ) of eq. 7 stacked (4, nv, nv), and the status of the forward pass."""
-    qdd, lam, x, y, status, (Rc, o), kkt = contact_dynamics_derivative_passes(m, d, q, v, tau, f_ext, ci, cf,
-                                                                              damping)
-    nv = v.shape[0]
+def contact_so_contracted_passes(m, d, cw, sow, q, v, tau, f_ext, ci, cf, damping, w):
+    """(Hqq, Hvv, Hqv, Hqτ) of eq. 7 into cw.out (4, nv, nv); returns the status of the
+    forward pass (cw.out unset unless −1)."""
+    status = contact_dynamics_derivative_passes(m, d, cw, q, v, tau, f_ext, ci, cf, damping)
     if status != OK:
-        return np.zeros((4, nv, nv)), status
-    mu_hat, nu = adjoint(kkt, w)
+        return status
+    nv = v.shape[0]
+    mu_hat, nu = adjoint(cw, w)
     # eq. 5: ∂²(νᵀ a_c) at the body velocities and accelerations of (v, q̈)
-    Ha = np.empty((3, nv, nv))
-    contact_value_hessians(m.topology, d.S, ci, cf, Rc, o, d.vel, d.acc, m.gravity, 2, nu, Ha)
+    Ha, R, G = cw.Ha, cw.R, cw.G
+    contact_value_hessians(m.topology, d.S, ci, cf, (cw.Rc, cw.o), d.vel, d.acc, m.gravity, 2, nu, Ha, cw.dual)
     # the contracted IDSVA-SO of μ̂ᵀ ID at (q, v, q̈), from the first-order pass's data
-    Rqq, Rvv, Rqv, Mq = inverse_dynamics_terms(m, d, ci, Rc, o, lam, mu_hat)
-    Gqz, Hb, _ = force_terms(m, d, ci, cf, Rc, o, kkt[2], lam, mu_hat, nu, Mq)
-    return adjoint_hessians(Rqq + Hb + Ha[0], Rqv + Ha[1], Rvv + Ha[2], Gqz, np.vstack((x, y))), status
+    inverse_dynamics_terms(m, d, cw, sow, ci, cw.z[nv:, 0], mu_hat)
+    force_terms(m, d, cw, ci, cf, cw.z[nv:, 0], mu_hat, nu)
+    for a in range(nv):  # G_qq, G_qv, G_vv of eq. 5
+        for b in range(nv):
+            G[0, a, b] = R[0, a, b] + cw.Hb[0, a, b] + Ha[0, a, b]
+            G[1, a, b] = R[2, a, b] + Ha[1, a, b]
+            G[2, a, b] = R[1, a, b] + Ha[2, a, b]
+    adjoint_hessians(cw)
+    return OK
 
 
 def contact_dynamics_second_derivatives_contracted(model: Model, q, v, tau, contacts, w, f_ext=None,

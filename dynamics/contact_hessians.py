@@ -23,9 +23,7 @@ derivative of ε ↦ f(q ⊕ ε)), as in :mod:`dynamics.rnea_second_derivatives`
 """
 from __future__ import annotations
 
-import numpy as np
-
-from ._compile import allocation_free, njit
+from ._compile import allocation_free
 from .contact import BODY, DIM, KD, KP, LOCAL, ROW, TARGET
 from .model import IDX_V, NV, PARENT
 
@@ -222,13 +220,15 @@ def _dual_column(W, ci, cf, Rc, c, level, k_along_q, j_along_q, nu):
     return s
 
 
-@njit(cache=True)
-def contact_value_hessians(topology, S, ci, cf, Rc, o, vel, acc, gravity, level, nu, out):
+@allocation_free
+def contact_value_hessians(topology, S, ci, cf, frames, vel, acc, gravity, level, nu, out, W):
     """out[0] = Hqq, and for ``level`` 2 out[1] = Hqv, out[2] = Hvv (nv, nv): the Hessians
     of ν·X (level 1, at the body velocities ``vel`` of x) or of ν·a_c (level 2, at the body
-    velocities and accelerations of (v, q̈); acc as the RNEA holds it)."""
+    velocities and accelerations of (v, q̈); acc as the RNEA holds it). ``frames`` = (Rc, o),
+    the contact frames; W (2, SIZE) scratch."""
+    Rc, o = frames
     out[:, :, :] = 0.0
-    W = np.zeros((2, SIZE))
+    W[:, :] = 0.0
     for c in range(ci.shape[0]):
         bj = ci[c, BODY]
         while bj >= 0:

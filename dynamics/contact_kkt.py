@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._compile import allocation_free, njit
+from ._compile import allocation_free
 from .ltdl import solve_lt, solve_m
 
 DEPENDENT = 1e-10
@@ -72,48 +72,45 @@ def cholesky_solve(L, B):
             B[i, c] /= L[i, i]
 
 
-@njit(cache=True)
-def delassus(H, lam, J, damping):
-    """(W = J L⁻¹ (nc, nv), Λ = W D⁻¹ Wᵀ + μ I (nc, nc) Cholesky-factorised in its lower
-    triangle, the failing row or −1 of :func:`cholesky_in_place`) from the LTDL factor H
-    of M (:func:`dynamics.ltdl.ltdl_in_place`) and its DoF parents ``lam``."""
+@allocation_free
+def delassus(H, lam, J, damping, Wt, L):
+    """Wᵀ = (J L⁻¹)ᵀ (nv, nc) and Λ = W D⁻¹ Wᵀ + μ I (nc, nc), Cholesky-factorised in the
+    lower triangle of L, from the LTDL factor H of M (:func:`dynamics.ltdl.ltdl_in_place`)
+    and its DoF parents ``lam``; returns the failing row or −1 of :func:`cholesky_in_place`."""
     nv, nc = J.shape[1], J.shape[0]
-    Wt = np.empty((nv, nc))
     for k in range(nv):
         for a in range(nc):
             Wt[k, a] = J[a, k]
     solve_lt(H, lam, Wt)  # Wᵀ = L⁻ᵀ Jᵀ
-    L = np.empty((nc, nc))
     for a in range(nc):
         for b in range(a + 1):
             s = damping if a == b else 0.0
             for k in range(nv):
                 s += Wt[k, a] * Wt[k, b] / H[k, k]
             L[a, b] = L[b, a] = s
-    return Wt, L, cholesky_in_place(L, damping)
+    return cholesky_in_place(L, damping)
 
 
-@njit(cache=True)
-def kkt_solve(H, lam, J, Wt, L, r1, r2):
-    """(x (nv, m), y (nc, m)) of K [x; y] = [r₁; r₂] (module docstring) for m right-hand
-    sides r₁ (nv, m), r₂ (nc, m), with the factors of :func:`delassus`:
+@allocation_free
+def kkt_solve(H, lam, J, Wt, L, r1, r2, t):
+    """K [x; y] = [r₁; r₂] (module docstring) for m right-hand sides r₁ (nv, m), r₂ (nc, m),
+    in place (r₁ ← x, r₂ ← y), with the factors of :func:`delassus` and t (nv, m) scratch:
     y = Λ⁻¹ (r₂ − W D⁻¹ L⁻ᵀ r₁), x = M⁻¹ (r₁ + Jᵀ y)."""
     nv, nc, m = r1.shape[0], r2.shape[0], r1.shape[1]
-    t = r1.copy()
+    for k in range(nv):
+        for c in range(m):
+            t[k, c] = r1[k, c]
     solve_lt(H, lam, t)
-    y = r2.copy()
     for k in range(nv):  # y = r₂ − W D⁻¹ (L⁻ᵀ r₁)
         for a in range(nc):
             f = Wt[k, a] / H[k, k]
             for c in range(m):
-                y[a, c] -= f * t[k, c]
-    cholesky_solve(L, y)
-    x = r1.copy()
+                r2[a, c] -= f * t[k, c]
+    cholesky_solve(L, r2)
     for a in range(nc):  # x = M⁻¹ (r₁ + Jᵀ y)
         for k in range(nv):
             f = J[a, k]
             if f != 0.0:
                 for c in range(m):
-                    x[k, c] += f * y[a, c]
-    solve_m(H, lam, x)
-    return x, y
+                    r1[k, c] += f * r2[a, c]
+    solve_m(H, lam, r1)

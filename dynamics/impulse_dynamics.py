@@ -16,38 +16,45 @@ import numpy as np
 
 from ._compile import njit
 from ._checks import as_vector
-from .contact_dynamics import OK, check_contacts, contact_kinematics, factorise_kkt, raise_if_dependent
+from .contact_dynamics import OK, check_contacts, contact_kinematics, factorise_kkt, kkt_factors, raise_if_dependent
 from .contact_kkt import kkt_solve
+from .contact_workspace import new_contact_work
 from .kinematics import all_finite
 from .model import Model
 from .workspace import call_views, model_workspace
 
 
 @njit(cache=True)
-def impulse_dynamics_passes(m, d, q, v, ci, cf, restitution, damping):
-    """Eq. 1: (v⁺ (nv,), Λ (nc,), status, (Rc, o, J, M⁻¹Jᵀ, L)) as
-    :func:`dynamics.contact_dynamics.contact_dynamics_passes`."""
+def impulse_dynamics_passes(m, d, cw, q, v, ci, cf, restitution, damping):
+    """Eq. 1 into cw.z = [v⁺; Λ] (nv + nc, 1), the rest as
+    :func:`dynamics.contact_dynamics.contact_dynamics_passes`; returns the status."""
     if not all_finite(v):
         raise ValueError("v: expected finite values, got NaN or inf")
-    Rc, o, J = contact_kinematics(m, d, q, ci, cf)
-    nv, nc = v.shape[0], J.shape[0]
-    kkt, status = factorise_kkt(m, d, J, damping)
+    contact_kinematics(m, d, q, ci, cf, cw.Rc, cw.o, cw.J, cw.scratch)
+    nv, J = v.shape[0], cw.J
+    status = factorise_kkt(m, d, *kkt_factors(cw), damping)
     if status != OK:
-        return np.empty(nv), np.empty(nc), status, (Rc, o), kkt
-    r2 = np.zeros((nc, 1))
-    for a in range(nc):  # r₂ = −(1 + e) J v
+        return status
+    r1, r2 = cw.z[:nv], cw.z[nv:]
+    r1[:, :] = 0.0
+    for a in range(r2.shape[0]):  # r₂ = −(1 + e) J v
+        r2[a, 0] = 0.0
         for k in range(nv):
             r2[a, 0] -= (1.0 + restitution) * J[a, k] * v[k]
-    x, y = kkt_solve(*kkt, np.zeros((nv, 1)), r2)
-    return v + x[:, 0], y[:, 0], OK, (Rc, o), kkt
+    kkt_solve(*kkt_factors(cw), r1, r2, cw.t)
+    for k in range(nv):  # v⁺ = v + M⁻¹JᵀΛ
+        r1[k, 0] = v[k] + r1[k, 0]
+    return OK
 
 
 @njit(cache=True)
 def impulse_dynamics_kernel(buffer, q, v, ci, cf, restitution, damping):
     """(v⁺, Λ, status) of :func:`impulse_dynamics_passes` on a call buffer's model and workspace."""
     m, d = call_views(buffer)
-    v_plus, impulse, status, _, _ = impulse_dynamics_passes(m, d, q, v, ci, cf, restitution, damping)
-    return v_plus, impulse, status
+    cw = new_contact_work(m.topology, ci, 0, True)
+    status = impulse_dynamics_passes(m, d, cw, q, v, ci, cf, restitution, damping)
+    nv = v.shape[0]
+    return cw.z[:nv, 0], cw.z[nv:, 0], status
 
 
 def check_impulse_call(model: Model, q, v, contacts, restitution, damping):

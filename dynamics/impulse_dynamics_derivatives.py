@@ -24,10 +24,11 @@ from __future__ import annotations
 import numpy as np
 
 from ._compile import njit
-from .contact import SCRATCH, contact_value_derivatives, world_force_derivative
-from .contact_dynamics import OK, raise_if_dependent
+from .contact import contact_value_derivatives, world_force_derivative
+from .contact_dynamics import OK, kkt_factors, raise_if_dependent
 from .contact_dynamics_derivatives import external_forces
 from .contact_kkt import kkt_solve
+from .contact_workspace import new_contact_work
 from .impulse_dynamics import check_impulse_call, impulse_dynamics_passes
 from .model import PARENT, Model
 from .rnea import rnea_passes_at
@@ -48,38 +49,49 @@ def body_velocities(topology, S, w, vel):
 
 
 @njit(cache=True)
-def impulse_dynamics_derivative_passes(m, d, q, v, ci, cf, restitution, damping):
-    """(v⁺, Λ, ∂v⁺/∂[q, v] (nv, 2nv), ∂Λ/∂[q, v] (nc, 2nv), status, (Rc, o), KKT factors) by eq. 2."""
-    v_plus, imp, status, (Rc, o), kkt = impulse_dynamics_passes(m, d, q, v, ci, cf, restitution, damping)
-    nv, nc = v.shape[0], imp.shape[0]
+def impulse_dynamics_derivative_passes(m, d, cw, q, v, ci, cf, restitution, damping):
+    """Eq. 2: [v⁺; Λ] into cw.z and ∂[v⁺; Λ]/∂[q, v] (nv + nc, 2nv) into cw.Z; returns the
+    status of :func:`dynamics.impulse_dynamics.impulse_dynamics_passes`."""
+    status = impulse_dynamics_passes(m, d, cw, q, v, ci, cf, restitution, damping)
     if status != OK:
-        return v_plus, imp, np.empty((nv, 2 * nv)), np.empty((nc, 2 * nv)), status, (Rc, o), kkt
-    topology, zero, J = m.topology, np.zeros(3), kkt[2]
+        return status
+    topology, zero, J, nv = m.topology, cw.zero3, cw.J, v.shape[0]
+    v_plus, imp, w = cw.z[:nv, 0], cw.z[nv:, 0], cw.vec
     # ∂c/∂q at w = v⁺ + e v
-    body_velocities(topology, d.S, v_plus + restitution * v, d.vel)
-    dc_dq = np.empty((nc, nv))
-    contact_value_derivatives(topology, d.S, ci, cf, Rc, o, d.vel, d.vel, zero, 1, dc_dq, np.empty(SCRATCH))
+    for k in range(nv):
+        w[k] = v_plus[k] + restitution * v[k]
+    body_velocities(topology, d.S, w, d.vel)
+    dc_dq = cw.da
+    contact_value_derivatives(topology, d.S, ci, cf, cw.Rc, cw.o, d.vel, d.vel, zero, 1, dc_dq, cw.scratch)
     # ∂ID₀/∂q at (q, 0, Δv) with Λ as external forces, no gravity
-    rnea_passes_at(topology, zero, d, np.zeros(nv), v_plus - v, external_forces(m, d, np.zeros((0, 6)), ci, Rc, o, imp))
+    for k in range(nv):
+        w[k] = v_plus[k] - v[k]
+    external_forces(m, d, cw.no_force, ci, cw.Rc, cw.o, imp, cw.fx)
+    rnea_passes_at(topology, zero, d, cw.zeros, w, cw.fx)
     rnea_derivative_passes(topology, zero, d.S, d.IC, d.vel, d.acc, d.fC, d.rates, d.BC, d.T, d.dq, d.dv)
-    world_force_derivative(topology, d.S, ci, J, imp, d.dq, np.empty(6))
+    world_force_derivative(topology, d.S, ci, J, imp, d.dq, cw.scratch)
     # eq. 2: r₁ = [−∂ID₀/∂q, 0], r₂ = [−∂c/∂q, −(1 + e) J]; ∂v⁺/∂v = I + x[:, nv:]
-    r1, r2 = np.zeros((nv, 2 * nv)), np.empty((nc, 2 * nv))
-    r1[:, :nv] = -d.dq
-    r2[:, :nv], r2[:, nv:] = -dc_dq, -(1.0 + restitution) * J
-    x, y = kkt_solve(*kkt, r1, r2)
+    r1, r2 = cw.Z[:nv], cw.Z[nv:]
     for i in range(nv):
-        x[i, nv + i] += 1.0
-    return v_plus, imp, x, y, status, (Rc, o), kkt
+        for k in range(nv):
+            r1[i, k], r1[i, nv + k] = -d.dq[i, k], 0.0
+    for a in range(r2.shape[0]):
+        for k in range(nv):
+            r2[a, k], r2[a, nv + k] = -dc_dq[a, k], -(1.0 + restitution) * J[a, k]
+    kkt_solve(*kkt_factors(cw), r1, r2, cw.tZ)
+    for i in range(nv):
+        r1[i, nv + i] += 1.0
+    return OK
 
 
 @njit(cache=True)
 def impulse_dynamics_derivatives_kernel(buffer, q, v, ci, cf, restitution, damping):
-    """(∂v⁺/∂[q, v], ∂Λ/∂[q, v], status) of :func:`impulse_dynamics_derivative_passes` on a
-    call buffer's model and workspace."""
+    """(∂[v⁺; Λ]/∂[q, v], status) of :func:`impulse_dynamics_derivative_passes` on a call
+    buffer's model and workspace."""
     m, d = call_views(buffer)
-    _, _, x, y, status, _, _ = impulse_dynamics_derivative_passes(m, d, q, v, ci, cf, restitution, damping)
-    return x, y, status
+    cw = new_contact_work(m.topology, ci, 1, True)
+    status = impulse_dynamics_derivative_passes(m, d, cw, q, v, ci, cf, restitution, damping)
+    return cw.Z, status
 
 
 def impulse_dynamics_derivatives(model: Model, q, v, contacts, restitution: float = 0.0, damping: float = 0.0
@@ -91,7 +103,8 @@ def impulse_dynamics_derivatives(model: Model, q, v, contacts, restitution: floa
     to q along the tangent directions (q ⊕ ε).
     """
     args = check_impulse_call(model, q, v, contacts, restitution, damping)
-    x, y, status = impulse_dynamics_derivatives_kernel(model_workspace(model), *args)
+    Z, status = impulse_dynamics_derivatives_kernel(model_workspace(model), *args)
     raise_if_dependent(contacts, args[2], status)
     nv = model.nv
+    x, y = Z[:nv], Z[nv:]
     return x[:, :nv], x[:, nv:], y[:, :nv], y[:, nv:]

@@ -28,38 +28,50 @@ from .contact import contact_rows
 from .contact_dynamics import OK, raise_if_dependent
 from .contact_dynamics_second_derivatives_contracted import adjoint, adjoint_hessians, force_terms, inverse_dynamics_terms
 from .contact_hessians import contact_value_hessians
+from .contact_workspace import new_contact_work
 from .impulse_dynamics import check_impulse_call
 from .impulse_dynamics_derivatives import body_velocities, impulse_dynamics_derivative_passes
 from .model import Model
+from .rnea_second_derivatives_contracted import new_so_work
 from .workspace import call_views, model_workspace
 
 
 @njit(cache=True)
 def impulse_so_contracted_kernel(buffer, q, v, ci, cf, restitution, damping, w):
-    """:func:`impulse_so_contracted_passes` on a call buffer's model and workspace."""
+    """:func:`impulse_so_contracted_passes` on a call buffer's model and workspace:
+    ((Hqq, Hvv, Hqv) (3, nv, nv), status)."""
     m, d = call_views(buffer)
-    return impulse_so_contracted_passes(m, d, q, v, ci, cf, restitution, damping, w)
+    cw = new_contact_work(m.topology, ci, 2, True)
+    status = impulse_so_contracted_passes(m, d, cw, new_so_work(m.topology), q, v, ci, cf, restitution, damping, w)
+    return cw.out, status
 
 
 @njit(cache=True)
-def impulse_so_contracted_passes(m, d, q, v, ci, cf, restitution, damping, w):
-    """(Hqq, Hvv, Hqv) stacked (3, nv, nv), and the status of the forward pass."""
-    v_plus, imp, x, y, status, (Rc, o), kkt = impulse_dynamics_derivative_passes(m, d, q, v, ci, cf, restitution,
-                                                                                 damping)
-    nv = v.shape[0]
+def impulse_so_contracted_passes(m, d, cw, sow, q, v, ci, cf, restitution, damping, w):
+    """(Hqq, Hvv, Hqv) into cw.out (3, nv, nv); returns the status of the forward pass
+    (cw.out unset unless −1)."""
+    status = impulse_dynamics_derivative_passes(m, d, cw, q, v, ci, cf, restitution, damping)
     if status != OK:
-        return np.zeros((3, nv, nv)), status
-    mu_hat, nu = adjoint(kkt, w)
+        return status
+    nv = v.shape[0]
+    v_plus, imp, wv, R, G = cw.z[:nv, 0], cw.z[nv:, 0], cw.vec, cw.R, cw.G
+    mu_hat, nu = adjoint(cw, w)
     # ∂²_qq(μ̂ᵀ M(q) Δv) and Mq by the contracted IDSVA-SO at (q, 0, Δv), no gravity: the
     # first-order pass's RNEA, with Λ taken back out
-    Rqq, _, _, Mq = inverse_dynamics_terms(m, d, ci, Rc, o, imp, mu_hat)
+    inverse_dynamics_terms(m, d, cw, sow, ci, imp, mu_hat)
     # ∂²_qq(νᵀ J(q) w_v) at the body velocities of w_v = v⁺ + e v
-    body_velocities(m.topology, d.S, v_plus + restitution * v, d.vel)
-    Hc = np.empty((1, nv, nv))
-    contact_value_hessians(m.topology, d.S, ci, cf, Rc, o, d.vel, d.vel, np.zeros(3), 1, nu, Hc)
-    Gqz, Hb, N = force_terms(m, d, ci, cf, Rc, o, kkt[2], imp, mu_hat, nu, Mq)
-    return adjoint_hessians(Rqq + Hb + Hc[0], restitution * N - Mq.T, np.zeros((nv, nv)), Gqz,
-                            np.vstack((x, y))), status
+    for k in range(nv):
+        wv[k] = v_plus[k] + restitution * v[k]
+    body_velocities(m.topology, d.S, wv, d.vel)
+    contact_value_hessians(m.topology, d.S, ci, cf, (cw.Rc, cw.o), d.vel, d.vel, cw.zero3, 1, nu, cw.Hc, cw.dual)
+    force_terms(m, d, cw, ci, cf, imp, mu_hat, nu)
+    for a in range(nv):  # G_qq, G_qv (eq. 2, 3); G_vv = 0
+        for b in range(nv):
+            G[0, a, b] = R[0, a, b] + cw.Hb[0, a, b] + cw.Hc[0, a, b]
+            G[1, a, b] = restitution * cw.N[a, b] - R[3, b, a]
+            G[2, a, b] = 0.0
+    adjoint_hessians(cw)
+    return OK
 
 
 def impulse_dynamics_second_derivatives_contracted(model: Model, q, v, contacts, w, restitution: float = 0.0,

@@ -69,10 +69,9 @@ def test_batches_are_bitwise_identical_on_two_threads():
         dyn.set_num_threads(n)
 
 
-@pytest.mark.xfail(strict=True, reason="the contact passes still allocate their contact-sized arrays at every knot "
-                                      "(15 NRT allocations per knot for the contact dynamics, 61 for its second order)")
 def test_batches_allocate_nothing_per_knot():
-    """Twice the knots, the same number of NRT allocations (the workspaces made once per chunk)."""
+    """Twice the knots, the same number of NRT allocations (the workspaces made once per chunk);
+    all six batched functions, on one thread (one chunk)."""
     from test_parallel import _allocations
 
     counts = []
@@ -82,9 +81,13 @@ def test_batches_allocate_nothing_per_knot():
             Q, V, TAU, W = (np.concatenate((x, x)) for x in (Q, V, TAU, W))
         b = dyn.batch
         counts.append([_allocations(lambda: b.contact_dynamics_batch(MODEL, Q, V, TAU, CONTACTS)),
+                       _allocations(lambda: b.contact_dynamics_derivatives_batch(MODEL, Q, V, TAU, CONTACTS)),
                        _allocations(lambda: b.contact_dynamics_second_derivatives_contracted_batch(
                            MODEL, Q, V, TAU, CONTACTS, W)),
-                       _allocations(lambda: b.impulse_dynamics_derivatives_batch(MODEL, Q, V, CONTACTS))])
+                       _allocations(lambda: b.impulse_dynamics_batch(MODEL, Q, V, CONTACTS)),
+                       _allocations(lambda: b.impulse_dynamics_derivatives_batch(MODEL, Q, V, CONTACTS)),
+                       _allocations(lambda: b.impulse_dynamics_second_derivatives_contracted_batch(
+                           MODEL, Q, V, CONTACTS, W))])
     assert counts[0] == counts[1]
 
 

@@ -46,14 +46,21 @@ CASES = [(root, kind) for root in ("floating", "spherical", "planar") for kind i
          if kind != "mixed-baumgarte" or root == "floating"]  # three contacts on 17 DoF: near-singular Λ
 
 
-@pytest.mark.parametrize("root,kind", CASES)
-def test_contracted_second_order_is_the_derivative_of_the_first_order(root, kind):
+def tree_case(root, kind, seed):
+    """(model, contacts, q, v, τ, w, f_ext) of the mixed tree on ``root`` with the contacts
+    ``kind``: f_ext only with "mixed-baumgarte"."""
     model = mixed_tree(3, root)
     contacts = TREE_CONTACTS[kind]
-    q, v, tau = state(model, 41)
-    rng = np.random.default_rng(42)
+    q, v, tau = state(model, seed)
+    rng = np.random.default_rng(seed + 1)
     w = rng.normal(size=model.nv + sum(c.dim for c in contacts))
     f_ext = rng.normal(size=(model.njoints, 6)) if kind == "mixed-baumgarte" else None
+    return model, contacts, q, v, tau, w, f_ext
+
+
+@pytest.mark.parametrize("root,kind", CASES)
+def test_contracted_second_order_is_the_derivative_of_the_first_order(root, kind):
+    model, contacts, q, v, tau, w, f_ext = tree_case(root, kind, 41)
     H = check_against_first_order(model, contacts, q, v, tau, w, f_ext)
     assert min(np.abs(h).max() for h in H) > 1e-3  # every block is exercised
 
@@ -66,12 +73,20 @@ def test_contracted_second_order_with_damping():
     check_against_first_order(model, contacts, q, v, tau, w, damping=1e-2)
 
 
-@pytest.mark.parametrize("name,contacts", [("solo12", [dyn.Contact(f) for f in FEET]),
-                                           ("talos", [dyn.Contact(f, kind="6d", reference="local") for f in SOLES])])
-def test_contracted_second_order_on_legged_robots(robots, name, contacts):  # noqa: F811
+LEGGED = [("solo12", [dyn.Contact(f) for f in FEET]),
+          ("talos", [dyn.Contact(f, kind="6d", reference="local") for f in SOLES])]
+
+
+def legged_case(robots, name, contacts, seed):  # noqa: F811
+    """(model, q, v, τ, w) of a legged robot at a random state."""
     model = robots[name][0]
-    q, v, tau = state(model, 47)
-    w = np.random.default_rng(48).normal(size=model.nv + sum(c.dim for c in contacts))
+    q, v, tau = state(model, seed)
+    return model, q, v, tau, np.random.default_rng(seed + 1).normal(size=model.nv + sum(c.dim for c in contacts))
+
+
+@pytest.mark.parametrize("name,contacts", LEGGED)
+def test_contracted_second_order_on_legged_robots(robots, name, contacts):  # noqa: F811
+    model, q, v, tau, w = legged_case(robots, name, contacts, 47)
     check_against_first_order(model, contacts, q, v, tau, w)
 
 
@@ -113,3 +128,93 @@ def test_impulse_bad_weights_raise_naming_w():
     q, v, _ = state(model, 53)
     with pytest.raises(ValueError, match=r"^w: expected shape"):
         dyn.impulse_dynamics_second_derivatives_contracted(model, q, v, TREE_CONTACTS["6d-local"], np.ones(model.nv + 3))
+
+
+# ---- the full tensors (validation variants): the derivatives of the first order, and their
+# contraction with w is the contracted path
+
+def richardson_tensors(first_order, model, q, v, *rest):
+    """The pages (qq, vv, qv[, qτ]) of ∂²z (nz, nv, nv) by Richardson differences of
+    ``first_order(q, v, *rest)`` = ∂z/∂[q, v(, τ)] (nz, 2nv or 3nv); qq symmetrised (local
+    coordinates)."""
+    nv = model.nv
+    D = first_order(q, v, *rest)
+    nz, u = D.shape[0], D.shape[1] // nv
+
+    def along(f, x):  # (nz, u·nv, nv): the derivative of the first order along x
+        return richardson(lambda y: f(y).ravel(), x).reshape(nz, u * nv, nv)
+
+    dq = along(lambda e: first_order(dyn.integrate(model, q, e), v, *rest), np.zeros(nv))
+    dv = along(lambda x: first_order(q, x, *rest), v)
+    pages = [0.5 * (dq[:, :nv] + dq[:, :nv].transpose(0, 2, 1)), dv[:, nv:2 * nv], dv[:, :nv]]
+    if u == 3:
+        dt = along(lambda x: first_order(q, v, x), rest[0])
+        pages.append(dt[:, :nv])
+        np.testing.assert_allclose(dt[:, nv:], 0.0, atol=1e-8)  # nothing in (v, τ), (τ, τ)
+    return pages
+
+
+def check_tensors(T, ref, contracted, w):
+    for name, ours, r, h in zip(("qq", "vv", "qv", "qtau"), T, ref, contracted):
+        np.testing.assert_allclose(ours, r, rtol=0, atol=1e-7 * max(1.0, np.abs(r).max()), err_msg=name)
+        np.testing.assert_allclose(np.einsum("i,ijk->jk", w, ours), h, rtol=0, atol=1e-10 * max(1.0, np.abs(h).max()),
+                                   err_msg=name)
+    np.testing.assert_array_equal(T[0], T[0].transpose(0, 2, 1))
+
+
+TENSOR_CASES = [("floating", "mixed-baumgarte"), ("spherical", "6d-local"), ("planar", "3d-lwa"),
+                ("floating", "6d-lwa")]
+
+
+@pytest.mark.parametrize("root,kind", TENSOR_CASES)
+def test_contact_tensors_are_the_derivatives_of_the_first_order(root, kind):
+    model, contacts, q, v, tau, w, f_ext = tree_case(root, kind, 61)
+    damping = 1e-2 if kind == "mixed-baumgarte" else 0.0
+
+    def first_order(q_, v_, t_):
+        d = dyn.contact_dynamics_derivatives(model, q_, v_, t_, contacts, f_ext, damping)
+        return np.vstack((np.hstack(d[:3]), np.hstack(d[3:])))
+
+    T = dyn.contact_dynamics_second_derivatives(model, q, v, tau, contacts, f_ext, damping)
+    assert all(t.shape == (w.size, model.nv, model.nv) for t in T) and len(T) == 4
+    check_tensors(T, richardson_tensors(first_order, model, q, v, tau),
+                  dyn.contact_dynamics_second_derivatives_contracted(model, q, v, tau, contacts, w, f_ext, damping), w)
+    assert min(np.abs(t).max() for t in T) > 1e-3  # every page is exercised
+
+
+@pytest.mark.parametrize("restitution", [0.0, 0.4])
+@pytest.mark.parametrize("root,kind", TENSOR_CASES[:2])
+def test_impulse_tensors_are_the_derivatives_of_the_first_order(root, kind, restitution):
+    model, contacts, q, v, _, w, _ = tree_case(root, kind, 63)
+
+    def first_order(q_, v_):
+        d = dyn.impulse_dynamics_derivatives(model, q_, v_, contacts, restitution)
+        return np.vstack((np.hstack(d[:2]), np.hstack(d[2:])))
+
+    T = dyn.impulse_dynamics_second_derivatives(model, q, v, contacts, restitution)
+    assert len(T) == 3
+    check_tensors(T, richardson_tensors(first_order, model, q, v),
+                  dyn.impulse_dynamics_second_derivatives_contracted(model, q, v, contacts, w, restitution), w)
+    assert min(np.abs(T[0]).max(), np.abs(T[2]).max()) > 1e-3
+
+
+@pytest.mark.parametrize("name,contacts", LEGGED)
+def test_tensors_contract_to_the_contracted_path_on_legged_robots(robots, name, contacts):  # noqa: F811
+    model, q, v, tau, w = legged_case(robots, name, contacts, 65)
+    T = dyn.contact_dynamics_second_derivatives(model, q, v, tau, contacts)
+    for t, h in zip(T, dyn.contact_dynamics_second_derivatives_contracted(model, q, v, tau, contacts, w)):
+        np.testing.assert_allclose(np.einsum("i,ijk->jk", w, t), h, rtol=0, atol=1e-10 * max(1.0, np.abs(h).max()))
+    Ti = dyn.impulse_dynamics_second_derivatives(model, q, v, contacts, 0.3)
+    for t, h in zip(Ti, dyn.impulse_dynamics_second_derivatives_contracted(model, q, v, contacts, w, 0.3)):
+        np.testing.assert_allclose(np.einsum("i,ijk->jk", w, t), h, rtol=0, atol=1e-10 * max(1.0, np.abs(h).max()))
+
+
+def test_tensors_name_bad_input():
+    model = mixed_tree(3, "floating")
+    q, v, tau = state(model, 67)
+    with pytest.raises(ValueError, match="^tau: expected finite"):
+        dyn.contact_dynamics_second_derivatives(model, q, v, np.full(model.nv, np.nan), TREE_CONTACTS["3d-lwa"])
+    with pytest.raises(ValueError, match="^restitution"):
+        dyn.impulse_dynamics_second_derivatives(model, q, v, TREE_CONTACTS["3d-lwa"], restitution=2.0)
+    with pytest.raises(ValueError, match=r"^contacts: dependent"):
+        dyn.contact_dynamics_second_derivatives(model, q, v, tau, TREE_CONTACTS["6d-lwa"] * 2)
