@@ -3,39 +3,21 @@
     .venv/bin/python benchmarks/bench_multiple_shooting.py
 
 Tasks: ur5-reach from its own guess and from states moved off the rollout (random tangent
-displacements, 0.3 rad / rad s⁻¹, seed 0: gaps between every interval), and a Panda reach
-(example-robot-data, q0 = 0 at rest, N = 40, dt = 0.05, one RK4 step per interval, running
-cost ½·1e-2‖x − x0‖² + ½·1e-3‖u − g(q0)‖² + ½·10‖p_tcp − (0.4, 0.2, 0.5)‖², terminal
-½·1e4‖p_tcp − p*‖², torques within the effort limits) from its own guess (g(q0), at rest:
-a rollout, no gaps) and from zero torques with the states at x0 (the arm falls: large gaps).
+displacements, 0.3 rad / rad s⁻¹, seed 0: gaps between every interval), and the Panda reach
+of ``bench_convergence.py`` (frame panda_hand) from its own guess (g(q0), at rest: a
+rollout, no gaps) and from zero torques with the states at x0 (the arm falls: large gaps).
 Writes the section "multiple shooting" of BENCHMARKS.md.
 """
 from __future__ import annotations
 
-import os
 import time
 
-import example_robot_data
 import numpy as np
 from _common import machine, table, write_section
+from bench_convergence import arm_reach
 
-import dynamics as dyn
 import optdyn
 import problems
-from optdyn.costs import ControlCost, FramePositionCost, StateCost
-
-
-def panda_reach() -> optdyn.Problem:
-    robots = example_robot_data.getModelPath("panda_description/urdf/panda.urdf")
-    model = dyn.load_urdf(os.path.join(robots, "panda_description", "urdf", "panda.urdf"))
-    x0 = np.zeros(model.nq + model.nv)
-    g0 = dyn.gravity_torques(model, x0[:model.nq])
-    target = np.array([0.4, 0.2, 0.5])
-    return optdyn.Problem(model, x0, N=40, dt=0.05, substeps=1,
-                          running_cost=StateCost(1e-2, x0) + ControlCost(1e-3, g0)
-                          + FramePositionCost(model, "panda_hand_tcp", target, 10.0),
-                          terminal_cost=FramePositionCost(model, "panda_hand_tcp", target, 1e4),
-                          u_lower=-model.effort_limit, u_upper=model.effort_limit)
 
 
 def perturbed_states(prob: optdyn.Problem, scale: float = 0.3, seed: int = 0) -> np.ndarray:
@@ -45,7 +27,8 @@ def perturbed_states(prob: optdyn.Problem, scale: float = 0.3, seed: int = 0) ->
 
 
 def cases():
-    reach, panda = problems.get("ur5-reach"), panda_reach()
+    reach = problems.get("ur5-reach")
+    panda = arm_reach("panda_description/urdf/panda.urdf", "panda_hand", (0.4, 0.2, 0.5), "panda-reach")
     yield "ur5-reach", "own guess", reach, {}
     yield "ur5-reach", "own guess, multiple", reach, {"shooting": "multiple", "xs_init": reach.rollout(reach.us_init)}
     yield "ur5-reach", "states off the rollout, multiple", reach, {"shooting": "multiple",

@@ -2,16 +2,27 @@
 
 Models are built once per session (they are immutable; tests that change gravity build
 their own). ``random_state`` draws a reproducible (q, v, a) for a model.
+
+Ctrl-C: a process started with SIGINT ignored (pytest-xdist's workers, a shell without job
+control) passes that on to every child; the tests of Ctrl-C and of the signals' handling need
+Python's own handler, which :func:`pytest_configure` installs.
 """
 from __future__ import annotations
 
 import functools
+import signal
 
 import numpy as np
 import pytest
 
 import dynamics as dyn
 import dynamics.models  # noqa: F401  (makes dyn.models available)
+
+
+def pytest_configure(config) -> None:
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
 
 # (family, n, seed): UR5, chains and branching trees up to 15 bodies, several seeds.
 MODEL_SPECS = [

@@ -1,0 +1,110 @@
+"""Iterations, cost reached and wall time of every solver on the reference arms.
+
+    .venv/bin/python benchmarks/bench_convergence.py
+
+Solvers: DDP and iLQR, each in single and multiple shooting (feasibility-driven, from the
+problem's own guess: its xs_init and us_init), and IPOPT (exact Hessian), all from the
+problem's default guess, at most 1000 iterations. Tasks:
+
+* Panda reach (example-robot-data's Franka Panda, 9 joints with the two fingers; the task of
+  the issue "Converge like the best on real robots"): x0 = 0 at rest, N = 40, dt = 0.05, one
+  RK4 step per interval, running cost ½·1e-2‖x − x0‖² + ½·1e-3‖u − g(q0)‖² +
+  ½·10‖p_hand − (0.4, 0.2, 0.5)‖², terminal ½·1e4‖p_hand − p*‖², torques within the
+  effort limits (:func:`arm_reach`);
+* Z1 reach (example-robot-data's Unitree Z1, 6 joints and the gripper), the same costs with
+  the target (0.4, 0.1, 0.3) for ``gripperStator``;
+* ur5-reach, arm-obstacle (both scenarios: DDP/iLQR through the augmented Lagrangian) and
+  the space manipulator, as shipped.
+
+Writes the section "convergence" of BENCHMARKS.md; iterations and costs do not depend on the
+machine, wall times do (NUMBA_NUM_THREADS=1 recommended on a shared machine). If
+``benchmarks/crocoddyl_panda.json`` exists (written by ``bench_crocoddyl.py`` in its own
+environment) its rows are added beside ours.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import example_robot_data
+import numpy as np
+from _common import machine, table, write_section
+
+import dynamics as dyn
+import optdyn
+import problems
+from optdyn.costs import ControlCost, FramePositionCost, StateCost
+
+ROBOTS = Path(example_robot_data.getModelPath("panda_description/urdf/panda.urdf"))
+CROCODDYL = Path(__file__).with_name("crocoddyl_panda.json")
+
+
+def arm_reach(urdf: str, frame: str, target, name: str) -> optdyn.Problem:
+    """The reach of the module docstring for the robot ``urdf`` (relative to example-robot-data's
+    robots directory): ``frame`` to ``target`` from q = 0 at rest."""
+    model = dyn.load_urdf(str(ROBOTS / urdf))
+    x0 = np.zeros(model.nq + model.nv)
+    g0 = dyn.gravity_torques(model, x0[:model.nq])
+    target = np.asarray(target, dtype=float)
+    return optdyn.Problem(model, x0, N=40, dt=0.05, substeps=1,
+                          running_cost=StateCost(1e-2, x0) + ControlCost(1e-3, g0)
+                          + FramePositionCost(model, frame, target, 10.0),
+                          terminal_cost=FramePositionCost(model, frame, target, 1e4),
+                          u_lower=-model.effort_limit, u_upper=model.effort_limit, name=name)
+
+
+def tasks():
+    yield "Panda reach", arm_reach("panda_description/urdf/panda.urdf", "panda_hand", (0.4, 0.2, 0.5), "panda-reach")
+    yield "Z1 reach", arm_reach("z1_description/urdf/z1.urdf", "gripperStator", (0.4, 0.1, 0.3), "z1-reach")
+    yield "ur5-reach", problems.get("ur5-reach")
+    for scenario in ("bent", "straight"):
+        yield f"arm-obstacle {scenario}", problems.get("arm-obstacle", scenario=scenario)
+    yield "space-manipulator", problems.get("space-manipulator")
+
+
+RUNS = (("ddp", {"shooting": "single"}), ("ddp", {"shooting": "multiple"}),
+        ("ddp", {"shooting": "single", "cost_hessian": "gauss_newton"}),
+        ("ilqr", {"shooting": "single"}), ("ilqr", {"shooting": "multiple"}),
+        ("ilqr", {"shooting": "single", "cost_hessian": "gauss_newton"}),
+        ("ilqr", {"shooting": "multiple", "cost_hessian": "gauss_newton"}),
+        ("ipopt", {}), ("ipopt", {"nlp_scaling_method": "none"}), ("ipopt", {"mu_strategy": "adaptive"}),
+        ("ipopt", {"nlp_scaling_method": "none", "mu_strategy": "adaptive"}))
+"""Every solver × option set measured; a problem's own ``solver_options`` are overridden by
+none of these unless named (the table shows the options in effect)."""
+
+
+def crocoddyl_rows() -> list[list]:
+    """Crocoddyl's solvers on the Panda reach with our cost (variant "exact"), to th_stop 1e-10."""
+    if not CROCODDYL.exists():
+        return []
+    data = json.loads(CROCODDYL.read_text())
+    return [["Panda reach", f"Crocoddyl {data['crocoddyl']} {r['solver']}",
+             "converged" if r["converged"] else "max_iter", r["iterations"], f"{r['cost']:.7f}", f"{r['wall_s']:.2f}"]
+            for r in data["results"]
+            if r["frame"] == "panda_hand" and r["variant"] == "exact" and r["th_stop"] == 1e-10]
+
+
+def main() -> None:
+    rows = []
+    for task, prob in tasks():
+        for solver, options in RUNS:
+            optdyn.solve(prob, solver, max_iter=1, **options)  # compiled or loaded before timing
+            t0 = time.perf_counter()
+            res = optdyn.solve(prob, solver, max_iter=1000, **options)
+            label = " ".join([solver] + [f"{k}={v}" for k, v in options.items()])
+            rows.append([task, label, res.status, res.iterations, f"{res.cost:.7f}",
+                         f"{time.perf_counter() - t0:.2f}"])
+            print(rows[-1], flush=True)
+    rows += crocoddyl_rows()
+    threads = os.environ.get("NUMBA_NUM_THREADS", "all")
+    body = (f"## Convergence on the reference arms\n\n{machine()}, NUMBA_NUM_THREADS={threads}. "
+            "`benchmarks/bench_convergence.py` (tasks and guesses in its docstring). Iterations of DDP/iLQR are "
+            "backward passes; inside the augmented Lagrangian (arm-obstacle) they are summed over its outer "
+            "iterations.\n\n" + table(["task", "solver", "status", "iterations", "cost", "wall s"], rows))
+    write_section("convergence", body)
+
+
+if __name__ == "__main__":
+    main()
