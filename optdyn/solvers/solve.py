@@ -124,7 +124,7 @@ def _dispatch(problem: Problem, solver: str, options: dict) -> Result:
     if options.get("shooting", "single") == "single":
         options.pop("xs_init", None)
     ddp = solver == "ddp"
-    if problem.nc or problem.nh:
+    if problem.nc or problem.ng or problem.nh:
         return solve_al(problem, ddp, **options)
     al = sorted(set(options) & set(AL_OPTIONS))
     for name in al:
