@@ -68,6 +68,18 @@ def test_knot_rows_match_differences_along_x_oplus_dx_and_u(model):
             assert np.abs(czz[:, :ndx, :ndx]).max() > 0.1, name
 
 
+def test_check_derivatives_compares_the_control_blocks_of_a_stage_constraint(capsys):
+    import optdyn
+    x, u = _state(UR5, 8), np.random.default_rng(9).normal(size=6)
+    good = ResidualConstraint(_power(UR5, 6), -1.0, 3.0)
+    assert optdyn.check_derivatives(good, x, u) < 1e-6
+    assert {"c_u", "c_ux", "c_uu"} <= set(capsys.readouterr().out.split())
+    bad = _power(UR5, 6)
+    exact = bad._hessian
+    bad._hessian = lambda x, u, rho: tuple(1.1 * h for h in exact(x, u, rho))  # a 10 % error in the Hessian
+    assert optdyn.check_derivatives(ResidualConstraint(bad, -1.0, 3.0), x, u, verbose=False) > 0.05
+
+
 def test_the_problem_stacks_stage_rows_at_the_knots_and_state_rows_at_the_nodes():
     """A control residual without ``ndx`` on a floating base (nx ≠ ndx) gets a zero x-part of
     width ndx; state constraints stay path constraints (nodes 1..N), control ones become

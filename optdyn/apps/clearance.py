@@ -116,9 +116,9 @@ def constraint_margins(problem: Problem, xs, us) -> Margin:
         raise ValueError(f"problem: {problem.name!r} has no path constraints")
     traj = substep_states(problem, xs, us)
     N, m1, nx = traj.shape
-    values = [c.margin(c.value(traj.reshape(-1, nx))).reshape(N, m1) for c in problem.path_constraints]
+    values = [c.least_margin(c.value(traj.reshape(-1, nx))).reshape(N, m1) for c in problem.path_constraints]
     j, k, s = np.unravel_index(int(np.argmin(values)), (len(values), N, m1))
-    nodes = min(float(c.margin(c.value(np.asarray(xs, dtype=float)[1:])).min()) for c in problem.path_constraints)
+    nodes = min(float(c.least_margin(c.value(np.asarray(xs, dtype=float)[1:])).min()) for c in problem.path_constraints)
     return Margin(nodes, float(values[j][k, s]), int(k), int(s), type(problem.path_constraints[j]).__name__)
 
 

@@ -75,7 +75,7 @@ class Constraint(ABC):
         """c (K, size) only, at the knots (xs, us)."""
         return self.value(xs)
 
-    def margin(self, values: np.ndarray) -> np.ndarray:
+    def least_margin(self, values: np.ndarray) -> np.ndarray:
         """min_i over the rows of values c (K, size): c_i, or −|c_i| for equalities (K,); < 0 is a
         violation (of an equality: its size)."""
         return (-np.abs(values) if self.equality else values).min(axis=1)
@@ -84,12 +84,10 @@ class Constraint(ABC):
         """The residuals (:mod:`optdyn.ocp.residuals`) this constraint is built on."""
         return [self.residual] if isinstance(getattr(self, "residual", None), Residual) else []
 
-    def check_dims(self, nx: int, name: str, nu: int | None = None) -> None:
-        """ValueError naming ``name`` if built for another state tangent (or control) dimension."""
+    def check_dims(self, nx: int, name: str) -> None:
+        """ValueError naming ``name`` if built for another state dimension."""
         if self.ndx is not None and self.ndx != nx:
             raise ValueError(f"{name}: {type(self).__name__} built for nx={self.ndx}; the problem has nx={nx}")
-        if nu is not None and self.depends_on_u and self.nu is not None and self.nu != nu:
-            raise ValueError(f"{name}: {type(self).__name__} built for nu={self.nu}; the problem has nu={nu}")
 
 
 def _with_control(cx: np.ndarray, cxx: np.ndarray, nu: int) -> tuple[np.ndarray, np.ndarray]:

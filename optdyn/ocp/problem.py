@@ -194,7 +194,9 @@ class Problem:
             for c in cons:
                 if not isinstance(c, Constraint):
                     raise ValueError(f"{arg}: expected optdyn.constraints.Constraint objects, got {type(c).__name__}")
-                c.check_dims(ndx, arg, nu)
+                c.check_dims(ndx, arg)
+                if getattr(c, "depends_on_u", False) and c.nu not in (None, nu):
+                    raise ValueError(f"{arg}: {type(c).__name__} built for nu={c.nu}; the problem has nu={nu}")
         self.xs_init = (np.tile(self.x0, (self.N + 1, 1)) if xs_init is None
                         else _array(xs_init, (self.N + 1, nx), "xs_init"))
         check_state(model, self.xs_init, "xs_init")

@@ -154,7 +154,8 @@ def solve_al(problem: Problem, ddp: bool = True, us_init=None, xs_init=None, con
     number of inner iterations, ``max_time`` the wall time; Ctrl-C stops with the last
     accepted iterate (:mod:`optdyn.solvers.runtime`). The result's cost is the true objective J;
     its extra holds the multipliers updated once more at the returned trajectory (the last
-    inner solve's stationarity ∇J + Σ ψ'∇c = 0 is then the KKT condition with them): ("lambda" (N, nc) of the path rows at nodes 1..N,
+    inner solve's stationarity ∇J + Σ ψ'∇c = 0 is then the KKT condition with them):
+    ("lambda" (N, nc) of the path rows at nodes 1..N,
     "lambda_stage" (N, ng) of the stage rows at knots 0..N−1, "mu" (nh,)), the final penalty
     "rho", "outer_iterations", "violation" and "compile_time".
     """

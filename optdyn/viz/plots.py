@@ -68,9 +68,9 @@ def _margin_panel(ax, result: Result, problem: Problem) -> None:
     xs, us = np.asarray(result.xs, dtype=float), np.asarray(result.us, dtype=float)
     t = problem.dt * np.arange(problem.N + 1)
     for c in problem.path_constraints:
-        ax.plot(t[1:], c.margin(c.value(xs[1:])), marker=".", ms=3, lw=1.2, label=type(c).__name__)
+        ax.plot(t[1:], c.least_margin(c.value(xs[1:])), marker=".", ms=3, lw=1.2, label=type(c).__name__)
     for c in problem.stage_constraints:
-        ax.plot(t[:-1], c.margin(c.value_knots(xs[:-1], us)), marker="x", ms=3, lw=1.2,
+        ax.plot(t[:-1], c.least_margin(c.value_knots(xs[:-1], us)), marker="x", ms=3, lw=1.2,
                 label=f"{type(c).__name__} (on u)")
     ax.axhline(0.0, color="tab:red", ls="--", lw=1.0, label="bound (c ≥ 0)")
     ax.set_xlabel("time [s]")
