@@ -5,9 +5,11 @@ import numpy as np
 import pytest
 from numdiff import central, rel_error, second_differences
 
+import dynamics as dyn
 import problems
 from optdyn import solve
 from optdyn.constraints import ResidualConstraint, ResidualEquality, SphereClearance
+from optdyn.costs import ControlCost, FramePositionCost, StateCost
 from optdyn.ocp import residuals as res
 from optdyn.ocp.problem import Problem
 from optdyn.ocp.user_residual import UserResidual
@@ -201,11 +203,37 @@ def test_ipopt_multipliers_of_the_equality_and_stage_rows_match_the_augmented_la
     assert np.all(np.abs(ip["stage"][g > 1e-3]) < 1e-6) and np.all(ip["stage"] <= 1e-8)
 
 
+def test_an_end_effector_velocity_equality_holds_at_every_node_and_the_solvers_agree():
+    """UR5 reaching a point at the tool's height: its free optimum moves the tool vertically; with
+    the path equality v_z(tool0) = 0 (one row of a world-aligned frame velocity) at nodes 1..N,
+    IPOPT, DDP and iLQR reach the same optimum with no vertical tool velocity at any node."""
+    q0 = np.array([0.0, -1.2, 1.5, -0.3, 1.57, 0.0])
+    x0, g0, N = np.r_[q0, np.zeros(6)], dyn.gravity_torques(UR5, q0), 20
+    target = dyn.frame_placement(UR5, q0, "tool0")[1] + np.array([0.2, 0.15, 0.0])
+    running = (StateCost(np.r_[np.zeros(6), 1e-2 * np.ones(6)], x0) + ControlCost(1e-3, g0)
+               + FramePositionCost(UR5, "tool0", target, 1.0))
+    terminal = FramePositionCost(UR5, "tool0", target, 1e3)
+    velocity = res.FrameVelocityResidual(UR5, "tool0", reference="world")
+    free, flat = (Problem(UR5, x0, N, 0.05, running, terminal, us_init=np.tile(g0, (N, 1)), path_constraints=c)
+                  for c in ([], [ResidualEquality(velocity, rows=[2])]))
+    assert flat.nc == 1 and flat.path_equalities.all()
+    vz = lambda r: velocity.value(r.xs[1:], np.zeros((N, 0)))[:, 2]  # noqa: E731
+    assert np.abs(vz(solve(free, "ddp"))).max() > 0.1
+    runs = {s: solve(flat, s) for s in ("ipopt", "ddp", "ilqr")}
+    for s, r in runs.items():
+        assert r.converged and np.abs(vz(r)).max() < 1e-6, (s, r.status)
+    costs = np.array([r.cost for r in runs.values()])
+    assert np.ptp(costs) < 1e-6 * costs.min()
+    for s in ("ddp", "ilqr"):
+        assert np.allclose(runs[s].us, runs["ipopt"].us, atol=1e-4), s
+
+
 # ---------------------------------------------------------------- saved results, bad input
 def test_saved_results_record_the_path_equalities_and_stage_constraints(tmp_path):
     model = UR5
     x0 = np.r_[0.0, -1.2, 1.5, -0.3, 1.57, 0.0, np.zeros(6)]
-    cons = [ResidualEquality(res.FrameVelocityResidual(model, "tool0", np.full(6, 0.1), reference="world")),
+    cons = [ResidualEquality(res.FrameVelocityResidual(model, "tool0", np.full(6, 0.1), reference="world"),
+                             rows=[2, 0, 1, 3, 4, 5]),
             ResidualConstraint(res.ControlResidual(6, np.ones(6), ndx=12), -5.0, 5.0),
             ResidualEquality(res.ControlResidual(6, np.zeros(6), ndx=12))]
     prob = Problem(model, x0, 5, 0.05, path_constraints=cons, name="recorded")
@@ -214,6 +242,8 @@ def test_saved_results_record_the_path_equalities_and_stage_constraints(tmp_path
     assert (again.nc, again.ng) == (prob.nc, prob.ng) == (6, 18)
     assert np.array_equal(again.stage_equalities, prob.stage_equalities)
     assert again.path_equalities.all() and again.violation(xs, us) == pytest.approx(prob.violation(xs, us), rel=1e-12)
+    assert np.array_equal(again.path_constraints[0].rows, [2, 0, 1, 3, 4, 5])
+    assert np.allclose(again.path_constraint_values(xs[1:]), prob.path_constraint_values(xs[1:]))
     assert np.allclose(again.stage_constraint_values(xs[:-1], us), prob.stage_constraint_values(xs[:-1], us))
     from optdyn.viz.plots import trajectory_figure
     lines = {line.get_label(): line.get_ydata() for line in trajectory_figure(result, again).axes[3].get_lines()}
@@ -236,6 +266,9 @@ BAD = [
     (lambda: ResidualConstraint(res.ControlResidual(6), np.nan, 1.0), "lower"),
     (lambda: ResidualConstraint(res.ControlResidual(6), -1.0, np.ones(5)), "upper"),
     (lambda: ResidualEquality(np.zeros(6)), "residual"),
+    (lambda: ResidualEquality(res.ControlResidual(6), rows=[1, 1]), "rows"),
+    (lambda: ResidualEquality(res.ControlResidual(6), rows=[6]), "rows"),
+    (lambda: ResidualEquality(res.ControlResidual(6), rows=[0.5]), "rows"),
     (lambda: ResidualEquality(res.ControlResidual(6)).evaluate(np.zeros((2, 12))), "xs"),
     (lambda: _problem(path_constraints=[ResidualEquality(res.ControlResidual(6))]).stage_constraint_terms(
         np.zeros((2, 12)), np.zeros((2, 5))), "us"),

@@ -313,13 +313,20 @@ class ResidualEquality(_ResidualRows):
     """h = r(x, u) = 0 for any residual: a terminal constraint at node N (a residual of the
     state: e.g. a frame placement error, a velocity at rest), or a path constraint — at nodes
     1..N on the state, on (x_k, u_k) at the knots 0..N−1 if r depends on the control (e.g. a
-    frame velocity held at a target along the path, a control fixed to a reference)."""
+    frame velocity held at a target along the path, a control fixed to a reference).
+
+    ``rows``: the residual's entries to hold at zero (default all), e.g. [2] for the vertical
+    velocity of a world-aligned :class:`~optdyn.ocp.residuals.FrameVelocityResidual`."""
 
     equality = True
 
-    def __init__(self, residual: Residual) -> None:
+    def __init__(self, residual: Residual, rows=None) -> None:
         _check_residual(residual)
-        super().__init__(residual, np.arange(residual.size), np.ones(residual.size), np.zeros(residual.size))
+        idx = np.arange(residual.size) if rows is None else np.array(rows).ravel()
+        if (idx.size == 0 or idx.dtype.kind not in "iu" or len(set(idx.tolist())) != idx.size
+                or np.any((idx < 0) | (idx >= residual.size))):
+            raise ValueError(f"rows: expected distinct entries of the residual in [0, {residual.size}), got {rows!r}")
+        super().__init__(residual, idx.astype(np.int64), np.ones(idx.size), np.zeros(idx.size))
 
 
 class JointLimits(ResidualConstraint):

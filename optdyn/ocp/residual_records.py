@@ -104,7 +104,9 @@ def constraint_record(c) -> dict | None:
     if residual is None:
         return None
     if isinstance(c, ResidualEquality):
-        return {"type": "ResidualEquality", "residual": residual}
+        every = np.array_equal(c.rows, np.arange(c.residual.size))  # every row in order: the first format
+        rows = {} if every else {"rows": c.rows.tolist()}
+        return {"type": "ResidualEquality", "residual": residual, **rows}
     return {"type": "ResidualConstraint", "residual": residual, "lower": c.lower.tolist(), "upper": c.upper.tolist()}
 
 
@@ -119,5 +121,5 @@ def make_constraint(model: Model, d: dict):
         return JointLimits(model, d["position"], d["velocity"], d["margin"])
     residual = _make(_RESIDUALS, d["residual"], model)
     if d["type"] == "ResidualEquality":
-        return ResidualEquality(residual)
+        return ResidualEquality(residual, d.get("rows"))
     return ResidualConstraint(residual, d["lower"], d["upper"])
