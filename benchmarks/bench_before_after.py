@@ -1,6 +1,6 @@
 """Before/after of the interval kernels and the solvers on two source trees, interleaved.
 
-    .venv/bin/python benchmarks/bench_before_after.py BEFORE_TREE AFTER_TREE ROUNDS [--kernels | --contacts [--cpu] | --costs]
+    .venv/bin/python benchmarks/bench_before_after.py BEFORE_TREE AFTER_TREE ROUNDS [--kernels | --contacts [--cpu] | --costs [--cpu]]
 
 Each round runs, in a new process per tree (its own numba cache, one thread), the rollout,
 the first-order sensitivities and the stage records of the whole trajectory (fastest of 20
@@ -11,7 +11,8 @@ With ``--contacts``, instead, our six contact and impulse functions on Solo-12 a
 (the calls of ``bench_contact.py``, µs), timed by the wall clock or, with ``--cpu``, by the
 process's CPU time (what a loaded machine's waits for a core do not inflate). With ``--costs``, DDP, iLQR and IPOPT per iteration
 only, on ur5-reach and arm-obstacle (the tasks whose costs are state, control and frame-position
-terms). Each measurement also gets the median and range of its rounds per tree. A tree is a checkout, e.g. ``git worktree add --detach /tmp/before b49c2dc``.
+terms), with ``--cpu`` by the process's CPU time too (a solve's CPU time over its iterations, and
+each cost evaluation's). Each measurement also gets the median and range of its rounds per tree. A tree is a checkout, e.g. ``git worktree add --detach /tmp/before b49c2dc``.
 """
 from __future__ import annotations
 
@@ -25,12 +26,20 @@ SNIPPET = r'''
 import json, time
 import optdyn, problems
 out = {}
+
+
+def per_iteration(prob, solver):
+    """The solve's time per iteration, s: its own wall time, or by the process clock."""
+    t0 = TIMER()
+    r = optdyn.solve(prob, solver)
+    return (TIMER() - t0 if USE_PROCESS_CLOCK else r.wall_time) / max(r.iterations, 1)
+
+
 for task in TASKS:
     prob = problems.get(task)
     for solver in SOLVERS:
         optdyn.solve(prob, solver)
-        out[task + " " + solver] = min(r.wall_time / max(r.iterations, 1) * 1e3
-                                       for r in (optdyn.solve(prob, solver) for _ in range(3)))
+        out[task + " " + solver] = min(per_iteration(prob, solver) * 1e3 for _ in range(3))
     opt = optdyn.solve(prob, "ddp")  # the cost terms at the optimum
     calls = (("running cost terms", lambda: prob.running_cost_terms(opt.xs[:-1], opt.us)),
              ("terminal cost terms", lambda: prob.terminal_cost_terms(opt.xs[-1])))
@@ -43,9 +52,9 @@ for task in TASKS:
         fn()
         times = []
         for _ in range(20):
-            t0 = time.perf_counter()
+            t0 = TIMER()
             fn()
-            times.append(time.perf_counter() - t0)
+            times.append(TIMER() - t0)
         out[task + " " + name] = min(times) * 1e3
 print("RESULT" + json.dumps(out))
 '''
@@ -68,7 +77,8 @@ def main(before: str, after: str, rounds: int, mode: str, cpu: bool = False) -> 
     contacts = CONTACTS.replace("TIMER", "time.process_time" if cpu else "time.perf_counter")
     code = contacts if mode == "--contacts" else (
         SNIPPET.replace("SOLVERS", "()" if mode == "--kernels" else '("ddp", "ilqr", "ipopt")')
-        .replace("TASKS", tasks).replace("KERNELS", str(mode != "--costs")))
+        .replace("TASKS", tasks).replace("KERNELS", str(mode != "--costs"))
+        .replace("TIMER", "time.process_time" if cpu else "time.perf_counter").replace("USE_PROCESS_CLOCK", str(cpu)))
     trees = {"before": Path(before), "after": Path(after)}
     runs = {side: [] for side in trees}
     for _ in range(rounds):

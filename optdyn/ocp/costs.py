@@ -158,6 +158,8 @@ class Sum(Cost):
             else:
                 self.terms.append((w, c))
 
+    fresh_arrays = True  # its sums: new arrays or a fresh term's own (evaluate)
+
     def check_dims(self, nx: int, nu: int, name: str) -> None:
         for _, c in self.terms:
             c.check_dims(nx, nu, name)

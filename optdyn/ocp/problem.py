@@ -464,7 +464,11 @@ class Problem:
             nx, nu = self.ndx, self.nu
             return (np.zeros(K), np.zeros((K, nx)), np.zeros((K, nu)), np.zeros((K, nx, nx)),
                     np.zeros((K, nu, nx)), np.zeros((K, nu, nu)))
-        l, lx, lu, lxx, lux, luu = (self.dt * t for t in self.running_cost.evaluate(xs, us))
+        terms = self.running_cost.evaluate(xs, us)
+        if self.running_cost.fresh_arrays:  # ours to scale in place (t·dt = dt·t exactly)
+            for t in terms:
+                t *= self.dt
+        l, lx, lu, lxx, lux, luu = terms if self.running_cost.fresh_arrays else (self.dt * t for t in terms)
         if not self.running_cost.depends_on_x:  # x-derivatives of the width of x: zero, of width ndx
             lx, lxx, lux = np.zeros((K, self.ndx)), np.zeros((K, self.ndx, self.ndx)), np.zeros((K, self.nu, self.ndx))
         return l, lx, lu, lxx, lux, luu
