@@ -3,7 +3,8 @@
 
 A :class:`~optdyn.ocp.residual_costs.ResidualCost` is written as its residual, activation
 and weight; :class:`~optdyn.ocp.constraints.ResidualConstraint`,
-:class:`~optdyn.ocp.constraints.ResidualEquality` as their residual (and bounds);
+:class:`~optdyn.ocp.constraints.ResidualEquality` as their residual (and bounds, or the rows an
+equality holds when not all: ``"rows"``, absent from records of every row);
 :class:`~optdyn.ocp.constraints.JointLimits` by its options. The named costs
 (``FramePlacementCost`` …) come back as the ResidualCost they are, joint residuals as the
 :class:`~optdyn.ocp.residuals.StateResidual` they are. A user residual (NumPy code) has

@@ -226,6 +226,7 @@ def record(problem: Problem) -> dict | None:
     model = model_record(problem.model)
     if model is None or problem.model.nq != problem.model.nv:
         return None
+    # the stage constraints are path constraints the Problem sets apart (their residual depends on u): one list
     paths = [r for r in map(_constraint_record, problem.path_constraints + problem.stage_constraints) if r is not None]
     terminals = [r for r in map(_constraint_record, problem.terminal_constraints) if r is not None]
     return {"version": RECORD_VERSION, "model": model, "name": problem.name, "x0": problem.x0.tolist(),

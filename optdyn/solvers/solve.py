@@ -1,7 +1,7 @@
 """One entry point for every solver: ``solve(problem, solver="ddp"|"ilqr"|"ipopt")``.
 
 DDP and iLQR (:mod:`optdyn.solvers.ddp`) handle control bounds in their box-QP backward pass and,
-when the problem has path or terminal constraints, run inside the augmented-Lagrangian
+when the problem has path, stage or terminal constraints, run inside the augmented-Lagrangian
 outer loop (:mod:`optdyn.solvers.augmented_lagrangian`), so all three solvers solve the same
 constrained discrete-time problem. IPOPT (:mod:`optdyn.solvers.ipopt`, direct multiple shooting)
 is imported only when asked for.
