@@ -1,7 +1,7 @@
 """Before/after of the interval kernels and the solvers on two source trees, interleaved.
 
     .venv/bin/python benchmarks/bench_before_after.py BEFORE_TREE AFTER_TREE ROUNDS [--kernels | --contacts [--cpu] |
-        --contact-batches [--cpu] | --costs]
+        --contact-batches [--cpu] | --costs [--cpu]]
 
 Each round runs, in a new process per tree (its own numba cache, one thread), the rollout,
 the first-order sensitivities and the stage records of the whole trajectory (fastest of 20
@@ -14,7 +14,8 @@ process's CPU time (what a loaded machine's waits for a core do not inflate); wi
 ``--contact-batches``, the six ``dyn.batch`` contact and impulse functions on 32 knots of
 Solo-12 and Talos, one thread, the same clocks. With ``--costs``, DDP, iLQR and IPOPT per iteration
 only, on ur5-reach and arm-obstacle (the tasks whose costs are state, control and frame-position
-terms). Each measurement also gets the median and range of its rounds per tree. A tree is a checkout, e.g. ``git worktree add --detach /tmp/before b49c2dc``.
+terms), with ``--cpu`` by the process's CPU time too (a solve's CPU time over its iterations, and
+each cost evaluation's). Each measurement also gets the median and range of its rounds per tree. A tree is a checkout, e.g. ``git worktree add --detach /tmp/before b49c2dc``.
 """
 from __future__ import annotations
 
@@ -28,12 +29,20 @@ SNIPPET = r'''
 import json, time
 import optdyn, problems
 out = {}
+
+
+def per_iteration(prob, solver):
+    """The solve's time per iteration, s: its own wall time, or by the process clock."""
+    t0 = TIMER()
+    r = optdyn.solve(prob, solver)
+    return (TIMER() - t0 if USE_PROCESS_CLOCK else r.wall_time) / max(r.iterations, 1)
+
+
 for task in TASKS:
     prob = problems.get(task)
     for solver in SOLVERS:
         optdyn.solve(prob, solver)
-        out[task + " " + solver] = min(r.wall_time / max(r.iterations, 1) * 1e3
-                                       for r in (optdyn.solve(prob, solver) for _ in range(3)))
+        out[task + " " + solver] = min(per_iteration(prob, solver) * 1e3 for _ in range(3))
     opt = optdyn.solve(prob, "ddp")  # the cost terms at the optimum
     calls = (("running cost terms", lambda: prob.running_cost_terms(opt.xs[:-1], opt.us)),
              ("terminal cost terms", lambda: prob.terminal_cost_terms(opt.xs[-1])))
@@ -46,9 +55,9 @@ for task in TASKS:
         fn()
         times = []
         for _ in range(20):
-            t0 = time.perf_counter()
+            t0 = TIMER()
             fn()
-            times.append(time.perf_counter() - t0)
+            times.append(TIMER() - t0)
         out[task + " " + name] = min(times) * 1e3
 print("RESULT" + json.dumps(out))
 '''
@@ -102,7 +111,8 @@ def main(before: str, after: str, rounds: int, mode: str, cpu: bool = False) -> 
     contacts = {"--contacts": CONTACTS, "--contact-batches": CONTACT_BATCHES}.get(mode, "").replace("TIMER", timer)
     code = contacts if contacts else (
         SNIPPET.replace("SOLVERS", "()" if mode == "--kernels" else '("ddp", "ilqr", "ipopt")')
-        .replace("TASKS", tasks).replace("KERNELS", str(mode != "--costs")))
+        .replace("TASKS", tasks).replace("KERNELS", str(mode != "--costs"))
+        .replace("TIMER", "time.process_time" if cpu else "time.perf_counter").replace("USE_PROCESS_CLOCK", str(cpu)))
     trees = {"before": Path(before), "after": Path(after)}
     runs = {side: [] for side in trees}
     for _ in range(rounds):

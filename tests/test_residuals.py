@@ -407,7 +407,7 @@ BAD = [
     (lambda: FramePlacementCost(UR5, "tool0", np.diag([1.0, 1.0, 2.0, 1.0]), 1.0), "target"),
     (lambda: FramePlacementCost(UR5, "tool0", np.diag([1.0, 1.0, -1.0, 1.0]), 1.0), "target"),
     (lambda: FrameOrientationCost(UR5, "tool0", np.ones((3, 3)), 1.0), "rotation"),
-    (lambda: ResidualConstraint(res.ControlResidual(6), 0.0), "residual"),
+    (lambda: ResidualConstraint(object(), 0.0), "residual"),
     (lambda: JointLimits(UR5, margin=-0.1), "margin"),
     (lambda: _height(shapes=[1, 2]).evaluate(np.zeros((2, 12)), np.zeros((2, 0))), "value"),
 ]
@@ -455,15 +455,21 @@ def _every_term_problem(N=6):
                    terminal_constraints=[ResidualEquality(res.FrameVelocityResidual(UR5, "tool0", reference="world"))]), T
 
 
-def test_saved_results_rebuild_the_residual_terms_for_show_and_plot(tmp_path, capsys):
-    problem, T = _every_term_problem()
-    us = problem.us_init + np.random.default_rng(0).normal(scale=3.0, size=problem.us_init.shape)
+def saved_and_rebuilt(problem, us, path):
+    """(the rollout xs of us, its result saved to ``path`` with the problem's record, the
+    problem rebuilt from the file)."""
     xs = problem.rollout(us)
     result = Result(xs=xs, us=us, cost=problem.cost(xs, us), converged=True, iterations=1, status="converged",
                     solver="ddp", problem=problem.name)
     result.source = problem
-    save_result(result, tmp_path / "r.npz")
-    again = task.problem_of(load_result(tmp_path / "r.npz"))
+    save_result(result, path)
+    return xs, result, task.problem_of(load_result(path))
+
+
+def test_saved_results_rebuild_the_residual_terms_for_show_and_plot(tmp_path, capsys):
+    problem, T = _every_term_problem()
+    us = problem.us_init + np.random.default_rng(0).normal(scale=3.0, size=problem.us_init.shape)
+    xs, result, again = saved_and_rebuilt(problem, us, tmp_path / "r.npz")
     assert again.cost(xs, us) == pytest.approx(problem.cost(xs, us), rel=1e-12)
     assert again.violation(xs, us) == pytest.approx(problem.violation(xs, us), rel=1e-12) and again.violation(xs, us) > 0
     assert again.nc == problem.nc and again.nh == problem.nh == 6

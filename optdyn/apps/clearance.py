@@ -97,7 +97,8 @@ def substep_states(problem: Problem, xs, us) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Margin:
-    """The smallest margin min_i c_i of the path constraints c ≥ 0: ``nodes`` at x_1 … x_N,
+    """The smallest margin min_i c_i of the path constraints c ≥ 0 (−|c_i| on equality rows):
+    ``nodes`` at x_1 … x_N,
     ``substeps`` over every integrator sub-step, reached in interval ``interval`` at
     sub-step ``substep`` by a row of ``constraint`` (its type name)."""
 
@@ -115,9 +116,9 @@ def constraint_margins(problem: Problem, xs, us) -> Margin:
         raise ValueError(f"problem: {problem.name!r} has no path constraints")
     traj = substep_states(problem, xs, us)
     N, m1, nx = traj.shape
-    values = [c.value(traj.reshape(-1, nx)).min(axis=1).reshape(N, m1) for c in problem.path_constraints]
+    values = [c.least_margin(c.value(traj.reshape(-1, nx))).reshape(N, m1) for c in problem.path_constraints]
     j, k, s = np.unravel_index(int(np.argmin(values)), (len(values), N, m1))
-    nodes = min(float(c.value(np.asarray(xs, dtype=float)[1:]).min()) for c in problem.path_constraints)
+    nodes = min(float(c.least_margin(c.value(np.asarray(xs, dtype=float)[1:])).min()) for c in problem.path_constraints)
     return Margin(nodes, float(values[j][k, s]), int(k), int(s), type(problem.path_constraints[j]).__name__)
 
 

@@ -217,7 +217,7 @@ def compare(problem: Problem, solvers=("ddp", "ilqr"), plot: str | None = None, 
              "local_iterations": local_iterations(r), "time_to_gap": time_to_gap(r, _optimum(r, best))}
             for s, r in results.items()]
     text = f"{problem.name}: best cost J* = {best:.10e}\n" + _table(rows)
-    verdict = _verdict(rows, bool(problem.nc or problem.nh))
+    verdict = _verdict(rows, bool(problem.nc or problem.ng or problem.nh))
     if verdict:
         text += "\n" + verdict
     if plot is not None:

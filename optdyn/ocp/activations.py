@@ -92,7 +92,7 @@ class WeightedQuadratic(Activation):
 
     def evaluate(self, r):
         wr = self.weights * r
-        return 0.5 * np.sum(wr * r, axis=1), wr, np.broadcast_to(self.weights, r.shape)
+        return 0.5 * np.sum(wr * r, axis=1), wr, np.repeat(self.weights[None], r.shape[0], axis=0)
 
 
 class QuadraticBarrier(Activation):

@@ -1,17 +1,28 @@
-"""State constraints with exact first and second derivatives.
+"""Constraints with exact first and second derivatives.
 
 A constraint maps states xs (K, nx) to values c (K, m) with Jacobians cx (K, m, ndx) and
 Hessians cxx (K, m, ndx, ndx), taken in the tangent space at x (:mod:`optdyn.ocp.state`;
-ndx = nx on a model of revolute/prismatic joints). The problem reads path constraints as inequalities c ≥ 0
-(imposed at nodes 1..N) and terminal constraints as equalities h = 0 (at node N).
+ndx = nx on a model of revolute/prismatic joints). A constraint on a residual of the state
+and the control (``depends_on_u``) maps knots (xs, us) to c (K, m), c_z (K, m, nz),
+c_zz (K, m, nz, nz) in z = (δx, u), nz = ndx + nu (:meth:`Constraint.evaluate_knots`).
+Each row is an inequality c ≥ 0 or, where ``equality`` is set, an equality c = 0.
+
+Where the problem imposes them (:class:`optdyn.ocp.problem.Problem`):
+
+* path constraints on the state: at nodes 1..N (x_0 is given);
+* path constraints whose residual depends on the control ("stage constraints"): on
+  (x_k, u_k) at the knots k = 0..N−1 where u_k exists, as the constraints of Crocoddyl's
+  running action models (C. Mastalli et al., "Crocoddyl", ICRA 2020);
+* terminal constraints: equalities h(x_N) = 0 at node N.
+
 Control bounds are not constraints objects: they are ``Problem.u_lower/u_upper``.
 
 * :class:`SphereClearance`  c_j = ‖p_j(q) − center‖ − radius − margin ≥ 0 for points fixed on links
 * :class:`StateEquality`    h = x[indices] − target (goal state, e.g. at rest)
 * :class:`FramePositionEquality`  h = p(q) − target for a point fixed in a frame
 * :class:`OrientationBound`  c = θ_max² − ‖log(R_ref⁻¹ R_j(q))‖² ≥ 0 for a spherical or free-flyer joint
-* :class:`ResidualConstraint`  lower ≤ r(x) ≤ upper for any state residual (:mod:`optdyn.ocp.residuals`)
-* :class:`ResidualEquality`    h = r(x) (a terminal constraint on any state residual)
+* :class:`ResidualConstraint`  lower ≤ r(x, u) ≤ upper for any residual (:mod:`optdyn.ocp.residuals`)
+* :class:`ResidualEquality`    r(x, u) = 0 for any residual (terminal, path or stage)
 * :class:`JointLimits`         the model's position and velocity limits (IPOPT: variable bounds)
 """
 from __future__ import annotations
@@ -32,10 +43,16 @@ from .state import check_state, state_difference_batch
 
 
 class Constraint(ABC):
-    """Abstract base: ``size`` values per state; subclasses implement ``evaluate``."""
+    """Abstract base: ``size`` values per state; subclasses implement ``evaluate``.
+
+    ``equality``: the rows are equalities c = 0 (else inequalities c ≥ 0); ``depends_on_u``:
+    the rows depend on the control, so they are evaluated at knots (:meth:`evaluate_knots`)."""
 
     size: int = 0
     ndx: int | None = None
+    nu: int | None = None
+    equality: bool = False
+    depends_on_u: bool = False
 
     @abstractmethod
     def evaluate(self, xs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -45,6 +62,24 @@ class Constraint(ABC):
         """c (K, size) only."""
         return self.evaluate(xs)[0]
 
+    def evaluate_knots(self, xs: np.ndarray, us: np.ndarray, ndx: int | None = None
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(c (K,size), c_z (K,size,nz), c_zz (K,size,nz,nz)) at the knots xs (K, nx), us (K, nu),
+        z = (δx, u), nz = ndx + nu; ``ndx`` the width of the x-part where the rows do not
+        depend on x (default: that of their own Jacobian). Here: :meth:`evaluate` with zero
+        control parts."""
+        c, cx, cxx = self.evaluate(xs)
+        return (c,) + _with_control(cx, cxx, us.shape[1])
+
+    def value_knots(self, xs: np.ndarray, us: np.ndarray) -> np.ndarray:
+        """c (K, size) only, at the knots (xs, us)."""
+        return self.value(xs)
+
+    def least_margin(self, values: np.ndarray) -> np.ndarray:
+        """min_i over the rows of values c (K, size): c_i, or −|c_i| for equalities (K,); < 0 is a
+        violation (of an equality: its size)."""
+        return (-np.abs(values) if self.equality else values).min(axis=1)
+
     def residuals(self) -> list:
         """The residuals (:mod:`optdyn.ocp.residuals`) this constraint is built on."""
         return [self.residual] if isinstance(getattr(self, "residual", None), Residual) else []
@@ -53,6 +88,19 @@ class Constraint(ABC):
         """ValueError naming ``name`` if built for another state dimension."""
         if self.ndx is not None and self.ndx != nx:
             raise ValueError(f"{name}: {type(self).__name__} built for nx={self.ndx}; the problem has nx={nx}")
+
+
+def _with_control(cx: np.ndarray, cxx: np.ndarray, nu: int) -> tuple[np.ndarray, np.ndarray]:
+    """(c_z, c_zz) in z = (δx, u) of state-only derivatives cx (K, m, n), cxx (K, m, n, n)."""
+    K, m, n = cx.shape
+    cz, czz = np.zeros((K, m, n + nu)), np.zeros((K, m, n + nu, n + nu))
+    cz[:, :, :n], czz[:, :, :n, :n] = cx, cxx
+    return cz, czz
+
+
+def equality_rows(constraints: Sequence[Constraint]) -> np.ndarray:
+    """(Σ size,) bool: True on the rows of the equality constraints."""
+    return np.concatenate([np.full(c.size, c.equality) for c in constraints] + [np.zeros(0, bool)])
 
 
 def stack_constraints(constraints: Sequence[Constraint], xs: np.ndarray, nx: int):
@@ -182,64 +230,103 @@ class OrientationBound(Constraint):
         return c, cx, cxx
 
 
-def _check_state_residual(residual: Residual) -> None:
+def _check_residual(residual: Residual) -> Residual:
     if not isinstance(residual, Residual):
         raise ValueError(f"residual: expected an optdyn residual, got {type(residual).__name__}")
-    if residual.depends_on_u:
-        raise ValueError(f"residual: constraints act on states; {type(residual).__name__} depends on the control")
+    return residual
 
 
-def _residual_rows(residual: Residual, xs: np.ndarray, rows: np.ndarray, signs: np.ndarray):
-    """(s_i r_i, s_i ∂r_i/∂x, s_i ∇²r_i) of the residual's ``rows`` with signs ``signs`` at xs (K, nx):
-    the row Hessians are its contracted Hessians with ρ = s_i e_i."""
-    K = xs.shape[0]
-    t = residual.evaluate(xs, np.zeros((K, 0)))
-    cxx = np.empty((K, rows.size, t.rx.shape[2], t.rx.shape[2]))
+def _residual_rows(residual: Residual, xs: np.ndarray, us: np.ndarray, rows: np.ndarray, signs: np.ndarray,
+                   ndx: int | None = None):
+    """(s_i r_i, s_i ∂r_i/∂z, s_i ∇²_z r_i) of the residual's ``rows`` with signs ``signs`` at the
+    knots xs (K, nx), us (K, nu), z = (δx, u) (z = δx when nu = 0): the row Hessians are its
+    contracted Hessians with ρ = s_i e_i. Where r does not depend on x and ``ndx`` is given,
+    the x-part has width ndx and is zero."""
+    K, nu = xs.shape[0], us.shape[1]
+    t = residual.evaluate(xs, us)
+    own = residual.depends_on_x or ndx is None
+    n = t.rx.shape[2] if own else ndx
+    rx = t.rx[:, rows] if own else np.zeros((K, rows.size, n))
+    cz = signs[:, None] * (np.concatenate([rx, t.ru[:, rows]], axis=2) if nu else rx)
+    czz = np.zeros((K, rows.size, n + nu, n + nu))
     for i, (row, s) in enumerate(zip(rows, signs)):
         rho = np.zeros((K, residual.size))
         rho[:, row] = s
-        cxx[:, i] = t.hessians(rho)[0]
-    return signs * t.r[:, rows], signs[:, None] * t.rx[:, rows], cxx
+        Hxx, Hux, Huu = t.hessians(rho)
+        if own:
+            czz[:, i, :n, :n] = Hxx
+            czz[:, i, n:, :n] = Hux
+            czz[:, i, :n, n:] = Hux.transpose(0, 2, 1)
+        czz[:, i, n:, n:] = Huu
+    return signs * t.r[:, rows], cz, czz
 
 
-class ResidualConstraint(Constraint):
-    """lower ≤ r(x) ≤ upper for a residual of the state (:mod:`optdyn.ocp.residuals`), as the
-    rows c ≥ 0: r_i − lower_i (finite lower bounds), then upper_i − r_i (finite upper bounds).
-    As a path constraint it holds at nodes 1..N, in every solver (IPOPT natively, DDP/iLQR by
-    the augmented Lagrangian); bounds numbers or (size,), ±inf for none, lower ≤ upper."""
+class _ResidualRows(Constraint):
+    """Constraint rows s_i r_i(x, u) + o_i of a residual's entries ``rows`` (signs s, offsets o)."""
+
+    def __init__(self, residual: Residual, rows: np.ndarray, signs: np.ndarray, offsets: np.ndarray) -> None:
+        self.residual, self.rows, self.signs, self.offsets = residual, rows, signs, offsets
+        self.size, self.ndx, self.nu = rows.size, residual.ndx, residual.nu
+        self.depends_on_u = residual.depends_on_u
+
+    def _states_only(self, what: str) -> None:
+        if self.depends_on_u:
+            raise ValueError(f"{what}: {type(self.residual).__name__} depends on the control; evaluate this "
+                             f"{type(self).__name__} at knots (evaluate_knots(xs, us))")
+
+    def evaluate(self, xs):
+        self._states_only("xs")
+        c, cz, czz = _residual_rows(self.residual, xs, np.zeros((xs.shape[0], 0)), self.rows, self.signs)
+        return c + self.offsets, cz, czz
+
+    def evaluate_knots(self, xs, us, ndx=None):
+        c, cz, czz = _residual_rows(self.residual, xs, us, self.rows, self.signs, ndx)
+        return c + self.offsets, cz, czz
+
+    def value(self, xs):
+        self._states_only("xs")
+        return self.value_knots(xs, np.zeros((xs.shape[0], 0)))
+
+    def value_knots(self, xs, us):
+        return self.signs * self.residual.value(xs, us)[:, self.rows] + self.offsets
+
+
+class ResidualConstraint(_ResidualRows):
+    """lower ≤ r(x, u) ≤ upper for a residual (:mod:`optdyn.ocp.residuals`), as the rows c ≥ 0:
+    r_i − lower_i (finite lower bounds), then upper_i − r_i (finite upper bounds). As a path
+    constraint it holds at nodes 1..N, or, if r depends on the control, on (x_k, u_k) at the
+    knots 0..N−1; in every solver (IPOPT natively, DDP/iLQR by the augmented Lagrangian).
+    Bounds numbers or (size,), ±inf for none, lower ≤ upper (for lower = upper, use
+    :class:`ResidualEquality`)."""
 
     def __init__(self, residual: Residual, lower=None, upper=None) -> None:
-        _check_state_residual(residual)
+        _check_residual(residual)
         self.lower, self.upper = as_bounds(lower, upper, residual.size)
         lo, hi = np.flatnonzero(np.isfinite(self.lower)), np.flatnonzero(np.isfinite(self.upper))
         if lo.size + hi.size == 0:
             raise ValueError("lower: expected at least one finite bound")
-        self.residual, self.rows = residual, np.concatenate([lo, hi])
-        self.signs = np.concatenate([np.ones(lo.size), -np.ones(hi.size)])
-        self.offsets = np.concatenate([-self.lower[lo], self.upper[hi]])
-        self.size, self.ndx = self.rows.size, residual.ndx
-
-    def evaluate(self, xs):
-        c, cx, cxx = _residual_rows(self.residual, xs, self.rows, self.signs)
-        return c + self.offsets, cx, cxx
-
-    def value(self, xs):
-        return self.signs * self.residual.value(xs, np.zeros((xs.shape[0], 0)))[:, self.rows] + self.offsets
+        super().__init__(residual, np.concatenate([lo, hi]), np.concatenate([np.ones(lo.size), -np.ones(hi.size)]),
+                         np.concatenate([-self.lower[lo], self.upper[hi]]))
 
 
-class ResidualEquality(Constraint):
-    """h = r(x) = 0 for a residual of the state (a terminal constraint: e.g. a frame placement
-    error, a velocity at rest)."""
+class ResidualEquality(_ResidualRows):
+    """h = r(x, u) = 0 for any residual: a terminal constraint at node N (a residual of the
+    state: e.g. a frame placement error, a velocity at rest), or a path constraint — at nodes
+    1..N on the state, on (x_k, u_k) at the knots 0..N−1 if r depends on the control (e.g. a
+    frame velocity held at a target along the path, a control fixed to a reference).
 
-    def __init__(self, residual: Residual) -> None:
-        _check_state_residual(residual)
-        self.residual, self.size, self.ndx = residual, residual.size, residual.ndx
+    ``rows``: the residual's entries to hold at zero (default all), e.g. [2] for the vertical
+    velocity of a world-aligned :class:`~optdyn.ocp.residuals.FrameVelocityResidual`."""
 
-    def evaluate(self, xs):
-        return _residual_rows(self.residual, xs, np.arange(self.size), np.ones(self.size))
+    equality = True
 
-    def value(self, xs):
-        return self.residual.value(xs, np.zeros((xs.shape[0], 0)))
+    def __init__(self, residual: Residual, rows=None) -> None:
+        _check_residual(residual)
+        idx = np.arange(residual.size) if rows is None else np.array(rows).ravel()
+        if (idx.size == 0 or idx.dtype.kind not in "iu" or len(set(idx.tolist())) != idx.size
+                or np.any((idx < 0) | (idx >= residual.size))):
+            raise ValueError(f"rows: expected distinct entries of the residual in [0, {residual.size}), got {rows!r}")
+        super().__init__(residual, idx.astype(np.int64), np.ones(idx.size), np.zeros(idx.size))
 
 
 class JointLimits(ResidualConstraint):

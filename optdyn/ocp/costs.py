@@ -115,6 +115,7 @@ class Cost(ABC):
     ndx: int | None = None
     nu: int | None = None
     depends_on_x: bool = True  # False: lx, lxx, lux are zero (a control cost)
+    fresh_arrays: bool = False  # True: evaluate returns new writable arrays each call (a sum may add into them)
 
     @abstractmethod
     def evaluate(self, xs: np.ndarray, us: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -163,6 +164,8 @@ class Sum(Cost):
             else:
                 self.terms.append((w, c))
 
+    fresh_arrays = True  # its sums: new arrays or a fresh term's own (evaluate)
+
     def check_dims(self, nx: int, nu: int, name: str) -> None:
         for _, c in self.terms:
             c.check_dims(nx, nu, name)
@@ -186,12 +189,16 @@ class Sum(Cost):
         total = None
         for w, c in sorted(self.terms, key=lambda t: not t[1].depends_on_x):
             terms = getattr(c, method)(xs, us)
+            if w != 1.0:  # 1·t = t exactly: unit weights (the usual sum a + b) skip the products
+                terms = tuple(w * t for t in terms)
+            elif total is None and not c.fresh_arrays:  # the sum accumulates into the first term's arrays
+                terms = tuple(np.array(t) for t in terms)
             if total is None:
-                total = tuple(w * t for t in terms)
+                total = terms
                 continue
             for i, (acc, t) in enumerate(zip(total, terms)):
                 if c.depends_on_x or i in (0, 2, 5):
-                    acc += w * t
+                    acc += t
         return total
 
     def value(self, xs, us):

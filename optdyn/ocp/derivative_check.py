@@ -77,10 +77,14 @@ def _comparisons(term, x: np.ndarray, u: np.ndarray, model, h: float):
         if term.depends_on_x:
             out = [("l_x", lx, g[:ndx]), ("l_xx", lxx, Hd[:ndx, :ndx]), ("l_ux", lux, Hd[ndx:, :ndx])] + out
         return out
-    c, cx, cxx = (a[0] for a in term.evaluate(x[None]))
-    J = _gradient(lambda e: term.value(at(e)[0])[0], n, h)[:, :ndx]
-    Hd = _hessian(lambda e: term.value(at(e)[0])[0], n, 1e3 * h)[..., :ndx, :ndx]
-    return [("c_x", cx, J), ("c_xx", cxx, Hd)]
+    c, cz, czz = (a[0] for a in term.evaluate_knots(x[None], u[None], ndx))  # z = (δx, u)
+    J = _gradient(lambda e: term.value_knots(*at(e))[0], n, h)
+    Hd = _hessian(lambda e: term.value_knots(*at(e))[0], n, 1e3 * h)
+    out = [("c_x", cz[:, :ndx], J[:, :ndx]), ("c_xx", czz[:, :ndx, :ndx], Hd[..., :ndx, :ndx])]
+    if term.depends_on_u:
+        out += [("c_u", cz[:, ndx:], J[:, ndx:]), ("c_ux", czz[:, ndx:, :ndx], Hd[..., ndx:, :ndx]),
+                ("c_uu", czz[:, ndx:, ndx:], Hd[..., ndx:, ndx:])]
+    return out
 
 
 def check_derivatives(term: Residual | Cost | Constraint, x, u=None, *, model=None, step: float = 1e-6,

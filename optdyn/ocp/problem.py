@@ -12,8 +12,15 @@ The problem is
     minimise   Σ_{k<N} dt·ℓ(x_k, u_k) + ℓ_N(x_N)
     subject to x_0 = x0,  x_{k+1} = F(x_k, u_k),
                u_lower ≤ u_k ≤ u_upper,
-               c(x_k) ≥ 0     at nodes k = 1..N   (path constraints),
-               h(x_N) = 0                          (terminal constraints).
+               c(x_k) ≥ 0 or = 0          at nodes k = 1..N   (path constraints on the state),
+               g(x_k, u_k) ≥ 0 or = 0     at knots k = 0..N−1 (path constraints that depend on
+                                                                the control: "stage constraints"),
+               h(x_N) = 0                                      (terminal constraints).
+
+A path constraint holds where its variables are free: on the state at nodes 1..N (x_0 is
+given), on the control wherever u_k exists, k = 0..N−1 (the constraints of Crocoddyl's
+running action models). Each row is an inequality (≥ 0) or an equality (= 0,
+``Constraint.equality``: :class:`~optdyn.ocp.constraints.ResidualEquality`).
 
 Every evaluation method is vectorised over knots (leading axis K) and computed in
 compiled code; second-order tensors follow ``T[k, i, j, l] = ∂²f_i/∂y_j∂z_l``.
@@ -49,7 +56,7 @@ from dynamics.rnea import rnea
 
 from . import integrators
 from .state import check_state, state_difference_batch, state_integrate_batch
-from .constraints import Constraint, JointLimits, StateEquality, stack_constraints
+from .constraints import Constraint, JointLimits, StateEquality, equality_rows, stack_constraints
 from .costs import Cost
 
 
@@ -131,7 +138,9 @@ class Problem:
         terminal_cost: :class:`~optdyn.costs.Cost` ℓ_N(x) (its control part is ignored).
         substeps: integrator steps per interval (control held); integrator: "rk4" | "euler".
         u_lower, u_upper: control bounds (nu,), ±inf allowed (default: unbounded).
-        path_constraints: constraints c(x) ≥ 0 imposed at nodes 1..N.
+        path_constraints: constraints c ≥ 0 (or = 0: equalities) imposed at nodes 1..N on
+            the state; those whose residual depends on the control are kept apart as
+            ``stage_constraints``, imposed on (x_k, u_k) at the knots 0..N−1.
         terminal_constraints: constraints h(x_N) = 0.
         xs_init (N+1, nx), us_init (N, nu): initial guess (default: x0 repeated and the
             gravity torques g(q0) (minus the forces' Σ Jᵀ f_ext) at every interval, clipped
@@ -148,7 +157,8 @@ class Problem:
             ({"ddp": {...}, "ilqr": {...}, "ipopt": {...}}); :func:`optdyn.solve` starts from
             them, and options given to it take precedence.
 
-    Attributes: the arguments, checked (``f_ext`` as an array (1 or N, njoints, 6)), and
+    Attributes: the arguments, checked (``f_ext`` as an array (1 or N, njoints, 6);
+    ``path_constraints`` those on the state, ``stage_constraints`` those on the control), and
     ``dynamics``, the interval dynamics x_{k+1} = F_k(x_k, u_k) as the compiled entry points
     of :mod:`optdyn.ocp.shooting` take it (an :data:`~optdyn.ocp.integrators.IntervalDynamics`).
     """
@@ -185,19 +195,26 @@ class Problem:
         self.u_upper = _array(np.full(nu, np.inf) if u_upper is None else u_upper, (nu,), "u_upper", False)
         if np.any(self.u_lower > self.u_upper):
             raise ValueError(f"u_lower: expected u_lower ≤ u_upper elementwise, got {self.u_lower} > {self.u_upper}")
-        self.path_constraints = tuple(path_constraints)
+        given = tuple(path_constraints)
+        self.path_constraints = tuple(c for c in given if not getattr(c, "depends_on_u", False))
+        self.stage_constraints = tuple(c for c in given if getattr(c, "depends_on_u", False))
         self.terminal_constraints = tuple(terminal_constraints)
+        bad = [type(c.residual).__name__ for c in self.terminal_constraints if getattr(c, "depends_on_u", False)]
+        if bad:
+            raise ValueError(f"terminal_constraints: {bad[0]} depends on the control, which node N does not have "
+                             "(pass it in path_constraints: it then holds at the knots 0..N−1)")
         if model.nq != model.nv and any(isinstance(c, StateEquality)
                                         for c in self.path_constraints + self.terminal_constraints):
             raise ValueError("terminal_constraints: StateEquality compares state coordinates, which needs nq = nv; "
                              f"{model.name!r} has nq = {model.nq}, nv = {model.nv} "
                              "(use costs or FramePositionEquality)")
-        for cons, arg in ((self.path_constraints, "path_constraints"),
-                          (self.terminal_constraints, "terminal_constraints")):
+        for cons, arg in ((given, "path_constraints"), (self.terminal_constraints, "terminal_constraints")):
             for c in cons:
                 if not isinstance(c, Constraint):
                     raise ValueError(f"{arg}: expected optdyn.constraints.Constraint objects, got {type(c).__name__}")
                 c.check_dims(ndx, arg)
+                if getattr(c, "depends_on_u", False) and c.nu not in (None, nu):
+                    raise ValueError(f"{arg}: {type(c).__name__} built for nu={c.nu}; the problem has nu={nu}")
         self.xs_init = (np.tile(self.x0, (self.N + 1, 1)) if xs_init is None
                         else _array(xs_init, (self.N + 1, nx), "xs_init"))
         check_state(model, self.xs_init, "xs_init")
@@ -307,8 +324,24 @@ class Problem:
 
     @property
     def nc(self) -> int:
-        """Number of path inequalities per node."""
+        """Number of path constraint rows on the state per node (nodes 1..N)."""
         return sum(c.size for c in self.path_constraints)
+
+    @property
+    def ng(self) -> int:
+        """Number of stage constraint rows per knot (path constraints that depend on the control,
+        knots 0..N−1)."""
+        return sum(c.size for c in self.stage_constraints)
+
+    @property
+    def path_equalities(self) -> np.ndarray:
+        """(nc,) bool: the path rows that are equalities c = 0 (the others: c ≥ 0)."""
+        return equality_rows(self.path_constraints)
+
+    @property
+    def stage_equalities(self) -> np.ndarray:
+        """(ng,) bool: the stage rows that are equalities g = 0 (the others: g ≥ 0)."""
+        return equality_rows(self.stage_constraints)
 
     @property
     def state_bounds(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -345,7 +378,8 @@ class Problem:
         """Names of the user residuals whose Hessians come from differences of their
         Jacobians (:mod:`optdyn.ocp.user_residual`), in costs and constraints."""
         costs = [c for c in (self.running_cost, self.terminal_cost) if c is not None]
-        residuals = [r for c in costs + list(self.path_constraints + self.terminal_constraints) for r in c.residuals()]
+        constraints = self.path_constraints + self.stage_constraints + self.terminal_constraints
+        residuals = [r for c in costs + list(constraints) for r in c.residuals()]
         return list(dict.fromkeys(getattr(r, "name", type(r).__name__) for r in residuals if r.approximate_hessian))
 
     @property
@@ -451,7 +485,11 @@ class Problem:
             return (np.zeros(K), np.zeros((K, nx)), np.zeros((K, nu)), np.zeros((K, nx, nx)),
                     np.zeros((K, nu, nx)), np.zeros((K, nu, nu)))
         evaluate = self.running_cost.gauss_newton if gauss_newton else self.running_cost.evaluate
-        l, lx, lu, lxx, lux, luu = (self.dt * t for t in evaluate(xs, us))
+        terms = evaluate(xs, us)
+        if self.running_cost.fresh_arrays:  # ours to scale in place (t·dt = dt·t exactly)
+            for t in terms:
+                t *= self.dt
+        l, lx, lu, lxx, lux, luu = terms if self.running_cost.fresh_arrays else (self.dt * t for t in terms)
         if not self.running_cost.depends_on_x:  # x-derivatives of the width of x: zero, of width ndx
             lx, lxx, lux = np.zeros((K, self.ndx)), np.zeros((K, self.ndx, self.ndx)), np.zeros((K, self.nu, self.ndx))
         return l, lx, lu, lxx, lux, luu
@@ -500,6 +538,23 @@ class Problem:
         check_state(self.model, xs, "xs")
         return np.concatenate([c.value(xs) for c in self.path_constraints] + [np.zeros((xs.shape[0], 0))], axis=1)
 
+    def stage_constraint_terms(self, xs, us) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """g (K,ng), g_z (K,ng,nz), g_zz (K,ng,nz,nz) of the stage constraints at the knots
+        xs (K, nx), us (K, nu), z = (δx, u), nz = ndx + nu; rows ≥ 0 or, on
+        :attr:`stage_equalities`, = 0."""
+        xs, us = self._xu(xs, us)
+        K, nz = xs.shape[0], self.ndx + self.nu
+        parts = [c.evaluate_knots(xs, us, self.ndx) for c in self.stage_constraints]
+        if not parts:
+            return np.zeros((K, 0)), np.zeros((K, 0, nz)), np.zeros((K, 0, nz, nz))
+        return tuple(np.concatenate([p[i] for p in parts], axis=1) for i in range(3))
+
+    def stage_constraint_values(self, xs, us) -> np.ndarray:
+        """g (K, ng) only, at the knots xs (K, nx), us (K, nu)."""
+        xs, us = self._xu(xs, us)
+        return np.concatenate([c.value_knots(xs, us) for c in self.stage_constraints] + [np.zeros((xs.shape[0], 0))],
+                              axis=1)
+
     def terminal_constraint_terms(self, x) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """h (nh,) = 0, hx (nh,ndx), hxx (nh,ndx,ndx) at the final state x (nx,)."""
         x = _array(x, (self.nx,), "x", finite=False)
@@ -508,19 +563,28 @@ class Problem:
         return h[0], hx[0], hxx[0]
 
     def violation(self, xs, us) -> float:
-        """Largest violation of bounds, path inequalities (nodes 1..N) and terminal equalities."""
+        """Largest violation of bounds, path constraints (nodes 1..N), stage constraints (knots
+        0..N−1) and terminal equalities."""
         xs, us = np.asarray(xs, dtype=float), np.asarray(us, dtype=float)
         check_state(self.model, xs, "xs")
         v = max(0.0, float(np.max(self.u_lower - us, initial=0.0)), float(np.max(us - self.u_upper, initial=0.0)))
         if self.path_constraints:
-            v = max(v, float(np.max(-self.path_constraint_values(xs[1:]), initial=0.0)))
+            v = max(v, row_violation(self.path_constraint_values(xs[1:]), self.path_equalities))
+        if self.stage_constraints:
+            v = max(v, row_violation(self.stage_constraint_values(xs[:-1], us), self.stage_equalities))
         if self.terminal_constraints:
             v = max(v, float(np.max(np.abs(self.terminal_constraint_terms(xs[-1])[0]), initial=0.0)))
         return v
 
     def __repr__(self) -> str:
         return (f"Problem({self.name!r}, model={self.model.name!r}, N={self.N}, dt={self.dt}, "
-                f"substeps={self.substeps}, integrator={self.integrator!r}, nc={self.nc}, nh={self.nh})")
+                f"substeps={self.substeps}, integrator={self.integrator!r}, nc={self.nc}, ng={self.ng}, nh={self.nh})")
+
+
+def row_violation(c: np.ndarray, equality: np.ndarray) -> float:
+    """Largest violation of constraint rows c (K, m): |c| on the ``equality`` rows (m,), max(0, −c)
+    on the others."""
+    return float(np.max(np.where(equality, np.abs(c), -c), initial=0.0))
 
 
 def frame_wrenches(model: Model, frame: str, wrench, q_ref) -> np.ndarray:

@@ -49,6 +49,8 @@ def knot_weights(weight, name: str = "weight") -> np.ndarray:
 class ResidualCost(Cost):
     """ℓ = w · a(r(x, u)) of ``residual`` under ``activation`` (default ½‖r‖²), ``weight`` w."""
 
+    fresh_arrays = True  # w·a, ℓ_x, ℓ_u new; the Hessians the residual's own or copies (evaluate)
+
     def __init__(self, residual: Residual, activation: Activation | None = None, weight=1.0) -> None:
         if not isinstance(residual, Residual):
             raise ValueError(f"residual: expected an optdyn residual, got {type(residual).__name__}")
@@ -91,6 +93,8 @@ class ResidualCost(Cost):
             Hxx, Hux, Huu = np.zeros((K, ndx, ndx)), np.zeros((K, nu, ndx)), np.zeros((K, nu, nu))
         w = np.ascontiguousarray(self._weights(xs.shape[0]), dtype=float)
         lx, lu = np.empty(Hxx.shape[:2]), np.empty(Huu.shape[:2])
+        # no copies for the library's residuals and activations (C-contiguous where created); a
+        # user residual's other layouts are copied here
         c = [np.ascontiguousarray(v, dtype=float) for v in (ar, arr, t.rx, t.ru)]
         chain_rule(w, *c, lx, lu, Hxx, Hux, Huu)
         return w * a, lx, lu, Hxx, Hux, Huu

@@ -3,7 +3,8 @@
 
 A :class:`~optdyn.ocp.residual_costs.ResidualCost` is written as its residual, activation
 and weight; :class:`~optdyn.ocp.constraints.ResidualConstraint`,
-:class:`~optdyn.ocp.constraints.ResidualEquality` as their residual (and bounds);
+:class:`~optdyn.ocp.constraints.ResidualEquality` as their residual (and bounds, or the rows an
+equality holds when not all: ``"rows"``, absent from records of every row);
 :class:`~optdyn.ocp.constraints.JointLimits` by its options. The named costs
 (``FramePlacementCost`` …) come back as the ResidualCost they are, joint residuals as the
 :class:`~optdyn.ocp.residuals.StateResidual` they are. A user residual (NumPy code) has
@@ -104,7 +105,9 @@ def constraint_record(c) -> dict | None:
     if residual is None:
         return None
     if isinstance(c, ResidualEquality):
-        return {"type": "ResidualEquality", "residual": residual}
+        every = np.array_equal(c.rows, np.arange(c.residual.size))  # every row in order: the first format
+        rows = {} if every else {"rows": c.rows.tolist()}
+        return {"type": "ResidualEquality", "residual": residual, **rows}
     return {"type": "ResidualConstraint", "residual": residual, "lower": c.lower.tolist(), "upper": c.upper.tolist()}
 
 
@@ -119,5 +122,5 @@ def make_constraint(model: Model, d: dict):
         return JointLimits(model, d["position"], d["velocity"], d["margin"])
     residual = _make(_RESIDUALS, d["residual"], model)
     if d["type"] == "ResidualEquality":
-        return ResidualEquality(residual)
+        return ResidualEquality(residual, d.get("rows"))
     return ResidualConstraint(residual, d["lower"], d["upper"])

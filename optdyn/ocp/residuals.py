@@ -183,7 +183,8 @@ class StateResidual(Residual):
             M[:, self.rows] = rho
             Hqq = log_curvatures(self.lie, np.ascontiguousarray(e[:, :nv]), np.ascontiguousarray(M[:, :nv]), Jinv)
             return _hessians(K, self.ndx, nu, Hqq)
-        return Terms(e[:, self.rows], D[:, self.rows], np.zeros((K, self.size, nu)), hessians)
+        # take, not e[:, rows]: an index array on axis 1 gives a Fortran-ordered copy
+        return Terms(e.take(self.rows, axis=1), D.take(self.rows, axis=1), np.zeros((K, self.size, nu)), hessians)
 
 
 def joint_rows(model: Model, joints, velocity: bool) -> np.ndarray:
@@ -237,7 +238,7 @@ class _Difference(Residual):
     def evaluate(self, xs, us):
         K, nu = xs.shape[0], us.shape[1]
         ndx = xs.shape[1] if self.ndx is None else self.ndx
-        eye = np.broadcast_to(np.eye(self.size), (K, self.size, self.size))
+        eye = np.repeat(np.eye(self.size)[None], K, axis=0)  # C-contiguous, as the cost's chain rule takes it
         rx, ru = (np.zeros((K, self.size, ndx)), eye) if self.depends_on_u else (eye, np.zeros((K, self.size, nu)))
         return Terms(self.value(xs, us), rx, ru, lambda rho: _hessians(K, ndx, nu))
 

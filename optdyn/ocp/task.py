@@ -226,7 +226,8 @@ def record(problem: Problem) -> dict | None:
     model = model_record(problem.model)
     if model is None or problem.model.nq != problem.model.nv:
         return None
-    paths = [r for r in map(_constraint_record, problem.path_constraints) if r is not None]
+    # the stage constraints are path constraints the Problem sets apart (their residual depends on u): one list
+    paths = [r for r in map(_constraint_record, problem.path_constraints + problem.stage_constraints) if r is not None]
     terminals = [r for r in map(_constraint_record, problem.terminal_constraints) if r is not None]
     return {"version": RECORD_VERSION, "model": model, "name": problem.name, "x0": problem.x0.tolist(),
             "N": problem.N, "dt": problem.dt, "substeps": problem.substeps, "integrator": problem.integrator,

@@ -1,17 +1,24 @@
-"""Augmented-Lagrangian DDP/iLQR for path inequalities and terminal equalities.
+"""Augmented-Lagrangian DDP/iLQR for path and stage constraints and terminal equalities.
 
 The outer loop of AL-iLQR (T. A. Howell, B. E. Jackson, Z. Manchester, "ALTRO: A Fast
 Solver for Constrained Trajectory Optimization", IROS 2019, Alg. 1–2):
 each outer iteration minimises, by DDP or iLQR (:mod:`optdyn.solvers.ddp`, control bounds kept
 inside the box QP), the augmented Lagrangian
 
-    L_A = J(X, U) + Σ_{k=1..N} Σ_i ψ(c_i(x_k); λ_ki, ρ) + Σ_j [μ_j h_j(x_N) + ½ρ h_j(x_N)²]
+    L_A = J(X, U) + Σ_{k=1..N} Σ_i ψ(c_i(x_k); λ_ki, ρ) + Σ_{k=0..N−1} Σ_i ψ(g_i(x_k, u_k); λ^g_ki, ρ)
+          + Σ_j [μ_j h_j(x_N) + ½ρ h_j(x_N)²]
 
-with the Powell–Hestenes–Rockafellar term for c ≥ 0 (smooth, λ ≥ 0)
+with the Powell–Hestenes–Rockafellar term for an inequality c ≥ 0 (smooth, λ ≥ 0)
 
     ψ(c; λ, ρ) = (max(0, λ − ρc)² − λ²) / (2ρ),   ψ' = −max(0, λ − ρc),   ψ'' = ρ·[λ > ρc]
 
-then updates the multipliers λ ← max(0, λ − ρc), μ ← μ + ρh (ALTRO eq. 8–9) and, when the
+and, for an equality row c = 0 of the path or stage constraints, the same without the max:
+ψ = −λc + ½ρc², ψ' = −(λ − ρc), ψ'' = ρ (the Lagrangian J − λᵀc of both kinds of rows;
+D. P. Bertsekas, "Constrained Optimization and Lagrange Multiplier Methods", 1982, Sec. 3.1).
+The stage rows g depend on (x_k, u_k): their terms enter ℓ_x, ℓ_u and the three Hessian blocks
+with the Gauss–Newton part ψ'' g_z g_zᵀ and the second-order part ψ' g_zz.
+It then updates the multipliers λ ← max(0, λ − ρc) (λ ← λ − ρc on equality rows),
+μ ← μ + ρh (ALTRO eq. 8–9) and, when the
 violation did not shrink by ``decrease`` (0.25), the penalty ρ ← φρ. As in ALTRO the early
 inner solves are loose: their tolerance starts at ``inner_tol0`` and shrinks by
 ``inner_tol_factor`` per outer iteration down to the solver's ``tol``. It stops when an
@@ -29,10 +36,12 @@ from .result import Result
 from .runtime import Run, is_interrupt
 
 
-def _phr(c, lam, rho):
-    """ψ, ψ', ψ'' of the inequality term (module docstring), elementwise."""
-    t = np.maximum(0.0, lam - rho * c)
-    return (t * t - lam * lam) / (2.0 * rho), -t, rho * (t > 0.0)
+def _phr(c, lam, rho, equality=False):
+    """ψ, ψ', ψ'' of the rows' terms (module docstring), elementwise: inequalities, or
+    equalities where ``equality`` (bool, broadcast over the rows)."""
+    t = lam - rho * c
+    t = np.where(equality, t, np.maximum(0.0, t))
+    return (t * t - lam * lam) / (2.0 * rho), -t, rho * ((t > 0.0) | equality)
 
 
 def _add_penalty(terms_x, c, cx, cxx, d1, d2, d0):
@@ -43,26 +52,46 @@ def _add_penalty(terms_x, c, cx, cxx, d1, d2, d0):
     lxx += np.einsum("...i,...ia,...ib->...ab", d2, cx, cx) + np.einsum("...i,...iab->...ab", d1, cxx)
 
 
+def _add_stage_penalty(terms, g, gz, gzz, psi, ndx: int) -> None:
+    """Add the stage rows' Σ_i ψ_i (``psi`` = (ψ, ψ', ψ'')) to the running terms
+    (l, lx, lu, lxx, lux, luu), from their derivatives in z = (δx, u)."""
+    l, lx, lu, lxx, lux, luu = terms
+    K, nz = gz.shape[0], gz.shape[2]
+    lz, lzz = np.zeros((K, nz)), np.zeros((K, nz, nz))
+    _add_penalty((l, lz, lzz), g, gz, gzz, psi[1], psi[2], psi[0])
+    lx += lz[:, :ndx]
+    lu += lz[:, ndx:]
+    lxx += lzz[:, :ndx, :ndx]
+    lux += lzz[:, ndx:, :ndx]
+    luu += lzz[:, ndx:, ndx:]
+
+
 class ALObjective(Objective):
     """The augmented Lagrangian L_A for fixed multipliers and penalty.
 
-    lam (N, nc): multipliers of the path inequalities at nodes 1..N; mu (nh,): of the
-    terminal equalities; rho: penalty.
+    lam (N, nc): multipliers of the path rows at nodes 1..N; mu (nh,): of the terminal
+    equalities; rho: penalty; lam_stage (N, ng): of the stage rows at knots 0..N−1.
     """
 
     exact = False
 
     def __init__(self, problem: Problem, lam: np.ndarray, mu: np.ndarray, rho: float,
-                 gauss_newton: bool = False) -> None:
+                 lam_stage: np.ndarray | None = None, gauss_newton: bool = False) -> None:
         super().__init__(problem, gauss_newton)
         self.lam, self.mu, self.rho = lam, mu, rho
+        self.lam_stage = np.zeros((problem.N, problem.ng)) if lam_stage is None else lam_stage
+        self.path_eq, self.stage_eq = problem.path_equalities, problem.stage_equalities
 
     def running(self, xs, us):
         l, lx, lu, lxx, lux, luu = (t.copy() for t in super().running(xs, us))
         if self.problem.nc:
             c, cx, cxx = self.problem.path_constraint_terms(xs[1:])
-            d0, d1, d2 = _phr(c, self.lam[:-1], self.rho)
+            d0, d1, d2 = _phr(c, self.lam[:-1], self.rho, self.path_eq)
             _add_penalty((l[1:], lx[1:], lxx[1:]), c, cx, cxx, d1, d2, d0)
+        if self.problem.ng:
+            g, gz, gzz = self.problem.stage_constraint_terms(xs, us)
+            _add_stage_penalty((l, lx, lu, lxx, lux, luu), g, gz, gzz,
+                               _phr(g, self.lam_stage, self.rho, self.stage_eq), self.problem.ndx)
         return l, lx, lu, lxx, lux, luu
 
     def terminal(self, x):
@@ -70,7 +99,7 @@ class ALObjective(Objective):
         l, lx, lxx = np.array([l]), lx.copy(), lxx.copy()
         if self.problem.nc:
             c, cx, cxx = (t[0] for t in self.problem.path_constraint_terms(x[None]))
-            d0, d1, d2 = _phr(c, self.lam[-1], self.rho)
+            d0, d1, d2 = _phr(c, self.lam[-1], self.rho, self.path_eq)
             _add_penalty((l, lx, lxx), c, cx, cxx, d1, d2, d0)
         if self.problem.nh:
             h, hx, hxx = self.problem.terminal_constraint_terms(x)
@@ -82,17 +111,24 @@ class ALObjective(Objective):
     def value(self, xs, us) -> float:
         total = self.problem.cost(xs, us)
         if self.problem.nc:
-            total += float(np.sum(_phr(self.problem.path_constraint_values(xs[1:]), self.lam, self.rho)[0]))
+            c = self.problem.path_constraint_values(xs[1:])
+            total += float(np.sum(_phr(c, self.lam, self.rho, self.path_eq)[0]))
+        if self.problem.ng:
+            g = self.problem.stage_constraint_values(xs[:-1], us)
+            total += float(np.sum(_phr(g, self.lam_stage, self.rho, self.stage_eq)[0]))
         if self.problem.nh:
             h = self.problem.terminal_constraint_terms(xs[-1])[0]
             total += float(self.mu @ h + 0.5 * self.rho * h @ h)
         return total
 
-    def update(self, xs) -> None:
-        """First-order multiplier update (ALTRO eq. 8–9) at the states xs (N+1, nx)."""
+    def update(self, xs, us) -> None:
+        """First-order multiplier update (ALTRO eq. 8–9) at the trajectory xs (N+1, nx), us (N, nu)."""
         if self.problem.nc:
             c = self.problem.path_constraint_values(xs[1:])
-            self.lam = np.maximum(0.0, self.lam - self.rho * c)
+            self.lam = -_phr(c, self.lam, self.rho, self.path_eq)[1]
+        if self.problem.ng:
+            g = self.problem.stage_constraint_values(xs[:-1], us)
+            self.lam_stage = -_phr(g, self.lam_stage, self.rho, self.stage_eq)[1]
         if self.problem.nh:
             self.mu = self.mu + self.rho * self.problem.terminal_constraint_terms(xs[-1])[0]
 
@@ -117,14 +153,17 @@ def solve_al(problem: Problem, ddp: bool = True, us_init=None, xs_init=None, con
     ``options`` are those of :class:`optdyn.solvers.ddp.Options`; ``max_iter`` bounds the total
     number of inner iterations, ``max_time`` the wall time; Ctrl-C stops with the last
     accepted iterate (:mod:`optdyn.solvers.runtime`). The result's cost is the true objective J;
-    its extra holds the multipliers ("lambda" (N, nc), "mu" (nh,)), the final penalty
+    its extra holds the multipliers updated once more at the returned trajectory (the last
+    inner solve's stationarity ∇J + Σ ψ'∇c = 0 is then the KKT condition with them):
+    ("lambda" (N, nc) of the path rows at nodes 1..N,
+    "lambda_stage" (N, ng) of the stage rows at knots 0..N−1, "mu" (nh,)), the final penalty
     "rho", "outer_iterations", "violation" and "compile_time".
     """
     o = Options(**options)
     name = "ddp" if ddp else "ilqr"
     objective = ALObjective(problem, np.zeros((problem.N, problem.nc)), np.zeros(problem.nh), rho_init,
-                            o.cost_hessian == "gauss_newton")
-    steps, previous, outer, origin, rejected = 0, np.inf, 0, "", []
+                            gauss_newton=o.cost_hessian == "gauss_newton")
+    steps, previous, outer, origin, rejected, updated = 0, np.inf, 0, "", [], False
     status, message, converged = "max_iter", f"iteration limit {o.max_iter} reached", False
     inner_tol = max(o.tol, inner_tol0)
     with Run(o.max_time) as run:
@@ -136,7 +175,7 @@ def solve_al(problem: Problem, ddp: bool = True, us_init=None, xs_init=None, con
                 out = iterate(problem, objective, us, replace(o, tol=inner_tol), ddp, log,
                               max_iter=o.max_iter - steps, xs=start)
                 steps += out.iterations
-                us, xs = out.us, out.xs
+                us, xs, updated = out.us, out.xs, False
                 start = xs if o.shooting == "multiple" else None  # gaps left open stay open
                 violation = _cost_and_violation(problem, xs, us)[1]
                 if out.converged and violation <= constraint_tol and inner_tol <= o.tol:
@@ -152,7 +191,8 @@ def solve_al(problem: Problem, ddp: bool = True, us_init=None, xs_init=None, con
                 inner_tol = max(o.tol, inner_tol * inner_tol_factor)
                 if violation <= constraint_tol:  # feasible: only the inner solve needs tightening
                     continue
-                objective.update(xs)
+                objective.update(xs, us)
+                updated = True
                 if violation > decrease * previous:
                     objective.rho = min(objective.rho * rho_factor, rho_max)
                 previous = violation
@@ -164,10 +204,13 @@ def solve_al(problem: Problem, ddp: bool = True, us_init=None, xs_init=None, con
             out = stopped_by_exception(problem, log, (problem.N, problem.nu, problem.ndx))
             status, message, converged = out.status, out.message, False
     cost, violation = _cost_and_violation(problem, out.xs, out.us)
+    if np.isfinite(violation) and not updated:  # the multipliers of the returned trajectory (eq. 8–9)
+        objective.update(out.xs, out.us)
     return Result(xs=out.xs, us=out.us, cost=cost, converged=converged,
                   iterations=steps, status=status, message=message, history=log.history(), solver=name,
                   problem=problem.name, params=problem.params, wall_time=run.elapsed(),
-                  gains=out.K, extra={"lambda": objective.lam, "mu": objective.mu, "rho": objective.rho,
+                  gains=out.K, extra={"lambda": objective.lam, "lambda_stage": objective.lam_stage,
+                                      "mu": objective.mu, "rho": objective.rho,
                                       "outer_iterations": outer, "violation": violation,
                                       "rejected_rollouts": log.rejected, "invalid_rollouts": log.invalid,
                                       "initial_guess": origin,

@@ -15,16 +15,19 @@ the nonlinear program
 
     min_z  Σ_k dt·ℓ(x_k, u_k) + ℓ_N(x_N)
     s.t.   d_k = x_{k+1} − F(x_k, u_k) = 0       k = 0 … N−1   (continuity "defects")
-           c(x_k) ≥ 0                           k = 1 … N     (path inequalities; joint
+           c(x_k) ≥ 0 or = 0                    k = 1 … N     (path constraints; joint
                                                                limits are variable bounds)
+           g(x_k, u_k) ≥ 0 or = 0               k = 0 … N−1   (stage constraints)
            h(x_N) = 0                                          (terminal equalities)
            x_0 = x̄_0,  u_lower ≤ u_k ≤ u_upper                (variable bounds)
 
-Constraint rows are ordered [d_0 … d_{N−1}, c(x_1) … c(x_N), h]. Every derivative is
-exact: the Jacobian blocks are (−A_k, −B_k, I) from ``step_derivatives`` and the
-constraint Jacobians; the Hessian of the Lagrangian
+Constraint rows are ordered [d_0 … d_{N−1}, c(x_1) … c(x_N), g(x_0, u_0) … g(x_{N−1}, u_{N−1}), h];
+an equality row of c or g has the bounds g_l = g_u = 0, an inequality 0 ≤ · < ∞. Every
+derivative is exact: the Jacobian blocks are (−A_k, −B_k, I) from ``step_derivatives``, the
+constraint Jacobians c_x(x_k) and g_z(x_k, u_k) on the variables (x_k, u_k); the Hessian of the
+Lagrangian
 
-    ∇²L = σ ∇²(cost) − Σ_k Σ_i λ_{k,i} ∇²F_i(x_k, u_k) + Σ μ ∇²c + Σ ν ∇²h
+    ∇²L = σ ∇²(cost) − Σ_k Σ_i λ_{k,i} ∇²F_i(x_k, u_k) + Σ μ ∇²c + Σ κ ∇²g + Σ ν ∇²h
 
 is block diagonal — one dense (ndx+nu)² block per interval and one nx² block for x_N.
 
@@ -66,6 +69,7 @@ from dynamics._compile import njit
 from dynamics.spatial import matmul_add
 from dynamics.parallel import run_chunks
 
+from ..ocp.constraints import JointLimits, equality_rows
 from ..ocp.problem import Problem
 from .result import Result
 from .runtime import Run, check_max_time, is_interrupt, stop_message
@@ -129,9 +133,9 @@ class MultipleShootingNLP:
         self.chart = StateChart(problem.model, problem.xs_init if reference is None else reference)
         self.ndx, self.nu, self.N = problem.ndx, problem.nu, problem.N
         self.nw = self.ndx + self.nu
-        self.nc, self.nh = problem.nc_general, problem.nh
+        self.nc, self.ng, self.nh = problem.nc_general, problem.ng, problem.nh
         self.n = self.N * self.nw + self.ndx
-        self.m = self.N * self.ndx + self.N * self.nc + self.nh
+        self.m = self.N * (self.ndx + self.nc + self.ng) + self.nh
         self._bounds()
         self._jac_rows, self._jac_cols, self._n_identity = self._jacobian_pattern()
         self._hess_rows, self._hess_cols = self._hessian_pattern()
@@ -181,25 +185,30 @@ class MultipleShootingNLP:
         us_lo = np.broadcast_to(np.maximum(p.u_lower, -INF), (N, self.nu))
         us_hi = np.broadcast_to(np.minimum(p.u_upper, INF), (N, self.nu))
         self.lb, self.ub = self._pack(xs_lo, us_lo), self._pack(xs_hi, us_hi)
+        general = equality_rows([c for c in p.path_constraints if not isinstance(c, JointLimits)])
+        rows = np.concatenate([np.where(general, 0.0, INF), np.where(p.stage_equalities, 0.0, INF)])
         self.cl = np.zeros(self.m)
         self.cu = np.zeros(self.m)
-        self.cu[N * self.ndx: N * (self.ndx + self.nc)] = INF
+        self.cu[N * self.ndx: N * (self.ndx + self.nc + self.ng)] = np.concatenate(
+            [np.tile(rows[: self.nc], N), np.tile(rows[self.nc:], N)])
 
     def _jacobian_pattern(self):
-        """Rows and columns of the blocks −A_k, −B_k, I, c_x(x_k), h_x (in this order).
+        """Rows and columns of the blocks −A_k, −B_k, I, c_x(x_k), g_z(x_k, u_k), h_x (in this order).
 
         Each block is listed row-major, as ``A.ravel()`` etc. lay out its values.
         """
-        ndx, nu, nw, nc, nh, N = self.ndx, self.nu, self.nw, self.nc, self.nh, self.N
+        ndx, nu, nw, nc, ng, nh, N = self.ndx, self.nu, self.nw, self.nc, self.ng, self.nh, self.N
         k = np.arange(N)[:, None, None]
         defect_row = k * ndx + np.arange(ndx)[:, None]                       # (N, ndx, 1)
         path_row = N * ndx + k * nc + np.arange(nc)[:, None]                # (N, nc, 1)
-        term_row = N * (ndx + nc) + np.arange(nh)[:, None]                  # (nh, 1)
+        stage_row = N * (ndx + nc) + k * ng + np.arange(ng)[:, None]        # (N, ng, 1)
+        term_row = N * (ndx + nc + ng) + np.arange(nh)[:, None]             # (nh, 1)
         blocks = [
             (defect_row, k * nw + np.arange(ndx)),                          # −A_k  wrt x_k
             (defect_row, k * nw + ndx + np.arange(nu)),                     # −B_k  wrt u_k
             (defect_row[:, :, 0], (k[:, :, 0] + 1) * nw + np.arange(ndx)),  # +I    wrt x_{k+1}
             (path_row, (k + 1) * nw + np.arange(ndx)),                      # c_x(x_{k+1})
+            (stage_row, k * nw + np.arange(nw)),                            # g_z(x_k, u_k)
             (term_row, N * nw + np.arange(ndx)),                            # h_x(x_N)
         ]
         pairs = [np.broadcast_arrays(r, c) for r, c in blocks]
@@ -246,6 +255,7 @@ class MultipleShootingNLP:
             "running_cost": lambda: p.running_cost_terms(xs[:-1], us),
             "terminal_cost": lambda: p.terminal_cost_terms(xs[-1]),
             "path_constraints": lambda: p.path_constraint_terms(xs[1:], bounds=False),
+            "stage_constraints": lambda: p.stage_constraint_terms(xs[:-1], us),
             "terminal_constraints": lambda: p.terminal_constraint_terms(xs[-1]),
             # (A, B, stages): with the exact Hessian, the stage records are kept for it (one
             # buffer, overwritten at each new point: the cache holds a single point)
@@ -277,10 +287,11 @@ class MultipleShootingNLP:
         return g
 
     def constraints(self, z: np.ndarray) -> np.ndarray:
-        """[x_{k+1} − F(x_k, u_k)]_k, [c(x_k)]_{k=1..N}, h(x_N) stacked (m,)."""
+        """[x_{k+1} − F(x_k, u_k)]_k, [c(x_k)]_{k=1..N}, [g(x_k, u_k)]_{k=0..N−1}, h(x_N) stacked (m,)."""
         xis = self._split(z)[0] if self.chart.manifold else self._get(z, "xu")[0]
         c, h = self._get(z, "path_constraints")[0], self._get(z, "terminal_constraints")[0]
-        return np.concatenate(((xis[1:] - self._get(z, "step")[0]).ravel(), c.ravel(), h))
+        g = self._get(z, "stage_constraints")[0]
+        return np.concatenate(((xis[1:] - self._get(z, "step")[0]).ravel(), c.ravel(), g.ravel(), h))
 
     def jacobianstructure(self) -> tuple[np.ndarray, np.ndarray]:
         return self._jac_rows, self._jac_cols
@@ -289,12 +300,14 @@ class MultipleShootingNLP:
         """Values of the Jacobian in the order of ``jacobianstructure``."""
         A, B, _ = self._get(z, "first_order")
         cx, hx = self._get(z, "path_constraints")[1], self._get(z, "terminal_constraints")[1]
-        if self.chart.manifold:  # D A E, D B, c_x E, h_x E
+        gz = self._get(z, "stage_constraints")[1]
+        if self.chart.manifold:  # D A E, D B, c_x E, [g_x E, g_u], h_x E
             E, D, chain = self._get(z, "E"), self._get(z, "step")[1], self.chart.chain
             A, B = chain(A.copy(), D, E[:-1]), chain(B.copy(), D)
             cx, hx = chain(cx.copy(), right=E[1:]), chain(hx[None].copy(), right=E[-1:])[0]
+            gz = chain(gz.copy(), right=E[:-1])
         return self._finite(np.concatenate((-A.ravel(), -B.ravel(), np.ones(self._n_identity), cx.ravel(),
-                                            hx.ravel())), "Jacobian")
+                                            gz.ravel(), hx.ravel())), "Jacobian")
 
     def _finite(self, values: np.ndarray, what: str, terms: tuple = ()) -> np.ndarray:
         """``values``, or IPOPT's evaluation error if some are NaN/inf: IPOPT does not check
@@ -319,8 +332,12 @@ class MultipleShootingNLP:
         ndx, N, chart = self.ndx, self.N, self.chart
         lam = lagrange[: N * ndx].reshape(N, ndx)
         mu = lagrange[N * ndx: N * (ndx + self.nc)].reshape(N, self.nc)
-        nu_h = lagrange[N * (ndx + self.nc):]
+        kappa = lagrange[N * (ndx + self.nc): N * (ndx + self.nc + self.ng)].reshape(N, self.ng)
+        nu_h = lagrange[N * (ndx + self.nc + self.ng):]
         _, lx, _, lxx, lux, luu = self._get(z, "running_cost")
+        sigma = obj_factor
+        if self.ng:  # σℓ + κᵀg on the interval blocks (weighted here)
+            sigma, (lx, lxx, lux, luu) = 1.0, self._stage_weighted(z, obj_factor, kappa, (lx, lxx, lux, luu))
         _, cx, cxx = self._get(z, "path_constraints")
         _, hx, hxx = self._get(z, "terminal_constraints")
         _, lNx, lNxx = self._get(z, "terminal_cost")
@@ -334,7 +351,7 @@ class MultipleShootingNLP:
         xis, ntril = self._split(z)[0], self._tril_w[0].size
         values = np.empty(self._hess_rows.size)
         defects = Defects(G, lam, D, lamF, A, B)
-        run_chunks(_lagrangian_blocks, N, obj_factor, CostTerms(lx, lxx, lux, luu), H, PathTerms(mu, cx, cxx), 1,
+        run_chunks(_lagrangian_blocks, N, sigma, CostTerms(lx, lxx, lux, luu), H, PathTerms(mu, cx, cxx), 1,
                    ChartTerms(chart.dofs, chart.lie, E, xis), defects, True, self._tril_w,
                    values[: N * ntril].reshape(N, ntril))
         # x_N: σℓ_N + νᵀh (weighted here), the path constraints at x_N, no defect
@@ -344,11 +361,21 @@ class MultipleShootingNLP:
                            PathTerms(mu[-1:], cx[-1:], cxx[-1:]), 0, ChartTerms(chart.dofs, chart.lie, E[N:], xis[N:]),
                            defects, False, self._tril_x, values[N * ntril:].reshape(1, -1), 0, 1)
         terms = (("the defects' multipliers", lam, 0), ("the path constraints' multipliers", mu, 1),
+                 ("the stage constraints' multipliers", kappa, 0),
                  ("the terminal constraints' multipliers", nu_h[None], N), ("ℓ_xx", lxx, 0), ("ℓ_ux", lux, 0),
                  ("ℓ_uu", luu, 0), ("the terminal cost's Hessian", lNxx[None], N),
                  ("the path constraints' Hessians", cxx, 1), ("the terminal constraints' Hessians", hxx[None], N),
                  ("the dynamics' Hessians λᵀF_zz", H, 0))
         return self._finite(values, "Hessian", terms)
+
+    def _stage_weighted(self, z: np.ndarray, sigma: float, kappa: np.ndarray, cost: tuple) -> tuple:
+        """(σℓ_x + Σ_r κ_r g_x,r, σℓ_xx + Σ_r κ_r g_xx,r, … ux, … uu) at the knots 0..N−1: the cost
+        terms with the stage constraints' part of the Lagrangian, κ (N, ng) their multipliers."""
+        lx, lxx, lux, luu = cost
+        gz, gzz = self._get(z, "stage_constraints")[1:]
+        ndx, gzz_k = self.ndx, np.einsum("kr,krab->kab", kappa, gzz)
+        return (sigma * lx + np.einsum("kr,kra->ka", kappa, gz[:, :, :ndx]), sigma * lxx + gzz_k[:, :ndx, :ndx],
+                sigma * lux + gzz_k[:, ndx:, :ndx], sigma * luu + gzz_k[:, ndx:, ndx:])
 
     def _dynamics_hessians(self, z: np.ndarray, lam: np.ndarray) -> np.ndarray:
         """Σ_i λ_k,i ∇²F_i(x_k, u_k) (N, nw, nw) w.r.t. (δx, u)."""
@@ -609,8 +636,9 @@ def solve_ipopt(problem: Problem, hessian: str = "exact", max_iter: int = 500, t
         "gradient" (inf_du), "mu", "step" (alpha_pr), "time"; ``extra`` has
         "status_code", "status_message", "log" (per-iteration dict of arrays),
         "evaluation_errors" (points IPOPT had to step back from), "compile_time",
-        "multipliers" ("defects" (N, ndx), "path" (N, nc): every path row, joint limits
-        (variable bounds) included, "terminal" (nh,)) and
+        "multipliers" ("defects" (N, ndx), "path" (N, nc): every path row at nodes 1..N, joint
+        limits (variable bounds) included, "stage" (N, ng): the stage rows at knots 0..N−1,
+        "terminal" (nh,); IPOPT's sign: L = f + Σ multiplier · row) and
         "nlp_size" (n, m).
     """
     if not isinstance(problem, Problem):
@@ -676,7 +704,7 @@ def _result(problem, nlp: MultipleShootingNLP, z, info, hessian: str, run: Run) 
         cost = np.nan
     log = {f: np.array([r[f] for r in nlp.log]) for f in LOG_FIELDS}
     lam = np.asarray(info["mult_g"])
-    N, ndx, nc = nlp.N, nlp.ndx, nlp.nc
+    N, ndx, nc, ng = nlp.N, nlp.ndx, nlp.nc, nlp.ng
     return Result(
         xs=xs, us=us, cost=cost, converged=code in CONVERGED,
         iterations=int(log["iteration"][-1]) if nlp.log else 0,
@@ -692,7 +720,8 @@ def _result(problem, nlp: MultipleShootingNLP, z, info, hessian: str, run: Run) 
                "multipliers": {"defects": lam[: N * ndx].reshape(N, ndx),
                                "path": _path_multipliers(problem, nlp, lam[N * ndx: N * (ndx + nc)].reshape(N, nc),
                                                          info),
-                               "terminal": lam[N * (ndx + nc):]}},
+                               "stage": lam[N * (ndx + nc): N * (ndx + nc + ng)].reshape(N, ng),
+                               "terminal": lam[N * (ndx + nc + ng):]}},
     )
 
 

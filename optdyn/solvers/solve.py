@@ -1,7 +1,7 @@
 """One entry point for every solver: ``solve(problem, solver="ddp"|"ilqr"|"ipopt")``.
 
 DDP and iLQR (:mod:`optdyn.solvers.ddp`) handle control bounds in their box-QP backward pass and,
-when the problem has path or terminal constraints, run inside the augmented-Lagrangian
+when the problem has path, stage or terminal constraints, run inside the augmented-Lagrangian
 outer loop (:mod:`optdyn.solvers.augmented_lagrangian`), so all three solvers solve the same
 constrained discrete-time problem. IPOPT (:mod:`optdyn.solvers.ipopt`, direct multiple shooting)
 is imported only when asked for.
@@ -128,7 +128,7 @@ def _dispatch(problem: Problem, solver: str, options: dict) -> Result:
     if options.get("shooting", "single") == "single":
         options.pop("xs_init", None)
     ddp = solver == "ddp"
-    if problem.nc or problem.nh:
+    if problem.nc or problem.ng or problem.nh:
         return solve_al(problem, ddp, **options)
     al = sorted(set(options) & set(AL_OPTIONS))
     for name in al:

@@ -63,11 +63,15 @@ def _keep_in_view(ax, lines) -> None:
 
 
 def _margin_panel(ax, result: Result, problem: Problem) -> None:
-    """The margin min_i c_i(x_k) of each path constraint c ≥ 0 at the nodes 1..N (< 0: violated)."""
-    xs = np.asarray(result.xs, dtype=float)[1:]
-    t = problem.dt * np.arange(1, problem.N + 1)
+    """The margin min_i c_i of each path constraint c ≥ 0 at the nodes 1..N, and of each stage
+    constraint at the knots 0..N−1 (−|c_i| on equality rows; < 0: violated)."""
+    xs, us = np.asarray(result.xs, dtype=float), np.asarray(result.us, dtype=float)
+    t = problem.dt * np.arange(problem.N + 1)
     for c in problem.path_constraints:
-        ax.plot(t, c.value(xs).min(axis=1), marker=".", ms=3, lw=1.2, label=type(c).__name__)
+        ax.plot(t[1:], c.least_margin(c.value(xs[1:])), marker=".", ms=3, lw=1.2, label=type(c).__name__)
+    for c in problem.stage_constraints:
+        ax.plot(t[:-1], c.least_margin(c.value_knots(xs[:-1], us)), marker="x", ms=3, lw=1.2,
+                label=f"{type(c).__name__} (on u)")
     ax.axhline(0.0, color="tab:red", ls="--", lw=1.0, label="bound (c ≥ 0)")
     ax.set_xlabel("time [s]")
     ax.set_ylabel("constraint margin min c_i")
@@ -76,7 +80,7 @@ def _margin_panel(ax, result: Result, problem: Problem) -> None:
 
 
 def _clearance_panel(ax, result: Result, problem: Problem) -> None:
-    if not clearance_constraints(problem) and problem.path_constraints:
+    if not clearance_constraints(problem) and (problem.path_constraints or problem.stage_constraints):
         _margin_panel(ax, result, problem)
         return
     if not clearance_constraints(problem):

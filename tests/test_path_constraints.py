@@ -1,0 +1,281 @@
+"""Path constraints on any residual: equalities at nodes 1..N, constraints on (x_k, u_k) at the
+knots 0..N−1 ("stage constraints"); their rows against differences, the solvers' agreement,
+the multipliers, saved results and bad input."""
+import numpy as np
+import pytest
+from numdiff import central, rel_error, second_differences
+
+import dynamics as dyn
+import problems
+from optdyn import solve
+from optdyn.constraints import ResidualConstraint, ResidualEquality, SphereClearance
+from optdyn.costs import ControlCost, FramePositionCost, StateCost
+from optdyn.ocp import residuals as res
+from optdyn.ocp.problem import Problem
+from optdyn.ocp.user_residual import UserResidual
+from test_residuals import FLOAT, UR5, _plus, _state, saved_and_rebuilt  # x ⊕ δx, saved results
+
+
+def _power(model, nu):
+    """r = (½‖u‖², Σ_i u_i v_{a_i}, v_0 u_0²) of the last nu velocities v_a: a residual of (x, u)
+    whose three Hessian blocks are nonzero (the user's exact Hessian)."""
+    nq, nv = model.nq, model.nv
+    a = nq + nv - nu  # the actuated velocities are the last nu coordinates of x
+
+    def value(x, u):
+        return np.array([0.5 * u @ u, u @ x[a:], x[nq] * u[0] ** 2])
+
+    def jacobian(x, u):
+        rx, ru = np.zeros((3, 2 * nv)), np.zeros((3, nu))
+        rx[1, 2 * nv - nu:], rx[2, nv] = u, u[0] ** 2
+        ru[0], ru[1], ru[2, 0] = u, x[a:], 2 * x[nq] * u[0]
+        return rx, ru
+
+    def hessian(x, u, rho):
+        Hxx, Hux, Huu = np.zeros((2 * nv, 2 * nv)), np.zeros((nu, 2 * nv)), rho[0] * np.eye(nu)
+        Hux[:, 2 * nv - nu:] = rho[1] * np.eye(nu)
+        Hux[0, nv] += 2 * rho[2] * u[0]
+        Huu[0, 0] += 2 * rho[2] * x[nq]
+        return Hxx, Hux, Huu
+    return UserResidual(model, 3, value, jacobian, hessian, nu=nu, name="power")
+
+
+def _knot_constraints(model, nu):
+    return [ResidualConstraint(_power(model, nu), [-1.0, -np.inf, -2.0], [3.0, 0.5, np.inf]),
+            ResidualEquality(res.ControlResidual(nu, np.linspace(-1, 1, nu))),
+            ResidualEquality(res.FrameVelocityResidual(model, "tool0", np.arange(6.0), reference="world")),
+            ResidualConstraint(res.FramePlacementResidual(model, "tool0", np.eye(4)), -0.1, 0.2),
+            SphereClearance(model, [("tool0", (0.0, 0.0, 0.05))], (0.3, 0.1, 0.4), 0.1)]
+
+
+@pytest.mark.parametrize("model", [UR5, FLOAT], ids=["ur5", "floating"])
+def test_knot_rows_match_differences_along_x_oplus_dx_and_u(model):
+    """c, c_z and every row's Hessian c_zz in z = (δx, u) of constraints on (x, u) and of state
+    constraints at knots, against central and second differences along (x ⊕ δx, u + δu)."""
+    nu, ndx = model.nv - (6 if model is FLOAT else 0), 2 * model.nv
+    x, u = _state(model, 3), np.random.default_rng(4).normal(size=nu)
+    for c in _knot_constraints(model, nu):
+        v, cz, czz = (t[0] for t in c.evaluate_knots(x[None], u[None], ndx))
+
+        def f(z):
+            return c.value_knots(_plus(model, x, z[:ndx])[None], (u + z[ndx:])[None])[0]
+        name = type(c).__name__
+        assert v.shape == (c.size,) and cz.shape == (c.size, ndx + nu) and czz.shape == (c.size, ndx + nu, ndx + nu)
+        assert np.allclose(v, f(np.zeros(ndx + nu)), atol=1e-14), name
+        assert rel_error(cz, central(f, np.zeros(ndx + nu))) < 1e-7, name
+        assert rel_error(czz, second_differences(f, ndx + nu)) < 1e-6, name
+        if c.depends_on_u and c.size == 3:  # the power rows: every second-order block is nonzero
+            assert np.abs(czz[:, ndx:, :ndx]).max() > 0.1 and np.abs(czz[:, ndx:, ndx:]).max() > 0.1
+        elif not c.depends_on_u:  # the state rows: curved in x
+            assert np.abs(czz[:, :ndx, :ndx]).max() > 0.1, name
+
+
+def test_check_derivatives_compares_the_control_blocks_of_a_stage_constraint(capsys):
+    import optdyn
+    x, u = _state(UR5, 8), np.random.default_rng(9).normal(size=6)
+    good = ResidualConstraint(_power(UR5, 6), -1.0, 3.0)
+    assert optdyn.check_derivatives(good, x, u) < 1e-6
+    assert {"c_u", "c_ux", "c_uu"} <= set(capsys.readouterr().out.split())
+    bad = _power(UR5, 6)
+    exact = bad._hessian
+    bad._hessian = lambda x, u, rho: tuple(1.1 * h for h in exact(x, u, rho))  # a 10 % error in the Hessian
+    assert optdyn.check_derivatives(ResidualConstraint(bad, -1.0, 3.0), x, u, verbose=False) > 0.05
+
+
+def test_the_problem_stacks_stage_rows_at_the_knots_and_state_rows_at_the_nodes():
+    """A control residual without ``ndx`` on a floating base (nx ≠ ndx) gets a zero x-part of
+    width ndx; state constraints stay path constraints (nodes 1..N), control ones become
+    stage constraints (knots 0..N−1); equality rows are flagged."""
+    prob = problems.space_manipulator.make(N=4, dt=0.2)
+    nu, ndx = prob.nu, prob.ndx
+    eq_v = ResidualEquality(res.FrameVelocityResidual(prob.model, "tool0"))
+    box = ResidualConstraint(res.ControlResidual(nu), -2.0, 2.0)
+    p = Problem(prob.model, prob.x0, prob.N, prob.dt, prob.running_cost, prob.terminal_cost,
+                path_constraints=[box, eq_v, ResidualEquality(res.ControlResidual(nu))])
+    assert p.path_constraints == (eq_v,) and p.nc == 6 and p.ng == 3 * nu and p.path_equalities.all()
+    assert np.array_equal(p.stage_equalities, np.r_[np.zeros(2 * nu, bool), np.ones(nu, bool)])
+    xs, us = prob.xs_init[:-1], np.random.default_rng(0).normal(size=(prob.N, nu))
+    g, gz, gzz = p.stage_constraint_terms(xs, us)
+    assert g.shape == (prob.N, 3 * nu) and gz.shape == (prob.N, 3 * nu, ndx + nu) and not gzz.any()
+    assert np.allclose(g[:, :nu], us + 2.0) and np.allclose(g[:, 2 * nu:], us) and not gz[:, :, :ndx].any()
+    assert np.allclose(gz[:, nu:2 * nu, ndx:], -np.eye(nu))
+    us[1, 0] = 2.5
+    v = p.violation(np.r_[xs, xs[-1:]], us)
+    assert v >= 2.5 and v == pytest.approx(max(2.5, np.abs(p.path_constraint_values(xs[1:])).max()))
+
+
+# ---------------------------------------------------------------- IPOPT's rows: bounds, Jacobian, Hessian
+def _central(f, z, h=1e-6):
+    return np.array([(np.atleast_1d(f(z + h * e)) - np.atleast_1d(f(z - h * e))) / (2 * h) for e in np.eye(z.size)]).T
+
+
+def test_ipopt_rows_of_path_equalities_and_stage_constraints_match_differences():
+    """On the space manipulator (its state variables in the chart of the guess): the equality rows
+    have g_l = g_u = 0, the stage rows sit on (x_k, u_k) for k = 0..N−1, and the sparse Jacobian
+    and Lagrangian Hessian with random multipliers match central differences of the callbacks."""
+    import scipy.sparse as sp
+
+    from optdyn.solvers.ipopt import INF, MultipleShootingNLP
+    base = problems.space_manipulator.make(N=3, dt=0.2)
+    m, nu = base.model, base.nu
+    cons = [ResidualEquality(res.FrameVelocityResidual(m, "tool0", np.full(6, 0.1))),
+            ResidualConstraint(_power(m, nu), [-1.0, -np.inf, -2.0], [3.0, 0.5, np.inf]),
+            ResidualEquality(res.ControlResidual(nu, np.ones(nu)))]
+    prob = Problem(m, base.x0, base.N, base.dt, base.running_cost, base.terminal_cost, path_constraints=cons)
+    nlp = MultipleShootingNLP(prob)
+    N, ndx, nc, ng = prob.N, prob.ndx, prob.nc, prob.ng
+    assert (nc, ng) == (6, 4 + nu) and nlp.m == N * (ndx + nc + ng) + prob.nh
+    path_cu = nlp.cu[N * ndx: N * (ndx + nc)].reshape(N, nc)
+    stage_cu = nlp.cu[N * (ndx + nc): N * (ndx + nc + ng)].reshape(N, ng)
+    assert not path_cu.any() and np.all(stage_cu[:, :4] == INF) and not stage_cu[:, 4:].any()
+    rng = np.random.default_rng(3)
+    us = base.us_init + 0.3 * rng.standard_normal(base.us_init.shape)
+    z = nlp.pack(prob.rollout(us), us) + 0.01 * rng.standard_normal(nlp.n)
+    xs, us = nlp.unpack(z)
+    g = nlp.constraints(z)
+    assert np.allclose(g[N * (ndx + nc): N * (ndx + nc + ng)], prob.stage_constraint_values(xs[:-1], us).ravel())
+    rows, cols = nlp.jacobianstructure()
+    assert len(set(zip(rows, cols))) == rows.size
+
+    def jac(w):
+        return sp.coo_matrix((nlp.jacobian(w), (rows, cols)), shape=(nlp.m, nlp.n)).toarray()
+    J, fd = jac(z), _central(nlp.constraints, z)
+    assert np.abs(J - fd).max() <= 1e-7 * (1 + np.abs(fd).max())
+    assert np.abs(J[N * (ndx + nc):, :]).max() > 0.1  # the stage rows are in the pattern
+    lam, sigma = rng.standard_normal(nlp.m), 0.6
+    hr, hc = nlp.hessianstructure()
+    L = sp.coo_matrix((nlp.hessian(z, lam, sigma), (hr, hc)), shape=(nlp.n, nlp.n)).toarray()
+    H = L + np.tril(L, -1).T
+    fd = _central(lambda w: sigma * nlp.gradient(w) + jac(w).T @ lam, z)
+    assert np.abs(H - fd).max() <= 1e-6 * (1 + np.abs(fd).max())
+
+
+# ---------------------------------------------------------------- the solvers on a locked double pendulum
+U_MAX = 8.0
+
+
+def _locked_double_pendulum():
+    """The double pendulum swing-up (terminal cost) with its elbow at rest at every node by a
+    path equality v₂ = 0 (nodes 1..N) and its shoulder torque bounded by a stage constraint
+    |u₁| ≤ U_MAX (knots 0..N−1, rows of a control residual, not bounds on the variables)."""
+    base = problems.pendulum.make_double_pendulum(N=40, terminal="cost")
+    m = base.model
+    lock = ResidualEquality(res.JointVelocityResidual(m, joints=[m.joint_names[1]]))
+    shoulder = ResidualConstraint(res.ControlResidual(2), [-U_MAX, -np.inf], [U_MAX, np.inf])
+    return base, Problem(m, base.x0, base.N, base.dt, base.running_cost, base.terminal_cost,
+                         path_constraints=[lock, shoulder], name="locked-double-pendulum")
+
+
+@pytest.fixture(scope="module")
+def locked():
+    base, prob = _locked_double_pendulum()
+    free = solve(base, "ddp")
+    runs = {s: solve(prob, s, max_iter=1000) for s in ("ipopt", "ddp", "ilqr")}
+    return base, prob, free, runs
+
+
+def test_the_constraints_hold_at_every_knot_where_the_free_optimum_breaks_them_and_the_solvers_agree(locked):
+    base, prob, free, runs = locked
+    assert np.abs(free.xs[1:, 3]).max() > 1.0 and np.abs(free.us[:, 0]).max() > U_MAX + 1.0
+    for s, r in runs.items():
+        assert r.converged, (s, r.status, r.message)
+        assert np.abs(r.xs[1:, 3]).max() < 1e-6 and np.abs(r.us[:, 0]).max() < U_MAX + 1e-6, s
+        assert np.abs(r.us[:, 0]).max() > U_MAX - 1e-4, s  # the torque bound is active
+        assert prob.violation(r.xs, r.us) < 1e-6
+    costs = np.array([r.cost for r in runs.values()])
+    assert np.ptp(costs) < 1e-5 * costs.min() and costs.min() > free.cost
+    for s in ("ddp", "ilqr"):
+        assert np.allclose(runs[s].us, runs["ipopt"].us, atol=2e-3), s
+
+
+def test_ipopt_multipliers_of_the_equality_and_stage_rows_match_the_augmented_lagrangians(locked):
+    """IPOPT's Lagrangian is f + Σ κ·row, the augmented Lagrangian's J − Σ λ·row: at the common
+    optimum κ = −λ for the path equality (v₂ = 0) and the stage rows (zero where |u₁| < U_MAX)."""
+    _, prob, _, runs = locked
+    ip, al = runs["ipopt"].extra["multipliers"], runs["ddp"].extra
+    assert ip["path"].shape == al["lambda"].shape == (prob.N, 1)
+    assert ip["stage"].shape == al["lambda_stage"].shape == (prob.N, 2)
+    scale = np.abs(ip["path"]).max()
+    assert scale > 1.0 and np.abs(ip["path"] + al["lambda"]).max() < 1e-3 * scale
+    stage_scale = np.abs(ip["stage"]).max()
+    assert stage_scale > 1.0 and np.abs(ip["stage"] + al["lambda_stage"]).max() < 1e-3 * stage_scale
+    g = prob.stage_constraint_values(runs["ipopt"].xs[:-1], runs["ipopt"].us)
+    assert np.all(np.abs(ip["stage"][g > 1e-3]) < 1e-6) and np.all(ip["stage"] <= 1e-8)
+
+
+def test_an_end_effector_velocity_equality_holds_at_every_node_and_the_solvers_agree():
+    """UR5 reaching a point at the tool's height: its free optimum moves the tool vertically; with
+    the path equality v_z(tool0) = 0 (one row of a world-aligned frame velocity) at nodes 1..N,
+    IPOPT, DDP and iLQR reach the same optimum with no vertical tool velocity at any node."""
+    q0 = np.array([0.0, -1.2, 1.5, -0.3, 1.57, 0.0])
+    x0, g0, N = np.r_[q0, np.zeros(6)], dyn.gravity_torques(UR5, q0), 20
+    target = dyn.frame_placement(UR5, q0, "tool0")[1] + np.array([0.2, 0.15, 0.0])
+    running = (StateCost(np.r_[np.zeros(6), 1e-2 * np.ones(6)], x0) + ControlCost(1e-3, g0)
+               + FramePositionCost(UR5, "tool0", target, 1.0))
+    terminal = FramePositionCost(UR5, "tool0", target, 1e3)
+    velocity = res.FrameVelocityResidual(UR5, "tool0", reference="world")
+    free, flat = (Problem(UR5, x0, N, 0.05, running, terminal, us_init=np.tile(g0, (N, 1)), path_constraints=c)
+                  for c in ([], [ResidualEquality(velocity, rows=[2])]))
+    assert flat.nc == 1 and flat.path_equalities.all()
+    vz = lambda r: velocity.value(r.xs[1:], np.zeros((N, 0)))[:, 2]  # noqa: E731
+    assert np.abs(vz(solve(free, "ddp"))).max() > 0.1
+    runs = {s: solve(flat, s) for s in ("ipopt", "ddp", "ilqr")}
+    for s, r in runs.items():
+        assert r.converged and np.abs(vz(r)).max() < 1e-6, (s, r.status)
+    costs = np.array([r.cost for r in runs.values()])
+    assert np.ptp(costs) < 1e-6 * costs.min()
+    for s in ("ddp", "ilqr"):
+        assert np.allclose(runs[s].us, runs["ipopt"].us, atol=1e-4), s
+
+
+# ---------------------------------------------------------------- saved results, bad input
+def test_saved_results_record_the_path_equalities_and_stage_constraints(tmp_path):
+    model = UR5
+    x0 = np.r_[0.0, -1.2, 1.5, -0.3, 1.57, 0.0, np.zeros(6)]
+    cons = [ResidualEquality(res.FrameVelocityResidual(model, "tool0", np.full(6, 0.1), reference="world"),
+                             rows=[2, 0, 1, 3, 4, 5]),
+            ResidualConstraint(res.ControlResidual(6, np.ones(6), ndx=12), -5.0, 5.0),
+            ResidualEquality(res.ControlResidual(6, np.zeros(6), ndx=12))]
+    prob = Problem(model, x0, 5, 0.05, path_constraints=cons, name="recorded")
+    us = prob.us_init + 1.0
+    xs, result, again = saved_and_rebuilt(prob, us, tmp_path / "r.npz")
+    assert (again.nc, again.ng) == (prob.nc, prob.ng) == (6, 18)
+    assert np.array_equal(again.stage_equalities, prob.stage_equalities)
+    assert again.path_equalities.all() and again.violation(xs, us) == pytest.approx(prob.violation(xs, us), rel=1e-12)
+    assert np.array_equal(again.path_constraints[0].rows, [2, 0, 1, 3, 4, 5])
+    assert np.allclose(again.path_constraint_values(xs[1:]), prob.path_constraint_values(xs[1:]))
+    assert np.allclose(again.stage_constraint_values(xs[:-1], us), prob.stage_constraint_values(xs[:-1], us))
+    from optdyn.viz.plots import trajectory_figure
+    lines = {line.get_label(): line.get_ydata() for line in trajectory_figure(result, again).axes[3].get_lines()}
+    g = prob.stage_constraint_values(xs[:-1], us)
+    assert np.allclose(lines["ResidualConstraint (on u)"], g[:, :12].min(axis=1))
+    assert np.allclose(lines["ResidualEquality (on u)"], -np.abs(g[:, 12:]).max(axis=1))
+    h = prob.path_constraint_values(xs[1:])
+    assert np.allclose(lines["ResidualEquality"], -np.abs(h).max(axis=1)) and np.all(lines["ResidualEquality"] < 0)
+
+
+def _problem(**kw):
+    x0 = np.r_[0.0, -1.2, 1.5, -0.3, 1.57, 0.0, np.zeros(6)]
+    return Problem(UR5, x0, 5, 0.05, **kw)
+
+
+BAD = [
+    (lambda: _problem(terminal_constraints=[ResidualEquality(res.ControlResidual(6))]), "terminal_constraints"),
+    (lambda: _problem(path_constraints=[ResidualConstraint(res.ControlResidual(4), -1.0, 1.0)]), "path_constraints"),
+    (lambda: ResidualConstraint(res.ControlResidual(6), 1.0, -1.0), "lower"),
+    (lambda: ResidualConstraint(res.ControlResidual(6), np.nan, 1.0), "lower"),
+    (lambda: ResidualConstraint(res.ControlResidual(6), -1.0, np.ones(5)), "upper"),
+    (lambda: ResidualEquality(np.zeros(6)), "residual"),
+    (lambda: ResidualEquality(res.ControlResidual(6), rows=[1, 1]), "rows"),
+    (lambda: ResidualEquality(res.ControlResidual(6), rows=[6]), "rows"),
+    (lambda: ResidualEquality(res.ControlResidual(6), rows=[0.5]), "rows"),
+    (lambda: ResidualEquality(res.ControlResidual(6)).evaluate(np.zeros((2, 12))), "xs"),
+    (lambda: _problem(path_constraints=[ResidualEquality(res.ControlResidual(6))]).stage_constraint_terms(
+        np.zeros((2, 12)), np.zeros((2, 5))), "us"),
+]
+
+
+@pytest.mark.parametrize("make,name", BAD, ids=[f"{i}-{n}" for i, (_, n) in enumerate(BAD)])
+def test_bad_input_raises_a_value_error_naming_the_argument(make, name):
+    with pytest.raises(ValueError, match=f"^{name}"):
+        make()
