@@ -8,6 +8,7 @@ from numdiff import central, rel_error, second_differences
 import dynamics as dyn
 import problems
 from optdyn import solve
+from optdyn.apps.clearance import constraint_margins, substep_states
 from optdyn.constraints import ResidualConstraint, ResidualEquality, SphereClearance
 from optdyn.costs import ControlCost, FramePositionCost, StateCost
 from optdyn.ocp import residuals as res
@@ -102,6 +103,22 @@ def test_the_problem_stacks_stage_rows_at_the_knots_and_state_rows_at_the_nodes(
     us[1, 0] = 2.5
     v = p.violation(np.r_[xs, xs[-1:]], us)
     assert v >= 2.5 and v == pytest.approx(max(2.5, np.abs(p.path_constraint_values(xs[1:])).max()))
+
+
+def test_constraint_margins_check_stage_constraints_at_the_substeps_with_the_control_held():
+    """u_k·v ≤ 0.5 on (x, u): its margin at every RK sub-step of interval k is 0.5 − u_k·v(t)
+    with u_k held (computed here from the sub-step states), the knots' margin its s = 0 column."""
+    p = Problem(UR5, np.zeros(12), 5, 0.1, substeps=3,
+                path_constraints=[ResidualConstraint(_power(UR5, 6), None, [np.inf, 0.5, np.inf])])
+    assert not p.path_constraints and len(p.stage_constraints) == 1
+    us = np.random.default_rng(3).normal(scale=5.0, size=(5, 6))
+    xs = p.rollout(us)
+    expected = 0.5 - np.einsum("ki,ksi->ks", us, substep_states(p, xs, us)[:, :, 6:])
+    g = constraint_margins(p, xs, us)
+    k, s = np.unravel_index(int(np.argmin(expected)), expected.shape)
+    assert g.substeps == pytest.approx(expected.min(), abs=1e-12) and (g.interval, g.substep) == (k, s)
+    assert g.nodes == pytest.approx(expected[:, 0].min(), abs=1e-12) and g.constraint == "ResidualConstraint"
+    assert expected.min() < expected[:, 0].min()  # the check between the knots sees more
 
 
 # ---------------------------------------------------------------- IPOPT's rows: bounds, Jacobian, Hessian

@@ -83,7 +83,12 @@ def test_the_viewer_server_ends_with_its_parent(how):
         _read_until(proc, r"serving until Ctrl-C")
     proc.send_signal({"sigterm_cli": signal.SIGTERM, "sigint_cli": signal.SIGINT,
                       "sigkill_python": signal.SIGKILL}[how])
-    proc.communicate(timeout=60)
+    try:
+        proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:  # a failing run leaves neither the CLI nor (with it) its server behind
+            proc.kill()
+            proc.communicate()
     assert proc.returncode == {"sigterm_cli": 143, "sigint_cli": 0, "sigkill_python": -9}[how]
     assert _wait_closed(port), f"an orphan server still listens on port {port}"
 

@@ -11,7 +11,8 @@ at every sub-step — so a trajectory that cuts through an obstacle between two 
 caught. Any problem with :class:`~optdyn.constraints.SphereClearance` path constraints
 qualifies; each constraint contributes one column per point (its own sphere and margin).
 :func:`constraint_margins` does the same for every path constraint c ≥ 0 (joint limits,
-residual constraints): the smallest margin at the nodes and at the worst sub-step.
+residual constraints, and those on (x, u) with the interval's control held): the smallest
+margin at the nodes and at the worst sub-step.
 """
 from __future__ import annotations
 
@@ -111,15 +112,22 @@ class Margin:
 
 def constraint_margins(problem: Problem, xs, us) -> Margin:
     """:class:`Margin` of the path constraints of ``problem`` along (xs, us), checked at every
-    integrator sub-step like the clearances; ValueError if it has no path constraints."""
-    if not problem.path_constraints:
+    integrator sub-step like the clearances: those on the state at x_1 … x_N and the sub-steps,
+    those on (x, u) (stage constraints) at the knots (x_k, u_k) and at the sub-steps of
+    interval k with u_k held. ValueError if it has no path constraints."""
+    constraints = list(problem.path_constraints) + list(problem.stage_constraints)
+    if not constraints:
         raise ValueError(f"problem: {problem.name!r} has no path constraints")
     traj = substep_states(problem, xs, us)
     N, m1, nx = traj.shape
-    values = [c.least_margin(c.value(traj.reshape(-1, nx))).reshape(N, m1) for c in problem.path_constraints]
+    xs, held = np.asarray(xs, dtype=float), np.repeat(np.asarray(us, dtype=float), m1, axis=0)
+    stage = len(problem.path_constraints)
+    values = [c.least_margin(c.value(traj.reshape(-1, nx)) if j < stage else c.value_knots(traj.reshape(-1, nx), held))
+              .reshape(N, m1) for j, c in enumerate(constraints)]
     j, k, s = np.unravel_index(int(np.argmin(values)), (len(values), N, m1))
-    nodes = min(float(c.least_margin(c.value(np.asarray(xs, dtype=float)[1:])).min()) for c in problem.path_constraints)
-    return Margin(nodes, float(values[j][k, s]), int(k), int(s), type(problem.path_constraints[j]).__name__)
+    nodes = min([float(c.least_margin(c.value(xs[1:])).min()) for c in problem.path_constraints]
+                + [float(v[:, 0].min()) for v in values[stage:]])
+    return Margin(nodes, float(values[j][k, s]), int(k), int(s), type(constraints[j]).__name__)
 
 
 def clearances(problem: Problem, xs, us) -> Clearance:

@@ -226,7 +226,7 @@ def _summary(result: Result, problem=None) -> list[str]:
             lines.append(f"task        not evaluated: {e}")
     if problem is not None and clearance_constraints(problem):
         lines.append(_or_reason("clearance", lambda: _clearance_line(problem, result)))
-    if problem is not None and problem.path_constraints:
+    if problem is not None and (problem.path_constraints or problem.stage_constraints):
         lines.append(_or_reason("margins", lambda: _margins_line(problem, result)))
     return lines
 
