@@ -114,6 +114,7 @@ def _actuated(model: Model, actuated) -> np.ndarray:
 
 
 SOLVERS = ("ddp", "ilqr", "ipopt")
+"""The solvers' names (:func:`optdyn.solve`), the keys of a problem's ``solver_options``."""
 
 
 def _solver_options(options) -> dict[str, dict]:

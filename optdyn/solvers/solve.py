@@ -14,12 +14,11 @@ import numpy as np
 
 from .augmented_lagrangian import solve_al
 from .ddp import Options, solve_ddp
-from ..ocp.problem import Problem
+from ..ocp.problem import SOLVERS, Problem
 from ..ocp.state import check_state
 from .result import Result
 from .runtime import check_max_time
 
-SOLVERS = ("ddp", "ilqr", "ipopt")
 AL_OPTIONS = ("constraint_tol", "rho_init", "rho_factor", "rho_max", "decrease", "max_outer", "inner_tol0",
               "inner_tol_factor")
 DDP_OPTIONS = tuple(f.name for f in fields(Options)) + ("xs_init", "us_init") + AL_OPTIONS
