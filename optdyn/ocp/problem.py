@@ -475,7 +475,8 @@ class Problem:
     # ---- costs ---------------------------------------------------------------------
     def running_cost_terms(self, xs, us, gauss_newton: bool = False) -> tuple[np.ndarray, ...]:
         """dt·ℓ and its derivatives at each knot (``gauss_newton``: the Gauss–Newton Hessians
-        of the residual costs, :meth:`optdyn.ocp.costs.Cost.gauss_newton`).
+        of the residual costs, :meth:`optdyn.ocp.costs.Cost.gauss_newton`), in new arrays the
+        caller may write into.
 
         Returns (l (K,), lx (K,ndx), lu (K,nu), lxx (K,ndx,ndx), lux (K,nu,ndx), luu (K,nu,nu)).
         """
@@ -490,7 +491,9 @@ class Problem:
         if self.running_cost.fresh_arrays:  # ours to scale in place (t·dt = dt·t exactly)
             for t in terms:
                 t *= self.dt
-        l, lx, lu, lxx, lux, luu = terms if self.running_cost.fresh_arrays else (self.dt * t for t in terms)
+        else:
+            terms = tuple(self.dt * t for t in terms)
+        l, lx, lu, lxx, lux, luu = terms
         if not self.running_cost.depends_on_x:  # x-derivatives of the width of x: zero, of width ndx
             lx, lxx, lux = np.zeros((K, self.ndx)), np.zeros((K, self.ndx, self.ndx)), np.zeros((K, self.nu, self.ndx))
         return l, lx, lu, lxx, lux, luu

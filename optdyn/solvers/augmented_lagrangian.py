@@ -83,7 +83,7 @@ class ALObjective(Objective):
         self.path_eq, self.stage_eq = problem.path_equalities, problem.stage_equalities
 
     def running(self, xs, us):
-        l, lx, lu, lxx, lux, luu = (t.copy() for t in super().running(xs, us))
+        l, lx, lu, lxx, lux, luu = super().running(xs, us)  # new arrays, ours to add into
         if self.problem.nc:
             c, cx, cxx = self.problem.path_constraint_terms(xs[1:])
             d0, d1, d2 = _phr(c, self.lam[:-1], self.rho, self.path_eq)

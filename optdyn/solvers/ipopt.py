@@ -69,7 +69,6 @@ from dynamics._compile import njit
 from dynamics.spatial import matmul_add
 from dynamics.parallel import run_chunks
 
-from ..ocp.constraints import JointLimits, equality_rows
 from ..ocp.problem import Problem
 from .result import Result
 from .runtime import Run, check_max_time, is_interrupt, stop_message
@@ -185,12 +184,11 @@ class MultipleShootingNLP:
         us_lo = np.broadcast_to(np.maximum(p.u_lower, -INF), (N, self.nu))
         us_hi = np.broadcast_to(np.minimum(p.u_upper, INF), (N, self.nu))
         self.lb, self.ub = self._pack(xs_lo, us_lo), self._pack(xs_hi, us_hi)
-        general = equality_rows([c for c in p.path_constraints if not isinstance(c, JointLimits)])
-        rows = np.concatenate([np.where(general, 0.0, INF), np.where(p.stage_equalities, 0.0, INF)])
+        general = np.delete(p.path_equalities, p.bound_rows[0])  # the rows not taken as variable bounds
         self.cl = np.zeros(self.m)
         self.cu = np.zeros(self.m)
         self.cu[N * self.ndx: N * (self.ndx + self.nc + self.ng)] = np.concatenate(
-            [np.tile(rows[: self.nc], N), np.tile(rows[self.nc:], N)])
+            [np.tile(np.where(general, 0.0, INF), N), np.tile(np.where(p.stage_equalities, 0.0, INF), N)])
 
     def _jacobian_pattern(self):
         """Rows and columns of the blocks −A_k, −B_k, I, c_x(x_k), g_z(x_k, u_k), h_x (in this order).
