@@ -97,16 +97,21 @@ def kkt_matrix(M: np.ndarray, J: np.ndarray, damping: float) -> np.ndarray:
     return np.block([[M, -J.T], [J, damping * np.eye(nc)]])
 
 
-def z_derivative_pages(K: np.ndarray, Fqq, Fqv, Fvv, Fqz, Z: np.ndarray, nv: int) -> list[np.ndarray]:
+def z_derivative_pages(model: Model, q: np.ndarray, J: np.ndarray, damping: float, Fqq, Fqv, Fvv, dM: np.ndarray,
+                       dJ: np.ndarray, Z: np.ndarray) -> tuple[np.ndarray, ...]:
     """Eq. 3: the pages (qq, vv, qv[, qτ]) of ∂²z, each (nz, nv, nv), from the second
-    derivatives of F (nz, nv, nv), Fqz (nz, nv, nz) with Fqz[:, k, s] = ∂²F/∂q_k∂z_s, and
-    Z = ∂z/∂[q, v(, τ)] (nz, 2nv or 3nv)."""
+    derivatives of F (nz, nv, nv), ∂M/∂q and ∂J/∂q (Fqz of :func:`force_jacobian_terms`) and
+    Z = ∂z/∂[q, v(, τ)] (nz, 2nv or 3nv): one solve with the KKT matrix K at q for every page."""
+    nv = model.nv
+    Fqz = force_jacobian_terms(dM, dJ)
     P = [np.einsum("ajs,sk->ajk", Fqz, Z[:, b * nv:(b + 1) * nv]) for b in range(Z.shape[1] // nv)]
     rhs = [Fqq + P[0] + P[0].transpose(0, 2, 1), Fvv, Fqv + P[1]] + P[2:]
+    K = kkt_matrix(crba(model, q), J, damping)
     nz = K.shape[0]
-    pages = [-np.linalg.solve(K, B.reshape(nz, nv * nv)).reshape(nz, nv, nv) for B in rhs]
+    X = -np.linalg.solve(K, np.concatenate([B.reshape(nz, nv * nv) for B in rhs], axis=1))
+    pages = [X[:, i * nv * nv:(i + 1) * nv * nv].reshape(nz, nv, nv) for i in range(len(rhs))]
     pages[0] = 0.5 * (pages[0] + pages[0].transpose(0, 2, 1))  # symmetric exactly, not up to rounding
-    return pages
+    return tuple(pages)
 
 
 def force_jacobian_terms(dM: np.ndarray, dJ: np.ndarray) -> np.ndarray:
@@ -138,5 +143,4 @@ def contact_dynamics_second_derivatives(model: Model, q, v, tau, contacts, f_ext
     nv = model.nv
     Iqq, Ivv, Iqv, dM = rnea_second_derivatives(model, args[0], args[1], z[:nv, 0].copy(), f_ext)
     Fqq, Fqv, Fvv = (np.concatenate((I, a)) for I, a in ((Iqq - JH, A[0]), (Iqv, A[1]), (Ivv, A[2])))
-    K = kkt_matrix(crba(model, args[0]), J, args[6])
-    return tuple(z_derivative_pages(K, Fqq, Fqv, Fvv, force_jacobian_terms(dM, dJ), Z, nv))
+    return z_derivative_pages(model, args[0], J, args[6], Fqq, Fqv, Fvv, dM, dJ, Z)

@@ -11,8 +11,8 @@ z = [v⁺; Λ], u = (q, v), Δv = v⁺ − v and w_v = v⁺ + e v,
     F₁,{q_k v_j} = −∂M_·j/∂q_k,   F₂,{q_k v_j} = e ∂J_·j/∂q_k,   F_vv = 0                 (2)
 
 and F_qz as for contact dynamics (v⁺ in place of q̈, Λ of λ). ∂²_qq(M(q) Δv) is IDSVA-SO's
-(Singh, Russell & Wensing 2023, Alg. 1) ∂²ID/∂q² at (q, 0, Δv) minus that at (q, 0, 0)
-(ID(q, 0, a) = M(q) a + g(q)), which also gives ∂M/∂q. For validation: O(n³).
+(Singh, Russell & Wensing 2023, Alg. 1) ∂²ID/∂q² at (q, 0, Δv) without gravity
+(ID(q, 0, a) = M(q) a), which also gives ∂M/∂q. For validation: O(n³).
 """
 from __future__ import annotations
 
@@ -20,9 +20,7 @@ import numpy as np
 
 from ._checks import NO_FORCE
 from .contact_dynamics import raise_if_dependent
-from .contact_dynamics_second_derivatives import (contact_tensor_terms, force_jacobian_terms, kkt_matrix,
-                                                  z_derivative_pages)
-from .crba import crba
+from .contact_dynamics_second_derivatives import contact_tensor_terms, z_derivative_pages
 from .impulse_dynamics import check_impulse_call
 from .model import Model
 from .rnea_second_derivatives import rnea_second_derivatives
@@ -43,9 +41,7 @@ def impulse_dynamics_second_derivatives(model: Model, q, v, contacts, restitutio
     z, Z, J, A, dJ, JH, status = contact_tensor_terms(model_workspace(model), q, v, np.zeros(nv), NO_FORCE, ci,
                                                       cf, mu, e, True)
     raise_if_dependent(contacts, ci, status)
-    zero = np.zeros(nv)
-    Iqq, _, _, dM = rnea_second_derivatives(model, q, zero, z[:nv, 0] - v)
-    Fqq = np.concatenate((Iqq - rnea_second_derivatives(model, q, zero, zero)[0] - JH, A[0]))
+    Iqq, _, _, dM = rnea_second_derivatives(model.with_gravity((0.0, 0.0, 0.0)), q, np.zeros(nv), z[:nv, 0] - v)
+    Fqq = np.concatenate((Iqq - JH, A[0]))
     Fqv = np.concatenate((-dM.transpose(0, 2, 1), e * dJ.transpose(0, 2, 1)))
-    K = kkt_matrix(crba(model, q), J, mu)
-    return tuple(z_derivative_pages(K, Fqq, Fqv, np.zeros_like(Fqq), force_jacobian_terms(dM, dJ), Z, nv))
+    return z_derivative_pages(model, q, J, mu, Fqq, Fqv, np.zeros_like(Fqq), dM, dJ, Z)
