@@ -137,17 +137,25 @@ On Solo-12 about 5 µs of a call are fixed Python costs (argument checks, the nu
 of eight arguments, the boxing of the results; the kernel alone measured 17 µs of 22 µs),
 which Pinocchio's bindings spend in about 1 µs.
 
-The contracted second order starts from the data the first-order pass leaves in the workspace:
-the contracted IDSVA-SO from its RNEA-derivative quantities (the contact forces taken back out
-of its joint vectors), as FDSVA-SO does, where it used to redo the kinematics, RNEA and
-derivative passes (before/after: BENCHMARKS.md, "cold start contacts"). Most of its time is the
-contact Hessians (`dynamics.contact_hessians`): they differentiate the first-order column
-formulas of every support column k along every support column j, O(nc·d²) dual evaluations (d
-the depth of a contact's body: 9 DoF for a Solo foot, four feet; the symmetric pairs of Hqq and
-Hvv are evaluated once), where the contracted IDSVA-SO collapses such pairs into O(n·d) subtree
-sums; the impulse row spends nearly all of its time there. That collapse is the next step. (The
-first version measured 9× and 5.05×, after the pair symmetries 7.7× and 4.0×; one whose dual
-arithmetic used numba slice expressions that allocate temporaries, 17× and 7×.)
+The contracted second order starts from the data the first-order pass leaves in the workspace: the
+contracted IDSVA-SO from its RNEA-derivative quantities (the contact forces taken back out of its
+joint vectors), as FDSVA-SO does, where it used to redo the kinematics, RNEA and derivative passes
+(before/after: BENCHMARKS.md, "cold start contacts"). The contact Hessians
+(`dynamics.contact_hessians`) take the derivative of each first-order column formula g_k along a
+column j as S_jᵀ Y_k: one reverse sweep through g_k per contact and column gives the adjoints of the
+quantities it reads, Y_k depends on j only through j's body (the free-flyer's six columns share
+one), and each pair (j, k) is a dot product. They used to evaluate every pair by dual (forward-mode)
+arithmetic, O(nc·d²) evaluations of the column formulas (d the depth of a contact's body: 9 DoF for
+a Solo foot, four feet), most of the call: on Solo-12 this section measured 7.22× (contact) and
+9.18× (impulse) on 2026-11-25, and a focused run of the two second-order rows (7 rounds, CPU time)
+7.93× (7.47–13.35, 343 µs) and 7.80× (5.99–10.55, 206 µs) on 2026-11-26 just before the change,
+3.69× (2.00–3.95, 140 µs) and 4.28× (3.65–5.95, 100 µs) just after. On Solo-12 the Hessians now take
+33 µs (ν·a_c, level 2) and 9 µs (a contact velocity, level 1; once in the contact row, twice in the
+impulse row) of the 136 µs of a contact call (the kernels timed alone in a loop); the rest is the
+first-order pass (42 µs), the contracted IDSVA-SO, the force terms of its eq. 6 and the adjoint
+products. On Talos the two rows measured 4.94× and 4.57× on 2026-11-25. (The dual version measured
+9× and 5.05× at first, 7.7× and 4.0× after the pair symmetries; a form whose dual arithmetic used
+numba slice expressions that allocate temporaries, 17× and 7×.)
 """
     write_section("contact", text)
 
