@@ -116,13 +116,15 @@ def _contact_values(W, ci, cf, Rc, o, vel, acc, gravity, level, nu, c):
         W[0, O + r] = o[c, r]
         W[0, E + r] = o[c, r] - cf[c, TARGET + r]
         W[0, WO + r] = cf[c, KP] * W[0, WA + r]
-    _at_point(W, BV, XV)
-    _at_point(W, BA, XA)
+    _at_point(W, BV, XV)  # X_v = [v_O + ω × o; ω]
     for r in range(3):
         W[0, XV + 3 + r] = W[0, BV + r]
-        W[0, XA + 3 + r] = W[0, BA + r]
-    if dim == 3:
-        _cross(W, 0, BV, 0, XV, 0, XA, 1.0)
+    if level == 2:  # X_a = [a_O + α × o (+ ω × u for 3d); α]
+        _at_point(W, BA, XA)
+        for r in range(3):
+            W[0, XA + 3 + r] = W[0, BA + r]
+        if dim == 3:
+            _cross(W, 0, BV, 0, XV, 0, XA, 1.0)
     if ci[c, LOCAL]:  # ȳ = R_c ν per block of 3
         for x in (WA, WA + 3, WV, WV + 3, WO):
             y0, y1, y2 = W[0, x], W[0, x + 1], W[0, x + 2]
@@ -160,11 +162,12 @@ def _column_adjoint(W, ci, c, level, k_along_q):
         W[0, RA + r] = W[0, BA + r] - W[0, AL + r]
     if k_along_q:  # D_k v_b = S_k × (v_b − v_λ),  D_k a_b = S_k × (a_b − a_λ) + (v_λ × S_k) × (v_b − v_λ)
         _crm(W, SK, RV, DV)
-        _crm(W, SK, RA, DA)
-        _crm(W, VL, SK, TMP)
-        _crm(W, TMP, RV, T6)
-        for r in range(6):
-            W[0, DA + r] += W[0, T6 + r]
+        if level == 2:
+            _crm(W, SK, RA, DA)
+            _crm(W, VL, SK, TMP)
+            _crm(W, TMP, RV, T6)
+            for r in range(6):
+                W[0, DA + r] += W[0, T6 + r]
         _at_point(W, SK, DO)  # D_k o = S_k,lin + S_k,ang × o
     else:  # ∂v_b/∂v_k = S_k,  ∂a_b/∂v_k = S_k × (v_b − v_λ) + v_k × S_k,  ∂o/∂v_k = 0
         for r in range(6):
@@ -199,30 +202,30 @@ def _column_adjoint(W, ci, c, level, k_along_q):
         if level == 2:
             _turned(W, OUTA, XA, 6, k_along_q)
             _turned(W, DO, E, 3, k_along_q)
-    if level == 2:
-        _at_point_adjoint(W, DA, OUTA)
-        _cross(W, 0, DO, 1, OUTA, 1, BA, 1.0)
+    if level == 2:  # D_k s: (a × b adjoints: ā += b × ō, b̄ += ō × a)
+        _at_point_adjoint(W, DA, OUTA)  # D_k a_O + D_k α × o
+        _cross(W, 0, DO, 1, OUTA, 1, BA, 1.0)  # α × D_k o
         _cross(W, 1, OUTA, 0, BA, 1, DO, 1.0)
-        for r in range(3):
+        for r in range(3):  # D_k α
             W[1, DA + r] += W[1, OUTA + 3 + r]
         if dim == 3:
-            _cross(W, 0, XV, 1, OUTA, 1, DV, 1.0)
+            _cross(W, 0, XV, 1, OUTA, 1, DV, 1.0)  # D_k ω × u
             _cross(W, 1, OUTA, 0, DV, 1, XV, 1.0)
-            _cross(W, 0, OUTV, 1, OUTA, 1, BV, 1.0)
+            _cross(W, 0, OUTV, 1, OUTA, 1, BV, 1.0)  # ω × D_k u
             _cross(W, 1, OUTA, 0, BV, 1, OUTV, 1.0)
-    _at_point_adjoint(W, DV, OUTV)
+    _at_point_adjoint(W, DV, OUTV)  # D_k u = D_k v_O + D_k ω × o + ω × D_k o
     _cross(W, 0, DO, 1, OUTV, 1, BV, 1.0)
     _cross(W, 1, OUTV, 0, BV, 1, DO, 1.0)
-    for r in range(3):
+    for r in range(3):  # D_k ω
         W[1, DV + r] += W[1, OUTV + 3 + r]
     if k_along_q:
-        _at_point_adjoint(W, SK, DO)
-        if level == 2:
+        _at_point_adjoint(W, SK, DO)  # D_k o = S_k,lin + S_k,ang × o
+        if level == 2:  # D_k a_b = S_k × r_a + (v_λ × S_k) × r_v
             _crm_adjoint(W, SK, RA, DA, True, True)
             _crm_adjoint(W, TMP, RV, DA, True, True)
             _crm_adjoint(W, VL, SK, TMP, True, True)
-        _crm_adjoint(W, SK, RV, DV, True, True)
-    elif level == 2:
+        _crm_adjoint(W, SK, RV, DV, True, True)  # D_k v_b = S_k × r_v
+    elif level == 2:  # ∂a_b/∂v_k = S_k × r_v + v_k × S_k (S_k held: no S̄_k along v)
         _crm_adjoint(W, SK, RV, DA, False, True)
         _crm_adjoint(W, VJ, SK, DA, True, False)
     for r in range(6):  # r_v = v_b − v_λ,  r_a = a_b − a_λ
@@ -240,7 +243,7 @@ def _column_adjoint(W, ci, c, level, k_along_q):
     _at_point_adjoint(W, BV, XV)
     for r in range(3):
         W[1, BV + r] += W[1, XV + 3 + r]
-        W[1, O + r] += W[1, E + r]
+        W[1, O + r] += W[1, E + r]  # e = o − o*
     for r in range(3):  # [o × ō + Σ ȳ × y; ō]
         W[0, YQ + r] = W[1, T3 + r]
         W[0, YQ + 3 + r] = W[1, O + r]
