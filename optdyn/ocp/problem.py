@@ -553,6 +553,12 @@ class Problem:
             return np.zeros((K, 0)), np.zeros((K, 0, nz)), np.zeros((K, 0, nz, nz))
         return tuple(np.concatenate([p[i] for p in parts], axis=1) for i in range(3))
 
+    def split_z(self, gz: np.ndarray, gzz: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The (x, u) blocks (g_x, g_u, g_xx, g_ux, g_uu) of a gradient (K, nz) and Hessian
+        (K, nz, nz) in z = (δx, u): views, laid out as the running-cost terms."""
+        n = self.ndx
+        return gz[:, :n], gz[:, n:], gzz[:, :n, :n], gzz[:, n:, :n], gzz[:, n:, n:]
+
     def stage_constraint_values(self, xs, us) -> np.ndarray:
         """g (K, ng) only, at the knots xs (K, nx), us (K, nu)."""
         xs, us = self._xu(xs, us)

@@ -52,18 +52,14 @@ def _add_penalty(terms_x, c, cx, cxx, d1, d2, d0):
     lxx += np.einsum("...i,...ia,...ib->...ab", d2, cx, cx) + np.einsum("...i,...iab->...ab", d1, cxx)
 
 
-def _add_stage_penalty(terms, g, gz, gzz, psi, ndx: int) -> None:
+def _add_stage_penalty(problem: Problem, terms, g, gz, gzz, psi) -> None:
     """Add the stage rows' Σ_i ψ_i (``psi`` = (ψ, ψ', ψ'')) to the running terms
     (l, lx, lu, lxx, lux, luu), from their derivatives in z = (δx, u)."""
-    l, lx, lu, lxx, lux, luu = terms
     K, nz = gz.shape[0], gz.shape[2]
     lz, lzz = np.zeros((K, nz)), np.zeros((K, nz, nz))
-    _add_penalty((l, lz, lzz), g, gz, gzz, psi[1], psi[2], psi[0])
-    lx += lz[:, :ndx]
-    lu += lz[:, ndx:]
-    lxx += lzz[:, :ndx, :ndx]
-    lux += lzz[:, ndx:, :ndx]
-    luu += lzz[:, ndx:, ndx:]
+    _add_penalty((terms[0], lz, lzz), g, gz, gzz, psi[1], psi[2], psi[0])
+    for t, block in zip(terms[1:], problem.split_z(lz, lzz)):
+        t += block
 
 
 class ALObjective(Objective):
@@ -90,8 +86,8 @@ class ALObjective(Objective):
             _add_penalty((l[1:], lx[1:], lxx[1:]), c, cx, cxx, d1, d2, d0)
         if self.problem.ng:
             g, gz, gzz = self.problem.stage_constraint_terms(xs, us)
-            _add_stage_penalty((l, lx, lu, lxx, lux, luu), g, gz, gzz,
-                               _phr(g, self.lam_stage, self.rho, self.stage_eq), self.problem.ndx)
+            _add_stage_penalty(self.problem, (l, lx, lu, lxx, lux, luu), g, gz, gzz,
+                               _phr(g, self.lam_stage, self.rho, self.stage_eq))
         return l, lx, lu, lxx, lux, luu
 
     def terminal(self, x):

@@ -371,9 +371,9 @@ class MultipleShootingNLP:
         terms with the stage constraints' part of the Lagrangian, κ (N, ng) their multipliers."""
         lx, lxx, lux, luu = cost
         gz, gzz = self._get(z, "stage_constraints")[1:]
-        ndx, gzz_k = self.ndx, np.einsum("kr,krab->kab", kappa, gzz)
-        return (sigma * lx + np.einsum("kr,kra->ka", kappa, gz[:, :, :ndx]), sigma * lxx + gzz_k[:, :ndx, :ndx],
-                sigma * lux + gzz_k[:, ndx:, :ndx], sigma * luu + gzz_k[:, ndx:, ndx:])
+        gx, _, gxx, gux, guu = self.problem.split_z(np.einsum("kr,kra->ka", kappa, gz),
+                                                    np.einsum("kr,krab->kab", kappa, gzz))
+        return sigma * lx + gx, sigma * lxx + gxx, sigma * lux + gux, sigma * luu + guu
 
     def _dynamics_hessians(self, z: np.ndarray, lam: np.ndarray) -> np.ndarray:
         """Σ_i λ_k,i ∇²F_i(x_k, u_k) (N, nw, nw) w.r.t. (δx, u)."""
