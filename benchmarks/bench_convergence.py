@@ -69,6 +69,9 @@ RUNS = (("ddp", {"shooting": "single"}), ("ddp", {"shooting": "multiple"}),
         ("ilqr", {"shooting": "single"}), ("ilqr", {"shooting": "multiple"}),
         ("ilqr", {"shooting": "single", "cost_hessian": "gauss_newton"}),
         ("ilqr", {"shooting": "multiple", "cost_hessian": "gauss_newton"}),
+        ("ddp", {"shooting": "single", "box": "after_full_step"}),
+        ("ilqr", {"shooting": "single", "box": "after_full_step"}),
+        ("ilqr", {"shooting": "single", "cost_hessian": "gauss_newton", "box": "after_full_step"}),
         ("ipopt", {}), ("ipopt", {"nlp_scaling_method": "none"}), ("ipopt", {"mu_strategy": "adaptive"}),
         ("ipopt", {"nlp_scaling_method": "none", "mu_strategy": "adaptive"}))
 """Every solver × option set measured; a problem's own ``solver_options`` are overridden by

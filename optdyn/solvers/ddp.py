@@ -37,7 +37,12 @@ free controls and 0 on the clamped ones. The value function follows eq. 11:
 
 The forward pass x̂_0 = x_0, û_k = clamp(u_k + α k_k + K_k (x̂_k ⊖ x_k)),
 x̂_{k+1} = F(x̂_k, û_k) is accepted by backtracking on the ratio of actual to expected
-decrease.
+decrease. With ``box="after_full_step"`` the backward pass leaves the box out (the
+unconstrained gains, clamped in the forward pass) until a full step α = 1 has been
+accepted: what Crocoddyl's BoxFDDP does from a guess not marked feasible (Mastalli et
+al., "A Feasibility-Driven Approach to Control-Limited DDP", Autonomous Robots 2022). Far
+from the optimum the box QP clamps the controls that the model asks too much of, and their
+zero feedback can trap the iterates (the Panda reach: see BENCHMARKS.md, "convergence").
 
 Multiple shooting (``shooting="multiple"``: the feasibility-driven DDP of M. Mastalli et
 al., "Crocoddyl: An Efficient and Versatile Framework for Multi-Contact Optimal Control",
@@ -425,6 +430,9 @@ class Options:
     it is checked between iterations and between line-search trials (status "time_limit").
     ``cost_hessian``: "exact", or "gauss_newton" to leave the residuals' curvature out of
     the costs' Hessians (w r_xᵀ a_rr r_x, as Crocoddyl; the fixed points are the same).
+    ``box``: "always" bounds the backward pass's step by the control box from the first
+    iteration (Tassa 2014); "after_full_step" only once a full step has been accepted, the
+    forward pass clamping the controls before (module docstring).
     ``shooting``: "single" starts from the rollout of ``us_init``; "multiple" from the states
     ``xs_init`` as well, with the gaps between intervals closed by the steps (feasibility-driven
     DDP, Mastalli et al. 2020; module docstring).
@@ -442,6 +450,7 @@ class Options:
     second_order: str = "contracted"
     shooting: str = "single"
     cost_hessian: str = "exact"
+    box: str = "always"
     verbose: bool = False
     callback: object = None
     max_time: float | None = None
@@ -666,6 +675,8 @@ def iterate(problem: Problem, objective: Objective, us: np.ndarray, o: Options, 
     max_iter = o.max_iter if max_iter is None else max_iter
     mode = SECOND_ORDER[o.second_order] if ddp else 0
     alpha, steps = 0.0, 0
+    unbounded = np.full(nu, np.inf)
+    boxed = o.box == "always" or not np.any(np.isfinite(lower) | np.isfinite(upper))  # in the backward pass yet
 
     def outcome(converged: bool, status: str, message: str) -> Outcome:
         return Outcome(xs, us, K, J, converged, status, message, steps, gnorm, mu)
@@ -681,7 +692,8 @@ def iterate(problem: Problem, objective: Objective, us: np.ndarray, o: Options, 
             gnorm = projected_gradient(lq, terminal.Vx, us, lower, upper)
         while True:
             k[:] = 0.0
-            failed, dV1, dV2 = backward_pass(lq, terminal, us, lower, upper, mu, second, k, K, gaps)
+            failed, dV1, dV2 = backward_pass(lq, terminal, us, lower if boxed else -unbounded,
+                                             upper if boxed else unbounded, mu, second, k, K, gaps)
             if failed < 0 or mu > o.mu_max:
                 break
             mu, delta = _increase(mu, delta, o)
@@ -696,7 +708,7 @@ def iterate(problem: Problem, objective: Objective, us: np.ndarray, o: Options, 
         if log.stopped:
             return outcome(False, "user_stop", "the callback returned False")
         scale = 1.0 + abs(J)
-        if not gaps.shape[0] and (-(dV1 + dV2) <= o.tol * scale or gnorm <= o.gtol * scale):
+        if not gaps.shape[0] and ((boxed and -(dV1 + dV2) <= o.tol * scale) or gnorm <= o.gtol * scale):
             return outcome(True, "converged",
                            f"expected decrease {-(dV1 + dV2):.2e} or gradient {gnorm:.2e} below tolerance")
         reason = log.stop_reason()
@@ -712,6 +724,7 @@ def iterate(problem: Problem, objective: Objective, us: np.ndarray, o: Options, 
         if moved:
             xs, xs_new, us, us_new, J = xs_new, xs, us_new, us, J_new
             log.keep(xs, us)
+            boxed = boxed or alpha == 1.0
             mu, delta = _decrease(mu, delta, o)
             if gaps.shape[0]:  # a full step closes them; a partial one leaves (1 − α) of each (forward_pass)
                 gaps = np.zeros((0, ndx)) if alpha == 1.0 else (1.0 - alpha) * gaps

@@ -58,6 +58,8 @@ def _check_ddp_options(problem: Problem, options: dict) -> None:
         raise ValueError(f"shooting: expected 'single' or 'multiple', got {options['shooting']!r}")
     if options.get("cost_hessian", "exact") not in ("exact", "gauss_newton"):
         raise ValueError(f"cost_hessian: expected 'exact' or 'gauss_newton', got {options['cost_hessian']!r}")
+    if options.get("box", "always") not in ("always", "after_full_step"):
+        raise ValueError(f"box: expected 'always' or 'after_full_step', got {options['box']!r}")
     if options.get("second_order", "contracted") not in ("contracted", "tensor"):
         raise ValueError(f"second_order: expected 'contracted' or 'tensor', got {options['second_order']!r}")
     cb = options.get("callback")
