@@ -80,7 +80,7 @@ def multistart_note(rows: list[list]) -> str:
     """One sentence on what multi-start found on arm-obstacle (from the table rows)."""
     worse = [float(r[4].split("; ")[-1].split(" ")[0]) / float(r[5]) for r in rows if r[3] > 1]
     default_best = all(r[7] == "1.000" for r in rows)
-    return ((f"The default guess (start 0) already reaches the best optimum found; "
+    return (("The default guess (start 0) already reaches the best optimum found; "
              if default_best else "Multi-start improved on the default guess where best / start 0 < 1; ")
             + (f"the perturbed starts also land in {'another local optimum' if len(worse) else 'no other optimum'}"
                + (f", {min(worse):.2f}–{max(worse):.2f}× its cost, and DDP and IPOPT find the same optima "

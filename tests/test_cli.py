@@ -8,7 +8,8 @@ import pytest
 from matplotlib import image
 
 import problems
-from optdyn.apps.cli import COMPILE_NOTICE, _progress_line, main
+from optdyn.apps.cli import _progress_line, main
+from optdyn.solvers.runtime import COMPILE_NOTICE
 from optdyn.apps.io import load_result, save_result
 from optdyn.solvers.result import Result
 

@@ -44,7 +44,6 @@ from .clearance import clearances, constraint_margins
 from .io import load_result, save_result
 from .report import task_errors, task_lines
 from ..solvers.result import Result
-from ..solvers.runtime import COMPILE_NOTICE  # noqa: F401 — printed on stderr by the compile listener
 from ..ocp.task import clearance_constraints, problem_of
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
