@@ -7,6 +7,8 @@
     optdyn.save_html(res, "arm.html", problem=prob)  # offline meshcat replay
     optdyn.plot_trajectory(res, "arm.png")           # q, v, u with limits, clearance, convergence
     optdyn.sweep(problems.arm_obstacle.make, grid={"horizon": [3.0, 4.0]}, starts=8, out="runs/")  # Dask
+    mpc  = optdyn.MPC(problems.get("ur5-reach", N=40), "ddp", iterations=1)   # real-time iterations
+    loop = optdyn.simulate(mpc, 3.0, disturbances=[optdyn.Push("tool0", (0, 30, 0), 1.0, 0.2)])
 
 Problems own one discretisation (N intervals of m RK4 sub-steps, control held) that
 DDP, iLQR and the IPOPT multiple-shooting NLP all solve, so their optima coincide.
@@ -24,12 +26,15 @@ from .ocp.problem import Problem
 from .ocp.user_residual import UserResidual
 from .solvers.result import STATUSES, Result
 from .solvers.solve import solve
+from .solvers.mpc import MPC
+from .apps.simulate import ClosedLoop, Push, simulate
 from .apps.sweep import sweep
 
 __all__ = [
     "Problem", "Result", "STATUSES", "solve", "compare", "costs", "constraints", "clearances", "report",
     "save_result", "load_result", "view", "save_html", "plot_trajectory", "sweep",
-    "set_num_threads", "get_num_threads", "check_derivatives", "UserResidual",
+    "set_num_threads", "get_num_threads", "check_derivatives", "UserResidual", "MPC", "simulate", "Push",
+    "ClosedLoop",
 ]
 
 

@@ -1,0 +1,180 @@
+"""Closed-loop simulation of a model predictive controller against a finer plant.
+
+``simulate(mpc, duration)`` runs :class:`optdyn.MPC` once per control interval ``dt`` of its
+problem: it measures the plant's state (with optional noise), asks the controller for a
+control and holds it over the interval, delayed by the optional computation ``delay``. The
+plant integrates the robot (the controller's model, or another one with the same joints, e.g.
+with scaled masses) by ten times finer RK4 steps than the controller's problem, and applies
+the disturbances: a :class:`Push` is a world-frame force on a frame's body, converted to the
+body-fixed ``f_ext`` of :func:`dynamics.rnea` at the plant's configuration at the start of
+every fine step (:func:`dynamics.frame_force`).
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dynamics._checks import check_frame
+from dynamics.forces import frame_force
+from dynamics.model import Model
+
+from ..ocp import integrators
+from ..solvers.mpc import MPC
+
+REFINEMENT = 10
+"""Plant RK4 steps per controller integration step."""
+
+
+@dataclass(frozen=True)
+class Push:
+    """A world-frame force ``force`` (3,) N on the body of ``frame``, applied at the frame's
+    origin from ``start`` for ``duration`` s."""
+
+    frame: str
+    force: tuple
+    start: float
+    duration: float
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.frame, str):
+            raise ValueError(f"frame: expected a frame name (str), got {self.frame!r}")
+        f = np.asarray(self.force, dtype=float)
+        if f.shape != (3,) or not np.all(np.isfinite(f)):
+            raise ValueError(f"force: expected 3 finite numbers (N, world frame), got {self.force!r}")
+        object.__setattr__(self, "force", tuple(float(v) for v in f))
+        for name in ("start", "duration"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) \
+                    or not np.isfinite(v) or v < 0:
+                raise ValueError(f"{name}: expected a finite time ≥ 0 s, got {v!r}")
+
+    def active(self, t: float) -> bool:
+        """Whether the push acts at time ``t``."""
+        return self.start <= t < self.start + self.duration
+
+    def f_ext(self, model: Model, q: np.ndarray) -> np.ndarray:
+        """The push as ``f_ext`` (njoints, 6) of ``model`` at configuration ``q``."""
+        return frame_force(model, q, self.frame, np.concatenate([self.force, np.zeros(3)]))
+
+
+@dataclass
+class ClosedLoop:
+    """What :func:`simulate` recorded, one row per control step i at t_i = i·dt.
+
+    Attributes:
+        t: times (n + 1,), s; xs: the plant's true states at those times (n + 1, nx).
+        us: the controls computed at each step (n, nu); gains: their feedback gains (n, nu, ndx).
+        solve_time: wall time of each :meth:`MPC.step` (n,), s; dt: the control period, s.
+        cost: the objective of each step's horizon at its solution (n,).
+        iterations: solver iterations per step (n,); status: each solve's status.
+        disturbances: the pushes applied.
+    """
+
+    t: np.ndarray
+    xs: np.ndarray
+    us: np.ndarray
+    gains: np.ndarray
+    solve_time: np.ndarray
+    cost: np.ndarray
+    iterations: np.ndarray
+    status: list[str]
+    dt: float
+    disturbances: tuple = field(default_factory=tuple)
+
+
+def _plant(mpc: MPC, plant: Model | None) -> Model:
+    model = mpc.problem.model
+    if plant is None:
+        return model
+    if not isinstance(plant, Model):
+        raise ValueError(f"plant: expected a dynamics.Model or None, got {type(plant).__name__}")
+    if list(plant.joint_names) != list(model.joint_names) or (plant.nq, plant.nv) != (model.nq, model.nv) \
+            or not np.array_equal(plant.nvs, model.nvs):
+        raise ValueError(f"plant: its joints {list(plant.joint_names)} (nq {plant.nq}, nv {plant.nv}) differ from "
+                         f"the controller's {list(model.joint_names)} (nq {model.nq}, nv {model.nv})")
+    return plant
+
+
+def _noise(noise, ndx: int) -> np.ndarray | None:
+    if noise is None:
+        return None
+    s = np.broadcast_to(np.asarray(noise, dtype=float), (ndx,)) if np.ndim(noise) == 0 else np.asarray(noise, float)
+    if s.shape != (ndx,) or not np.all(np.isfinite(s)) or np.any(s < 0):
+        raise ValueError(f"noise: expected a standard deviation ≥ 0, scalar or ({ndx},) (tangent space), "
+                         f"got {noise!r}")
+    return s
+
+
+def simulate(mpc: MPC, duration: float, plant: Model | None = None, disturbances: Sequence[Push] = (),
+             noise=None, delay: float = 0.0, seed: int = 0) -> ClosedLoop:
+    """Run ``mpc`` in closed loop for ``duration`` s (rounded to whole control periods) from its
+    problem's x0 (module docstring).
+
+    Args:
+        plant: the simulated robot (default: the controller's model); its joints must be the
+            controller's.
+        disturbances: :class:`Push` es.
+        noise: standard deviation of Gaussian measurement noise added to the state in the
+            tangent space (scalar or (ndx,)), or None; ``seed`` seeds it.
+        delay: s ≥ 0, rounded to the plant's step: the control computed from the state at t
+            acts from t + delay (the previous control until then; the first one from t = 0).
+    """
+    if not isinstance(mpc, MPC):
+        raise ValueError(f"mpc: expected an optdyn.MPC, got {type(mpc).__name__}")
+    p = mpc.problem
+    for name, v in (("duration", duration), ("delay", delay)):
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not np.isfinite(v) \
+                or v < 0:
+            raise ValueError(f"{name}: expected a finite time ≥ 0 s, got {v!r}")
+    model = _plant(mpc, plant)
+    pushes = tuple(disturbances)
+    for d in pushes:
+        if not isinstance(d, Push):
+            raise ValueError(f"disturbances: expected optdyn.Push objects, got {type(d).__name__}")
+        if check_frame(model, d.frame).body < 0:
+            raise ValueError(f"frame: {d.frame!r} is fixed on the base; a push needs a moving body")
+    sigma = _noise(noise, p.ndx)
+    rng = np.random.default_rng(seed)
+    fine = REFINEMENT * p.substeps  # plant steps per control interval
+    h = p.dt / fine
+    a, b = integrators.METHODS["rk4"]
+    dyn = integrators.IntervalDynamics(integrators.robot_ode(model, p.actuated), a, b, h, 1, p.f_ext)
+    known = p.f_ext[0] if p.f_ext.shape[1] else np.zeros((model.njoints, 6))  # the problem's own forces
+    lag = int(round(delay / h))
+    n = int(round(duration / p.dt))
+    xs, us = np.empty((n + 1, p.nx)), np.empty((n, p.nu))
+    gains, solve_time, cost = np.empty((n, p.nu, p.ndx)), np.empty(n), np.empty(n)
+    iterations, status = np.empty(n, dtype=np.int64), []
+    x = p.x0.copy()
+    xs[0] = x
+    pending: list[tuple[int, np.ndarray]] = []  # (plant step from which it acts, control)
+    u_applied = None
+    for i in range(n):
+        measured = x if sigma is None else p.state_integrate(x, sigma * rng.standard_normal(p.ndx))
+        t0 = time.perf_counter()
+        u, K = mpc.step(measured, i * p.dt)
+        solve_time[i] = time.perf_counter() - t0
+        us[i], gains[i], cost[i] = u, K, mpc.result.cost
+        iterations[i] = mpc.result.iterations
+        status.append(mpc.result.status)
+        pending.append((i * fine + lag, u))
+        if u_applied is None:
+            u_applied = u
+        for j in range(i * fine, (i + 1) * fine):
+            while pending and pending[0][0] <= j:
+                u_applied = pending.pop(0)[1]
+            tj = j * h
+            active = [d for d in pushes if d.active(tj)]
+            step = dyn
+            if active:
+                q = x[: model.nq]
+                step = dyn._replace(f_ext=(known + sum(d.f_ext(model, q) for d in active))[None])
+            x = integrators.step_batch(step, x[None], u_applied[None])[0]
+        if not np.all(np.isfinite(x)):
+            raise FloatingPointError(f"simulate: the plant diverged at t = {(i + 1) * p.dt:g} s")
+        xs[i + 1] = x
+    return ClosedLoop(t=np.arange(n + 1) * p.dt, xs=xs, us=us, gains=gains, solve_time=solve_time, cost=cost,
+                      iterations=iterations, status=status, dt=p.dt, disturbances=pushes)
