@@ -141,3 +141,5 @@ def test_bad_input(reach):
         optdyn.simulate(fresh, 0.1, plant=dyn.models.serial_chain(6))
     with pytest.raises(ValueError, match="noise"):
         optdyn.simulate(fresh, 0.1, noise=-1.0)
+    with pytest.raises(ValueError, match="mpc"):
+        optdyn.simulate(mpc, 0.1)  # has run

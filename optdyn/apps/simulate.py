@@ -110,8 +110,8 @@ def _noise(noise, ndx: int) -> np.ndarray | None:
 
 def simulate(mpc: MPC, duration: float, plant: Model | None = None, disturbances: Sequence[Push] = (),
              noise=None, delay: float = 0.0, seed: int = 0) -> ClosedLoop:
-    """Run ``mpc`` in closed loop for ``duration`` s (rounded to whole control periods) from its
-    problem's x0 (module docstring).
+    """Run the fresh controller ``mpc`` in closed loop for ``duration`` s (rounded to whole
+    control periods) from its problem's x0 (module docstring).
 
     Args:
         plant: the simulated robot (default: the controller's model); its joints must be the
@@ -124,6 +124,8 @@ def simulate(mpc: MPC, duration: float, plant: Model | None = None, disturbances
     """
     if not isinstance(mpc, MPC):
         raise ValueError(f"mpc: expected an optdyn.MPC, got {type(mpc).__name__}")
+    if mpc.result is not None:
+        raise ValueError("mpc: expected a fresh controller (its clock starts at the first step); this one has run")
     p = mpc.problem
     for name, v in (("duration", duration), ("delay", delay)):
         if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not np.isfinite(v) \
