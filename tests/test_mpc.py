@@ -1,4 +1,6 @@
 """Model predictive control (issue 41): optdyn.MPC, optdyn.simulate, optdyn.Push."""
+import copy
+
 import numpy as np
 import pytest
 
@@ -77,6 +79,20 @@ def test_tool_returns_to_the_target_after_a_push(reach, warm_start):
     assert after.max() < 0.01  # back within 1 cm 2 s after the push began
     free = optdyn.simulate(optdyn.MPC(reach, "ilqr", iterations=1, warm_start=warm_start), 0.5)
     np.testing.assert_array_equal(free.xs, loop.xs[: free.xs.shape[0]])  # the same until the push
+
+
+def test_a_real_time_iteration_expands_the_problem_once(reach):
+    """``final_expansion=False`` takes the same step and returns the gains of the expansion
+    that made it, without expanding again at the new iterate."""
+    optimum = optdyn.solve(reach, "ilqr")
+    shifted = copy.copy(reach)
+    shifted.x0 = optimum.xs[1]  # the horizon one interval on, as MPC.step sets it
+    us = np.concatenate([optimum.us[1:], optimum.us[-1:]])
+    again, once = (optdyn.solve(shifted, "ilqr", max_iter=1, us_init=us, final_expansion=f) for f in (True, False))
+    np.testing.assert_array_equal(once.xs, again.xs)
+    np.testing.assert_array_equal(once.us, again.us)
+    assert len(once.history["cost"]) == 1 and len(again.history["cost"]) == 2
+    assert not np.array_equal(once.gains, again.gains)
 
 
 def test_ipopt_mpc_agrees_with_ilqr_mpc():

@@ -436,6 +436,11 @@ class Options:
     ``shooting``: "single" starts from the rollout of ``us_init``; "multiple" from the states
     ``xs_init`` as well, with the gaps between intervals closed by the steps (feasibility-driven
     DDP, Mastalli et al. 2020; module docstring).
+    ``final_expansion``: False returns as soon as the step that reaches ``max_iter`` is taken,
+    with the gains K of the backward pass that made it, instead of expanding the problem again at
+    the new iterate for its gains and convergence test (the real-time iterations of
+    :class:`optdyn.MPC`, Diehl et al. 2005: one expansion per step); the history then ends
+    with the iterate before that step.
     """
 
     max_iter: int = 500
@@ -454,6 +459,7 @@ class Options:
     verbose: bool = False
     callback: object = None
     max_time: float | None = None
+    final_expansion: bool = True
 
 
 @dataclass
@@ -728,6 +734,8 @@ def iterate(problem: Problem, objective: Objective, us: np.ndarray, o: Options, 
             mu, delta = _decrease(mu, delta, o)
             if gaps.shape[0]:  # a full step closes them; a partial one leaves (1 − α) of each (forward_pass)
                 gaps = np.zeros((0, ndx)) if alpha == 1.0 else (1.0 - alpha) * gaps
+            if steps == max_iter and not o.final_expansion:
+                return outcome(False, "max_iter", f"iteration limit {max_iter} reached (not expanded at the last step)")
         elif log.stop_reason():
             continue  # the line search was cut short: report the stop at the next check
         else:

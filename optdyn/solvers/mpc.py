@@ -6,8 +6,10 @@ solution and applies the first control ū_0 (Tassa, Erez & Todorov 2012, "Synthe
 stabilization of complex behaviors through online trajectory optimization": MPC with DDP).
 With ``iterations=1`` each instant spends one solver iteration on a warm start that is
 already near optimal — the real-time iteration of Diehl, Bock & Schlöder 2005 ("A
-real-time iteration scheme for nonlinear optimization in optimal feedback control"); a
-larger number, or None, solves each horizon to convergence.
+real-time iteration scheme for nonlinear optimization in optimal feedback control"): DDP
+and iLQR expand the problem once per iteration, at the warm start, and the gains K returned
+are those of that expansion (``final_expansion=False`` of :class:`optdyn.solvers.ddp.Options`);
+a larger number, or None, solves each horizon to convergence.
 
 The warm start of a horizon shifted by s intervals (s = 1 when called once per interval)
 takes the previous solution (x̄, ū, K) shifted: ū_{k+s}, K_{k+s}, the last control and gain
@@ -50,7 +52,7 @@ from .solve import solve
 WARM_STARTS = ("policy", "shift", "rollout")
 """How a shifted solution is brought to the measured state (module docstring)."""
 
-_SET_BY_MPC = ("max_iter", "us_init", "xs_init", "init", "shooting")
+_SET_BY_MPC = ("max_iter", "us_init", "xs_init", "init", "shooting", "final_expansion")
 
 
 class MPC:
@@ -129,6 +131,8 @@ class MPC:
             self._shifted(shift)
             warm = self._warm(x)
             limit = {} if self.iterations is None else {"max_iter": self.iterations}
+            if limit and self.solver != "ipopt":  # one expansion per iteration (Options.final_expansion)
+                limit["final_expansion"] = False
             result = solve(p, self.solver, **limit, **warm, **self.options)
         self.result = result
         if np.all(np.isfinite(result.xs)) and np.all(np.isfinite(result.us)):
