@@ -7,7 +7,7 @@
     optdyn.save_html(res, "arm.html", problem=prob)  # offline meshcat replay
     optdyn.plot_trajectory(res, "arm.png")           # q, v, u with limits, clearance, convergence
     optdyn.sweep(problems.arm_obstacle.make, grid={"horizon": [3.0, 4.0]}, starts=8, out="runs/")  # Dask
-    mpc  = optdyn.MPC(problems.get("ur5-reach", N=40), "ddp", iterations=1)   # real-time iterations
+    mpc  = optdyn.MPC(problems.get("ur5-reach", N=40), "ilqr", iterations=1)  # real-time iterations
     loop = optdyn.simulate(mpc, 3.0, disturbances=[optdyn.Push("tool0", (0, 30, 0), 1.0, 0.2)])
 
 Problems own one discretisation (N intervals of m RK4 sub-steps, control held) that
