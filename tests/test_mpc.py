@@ -159,3 +159,23 @@ def test_bad_input(reach):
         optdyn.simulate(fresh, 0.1, noise=-1.0)
     with pytest.raises(ValueError, match="mpc"):
         optdyn.simulate(mpc, 0.1)  # has run
+
+
+def test_ctrl_c_or_a_diverging_plant_end_the_loop_with_what_was_recorded():
+    """The closed loop keeps the steps completed before Ctrl-C (here raised by the solver's
+    callback during the third step's solve) or before the plant diverged (a 1e9 N push)."""
+    prob = problems.get("ur5-reach", N=10)
+    solves = []
+
+    def callback(row):
+        if row["iteration"] == 0:  # a solve's first row
+            solves.append(1)
+        if len(solves) == 3:
+            raise KeyboardInterrupt
+
+    loop = optdyn.simulate(optdyn.MPC(prob, "ilqr", callback=callback), 1.0)
+    assert loop.stopped.startswith("interrupted") and 0 < loop.us.shape[0] < 20
+    assert loop.xs.shape[0] == loop.us.shape[0] + 1 == loop.t.shape[0] and len(loop.status) == loop.us.shape[0]
+    loop = optdyn.simulate(optdyn.MPC(prob, "ilqr"), 1.0, disturbances=[optdyn.Push("tool0", (0, 1e9, 0), 0.1, 0.2)])
+    assert loop.stopped.startswith("the plant diverged") and np.all(np.isfinite(loop.xs))
+    assert loop.xs.shape[0] == loop.us.shape[0] + 1 <= 4

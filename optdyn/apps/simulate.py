@@ -71,6 +71,8 @@ class ClosedLoop:
         cost: the objective of each step's horizon at its solution (n,).
         iterations: solver iterations per step (n,); status: each solve's status.
         disturbances: the pushes applied.
+        stopped: why the loop ended before ``duration`` ("" if it ran to the end): Ctrl-C
+            or a diverged plant; the arrays then hold the steps completed before it.
     """
 
     t: np.ndarray
@@ -83,6 +85,7 @@ class ClosedLoop:
     status: list[str]
     dt: float
     disturbances: tuple = field(default_factory=tuple)
+    stopped: str = ""
 
 
 def _plant(mpc: MPC, plant: Model | None) -> Model:
@@ -111,7 +114,8 @@ def _noise(noise, ndx: int) -> np.ndarray | None:
 def simulate(mpc: MPC, duration: float, plant: Model | None = None, disturbances: Sequence[Push] = (),
              noise=None, delay: float = 0.0, seed: int = 0) -> ClosedLoop:
     """Run the fresh controller ``mpc`` in closed loop for ``duration`` s (rounded to whole
-    control periods) from its problem's x0 (module docstring).
+    control periods) from its problem's x0 (module docstring). Ctrl-C or a diverging plant
+    end the loop early with what was recorded (``ClosedLoop.stopped`` says why).
 
     Args:
         plant: the simulated robot (default: the controller's model); its joints must be the
@@ -154,29 +158,40 @@ def simulate(mpc: MPC, duration: float, plant: Model | None = None, disturbances
     xs[0] = x
     pending: list[tuple[int, np.ndarray]] = []  # (plant step from which it acts, control)
     u_applied = None
-    for i in range(n):
-        measured = x if sigma is None else p.state_integrate(x, sigma * rng.standard_normal(p.ndx))
-        t0 = time.perf_counter()
-        u, K = mpc.step(measured, i * p.dt)
-        solve_time[i] = time.perf_counter() - t0
-        us[i], gains[i], cost[i] = u, K, mpc.result.cost
-        iterations[i] = mpc.result.iterations
-        status.append(mpc.result.status)
-        pending.append((i * fine + lag, u))
-        if u_applied is None:
-            u_applied = u
-        for j in range(i * fine, (i + 1) * fine):
-            while pending and pending[0][0] <= j:
-                u_applied = pending.pop(0)[1]
-            tj = j * h
-            active = [d for d in pushes if d.active(tj)]
-            step = dyn
-            if active:
-                q = x[: model.nq]
-                step = dyn._replace(f_ext=(known + sum(d.f_ext(model, q) for d in active))[None])
-            x = integrators.step_batch(step, x[None], u_applied[None])[0]
-        if not np.all(np.isfinite(x)):
-            raise FloatingPointError(f"simulate: the plant diverged at t = {(i + 1) * p.dt:g} s")
-        xs[i + 1] = x
-    return ClosedLoop(t=np.arange(n + 1) * p.dt, xs=xs, us=us, gains=gains, solve_time=solve_time, cost=cost,
-                      iterations=iterations, status=status, dt=p.dt, disturbances=pushes)
+    done, stopped = 0, ""
+    try:
+        for i in range(n):
+            measured = x if sigma is None else p.state_integrate(x, sigma * rng.standard_normal(p.ndx))
+            t0 = time.perf_counter()
+            u, K = mpc.step(measured, i * p.dt)
+            if mpc.result.status == "interrupted":  # Ctrl-C inside the solve (optdyn.solvers.runtime)
+                raise KeyboardInterrupt
+            solve_time[i] = time.perf_counter() - t0
+            us[i], gains[i], cost[i] = u, K, mpc.result.cost
+            iterations[i] = mpc.result.iterations
+            status.append(mpc.result.status)
+            pending.append((i * fine + lag, u))
+            if u_applied is None:
+                u_applied = u
+            for j in range(i * fine, (i + 1) * fine):
+                while pending and pending[0][0] <= j:
+                    u_applied = pending.pop(0)[1]
+                tj = j * h
+                active = [d for d in pushes if d.active(tj)]
+                step = dyn
+                if active:
+                    q = x[: model.nq]
+                    step = dyn._replace(f_ext=(known + sum(d.f_ext(model, q) for d in active))[None])
+                x = integrators.step_batch(step, x[None], u_applied[None])[0]
+                if not np.all(np.isfinite(x)):
+                    break
+            if not np.all(np.isfinite(x)):
+                stopped = f"the plant diverged between t = {i * p.dt:g} and {(i + 1) * p.dt:g} s"
+                break
+            xs[i + 1] = x
+            done = i + 1
+    except KeyboardInterrupt:
+        stopped = f"interrupted (Ctrl-C) at t = {done * p.dt:g} s"
+    return ClosedLoop(t=np.arange(done + 1) * p.dt, xs=xs[: done + 1], us=us[:done], gains=gains[:done],
+                      solve_time=solve_time[:done], cost=cost[:done], iterations=iterations[:done],
+                      status=status[:done], dt=p.dt, disturbances=pushes, stopped=stopped)
