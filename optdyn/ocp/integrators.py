@@ -38,7 +38,11 @@ records, idx, work)``: it writes f (nx,), and for order ≥ 1 Fz (nx, nz), for o
 (nx, nz, nz); :func:`robot_dynamics_hessian` gives the contracted second derivative w·f_zz
 from what the first-order call stored; ``work`` is the dynamics' workspace
 (:func:`robot_work`). They are called as globals of the compiled kernels (not passed as
-function arguments, which numba's on-disk cache cannot key reliably).
+function arguments, which numba's on-disk cache cannot key reliably), and dispatch at compile
+time on the ODE record's type: a :data:`RobotODE` runs the free dynamics
+(:func:`free_dynamics`, :func:`free_dynamics_hessian`, :func:`free_work`), a
+:data:`~optdyn.ocp.contact_ode.ContactODE` the contact dynamics of one contact phase
+(:mod:`optdyn.ocp.contact_ode`; the phases and impulses: :mod:`optdyn.ocp.contact_phases`).
 
 Workspace: every temporary of :func:`interval` and :func:`interval_hessian`, the
 dynamics' and the group compositions' included, lives in an :data:`IntervalWork` made
@@ -81,6 +85,7 @@ from dynamics.rnea_second_derivatives_contracted import new_so_work
 from dynamics.spatial import copy_into, matmul_add, mirror_upper
 from dynamics.workspace import Data, new_data
 
+from .contact_ode import ContactODE, contact_dynamics_ode, contact_dynamics_ode_hessian, contact_work
 from .state import state_integrate_into
 
 _RK4 = (np.array([[0.0, 0.0, 0.0, 0.0], [0.5, 0.0, 0.0, 0.0], [0.0, 0.5, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]]),
@@ -126,13 +131,19 @@ def robot_ode(model: Model, actuated: np.ndarray | None = None) -> RobotODE:
 
 
 def lie_structure(ode):
-    """(topology, Lie blocks (L, 3)) of a :data:`RobotODE`; (0, 7), (0, 3) arrays for any
-    other ODE record (a vector space, e.g. a test's ODE)."""
+    """(topology, Lie blocks (L, 3)) of a :data:`RobotODE` or a
+    :data:`~optdyn.ocp.contact_ode.ContactODE`; (0, 7), (0, 3) arrays for any other ODE record
+    (a vector space, e.g. a test's ODE)."""
+
+
+def _is(ode, record) -> bool:
+    """Whether the numba type ``ode`` is the named tuple ``record``."""
+    return isinstance(ode, types.NamedTuple) and ode.instance_class is record
 
 
 @overload(lie_structure)
 def _lie_structure(ode):
-    if isinstance(ode, types.NamedTuple) and ode.instance_class is RobotODE:
+    if _is(ode, RobotODE) or _is(ode, ContactODE):
         return lambda ode: (ode.model.topology, ode.lie)
     return lambda ode: (np.zeros((0, 7), np.int64), np.zeros((0, 3), np.int64))
 
@@ -148,8 +159,56 @@ def _recording(d, records, idx):
                 T=T, h=d.h, gauss=d.gauss)
 
 
-@njit(cache=True)
 def robot_work(ode, second):
+    """The workspace of :func:`robot_dynamics` for the ODE record ``ode`` (with ``second``
+    (5, nv, nv) as its second-order blocks): :func:`free_work` for a :data:`RobotODE`,
+    :func:`~optdyn.ocp.contact_ode.contact_work` for a
+    :data:`~optdyn.ocp.contact_ode.ContactODE`."""
+
+
+def robot_dynamics(ode, x, u, f_ext, order, f, Fz, Fzz, records, idx, work):
+    """ẋ = f(x, u) of the ODE record ``ode`` and its derivatives (module docstring):
+    :func:`free_dynamics` for a :data:`RobotODE`, the contact dynamics of a phase
+    (:func:`~optdyn.ocp.contact_ode.contact_dynamics_ode`) for a
+    :data:`~optdyn.ocp.contact_ode.ContactODE`."""
+
+
+def robot_dynamics_hessian(ode, x, u, f, Fz, records, idx, w, W, blocks, so):
+    """W = Σ_i w_i ∂²f_i/∂z² of the ODE record ``ode``: :func:`free_dynamics_hessian` or
+    :func:`~optdyn.ocp.contact_ode.contact_dynamics_ode_hessian`."""
+
+
+def _dispatch(ode, free, contact):
+    """The kernel for the ODE record type ``ode`` (compile time)."""
+    return contact if _is(ode, ContactODE) else free
+
+
+@overload(robot_work, inline="always")
+def _robot_work(ode, second):
+    kernel = _dispatch(ode, free_work, contact_work)
+    return lambda ode, second: kernel(ode, second)
+
+
+@overload(robot_dynamics, inline="always", prefer_literal=True)
+def _robot_dynamics(ode, x, u, f_ext, order, f, Fz, Fzz, records, idx, work):
+    kernel = _dispatch(ode, free_dynamics, contact_dynamics_ode)
+
+    def impl(ode, x, u, f_ext, order, f, Fz, Fzz, records, idx, work):
+        kernel(ode, x, u, f_ext, order, f, Fz, Fzz, records, idx, work)
+    return impl
+
+
+@overload(robot_dynamics_hessian, inline="always")
+def _robot_dynamics_hessian(ode, x, u, f, Fz, records, idx, w, W, blocks, so):
+    kernel = _dispatch(ode, free_dynamics_hessian, contact_dynamics_ode_hessian)
+
+    def impl(ode, x, u, f, Fz, records, idx, w, W, blocks, so):
+        kernel(ode, x, u, f, Fz, records, idx, w, W, blocks, so)
+    return impl
+
+
+@njit(cache=True)
+def free_work(ode, second):
     """The :data:`RobotWork` of a :data:`RobotODE`, with ``second`` (5, nv, nv) as its
     second-order blocks."""
     topology = ode.model.topology
@@ -158,13 +217,13 @@ def robot_work(ode, second):
 
 
 @njit(cache=True, literal=("order",))
-def robot_dynamics(ode, x, u, f_ext, order, f, Fz, Fzz, records, idx, work):
+def free_dynamics(ode, x, u, f_ext, order, f, Fz, Fzz, records, idx, work):
     """ẋ = [v; FD(q, v, B u, f_ext)] and its first/second derivatives w.r.t.
     z = (δq, v, u) (δq in the tangent space at q; τ = B u with the actuated columns
     ``ode.actuated`` of B = selection, so ∂/∂u_c = ∂/∂τ_{act[c]}); every intermediate in
     the :data:`RobotWork` ``work``.
 
-    For order 1 and ``idx`` ≥ 0 the first-order data that :func:`robot_dynamics_hessian`
+    For order 1 and ``idx`` ≥ 0 the first-order data that :func:`free_dynamics_hessian`
     reuses (with M⁻¹) is written into row ``idx`` of ``records`` (:data:`StageRecords`).
     """
     model, act = ode.model, ode.actuated
@@ -212,9 +271,9 @@ def robot_dynamics(ode, x, u, f_ext, order, f, Fz, Fzz, records, idx, work):
 
 
 @allocation_free
-def robot_dynamics_hessian(ode, x, u, f, Fz, records, idx, w, W, blocks, so):
+def free_dynamics_hessian(ode, x, u, f, Fz, records, idx, w, W, blocks, so):
     """W (nz, nz) = Σ_i w_i ∂²f_i/∂z² of ẋ = [v; FD(q, v, B u)] at (x, u), given Fz and the
-    first-order ``records`` (row ``idx``) that :func:`robot_dynamics` stored there;
+    first-order ``records`` (row ``idx``) that :func:`free_dynamics` stored there;
     ``blocks`` (5, nv, nv) and ``so`` are scratch (a :data:`RobotWork`'s ``second`` and
     ``so``).
 
@@ -748,11 +807,23 @@ def _halves_in_parallel(model, actuated, lie, u, stages, rows, terms, so_a, lie_
             _stage_half(ode, 1, u, stages, rows, terms, so_b, lie_b)
 
 
-@allocation_free(inline="always")
 def _halves_on_two_threads(ode, u, stages, rows, work):
-    """:func:`_halves_in_parallel` on the parts of ``ode`` and of the workspace."""
-    _halves_in_parallel(ode.model, ode.actuated, ode.lie, u, stages, rows, work.terms, work.ode.so, work.lie,
-                        work.ode2.so, work.lie2)
+    """:func:`_halves_in_parallel` on the parts of ``ode`` and of the workspace (a
+    :data:`RobotODE`); for any other record both halves one after the other."""
+
+
+@overload(_halves_on_two_threads, inline="always")
+def _halves_on_two_threads_impl(ode, u, stages, rows, work):
+    if _is(ode, RobotODE):
+        def impl(ode, u, stages, rows, work):
+            _halves_in_parallel(ode.model, ode.actuated, ode.lie, u, stages, rows, work.terms, work.ode.so, work.lie,
+                                work.ode2.so, work.lie2)
+        return impl
+
+    def in_turn(ode, u, stages, rows, work):
+        _stage_half(ode, 0, u, stages, rows, work.terms, work.ode.so, work.lie)
+        _stage_half(ode, 1, u, stages, rows, work.terms, work.ode2.so, work.lie2)
+    return in_turn
 
 
 @allocation_free(inline="always")
