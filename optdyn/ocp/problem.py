@@ -35,6 +35,11 @@ derivatives (hence DDP, iLQR and IPOPT) are those of that body-fixed force. A wr
 in the WORLD frame at a frame is converted by :func:`frame_wrenches` at reference
 configurations (the planned path): exact there, rotating with the body away from it.
 
+Contacts: ``contacts`` gives one list of :class:`dynamics.Contact` per interval (the contact
+sequence). Interval k then integrates the contact dynamics of its contacts, and where it
+gains contacts over interval k−1 the state first passes the impulse map (restitution 0)
+(:mod:`optdyn.ocp.contact_phases`); DDP, iLQR and IPOPT see that same discrete problem.
+
 Writing one from a script::
 
     prob = Problem(model, x0, N=50, dt=0.02,
@@ -50,11 +55,12 @@ import numpy as np
 
 from dynamics._checks import as_vector
 from dynamics.batch import NO_FORCES
+from dynamics.contact import Contact
 from dynamics.forces import frame_force
 from dynamics.model import FREE_FLYER, JTYPE, Model
 from dynamics.rnea import rnea
 
-from . import integrators
+from . import contact_phases, integrators
 from .state import check_state, state_difference_batch, state_integrate_batch
 from .constraints import Constraint, JointLimits, StateEquality, equality_rows, stack_constraints
 from .costs import Cost
@@ -145,7 +151,8 @@ class Problem:
         terminal_constraints: constraints h(x_N) = 0.
         xs_init (N+1, nx), us_init (N, nu): initial guess (default: x0 repeated and the
             gravity torques g(q0) (minus the forces' Σ Jᵀ f_ext) at every interval, clipped
-            to the bounds — the rest trajectory when x0 is at rest).
+            to the bounds — the rest trajectory when x0 is at rest; with contacts, the controls
+            holding q0 at rest under each interval's contacts where they can).
         name: problem name; params: construction parameters (recorded in results).
         actuated: the actuated joints, as joint names or a selection matrix B (nv, nu) of
             0/1 with one 1 per column (τ = B u); default: every joint except a free-flyer
@@ -157,11 +164,17 @@ class Problem:
         solver_options: the options this problem is best solved with, per solver
             ({"ddp": {...}, "ilqr": {...}, "ipopt": {...}}); :func:`optdyn.solve` starts from
             them, and options given to it take precedence.
+        contacts: the contact sequence, one list of :class:`dynamics.Contact` per interval
+            (N lists; an empty list: no contact, flight). Interval k integrates the contact
+            dynamics of ``contacts[k]``; where it gains contacts over interval k−1, the impulse
+            map comes first (module docstring, :mod:`optdyn.ocp.contact_phases`). Not
+            together with ``f_ext``. Default: none (the free dynamics).
 
     Attributes: the arguments, checked (``f_ext`` as an array (1 or N, njoints, 6);
     ``path_constraints`` those on the state, ``stage_constraints`` those on the control), and
     ``dynamics``, the interval dynamics x_{k+1} = F_k(x_k, u_k) as the compiled entry points
-    of :mod:`optdyn.ocp.shooting` take it (an :data:`~optdyn.ocp.integrators.IntervalDynamics`).
+    of :mod:`optdyn.ocp.shooting` take it (an :data:`~optdyn.ocp.integrators.IntervalDynamics`,
+    or with ``contacts`` a :data:`~optdyn.ocp.contact_phases.PhasedDynamics`).
     """
 
     def __init__(self, model: Model, x0, N: int, dt: float, running_cost: Cost | None = None,
@@ -169,7 +182,7 @@ class Problem:
                  u_lower=None, u_upper=None, path_constraints: Sequence[Constraint] = (),
                  terminal_constraints: Sequence[Constraint] = (), xs_init=None, us_init=None,
                  name: str = "custom", params: dict | None = None, f_ext=None, actuated=None,
-                 solver_options: dict | None = None) -> None:
+                 solver_options: dict | None = None, contacts: Sequence[Sequence[Contact]] | None = None) -> None:
         if not isinstance(model, Model):
             raise ValueError(f"model: expected a dynamics.Model, got {type(model).__name__}")
         self.model = model
@@ -220,6 +233,9 @@ class Problem:
                         else _array(xs_init, (self.N + 1, nx), "xs_init"))
         check_state(model, self.xs_init, "xs_init")
         self.f_ext = self._check_forces(f_ext)
+        self.contacts = None if contacts is None else contact_phases.check_contact_sequence(model, contacts, self.N)
+        if self.contacts is not None and f_ext is not None:
+            raise ValueError("f_ext: external forces are not supported together with contacts")
         self.us_init = self.rest_controls() if us_init is None else _array(us_init, (self.N, nu), "us_init")
         if not isinstance(name, str):
             raise ValueError(f"name: expected a string, got {name!r}")
@@ -227,8 +243,26 @@ class Problem:
         self.params = dict(params or {})
         self.solver_options = _solver_options(solver_options)
         a, b = integrators.METHODS[integrator]
-        self.dynamics = integrators.IntervalDynamics(integrators.robot_ode(model, self.actuated), a, b, self.dt,
-                                                     self.substeps, self.f_ext)
+        ode = integrators.robot_ode(model, self.actuated)
+        if self.contacts is None:
+            self.dynamics = integrators.IntervalDynamics(ode, a, b, self.dt, self.substeps, self.f_ext)
+        else:
+            self.dynamics = contact_phases.phased_dynamics(model, self.actuated, ode.lie, a, b, self.dt,
+                                                           self.substeps, self.f_ext, self.contacts)
+
+    def contacts_at(self, k: int) -> list[Contact]:
+        """The contacts of interval k (0 … N−1): a list of :class:`dynamics.Contact` (empty
+        without contacts)."""
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 0 <= k < self.N:
+            raise ValueError(f"k: expected an interval 0 … {self.N - 1}, got {k!r}")
+        return [] if self.contacts is None else list(self.contacts[int(k)])
+
+    @property
+    def impulses(self) -> np.ndarray:
+        """(N,) bool: the intervals that start with the impulse map (they gain contacts)."""
+        if self.contacts is None:
+            return np.zeros(self.N, dtype=bool)
+        return self.dynamics.impulse.copy()
 
     def _check_forces(self, f_ext) -> np.ndarray:
         """``f_ext`` as the (1 or N, njoints, 6) array of the integrator kernels (NO_FORCES for None)."""
@@ -252,7 +286,12 @@ class Problem:
     def rest_controls(self) -> np.ndarray:
         """(N, nu): the actuated part of the torques holding q0 at rest in every interval,
         g(q0) − Σ Jᵀ f_ext (the gravity torques when no force acts), clipped to the bounds:
-        the default ``us_init`` and DDP's fallback guess."""
+        the default ``us_init`` and DDP's fallback guess. With contacts, the controls of least
+        norm that hold q0 at rest under each interval's contacts (q̈ = 0, in the least-squares
+        sense where no control does: :func:`~optdyn.ocp.contact_phases.rest_controls`)."""
+        if self.contacts is not None:
+            return np.clip(contact_phases.rest_controls(self.model, self.actuated, self.x0[: self.model.nq],
+                                                        self.contacts), self.u_lower, self.u_upper)
         q0, zero = self.x0[: self.model.nq], np.zeros(self.model.nv)
         f_exts = self.f_ext if self.f_ext.shape[1] else [None]  # one set, or one per interval
         tau = np.array([rnea(self.model, q0, zero, zero, f) for f in f_exts])[:, self.actuated]
@@ -262,15 +301,20 @@ class Problem:
     def no_stages(self) -> integrators.StageRecords:
         """Stage records with no rows, for the entry points that take records and are not
         to use them (:mod:`optdyn.ocp.shooting`)."""
+        if self.contacts is not None:
+            return contact_phases.stage_records_for(self.dynamics, 0, self.nx, self.ndx + self.nu)
         return integrators.no_stages(self.dynamics.ode)
 
     def _dynamics(self, K: int, start: int) -> integrators.IntervalDynamics:
         """:attr:`dynamics` for K knots that are intervals start … start + K − 1."""
-        if self.f_ext.shape[0] == 1:
+        if self.f_ext.shape[0] == 1 and self.contacts is None:
             return self.dynamics
         if isinstance(start, bool) or not isinstance(start, (int, np.integer)) or not 0 <= start <= self.N - K:
-            raise ValueError(f"start: the problem's forces vary per interval, so the {K} knots must be "
+            what = "contacts" if self.contacts is not None else "forces"
+            raise ValueError(f"start: the problem's {what} vary per interval, so the {K} knots must be "
                              f"intervals start … start + {K - 1} of 0 … {self.N - 1}; got start={start!r}")
+        if self.contacts is not None:
+            return contact_phases.sliced(self.dynamics, K, start)
         return self.dynamics._replace(f_ext=self.f_ext[start:start + K])
 
     # ---- sizes ---------------------------------------------------------------------
@@ -405,6 +449,8 @@ class Problem:
         ``start``: knot k is interval start + k (matters only for per-interval ``f_ext``;
         so do the other ``step_*`` methods)."""
         xs, us = self._xu(xs, us)
+        if self.contacts is not None:
+            return contact_phases.step_batch(self._dynamics(xs.shape[0], start), xs, us)
         return integrators.step_batch(self._dynamics(xs.shape[0], start), xs, us)
 
     def step_derivatives(self, xs, us, second_order: bool = False, start: int = 0) -> tuple[np.ndarray, ...]:
@@ -415,8 +461,8 @@ class Problem:
         derivatives of δx⁺ = F(x ⊕ δx, u) ⊖ F(x, u) (tangent at x⁺) w.r.t. (δx, u).
         """
         xs, us = self._xu(xs, us)
-        _, Fz, Fzz = integrators.step_derivatives_batch(self._dynamics(xs.shape[0], start), xs, us,
-                                                        2 if second_order else 1)
+        batch = integrators if self.contacts is None else contact_phases
+        _, Fz, Fzz = batch.step_derivatives_batch(self._dynamics(xs.shape[0], start), xs, us, 2 if second_order else 1)
         nx = self.ndx
         A, B = Fz[:, :, :nx], Fz[:, :, nx:]
         if not second_order:
@@ -437,6 +483,12 @@ class Problem:
         xs, us = self._xu(xs, us)
         s = self.dynamics.b.shape[0]
         rows = xs.shape[0] * self.substeps * s
+        if self.contacts is not None:
+            if stages is None or stages.y.shape[0] != rows:
+                stages = contact_phases.stage_records_for(self.dynamics, xs.shape[0], self.nx, self.ndx + self.nu)
+            _, Fz = contact_phases.step_stages_batch(self._dynamics(xs.shape[0], start), xs, us, stages)
+            nx = self.ndx
+            return np.ascontiguousarray(Fz[:, :, :nx]), np.ascontiguousarray(Fz[:, :, nx:]), stages
         if stages is None or stages.y.shape[0] != rows:
             stages = integrators.stage_records(self.dynamics.ode, rows, self.nx, self.ndx + self.nu, s)
         _, Fz = integrators.step_stages_batch(self._dynamics(xs.shape[0], start), xs, us, stages)
@@ -457,6 +509,8 @@ class Problem:
         lams = _array(lams, (xs.shape[0], self.ndx), "lams")
         if stages is None:
             stages = self.step_stages(xs, us, start=start)[2]
+        if self.contacts is not None:
+            return contact_phases.interval_hessians_batch(self._dynamics(xs.shape[0], start), us, stages, lams)
         return integrators.interval_hessians_batch(self.dynamics, us, stages, lams)
 
     def rollout(self, us, x0=None) -> np.ndarray:
@@ -470,6 +524,8 @@ class Problem:
         else:
             x0 = _array(x0, (self.nx,), "x0")
             check_state(self.model, x0, "x0")
+        if self.contacts is not None:
+            return contact_phases.rollout(self.dynamics, x0, us)
         return integrators.rollout(self.dynamics, x0, us)
 
     # ---- costs ---------------------------------------------------------------------

@@ -16,17 +16,64 @@ trajectories:
     state_retract(dyn, x, dx, y)                      y = x ⊕ dx
 
 ``stages`` are the records of ``problem.step_stages`` along the trajectory (knot k's rows
-are found here, not by the solver). Today every interval is the explicit Runge–Kutta
-integration of the robot's free dynamics (:mod:`optdyn.ocp.integrators`, record
-:data:`~optdyn.ocp.integrators.IntervalDynamics`); a new interval dynamics — contact
-phases — is a new record type that these functions dispatch on, and no solver changes.
+are found here, not by the solver). The record says which interval dynamics it is, and
+these functions dispatch on its type (at compile time):
+
+- an :data:`~optdyn.ocp.integrators.IntervalDynamics`: every interval is the explicit
+  Runge–Kutta integration of the robot's free dynamics (:mod:`optdyn.ocp.integrators`);
+- a :data:`~optdyn.ocp.contact_phases.PhasedDynamics`: contact phases, with the impulse map
+  where an interval gains contacts (:mod:`optdyn.ocp.contact_phases`).
+
+No solver knows which.
 """
 from __future__ import annotations
 
+from numba.extending import overload
+
 from dynamics._compile import allocation_free, njit
 
-from .integrators import interval, interval_hessian, interval_work, lie_structure
+from . import contact_phases
+from .contact_phases import PhasedDynamics
+from .integrators import _is, interval, interval_hessian, interval_work, lie_structure
 from .state import state_difference, state_integrate_into
+
+
+def _work(dyn, nx, nu, order):
+    """:func:`transition_work` of the record's type."""
+
+
+def _transition(dyn, k, x, u, y, work):
+    """:func:`transition` of the record's type."""
+
+
+def _transition_hessian(dyn, k, u, stages, lam, Hz, work, split):
+    """:func:`transition_hessian` of the record's type."""
+
+
+@overload(_work, inline="always")
+def _work_impl(dyn, nx, nu, order):
+    if _is(dyn, PhasedDynamics):
+        return lambda dyn, nx, nu, order: contact_phases.phased_work(dyn, nx, nu, order)
+    return lambda dyn, nx, nu, order: interval_work(dyn, nx, nu, order)
+
+
+@overload(_transition, inline="always")
+def _transition_impl(dyn, k, x, u, y, work):
+    if _is(dyn, PhasedDynamics):
+        return lambda dyn, k, x, u, y, work: contact_phases.transition(dyn, k, x, u, y, work)
+    return lambda dyn, k, x, u, y, work: interval(dyn, k, x, u, 0, y, work.no_Y, work.no_H, work.no_stages, 0, work)
+
+
+@overload(_transition_hessian, inline="always")
+def _transition_hessian_impl(dyn, k, u, stages, lam, Hz, work, split):
+    if _is(dyn, PhasedDynamics):
+        def phased(dyn, k, u, stages, lam, Hz, work, split):
+            contact_phases.transition_hessian(dyn, k, u, stages, lam, Hz, work, split)
+        return phased
+
+    def free(dyn, k, u, stages, lam, Hz, work, split):
+        interval_hessian(dyn, u, stages, k * dyn.substeps * dyn.b.shape[0], lam, Hz, work, split)
+    return free
 
 
 @njit(cache=True, inline="always")
@@ -34,14 +81,14 @@ def transition_work(dyn, nx, nu, order):
     """Workspace of :func:`transition` (``order`` 0) or :func:`transition_hessian`
     (``order`` 1) for states of nx coordinates and nu controls, made once per loop over
     knots."""
-    return interval_work(dyn, nx, nu, order)
+    return _work(dyn, nx, nu, order)
 
 
 @njit(cache=True, inline="always")
 def transition(dyn, k, x, u, y, work):
     """y = x⁺ = F_k(x, u), the state after interval k from (x, u); False (y NaN) if a state
     or derivative on the way became non-finite."""
-    return interval(dyn, k, x, u, 0, y, work.no_Y, work.no_H, work.no_stages, 0, work)
+    return _transition(dyn, k, x, u, y, work)
 
 
 @allocation_free(inline="always")
@@ -49,7 +96,7 @@ def transition_hessian(dyn, k, u, stages, lam, Hz, work, split):
     """Hz (nz, nz) = ∇²_z(λᵀF_k(x_k, u_k)) at knot k of the trajectory recorded in
     ``stages``, λ = ``lam`` (ndx,) (a second-order adjoint, no tensor formed); ``split``: its
     stage terms on two threads, the same sums either way."""
-    interval_hessian(dyn, u, stages, k * dyn.substeps * dyn.b.shape[0], lam, Hz, work, split)
+    _transition_hessian(dyn, k, u, stages, lam, Hz, work, split)
 
 
 @allocation_free(inline="always")

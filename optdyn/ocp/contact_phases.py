@@ -1,0 +1,427 @@
+"""Contact phases and impulses: the interval dynamics of a problem with a contact sequence.
+
+A problem with contacts owns one contact set C_k per interval k = 0 … N−1 (the phase
+sequence; Mastalli et al., *Crocoddyl: an efficient and versatile framework for multi-contact
+optimal control*, ICRA 2020). Interval k maps
+
+    x_{k+1} = F_k(x_k, u_k) = R_k(Γ_k(x_k), u_k)
+
+where
+
+- R_k is ``substeps`` explicit RK4 (or Euler) steps of the contact dynamics of C_k with
+  u_k held: ẋ = [v; q̈(q, v, B u)], M q̈ + b = B u + Jᵀλ, J q̈ + γ = 0
+  (:mod:`optdyn.ocp.contact_ode`; on a floating base in the tangent space of each step's
+  start, as the free dynamics: :mod:`optdyn.ocp.integrators`);
+- Γ_k is the impulse map where interval k gains contacts over interval k−1 (a foot
+  touching down): Γ_k(q, v) = [q; v⁺(q, v)] with M(v⁺ − v) = JᵀΛ, J v⁺ = 0 (impulse dynamics
+  of all of C_k, restitution 0: :func:`dynamics.impulse_dynamics`); the identity elsewhere
+  and at k = 0 (the initial state is given as it is).
+
+Derivatives. With z = (δx, u), δx in the chart of x (x ⊕ δx), Γ moves x along
+x ⊕ δx ↦ Γ(x) ⊕ [δq; v⁺(q ⊕ δq, v + δv) − v⁺(q, v)], so in the charts of x and Γ(x)
+
+    P = ∂Γ/∂x = [I 0; ∂v⁺/∂q ∂v⁺/∂v],     ∂²Γ/∂x² = [0; ∂²v⁺/∂x²]
+
+(:func:`dynamics.impulse_dynamics_derivatives`, second order in local coordinates as every
+Hessian of the package). The chain rule through F = R ∘ (Γ, id) gives
+
+    F_x = R_x P,   F_u = R_u,
+    λᵀF_zz = Gᵀ (λᵀR_zz) G + [μᵀΓ_xx 0; 0 0],   G = [P 0; 0 I],   μ = R_xᵀλ,
+
+where λᵀR_zz is the contracted second-order adjoint of the Runge–Kutta stages
+(:func:`optdyn.ocp.integrators.interval_hessian`, with the contracted contact second order
+of each stage: :mod:`optdyn.ocp.contact_ode`) and μᵀΓ_xx = Σ_i μ_{nv+i} ∂²v⁺_i/∂x² is one
+contracted impulse second order (:func:`dynamics.impulse_dynamics_second_derivatives_contracted`,
+weights [μ_v; 0] on [v⁺; Λ]). The analytical derivatives of the contact and impulse
+dynamics are those of Carpentier & Mansard, *Analytical derivatives of rigid body dynamics
+algorithms* (RSS 2018), in their constrained form. Nothing forms a third-order tensor
+except the full tensors of :func:`step_derivatives_batch` (order 2: validation and DDP's
+"tensor" mode).
+
+Records: the problem's interval dynamics is a :data:`PhasedDynamics` (the packed contacts
+of every phase, the rows of each interval's set, the impulse flags); interval k's own
+:data:`~optdyn.ocp.integrators.IntervalDynamics` (:func:`knot_dynamics`) is built from it
+in compiled code, so every phase is the same numba type and the kernels compile once. The
+compiled entry points of :mod:`optdyn.ocp.shooting` dispatch on the record
+(:func:`transition`, :func:`transition_hessian`, :func:`transition_work`); the first-order
+pass keeps :data:`PhasedStages` (the stage records of R and, per knot, x_k, P and R_x).
+
+Consecutive intervals with the same contact set form a phase; :func:`phase_sequence` packs
+them once. No contacts in an interval (flight) is a phase too: q̈ is then the free
+acceleration, computed by the same contact kernels with no rows.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+from collections.abc import Sequence
+
+import numpy as np
+
+import dynamics as dyn_pkg
+from dynamics._compile import njit
+from dynamics.contact import Contact, contact_rows, pack_contacts
+from dynamics.contact_dynamics import OK
+from dynamics.contact_workspace import new_contact_work
+from dynamics.impulse_dynamics import impulse_dynamics_passes
+from dynamics.impulse_dynamics_derivatives import impulse_dynamics_derivative_passes
+from dynamics.impulse_dynamics_second_derivatives_contracted import impulse_so_contracted_passes
+from dynamics.kinematics import tangent_size
+from dynamics.model import Model
+from dynamics.rnea_second_derivatives_contracted import new_so_work
+from dynamics.workspace import new_data
+
+from .contact_ode import DEPENDENT, ContactODE
+from .integrators import IntervalDynamics, interval, interval_hessian, interval_work, stage_records, tangent_dim
+
+PhasedDynamics = namedtuple("PhasedDynamics", ["ode", "a", "b", "dt", "substeps", "f_ext", "ci", "cf", "bounds",
+                                               "impulse"])
+"""The intervals x_{k+1} = R_k(Γ_k(x_k), u_k) of a problem with contacts (module docstring):
+``ode`` a :data:`~optdyn.ocp.contact_ode.ContactODE` with no contacts (the robot: model,
+actuation, Lie blocks, damping), the tableau (``a``, ``b``), ``dt``, ``substeps`` and
+``f_ext`` as in :data:`~optdyn.ocp.integrators.IntervalDynamics`; the packed contacts of
+every phase one after the other (``ci`` (r, 4), ``cf`` (r, FLOATS)), the rows
+``bounds[k]`` = [start, end) of interval k's contacts (K, 2) and ``impulse`` (K,) (True
+where interval k starts with the impulse map)."""
+
+PhasedStages = namedtuple("PhasedStages", ["y", "rk", "xi", "P", "Rx"])
+"""What the first-order pass keeps for :func:`transition_hessian`: ``rk`` the Runge–Kutta
+stage records (:func:`optdyn.ocp.integrators.stage_records`, m·s rows per knot) and ``y``
+its stage inputs (rk.y); per knot k the state x_k (``xi`` (K, nx)), the impulse Jacobian
+P_k (``P`` (K, ndx, ndx); the identity without impulse) and R_x at Γ(x_k) (``Rx``
+(K, ndx, ndx))."""
+
+
+# ---- the sequence, from Python --------------------------------------------------------------
+
+def check_contact_sequence(model: Model, contacts, N: int) -> list[list[Contact]]:
+    """``contacts`` as N lists of :class:`dynamics.Contact` (one per interval); ValueError
+    naming ``contacts`` for a wrong length, a non-contact item or an unknown frame."""
+    if isinstance(contacts, (str, Contact)) or not isinstance(contacts, Sequence):
+        raise ValueError(f"contacts: expected one list of dynamics.Contact per interval ({N} lists), "
+                         f"got {contacts!r}")
+    if len(contacts) != N:
+        raise ValueError(f"contacts: expected one list of dynamics.Contact per interval, {N} lists, "
+                         f"got {len(contacts)}")
+    out = []
+    for k, cs in enumerate(contacts):
+        if isinstance(cs, Contact) or not isinstance(cs, Sequence):
+            raise ValueError(f"contacts[{k}]: expected a list of dynamics.Contact, got {cs!r}")
+        for i, c in enumerate(cs):
+            if not isinstance(c, Contact):
+                raise ValueError(f"contacts[{k}][{i}]: expected a dynamics.Contact, got {c!r}")
+            try:
+                model.frame(c.frame)
+            except ValueError as e:
+                raise ValueError(f"contacts[{k}][{i}]: {e}") from None
+        frames = [c.frame for c in cs]
+        if len(set(frames)) != len(frames):
+            raise ValueError(f"contacts[{k}]: a frame is in contact twice in {frames}")
+        out.append(list(cs))
+    return out
+
+
+def phase_sequence(model: Model, contacts: list[list[Contact]]) -> tuple[np.ndarray, ...]:
+    """(ci (r, 4), cf (r, FLOATS), bounds (N, 2), impulse (N,)) of :data:`PhasedDynamics` from
+    the checked per-interval ``contacts``: consecutive equal sets share one packed phase; an
+    interval whose frames are not all in the previous interval's gains contacts (impulse),
+    never interval 0."""
+    cis, cfs, bounds, impulse, start = [], [], [], [], 0
+    previous = None
+    for k, cs in enumerate(contacts):
+        if previous is None or cs != previous:
+            try:
+                ci, cf = pack_contacts(model, cs)
+            except ValueError as e:
+                raise ValueError(f"contacts[{k}]: {e}") from None
+            cis.append(ci)
+            cfs.append(cf)
+            lo, start = start, start + len(cs)
+        bounds.append((lo, start))
+        gained = previous is not None and bool({c.frame for c in cs} - {c.frame for c in previous})
+        impulse.append(gained)
+        previous = cs
+    ci = np.ascontiguousarray(np.concatenate(cis + [np.zeros((0, 4), np.int64)]), dtype=np.int64)
+    cf = np.ascontiguousarray(np.concatenate(cfs + [np.zeros((0, cfs[0].shape[1] if cfs else 17))]))
+    return ci, cf, np.array(bounds, dtype=np.int64).reshape(-1, 2), np.array(impulse, dtype=np.bool_)
+
+
+def phased_dynamics(model: Model, actuated: np.ndarray, lie: np.ndarray, a: np.ndarray, b: np.ndarray, dt: float,
+                    substeps: int, f_ext: np.ndarray, contacts: list[list[Contact]],
+                    damping: float = 0.0) -> PhasedDynamics:
+    """The :data:`PhasedDynamics` of the checked per-interval ``contacts``."""
+    ci, cf, bounds, impulse = phase_sequence(model, contacts)
+    ode = ContactODE(model.arrays, actuated, lie, ci[:0].copy(), cf[:0].copy(), float(damping))
+    return PhasedDynamics(ode, a, b, dt, substeps, f_ext, ci, cf, bounds, impulse)
+
+
+def sliced(dyn: PhasedDynamics, K: int, start: int) -> PhasedDynamics:
+    """``dyn`` for K knots that are intervals start … start + K − 1."""
+    return dyn._replace(bounds=dyn.bounds[start:start + K], impulse=dyn.impulse[start:start + K])
+
+
+def stage_records_for(dyn: PhasedDynamics, K: int, nx: int, nz: int) -> PhasedStages:
+    """:data:`PhasedStages` for K knots."""
+    rk = stage_records(dyn.ode, K * dyn.substeps * dyn.b.shape[0], nx, nz, dyn.b.shape[0])
+    ndx = nz - dyn.ode.actuated.shape[0]
+    return PhasedStages(rk.y, rk, np.empty((K, nx)), np.empty((K, ndx, ndx)), np.empty((K, ndx, ndx)))
+
+
+# ---- compiled: one knot -----------------------------------------------------------------------
+
+@njit(cache=True, _nrt=True)
+def knot_dynamics(dyn, k):
+    """The :data:`~optdyn.ocp.integrators.IntervalDynamics` of interval k (its phase's
+    :data:`~optdyn.ocp.contact_ode.ContactODE`)."""
+    ode = dyn.ode
+    b0, b1 = dyn.bounds[k, 0], dyn.bounds[k, 1]
+    phase = ContactODE(ode.model, ode.actuated, ode.lie, dyn.ci[b0:b1], dyn.cf[b0:b1], ode.damping)
+    return IntervalDynamics(phase, dyn.a, dyn.b, dyn.dt, dyn.substeps, dyn.f_ext)
+
+
+@njit(cache=True, _nrt=True)
+def impulse_map(ode, x, order, xt, P):
+    """xt = Γ(x) = [q; v⁺(q, v)] under the contacts of ``ode`` (restitution 0) and, for
+    order 1, its Jacobian P (ndx, ndx) (module docstring). ValueError for dependent
+    contacts."""
+    m = ode.model
+    topology = m.topology
+    n = tangent_size(topology)
+    nq = x.shape[0] - n
+    q, v = x[:nq], x[nq:]
+    d, cw = new_data(topology), new_contact_work(topology, ode.ci, order, True)
+    if order == 0:
+        status = impulse_dynamics_passes(m, d, cw, q, v, ode.ci, ode.cf, 0.0, ode.damping)
+    else:
+        status = impulse_dynamics_derivative_passes(m, d, cw, q, v, ode.ci, ode.cf, 0.0, ode.damping)
+    if status != OK:
+        raise ValueError(DEPENDENT)
+    xt[:nq] = q
+    for i in range(n):
+        xt[nq + i] = cw.z[i, 0]
+    if order == 0:
+        return
+    P[:] = 0.0
+    for i in range(n):
+        P[i, i] = 1.0  # q passes unchanged
+        for j in range(2 * n):
+            P[n + i, j] = cw.Z[i, j]  # ∂v⁺/∂q, ∂v⁺/∂v
+
+
+@njit(cache=True, _nrt=True)
+def impulse_hessian(ode, x, mu_v):
+    """(ndx, ndx): Σ_i μ_v,i ∂²v⁺_i/∂x² at x (the contracted impulse second order with
+    weights [μ_v; 0] on [v⁺; Λ]; ∂²/∂v² = 0)."""
+    m = ode.model
+    topology = m.topology
+    n = tangent_size(topology)
+    nq = x.shape[0] - n
+    d, cw, sow = new_data(topology), new_contact_work(topology, ode.ci, 2, True), new_so_work(topology)
+    w = np.zeros(n + contact_rows(ode.ci))
+    w[:n] = mu_v
+    if impulse_so_contracted_passes(m, d, cw, sow, x[:nq], x[nq:], ode.ci, ode.cf, 0.0, ode.damping, w) != OK:
+        raise ValueError(DEPENDENT)
+    H = np.zeros((2 * n, 2 * n))
+    for j in range(n):
+        for l in range(n):
+            H[j, l] = cw.out[0, j, l]
+            H[n + j, n + l] = cw.out[1, j, l]
+            H[j, n + l] = H[n + l, j] = cw.out[2, j, l]
+    return H
+
+
+@njit(cache=True, _nrt=True)
+def _chain_hessian(ode, x, P, Rx, lam, Hz):
+    """Hz ← Gᵀ Hz G + [μᵀΓ_xx 0; 0 0], G = [P 0; 0 I], μ = R_xᵀλ (module docstring)."""
+    ndx = P.shape[0]
+    n = ndx // 2
+    mu = Rx.T.copy() @ lam
+    Hxx = np.ascontiguousarray(Hz[:ndx, :ndx])
+    Hxu = np.ascontiguousarray(Hz[:ndx, ndx:])
+    Pt = P.T.copy()
+    Hxx = Pt @ Hxx @ P + impulse_hessian(ode, x, mu[n:].copy())
+    Hxu = Pt @ Hxu
+    Hz[:ndx, :ndx] = 0.5 * (Hxx + Hxx.T)
+    Hz[:ndx, ndx:] = Hxu
+    Hz[ndx:, :ndx] = Hxu.T
+
+
+@njit(cache=True, _nrt=True)
+def phased_work(dyn, nx, nu, order):
+    """The workspace of :func:`transition` and :func:`transition_hessian` (the interval
+    workspace of :mod:`optdyn.ocp.integrators`, shared by every phase)."""
+    return interval_work(knot_dynamics(dyn, 0), nx, nu, order)
+
+
+@njit(cache=True, _nrt=True)
+def transition(dyn, k, x, u, y, work):
+    """y = F_k(x, u) = R_k(Γ_k(x), u); False (y NaN) if a state diverged."""
+    kd = knot_dynamics(dyn, k)
+    if dyn.impulse[k]:
+        xt = np.empty_like(x)
+        impulse_map(kd.ode, x, 0, xt, work.no_Y)
+        return interval(kd, k, xt, u, 0, y, work.no_Y, work.no_H, work.no_stages, 0, work)
+    return interval(kd, k, x, u, 0, y, work.no_Y, work.no_H, work.no_stages, 0, work)
+
+
+@njit(cache=True, _nrt=True)
+def transition_hessian(dyn, k, u, stages, lam, Hz, work, split):
+    """Hz (nz, nz) = ∇²_z(λᵀF_k) at knot k of the trajectory recorded in ``stages``
+    (:data:`PhasedStages`), λ = ``lam`` (ndx,)."""
+    kd = knot_dynamics(dyn, k)
+    interval_hessian(kd, u, stages.rk, k * dyn.substeps * dyn.b.shape[0], lam, Hz, work, split)
+    if dyn.impulse[k]:
+        _chain_hessian(kd.ode, stages.xi[k], stages.P[k], stages.Rx[k], lam, Hz)
+
+
+# ---- compiled: whole trajectories (knot k = interval start + k of the sliced record) ------------
+
+@njit(cache=True, _nrt=True)
+def step_batch(dyn, xs, us):
+    """x⁺ (K, nx) from every (x_k, u_k); NaN rows where it diverged."""
+    out = np.empty(xs.shape)
+    work = phased_work(dyn, xs.shape[1], us.shape[1], 0)
+    for k in range(xs.shape[0]):
+        transition(dyn, k, xs[k], us[k], out[k], work)
+    return out
+
+
+@njit(cache=True, _nrt=True)
+def _start(dyn, k, x, order, P):
+    """(Γ_k(x), whether there is an impulse), with P = ∂Γ/∂x for order ≥ 1."""
+    kd = knot_dynamics(dyn, k)
+    if dyn.impulse[k]:
+        xt = np.empty_like(x)
+        impulse_map(kd.ode, x, 1 if order >= 1 else 0, xt, P)
+        return xt, True
+    return x.copy(), False
+
+
+@njit(cache=True, _nrt=True)
+def step_derivatives_batch(dyn, xs, us, order):
+    """x⁺ (K, nx), Fz (K, ndx, nz) and, for order 2, Fzz (K, ndx, nz, nz) ((K, 0, 0, 0)
+    for order 1): the derivatives of F_k = R_k ∘ Γ_k (module docstring; the full impulse
+    tensor Γ_xx from nv contractions with unit weights)."""
+    K, nx = xs.shape
+    nu = us.shape[1]
+    ndx = tangent_dim(dyn.ode, nx)
+    n, nz = ndx // 2, ndx + nu
+    y, Fz = np.empty((K, nx)), np.empty((K, ndx, nz))
+    Fzz = np.empty((K, ndx, nz, nz)) if order >= 2 else np.empty((K, 0, 0, 0))
+    work = phased_work(dyn, nx, nu, order)
+    P = np.empty((ndx, ndx))
+    for k in range(K):
+        kd = knot_dynamics(dyn, k)
+        xt, jump = _start(dyn, k, xs[k], 1, P)
+        H = Fzz[k] if order >= 2 else work.no_H
+        interval(kd, k, xt, us[k], order, y[k], Fz[k], H, work.no_stages, 0, work)
+        if not jump:
+            continue
+        Rx = np.ascontiguousarray(Fz[k, :, :ndx])
+        Fz[k, :, :ndx] = Rx @ P
+        if order < 2:
+            continue
+        Gxx = np.zeros((n, ndx, ndx))  # ∂²v⁺_i/∂x²
+        e = np.zeros(n)
+        for i in range(n):
+            e[i] = 1.0
+            Gxx[i] = impulse_hessian(kd.ode, xs[k], e)
+            e[i] = 0.0
+        Pt = P.T.copy()
+        for i in range(ndx):
+            Hxx = np.ascontiguousarray(Fzz[k, i, :ndx, :ndx])
+            Hxu = np.ascontiguousarray(Fzz[k, i, :ndx, ndx:])
+            Hxx = Pt @ Hxx @ P
+            for j in range(n):
+                Hxx += Rx[i, n + j] * Gxx[j]
+            Hxu = Pt @ Hxu
+            Fzz[k, i, :ndx, :ndx] = Hxx
+            Fzz[k, i, :ndx, ndx:] = Hxu
+            Fzz[k, i, ndx:, :ndx] = Hxu.T
+    return y, Fz, Fzz
+
+
+@njit(cache=True, _nrt=True)
+def step_stages_batch(dyn, xs, us, stages):
+    """x⁺ (K, nx) and Fz (K, ndx, nz) at every knot, recording into ``stages``
+    (:data:`PhasedStages`) what :func:`transition_hessian` needs."""
+    K, nx = xs.shape
+    nu = us.shape[1]
+    ndx = tangent_dim(dyn.ode, nx)
+    y, Fz = np.empty((K, nx)), np.empty((K, ndx, ndx + nu))
+    work = phased_work(dyn, nx, nu, 1)
+    ms = dyn.substeps * dyn.b.shape[0]
+    for k in range(K):
+        kd = knot_dynamics(dyn, k)
+        P = stages.P[k]
+        xt, jump = _start(dyn, k, xs[k], 1, P)
+        if not jump:
+            P[:] = 0.0
+            for i in range(ndx):
+                P[i, i] = 1.0
+        stages.xi[k] = xs[k]
+        interval(kd, k, xt, us[k], 1, y[k], Fz[k], work.no_H, stages.rk, k * ms, work)
+        stages.Rx[k] = Fz[k, :, :ndx]
+        if jump:
+            Fz[k, :, :ndx] = np.ascontiguousarray(stages.Rx[k]) @ P
+    return y, Fz
+
+
+@njit(cache=True, _nrt=True)
+def interval_hessians_batch(dyn, us, stages, lams):
+    """(K, nz, nz): ∇²_z(λ_kᵀF_k) at every knot, from the records of :func:`step_stages_batch`."""
+    K, nz = us.shape[0], stages.rk.G.shape[2]
+    Hz = np.empty((K, nz, nz))
+    work = phased_work(dyn, stages.y.shape[1], us.shape[1], 1)
+    for k in range(K):
+        transition_hessian(dyn, k, us[k], stages, lams[k], Hz[k], work, False)
+    return Hz
+
+
+@njit(cache=True, _nrt=True)
+def rollout(dyn, x0, us):
+    """States (N+1, nx) from x0 under us (N, nu); rows after a divergence are NaN."""
+    N, nx = us.shape[0], x0.shape[0]
+    xs = np.empty((N + 1, nx))
+    xs[0] = x0
+    work = phased_work(dyn, nx, us.shape[1], 0)
+    for k in range(N):
+        if not transition(dyn, k, xs[k], us[k], xs[k + 1], work):
+            xs[k + 1:] = np.nan
+            break
+    return xs
+
+
+# ---- from Python: the controls holding a pose, the forces at the knots --------------------------------------------------------------------
+
+def rest_controls(model: Model, actuated: np.ndarray, q0: np.ndarray, contacts: list[list[Contact]]) -> np.ndarray:
+    """(N, nu): for each interval the controls u of least norm minimising ‖q̈(q0, 0, B u)‖ under
+    its contacts (q̈ is affine in τ: q̈ = q̈(q0, 0, 0) + ∂q̈/∂τ B u; zero where some u holds q0
+    at rest). Computed once per distinct contact set."""
+    nv, zero, out, seen = model.nv, np.zeros(model.nv), [], {}
+    for cs in contacts:
+        key = tuple((c.frame, c.kind, c.reference, c.baumgarte, c.target) for c in cs)
+        if key not in seen:
+            a0 = dyn_pkg.contact_dynamics(model, q0, zero, zero, cs)[0]
+            D = dyn_pkg.contact_dynamics_derivatives(model, q0, zero, zero, cs)[2][:, actuated]
+            seen[key] = np.linalg.lstsq(D, -a0, rcond=None)[0]
+        out.append(seen[key])
+    return np.array(out).reshape(len(contacts), actuated.size)
+
+
+def knot_contact_forces(model: Model, contacts: list[list[Contact]], impulse: np.ndarray, actuated: np.ndarray,
+                        xs: np.ndarray, us: np.ndarray, damping: float = 0.0) -> list[np.ndarray]:
+    """λ_k (nc_k,) at every knot k = 0 … N−1: the contact dynamics of interval k's contacts at
+    (Γ_k(x_k), B u_k) (after the impulse where interval k starts with one)."""
+    nq, nv = model.nq, model.nv
+    out = []
+    for k, cs in enumerate(contacts):
+        q, v = xs[k, :nq], xs[k, nq:]
+        if not cs:
+            out.append(np.zeros(0))
+            continue
+        if impulse[k]:
+            v = dyn_pkg.impulse_dynamics(model, q, v, cs, 0.0, damping)[0]
+        tau = np.zeros(nv)
+        tau[actuated] = us[k]
+        out.append(dyn_pkg.contact_dynamics(model, q, v, tau, cs, damping=damping)[1])
+    return out
