@@ -9,6 +9,9 @@ did what was asked is measured here, on the trajectory itself:
 * violation: the largest violation of control bounds, path inequalities (nodes 1..N) and
   terminal equalities (:meth:`optdyn.ocp.problem.Problem.violation`);
 * active bounds: how many controls sit on a finite bound (within 1e-9 relative).
+
+For a problem with contacts, :func:`contact_forces` gives the contact forces λ along a
+trajectory, per contact.
 """
 from __future__ import annotations
 
@@ -16,7 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ocp.problem import Problem
+from ..ocp import contact_phases
+from ..ocp.problem import Problem, _array
 from ..ocp.residuals import (CoMPositionResidual, FrameOrientationResidual, FramePlacementResidual,
                              FramePositionResidual, FrameVelocityResidual)
 from ..ocp.task import cost_terms
@@ -113,3 +117,35 @@ def _describe(t: Target) -> str:
     if t.kind == "orientation":
         return f"{t.frame} orientation: {t.angle:.4g} rad from the target rotation"
     return f"{t.frame} velocity: {t.distance:.4g} (‖twist − target‖, m/s and rad/s) from {where}"
+
+
+def contact_forces(prob: Problem, xs, us) -> dict[str, np.ndarray]:
+    """The contact forces λ at every knot k = 0 … N−1 of (xs (N+1, nx), us (N, nu)), per
+    contact: {frame: (N, 3 or 6)}, the force (3d contact) or wrench [force; torque] (6d) of
+    that frame in its contact's axes (:class:`dynamics.Contact` ``reference``), NaN at the
+    knots where the frame is not in contact.
+
+    λ_k is the contact dynamics' force of interval k's contacts at the start of the interval,
+    at (q_k, v_k⁺, B u_k), v_k⁺ the velocity after the impulse where interval k starts with
+    one (:mod:`optdyn.ocp.contact_phases`). A frame that is a 3d contact in one interval and
+    a 6d one in another has 6 columns, the last three NaN where it is 3d. A problem without
+    contacts gives {}.
+    """
+    if not isinstance(prob, Problem):
+        raise ValueError(f"prob: expected an optdyn.Problem, got {type(prob).__name__}")
+    xs = _array(xs, (prob.N + 1, prob.nx), "xs")
+    us = _array(us, (prob.N, prob.nu), "us")
+    if prob.contacts is None:
+        return {}
+    lams = contact_phases.knot_contact_forces(prob.model, prob.contacts, prob.impulses, prob.actuated, xs, us)
+    dims: dict[str, int] = {}
+    for cs in prob.contacts:
+        for c in cs:
+            dims[c.frame] = max(dims.get(c.frame, 0), c.dim)
+    out = {frame: np.full((prob.N, d), np.nan) for frame, d in dims.items()}
+    for k, (cs, lam) in enumerate(zip(prob.contacts, lams)):
+        row = 0
+        for c in cs:
+            out[c.frame][k, :c.dim] = lam[row:row + c.dim]
+            row += c.dim
+    return out
