@@ -20,6 +20,8 @@ from optdyn import Problem
 from optdyn.costs import ControlCost, StateCost
 from optdyn.ocp.contact_phases import PhasedDynamics
 from optdyn.ocp.integrators import IntervalDynamics
+from optdyn.ocp.shooting import transition_work
+from optdyn.solvers.ddp import SECOND_ORDER, dynamics_hessian, linearize
 
 
 def legged(legs: int = 4) -> dyn.Model:
@@ -97,6 +99,26 @@ def test_interval_derivatives_through_phases_and_impulses_match_finite_differenc
     ref = np.einsum("i,ijk->jk", lam, H)
     assert np.max(np.abs(Hc - ref)) < 1e-9 * np.max(np.abs(ref))
     assert np.array_equal(Hc, Hc.T)
+
+
+def test_ddp_sees_the_same_second_order_contracted_and_as_tensors():
+    """DDP's V'_x·F_zz through the compiled entry points (shooting.transition_hessian on the
+    phased record and its stage records) equals the contraction of the full tensors, at
+    every knot of a rollout: flight, touchdowns (impulses) and stance."""
+    prob = _problem()
+    rng = np.random.default_rng(4)
+    us = prob.us_init + 0.5 * rng.normal(size=(prob.N, prob.nu))
+    xs = prob.rollout(us)
+    assert np.isfinite(xs).all()
+    _, _, contracted = linearize(prob, xs, us, SECOND_ORDER["contracted"])
+    _, _, tensor = linearize(prob, xs, us, SECOND_ORDER["tensor"])
+    work = transition_work(prob.dynamics, prob.nx, prob.nu, 1)
+    H1, H2 = np.empty((2, prob.ndx + prob.nu, prob.ndx + prob.nu))
+    for k in range(prob.N):
+        Vx = rng.normal(size=prob.ndx)
+        dynamics_hessian(contracted, k, us, Vx, H1, work)
+        dynamics_hessian(tensor, k, us, Vx, H2, work)
+        assert np.abs(H1 - H2).max() <= 1e-9 * np.abs(H2).max()
 
 
 def test_the_derivatives_can_fail():
