@@ -446,8 +446,8 @@ class Problem:
     def step(self, xs, us, start: int = 0) -> np.ndarray:
         """x⁺ (K, nx) of one interval (``substeps`` integrator steps) from each (x_k, u_k).
 
-        ``start``: knot k is interval start + k (matters only for per-interval ``f_ext``;
-        so do the other ``step_*`` methods)."""
+        ``start``: knot k is interval start + k (matters only for per-interval ``f_ext`` and
+        for ``contacts``; so do the other ``step_*`` methods)."""
         xs, us = self._xu(xs, us)
         if self.contacts is not None:
             return contact_phases.step_batch(self._dynamics(xs.shape[0], start), xs, us)
