@@ -168,7 +168,8 @@ def test_a_sequence_without_contacts_is_the_free_problem():
     lam = np.random.default_rng(1).normal(size=(3, free.ndx))
     a, b = free.step(xs, us), flight.step(xs, us)
     assert np.max(np.abs(a - b)) < 1e-12
-    for p, q in zip(free.step_derivatives(xs, us, second_order=True), flight.step_derivatives(xs, us, second_order=True)):
+    second = [p.step_derivatives(xs, us, second_order=True) for p in (free, flight)]
+    for p, q in zip(*second):
         assert np.max(np.abs(p - q)) < 1e-9 * max(1.0, np.max(np.abs(p)))
     Ha, Hb = free.step_hessians(xs, us, lam), flight.step_hessians(xs, us, lam)
     assert np.max(np.abs(Ha - Hb)) < 1e-9 * np.max(np.abs(Ha))

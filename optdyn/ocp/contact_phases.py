@@ -391,13 +391,13 @@ def rollout(dyn, x0, us):
     return xs
 
 
-# ---- from Python: the controls holding a pose, the forces at the knots --------------------------------------------------------------------
+# ---- from Python: the controls holding a pose, the forces at the knots ----------------------------
 
 def rest_controls(model: Model, actuated: np.ndarray, q0: np.ndarray, contacts: list[list[Contact]]) -> np.ndarray:
     """(N, nu): for each interval the controls u of least norm minimising ‖q̈(q0, 0, B u)‖ under
     its contacts (q̈ is affine in τ: q̈ = q̈(q0, 0, 0) + ∂q̈/∂τ B u; zero where some u holds q0
     at rest). Computed once per distinct contact set."""
-    nv, zero, out, seen = model.nv, np.zeros(model.nv), [], {}
+    zero, out, seen = np.zeros(model.nv), [], {}
     for cs in contacts:
         key = tuple((c.frame, c.kind, c.reference, c.baumgarte, c.target) for c in cs)
         if key not in seen:
