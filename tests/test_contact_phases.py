@@ -90,6 +90,25 @@ def test_interval_derivatives_through_phases_and_impulses_match_finite_differenc
     H_fd = second_differences(f, nz, 2e-3)
     H = np.concatenate([np.concatenate([Fxx, Fxu], 2), np.concatenate([Fxu.transpose(0, 2, 1), Fuu], 2)], 1)
     assert np.max(np.abs(H - H_fd)) < 1e-5 * np.max(np.abs(H_fd))
+    if prob.impulses[k]:  # without the impulse's own curvature μᵀΓ_xx the test above fails
+        cs = prob.contacts_at(k)
+        v_plus = dyn.impulse_dynamics(MODEL, x[:NQ], x[NQ:], cs)[0]
+        dv_dq, dv_dv = dyn.impulse_dynamics_derivatives(MODEL, x[:NQ], x[NQ:], cs)[:2]
+        G = np.eye(nz)
+        G[NV:ndx, :ndx] = np.hstack([dv_dq, dv_dv])
+        held = Problem(MODEL, X0, N=len(SEQUENCE), dt=0.05, substeps=2, contacts=[cs] * len(SEQUENCE))
+        R = held.step_derivatives(np.r_[x[:NQ], v_plus][None], u[None], second_order=True, start=k)[2:]
+        R = np.concatenate([np.concatenate([R[0], R[1]], 3), np.concatenate([R[1].transpose(0, 1, 3, 2), R[2]], 3)],
+                           2)[0]
+        first_order_only = np.einsum("pj,ipq,qk->ijk", G, R, G)
+        assert np.max(np.abs(first_order_only - H_fd)) > 1e3 * 1e-5 * np.max(np.abs(H_fd))
+        # … which the full impulse tensor (an independent code path) makes up
+        Gqq, _, Gqv = (t[:NV] for t in dyn.impulse_dynamics_second_derivatives(MODEL, x[:NQ], x[NQ:], cs))
+        Gxx = np.zeros((NV, nz, nz))
+        Gxx[:, :NV, :NV], Gxx[:, :NV, NV:ndx], Gxx[:, NV:ndx, :NV] = Gqq, Gqv, Gqv.transpose(0, 2, 1)
+        Rx = held.step_derivatives(np.r_[x[:NQ], v_plus][None], u[None], start=k)[0][0]
+        full = first_order_only + np.einsum("ij,jpq->ipq", Rx[:, NV:], Gxx)
+        assert np.max(np.abs(full - H_fd)) < 1e-5 * np.max(np.abs(H_fd))
     A1, B1 = (a[0] for a in prob.step_derivatives(x[None], u[None], start=k))
     assert np.max(np.abs(A1 - A)) == 0.0 and np.max(np.abs(B1 - B)) == 0.0
     lam = np.random.default_rng(20 + k).normal(size=ndx)
