@@ -377,20 +377,6 @@ def interval_hessians_batch(dyn, us, stages, lams):
     return Hz
 
 
-@njit(cache=True, _nrt=True)
-def rollout(dyn, x0, us):
-    """States (N+1, nx) from x0 under us (N, nu); rows after a divergence are NaN."""
-    N, nx = us.shape[0], x0.shape[0]
-    xs = np.empty((N + 1, nx))
-    xs[0] = x0
-    work = phased_work(dyn, nx, us.shape[1], 0)
-    for k in range(N):
-        if not transition(dyn, k, xs[k], us[k], xs[k + 1], work):
-            xs[k + 1:] = np.nan
-            break
-    return xs
-
-
 # ---- from Python: the controls holding a pose, the forces at the knots ----------------------------
 
 def rest_controls(model: Model, actuated: np.ndarray, q0: np.ndarray, contacts: list[list[Contact]]) -> np.ndarray:

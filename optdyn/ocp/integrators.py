@@ -651,6 +651,12 @@ def stage_records(ode, count, nx, nz, s):
                         np.empty((steps, n, nz)), np.empty((steps * (s + 1), 2, n, 6)))
 
 
+def stage_records_for(dyn, K: int, nx: int, nz: int):
+    """:data:`StageRecords` for K knots of the interval dynamics ``dyn`` (m·s rows per knot)."""
+    s = dyn.b.shape[0]
+    return stage_records(dyn.ode, K * dyn.substeps * s, nx, nz, s)
+
+
 @njit(cache=True)
 def no_stages(ode):
     """Records with no rows: :func:`interval` records nothing."""
@@ -972,17 +978,3 @@ def _interval_hessians_chunk(dyn, us, stages, lams, Hz, k0, k1):
     work = interval_work(dyn, stages.y.shape[1], us.shape[1], 1)
     for kk in range(k0, k1):
         interval_hessian(dyn, us[kk], stages, kk * ms, lams[kk], Hz[kk], work, False)
-
-
-@njit(cache=True)
-def rollout(dyn, x0, us):
-    """States (N+1, nx) from x0 under us (N, nu); rows after a divergence are NaN."""
-    N, nx = us.shape[0], x0.shape[0]
-    xs = np.empty((N + 1, nx))
-    xs[0] = x0
-    work = interval_work(dyn, nx, us.shape[1], 0)
-    for kk in range(N):
-        if not interval(dyn, kk, xs[kk], us[kk], 0, xs[kk + 1], work.no_Y, work.no_H, work.no_stages, 0, work):
-            xs[kk + 1:] = np.nan
-            break
-    return xs

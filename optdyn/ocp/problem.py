@@ -60,7 +60,7 @@ from dynamics.forces import frame_force
 from dynamics.model import FREE_FLYER, JTYPE, Model
 from dynamics.rnea import rnea
 
-from . import contact_phases, integrators
+from . import contact_phases, integrators, shooting
 from .state import check_state, state_difference_batch, state_integrate_batch
 from .constraints import Constraint, JointLimits, StateEquality, equality_rows, stack_constraints
 from .costs import Cost
@@ -250,6 +250,12 @@ class Problem:
             self.dynamics = contact_phases.phased_dynamics(model, self.actuated, ode.lie, a, b, self.dt,
                                                            self.substeps, self.f_ext, self.contacts)
 
+    @property
+    def _batch(self):
+        """The batch kernels over knots of :attr:`dynamics`' record type (step, derivatives,
+        stage records, Hessians): :mod:`~optdyn.ocp.integrators` or :mod:`~optdyn.ocp.contact_phases`."""
+        return integrators if self.contacts is None else contact_phases
+
     def contacts_at(self, k: int) -> list[Contact]:
         """The contacts of interval k (0 … N−1): a list of :class:`dynamics.Contact` (empty
         without contacts)."""
@@ -301,9 +307,7 @@ class Problem:
     def no_stages(self) -> integrators.StageRecords:
         """Stage records with no rows, for the entry points that take records and are not
         to use them (:mod:`optdyn.ocp.shooting`)."""
-        if self.contacts is not None:
-            return contact_phases.stage_records_for(self.dynamics, 0, self.nx, self.ndx + self.nu)
-        return integrators.no_stages(self.dynamics.ode)
+        return self._batch.stage_records_for(self.dynamics, 0, self.nx, self.ndx + self.nu)
 
     def _dynamics(self, K: int, start: int) -> integrators.IntervalDynamics:
         """:attr:`dynamics` for K knots that are intervals start … start + K − 1."""
@@ -449,9 +453,7 @@ class Problem:
         ``start``: knot k is interval start + k (matters only for per-interval ``f_ext`` and
         for ``contacts``; so do the other ``step_*`` methods)."""
         xs, us = self._xu(xs, us)
-        if self.contacts is not None:
-            return contact_phases.step_batch(self._dynamics(xs.shape[0], start), xs, us)
-        return integrators.step_batch(self._dynamics(xs.shape[0], start), xs, us)
+        return self._batch.step_batch(self._dynamics(xs.shape[0], start), xs, us)
 
     def step_derivatives(self, xs, us, second_order: bool = False, start: int = 0) -> tuple[np.ndarray, ...]:
         """Exact sensitivities of one interval at each knot.
@@ -461,8 +463,8 @@ class Problem:
         derivatives of δx⁺ = F(x ⊕ δx, u) ⊖ F(x, u) (tangent at x⁺) w.r.t. (δx, u).
         """
         xs, us = self._xu(xs, us)
-        batch = integrators if self.contacts is None else contact_phases
-        _, Fz, Fzz = batch.step_derivatives_batch(self._dynamics(xs.shape[0], start), xs, us, 2 if second_order else 1)
+        _, Fz, Fzz = self._batch.step_derivatives_batch(self._dynamics(xs.shape[0], start), xs, us,
+                                                        2 if second_order else 1)
         nx = self.ndx
         A, B = Fz[:, :, :nx], Fz[:, :, nx:]
         if not second_order:
@@ -481,17 +483,9 @@ class Problem:
         passed in to be overwritten (they are megabytes for long horizons).
         """
         xs, us = self._xu(xs, us)
-        s = self.dynamics.b.shape[0]
-        rows = xs.shape[0] * self.substeps * s
-        if self.contacts is not None:
-            if stages is None or stages.y.shape[0] != rows:
-                stages = contact_phases.stage_records_for(self.dynamics, xs.shape[0], self.nx, self.ndx + self.nu)
-            _, Fz = contact_phases.step_stages_batch(self._dynamics(xs.shape[0], start), xs, us, stages)
-            nx = self.ndx
-            return np.ascontiguousarray(Fz[:, :, :nx]), np.ascontiguousarray(Fz[:, :, nx:]), stages
-        if stages is None or stages.y.shape[0] != rows:
-            stages = integrators.stage_records(self.dynamics.ode, rows, self.nx, self.ndx + self.nu, s)
-        _, Fz = integrators.step_stages_batch(self._dynamics(xs.shape[0], start), xs, us, stages)
+        if stages is None or stages.y.shape[0] != xs.shape[0] * self.substeps * self.dynamics.b.shape[0]:
+            stages = self._batch.stage_records_for(self.dynamics, xs.shape[0], self.nx, self.ndx + self.nu)
+        _, Fz = self._batch.step_stages_batch(self._dynamics(xs.shape[0], start), xs, us, stages)
         nx = self.ndx
         return np.ascontiguousarray(Fz[:, :, :nx]), np.ascontiguousarray(Fz[:, :, nx:]), stages
 
@@ -509,9 +503,7 @@ class Problem:
         lams = _array(lams, (xs.shape[0], self.ndx), "lams")
         if stages is None:
             stages = self.step_stages(xs, us, start=start)[2]
-        if self.contacts is not None:
-            return contact_phases.interval_hessians_batch(self._dynamics(xs.shape[0], start), us, stages, lams)
-        return integrators.interval_hessians_batch(self.dynamics, us, stages, lams)
+        return self._batch.interval_hessians_batch(self._dynamics(xs.shape[0], start), us, stages, lams)
 
     def rollout(self, us, x0=None) -> np.ndarray:
         """States xs (N+1, nx) from x0 (default ``self.x0``) under controls us (N, nu).
@@ -524,9 +516,7 @@ class Problem:
         else:
             x0 = _array(x0, (self.nx,), "x0")
             check_state(self.model, x0, "x0")
-        if self.contacts is not None:
-            return contact_phases.rollout(self.dynamics, x0, us)
-        return integrators.rollout(self.dynamics, x0, us)
+        return shooting.rollout(self.dynamics, x0, us)
 
     # ---- costs ---------------------------------------------------------------------
     def running_cost_terms(self, xs, us, gauss_newton: bool = False) -> tuple[np.ndarray, ...]:

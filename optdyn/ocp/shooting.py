@@ -5,8 +5,8 @@ only through its record ``problem.dynamics`` and these functions of it (compiled
 inlined into the solvers' own compiled loops at numba's IR level: a thin layer that is no
 compiled unit of its own, since each unit re-optimises every kernel it calls), next to the
 problem's batch methods
-(``step``, ``step_derivatives``, ``step_stages``, ``step_hessians``, ``rollout``) for whole
-trajectories:
+(``step``, ``step_derivatives``, ``step_stages``, ``step_hessians``) for whole
+trajectories and :func:`rollout` (``problem.rollout``):
 
     transition(dyn, k, x, u, y, work)                 y = x⁺ = F_k(x, u); False if it diverged
     transition_hessian(dyn, k, u, stages, lam, Hz, work, split)
@@ -28,6 +28,7 @@ No solver knows which.
 """
 from __future__ import annotations
 
+import numpy as np
 from numba.extending import overload
 
 from dynamics._compile import allocation_free, njit
@@ -97,6 +98,21 @@ def transition_hessian(dyn, k, u, stages, lam, Hz, work, split):
     ``stages``, λ = ``lam`` (ndx,) (a second-order adjoint, no tensor formed); ``split``: its
     stage terms on two threads, the same sums either way."""
     _transition_hessian(dyn, k, u, stages, lam, Hz, work, split)
+
+
+@njit(cache=True)
+def rollout(dyn, x0, us):
+    """States xs (N+1, nx) from x0 under us (N, nu), interval after interval through
+    :func:`transition`; the rows after a divergence are NaN."""
+    N, nx = us.shape[0], x0.shape[0]
+    xs = np.empty((N + 1, nx))
+    xs[0] = x0
+    work = transition_work(dyn, nx, us.shape[1], 0)
+    for k in range(N):
+        if not transition(dyn, k, xs[k], us[k], xs[k + 1], work):
+            xs[k + 1:] = np.nan
+            break
+    return xs
 
 
 @allocation_free(inline="always")
