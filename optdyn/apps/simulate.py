@@ -156,8 +156,6 @@ def simulate(mpc: MPC, duration: float, plant: Model | None = None, disturbances
     iterations, status = np.empty(n, dtype=np.int64), []
     x = p.x0.copy()
     xs[0] = x
-    pending: list[tuple[int, np.ndarray]] = []  # (plant step from which it acts, control)
-    u_applied = None
     done, stopped = 0, ""
     try:
         for i in range(n):
@@ -170,19 +168,15 @@ def simulate(mpc: MPC, duration: float, plant: Model | None = None, disturbances
             us[i], gains[i], cost[i] = u, K, mpc.result.cost
             iterations[i] = mpc.result.iterations
             status.append(mpc.result.status)
-            pending.append((i * fine + lag, u))
-            if u_applied is None:
-                u_applied = u
             for j in range(i * fine, (i + 1) * fine):
-                while pending and pending[0][0] <= j:
-                    u_applied = pending.pop(0)[1]
+                u_j = us[max(j - lag, 0) // fine]  # computed at step m, it acts from plant step m·fine + lag
                 tj = j * h
                 active = [d for d in pushes if d.active(tj)]
                 step = dyn
                 if active:
                     q = x[: model.nq]
                     step = dyn._replace(f_ext=(known + sum(d.f_ext(model, q) for d in active))[None])
-                x = integrators.step_batch(step, x[None], u_applied[None])[0]
+                x = integrators.step_batch(step, x[None], u_j[None])[0]
                 if not np.all(np.isfinite(x)):
                     break
             if not np.all(np.isfinite(x)):

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-SOLVERS = ("ddp", "ilqr", "ipopt")
+from ..ocp.problem import SOLVERS
 
 
 @dataclass(frozen=True)

@@ -681,7 +681,7 @@ def iterate(problem: Problem, objective: Objective, us: np.ndarray, o: Options, 
     max_iter = o.max_iter if max_iter is None else max_iter
     mode = SECOND_ORDER[o.second_order] if ddp else 0
     alpha, steps = 0.0, 0
-    unbounded = np.full(nu, np.inf)
+    box, free = (lower, upper), (np.full(nu, -np.inf), np.full(nu, np.inf))
     boxed = o.box == "always" or not np.any(np.isfinite(lower) | np.isfinite(upper))  # in the backward pass yet
 
     def outcome(converged: bool, status: str, message: str) -> Outcome:
@@ -698,8 +698,7 @@ def iterate(problem: Problem, objective: Objective, us: np.ndarray, o: Options, 
             gnorm = projected_gradient(lq, terminal.Vx, us, lower, upper)
         while True:
             k[:] = 0.0
-            failed, dV1, dV2 = backward_pass(lq, terminal, us, lower if boxed else -unbounded,
-                                             upper if boxed else unbounded, mu, second, k, K, gaps)
+            failed, dV1, dV2 = backward_pass(lq, terminal, us, *(box if boxed else free), mu, second, k, K, gaps)
             if failed < 0 or mu > o.mu_max:
                 break
             mu, delta = _increase(mu, delta, o)

@@ -67,10 +67,10 @@ class MPC:
         warm_start: "policy", "shift" or "rollout" (module docstring); default "policy" for
             DDP/iLQR; IPOPT always shifts. Use iLQR for real-time iterations (module docstring).
         **options: further options of :func:`optdyn.solve` (not ``max_iter``, ``init``,
-            ``us_init``, ``xs_init``, ``shooting``, which the controller sets).
+            ``us_init``, ``xs_init``, ``shooting``, ``final_expansion``, which the controller sets).
 
     The costs and constraints are time-invariant: moving references are not supported
-    (a problem's per-interval ``f_ext`` is refused). After each :meth:`step`, ``result`` is
+    (a problem's per-interval ``f_ext`` or contact sequence is refused). After each :meth:`step`, ``result`` is
     the last solve's :class:`~optdyn.solvers.result.Result` and ``time`` the start of its
     horizon.
     """
@@ -92,9 +92,9 @@ class MPC:
         fixed = sorted(set(options) & set(_SET_BY_MPC))
         if fixed:
             raise ValueError(f"options: {', '.join(fixed)} are set by the controller (use iterations, warm_start)")
-        if problem.f_ext.shape[0] > 1:
-            raise ValueError("problem: per-interval f_ext would have to move with the horizon; "
-                             "MPC takes problems whose forces are the same in every interval")
+        if problem.f_ext.shape[0] > 1 or problem.contacts is not None:
+            raise ValueError("problem: per-interval f_ext or a contact sequence would have to move with the "
+                             "horizon; MPC takes problems whose intervals are all alike")
         self.problem = copy.copy(problem)  # its own x0; the compiled dynamics are shared
         self.solver, self.iterations, self.warm_start, self.options = solver, iterations, warm_start, options
         self.result: Result | None = None
