@@ -8,7 +8,7 @@
 Crocoddyl is no dependency of optdyn and this script does not import optdyn. Crocoddyl 3.2's wheels
 need Pinocchio 3.x, hence the pins; example-robot-data 5 reads pinocchio.WITH_COLLISION, which
 Pinocchio 3.9 lacks, so the model comes from pinocchio.buildModelFromUrdf. The task is
-panda_reach() of bench_multiple_shooting.py: the Panda of example-robot-data (9 joints, the two
+``arm_reach`` of bench_convergence.py: the Panda of example-robot-data (9 joints, the two
 fingers prismatic) from panda_description/urdf/panda.urdf, x0 = 0, N = 40, dt = 0.05, one RK4
 step per interval, running cost ½·1e-2‖x − x0‖² + ½·1e-3‖u − g(q0)‖² + ½·10‖p − (0.4, 0.2, 0.5)‖²
 (ResidualModelState, ResidualModelControl, ResidualModelFrameTranslation; Crocoddyl's quadratic

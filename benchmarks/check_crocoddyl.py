@@ -7,36 +7,24 @@ frames "panda_hand_tcp" and "panda_hand": our Problem.cost with Crocoddyl's tota
 "exact", dt·ℓ(x_k, u_k)) at three random trajectories and at the solutions of Crocoddyl's solvers;
 one interval of ours against theirs from the random knots and along the solutions; our rollout of
 their controls against their states. The
-problem is panda_reach() of bench_multiple_shooting.py with the frame as a parameter (checked equal
-to it on "panda_hand_tcp"). Writes the section "crocoddyl check" of BENCHMARKS.md.
+problem is ``arm_reach`` of bench_convergence.py (the convergence benchmark's Panda reach) with the
+frame as a parameter. Writes the section "crocoddyl check" of BENCHMARKS.md.
 """
 from __future__ import annotations
 
 import json
-import os
 import warnings
 
-import example_robot_data
 import numpy as np
 from _common import ROOT, machine, table, write_section
-from bench_multiple_shooting import panda_reach as bench_panda_reach
+from bench_convergence import arm_reach
 
-import dynamics as dyn
 import optdyn
-from optdyn.costs import ControlCost, FramePositionCost, StateCost
 
 
 def panda_reach(frame: str) -> optdyn.Problem:
-    robots = example_robot_data.getModelPath("panda_description/urdf/panda.urdf")
-    model = dyn.load_urdf(os.path.join(robots, "panda_description", "urdf", "panda.urdf"))
-    x0 = np.zeros(model.nq + model.nv)
-    g0 = dyn.gravity_torques(model, x0[:model.nq])
-    target = np.array([0.4, 0.2, 0.5])
-    return optdyn.Problem(model, x0, N=40, dt=0.05, substeps=1,
-                          running_cost=StateCost(1e-2, x0) + ControlCost(1e-3, g0)
-                          + FramePositionCost(model, frame, target, 10.0),
-                          terminal_cost=FramePositionCost(model, frame, target, 1e4),
-                          u_lower=-model.effort_limit, u_upper=model.effort_limit)
+    """The convergence benchmark's Panda reach with ``frame`` as the hand."""
+    return arm_reach("panda_description/urdf/panda.urdf", frame, (0.4, 0.2, 0.5), "panda-reach")
 
 
 def main() -> None:
@@ -48,9 +36,6 @@ def main() -> None:
     for frame in ("panda_hand_tcp", "panda_hand"):
         prob = panda_reach(frame)
         ours = np.array([prob.cost(x, u) for x, u in zip(rx, ru)])
-        if frame == "panda_hand_tcp":
-            bench = bench_panda_reach()
-            assert all(bench.cost(x, u) == c for x, u, c in zip(rx, ru, ours)), "not the bench's task"
         for variant in ("exact", "stock"):
             theirs = data[f"random_cost_{variant}_{frame}"]
             rows.append([frame, f"cost, Crocoddyl '{variant}'", ", ".join(f"{c:.6g}" for c in ours),
