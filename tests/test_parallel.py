@@ -241,6 +241,7 @@ def _sweep_allocations(task: str, names=None) -> dict:
     the split backward pass is the only parallel loop here and gets two threads."""
     import problems
     from optdyn.ocp import integrators as rk
+    from optdyn.ocp import shooting
     from optdyn.solvers import ddp
 
     dyn.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
@@ -249,7 +250,7 @@ def _sweep_allocations(task: str, names=None) -> dict:
     counts = {}
     for N in (6, 12):
         us = np.ascontiguousarray(prob.us_init[:N])
-        xs = rk.rollout(d, prob.x0, us)
+        xs = shooting.rollout(d, prob.x0, us)
         X = np.ascontiguousarray(xs[:-1])
         y, Fz = np.empty((N, prob.nx)), np.empty((N, prob.ndx, nz))
         stages = rk.stage_records(d.ode, N * d.substeps * d.b.shape[0], prob.nx, nz, d.b.shape[0])
@@ -261,7 +262,7 @@ def _sweep_allocations(task: str, names=None) -> dict:
         lq = ddp.Expansion(Fz[:, :, :prob.ndx].copy(), Fz[:, :, prob.ndx:].copy(), *zeros)
         terminal = ddp.Value(np.zeros(prob.ndx), np.eye(prob.ndx))
         calls = {
-            "rollout": lambda: rk.rollout(d, prob.x0, us),
+            "rollout": lambda: shooting.rollout(d, prob.x0, us),
             "first order": lambda: rk._step_derivatives_chunk(d, X, us, 1, y, Fz, np.empty((N, 0, 0, 0)), 0, N),
             "recorded stages": lambda: rk._step_stages_chunk(d, X, us, stages, y, Fz, 0, N),
             "contracted Hessians": lambda: rk._interval_hessians_chunk(d, us, stages, lams, Hz, 0, N),
