@@ -180,11 +180,17 @@ def add_dynamics_terms(Hz, Q):
 
 
 @allocation_free
-def regularize(A, B, Qux, Quu, mu, Qux_r, Quu_r):
-    """Q̃_ux = Q_ux + μ BᵀA, Q̃_uu = Q_uu + μ BᵀB (symmetrised): μ acts on V'_xx (Tassa 2012 eq. 10)."""
+def regularize(A, B, Qux, Quu, mu, on_controls, Qux_r, Quu_r):
+    """Q̃_ux = Q_ux + μ BᵀA, Q̃_uu = Q_uu + μ BᵀB (symmetrised): μ acts on V'_xx (Tassa 2012
+    eq. 10); with ``on_controls`` also + μ I on Q̃_uu (the Levenberg–Marquardt term on the
+    controls, which Tassa 2012 Sec. II-F contrasts with eq. 10): it acts where B has a null
+    space, on the controls that do not move the state."""
+    nu = Quu.shape[0]
     gemm_tn(B, A, Qux_r, False)
     gemm_tn(B, B, Quu_r, False)
-    nu = Quu.shape[0]
+    if on_controls:
+        for i in range(nu):
+            Quu_r[i, i] += 1.0
     for i in range(nu):
         for j in range(Qux.shape[1]):
             Qux_r[i, j] = Qux[i, j] + mu * Qux_r[i, j]
@@ -263,13 +269,14 @@ def shift_by_gap(V, f, Vp):
 
 
 @njit(cache=True)
-def backward_pass(lq, terminal, us, lower, upper, mu, second, k, K, gaps):
+def backward_pass(lq, terminal, us, lower, upper, mu, second, k, K, gaps, on_controls=False):
     """Riccati-like sweep N−1 … 0 built from the steps above (module docstring).
 
     ``lq``: the :data:`Expansion` along the trajectory (us (N, nu)); ``terminal``: the
     :data:`Value` V_N = ℓ_N; the dynamics' second-order terms per ``second``
     (:data:`SecondOrder`, see :func:`dynamics_hessian`); control bounds lower, upper (nu,);
-    regularisation μ = ``mu``; ``gaps`` (N, ndx): f̄_{t+1} = F(x_t, u_t) ⊖ x_{t+1} of
+    regularisation μ = ``mu`` (on the controls too if ``on_controls``: :func:`regularize`);
+    ``gaps`` (N, ndx): f̄_{t+1} = F(x_t, u_t) ⊖ x_{t+1} of
     multiple shooting (module docstring), or (0, ndx) for a rollout. Writes k (N,nu) (its
     input is the box-QP warm start) and K (N,nu,ndx). Returns (failed knot or −1, kᵀQ_u
     summed, ½kᵀQ_uu k summed plus the model's change across the gaps): the two sum to
@@ -294,7 +301,7 @@ def backward_pass(lq, terminal, us, lower, upper, mu, second, k, K, gaps):
         if second.mode > 0:
             dynamics_hessian(second, t, us, Vp.Vx, Hz, work)
             add_dynamics_terms(Hz, Q)
-        regularize(lq.A[t], lq.B[t], Q.Qux, Q.Quu, mu, Qux_r, Quu_r)
+        regularize(lq.A[t], lq.B[t], Q.Qux, Q.Quu, mu, on_controls, Qux_r, Quu_r)
         for i in range(nu):
             lo[i], hi[i] = lower[i] - us[t, i], upper[i] - us[t, i]
         if gains(Quu_r, Qux_r, Q.Qu, lo, hi, k[t], K[t], idx, L, qp) < 0:
@@ -433,6 +440,10 @@ class Options:
     ``box``: "always" bounds the backward pass's step by the control box from the first
     iteration (Tassa 2014); "after_full_step" only once a full step has been accepted, the
     forward pass clamping the controls before (module docstring).
+    ``regularization``: "state" adds μ·BᵀB to Q_uu (μ on V'_xx, Tassa 2012 eq. 10);
+    "state_and_controls" adds μ·(BᵀB + I) (:func:`regularize`), which also acts on the
+    controls that do not move the state (B's null space: in stance, the torques that only
+    change contact forces), where DDP's V'_x·F_uu can make Q_uu indefinite.
     ``shooting``: "single" starts from the rollout of ``us_init``; "multiple" from the states
     ``xs_init`` as well, with the gaps between intervals closed by the steps (feasibility-driven
     DDP, Mastalli et al. 2020; module docstring).
@@ -456,6 +467,7 @@ class Options:
     shooting: str = "single"
     cost_hessian: str = "exact"
     box: str = "always"
+    regularization: str = "state"
     verbose: bool = False
     callback: object = None
     max_time: float | None = None
@@ -698,7 +710,8 @@ def iterate(problem: Problem, objective: Objective, us: np.ndarray, o: Options, 
             gnorm = projected_gradient(lq, terminal.Vx, us, lower, upper)
         while True:
             k[:] = 0.0
-            failed, dV1, dV2 = backward_pass(lq, terminal, us, *(box if boxed else free), mu, second, k, K, gaps)
+            failed, dV1, dV2 = backward_pass(lq, terminal, us, *(box if boxed else free), mu, second, k, K, gaps,
+                                             o.regularization == "state_and_controls")
             if failed < 0 or mu > o.mu_max:
                 break
             mu, delta = _increase(mu, delta, o)

@@ -60,6 +60,9 @@ def _check_ddp_options(problem: Problem, options: dict) -> None:
         raise ValueError(f"cost_hessian: expected 'exact' or 'gauss_newton', got {options['cost_hessian']!r}")
     if options.get("box", "always") not in ("always", "after_full_step"):
         raise ValueError(f"box: expected 'always' or 'after_full_step', got {options['box']!r}")
+    if options.get("regularization", "state") not in ("state", "state_and_controls"):
+        raise ValueError(f"regularization: expected 'state' or 'state_and_controls', "
+                         f"got {options['regularization']!r}")
     if options.get("second_order", "contracted") not in ("contracted", "tensor"):
         raise ValueError(f"second_order: expected 'contracted' or 'tensor', got {options['second_order']!r}")
     cb = options.get("callback")
