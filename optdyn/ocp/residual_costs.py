@@ -24,7 +24,6 @@ from __future__ import annotations
 import numpy as np
 
 from dynamics._compile import njit
-from dynamics.joints import neutral
 from dynamics.model import Model
 
 from .activations import Activation, Softplus, WeightedQuadratic, as_weights
@@ -32,7 +31,6 @@ from .costs import Cost, _vector
 from .residuals import (CoMPositionResidual, ControlResidual, FrameOrientationResidual, FramePlacementResidual,
                         FramePositionResidual, FrameVelocityResidual, Residual, SphereClearanceResidual, StateResidual,
                         VectorStateResidual, references)
-from .state import check_state
 
 
 def knot_weights(weight, name: str = "weight") -> np.ndarray:
@@ -207,8 +205,8 @@ def _size(weight, reference, n: int | None) -> int:
 
 
 class StateCost(ResidualCost):
-    """½ Σ_i w_i (x ⊖ x̄)_i²; ``weight`` scalar or (ndx,), ``reference`` x̄ (nx,) (default 0):
-    the weighted quadratic of a state residual.
+    """½ Σ_i w_i (x ⊖ x̄)_i²; ``weight`` scalar or (ndx,), ``reference`` x̄ (nx,) (default 0),
+    with ``model`` also one per knot (K, nx): the weighted quadratic of a state residual.
 
     Without ``model`` the state is a vector (:class:`~optdyn.ocp.residuals.VectorStateResidual`,
     x ⊖ x̄ = x − x̄, nx = ndx). With ``model`` the residual is the state difference
@@ -222,10 +220,7 @@ class StateCost(ResidualCost):
             ref = np.zeros(n) if reference is None else _vector(reference, n, "reference")
             residual = VectorStateResidual(reference=ref)
         else:
-            ref = np.concatenate([neutral(model), np.zeros(model.nv)]) if reference is None else reference
-            ref = _vector(ref, model.nq + model.nv, "reference")
-            check_state(model, ref, "reference")
-            residual = StateResidual(model, ref)
+            residual = StateResidual(model, reference)
         super().__init__(residual, WeightedQuadratic(residual.size, as_weights(weight, residual.size, "weight")))
 
 
