@@ -127,9 +127,9 @@ def tracking_errors(problem: Problem, xs) -> dict[str, np.ndarray]:
     """How far each state of ``xs`` (K, nx) is from the task's targets: {label: (K,)}.
 
     One entry per frame target of the task (:func:`optdyn.ocp.task.frame_targets`): the
-    distance, m, of its point to the target ("tool0 to (0.4, 0.3, 0.4)"); then one per
+    distance of its point to the target ("tool0 to (0.4, 0.3, 0.4) [m]"); then one per
     terminal :class:`~optdyn.constraints.StateEquality`: ‖x[indices] − target‖ ("state to the
-    goal", rad and rad/s mixed). {} if the task has neither.
+    goal [‖x − x*‖]", rad and rad/s mixed). {} if the task has neither.
     """
     if not isinstance(problem, Problem):
         raise ValueError(f"problem: expected an optdyn.Problem, got {type(problem).__name__}")
@@ -141,10 +141,10 @@ def tracking_errors(problem: Problem, xs) -> dict[str, np.ndarray]:
         points = np.array([R @ t.offset + p for R, p in (dyn.frame_placement(model, x[: model.nq], t.frame)
                                                          for x in xs)]).reshape(-1, 3)
         where = ", ".join(f"{v:g}" for v in t.target)
-        out[f"{t.frame} to ({where})"] = np.linalg.norm(points - t.target, axis=1)
+        out[f"{t.frame} to ({where}) [m]"] = np.linalg.norm(points - t.target, axis=1)
     goals = [c for c in problem.terminal_constraints if isinstance(c, StateEquality)]
     for k, c in enumerate(goals):
-        out["state to the goal" + (f" {k}" if len(goals) > 1 else "")] = np.linalg.norm(
+        out["state to the goal" + (f" {k}" if len(goals) > 1 else "") + " [‖x − x*‖]"] = np.linalg.norm(
             xs[:, c.indices] - c.target, axis=1)
     return out
 
