@@ -238,6 +238,15 @@ def test_mpc_end_to_end(tmp_path, capsys):
     assert "MeshCat.Viewer" in html.read_text()
     pixels = image.imread(png)
     assert pixels.ndim == 3 and pixels.std() > 0.01
+    # reopened: the same summary, the replay and the plot again
+    code, again, err = run(capsys, "show", str(saved), "--html", str(tmp_path / "again.html"))
+    assert code == 0, err
+    summary = [line for line in out.splitlines() if line[:12].strip() in ("controller", "horizon", "real time",
+                                                                          "tracking", "push")]
+    assert len(summary) == 5 and all(line in again for line in summary)
+    assert "MeshCat.Viewer" in (tmp_path / "again.html").read_text()
+    code, _, err = run(capsys, "plot", str(saved), "--out", str(tmp_path / "again.png"))
+    assert code == 0 and image.imread(tmp_path / "again.png").std() > 0.01, err
 
 
 def test_mpc_ctrl_c_prints_the_summary_writes_outputs_and_exits_130(tmp_path, capsys, monkeypatch):

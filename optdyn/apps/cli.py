@@ -5,8 +5,8 @@
     optdyn solve PROBLEM [--scenario S] [--solver ddp|ilqr|ipopt] [--max-iter N] [--max-time S]
                  [--param KEY=VALUE ...] [--save result.npz] [--html out.html] [--view]
     optdyn compare PROBLEM [--scenario S] [--solvers ddp,ilqr,ipopt] [--plot out.png]
-    optdyn show result.npz [--html out.html] [--view]
-    optdyn plot result.npz --out traj.png        q, v, u with limits, clearance, convergence
+    optdyn show result.npz [--html out.html] [--view]      (a closed loop's file too)
+    optdyn plot result.npz --out traj.png        q, v, u with limits, clearance, convergence (or a closed loop's)
     optdyn mpc PROBLEM [--scenario S] [--param KEY=VALUE ...] [--duration S] [--push FRAME:FX,FY,FZ@START+DURATION ...]
                [--solver ilqr|ddp|ipopt] [--iterations N|converge] [--warm-start W]
                [--save loop.npz] [--html out.html] [--plot out.png] [--view]
@@ -39,6 +39,7 @@ import re
 import signal
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -46,10 +47,8 @@ import numpy as np
 import dynamics as dyn
 import problems
 
-from collections import Counter
-
 from .clearance import clearances, constraint_margins
-from .io import load_result, save_closed_loop, save_result
+from .io import load, save_closed_loop, save_result
 from .report import task_errors, task_lines, tracking_errors
 from .simulate import REFINEMENT, ClosedLoop, Push, check_push
 from ..solvers.result import Result
@@ -342,9 +341,9 @@ def _registered(name: str, params: dict):
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    """Summarise a saved result; rebuild its problem for clearance/HTML/viewer."""
+    """Summarise a saved result or closed loop; rebuild its problem for clearance/HTML/viewer."""
     _check_outputs(args)
-    result = load_result(args.file)
+    result = load(args.file)
     problem, why = None, ""
     try:
         problem = problem_of(result, make=_registered)
@@ -352,9 +351,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         why = str(e).removeprefix("problem: ")
     if problem is None and (args.html or args.view):
         raise CommandError(f"{args.file}: {why}")
-    print("\n".join(_summary(result, problem)))
+    loop = isinstance(result, ClosedLoop)
+    print("\n".join(_loop_summary(result, problem) if loop else _summary(result, problem)))
     if problem is None:
-        print(f"note        {why}; clearance not checked")
+        print(f"note        {why}; {'tracking' if loop else 'clearance'} not checked")
     _outputs(result, problem, args)
     return 0
 
@@ -362,16 +362,17 @@ def cmd_show(args: argparse.Namespace) -> int:
 # ----------------------------------------------------------------------------- plot
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    """Plot a saved result: q, v, u with limits, clearance, convergence."""
+    """Plot a saved result (q, v, u with limits, clearance, convergence) or closed loop
+    (tracking error, torques, positions, solve times)."""
     check_writable(args.out, "--out")
-    result = load_result(args.file)
+    result = load(args.file)
     try:
         problem = problem_of(result, make=_registered)
     except ValueError as e:
         raise CommandError(f"{args.file}: {str(e).removeprefix('problem: ')}") from None
-    from ..viz.plots import plot_trajectory
+    from ..viz.plots import plot_closed_loop, plot_trajectory
 
-    plot_trajectory(result, args.out, problem)
+    (plot_closed_loop if isinstance(result, ClosedLoop) else plot_trajectory)(result, args.out, problem)
     print(f"plot        {args.out}")
     return 0
 
@@ -414,17 +415,21 @@ def _ms(seconds: float) -> str:
     return f"{1e3 * seconds:.3g} ms"
 
 
-def _loop_summary(loop: ClosedLoop, problem) -> list[str]:
-    """Summary lines of a closed loop: controller, pushes, real-time figures, task errors."""
+def _loop_summary(loop: ClosedLoop, problem=None) -> list[str]:
+    """Summary lines of a closed loop: controller, pushes, real-time figures, and with its
+    problem the horizon and the task errors."""
     limit = ("to convergence" if loop.iteration_limit is None else
              f"{loop.iteration_limit} iteration{'s' if loop.iteration_limit > 1 else ''} per step"
              + (" (real-time iteration)" if loop.iteration_limit == 1 else ""))
     n = len(loop.us)
+    params = " ".join(f"{k}={','.join(map(str, value)) if isinstance(value, (list, tuple)) else value}"
+                      for k, value in loop.params.items())  # as --param takes them
     lines = [f"controller  MPC {loop.solver}, {limit}, warm start {loop.warm_start}, on {loop.problem} "
-             f"{loop.params or ''}".rstrip(),
-             f"horizon     {problem.N} intervals of {problem.dt:g} s ({problem.N * problem.dt:g} s), re-planned every "
-             f"{loop.dt:g} s; plant: {REFINEMENT}× finer RK4",
-             f"simulated   {loop.t[-1]:g} s, {n} steps" + (f" (stopped: {loop.stopped})" if loop.stopped else "")]
+             f"{params}".rstrip()]
+    if problem is not None:
+        lines.append(f"horizon     {problem.N} intervals of {problem.dt:g} s ({problem.N * problem.dt:g} s), "
+                     f"re-planned every {loop.dt:g} s; plant: {REFINEMENT}× finer RK4")
+    lines.append(f"simulated   {loop.t[-1]:g} s, {n} steps" + (f" (stopped: {loop.stopped})" if loop.stopped else ""))
     lines += [f"push        {d.frame}: ({', '.join(f'{f:g}' for f in d.force)}) N from {d.start:g} s for "
               f"{d.duration:g} s" for d in loop.disturbances]
     if n:
@@ -440,6 +445,8 @@ def _loop_summary(loop: ClosedLoop, problem) -> list[str]:
         counts = Counter(loop.status[1:])
         lines.append(f"steps       iterations {int(np.median(loop.iterations[1:]))} (median), max "
                      f"{loop.iterations[1:].max()}; status " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    if problem is None:
+        return lines
     since = min((d.start for d in loop.disturbances), default=0.0)  # the largest error after the first push
     after = loop.t >= since - 1e-9
     largest = "largest since the first push" if loop.disturbances else "largest"
@@ -626,13 +633,15 @@ def build_parser() -> argparse.ArgumentParser:
     limits(compare, "every solver")
     compare.add_argument("--plot", help="write the convergence plot to this PNG file (default: none)")
 
-    show = command("show", "summarise a saved result, optionally draw it", cmd_show)
-    show.add_argument("file", help="result .npz written by `optdyn solve --save` or optdyn.save_result")
+    show = command("show", "summarise a saved result or closed loop, optionally draw it", cmd_show)
+    show.add_argument("file", help="result .npz written by `optdyn solve --save` or optdyn.save_result, or closed "
+                                   "loop by `optdyn mpc --save` or optdyn.save_closed_loop")
     output_args(show)
 
     plot = command("plot", "plot a saved result: joint positions, velocities and torques with their limits, "
-                           "clearance, convergence", cmd_plot)
-    plot.add_argument("file", help="result .npz written by `optdyn solve --save` or optdyn.save_result")
+                           "clearance, convergence (a closed loop: tracking error, torques, solve times)", cmd_plot)
+    plot.add_argument("file", help="result .npz written by `optdyn solve --save` or optdyn.save_result, or closed "
+                                   "loop by `optdyn mpc --save` (tracking error, torques, solve times)")
     plot.add_argument("--out", required=True, help="image file to write, e.g. traj.png (required)")
 
     from ..solvers.mpc import WARM_STARTS

@@ -172,20 +172,21 @@ def _read(path, read: Callable):
         archive.close()
 
 
+def _result(archive, path) -> Result:
+    meta = _meta(archive, path)
+    arrays = _arrays(archive, meta, path)
+    scalars = {k: cast(meta[k]) for k, cast in _SCALARS.items()}
+    extra = dict(meta["extra"])
+    extra.update({e: arrays[f"extra/{e}"] for e in meta["extra_arrays"]})
+    return Result(
+        xs=arrays["xs"], us=arrays["us"], history={h: arrays[f"history/{h}"] for h in meta["history"]},
+        params=meta["params"], gains=arrays.get("gains"), extra=extra, **scalars,
+    )
+
+
 def load_result(path) -> Result:
     """Read a result written by :func:`save_result`; ValueError if ``path`` is not one."""
-    def read(archive) -> Result:
-        meta = _meta(archive, path)
-        arrays = _arrays(archive, meta, path)
-        scalars = {k: cast(meta[k]) for k, cast in _SCALARS.items()}
-        extra = dict(meta["extra"])
-        extra.update({e: arrays[f"extra/{e}"] for e in meta["extra_arrays"]})
-        return Result(
-            xs=arrays["xs"], us=arrays["us"], history={h: arrays[f"history/{h}"] for h in meta["history"]},
-            params=meta["params"], gains=arrays.get("gains"), extra=extra, **scalars,
-        )
-
-    return _read(path, read)
+    return _read(path, lambda archive: _result(archive, path))
 
 
 # ------------------------------------------------------------------------ closed loops
@@ -237,13 +238,27 @@ def load_closed_loop(path) -> ClosedLoop:
 
     The problem is not rebuilt here: :func:`optdyn.ocp.task.problem_of` finds it from the
     loop's name and params (a registered problem) or its ``extra["problem_record"]``."""
-    def read(archive) -> ClosedLoop:
-        meta = _meta(archive, path, CLOSED_LOOP_FORMAT,
-                     (*_LOOP_SCALARS, "params", "status", "problem_record", "disturbances"), "closed-loop")
-        arrays = _loop_arrays(archive, path)
-        pushes = tuple(Push(d["frame"], tuple(d["force"]), d["start"], d["duration"]) for d in meta["disturbances"])
-        extra = {} if meta["problem_record"] is None else {"problem_record": meta["problem_record"]}
-        return ClosedLoop(**arrays, status=[str(s) for s in meta["status"]], disturbances=pushes,
-                          params=meta["params"], extra=extra, **{k: meta[k] for k in _LOOP_SCALARS})
+    return _read(path, lambda archive: _closed_loop(archive, path))
+
+
+def _closed_loop(archive, path) -> ClosedLoop:
+    meta = _meta(archive, path, CLOSED_LOOP_FORMAT,
+                 (*_LOOP_SCALARS, "params", "status", "problem_record", "disturbances"), "closed-loop")
+    arrays = _loop_arrays(archive, path)
+    pushes = tuple(Push(d["frame"], tuple(d["force"]), d["start"], d["duration"]) for d in meta["disturbances"])
+    extra = {} if meta["problem_record"] is None else {"problem_record": meta["problem_record"]}
+    return ClosedLoop(**arrays, status=[str(s) for s in meta["status"]], disturbances=pushes,
+                      params=meta["params"], extra=extra, **{k: meta[k] for k in _LOOP_SCALARS})
+
+
+def load(path) -> Result | ClosedLoop:
+    """The result or the closed loop ``path`` holds (:func:`load_result`,
+    :func:`load_closed_loop`); ValueError if it holds neither."""
+    def read(archive):
+        try:
+            found = json.loads(str(archive["meta"][()])).get("format")
+        except (KeyError, ValueError, TypeError, AttributeError):
+            found = None  # the result reader says what is wrong
+        return (_closed_loop if found == CLOSED_LOOP_FORMAT else _result)(archive, path)
 
     return _read(path, read)
