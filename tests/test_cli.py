@@ -269,3 +269,17 @@ def test_mpc_ctrl_c_prints_the_summary_writes_outputs_and_exits_130(tmp_path, ca
     assert "simulated   0.1 s, 2 steps (stopped: interrupted (Ctrl-C) at t = 0.1 s)" in out
     assert err.strip() == "optdyn mpc: interrupted (Ctrl-C) at t = 0.1 s after 2 steps; the summary above is of those"
     assert load_closed_loop(saved).us.shape == (2, 6)
+
+
+def test_mpc_diverged_plant_fails_after_the_summary_and_outputs(tmp_path, capsys):
+    """A 1e9 N push: the plant diverges, the loop stops; summary and outputs of the steps run,
+    then a one-line error. A zero push is accepted (and has no arrow in the replay)."""
+    from optdyn.apps.io import load_closed_loop
+
+    saved, html = tmp_path / "diverged.npz", tmp_path / "diverged.html"
+    code, out, err = run(capsys, "mpc", "ur5-reach", "--param", "N=10", "--duration", "1", "--push",
+                         "tool0:0,1e9,0@0.1+0.2", "--push", "tool0:0,0,0@0+1", "--save", str(saved), "--html", str(html))
+    assert_one_line_error(code, err, "the closed loop stopped early: the plant diverged")
+    assert code == 1 and "(stopped: the plant diverged between" in out
+    loop = load_closed_loop(saved)
+    assert loop.stopped.startswith("the plant diverged") and loop.us.shape[0] < 20 and html.exists()

@@ -492,7 +492,8 @@ def scene_of(result: Result | ClosedLoop, problem: Problem | None = None, fps: f
     scene.add_pose_targets([(t.rotation, t.target) for t in task.frame_targets(problem) if t.rotation is not None])
     scene.add_triads(frames)
     for d in result.disturbances if loop else ():
-        scene.add_force(d.frame, d.force, d.start, d.duration)
+        if np.any(d.force):  # a zero force has no arrow
+            scene.add_force(d.frame, d.force, d.start, d.duration)
     times, qs = resample(result.xs, result.dt if loop else problem.dt, model.nq, fps)
     if model.nq != model.nv:  # a floating base: quaternions interpolated coordinate-wise, renormalised
         qs = np.array([normalize_kernel(model.topology, q) for q in qs])
