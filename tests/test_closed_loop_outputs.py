@@ -38,8 +38,18 @@ def test_save_and_reopen_is_exact(loop, tmp_path):
     assert back.params == {"N": 20, "dt": 0.05, "target": [0.4, 0.3, 0.4]} and back.source is None
     rebuilt = problem_of(back)  # from the record it stores (the command line looks the name up first)
     assert rebuilt.N == 20 and np.array_equal(rebuilt.x0, loop.xs[0])
+    assert isinstance(optdyn.load(path), optdyn.ClosedLoop)  # whichever the file holds
     with pytest.raises(ValueError, match="it is a closed loop: optdyn.load_closed_loop"):
         load_result(path)
+    with np.load(path) as archive:
+        arrays = {k: archive[k] for k in archive.files if k != "gains"}
+    np.savez(tmp_path / "cut.npz", **arrays)
+    with pytest.raises(ValueError, match=r"corrupt closed-loop file, missing arrays \['gains'\]"):
+        load_closed_loop(tmp_path / "cut.npz")
+    arrays["gains"] = np.zeros((3, 6, 12))
+    np.savez(tmp_path / "wrong.npz", **arrays)
+    with pytest.raises(ValueError, match="corrupt closed-loop file, array shapes"):
+        load_closed_loop(tmp_path / "wrong.npz")
     with pytest.raises(ValueError, match="no such file"):
         load_closed_loop(tmp_path / "missing.npz")
     with pytest.raises(ValueError, match="loop"):
