@@ -9,6 +9,7 @@
     optdyn.sweep(problems.arm_obstacle.make, grid={"horizon": [3.0, 4.0]}, starts=8, out="runs/")  # Dask
     mpc  = optdyn.MPC(problems.get("ur5-reach", N=40), "ilqr", iterations=1)  # real-time iterations
     loop = optdyn.simulate(mpc, 3.0, disturbances=[optdyn.Push("tool0", (0, 30, 0), 1.0, 0.2)])
+    optdyn.save_closed_loop(loop, "loop.npz"); optdyn.plot_closed_loop(loop, "loop.png")  # save_html(loop, ...) too
 
 Problems own one discretisation (N intervals of m RK4 sub-steps, control held) that
 DDP, iLQR and the IPOPT multiple-shooting NLP all solve, so their optima coincide.
@@ -19,8 +20,8 @@ from . import constraints, costs
 from .apps import report
 from .apps.clearance import clearances
 from .apps.compare import compare
-from .apps.io import load_result, save_result
-from .viz.plots import plot_trajectory
+from .apps.io import load, load_closed_loop, load_result, save_closed_loop, save_result
+from .viz.plots import plot_closed_loop, plot_trajectory
 from .ocp.derivative_check import check_derivatives
 from .ocp.problem import Problem
 from .ocp.user_residual import UserResidual
@@ -34,7 +35,7 @@ __all__ = [
     "Problem", "Result", "STATUSES", "solve", "compare", "costs", "constraints", "clearances", "report",
     "save_result", "load_result", "view", "save_html", "plot_trajectory", "sweep",
     "set_num_threads", "get_num_threads", "check_derivatives", "UserResidual", "MPC", "simulate", "Push",
-    "ClosedLoop",
+    "ClosedLoop", "save_closed_loop", "load_closed_loop", "load", "plot_closed_loop",
 ]
 
 

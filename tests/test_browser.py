@@ -178,3 +178,38 @@ def test_panda_end_to_end_script_and_cli(tmp_path, capsys):
     assert "panda-reach · ddp" in html and html.count('"format": "dae"') == 0  # meshes are msgpack, not JSON
     shot = screenshot(tmp_path / "again.html", tmp_path, "again")
     assert reddish(shot).sum() > 300 and orange(shot).sum() < 50
+
+
+# ------------------------------------------------------------------------------ closed loop
+
+def cyan(rgb: np.ndarray) -> np.ndarray:
+    """Pixels of the push arrows (rgba 0 0.75 0.85), lit or shaded (not the UR5's blue)."""
+    r, g, b = rgb[..., 0], rgb[..., 1], rgb[..., 2]
+    return (r < 0.3) & (g > 0.4) & (np.abs(g - b) < 0.15)
+
+
+def test_closed_loop_page_draws_the_push_only_while_it_acts(tmp_path):
+    """The UR5 held at rest for 0.5 s under a push acting throughout, and under one that
+    starts after the loop: the arrow is drawn in the first page only."""
+    from optdyn import Push
+    from optdyn.apps.simulate import ClosedLoop
+    from problems import ur5_reach
+
+    problem = ur5_reach.make(N=10)
+    n = 10
+
+    def rest(start: float) -> ClosedLoop:
+        return ClosedLoop(t=0.05 * np.arange(n + 1), xs=np.tile(problem.x0, (n + 1, 1)), us=np.zeros((n, 6)),
+                          gains=np.zeros((n, 6, 12)), solve_time=np.full(n, 0.01), cost=np.zeros(n),
+                          iterations=np.ones(n, dtype=np.int64), status=["max_iter"] * n, dt=0.05,
+                          disturbances=(Push("tool0", (0.0, 30.0, 0.0), start, 100.0),), solver="ilqr",
+                          iteration_limit=1, problem="ur5-reach", source=problem)
+
+    shots = {}
+    for start in (0.0, 10.0):
+        path = tmp_path / f"push-{start:g}.html"
+        viz.save_html(rest(start), path)
+        shots[start] = cyan(screenshot(path, tmp_path, f"push-{start:g}")).sum()
+    print(f"cyan pixels: push acting {shots[0.0]}, not yet {shots[10.0]}")
+    assert shots[0.0] > 300, "the push arrow is not drawn while the push acts"
+    assert shots[10.0] < 30, "the push arrow is drawn before the push starts"

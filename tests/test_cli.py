@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from matplotlib import image
 
+import dynamics as dyn
 import problems
 from optdyn.apps.cli import _progress_line, main
 from optdyn.solvers.runtime import COMPILE_NOTICE
@@ -164,3 +165,121 @@ def test_show_unknown_problem_summary_only(tmp_path, capsys):
     code, _, err = run(capsys, "show", str(path), "--html", str(tmp_path / "own.html"))
     assert_one_line_error(code, err, "cannot rebuild problem 'my-own-problem'")
     assert not (tmp_path / "own.html").exists()
+
+
+# ------------------------------------------------------------------------------ mpc
+
+def test_push_syntax():
+    from optdyn.apps.cli import CommandError, parse_push
+    from optdyn.apps.simulate import Push
+
+    assert parse_push("tool0:0,30,0@1.0+0.2") == Push("tool0", (0.0, 30.0, 0.0), 1.0, 0.2)
+    assert parse_push("wrist_3_link:-1e+1,.5,2@1e-1+2E0") == Push("wrist_3_link", (-10.0, 0.5, 2.0), 0.1, 2.0)
+    for bad in ("tool0", "tool0:0,30@1+0.2", "tool0:0,30,0@1", "tool0:0,30,0+0.2@1", "tool0:a,b,c@1+0.2",
+                ":0,30,0@1+0.2", "tool0:0,30,0@1.0+0.2x"):
+        with pytest.raises(CommandError, match=r"^--push: expected FRAME:FX,FY,FZ@START\+DURATION"):
+            parse_push(bad)
+    with pytest.raises(CommandError, match=r"^--push tool0:0,30,0@1\+-0.2: duration: expected a finite time ≥ 0"):
+        parse_push("tool0:0,30,0@1+-0.2")
+
+
+@pytest.mark.parametrize("argv, words", [
+    (("mpc", "ur5-reach", "--push", "tool0:0,30,0"), ("--push", "FRAME:FX,FY,FZ@START+DURATION")),
+    (("mpc", "ur5-reach", "--push", "tool0:0,30,0@1.0+-0.2"), ("--push", "duration")),
+    (("mpc", "ur5-reach", "--push", "tool9:0,30,0@1.0+0.2"), ("--push tool9", "tool9")),
+    (("mpc", "ur5-reach", "--push", "base_link:0,30,0@1.0+0.2"), ("--push", "fixed on the base")),
+    (("mpc", "ur5-reach", "--iterations", "0"), ("--iterations", "'converge'")),
+    (("mpc", "ur5-reach", "--duration", "-1"), ("--duration", "> 0 s")),
+    (("mpc", "ur5-reach", "--html", "/nonexistent/dir/out.html"), ("--html", "does not exist")),
+    (("mpc", "ur5-reach", "--solver", "ipopt", "--warm-start", "policy"), ("warm_start", "IPOPT")),
+    (("mpc", "no-such-problem"), ("unknown problem",)),
+])
+def test_mpc_bad_requests_fail_with_one_line_before_any_solve(capsys, argv, words):
+    from optdyn.solvers.runtime import COMPILATION
+
+    count = COMPILATION.count
+    code, out, err = run(capsys, *argv)
+    assert code == 1
+    assert_one_line_error(code, err, *words)
+    assert "simulating" not in out and COMPILATION.count == count
+
+
+def test_mpc_refuses_a_problem_mpc_cannot_shift(capsys, monkeypatch):
+    """Per-interval external forces (like a contact sequence) do not move with the horizon:
+    MPC refuses the problem, the command says so in one line."""
+    from optdyn.apps import cli
+
+    reach = problems.get("ur5-reach", N=10)
+    forced = reach.__class__(reach.model, reach.x0, reach.N, reach.dt, reach.running_cost, reach.terminal_cost,
+                             f_ext=np.zeros((reach.N, reach.model.njoints, 6)), name="forced")
+    monkeypatch.setattr(cli, "_make_problem", lambda *a: forced)
+    code, _, err = run(capsys, "mpc", "forced")
+    assert_one_line_error(code, err, "optdyn mpc: error: problem:", "contact sequence", "horizon")
+
+
+def test_mpc_end_to_end(tmp_path, capsys):
+    from optdyn.apps.io import load_closed_loop
+
+    saved, html, png = tmp_path / "loop.npz", tmp_path / "loop.html", tmp_path / "loop.png"
+    code, out, err = run(capsys, "mpc", "ur5-reach", "--param", "N=20", "--duration", "0.5", "--push",
+                         "tool0:0,30,0@0.2+0.1", "--solver", "ilqr", "--iterations", "1", "--save", str(saved),
+                         "--html", str(html), "--plot", str(png))
+    assert code == 0, err
+    loop = load_closed_loop(saved)
+    assert loop.us.shape == (10, 6) and loop.solver == "ilqr" and loop.iteration_limit == 1
+    assert "push        tool0: (0, 30, 0) N from 0.2 s for 0.1 s" in out
+    median, ratio = re.search(r"real time\s+median step (\S+) ms = (\S+)× the control period \(50 ms\)", out).groups()
+    assert float(ratio) == pytest.approx(float(median) / 50, rel=0.02)
+    assert float(median) == pytest.approx(1e3 * np.median(loop.solve_time[1:]), rel=0.01)
+    assert re.search(r"worst \S+ ms = \S+× at t = \S+ s; \d+ of 9 steps over the period", out)
+    distance = float(re.search(r"tracking\s+tool0 to \(0.4, 0.3, 0.4\) \[m\]: (\S+) at t = 0.5 s", out).group(1))
+    tool = dyn.frame_placement(dyn.models.ur5(), loop.xs[-1, :6], "tool0")[1]
+    assert distance == pytest.approx(np.linalg.norm(tool - np.array([0.4, 0.3, 0.4])), rel=1e-3)
+    assert "MeshCat.Viewer" in html.read_text()
+    pixels = image.imread(png)
+    assert pixels.ndim == 3 and pixels.std() > 0.01
+    # reopened: the same summary, the replay and the plot again
+    code, again, err = run(capsys, "show", str(saved), "--html", str(tmp_path / "again.html"))
+    assert code == 0, err
+    summary = [line for line in out.splitlines() if line[:12].strip() in ("controller", "horizon", "real time",
+                                                                          "tracking", "push")]
+    assert len(summary) == 5 and all(line in again for line in summary)
+    assert "MeshCat.Viewer" in (tmp_path / "again.html").read_text()
+    code, _, err = run(capsys, "plot", str(saved), "--out", str(tmp_path / "again.png"))
+    assert code == 0 and image.imread(tmp_path / "again.png").std() > 0.01, err
+
+
+def test_mpc_ctrl_c_prints_the_summary_writes_outputs_and_exits_130(tmp_path, capsys, monkeypatch):
+    """Ctrl-C during the third step's solve: the loop ends with the two steps recorded."""
+    from optdyn.apps.io import load_closed_loop
+    from optdyn.solvers.mpc import MPC
+
+    step, calls = MPC.step, []
+
+    def interrupted(self, x, t=None):
+        calls.append(t)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return step(self, x, t)
+
+    monkeypatch.setattr(MPC, "step", interrupted)
+    saved = tmp_path / "stopped.npz"
+    code, out, err = run(capsys, "mpc", "ur5-reach", "--param", "N=20", "--duration", "1", "--save", str(saved))
+    assert code == 130
+    assert "simulated   0.1 s, 2 steps (stopped: interrupted (Ctrl-C) at t = 0.1 s)" in out
+    assert err.strip() == "optdyn mpc: interrupted (Ctrl-C) at t = 0.1 s after 2 steps; the summary above is of those"
+    assert load_closed_loop(saved).us.shape == (2, 6)
+
+
+def test_mpc_diverged_plant_fails_after_the_summary_and_outputs(tmp_path, capsys):
+    """A 1e9 N push: the plant diverges, the loop stops; summary and outputs of the steps run,
+    then a one-line error. A zero push is accepted (and has no arrow in the replay)."""
+    from optdyn.apps.io import load_closed_loop
+
+    saved, html = tmp_path / "diverged.npz", tmp_path / "diverged.html"
+    code, out, err = run(capsys, "mpc", "ur5-reach", "--param", "N=10", "--duration", "1", "--push",
+                         "tool0:0,1e9,0@0.1+0.2", "--push", "tool0:0,0,0@0+1", "--save", str(saved), "--html", str(html))
+    assert_one_line_error(code, err, "the closed loop stopped early: the plant diverged")
+    assert code == 1 and "(stopped: the plant diverged between" in out
+    loop = load_closed_loop(saved)
+    assert loop.stopped.startswith("the plant diverged") and loop.us.shape[0] < 20 and html.exists()

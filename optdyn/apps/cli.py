@@ -5,8 +5,12 @@
     optdyn solve PROBLEM [--scenario S] [--solver ddp|ilqr|ipopt] [--max-iter N] [--max-time S]
                  [--param KEY=VALUE ...] [--save result.npz] [--html out.html] [--view]
     optdyn compare PROBLEM [--scenario S] [--solvers ddp,ilqr,ipopt] [--plot out.png]
-    optdyn show result.npz [--html out.html] [--view]
-    optdyn plot result.npz --out traj.png        q, v, u with limits, clearance, convergence
+    optdyn show result.npz [--html out.html] [--view]      (a closed loop's file too)
+    optdyn plot result.npz --out traj.png        q, v, u with limits, clearance, convergence (or a closed loop's)
+    optdyn mpc PROBLEM [--scenario S] [--param KEY=VALUE ...] [--duration S] [--push FRAME:FX,FY,FZ@START+DURATION ...]
+               [--solver ilqr|ddp|ipopt] [--iterations N|converge] [--warm-start W]
+               [--save loop.npz] [--html out.html] [--plot out.png] [--view]
+                                                  model predictive control in closed loop, with pushes
     optdyn sweep PROBLEM [--scenario S] [--solver S] --grid KEY=V1,V2,... [--grid ...] [--starts K]
                  --out DIR [--param KEY=VALUE ...] [--max-iter N] [--scheduler tcp://HOST:PORT] [--workers N]
     optdyn warmup [PROBLEM ...] [--solvers ddp,ilqr,ipopt] [--all] [--jobs N]
@@ -18,9 +22,10 @@ list of numbers (``--param target=0.4,0.3,0.4``), or else a string. A result sav
 problem written in a script (not registered) reopens from the problem record it stores.
 
 Exit code 0 on success; otherwise 1 with a one-line reason on stderr (unknown problem,
-bad file, bad option, unwritable output path — checked before solving —, solver failure).
-Ctrl-C during a solve prints the summary of the last iterate and a one-line notice, and
-exits with 130; SIGTERM exits with 143 after stopping the viewer's server. The first run
+bad file, bad option, unwritable output path — checked before solving —, solver failure, a
+closed loop whose plant diverged). Ctrl-C during a solve (or a closed loop) prints the
+summary of the last iterate (of the steps run), writes the outputs asked for, prints a
+one-line notice, and exits with 130; SIGTERM exits with 143 after stopping the viewer's server. The first run
 on a cold numba cache prints a one-line notice on stderr (:mod:`optdyn.solvers.runtime`). This
 module is the one place that knows all three packages (``dynamics``, ``optdyn``,
 ``problems``).
@@ -30,9 +35,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -41,8 +48,9 @@ import dynamics as dyn
 import problems
 
 from .clearance import clearances, constraint_margins
-from .io import load_result, save_result
-from .report import task_errors, task_lines
+from .io import load, save_closed_loop, save_result
+from .report import task_errors, task_lines, tracking_errors
+from .simulate import REFINEMENT, ClosedLoop, Push, check_push
 from ..solvers.result import Result
 from ..ocp.task import clearance_constraints, problem_of
 
@@ -250,11 +258,17 @@ def _margins_line(problem, result: Result) -> str:
             f"(interval {g.interval}, step {g.substep}, {g.constraint}; required ≥ 0)")
 
 
-def _outputs(result: Result, problem, args: argparse.Namespace) -> None:
-    """Write --save/--html and serve --view as asked."""
+def _outputs(result: Result | ClosedLoop, problem, args: argparse.Namespace) -> None:
+    """Write --save/--plot/--html and serve --view as asked, for a result or a closed loop."""
+    loop = isinstance(result, ClosedLoop)
     if getattr(args, "save", None):
-        save_result(result, args.save)
+        (save_closed_loop if loop else save_result)(result, args.save)
         print(f"saved       {args.save}")
+    if getattr(args, "plot", None):
+        from ..viz.plots import plot_closed_loop, plot_trajectory
+
+        (plot_closed_loop if loop else plot_trajectory)(result, args.plot, problem)
+        print(f"plot        {args.plot}")
     if args.html or args.view:
         from .. import viz
 
@@ -327,9 +341,9 @@ def _registered(name: str, params: dict):
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    """Summarise a saved result; rebuild its problem for clearance/HTML/viewer."""
+    """Summarise a saved result or closed loop; rebuild its problem for clearance/HTML/viewer."""
     _check_outputs(args)
-    result = load_result(args.file)
+    result = load(args.file)
     problem, why = None, ""
     try:
         problem = problem_of(result, make=_registered)
@@ -337,9 +351,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         why = str(e).removeprefix("problem: ")
     if problem is None and (args.html or args.view):
         raise CommandError(f"{args.file}: {why}")
-    print("\n".join(_summary(result, problem)))
+    loop = isinstance(result, ClosedLoop)
+    print("\n".join(_loop_summary(result, problem) if loop else _summary(result, problem)))
     if problem is None:
-        print(f"note        {why}; clearance not checked")
+        print(f"note        {why}; {'tracking' if loop else 'clearance'} not checked")
     _outputs(result, problem, args)
     return 0
 
@@ -347,17 +362,135 @@ def cmd_show(args: argparse.Namespace) -> int:
 # ----------------------------------------------------------------------------- plot
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    """Plot a saved result: q, v, u with limits, clearance, convergence."""
+    """Plot a saved result (q, v, u with limits, clearance, convergence) or closed loop
+    (tracking error, torques, positions, solve times)."""
     check_writable(args.out, "--out")
-    result = load_result(args.file)
+    result = load(args.file)
     try:
         problem = problem_of(result, make=_registered)
     except ValueError as e:
         raise CommandError(f"{args.file}: {str(e).removeprefix('problem: ')}") from None
-    from ..viz.plots import plot_trajectory
+    from ..viz.plots import plot_closed_loop, plot_trajectory
 
-    plot_trajectory(result, args.out, problem)
+    (plot_closed_loop if isinstance(result, ClosedLoop) else plot_trajectory)(result, args.out, problem)
     print(f"plot        {args.out}")
+    return 0
+
+
+# ------------------------------------------------------------------------------ mpc
+
+_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+_PUSH = re.compile(rf"(?P<frame>[^:]+):(?P<force>{_NUMBER},{_NUMBER},{_NUMBER})@(?P<start>{_NUMBER})"
+                   rf"\+(?P<duration>{_NUMBER})")
+
+
+def parse_push(text: str) -> Push:
+    """``FRAME:FX,FY,FZ@START+DURATION`` (world-frame force in N, times in s) → :class:`Push`;
+    CommandError naming --push if malformed or if :class:`Push` refuses it (a negative time)."""
+    m = _PUSH.fullmatch(text.strip())
+    if m is None:
+        raise CommandError(f"--push: expected FRAME:FX,FY,FZ@START+DURATION (N, s), e.g. tool0:0,30,0@1.0+0.2, "
+                           f"got {text!r}")
+    try:
+        return Push(m["frame"], tuple(float(f) for f in m["force"].split(",")), float(m["start"]),
+                    float(m["duration"]))
+    except ValueError as e:
+        raise CommandError(f"--push {text}: {e}") from None
+
+
+def _iterations(text: str) -> int | None:
+    """--iterations: an integer ≥ 1, or "converge" (None: every step solved to convergence)."""
+    if text == "converge":
+        return None
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise CommandError(f"--iterations: expected an integer ≥ 1 or 'converge', got {text!r}")
+    return n
+
+
+def _ms(seconds: float) -> str:
+    return f"{1e3 * seconds:.3g} ms"
+
+
+def _loop_summary(loop: ClosedLoop, problem=None) -> list[str]:
+    """Summary lines of a closed loop: controller, pushes, real-time figures, and with its
+    problem the horizon and the task errors."""
+    limit = ("to convergence" if loop.iteration_limit is None else
+             f"{loop.iteration_limit} iteration{'s' if loop.iteration_limit > 1 else ''} per step"
+             + (" (real-time iteration)" if loop.iteration_limit == 1 else ""))
+    n = len(loop.us)
+    params = " ".join(f"{k}={','.join(map(str, value)) if isinstance(value, (list, tuple)) else value}"
+                      for k, value in loop.params.items())  # as --param takes them
+    lines = [f"controller  MPC {loop.solver}, {limit}, warm start {loop.warm_start}, on {loop.problem} "
+             f"{params}".rstrip()]
+    if problem is not None:
+        lines.append(f"horizon     {problem.N} intervals of {problem.dt:g} s ({problem.N * problem.dt:g} s), "
+                     f"re-planned every {loop.dt:g} s; plant: {REFINEMENT}× finer RK4")
+    lines.append(f"simulated   {loop.t[-1]:g} s, {n} steps" + (f" (stopped: {loop.stopped})" if loop.stopped else ""))
+    lines += [f"push        {d.frame}: ({', '.join(f'{f:g}' for f in d.force)}) N from {d.start:g} s for "
+              f"{d.duration:g} s" for d in loop.disturbances]
+    if n:
+        lines.append(f"first solve {loop.solve_time[0]:.3g} s, {loop.iterations[0]} iterations, {loop.status[0]} "
+                     "(from the problem's initial guess; not counted below)")
+    if n > 1:
+        times = loop.solve_time[1:]
+        worst = 1 + int(np.argmax(times))
+        over = int(np.count_nonzero(times > loop.dt))
+        lines.append(f"real time   median step {_ms(np.median(times))} = {np.median(times) / loop.dt:.3g}× the "
+                     f"control period ({_ms(loop.dt)}); worst {_ms(times.max())} = {times.max() / loop.dt:.3g}× "
+                     f"at t = {loop.t[worst]:g} s; {over} of {n - 1} steps over the period")
+        counts = Counter(loop.status[1:])
+        lines.append(f"steps       iterations {int(np.median(loop.iterations[1:]))} (median), max "
+                     f"{loop.iterations[1:].max()}; status " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    if problem is None:
+        return lines
+    since = min((d.start for d in loop.disturbances), default=0.0)  # the largest error after the first push
+    after = loop.t >= since - 1e-9
+    largest = "largest since the first push" if loop.disturbances else "largest"
+    for label, e in tracking_errors(problem, loop.xs).items():
+        worst = int(np.argmax(np.where(after, e, -np.inf))) if after.any() else len(e) - 1
+        lines.append(f"tracking    {label}: {e[-1]:.4g} at t = {loop.t[-1]:g} s; {largest} {e[worst]:.4g} at "
+                     f"t = {loop.t[worst]:g} s")
+    if problem.path_constraints and len(loop.xs) > 1:
+        least = min(float(np.min(c.least_margin(c.value(loop.xs[1:])))) for c in problem.path_constraints)
+        lines.append(f"margins     min {least:+.4g} over the closed loop's states (path constraints; required ≥ 0)")
+    return lines
+
+
+def cmd_mpc(args: argparse.Namespace) -> int:
+    """Run PROBLEM's receding-horizon controller against the finer plant with the --push es;
+    print the summary (with the real-time factor), write the outputs."""
+    _check_outputs(args)
+    pushes = [parse_push(text) for text in args.push]
+    iterations = _iterations(args.iterations)
+    if not (np.isfinite(args.duration) and args.duration > 0):
+        raise CommandError(f"--duration: expected a time > 0 s, got {args.duration:g}")
+    problem = _make_problem(args.problem, args.scenario, args.param)
+    for text, push in zip(args.push, pushes):
+        try:
+            check_push(problem.model, push)
+        except ValueError as e:
+            raise CommandError(f"--push {text}: {e}") from None
+    from ..solvers.mpc import MPC
+    from .simulate import simulate
+
+    mpc = MPC(problem, args.solver, iterations, warm_start=args.warm_start)  # ValueError: contacts, ...
+    print(f"simulating {args.problem} for {args.duration:g} s: MPC with {args.solver}, horizon {problem.N} × "
+          f"{problem.dt:g} s", flush=True)
+    loop = simulate(mpc, args.duration, disturbances=pushes)
+    print("\n".join(_loop_summary(loop, problem)), flush=True)
+    if loop.stopped.startswith("interrupted"):
+        args.view = False
+        _outputs(loop, problem, args)
+        print(f"optdyn mpc: {loop.stopped} after {len(loop.us)} steps; the summary above is of those",
+              file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
+    _outputs(loop, problem, args)
+    if loop.stopped:
+        raise CommandError(f"the closed loop stopped early: {loop.stopped}")
     return 0
 
 
@@ -500,14 +633,36 @@ def build_parser() -> argparse.ArgumentParser:
     limits(compare, "every solver")
     compare.add_argument("--plot", help="write the convergence plot to this PNG file (default: none)")
 
-    show = command("show", "summarise a saved result, optionally draw it", cmd_show)
-    show.add_argument("file", help="result .npz written by `optdyn solve --save` or optdyn.save_result")
+    show = command("show", "summarise a saved result or closed loop, optionally draw it", cmd_show)
+    show.add_argument("file", help="result .npz written by `optdyn solve --save` or optdyn.save_result, or closed "
+                                   "loop by `optdyn mpc --save` or optdyn.save_closed_loop")
     output_args(show)
 
     plot = command("plot", "plot a saved result: joint positions, velocities and torques with their limits, "
-                           "clearance, convergence", cmd_plot)
-    plot.add_argument("file", help="result .npz written by `optdyn solve --save` or optdyn.save_result")
+                           "clearance, convergence (a closed loop: tracking error, torques, solve times)", cmd_plot)
+    plot.add_argument("file", help="result .npz written by `optdyn solve --save` or optdyn.save_result, or closed "
+                                   "loop by `optdyn mpc --save` (tracking error, torques, solve times)")
     plot.add_argument("--out", required=True, help="image file to write, e.g. traj.png (required)")
+
+    from ..solvers.mpc import WARM_STARTS
+
+    mpc = command("mpc", "model predictive control in closed loop against a finer plant, with pushes", cmd_mpc)
+    problem_args(mpc)
+    mpc.add_argument("--duration", type=float, default=6.0, metavar="SECONDS", help="simulated time")
+    mpc.add_argument("--push", action="append", default=[], metavar="FRAME:FX,FY,FZ@START+DURATION",
+                     help="a world-frame force (N) on a frame's body from START for DURATION s (repeatable), e.g. "
+                          "tool0:0,30,0@1.0+0.2 (default: no push)")
+    mpc.add_argument("--solver", choices=("ilqr", "ddp", "ipopt"), default="ilqr",
+                     help="the controller's solver (one DDP iteration per step drifts: use ilqr, or ddp with "
+                          "--iterations converge)")
+    mpc.add_argument("--iterations", default="1", metavar="N|converge",
+                     help="solver iterations per step (1: real-time iteration), or converge")
+    mpc.add_argument("--warm-start", choices=WARM_STARTS,
+                     help="how a step starts from the last plan (default: policy for ddp/ilqr, shift for ipopt)")
+    mpc.add_argument("--save", help="write the closed loop to this .npz file (default: not saved)")
+    mpc.add_argument("--plot", help="write the tracking error, torques and solve times to this PNG file "
+                                    "(default: none)")
+    output_args(mpc)
 
     warmup = command("warmup", "compile the kernels of some solves ahead of time, on every core", cmd_warmup)
     warmup.add_argument("problem", nargs="*", help="problem names (default: arm-obstacle, the main job)")

@@ -1,4 +1,5 @@
-"""Results on disk: one ``.npz`` file per :class:`~optdyn.solvers.result.Result`.
+"""Results and closed loops on disk: one ``.npz`` file per :class:`~optdyn.solvers.result.Result`
+or :class:`~optdyn.apps.simulate.ClosedLoop`.
 
 Layout of the archive (read with ``np.load(path, allow_pickle=False)``)::
 
@@ -17,6 +18,18 @@ the task (:func:`optdyn.ocp.task.record`), from which :func:`optdyn.ocp.task.pro
 rebuilds the problem to draw, plot and check a custom problem's result. Anything that is
 not such a file — missing, truncated, corrupt, another program's npz — makes
 :func:`load_result` raise ``ValueError`` saying what is wrong.
+
+A closed loop (:func:`save_closed_loop`, :func:`load_closed_loop`) is an archive of the
+same family::
+
+    meta            JSON {"format": "optdyn.closed_loop", "version": 1, dt, stopped, solver,
+                    iteration_limit, warm_start, problem, params, status (one per step),
+                    disturbances (frame, force, start, duration of each push),
+                    problem_record (or null)}
+    t (n+1,), xs (n+1, nx), us (n, nu), gains (n, nu, ndx), solve_time (n,), cost (n,),
+    iterations (n,)
+
+Its problem is found as a result's: by name and params in the registry, else from the record.
 """
 from __future__ import annotations
 
@@ -24,16 +37,22 @@ import json
 import os
 import zipfile
 import zlib
+from collections.abc import Callable
 
 import numpy as np
 
 from ..ocp.problem import Problem
 from ..solvers.result import Result
 from ..ocp.task import record
+from .simulate import ClosedLoop, Push
 
 FORMAT, VERSION = "optdyn.result", 1
+CLOSED_LOOP_FORMAT = "optdyn.closed_loop"
 _SCALARS = {"cost": float, "converged": bool, "iterations": int, "status": str, "message": str,
             "solver": str, "problem": str, "wall_time": float}
+_LOOP_ARRAYS = {"t": float, "xs": float, "us": float, "gains": float, "solve_time": float, "cost": float,
+                "iterations": np.int64}
+_LOOP_SCALARS = ("dt", "stopped", "solver", "iteration_limit", "warm_start", "problem")
 
 
 def _jsonable(x):
@@ -91,21 +110,24 @@ def save_result(result: Result, path) -> None:
         np.savez_compressed(f, **arrays)
 
 
-def _meta(archive, path) -> dict:
+def _meta(archive, path, fmt: str = FORMAT, required=(*_SCALARS, "params", "extra", "history", "extra_arrays"),
+          what: str = "result") -> dict:
     if "meta" not in archive.files:
-        raise ValueError(f"{path}: not an optdyn result file (no 'meta' entry; found {archive.files[:5]})")
+        raise ValueError(f"{path}: not an optdyn {what} file (no 'meta' entry; found {archive.files[:5]})")
     try:
         meta = json.loads(str(archive["meta"][()]))
     except (ValueError, TypeError) as e:
-        raise ValueError(f"{path}: corrupt result metadata ({e})") from None
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise ValueError(f"{path}: corrupt {what} metadata ({e})") from None
+    if not isinstance(meta, dict) or meta.get("format") != fmt:
         found = meta.get("format") if isinstance(meta, dict) else meta
-        raise ValueError(f"{path}: not an optdyn result file (format {found!r})")
+        other = {FORMAT: "; it is a result: optdyn.load_result reads it",
+                 CLOSED_LOOP_FORMAT: "; it is a closed loop: optdyn.load_closed_loop reads it"}.get(found, "")
+        raise ValueError(f"{path}: not an optdyn {what} file (format {found!r}){other}")
     if meta.get("version") != VERSION:
-        raise ValueError(f"{path}: result file version {meta.get('version')!r}, this optdyn reads version {VERSION}")
-    missing = [k for k in (*_SCALARS, "params", "extra", "history", "extra_arrays") if k not in meta]
+        raise ValueError(f"{path}: {what} file version {meta.get('version')!r}, this optdyn reads version {VERSION}")
+    missing = [k for k in required if k not in meta]
     if missing:
-        raise ValueError(f"{path}: corrupt result metadata, missing {missing}")
+        raise ValueError(f"{path}: corrupt {what} metadata, missing {missing}")
     return meta
 
 
@@ -126,8 +148,9 @@ def _arrays(archive, meta: dict, path) -> dict:
     return arrays
 
 
-def load_result(path) -> Result:
-    """Read a result written by :func:`save_result`; ValueError if ``path`` is not one."""
+def _read(path, read: Callable):
+    """``read(archive)`` of the npz archive at ``path``; ValueError naming ``path`` if it is
+    missing, not an npz archive or corrupt (``read``'s own ValueErrors start with the path)."""
     if not os.path.isfile(path):
         raise ValueError(f"{path}: no such file")
     with open(path, "rb") as f:
@@ -138,9 +161,7 @@ def load_result(path) -> Result:
     except (OSError, EOFError, ValueError, zipfile.BadZipFile) as e:
         raise ValueError(f"{path}: not an npz archive ({e})") from None
     try:
-        meta = _meta(archive, path)
-        arrays = _arrays(archive, meta, path)
-        scalars = {k: cast(meta[k]) for k, cast in _SCALARS.items()}
+        return read(archive)
     except (OSError, EOFError, zipfile.BadZipFile, zlib.error, KeyError, TypeError) as e:
         raise ValueError(f"{path}: corrupt npz archive ({type(e).__name__}: {e})") from None
     except ValueError as e:
@@ -149,9 +170,95 @@ def load_result(path) -> Result:
         raise ValueError(f"{path}: corrupt npz archive ({e})") from None
     finally:
         archive.close()
+
+
+def _result(archive, path) -> Result:
+    meta = _meta(archive, path)
+    arrays = _arrays(archive, meta, path)
+    scalars = {k: cast(meta[k]) for k, cast in _SCALARS.items()}
     extra = dict(meta["extra"])
     extra.update({e: arrays[f"extra/{e}"] for e in meta["extra_arrays"]})
     return Result(
         xs=arrays["xs"], us=arrays["us"], history={h: arrays[f"history/{h}"] for h in meta["history"]},
         params=meta["params"], gains=arrays.get("gains"), extra=extra, **scalars,
     )
+
+
+def load_result(path) -> Result:
+    """Read a result written by :func:`save_result`; ValueError if ``path`` is not one."""
+    return _read(path, lambda archive: _result(archive, path))
+
+
+# ------------------------------------------------------------------------ closed loops
+
+def _problem_record(problem: Problem | None, extra: dict) -> dict | None:
+    """The problem record to store: the one already in ``extra``, else that of ``problem``."""
+    if "problem_record" in extra:
+        return extra["problem_record"]
+    return record(problem) if isinstance(problem, Problem) else None
+
+
+def save_closed_loop(loop: ClosedLoop, path) -> None:
+    """Write the closed loop ``loop`` (:func:`optdyn.simulate`) to ``path``, an ``.npz``
+    archive like a result's (module docstring), written as named; no pickles."""
+    if not isinstance(loop, ClosedLoop):
+        raise ValueError(f"loop: expected an optdyn ClosedLoop, got {type(loop).__name__}")
+    arrays = {name: np.asarray(getattr(loop, name), dtype=dtype) for name, dtype in _LOOP_ARRAYS.items()}
+    try:
+        params = _jsonable(loop.params)
+    except TypeError as e:
+        raise ValueError(f"loop.params: cannot be saved ({e}); use numbers, strings, lists, arrays") from None
+    meta = {"format": CLOSED_LOOP_FORMAT, "version": VERSION, "params": params,
+            "status": list(loop.status), "problem_record": _problem_record(loop.source, loop.extra),
+            "disturbances": [{"frame": d.frame, "force": list(d.force), "start": d.start, "duration": d.duration}
+                             for d in loop.disturbances]}
+    meta.update({k: _jsonable(getattr(loop, k)) for k in _LOOP_SCALARS})
+    arrays["meta"] = np.array(json.dumps(meta, allow_nan=True))
+    with open(path, "wb") as f:
+        np.savez_compressed(f, **arrays)
+
+
+def _loop_arrays(archive, path) -> dict:
+    missing = [n for n in _LOOP_ARRAYS if n not in archive.files]
+    if missing:
+        raise ValueError(f"{path}: corrupt closed-loop file, missing arrays {missing}")
+    a = {n: archive[n] for n in _LOOP_ARRAYS}
+    n = a["us"].shape[0] if a["us"].ndim == 2 else -1
+    shapes_ok = (n >= 0 and a["xs"].ndim == 2 and a["xs"].shape[0] == n + 1 and a["t"].shape == (n + 1,)
+                 and a["gains"].ndim == 3 and a["gains"].shape[:2] == a["us"].shape
+                 and all(a[k].shape == (n,) for k in ("solve_time", "cost", "iterations")))
+    if not shapes_ok:
+        raise ValueError(f"{path}: corrupt closed-loop file, array shapes "
+                         f"{ {k: v.shape for k, v in a.items()} } do not fit n steps (t, xs: n + 1 rows)")
+    return a
+
+
+def load_closed_loop(path) -> ClosedLoop:
+    """Read a closed loop written by :func:`save_closed_loop`; ValueError if ``path`` is not one.
+
+    The problem is not rebuilt here: :func:`optdyn.ocp.task.problem_of` finds it from the
+    loop's name and params (a registered problem) or its ``extra["problem_record"]``."""
+    return _read(path, lambda archive: _closed_loop(archive, path))
+
+
+def _closed_loop(archive, path) -> ClosedLoop:
+    meta = _meta(archive, path, CLOSED_LOOP_FORMAT,
+                 (*_LOOP_SCALARS, "params", "status", "problem_record", "disturbances"), "closed-loop")
+    arrays = _loop_arrays(archive, path)
+    pushes = tuple(Push(d["frame"], tuple(d["force"]), d["start"], d["duration"]) for d in meta["disturbances"])
+    extra = {} if meta["problem_record"] is None else {"problem_record": meta["problem_record"]}
+    return ClosedLoop(**arrays, status=[str(s) for s in meta["status"]], disturbances=pushes,
+                      params=meta["params"], extra=extra, **{k: meta[k] for k in _LOOP_SCALARS})
+
+
+def load(path) -> Result | ClosedLoop:
+    """The result or the closed loop ``path`` holds (:func:`load_result`,
+    :func:`load_closed_loop`); ValueError if it holds neither."""
+    def read(archive):
+        try:
+            found = json.loads(str(archive["meta"][()])).get("format")
+        except (KeyError, ValueError, TypeError, AttributeError):
+            found = None  # the result reader says what is wrong
+        return (_closed_loop if found == CLOSED_LOOP_FORMAT else _result)(archive, path)
+
+    return _read(path, read)

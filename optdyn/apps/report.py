@@ -11,7 +11,8 @@ did what was asked is measured here, on the trajectory itself:
 * active bounds: how many controls sit on a finite bound (within 1e-9 relative).
 
 For a problem with contacts, :func:`contact_forces` gives the contact forces λ along a
-trajectory, per contact.
+trajectory, per contact. :func:`tracking_errors` follows the task's targets along any
+sequence of states (a closed loop's, say).
 """
 from __future__ import annotations
 
@@ -19,11 +20,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+import dynamics as dyn
+
 from ..ocp import contact_phases
+from ..ocp.constraints import StateEquality
 from ..ocp.problem import Problem, _array
 from ..ocp.residuals import (CoMPositionResidual, FrameOrientationResidual, FramePlacementResidual,
                              FramePositionResidual, FrameVelocityResidual)
-from ..ocp.task import cost_terms
+from ..ocp.task import cost_terms, frame_targets
 
 TARGET_RESIDUALS = (FramePositionResidual, FramePlacementResidual, FrameOrientationResidual, FrameVelocityResidual,
                     CoMPositionResidual)
@@ -117,6 +121,32 @@ def _describe(t: Target) -> str:
     if t.kind == "orientation":
         return f"{t.frame} orientation: {t.angle:.4g} rad from the target rotation"
     return f"{t.frame} velocity: {t.distance:.4g} (‖twist − target‖, m/s and rad/s) from {where}"
+
+
+def tracking_errors(problem: Problem, xs) -> dict[str, np.ndarray]:
+    """How far each state of ``xs`` (K, nx) is from the task's targets: {label: (K,)}.
+
+    One entry per frame target of the task (:func:`optdyn.ocp.task.frame_targets`): the
+    distance of its point to the target ("tool0 to (0.4, 0.3, 0.4) [m]"); then one per
+    terminal :class:`~optdyn.constraints.StateEquality`: ‖x[indices] − target‖ ("state to the
+    goal [‖x − x*‖]", rad and rad/s mixed). {} if the task has neither.
+    """
+    if not isinstance(problem, Problem):
+        raise ValueError(f"problem: expected an optdyn.Problem, got {type(problem).__name__}")
+    xs = np.asarray(xs, dtype=float)
+    if xs.ndim != 2 or xs.shape[1] != problem.nx:
+        raise ValueError(f"xs: expected states of shape (K, {problem.nx}), got shape {xs.shape}")
+    model, out = problem.model, {}
+    for t in frame_targets(problem):
+        points = np.array([R @ t.offset + p for R, p in (dyn.frame_placement(model, x[: model.nq], t.frame)
+                                                         for x in xs)]).reshape(-1, 3)
+        where = ", ".join(f"{v:g}" for v in t.target)
+        out[f"{t.frame} to ({where}) [m]"] = np.linalg.norm(points - t.target, axis=1)
+    goals = [c for c in problem.terminal_constraints if isinstance(c, StateEquality)]
+    for k, c in enumerate(goals):
+        out["state to the goal" + (f" {k}" if len(goals) > 1 else "") + " [‖x − x*‖]"] = np.linalg.norm(
+            xs[:, c.indices] - c.target, axis=1)
+    return out
 
 
 def contact_forces(prob: Problem, xs, us) -> dict[str, np.ndarray]:

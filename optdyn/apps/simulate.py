@@ -11,6 +11,7 @@ every fine step (:func:`dynamics.frame_force`).
 """
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from dynamics.forces import frame_force
 from dynamics.model import Model
 
 from ..ocp import integrators
+from ..ocp.problem import Problem
 from ..solvers.mpc import MPC
 
 REFINEMENT = 10
@@ -73,6 +75,14 @@ class ClosedLoop:
         disturbances: the pushes applied.
         stopped: why the loop ended before ``duration`` ("" if it ran to the end): Ctrl-C
             or a diverged plant; the arrays then hold the steps completed before it.
+        solver: the controller's solver; iteration_limit: its iterations per step (None: to
+            convergence); warm_start: how it warm-started (:class:`optdyn.MPC`).
+        problem: name of the controller's problem; params: its construction parameters
+            (as :class:`~optdyn.solvers.result.Result` has them, so that
+            :func:`optdyn.ocp.task.problem_of` finds the problem of a reopened loop).
+        extra: ``problem_record`` of a reopened loop (:func:`optdyn.apps.io.save_closed_loop`).
+        source: the problem as the controller started it (x0 the loop's first state), set by
+            :func:`simulate`; not saved to disk.
     """
 
     t: np.ndarray
@@ -86,6 +96,21 @@ class ClosedLoop:
     dt: float
     disturbances: tuple = field(default_factory=tuple)
     stopped: str = ""
+    solver: str = ""
+    iteration_limit: int | None = None
+    warm_start: str = ""
+    problem: str = ""
+    params: dict = field(default_factory=dict)
+    extra: dict = field(default_factory=dict)
+    source: Problem | None = field(default=None, repr=False, compare=False)
+
+
+def check_push(model: Model, push: Push) -> None:
+    """ValueError unless ``push`` is a :class:`Push` on a frame of ``model`` that moves."""
+    if not isinstance(push, Push):
+        raise ValueError(f"disturbances: expected optdyn.Push objects, got {type(push).__name__}")
+    if check_frame(model, push.frame).body < 0:
+        raise ValueError(f"frame: {push.frame!r} is fixed on the base; a push needs a moving body")
 
 
 def _plant(mpc: MPC, plant: Model | None) -> Model:
@@ -138,10 +163,7 @@ def simulate(mpc: MPC, duration: float, plant: Model | None = None, disturbances
     model = _plant(mpc, plant)
     pushes = tuple(disturbances)
     for d in pushes:
-        if not isinstance(d, Push):
-            raise ValueError(f"disturbances: expected optdyn.Push objects, got {type(d).__name__}")
-        if check_frame(model, d.frame).body < 0:
-            raise ValueError(f"frame: {d.frame!r} is fixed on the base; a push needs a moving body")
+        check_push(model, d)
     sigma = _noise(noise, p.ndx)
     rng = np.random.default_rng(seed)
     fine = REFINEMENT * p.substeps  # plant steps per control interval
@@ -154,6 +176,7 @@ def simulate(mpc: MPC, duration: float, plant: Model | None = None, disturbances
     xs, us = np.empty((n + 1, p.nx)), np.empty((n, p.nu))
     gains, solve_time, cost = np.empty((n, p.nu, p.ndx)), np.empty(n), np.empty(n)
     iterations, status = np.empty(n, dtype=np.int64), []
+    source = copy.copy(p)  # the controller moves its own x0 at every step
     x = p.x0.copy()
     xs[0] = x
     done, stopped = 0, ""
@@ -188,4 +211,6 @@ def simulate(mpc: MPC, duration: float, plant: Model | None = None, disturbances
         stopped = f"interrupted (Ctrl-C) at t = {done * p.dt:g} s"
     return ClosedLoop(t=np.arange(done + 1) * p.dt, xs=xs[: done + 1], us=us[:done], gains=gains[:done],
                       solve_time=solve_time[:done], cost=cost[:done], iterations=iterations[:done],
-                      status=status[:done], dt=p.dt, disturbances=pushes, stopped=stopped)
+                      status=status[:done], dt=p.dt, disturbances=pushes, stopped=stopped, solver=mpc.solver,
+                      iteration_limit=mpc.iterations, warm_start=mpc.warm_start, problem=p.name,
+                      params=dict(p.params), source=source)

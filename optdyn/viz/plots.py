@@ -13,6 +13,12 @@ file name) with six panels:
 * the convergence history: cost, and gradient (DDP/iLQR) or KKT dual infeasibility
   (IPOPT) with the constraint violation, per iteration (augmented-Lagrangian multiplier
   updates are not counted as iterations).
+
+:func:`plot_closed_loop` writes the figure of a closed loop (:func:`optdyn.simulate`): the
+tracking error (distance of each target frame to its target, or of the state to the goal:
+:func:`optdyn.apps.report.tracking_errors`), the torques with their bounds, the joint
+positions, and the solve time of each step against the control period (a horizontal
+line: a real-time loop must stay below it); the pushes are shaded on every panel.
 """
 from __future__ import annotations
 
@@ -22,6 +28,8 @@ import numpy as np
 
 from ..apps.clearance import clearances
 from ..apps.compare import iterates
+from ..apps.report import tracking_errors
+from ..apps.simulate import ClosedLoop
 from ..ocp.problem import Problem
 from ..solvers.result import Result
 from ..ocp.task import clearance_constraints, problem_of
@@ -149,6 +157,81 @@ def plot_trajectory(result: Result, path, problem: Problem | None = None) -> str
     import matplotlib.pyplot as plt
 
     fig = trajectory_figure(result, problem)
+    try:
+        fig.savefig(path, dpi=100)
+    finally:
+        plt.close(fig)
+    return os.fspath(path)
+
+
+def _pushes(ax, loop: ClosedLoop) -> None:
+    """Shade the time span of each push of ``loop`` on ``ax``."""
+    for k, d in enumerate(loop.disturbances):
+        ax.axvspan(d.start, d.start + d.duration, color="tab:cyan", alpha=0.25, lw=0,
+                   label=f"push {d.frame} {np.linalg.norm(d.force):g} N" if k == 0 else None)
+
+
+def closed_loop_figure(loop: ClosedLoop, problem: Problem | None = None):
+    """The matplotlib figure of :func:`plot_closed_loop` (axes[0, 0] tracking error, [0, 1]
+    torques, [1, 0] positions, [1, 1] solve time per step), for further editing; close it when done."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if not isinstance(loop, ClosedLoop):
+        raise ValueError(f"loop: expected an optdyn ClosedLoop, got {type(loop).__name__}")
+    problem = problem_of(loop, problem)
+    if np.shape(loop.xs)[1:] != (problem.nx,) or np.shape(loop.us)[1:] != (problem.nu,):
+        raise ValueError(f"loop: xs {np.shape(loop.xs)}, us {np.shape(loop.us)} do not fit the problem "
+                         f"(nx {problem.nx}, nu {problem.nu})")
+    model, t = problem.model, np.asarray(loop.t, dtype=float)
+    fig, axes = plt.subplots(2, 2, figsize=(13, 8), sharex=True)
+    errors = tracking_errors(problem, loop.xs)
+    ax = axes[0, 0]
+    for label, e in errors.items():
+        ax.plot(t, e, lw=1.3, label=label)
+    if not errors:
+        ax.text(0.5, 0.5, "no target in the task", ha="center", va="center", transform=ax.transAxes)
+    ax.set_ylabel("tracking error [m, or state units]")
+    if len(t) > 1:
+        _limits(axes[0, 1], t, np.asarray(loop.us, dtype=float), problem.u_lower, problem.u_upper, step=True)
+    _limits(axes[1, 0], t, np.asarray(loop.xs, dtype=float)[:, :model.nq], model.lower_limit, model.upper_limit)
+    if len(t) > 2:  # limits far away would squash the trajectories
+        for ax in (axes[0, 1], axes[1, 0]):
+            _keep_in_view(ax, ax.get_lines())
+    axes[0, 1].set_ylabel("torque u [N·m, N]")
+    axes[1, 0].set_ylabel("position q [rad, m]")
+    ax = axes[1, 1]
+    ms = 1e3 * np.asarray(loop.solve_time, dtype=float)
+    if ms.size:
+        ax.step(t, np.append(ms, ms[-1]), where="post", lw=1.2, label="solve time of the step")
+    ax.axhline(1e3 * loop.dt, color="tab:red", ls="--", lw=1.0, label=f"control period {1e3 * loop.dt:g} ms")
+    ax.set_yscale("log")  # the first solve (to convergence, maybe compiling) dwarfs the others
+    ax.set_ylabel("solve time [ms]")
+    for ax in axes.ravel():
+        _pushes(ax, loop)
+        ax.set_xlabel("time [s]")
+        ax.grid(True, alpha=0.3)
+    for ax in (axes[0, 0], axes[1, 1]):
+        ax.legend(fontsize=7)
+    axes[1, 0].legend(title="joint", fontsize=7, ncol=2)
+    limit = "to convergence" if loop.iteration_limit is None else f"{loop.iteration_limit} iteration(s)"
+    fig.suptitle(f"{loop.problem or problem.name}: MPC with {loop.solver}, {limit} per step"
+                 + (f" (stopped: {loop.stopped})" if loop.stopped else ""))
+    fig.tight_layout()
+    return fig
+
+
+def plot_closed_loop(loop: ClosedLoop, path, problem: Problem | None = None) -> str:
+    """Write the closed-loop figure described in the module docstring to ``path``; returns the path.
+
+    ``problem`` is the controller's (default: the one :func:`optdyn.ocp.task.problem_of`
+    finds: ``loop.source``, set by :func:`optdyn.simulate`, or by the loop's name and params).
+    """
+    import matplotlib.pyplot as plt
+
+    fig = closed_loop_figure(loop, problem)
     try:
         fig.savefig(path, dpi=100)
     finally:

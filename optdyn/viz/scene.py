@@ -17,10 +17,13 @@ Scene tree (meshcat paths)::
     /meshcat/targets/target_k        targets of frame costs and constraints (magenta)
     /meshcat/targets/pose_k          pose targets (frame placement residuals) as x/y/z axes
     /meshcat/path                    path of the frame the costs name (line)
+    /meshcat/pushes/push_k           a closed loop's pushes: arrows (cyan) whose tip is on the
+                                     pushed frame, visible while the push acts
     /meshcat/floor                   floor grid at z = 0
 
-What is drawn comes from the problem's costs and constraints (:mod:`optdyn.ocp.task`). The
-offline page adds a caption (problem, solver, cost, status) and a visible play/pause
+What is drawn comes from the problem's costs and constraints (:mod:`optdyn.ocp.task`). A
+closed loop (:class:`optdyn.ClosedLoop`) is drawn as a result is, its states played at the
+control period, with its pushes as arrows. The offline page adds a caption (problem, solver, cost, status) and a visible play/pause
 button and time slider; the animation loops.
 
 A body node carries the world pose ⁰T_i of joint frame i (``forward_kinematics``); its
@@ -51,6 +54,7 @@ from dynamics.joints import neutral, normalize_kernel
 from dynamics.kinematics import forward_kinematics, kinematics_work
 from dynamics.model import Geometry, Model
 
+from ..apps.simulate import ClosedLoop
 from ..ocp import task
 from ..ocp.problem import Problem
 from ..solvers.result import Result
@@ -66,6 +70,9 @@ TARGET_RGBA = (0.85, 0.1, 0.85, 1.0)
 FLOOR_RGB = (0.62, 0.64, 0.68)
 POINT_RGBA = (1.0, 0.85, 0.1, 1.0)
 PATH_RGBA = (0.1, 0.6, 0.2, 1.0)
+PUSH_RGBA = (0.0, 0.75, 0.85, 1.0)
+PUSH_SCALE = 0.01  # arrow length per newton, m (clipped to PUSH_LENGTH)
+PUSH_LENGTH = (0.1, 0.5)  # shortest and longest arrow, m
 BACKGROUND = ([0.98, 0.98, 0.98], [0.80, 0.82, 0.86])  # top, bottom; RGB in [0, 1]
 MESH_FORMATS = {".stl": "stl", ".obj": "obj", ".dae": "dae"}
 _Y_TO_Z = np.array([[1.0, 0, 0, 0], [0, 0, -1, 0], [0, 1, 0, 0], [0, 0, 0, 1]])  # Rx(+90°)
@@ -179,6 +186,7 @@ class Scene:
         self.objects: dict[str, str] = {}
         self.caption = ""
         self._seen: list[np.ndarray] = [np.zeros((1, 3))]  # points the camera must see
+        self._forces: list[tuple[str, str, np.ndarray, float, float]] = []  # (path, frame, force, start, end)
         self.vis["/Background"].set_property("top_color", BACKGROUND[0])
         self.vis["/Background"].set_property("bottom_color", BACKGROUND[1])
         self.vis["/Grid"].set_property("visible", False)  # meshcat's grid is not drawn as a floor here
@@ -307,13 +315,41 @@ class Scene:
         self.objects["path"] = "path"
         self._seen.append(points)
 
+    def add_force(self, frame: str, force, start: float, duration: float) -> None:
+        """An arrow of the world-frame ``force`` (3,) N acting on ``frame`` from ``start`` for
+        ``duration`` s: its tip on the frame's origin, its length ``PUSH_SCALE`` m per N
+        (within ``PUSH_LENGTH``); :meth:`animate` moves it with the frame and shows it only
+        while the force acts."""
+        f = np.asarray(force, dtype=float)
+        if f.shape != (3,) or not np.all(np.isfinite(f)) or not np.linalg.norm(f) > 0:
+            raise ValueError(f"force: expected 3 finite numbers, not all zero, got {force!r}")
+        self.model.frame(frame)  # ValueError naming an unknown frame
+        length = float(np.clip(PUSH_SCALE * np.linalg.norm(f), *PUSH_LENGTH))
+        head, r = 0.25 * length, 0.012
+        path = f"pushes/push_{len(self._forces)}"
+        material = _material(PUSH_RGBA)
+        # along the node's y axis (meshcat cylinders), ending at its origin
+        self._add(f"{path}/shaft", mg.Cylinder(length - head, r), material,
+                  _translation((0, -head - (length - head) / 2, 0)), "push")
+        self._add(f"{path}/head", mg.Cylinder(head, radiusTop=0.0, radiusBottom=2.5 * r), material,
+                  _translation((0, -head / 2, 0)), "push")
+        self.vis[path].set_property("visible", False)
+        self._forces.append((path, frame, f, float(start), float(start) + float(duration)))
+
     def animate(self, times: np.ndarray, qs: np.ndarray, fps: float = FPS) -> None:
-        """Play configurations qs (F, nq) at ``times`` (F,), s; the scene starts at qs[0]."""
+        """Play configurations qs (F, nq) at ``times`` (F,), s, with the forces of
+        :meth:`add_force`; the scene starts at qs[0]."""
         animation = Animation(default_framerate=fps)
         for t, q in zip(times, qs):
             frame = animation.at_frame(self.vis, float(t * fps))
-            for i, T in enumerate(body_poses(self.model, q)):
+            poses = body_poses(self.model, q)
+            for i, T in enumerate(poses):
                 frame[self.body_paths[i]].set_transform(T)
+            for path, name, f, start, end in self._forces:
+                T = _segment_pose(f)  # y along the force
+                T[:3, 3] = frame_path(self.model, q[None], name)[0]
+                frame[path].set_transform(T)
+                frame[path].set_property("visible", "boolean", bool(start <= t < end))
         self.pose(qs[0])
         self.vis.set_animation(animation, play=True, repetitions=LOOP)
 
@@ -411,36 +447,54 @@ def frame_path(model: Model, qs: np.ndarray, frame: str, offset=(0.0, 0.0, 0.0))
     return np.array([(body_poses(model, q)[f.body] @ local)[:3] for q in qs])
 
 
-def caption_of(result: Result, problem: Problem) -> str:
-    """One line: problem, solver, cost and status of ``result``."""
+def caption_of(result: Result | ClosedLoop, problem: Problem) -> str:
+    """One line: problem, solver, cost and status of ``result``; for a closed loop, its
+    controller, duration, pushes and solve times against the control period."""
     name = result.problem or problem.name
+    if isinstance(result, ClosedLoop):
+        limit = "to convergence" if result.iteration_limit is None else f"{result.iteration_limit} iteration(s)"
+        pushes = "".join(f" · push {d.frame} {np.linalg.norm(d.force):g} N at {d.start:g} s"
+                         for d in result.disturbances)
+        times = (f" · solve median {1e3 * np.median(result.solve_time[1:]):.3g} ms of the {1e3 * result.dt:g} ms "
+                 f"period" if len(result.solve_time) > 1 else "")
+        stopped = f" · stopped: {result.stopped}" if result.stopped else ""
+        return f"{name} · MPC {result.solver}, {limit} per step · {result.t[-1]:g} s{pushes}{times}{stopped}"
     return (f"{name} · {result.solver or 'no solver'} · cost {result.cost:.6g} · "
             f"{result.status} ({result.iterations} iterations)")
 
 
-def scene_of(result: Result, problem: Problem | None = None, fps: float = FPS, frames=(),
+def scene_of(result: Result | ClosedLoop, problem: Problem | None = None, fps: float = FPS, frames=(),
              capsule_radius: float = CAPSULE_RADIUS, path_frame: str | None = None) -> Scene:
-    """Scene of a solved problem: robot, obstacles, collision points, targets, path, floor, animation.
+    """Scene of a solved problem or a closed loop: robot, obstacles, collision points,
+    targets, path, floor, animation (and a closed loop's pushes as arrows).
 
     Args:
-        result: solver output; its states ``xs`` (N+1, nx) are played at node times k·dt.
+        result: solver output, its states ``xs`` (N+1, nx) played at node times k·dt; or a
+            :class:`optdyn.ClosedLoop`, its states played at its times ``t`` (every ``dt``).
         problem: the problem solved (default: the one :func:`optdyn.ocp.task.problem_of` finds:
-            ``result.source``, set by :func:`optdyn.solve`, or the result's problem record).
+            ``result.source``, set by :func:`optdyn.solve` and :func:`optdyn.simulate`, or the
+            result's problem record).
         fps: animation frame rate; frames: names of frames to draw as triads.
         path_frame: frame whose path is drawn (default: the frame the costs and terminal
             constraints name, :func:`optdyn.ocp.task.path_frame`).
     """
     problem = task.problem_of(result, problem)
     model = problem.model
-    if np.shape(result.xs)[0] != problem.N + 1:
+    loop = isinstance(result, ClosedLoop)
+    if not loop and np.shape(result.xs)[0] != problem.N + 1:
         raise ValueError(f"result: xs has {np.shape(result.xs)[0]} nodes, the problem has N + 1 = {problem.N + 1}")
+    if loop and np.shape(result.xs)[1:] != (problem.nx,):
+        raise ValueError(f"loop: its states have {np.shape(result.xs)[1:]} entries, the problem's nx = {problem.nx}")
     scene = Scene(model, capsule_radius)
     scene.add_obstacles([(o.center, o.radius, max(o.margin, 0.0)) for o in task.obstacles(problem)])
     scene.add_collision_points(task.collision_points(problem))
     scene.add_targets([t.target for t in task.frame_targets(problem)])
     scene.add_pose_targets([(t.rotation, t.target) for t in task.frame_targets(problem) if t.rotation is not None])
     scene.add_triads(frames)
-    times, qs = resample(result.xs, problem.dt, model.nq, fps)
+    for d in result.disturbances if loop else ():
+        if np.any(d.force):  # a zero force has no arrow
+            scene.add_force(d.frame, d.force, d.start, d.duration)
+    times, qs = resample(result.xs, result.dt if loop else problem.dt, model.nq, fps)
     if model.nq != model.nv:  # a floating base: quaternions interpolated coordinate-wise, renormalised
         qs = np.array([normalize_kernel(model.topology, q) for q in qs])
     frame, offset = task.path_frame(problem) if path_frame is None else (path_frame, np.zeros(3))
@@ -453,9 +507,9 @@ def scene_of(result: Result, problem: Problem | None = None, fps: float = FPS, f
     return scene
 
 
-def save_html(result: Result, path, problem: Problem | None = None, fps: float = FPS, frames=(),
+def save_html(result: Result | ClosedLoop, path, problem: Problem | None = None, fps: float = FPS, frames=(),
               path_frame: str | None = None) -> str:
-    """Write a self-contained HTML file replaying the trajectory offline; returns the path."""
+    """Write a self-contained HTML file replaying the trajectory (or closed loop) offline; returns the path."""
     scene = scene_of(result, problem, fps, frames, path_frame=path_frame)
     html = scene.html(f"optdyn: {scene.caption}", scene.caption)
     with open(path, "w", encoding="utf-8") as f:
@@ -526,9 +580,9 @@ def _run_local_server() -> None:
     bridge.run()
 
 
-def view(result: Result, problem: Problem | None = None, open: bool = False, fps: float = FPS,
+def view(result: Result | ClosedLoop, problem: Problem | None = None, open: bool = False, fps: float = FPS,
          frames=(), path_frame: str | None = None) -> meshcat.Visualizer:
-    """Serve the trajectory on a local meshcat server (127.0.0.1) and print its URL.
+    """Serve the trajectory (or closed loop) on a local meshcat server (127.0.0.1) and print its URL.
 
     Returns the connected visualizer; the server lives until this Python process exits
     (or ``vis.window.server_proc`` is killed). ``open=True`` also opens a browser tab.
