@@ -46,6 +46,11 @@ REGISTRY: dict[str, Entry] = {
         "space_manipulator", "make",
         "UR5 on a free-floating 300 kg satellite (unactuated free-flyer base, zero gravity) brings tool0 "
         "to a target at rest in 3 s; option attitude_bound (rad) bounds the satellite's rotation."),
+    "quadruped": Entry(
+        "quadruped", "make",
+        "Solo-12 (example-robot-data) walks, trots or jumps forward on flat ground: contact phases with "
+        "impulses at touchdown, swing feet on arcs, multiple shooting from the standing guess.",
+        ("walk", "trot", "jump")),
     "pendulum": Entry(
         "pendulum", "make_pendulum", "Single pendulum swing-up."),
     "double-pendulum": Entry(

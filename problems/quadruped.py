@@ -1,0 +1,167 @@
+"""Solo-12 gaits: walk, trot and jump on flat ground, with contact phases and impulses.
+
+Robot: Solo-12 from example-robot-data (free-flyer base, four legs of three joints, point
+feet ``FL_FOOT``, ``FR_FOOT``, ``HL_FOOT``, ``HR_FOOT``; 2.5 kg), standing in the
+``standing`` configuration of its SRDF; x = [q; v], nx = 37, ndx = 36; the twelve leg
+joints are actuated, the base is not. The gait builder (:func:`gait`) turns a scenario and
+its timing into the contact sequence — one list of stance feet per interval — and the
+swing-foot references: a foot that leaves the ground for n intervals follows
+p(s) = p_0 + (s L, 0, 4 h s (1 − s)), s = j/n at the j-th knot of its swing, and lands
+L further forward (the touchdown knot passes the impulse map: issue's Problem docstring).
+The structure is that of the quadrupedal gait problems of Crocoddyl (Mastalli et al.,
+*Crocoddyl: an efficient and versatile framework for multi-contact optimal control*,
+ICRA 2020, Sec. VI): phases of stance feet held by rigid contacts, swing feet tracking
+their references, the base regularised towards its standing posture.
+
+Scenarios (timing in intervals of ``dt``):
+
+* ``walk``: one foot at a time (HL, FL, HR, FR), ``step_knots`` each, ``support_knots``
+  on four feet in between; the body advances L per cycle.
+* ``trot``: the diagonal pairs (FL, HR) then (FR, HL), ``step_knots`` each, with
+  ``support_knots`` on four feet in between; L per cycle.
+* ``jump``: ``support_knots`` on four feet, a flight phase of the length that a ballistic
+  apex ``step_height`` above the start needs (T = √(8h/g)), and ``support_knots`` on four
+  feet after landing L further forward (one cycle).
+
+Costs (× dt on the running knots):
+
+    running  ℓ_k = ½ Σ_i w_i (x ⊖ x̄_k)_i² + ½·1e-1‖u‖² + ½·1e6 Σ_swing ‖p_f(q) − p_f,k‖²
+    terminal ℓ_N = 10 · ½ Σ_i w_i (x ⊖ x̄_N)_i²
+
+with x̄_k the standing state whose base has advanced with the gait (linearly within each
+moving phase; in the jump's flight it also rises on the arc 4 h s (1 − s)), weights w = 0 on the base's horizontal position, 1e2 on its height,
+5e2 on its orientation, 1e-2 on the joints and 1 on the velocities. Initial guess: the
+standing state at every knot and the controls of least norm that hold it on its stance
+feet: the problem is meant for multiple shooting (``solver_options``).
+"""
+from __future__ import annotations
+
+import os
+import warnings
+
+import numpy as np
+
+from dynamics import Contact, Model, frame_placement, load_urdf
+from optdyn.costs import ControlCost, FramePositionCost, StateCost
+from optdyn.ocp.problem import Problem
+
+FEET = ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")
+STANDING = (0.1, 0.8, -1.6, -0.1, 0.8, -1.6, 0.1, -0.8, 1.6, -0.1, -0.8, 1.6)
+"""The legs' joints of the SRDF's ``standing`` state, in the model's order FL, FR, HL, HR."""
+BASE_HEIGHT = 0.235
+SCENARIOS = ("walk", "trot", "jump")
+SWINGS = {"walk": (("HL_FOOT",), ("FL_FOOT",), ("HR_FOOT",), ("FR_FOOT",)),
+          "trot": (("FL_FOOT", "HR_FOOT"), ("FR_FOOT", "HL_FOOT"))}
+WEIGHTS = {"base_position": 0.0, "base_height": 1e2, "base_orientation": 5e2, "joints": 1e-2, "velocity": 1.0,
+           "control": 1e-1, "swing": 1e6, "terminal": 10.0}
+SOLVER_OPTIONS = {"ddp": {"shooting": "multiple", "regularization": "state_and_controls"},
+                  "ilqr": {"shooting": "multiple", "cost_hessian": "gauss_newton"}}
+
+
+def solo12() -> Model:
+    """Solo-12 on a free-flyer, from example-robot-data (ValueError if it is not installed)."""
+    try:
+        import example_robot_data as erd
+    except ImportError:
+        raise ValueError("quadruped: needs the example-robot-data package (pip install "
+                         "example-robot-data-loaders, or the project's dev extra)") from None
+    rel = "solo_description/robots/solo12.urdf"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the URDF's meshes and dummy inertias
+        return load_urdf(os.path.join(erd.getModelPath(rel), rel), root_joint="free-flyer")
+
+
+def _positive(value, name: str, integer: bool = False):
+    ok = isinstance(value, (int, np.integer)) and not isinstance(value, bool) if integer else np.isfinite(value)
+    if not ok or value <= 0:
+        raise ValueError(f"{name}: expected {'an integer' if integer else 'a number'} > 0, got {value!r}")
+    return value
+
+
+def gait(scenario: str, cycles: int, step_knots: int, support_knots: int, dt: float = 0.02,
+         step_height: float = 0.05) -> tuple[list[tuple[str, ...]], list[float]]:
+    """(the swing feet of every interval, the fraction of the gait's forward progress reached
+    at every knot 0 … N): the timing of ``scenario`` (module docstring). A foot not in the
+    swing tuple is in stance. ValueError for a parameter that leaves no stance phase."""
+    if scenario not in SCENARIOS:
+        raise ValueError(f"scenario: expected one of {', '.join(SCENARIOS)}, got {scenario!r}")
+    _positive(cycles, "cycles", True)
+    _positive(step_knots, "step_knots", True)
+    if isinstance(support_knots, bool) or not isinstance(support_knots, (int, np.integer)) or support_knots < 0:
+        raise ValueError(f"support_knots: expected an integer ≥ 0, got {support_knots!r}")
+    if scenario == "jump":
+        if support_knots == 0:
+            raise ValueError("support_knots: a jump needs stance phases to take off and land (≥ 1)")
+        flight = max(1, int(round(np.sqrt(8.0 * step_height / 9.81) / dt)))
+        phases = [((), support_knots), (FEET, flight), ((), support_knots)]
+        moving = [False, True, False]
+    else:
+        phases, moving = [((), support_knots)], [False]
+        for _ in range(cycles):
+            for swing in SWINGS[scenario]:
+                phases += [(swing, step_knots), ((), support_knots)]
+                moving += [True, False]
+    swings = [s for (s, n) in phases for _ in range(n)]
+    steps = sum(n for (_, n), m in zip(phases, moving) if m)
+    progress = np.cumsum([0.0] + [1.0 / steps if m else 0.0 for (_, n), m in zip(phases, moving) for _ in range(n)])
+    return swings, list(progress)
+
+
+def make(scenario: str = "trot", cycles: int = 2, step_length: float = 0.15, step_height: float = 0.05,
+         step_knots: int = 10, support_knots: int = 2, dt: float = 0.02) -> Problem:
+    """The Solo-12 ``scenario`` ("walk", "trot" or "jump") of ``cycles`` gait cycles, each
+    foot stepping ``step_length`` (m) forward with an apex ``step_height`` (m) in
+    ``step_knots`` intervals, ``support_knots`` on four feet between steps (module docstring)."""
+    _positive(step_length, "step_length")
+    _positive(step_height, "step_height")
+    _positive(dt, "dt")
+    swings, progress = gait(scenario, cycles, step_knots, support_knots, dt, step_height)
+    model = solo12()
+    N = len(swings)
+    q0 = np.r_[0.0, 0.0, BASE_HEIGHT, 0.0, 0.0, 0.0, 1.0, STANDING]
+    x0 = np.r_[q0, np.zeros(model.nv)]
+    distance = step_length * (1 if scenario == "jump" else cycles)
+    refs = np.tile(x0, (N + 1, 1))
+    s = np.asarray(progress)
+    refs[:, 0] += distance * s
+    if scenario == "jump":  # the base's ballistic arc over the flight
+        refs[:, 2] += 4.0 * step_height * s * (1.0 - s)
+    w = WEIGHTS
+    weights = np.r_[np.full(2, w["base_position"]), w["base_height"], np.full(3, w["base_orientation"]),
+                    np.full(model.nv - 6, w["joints"]), np.full(model.nv, w["velocity"])]
+    running = StateCost(weights, refs[:-1], model=model) + ControlCost(w["control"], nu=model.nv - 6)
+    for foot in FEET:
+        target, weight = _swing_references(model, q0, foot, swings, step_length, step_height)
+        if weight.any():
+            running = running + FramePositionCost(model, foot, target, weight)
+    terminal = StateCost(w["terminal"] * weights, refs[-1], model=model)
+    contacts = [[Contact(f) for f in FEET if f not in swing] for swing in swings]
+    params = {"scenario": scenario, "cycles": cycles, "step_length": step_length, "step_height": step_height,
+              "step_knots": step_knots, "support_knots": support_knots, "dt": dt}
+    return Problem(model, x0, N, dt, running, terminal, substeps=1, integrator="rk4", contacts=contacts,
+                   name="quadruped", params=params, solver_options=SOLVER_OPTIONS)
+
+
+def _swing_references(model: Model, q0: np.ndarray, foot: str, swings: list, length: float,
+                      height: float) -> tuple[np.ndarray, np.ndarray]:
+    """(N, 3) targets and (N,) weights of ``foot``'s position at the running knots: the
+    swing arc of every swing phase (module docstring) up to and including its touchdown
+    knot, weight 0 elsewhere."""
+    N = len(swings)
+    target, weight = np.zeros((N, 3)), np.zeros(N)
+    p = frame_placement(model, q0, foot)[1].copy()
+    k = 0
+    while k < N:
+        if foot not in swings[k]:
+            target[k] = p
+            k += 1
+            continue
+        n = next((j for j in range(k, N) if foot not in swings[j]), N) - k
+        for j in range(1, n + 1):
+            if k + j < N:
+                s = j / n
+                target[k + j] = p + (s * length, 0.0, 4.0 * height * s * (1.0 - s))
+                weight[k + j] = WEIGHTS["swing"]
+        p = p + (length, 0.0, 0.0)
+        k += n
+    return target, weight

@@ -1,0 +1,139 @@
+"""Solo-12 gaits (issue 40, items 4 and 6): the gait builder, the three solvers on one trot,
+stance feet that stay put and swing feet that land on the ground, the plan replayed with
+ten times finer steps, DDP through stance phases, and the jump's flight phase against the
+laws of a free body (the CoM on a parabola, constant angular momentum about it)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from agreement import assert_same_optimum
+
+import dynamics as dyn
+import optdyn
+from optdyn import Problem
+from optdyn.ocp.residuals import CoMPositionResidual
+from problems.quadruped import FEET, gait, make
+
+pytest.importorskip("example_robot_data")
+
+
+def test_the_gait_builder_gives_each_scenario_its_phases():
+    swings, progress = gait("trot", cycles=2, step_knots=10, support_knots=2)
+    assert len(swings) == 2 + 2 * 2 * (10 + 2) and len(progress) == len(swings) + 1
+    assert {s for s in swings if s} == {("FL_FOOT", "HR_FOOT"), ("FR_FOOT", "HL_FOOT")}
+    assert swings[:2] == [(), ()] and swings[2:12] == [("FL_FOOT", "HR_FOOT")] * 10
+    assert progress[0] == 0.0 and progress[-1] == pytest.approx(1.0) and np.all(np.diff(progress) >= 0)
+    assert progress[2] == 0.0 and progress[12] == pytest.approx(0.25)  # moves only while a pair swings
+    swings, _ = gait("walk", cycles=1, step_knots=5, support_knots=1)
+    assert [s for s in swings if s][::5] == [("HL_FOOT",), ("FL_FOOT",), ("HR_FOOT",), ("FR_FOOT",)]
+    swings, _ = gait("jump", cycles=1, step_knots=5, support_knots=3, dt=0.02, step_height=0.1)
+    flight = int(round(np.sqrt(8 * 0.1 / 9.81) / 0.02))
+    assert swings == [()] * 3 + [FEET] * flight + [()] * 3
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(scenario="gallop"), "^scenario: expected one of walk, trot, jump"),
+    (dict(step_knots=0), "^step_knots: expected an integer > 0"),
+    (dict(cycles=1.5), "^cycles: expected an integer > 0"),
+    (dict(support_knots=-1), "^support_knots: expected an integer ≥ 0"),
+    (dict(scenario="jump", support_knots=0), "^support_knots: a jump needs stance phases"),
+    (dict(step_length=-0.1), "^step_length: expected a number > 0"),
+    (dict(dt=np.nan), "^dt: expected a number > 0"),
+])
+def test_bad_gait_parameters_are_refused_naming_them(kw, match):
+    with pytest.raises(ValueError, match=match):
+        make(**kw)
+
+
+@pytest.fixture(scope="module")
+def trot():
+    """One trot cycle (26 intervals of 20 ms), each solver with the task's own options."""
+    prob = make("trot", cycles=1)
+    return prob, {s: optdyn.solve(prob, solver=s) for s in ("ddp", "ilqr", "ipopt")}
+
+
+def test_the_solvers_agree_on_the_trot(trot):
+    prob, res = trot
+    assert all(r.converged for r in res.values()), {s: r.message for s, r in res.items()}
+    assert_same_optimum(res)
+    r = res["ddp"]
+    assert np.max(np.abs(prob.rollout(r.us) - r.xs)) < 1e-6  # the gaps are closed
+    assert r.xs[-1, 0] > 0.5 * prob.params["step_length"]  # it went forward
+
+
+def _foot(prob: Problem, xs: np.ndarray, foot: str) -> np.ndarray:
+    return np.array([dyn.frame_placement(prob.model, x[:prob.model.nq], foot)[1] for x in xs])
+
+
+def test_stance_feet_stay_put_and_swing_feet_land_on_the_ground(trot):
+    """A foot in contact from knot a to knot b (touchdown impulse at a) keeps its position to
+    the integrator's accuracy; every touchdown lands at the height of the start."""
+    prob, res = trot
+    xs = res["ddp"].xs
+    for foot in FEET:
+        p = _foot(prob, xs, foot)
+        stance = np.array([foot in [c.frame for c in prob.contacts_at(k)] for k in range(prob.N)] + [True])
+        starts = [k for k in range(prob.N + 1) if stance[k] and (k == 0 or not stance[k - 1])]
+        assert len(starts) == 2  # standing, then after its step
+        for a in starts:
+            b = next((k for k in range(a, prob.N + 1) if not stance[k]), prob.N + 1)
+            assert np.max(np.abs(p[a:b] - p[a])) < 1e-4, foot
+            assert abs(p[a, 2] - p[0, 2]) < 5e-3, foot
+        lifted = p[~stance, 2].max() - p[0, 2]
+        assert lifted > 0.5 * prob.params["step_height"], foot
+
+
+def test_the_plan_replayed_with_ten_times_finer_steps_stays_near_it(trot):
+    """The optimal torques through the contact dynamics with impacts, each interval in ten
+    RK4 steps: the knots agree with the plan to the coarse integration's error."""
+    prob, res = trot
+    r = res["ddp"]
+    contacts = [prob.contacts_at(k) for k in range(prob.N) for _ in range(10)]
+    fine = Problem(prob.model, prob.x0, N=10 * prob.N, dt=prob.dt / 10, contacts=contacts)
+    xs = fine.rollout(np.repeat(r.us, 10, axis=0))[::10]
+    err = np.abs(prob.state_difference(xs, r.xs))
+    nv = prob.model.nv
+    assert np.isfinite(err).all()
+    assert err[:, :nv].max() < 3e-3 and err[:, :3].max() < 5e-4  # joints within 3 mrad, the base within 0.5 mm
+    assert err[:, nv:].max() < 0.02 * np.abs(r.xs[:, prob.model.nq:]).max()
+
+
+def test_ddp_through_stance_needs_the_control_regularisation(trot):
+    """Tassa's μBᵀB regularises nothing on the torques that only change contact forces: with
+    it alone DDP crawls from the standing guess; with μ(BᵀB + I) it converged (fixture)."""
+    prob, res = trot
+    state_only = optdyn.solve(prob, solver="ddp", regularization="state", max_iter=res["ddp"].iterations)
+    assert not state_only.converged and state_only.cost > 10 * res["ddp"].cost
+
+
+def _free_body(model: dyn.Model, x: np.ndarray, com: np.ndarray) -> np.ndarray:
+    """[m ċ; angular momentum about the CoM] (6,) in the world: the base rows of the joint
+    inertia matrix give the spatial momentum about the base origin in base axes."""
+    nq = model.nq
+    h = dyn.crba(model, x[:nq])[:6] @ x[nq:]
+    R, p = dyn.frame_placement(model, x[:nq], "base_link")
+    f, n = R @ h[:3], R @ h[3:]
+    return np.concatenate([f, n + np.cross(p - com, f)])
+
+
+def test_the_jump_flies_on_a_parabola_with_constant_angular_momentum():
+    """No contact in flight: the CoM accelerates with gravity alone and the angular momentum
+    about it is constant (to the RK4 error); on the ground neither holds."""
+    prob = make("jump")
+    r = optdyn.solve(prob, solver="ilqr")
+    assert r.converged, r.message
+    m = prob.model
+    flight = [k for k in range(prob.N) if not prob.contacts_at(k)]
+    knots = np.arange(flight[0], flight[-1] + 2)  # the states bounding the flight intervals
+    c = CoMPositionResidual(m).evaluate(r.xs, np.zeros((prob.N + 1, prob.nu))).r
+    acc = (c[knots[2:]] - 2 * c[knots[1:-1]] + c[knots[:-2]]) / prob.dt ** 2
+    momenta = np.array([_free_body(m, r.xs[k], c[k]) for k in knots])
+    mass = sum(m.inertia[:, 0])
+    inner = knots[1:-1]  # m ċ against central differences of c inside the flight
+    assert np.max(np.abs(momenta[1:-1, :3] - mass * (c[inner + 1] - c[inner - 1]) / (2 * prob.dt))) < 0.01 * mass
+    L = momenta[:, 3:]
+    tol = 5e-3 * np.abs(L).max()  # the RK4 error: its drift falls with finer steps
+    assert np.max(np.abs(L - L[0])) < tol
+    ground = np.array([_free_body(m, r.xs[k], c[k])[3:] for k in range(flight[0] - 3, flight[0])])
+    assert np.max(np.abs(acc - m.gravity)) < 1e-2 * 9.81
+    assert np.max(np.abs(np.diff(ground, axis=0))) > 1e2 * tol
