@@ -1,0 +1,68 @@
+"""The Solo-12 gaits of ``problems/quadruped.py``: iterations, cost, wall time per solve and
+per iteration of DDP (exact second order), iLQR and IPOPT, and how far apart their optima are.
+
+    NUMBA_NUM_THREADS=1 .venv/bin/python benchmarks/bench_locomotion.py [--rounds 3]
+
+Each solver runs with the task's own options (multiple shooting from the standing guess for
+DDP and iLQR) to its default tolerance, at most 500 iterations, after one warm-up solve
+(compilation apart). Wall times are the best of ``--rounds`` interleaved solves; the time per
+iteration is the wall time over the iterations (line searches included). "Optimum apart" is
+the largest state difference from DDP's trajectory (tangent space, any knot). Writes the
+section "locomotion" of BENCHMARKS.md, with the issue's target: a DDP iteration ≤ 1.7× an
+iLQR iteration.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+from _common import machine, table, write_section
+
+import optdyn
+import problems
+
+SOLVERS = ("ddp", "ilqr", "ipopt")
+GAITS = {"trot, 2 cycles": dict(scenario="trot"), "walk, 2 cycles": dict(scenario="walk"),
+         "jump": dict(scenario="jump")}
+
+
+def measure(rounds: int) -> list[list]:
+    rows = []
+    for label, params in GAITS.items():
+        prob = problems.get("quadruped", **params)
+        results = {s: optdyn.solve(prob, solver=s, max_iter=500) for s in SOLVERS}  # warm-up
+        best = dict.fromkeys(SOLVERS, np.inf)
+        for _ in range(rounds):
+            for s in SOLVERS:
+                t = time.perf_counter()
+                optdyn.solve(prob, solver=s, max_iter=500)
+                best[s] = min(best[s], time.perf_counter() - t)
+        ref = results["ddp"].xs
+        for s, r in results.items():
+            apart = float(np.abs(prob.state_difference(r.xs, ref)).max())
+            rows.append([label, prob.N, s, r.status, r.iterations, f"{r.cost:.8g}", best[s],
+                         1e3 * best[s] / max(r.iterations, 1), f"{apart:.1e}"])
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    rows = measure(args.rounds)
+    per_it = {(r[0], r[2]): r[7] for r in rows}
+    ratios = [f"{g}: {per_it[(g, 'ddp')] / per_it[(g, 'ilqr')]:.2f}×" for g in GAITS]
+    body = "\n\n".join([
+        "## Locomotion: Solo-12 gaits (`benchmarks/bench_locomotion.py`)",
+        f"Machine: {machine()}; best of {args.rounds} interleaved solves after a warm-up.",
+        table(["gait", "N", "solver", "status", "iterations", "cost", "wall s", "ms / iteration",
+               "optimum apart from DDP's"], rows),
+        "A DDP iteration against an iLQR iteration (target ≤ 1.7×): " + ", ".join(ratios) + ".",
+    ])
+    write_section("locomotion", body)
+    print(body)
+
+
+if __name__ == "__main__":
+    main()
