@@ -45,6 +45,7 @@ public functions (a compiled batch over knots is a later speed-up).
 """
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Sequence
 
 import numpy as np
@@ -106,9 +107,9 @@ class _ContactForceFunction(Residual):
                              f"the problem actuates {np.asarray(actuated).tolist()}")
 
     # ---- φ, of the subclasses ------------------------------------------------------------
+    @abstractmethod
     def _outer(self, f: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """(φ(f) (size,), φ_f (size, dim)) at knot k."""
-        raise NotImplementedError
 
     def _outer_curvature(self, f: np.ndarray, rho: np.ndarray) -> np.ndarray | None:
         """Σ_i ρ_i ∇²φ_i (dim, dim), None where φ is linear."""
@@ -209,7 +210,7 @@ class ContactForceResidual(_ContactForceFunction):
     def __init__(self, model: Model, contacts: Sequence[Sequence[Contact]], frame: str, reference=0.0,
                  actuated=None) -> None:
         super().__init__(model, contacts, frame, actuated, 0)
-        self.size = self.dim
+        self.size = self.dim  # known once the sequence is read: 3 or 6
         self.reference = references(np.full(self.dim, reference) if np.ndim(reference) == 0 else reference, (self.dim,))
         at_knots(self.reference, self.N, 1)
 
