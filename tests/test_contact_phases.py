@@ -1,6 +1,6 @@
 """Contact phases and impulses in the discrete problem (issue 40, item 1).
 
-A floating body on three 2-DoF legs with point feet (built here): the interval map through
+A floating body on four 2-DoF legs with point feet (:mod:`legged_robot`): the interval map through
 contact phases and touchdown impulses against finite differences of ``Problem.step``
 (first order, full second order, contracted Hessians), the impulse at touchdown against
 impulse dynamics, a contact-free sequence against the free dynamics, the three solvers on one
@@ -11,12 +11,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from agreement import assert_same_optimum
+from legged_robot import Q_STAND, legged
 from numdiff import richardson, second_differences
 
 import dynamics as dyn
 import optdyn
-from dynamics.builder import ModelBuilder
-from dynamics.model import transform
 from optdyn import Problem
 from optdyn.costs import ControlCost, StateCost
 from optdyn.ocp.contact_phases import PhasedDynamics
@@ -24,31 +23,10 @@ from optdyn.ocp.integrators import IntervalDynamics
 from optdyn.ocp.shooting import transition_work
 from optdyn.solvers.ddp import SECOND_ORDER, dynamics_hessian, linearize
 
-
-def legged(legs: int = 4) -> dyn.Model:
-    """A floating base on ``legs`` legs (hip about the radial axis, knee about the tangential
-    one), each ending in a massless frame ``foot{i}``."""
-    b = ModelBuilder("legged")
-    b.add_link("base", 3.0, np.diag([0.02, 0.02, 0.03]))
-    for i in range(legs):
-        a = 2 * np.pi * (i + 0.5) / legs
-        c, s = np.cos(a), np.sin(a)
-        Rz = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
-        b.add_link(f"thigh{i}", 0.3, 1e-3 * np.eye(3), transform(p=[0.0, 0.0, -0.08]))
-        b.add_link(f"shin{i}", 0.2, 5e-4 * np.eye(3), transform(p=[0.0, 0.0, -0.08]))
-        b.add_link(f"foot{i}", 0.0)
-        b.add_joint(f"hip{i}", "revolute", "base", f"thigh{i}", transform(Rz, [0.15 * c, 0.15 * s, 0.0]),
-                    (1.0, 0.0, 0.0))
-        b.add_joint(f"knee{i}", "revolute", f"thigh{i}", f"shin{i}", transform(p=[0.0, 0.0, -0.16]),
-                    (0.0, 1.0, 0.0))
-        b.add_joint(f"ankle{i}", "fixed", f"shin{i}", f"foot{i}", transform(p=[0.0, 0.0, -0.16]))
-    return b.build(root_joint="free-flyer")
-
-
 MODEL = legged()
 NQ, NV = MODEL.nq, MODEL.nv
 FEET = [dyn.Contact(f"foot{i}") for i in range(4)]
-Q0 = np.r_[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.4, -0.8, 0.3, -0.6, 0.5, -0.9, 0.2, -0.7]
+Q0 = Q_STAND
 X0 = np.r_[Q0, np.zeros(NV)]
 # flight, touchdown of two feet (impulse), stance on two, touchdown of the third (impulse)
 SEQUENCE = [[], FEET[:2], FEET[:2], FEET[:3]]

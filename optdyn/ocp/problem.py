@@ -87,7 +87,7 @@ def _positive_int(n, name: str) -> int:
     return int(n)
 
 
-def _actuated(model: Model, actuated) -> np.ndarray:
+def actuated_dofs(model: Model, actuated) -> np.ndarray:
     """Tangent indices (nu,) of the actuated DoFs from ``actuated`` (see :class:`Problem`)."""
     nv, names = model.nv, list(model.joint_names)
     if actuated is None:
@@ -196,7 +196,7 @@ class Problem:
         if not isinstance(model, Model):
             raise ValueError(f"model: expected a dynamics.Model, got {type(model).__name__}")
         self.model = model
-        self.actuated = _actuated(model, actuated)
+        self.actuated = actuated_dofs(model, actuated)
         nx, ndx, nu = model.nq + model.nv, 2 * model.nv, self.actuated.size
         self.x0 = _array(x0, (nx,), "x0")
         check_state(model, self.x0, "x0")
@@ -246,6 +246,11 @@ class Problem:
         self.contacts = None if contacts is None else contact_phases.check_contact_sequence(model, contacts, self.N)
         if self.contacts is not None and f_ext is not None:
             raise ValueError("f_ext: external forces are not supported together with contacts")
+        for arg, terms, terminal in (("running_cost", [running_cost], False), ("terminal_cost", [terminal_cost], True),
+                                     ("path_constraints", given, False),
+                                     ("terminal_constraints", self.terminal_constraints, True)):
+            for residual in (r for t in terms if t is not None for r in t.residuals()):
+                residual.check_problem(self.contacts, self.actuated, arg, terminal)
         self.us_init = self.rest_controls() if us_init is None else _array(us_init, (self.N, nu), "us_init")
         if not isinstance(name, str):
             raise ValueError(f"name: expected a string, got {name!r}")

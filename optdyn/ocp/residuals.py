@@ -128,6 +128,11 @@ class Residual(ABC):
         """r (K, size) only."""
         return self.evaluate(xs, us).r
 
+    def check_problem(self, contacts: list | None, actuated: np.ndarray, name: str, terminal: bool = False) -> None:
+        """ValueError naming ``name`` if this residual cannot serve a problem with the contact
+        sequence ``contacts`` (None: none) and actuated DoFs ``actuated`` (as a term at node N:
+        ``terminal``). Here: none (the residuals of contact forces check theirs)."""
+
     def _zeros(self, K: int, nu: int, nx: int | None = None):
         """(r_x, r_u) of zeros, r_x of width ``nx`` (default ndx)."""
         return np.zeros((K, self.size, self.ndx if nx is None else nx)), np.zeros((K, self.size, nu))

@@ -1,0 +1,308 @@
+"""Residuals on the contact forces of a problem with a contact sequence.
+
+Crocoddyl's ResidualModelContactForce and ResidualModelContactFrictionCone (C. Mastalli et
+al., "Crocoddyl: An Efficient and Versatile Framework for Multi-Contact Optimal Control",
+ICRA 2020, Sec. IV-B) on the discrete problem of :class:`optdyn.Problem` with ``contacts``:
+interval k maps x_{k+1} = R_k(Γ_k(x_k), u_k), Γ_k the impulse map where interval k gains
+contacts (the identity elsewhere). At the running knot k = 0 … N−1 the force of the contact
+at ``frame`` is that of interval k's contact dynamics at the start of the interval,
+
+    f_k = S_k λ(Γ_k(x_k), B u_k),   M q̈ + b = τ + Jᵀλ,  J q̈ + γ = 0,
+
+S_k selecting the frame's rows of the stacked forces λ of interval k's contacts (3 for a
+point contact, 6 for a frame contact: [force; torque]), in the contact's axes
+(:class:`dynamics.Contact` ``reference``), B the actuation (τ = B u) — the forces
+:func:`optdyn.report.contact_forces` reports. A residual is r_k = φ(f_k) (the force minus a
+reference, the rows of a friction pyramid, a smooth friction cone) where the frame is in
+contact, r_k = 0 with zero derivatives where it is not.
+
+Derivatives. With x̃ = Γ(x) = (q, v⁺), P = ∂Γ/∂x (the identity without impulse) and
+z̃ = (δq, δṽ, τ), G = blockdiag(P, B) maps z = (δx, u) to z̃; with λ_z̃ the first-order
+derivatives of the contact dynamics (the constrained form of Carpentier & Mansard,
+"Analytical derivatives of rigid body dynamics algorithms", RSS 2018):
+
+    r_z = φ_f S λ_z̃ G,
+    ∇²_z(ρᵀr) = Gᵀ (∇²_z̃(ρ̂ᵀλ) + (S λ_z̃)ᵀ Φ (S λ_z̃)) G + [μᵀΓ_xx 0; 0 0],
+
+ρ̂ = Sᵀ φ_fᵀ ρ, Φ = Σ_i ρ_i ∇²φ_i (zero for a linear φ), ∇²_z̃(ρ̂ᵀλ) the contact dynamics'
+second order contracted with the weights [0; ρ̂] on [q̈; λ]
+(:func:`dynamics.contact_dynamics_second_derivatives_contracted`; λ is affine in τ, so its
+(v, τ) and (τ, τ) blocks vanish), μ = (S λ_ṽ)ᵀ φ_fᵀ ρ and μᵀΓ_xx = Σ_i μ_i ∂²v⁺_i/∂x² the
+impulse dynamics' second order contracted with [μ; 0] on [v⁺; Λ]
+(:func:`dynamics.impulse_dynamics_second_derivatives_contracted`): the chain rule through
+the impulse map of :mod:`optdyn.ocp.contact_phases`. Derivatives w.r.t. q along q ⊕ δq,
+second order in local coordinates, as every Hessian of the package.
+
+* :class:`ContactForceResidual`  f_k − f*_k (3 or 6)                 (ResidualModelContactForce)
+* :class:`FrictionConeResidual`  the inner friction pyramid A f_k ≤ 0 and −f_n ≤ 0
+                                 (ResidualModelContactFrictionCone)
+* :class:`SmoothFrictionConeResidual`  μ f_n − √(‖f_t‖² + ε²) ≥ 0 (the exact cone, smoothed)
+
+The knots are the N intervals of the sequence the residual is built for: a running cost
+or a stage constraint of a problem with that same sequence (and actuation), which
+:class:`optdyn.Problem` checks. Evaluated from Python, knot by knot, with the dynamics'
+public functions (a compiled batch over knots is a later speed-up).
+"""
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Sequence
+
+import numpy as np
+
+import dynamics as dyn
+from dynamics._checks import check_frame
+from dynamics.contact import Contact
+from dynamics.model import Model
+
+from .contact_phases import check_contact_sequence, phase_sequence
+from .problem import actuated_dofs
+from .residuals import Hessians, Residual, Terms, at_knots, references
+
+
+class _ContactForceFunction(Residual):
+    """r_k = φ(f_k) of the force f_k (``dim``,) of contact ``frame`` at the knots of the
+    sequence ``contacts`` (module docstring), 0 where the frame is not in contact;
+    subclasses give φ (:meth:`_outer`)."""
+
+    depends_on_u = True
+
+    def __init__(self, model: Model, contacts: Sequence[Sequence[Contact]], frame: str, actuated, size: int) -> None:
+        if not isinstance(model, Model):
+            raise ValueError(f"model: expected a dynamics.Model, got {type(model).__name__}")
+        if isinstance(contacts, (str, Contact)) or not isinstance(contacts, Sequence) or not contacts:
+            raise ValueError("contacts: expected one list of dynamics.Contact per interval (the problem's "
+                             f"contact sequence), got {contacts!r}")
+        self.contacts = check_contact_sequence(model, contacts, len(contacts))
+        check_frame(model, frame)
+        kinds = {c.kind for cs in self.contacts for c in cs if c.frame == frame}
+        if not kinds:
+            raise ValueError(f"frame: {frame!r} is in contact in no interval of contacts")
+        if len(kinds) > 1:
+            raise ValueError(f"contacts: frame {frame!r} is a 3d contact in some intervals and a 6d one in others")
+        self.model, self.frame = model, frame
+        self.impulses = phase_sequence(model, self.contacts)[3]
+        self.actuated = actuated_dofs(model, actuated)
+        self.dim = 6 if kinds == {"6d"} else 3
+        self.size, self.ndx, self.nu = size, 2 * model.nv, self.actuated.size
+
+    @property
+    def N(self) -> int:
+        """The number of knots: the intervals of the contact sequence."""
+        return len(self.contacts)
+
+    def knots(self) -> int:
+        return self.N
+
+    def check_problem(self, contacts, actuated: np.ndarray, name: str, terminal: bool = False) -> None:
+        if terminal:
+            raise ValueError(f"{name}: {type(self).__name__} holds at the running knots 0 … N−1 (a running cost "
+                             "or a path constraint), not at node N")
+        if contacts != self.contacts:
+            theirs = "has no contacts" if contacts is None else "has another contact sequence"
+            raise ValueError(f"{name}: {type(self).__name__} was built for its own contact sequence (contacts); "
+                             f"the problem {theirs}")
+        if not np.array_equal(actuated, self.actuated):
+            raise ValueError(f"{name}: {type(self).__name__} was built for actuated DoFs {self.actuated.tolist()}; "
+                             f"the problem actuates {np.asarray(actuated).tolist()}")
+
+    # ---- φ, of the subclasses ------------------------------------------------------------
+    @abstractmethod
+    def _outer(self, f: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(φ(f) (size,), φ_f (size, dim)) at knot k."""
+
+    def _outer_curvature(self, f: np.ndarray, rho: np.ndarray) -> np.ndarray | None:
+        """Σ_i ρ_i ∇²φ_i (dim, dim), None where φ is linear."""
+        return None
+
+    # ---- the knots -------------------------------------------------------------------------
+    def _check_knots(self, xs: np.ndarray) -> None:
+        if xs.shape[0] != self.N:
+            raise ValueError(f"xs: {type(self).__name__} holds at the {self.N} knots of its contact sequence, "
+                             f"but {xs.shape[0]} knots are evaluated")
+
+    def _in_contact(self):
+        """(k, the contacts of interval k, the first row of the frame's force in their λ) where
+        the frame is in contact."""
+        for k, cs in enumerate(self.contacts):
+            rows = np.cumsum([0] + [c.dim for c in cs])
+            for c, row in zip(cs, rows):
+                if c.frame == self.frame:
+                    yield k, cs, int(row)
+
+    def _start(self, x: np.ndarray, u: np.ndarray, k: int, cs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(q, v⁺ = Γ_k(x)'s velocity, τ = B u) at knot k."""
+        q, v = x[: self.model.nq], x[self.model.nq:]
+        if self.impulses[k]:
+            v = dyn.impulse_dynamics(self.model, q, v, cs)[0]
+        tau = np.zeros(self.model.nv)
+        tau[self.actuated] = u
+        return q, v, tau
+
+    def value(self, xs, us):
+        self._check_knots(xs)
+        r = np.zeros((xs.shape[0], self.size))
+        for k, cs, row in self._in_contact():
+            lam = dyn.contact_dynamics(self.model, *self._start(xs[k], us[k], k, cs), cs)[1]
+            r[k] = self._outer(lam[row:row + self.dim], k)[0]
+        return r
+
+    def evaluate(self, xs, us):
+        self._check_knots(xs)
+        m, K, nv, ndx, nu = self.model, xs.shape[0], self.model.nv, self.ndx, self.nu
+        r, rx, ru = np.zeros((K, self.size)), np.zeros((K, self.size, ndx)), np.zeros((K, self.size, nu))
+        knots = []  # what the Hessians need, per knot in contact
+        for k, cs, row in self._in_contact():
+            x = xs[k]
+            q, v, tau = self._start(x, us[k], k, cs)
+            rows = slice(row, row + self.dim)
+            f = dyn.contact_dynamics(m, q, v, tau, cs)[1][rows]
+            _, _, _, dq, dv, dtau = dyn.contact_dynamics_derivatives(m, q, v, tau, cs)
+            Fz = np.hstack([dq[rows], dv[rows], dtau[rows][:, self.actuated]])  # S λ_z̃ (dim, ndx + nu)
+            P = None
+            if self.impulses[k]:  # P = ∂Γ/∂x = [I 0; ∂v⁺/∂q ∂v⁺/∂v]
+                dvq, dvv = dyn.impulse_dynamics_derivatives(m, x[: m.nq], x[m.nq:], cs)[:2]
+                P = np.eye(ndx)
+                P[nv:] = np.hstack([dvq, dvv])
+                Fz[:, :ndx] = Fz[:, :ndx] @ P
+            r[k], phi_f = self._outer(f, k)
+            rx[k], ru[k] = phi_f @ Fz[:, :ndx], phi_f @ Fz[:, ndx:]
+            knots.append((k, cs, rows, x, q, v, tau, f, phi_f, Fz, dv[rows], P))
+        return Terms(r, rx, ru, lambda rho: self._hessians(K, knots, np.asarray(rho, dtype=float)))
+
+    def _hessians(self, K: int, knots: list, rho: np.ndarray) -> Hessians:
+        """(H_xx, H_ux, H_uu) of ρᵀr (module docstring) from the knots of :meth:`evaluate`."""
+        m, nv, ndx, nu = self.model, self.model.nv, self.ndx, self.nu
+        Hxx, Hux, Huu = np.zeros((K, ndx, ndx)), np.zeros((K, nu, ndx)), np.zeros((K, nu, nu))
+        for k, cs, rows, x, q, v, tau, f, phi_f, Fz, dv, P in knots:
+            rho_f = phi_f.T @ rho[k]  # ρ̂ on the frame's rows
+            w = np.zeros(nv + sum(c.dim for c in cs))
+            w[nv + rows.start: nv + rows.stop] = rho_f
+            Hqq, Hvv, Hqv, Hqtau = dyn.contact_dynamics_second_derivatives_contracted(m, q, v, tau, cs, w)
+            H = np.zeros((ndx + nu, ndx + nu))  # ∇²_z̃(ρ̂ᵀλ), z̃ = (δq, δṽ, u)
+            H[:nv, :nv], H[nv:ndx, nv:ndx], H[:nv, nv:ndx] = Hqq, Hvv, Hqv
+            H[:nv, ndx:] = Hqtau[:, self.actuated]
+            H[nv:ndx, :nv], H[ndx:, :nv] = Hqv.T, H[:nv, ndx:].T
+            if P is not None:  # Gᵀ H G, G = blockdiag(P, I), plus μᵀΓ_xx
+                H[:ndx] = P.T @ H[:ndx]
+                H[:, :ndx] = H[:, :ndx] @ P
+                Gqq, _, Gqv = dyn.impulse_dynamics_second_derivatives_contracted(
+                    m, x[: m.nq], x[m.nq:], cs, np.r_[dv.T @ rho_f, np.zeros(w.size - nv)])
+                H[:nv, :nv] += Gqq
+                H[:nv, nv:ndx] += Gqv
+                H[nv:ndx, :nv] += Gqv.T
+            C = self._outer_curvature(f, rho[k])
+            if C is not None:  # (S λ_z)ᵀ Φ (S λ_z), Fz already through P
+                H += Fz.T @ C @ Fz
+            Hxx[k], Hux[k], Huu[k] = H[:ndx, :ndx], H[ndx:, :ndx], H[ndx:, ndx:]
+        return Hxx, Hux, Huu
+
+
+class ContactForceResidual(_ContactForceFunction):
+    """r_k = f_k − f*_k: the force (3,) of the point contact or the wrench (6,) [force;
+    torque] of the frame contact at ``frame``, at the knots k = 0 … N−1 of the contact
+    sequence ``contacts`` (N lists of :class:`dynamics.Contact`, the problem's), in the
+    contact's axes; 0 where the frame is not in contact. ``reference`` f* (3 or 6,) or one
+    per knot (N, 3 or 6) (default 0: a force regularisation); ``actuated`` the actuated
+    joints as :class:`optdyn.Problem` takes them (default: all but a free-flyer root).
+    Crocoddyl's ResidualModelContactForce (Mastalli et al., ICRA 2020)."""
+
+    def __init__(self, model: Model, contacts: Sequence[Sequence[Contact]], frame: str, reference=0.0,
+                 actuated=None) -> None:
+        super().__init__(model, contacts, frame, actuated, 0)
+        self.size = self.dim  # known once the sequence is read: 3 or 6
+        self.reference = references(np.full(self.dim, reference) if np.ndim(reference) == 0 else reference, (self.dim,))
+        at_knots(self.reference, self.N, 1)
+
+    def _reference(self):
+        return self.reference, 1
+
+    def _outer(self, f, k):
+        ref = self.reference if self.reference.ndim == 1 else self.reference[k]
+        return f - ref, np.eye(self.dim)
+
+
+def _tangent_basis(normal, name: str = "normal") -> np.ndarray:
+    """(3, 3): rows t₁, t₂, n — an orthonormal basis completing the unit ``normal``."""
+    n = references(normal, (3,), name)
+    if n.ndim != 1 or not np.linalg.norm(n) > 1e-12:
+        raise ValueError(f"{name}: expected a nonzero vector (3,), got {normal!r}")
+    n = n / np.linalg.norm(n)
+    e = np.eye(3)[np.argmin(np.abs(n))]  # the axis farthest from n
+    t1 = e - (e @ n) * n
+    t1 /= np.linalg.norm(t1)
+    return np.stack([t1, np.cross(n, t1), n])
+
+
+def _friction(mu) -> float:
+    if isinstance(mu, bool) or not isinstance(mu, (int, float, np.integer, np.floating)) or not (
+            np.isfinite(mu) and mu > 0):
+        raise ValueError(f"mu: expected a finite friction coefficient > 0, got {mu!r}")
+    return float(mu)
+
+
+def friction_pyramid(mu: float, facets: int = 4, normal=(0.0, 0.0, 1.0)) -> np.ndarray:
+    """A (facets + 1, 3): the inner linearisation of the friction cone ‖f_t‖ ≤ μ f_n about
+    ``normal`` n, A f ≤ 0 inside — rows d_iᵀf − μ cos(π/F) nᵀf for the F = ``facets`` unit
+    directions d_i = cos(2πi/F) t₁ + sin(2πi/F) t₂ of the tangent plane (the polygon
+    inscribed in the cone's circle, as Crocoddyl's FrictionCone with inner_appr), then the
+    unilateral row −nᵀf."""
+    mu = _friction(mu)
+    if isinstance(facets, bool) or not isinstance(facets, (int, np.integer)) or facets < 3:
+        raise ValueError(f"facets: expected an integer ≥ 3, got {facets!r}")
+    t1, t2, n = _tangent_basis(normal)
+    theta = 2.0 * np.pi * np.arange(facets) / facets
+    d = np.cos(theta)[:, None] * t1 + np.sin(theta)[:, None] * t2
+    return np.vstack([d - mu * np.cos(np.pi / facets) * n, -n])
+
+
+class FrictionConeResidual(_ContactForceFunction):
+    """r_k = A f_k (facets + 1,) ≤ 0 inside: the inner friction pyramid of
+    :func:`friction_pyramid` (``mu`` > 0, ``facets`` ≥ 3, ``normal`` in the contact's axes:
+    world z by default, which a point contact's world-aligned force uses) and the unilateral
+    row −f_n ≤ 0, on the force of contact ``frame`` (a frame contact: its force part) at the
+    knots of ``contacts`` (as :class:`ContactForceResidual`), 0 where it is not in contact.
+    A constraint ``ResidualConstraint(r, upper=0)``, or a cost under ``QuadraticBarrier``.
+    Crocoddyl's ResidualModelContactFrictionCone (Mastalli et al., ICRA 2020)."""
+
+    def __init__(self, model: Model, contacts: Sequence[Sequence[Contact]], frame: str, mu: float = 0.7,
+                 facets: int = 4, normal=(0.0, 0.0, 1.0), actuated=None) -> None:
+        A = friction_pyramid(mu, facets, normal)
+        super().__init__(model, contacts, frame, actuated, A.shape[0])
+        self.mu, self.facets, self.normal = float(mu), int(facets), _tangent_basis(normal)[2]
+        self.A = np.hstack([A, np.zeros((A.shape[0], self.dim - 3))])
+
+    def _outer(self, f, k):
+        return self.A @ f, self.A
+
+
+class SmoothFrictionConeResidual(_ContactForceFunction):
+    """r_k = μ f_n − √(‖f_t‖² + ε²) (1,) ≥ 0 inside: the exact friction cone ‖f_t‖ ≤ μ f_n
+    about ``normal`` n (f_n = nᵀf, f_t = f − f_n n; a frame contact: its force part), smoothed
+    at its apex by ``eps`` ε > 0 (a force; r ≥ 0 then implies f_n ≥ ε/μ > 0) so that it is
+    twice differentiable — for IPOPT as ``ResidualConstraint(r, lower=0)``. Knots as
+    :class:`ContactForceResidual`; 0 where the frame is not in contact.
+
+    φ_f = μ nᵀ − f_tᵀ/s, ∇²φ = −(T − f_t f_tᵀ/s²)/s with s = √(‖f_t‖² + ε²), T = I − nnᵀ."""
+
+    def __init__(self, model: Model, contacts: Sequence[Sequence[Contact]], frame: str, mu: float = 0.7,
+                 normal=(0.0, 0.0, 1.0), eps: float = 1e-3, actuated=None) -> None:
+        mu = _friction(mu)
+        if isinstance(eps, bool) or not isinstance(eps, (int, float, np.integer, np.floating)) or not (
+                np.isfinite(eps) and eps > 0):
+            raise ValueError(f"eps: expected a finite smoothing force > 0, got {eps!r}")
+        super().__init__(model, contacts, frame, actuated, 1)
+        self.mu, self.eps, self.normal = mu, float(eps), _tangent_basis(normal)[2]
+        self.T = np.zeros((self.dim, self.dim))
+        self.T[:3, :3] = np.eye(3) - np.outer(self.normal, self.normal)
+        self.n = np.r_[self.normal, np.zeros(self.dim - 3)]
+
+    def _outer(self, f, k):
+        ft = self.T @ f
+        s = np.sqrt(ft @ ft + self.eps ** 2)
+        return np.array([self.mu * (self.n @ f) - s]), (self.mu * self.n - ft / s)[None]
+
+    def _outer_curvature(self, f, rho):
+        ft = self.T @ f
+        s = np.sqrt(ft @ ft + self.eps ** 2)
+        return -rho[0] * (self.T - np.outer(ft, ft) / s ** 2) / s

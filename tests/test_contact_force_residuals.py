@@ -1,0 +1,226 @@
+"""Residuals on the contact forces (issue 40, item 3): ContactForceResidual,
+FrictionConeResidual, SmoothFrictionConeResidual on the legged robot of :mod:`legged_robot`.
+
+Their Jacobians and contracted Hessians against differences of their own values at a flight
+knot, a touchdown knot (through the impulse map) and a stance knot; their values against
+``optdyn.report.contact_forces``; the touchdown's chain rule shown necessary; the friction
+pyramid's geometry; bad input; a standing problem solved by IPOPT with the friction pyramid
+as a constraint, every force inside it.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from legged_robot import Q_STAND, legged
+from numdiff import richardson, second_differences
+
+import dynamics as dyn
+import optdyn
+from optdyn import Problem
+from optdyn.constraints import ResidualConstraint
+from optdyn.costs import (ContactForceResidual, ControlCost, FrictionConeResidual, ResidualCost,
+                          SmoothFrictionConeResidual, StateCost)
+from optdyn.ocp.contact_residuals import friction_pyramid
+
+MODEL = legged()
+NQ, NV, NU = MODEL.nq, MODEL.nv, MODEL.nv - 6
+FEET = [dyn.Contact(f"foot{i}") for i in range(4)]
+X0 = np.r_[Q_STAND, np.zeros(NV)]
+# knot 0 flight, 1 touchdown of feet 0 and 1 (impulse), 2 stance, 3 touchdown of foot 2 on a
+# frame contact (6d, local axes)
+FOOT2_6D = dyn.Contact("foot2", kind="6d", reference="local")
+SEQUENCE = [[], FEET[:2], FEET[:2], FEET[:2] + [FOOT2_6D]]
+
+
+def _knots(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """(xs (4, nx), us (4, nu)): random states near the stance, moving, random controls."""
+    rng = np.random.default_rng(seed)
+    xs = np.stack([np.r_[dyn.integrate(MODEL, Q_STAND, 0.1 * rng.normal(size=NV)), 0.4 * rng.normal(size=NV)]
+                   for _ in SEQUENCE])
+    return xs, rng.normal(size=(len(SEQUENCE), NU))
+
+
+def _at_knot(residual, xs, us, k):
+    """δz ↦ r_k(x_k ⊕ δx, u_k + δu), the other knots held."""
+    prob = Problem(MODEL, X0, N=1, dt=0.05)
+
+    def f(dz):
+        x, u = xs.copy(), us.copy()
+        x[k] = prob.state_integrate(xs[k], dz[: 2 * NV])
+        u[k] = us[k] + dz[2 * NV:]
+        return residual.value(x, u)[k]
+    return f
+
+
+RESIDUALS = {
+    "force": lambda: ContactForceResidual(MODEL, SEQUENCE, "foot0", reference=np.arange(12.0).reshape(4, 3)),
+    "wrench": lambda: ContactForceResidual(MODEL, SEQUENCE, "foot2", reference=np.ones(6)),
+    "pyramid": lambda: FrictionConeResidual(MODEL, SEQUENCE, "foot1", mu=0.6, facets=5),
+    "pyramid_6d": lambda: FrictionConeResidual(MODEL, SEQUENCE, "foot2", normal=(0.0, 0.3, 1.0)),
+    "smooth_cone": lambda: SmoothFrictionConeResidual(MODEL, SEQUENCE, "foot0", mu=0.5, eps=0.5),
+}
+CASES = [("force", 0), ("force", 1), ("force", 2), ("wrench", 3), ("pyramid", 1), ("pyramid", 2),
+         ("pyramid_6d", 3), ("smooth_cone", 1), ("smooth_cone", 2)]
+
+
+@pytest.mark.parametrize("name,k", CASES)
+def test_derivatives_match_differences_of_the_value(name, k):
+    """r_x, r_u and the Hessians of ρᵀr in z = (δx, u) at a flight knot (k = 0: all zero), a
+    touchdown (k = 1, 3: through the impulse map) and a stance knot (k = 2)."""
+    residual = RESIDUALS[name]()
+    xs, us = _knots(k)
+    t = residual.evaluate(xs, us)
+    assert np.array_equal(t.r, residual.value(xs, us))
+    f = _at_knot(residual, xs, us, k)
+    nz = 2 * NV + NU
+    J = richardson(f, np.zeros(nz), 1e-3)
+    rho = np.random.default_rng(10 + k).normal(size=(len(SEQUENCE), residual.size))
+    Hxx, Hux, Huu = (h[k] for h in t.hessians(rho))
+    H = np.block([[Hxx, Hux.T], [Hux, Huu]])
+    if k == 0:  # flight: no force
+        assert not np.any(t.r[k]) and not np.any(t.rx[k]) and not np.any(t.ru[k]) and not np.any(H)
+        assert not np.any(J)
+        return
+    assert np.max(np.abs(np.hstack([t.rx[k], t.ru[k]]) - J)) < 1e-8 * np.max(np.abs(J))
+    H_fd = second_differences(lambda dz: rho[k] @ f(dz), nz, 2e-3)
+    assert np.max(np.abs(H - H_fd)) < 1e-6 * np.max(np.abs(H_fd))
+    if name != "smooth_cone":
+        assert np.max(np.abs(Huu)) == 0.0  # λ is affine in τ, the residual affine in λ
+
+
+def test_values_are_the_forces_of_the_report():
+    """ContactForceResidual (reference 0) gives optdyn.report.contact_forces at the knots in
+    contact (after the impulse where there is one), 0 elsewhere; the pyramid is A times them."""
+    prob = Problem(MODEL, X0, N=len(SEQUENCE), dt=0.05, substeps=2, contacts=SEQUENCE)
+    us = prob.us_init + np.random.default_rng(3).normal(size=(prob.N, prob.nu))
+    xs = prob.rollout(us, _knots(3)[0][0])
+    forces = optdyn.report.contact_forces(prob, xs, us)
+    for frame, f in forces.items():
+        r = ContactForceResidual(MODEL, SEQUENCE, frame).value(xs[:-1], us)
+        assert np.array_equal(r, np.nan_to_num(f, nan=0.0))
+        cone = FrictionConeResidual(MODEL, SEQUENCE, frame, mu=0.4, facets=6)
+        A = friction_pyramid(0.4, 6)
+        assert np.allclose(cone.value(xs[:-1], us), np.nan_to_num(f[:, :3], nan=0.0) @ A.T, rtol=1e-13, atol=1e-12)
+    assert np.isnan(forces["foot2"][:3]).all() and np.isfinite(forces["foot2"][3]).all()
+
+
+def test_the_touchdown_needs_the_chain_rule_through_the_impulse():
+    """At a touchdown the force is λ(Γ(x), u): the same residual on a sequence that starts in
+    that phase (no impulse) has other values and Jacobians at x, those of λ(x, u); at
+    x̃ = Γ(x) its Jacobian times P = ∂Γ/∂x is ours, and its Hessian PᵀH̃P misses μᵀΓ_xx."""
+    held_sequence = [FEET[:2]] * len(SEQUENCE)
+    ours, held = (ContactForceResidual(MODEL, s, "foot0") for s in (SEQUENCE, held_sequence))
+    xs, us = _knots(1)
+    k = 1
+    t, h = ours.evaluate(xs, us), held.evaluate(xs, us)
+    assert np.max(np.abs(t.r[k] - h.r[k])) > 1e-3 * np.max(np.abs(t.r[k]))
+    assert np.max(np.abs(t.rx[k] - h.rx[k])) > 0.05 * np.max(np.abs(t.rx[k]))
+    q, v = xs[k, :NQ], xs[k, NQ:]
+    xt = xs.copy()
+    xt[k, NQ:] = dyn.impulse_dynamics(MODEL, q, v, FEET[:2])[0]
+    P = np.eye(2 * NV)
+    P[NV:] = np.hstack(dyn.impulse_dynamics_derivatives(MODEL, q, v, FEET[:2])[:2])
+    ht = held.evaluate(xt, us)
+    assert np.allclose(ht.r[k], t.r[k], rtol=1e-12) and np.allclose(ht.rx[k] @ P, t.rx[k], rtol=1e-10, atol=1e-9)
+    rho = np.random.default_rng(7).normal(size=(len(SEQUENCE), 3))
+    Hxx, Hxx_held = t.hessians(rho)[0][k], ht.hessians(rho)[0][k]
+    H_fd = second_differences(lambda dz: rho[k] @ _at_knot(ours, xs, us, k)(np.r_[dz, np.zeros(NU)]), 2 * NV, 2e-3)
+    tol = 1e-6 * np.max(np.abs(H_fd))
+    assert np.max(np.abs(Hxx - H_fd)) < tol
+    assert np.max(np.abs(P.T @ Hxx_held @ P - H_fd)) > 1e3 * tol
+
+
+def test_the_pyramid_is_inside_the_cone_and_touches_it():
+    """A f ≤ 0 ⇒ ‖f_t‖ ≤ μ f_n (inner approximation), with equality at the pyramid's edges;
+    the rows are facets + 1, the last −f_n."""
+    mu, n = 0.6, np.array([0.2, -0.1, 1.0]) / np.linalg.norm([0.2, -0.1, 1.0])
+    for facets in (3, 4, 7):
+        A = friction_pyramid(mu, facets, n)
+        assert A.shape == (facets + 1, 3) and np.allclose(A[-1], -n)
+        f = np.random.default_rng(facets).normal(size=(20000, 3))
+        inside = np.all(f @ A.T <= 0.0, axis=1)
+        fn = f @ n
+        ft = np.linalg.norm(f - fn[:, None] * n, axis=1)
+        assert inside.sum() > 100 and np.all(ft[inside] <= mu * fn[inside] + 1e-12)
+        # an edge: where two consecutive facets meet, on the cone
+        edge = np.cross(A[0], A[1])
+        edge *= np.sign(edge @ n)
+        assert abs(np.linalg.norm(edge - (edge @ n) * n) - mu * (edge @ n)) < 1e-12
+        assert np.max(A[:-1] @ edge) < 1e-12
+
+
+def test_bad_input_is_refused_naming_the_argument():
+    with pytest.raises(ValueError, match=r"^mu: expected a finite friction coefficient > 0, got 0"):
+        FrictionConeResidual(MODEL, SEQUENCE, "foot0", mu=0)
+    with pytest.raises(ValueError, match=r"^mu: "):
+        SmoothFrictionConeResidual(MODEL, SEQUENCE, "foot0", mu=-0.5)
+    with pytest.raises(ValueError, match=r"^facets: expected an integer ≥ 3, got 2"):
+        FrictionConeResidual(MODEL, SEQUENCE, "foot0", facets=2)
+    with pytest.raises(ValueError, match=r"^normal: expected a nonzero vector"):
+        FrictionConeResidual(MODEL, SEQUENCE, "foot0", normal=(0, 0, 0))
+    with pytest.raises(ValueError, match=r"^eps: "):
+        SmoothFrictionConeResidual(MODEL, SEQUENCE, "foot0", eps=0.0)
+    with pytest.raises(ValueError, match=r"^frame: 'foot3' is in contact in no interval of contacts"):
+        ContactForceResidual(MODEL, SEQUENCE, "foot3")
+    with pytest.raises(ValueError, match=r"^frame: unknown frame 'hand'"):
+        ContactForceResidual(MODEL, SEQUENCE, "hand")
+    with pytest.raises(ValueError, match=r"^contacts: expected one list of dynamics.Contact per interval"):
+        ContactForceResidual(MODEL, [], "foot0")
+    with pytest.raises(ValueError, match=r"^contacts\[1\]\[0\]: expected a dynamics.Contact"):
+        ContactForceResidual(MODEL, [[], ["foot0"]], "foot0")
+    with pytest.raises(ValueError, match=r"^contacts: frame 'foot0' is a 3d contact in some intervals"):
+        ContactForceResidual(MODEL, [[FEET[0]], [dyn.Contact("foot0", kind="6d")]], "foot0")
+    with pytest.raises(ValueError, match=r"^reference: expected shape \(3,\)"):
+        ContactForceResidual(MODEL, SEQUENCE, "foot0", reference=np.zeros(6))
+    with pytest.raises(ValueError, match=r"^reference: one reference per knot was given for 3 knots, but 4"):
+        ContactForceResidual(MODEL, SEQUENCE, "foot0", reference=np.zeros((3, 3)))
+    with pytest.raises(ValueError, match=r"^actuated: unknown joint"):
+        ContactForceResidual(MODEL, SEQUENCE, "foot0", actuated=["elbow"])
+    r = ContactForceResidual(MODEL, SEQUENCE, "foot0")
+    xs, us = _knots()
+    with pytest.raises(ValueError, match=r"^xs: ContactForceResidual holds at the 4 knots of its contact sequence"):
+        r.value(xs[:3], us[:3])
+    # the problem checks the residual's sequence and actuation against its own
+    cost = ResidualCost(r, weight=1e-3)
+    with pytest.raises(ValueError, match=r"^running_cost: ContactForceResidual was built for its own contact"):
+        Problem(MODEL, X0, N=4, dt=0.05, contacts=[FEET[:2]] * 4, running_cost=cost)
+    with pytest.raises(ValueError, match=r"^running_cost: .* the problem has no contacts"):
+        Problem(MODEL, X0, N=4, dt=0.05, running_cost=cost)
+    with pytest.raises(ValueError, match=r"^path_constraints: FrictionConeResidual was built for actuated DoFs"):
+        Problem(MODEL, X0, N=4, dt=0.05, contacts=SEQUENCE, actuated=["hip1", "knee1"],
+                path_constraints=[ResidualConstraint(FrictionConeResidual(MODEL, SEQUENCE, "foot0",
+                                                                          actuated=["hip0", "knee0"]), upper=0)])
+    with pytest.raises(ValueError, match=r"^terminal_cost: ContactForceResidual holds at the running knots"):
+        Problem(MODEL, X0, N=4, dt=0.05, contacts=SEQUENCE, terminal_cost=cost)
+    Problem(MODEL, X0, N=4, dt=0.05, contacts=list(SEQUENCE), running_cost=cost)  # an equal sequence will do
+
+
+def test_standing_with_the_friction_pyramid_as_a_constraint():
+    """On three feet, touch down with the fourth and raise the base by 2 cm (the standing
+    problem of the contact-phase tests): its optimum pushes the feet outwards beyond μ = 0.5;
+    IPOPT with the pyramid of every foot as a stage constraint keeps every force inside it."""
+    N, mu = 12, 0.5
+    seq = [FEET[:3]] * 3 + [FEET] * (N - 3)
+    x_ref = X0.copy()
+    x_ref[2] += 0.02
+    w = np.r_[np.full(6, 10.0), np.full(NV - 6, 1.0), np.full(NV, 0.1)]
+    cones = [FrictionConeResidual(MODEL, seq, f.frame, mu=mu) for f in FEET]
+
+    def problem(constraints):
+        return Problem(MODEL, X0, N=N, dt=0.05, contacts=seq, path_constraints=constraints,
+                       running_cost=StateCost(w, reference=x_ref, model=MODEL) + ControlCost(1e-3, nu=NU),
+                       terminal_cost=StateCost(10.0 * w, reference=x_ref, model=MODEL))
+    free = optdyn.solve(problem([]), solver="ilqr")
+    assert free.converged
+    assert max(np.max(c.value(free.xs[:-1], free.us)) for c in cones) > 1.0  # newtons outside
+    prob = problem([ResidualConstraint(c, upper=0.0) for c in cones])
+    assert prob.ng == 4 * 5 and not prob.nc
+    res = optdyn.solve(prob, solver="ipopt")
+    assert res.status in ("converged", "acceptable"), res.message
+    forces = optdyn.report.contact_forces(prob, res.xs, res.us)
+    weight = -MODEL.gravity[2] * sum(MODEL.inertia[:, 0])
+    for frame, f in forces.items():
+        f = f[~np.isnan(f[:, 0])]
+        assert np.all(np.linalg.norm(f[:, :2], axis=1) <= mu * f[:, 2] + 1e-6 * weight)
+    assert prob.violation(res.xs, res.us) < 1e-6 * weight
+    assert res.cost >= free.cost - 1e-9
