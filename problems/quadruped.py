@@ -33,6 +33,13 @@ moving phase; in the jump's flight it also rises on the arc 4 h s (1 − s)), we
 5e2 on its orientation, 1e-2 on the joints and 1 on the velocities. Initial guess: the
 standing state at every knot and the controls of least norm that hold it on its stance
 feet: DDP and iLQR start from it by multiple shooting (the defaults of a problem with contacts).
+
+Constraints: at every running knot the force of each stance foot lies in the inner friction
+pyramid of ``mu`` (four facets) with a non-negative normal force
+(:class:`optdyn.costs.FrictionConeResidual` as a stage constraint, A f ≤ 0): IPOPT imposes
+it directly, DDP and iLQR through their augmented Lagrangian. Without it the trot's optimum
+pushes the feet outwards harder than any friction would allow (23 N outside the pyramid on
+one cycle).
 """
 from __future__ import annotations
 
@@ -42,7 +49,8 @@ import warnings
 import numpy as np
 
 from dynamics import Contact, Model, frame_placement, load_urdf
-from optdyn.costs import ControlCost, FramePositionCost, StateCost
+from optdyn.constraints import ResidualConstraint
+from optdyn.costs import ControlCost, FramePositionCost, FrictionConeResidual, StateCost
 from optdyn.ocp.problem import Problem
 
 FEET = ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")
@@ -110,13 +118,17 @@ def gait(scenario: str, cycles: int, step_knots: int, support_knots: int, dt: fl
 
 
 def make(scenario: str = "trot", cycles: int = 2, step_length: float = 0.15, step_height: float = 0.05,
-         step_knots: int = 10, support_knots: int = 2, dt: float = 0.02) -> Problem:
+         step_knots: int = 10, support_knots: int = 2, dt: float = 0.02, mu: float | None = 0.7) -> Problem:
     """The Solo-12 ``scenario`` ("walk", "trot" or "jump") of ``cycles`` gait cycles, each
     foot stepping ``step_length`` (m) forward with an apex ``step_height`` (m) in
-    ``step_knots`` intervals, ``support_knots`` on four feet between steps (module docstring)."""
+    ``step_knots`` intervals, ``support_knots`` on four feet between steps, the stance
+    feet's forces in the friction pyramid of ``mu`` (None: no friction constraint; module
+    docstring)."""
     _positive(step_length, "step_length")
     _positive(step_height, "step_height")
     _positive(dt, "dt")
+    if mu is not None:
+        _positive(mu, "mu")
     swings, progress = gait(scenario, cycles, step_knots, support_knots, dt, step_height)
     model = solo12()
     N = len(swings)
@@ -138,10 +150,12 @@ def make(scenario: str = "trot", cycles: int = 2, step_length: float = 0.15, ste
             running = running + FramePositionCost(model, foot, target, weight)
     terminal = StateCost(w["terminal"] * weights, refs[-1], model=model)
     contacts = [[Contact(f) for f in FEET if f not in swing] for swing in swings]
+    cones = [] if mu is None else [ResidualConstraint(FrictionConeResidual(model, contacts, f, mu=mu), upper=0.0)
+                                   for f in FEET]
     params = {"scenario": scenario, "cycles": cycles, "step_length": step_length, "step_height": step_height,
-              "step_knots": step_knots, "support_knots": support_knots, "dt": dt}
+              "step_knots": step_knots, "support_knots": support_knots, "dt": dt, "mu": mu}
     return Problem(model, x0, N, dt, running, terminal, substeps=1, integrator="rk4", contacts=contacts,
-                   name="quadruped", params=params, solver_options=SOLVER_OPTIONS)
+                   path_constraints=cones, name="quadruped", params=params, solver_options=SOLVER_OPTIONS)
 
 
 def _swing_references(model: Model, q0: np.ndarray, foot: str, swings: list, length: float,

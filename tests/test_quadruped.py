@@ -39,6 +39,7 @@ def test_the_gait_builder_gives_each_scenario_its_phases():
     (dict(scenario="jump", support_knots=0), "^support_knots: a jump needs stance phases"),
     (dict(step_length=-0.1), "^step_length: expected a number > 0"),
     (dict(dt=np.nan), "^dt: expected a number > 0"),
+    (dict(mu=0.0), "^mu: expected a number > 0"),
 ])
 def test_bad_gait_parameters_are_refused_naming_them(kw, match):
     with pytest.raises(ValueError, match=match):
@@ -59,6 +60,26 @@ def test_the_solvers_agree_on_the_trot(trot):
     r = res["ddp"]
     assert np.max(np.abs(prob.rollout(r.us) - r.xs)) < 1e-6  # the gaps are closed
     assert r.xs[-1, 0] > 0.5 * prob.params["step_length"]  # it went forward
+
+
+def test_the_stance_forces_stay_in_the_friction_pyramid(trot):
+    """At every knot each stance foot's force is in the friction pyramid of μ = 0.7 with a
+    non-negative normal force (to the solvers' constraint tolerance), and somewhere on its
+    boundary: the cone shapes the gait."""
+    prob, res = trot
+    assert len(prob.stage_constraints) == len(FEET)
+    for s, r in res.items():
+        forces = optdyn.report.contact_forces(prob, r.xs, r.us)
+        margins = []
+        for cone, foot in zip(prob.stage_constraints, FEET):
+            f = forces[foot]
+            stance = ~np.isnan(f[:, 2])
+            c = cone.value_knots(r.xs[:-1], r.us)[stance]  # c ≥ 0 inside
+            assert np.all(c >= -1e-5), (s, foot)
+            margins.append(c.min())
+            assert np.all(f[stance, 2] >= -1e-5)
+            assert np.all(np.hypot(f[stance, 0], f[stance, 1]) <= 0.7 * f[stance, 2] + 1e-5), (s, foot)
+        assert min(margins) < 1e-3, s  # active somewhere (IPOPT stays inside by its barrier)
 
 
 def _foot(prob: Problem, xs: np.ndarray, foot: str) -> np.ndarray:
@@ -103,7 +124,7 @@ def test_ddp_through_stance_needs_the_control_regularisation(trot):
     it alone DDP crawls from the standing guess; with μ(BᵀB + I) it converged (fixture)."""
     prob, res = trot
     state_only = optdyn.solve(prob, solver="ddp", regularization="state", max_iter=res["ddp"].iterations)
-    assert not state_only.converged and state_only.cost > 10 * res["ddp"].cost
+    assert not state_only.converged and state_only.cost > 2 * res["ddp"].cost
 
 
 def _free_body(model: dyn.Model, x: np.ndarray, com: np.ndarray) -> np.ndarray:
