@@ -9,12 +9,16 @@ DDP and iLQR) to its default tolerance, at most 500 iterations, after one warm-u
 iteration is the wall time over the iterations (line searches included). "Optimum apart" is
 the largest state difference from DDP's trajectory (tangent space, any knot). Writes the
 section "locomotion" of BENCHMARKS.md, with the issue's target: a DDP iteration ≤ 1.7× an
-iLQR iteration.
+iLQR iteration; with ``benchmarks/crocoddyl_trot.json`` (bench_crocoddyl_locomotion.py, in
+Crocoddyl's own environment, on the trot without the friction cone) Crocoddyl's FDDP rows
+beside ours.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import time
+from pathlib import Path
 
 import numpy as np
 from _common import machine, table, write_section
@@ -23,8 +27,9 @@ import optdyn
 import problems
 
 SOLVERS = ("ddp", "ilqr", "ipopt")
-GAITS = {"trot, 2 cycles": dict(scenario="trot"), "walk, 2 cycles": dict(scenario="walk"),
-         "jump": dict(scenario="jump")}
+GAITS = {"trot, 2 cycles": dict(scenario="trot"), "trot, 2 cycles, no friction cone": dict(scenario="trot", mu=None),
+         "walk, 2 cycles": dict(scenario="walk"), "jump": dict(scenario="jump")}
+CROCODDYL = Path(__file__).with_name("crocoddyl_trot.json")
 
 
 def measure(rounds: int) -> list[list]:
@@ -60,6 +65,15 @@ def main() -> None:
                "optimum apart from DDP's"], rows),
         "A DDP iteration against an iLQR iteration (target ≤ 1.7×): " + ", ".join(ratios) + ".",
     ])
+    if CROCODDYL.exists():
+        croc = json.loads(CROCODDYL.read_text())
+        body += "\n\n" + "\n\n".join([
+            f"Crocoddyl {croc['crocoddyl']} (Pinocchio {croc['pinocchio']}) on the trot without the friction cone "
+            f"({croc['machine']}; `benchmarks/crocoddyl_trot.json`): \"stock\" integrates the running cost over "
+            "the RK4 stages (another objective, all C++), \"exact\" is ours through a Python action model.",
+            table(["variant", "solver", "iterations", "cost", "wall s", "ms / iteration", "CPU ms / iteration"],
+                  [[r["variant"], r["solver"], r["iterations"], f"{r['cost']:.8g}", r["wall_s"], r["per_iteration_ms"],
+                    r["per_iteration_cpu_ms"]] for r in croc["results"]])])
     write_section("locomotion", body)
     print(body)
 
