@@ -74,6 +74,7 @@ import argparse
 import json
 import os
 import platform
+import sys
 import time
 
 import crocoddyl
@@ -91,48 +92,17 @@ except ImportError:  # _common is optdyn's and needs only numpy; keep the anchor
         return (f"{time.strftime('%Y-%m-%d')}, {platform.processor()}, {os.cpu_count()} cores, "
                 f"Python {platform.python_version()}")
 
-FEET = ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")
-STANDING = (0.1, 0.8, -1.6, -0.1, 0.8, -1.6, 0.1, -0.8, 1.6, -0.1, -0.8, 1.6)
-BASE_HEIGHT = 0.235
+sys.path.insert(0, str(ROOT))  # problems.gaits and bench_crocoddyl need numpy and Crocoddyl alone
+from bench_crocoddyl import ExactCostRK4  # noqa: E402  (optdyn's cost discretisation)
+from problems.gaits import BASE_HEIGHT, FEET, STANDING, gait, swing_references  # noqa: E402
+from problems.gaits import WEIGHTS as W  # noqa: E402
+
 CYCLES, STEP_LENGTH, STEP_HEIGHT, STEP_KNOTS, SUPPORT_KNOTS, DT = 2, 0.15, 0.05, 10, 2, 0.02
-W = {"base_position": 0.0, "base_height": 1e2, "base_orientation": 5e2, "joints": 1e-2, "velocity": 1.0,
-     "control": 1e-1, "swing": 1e6, "terminal": 10.0}
 ROUNDS = 7
 MAXITER = 500
 SOLVERS = {"FDDP": (crocoddyl.SolverFDDP, None), "BoxFDDP": (crocoddyl.SolverBoxFDDP, None),
            "BoxFDDP th_stop 1e-9": (crocoddyl.SolverBoxFDDP, 1e-9)}
 """name: (solver, th_stop or None for the default: 1e-9 for FDDP, 5e-5 for BoxFDDP in Crocoddyl 3.2)."""
-
-
-class ExactCostRK4(crocoddyl.ActionModelAbstract):
-    """x_{k+1} by one RK4 step, cost dt·ℓ(x_k, u_k) (optdyn's discretisation)."""
-
-    def __init__(self, diff: crocoddyl.DifferentialActionModelAbstract, dt: float) -> None:
-        crocoddyl.ActionModelAbstract.__init__(self, diff.state, diff.nu, diff.nr)
-        self.rk = crocoddyl.IntegratedActionModelRK(diff, crocoddyl.RKType.four, dt)
-        self.euler = crocoddyl.IntegratedActionModelEuler(diff, dt)
-
-    def calc(self, data, x, u=None):
-        self.rk.calc(data.rk, x, u)
-        self.euler.calc(data.euler, x, u)
-        data.xnext = data.rk.xnext
-        data.cost = data.euler.cost
-
-    def calcDiff(self, data, x, u=None):
-        self.rk.calcDiff(data.rk, x, u)
-        self.euler.calcDiff(data.euler, x, u)
-        data.Fx, data.Fu = data.rk.Fx, data.rk.Fu
-        e = data.euler
-        data.Lx, data.Lu, data.Lxx, data.Lxu, data.Luu = e.Lx, e.Lu, e.Lxx, e.Lxu, e.Luu
-
-    def createData(self):
-        return ExactCostRK4Data(self)
-
-
-class ExactCostRK4Data(crocoddyl.ActionDataAbstract):
-    def __init__(self, model: ExactCostRK4) -> None:
-        crocoddyl.ActionDataAbstract.__init__(self, model)
-        self.rk, self.euler = model.rk.createData(), model.euler.createData()
 
 
 def solo12() -> pinocchio.Model:
@@ -147,40 +117,6 @@ def solo12() -> pinocchio.Model:
     return model
 
 
-def gait() -> tuple[list[tuple[str, ...]], np.ndarray]:
-    """problems.quadruped.gait("trot", ...): swing feet per interval, progress per knot 0 … N."""
-    phases, moving = [((), SUPPORT_KNOTS)], [False]
-    for _ in range(CYCLES):
-        for swing in (("FL_FOOT", "HR_FOOT"), ("FR_FOOT", "HL_FOOT")):
-            phases += [(swing, STEP_KNOTS), ((), SUPPORT_KNOTS)]
-            moving += [True, False]
-    swings = [s for (s, n) in phases for _ in range(n)]
-    steps = sum(n for (_, n), m in zip(phases, moving) if m)
-    progress = np.cumsum([0.0] + [1.0 / steps if m else 0.0 for (_, n), m in zip(phases, moving) for _ in range(n)])
-    return swings, progress
-
-
-def swing_references(p0: np.ndarray, foot: str, swings: list) -> tuple[np.ndarray, np.ndarray]:
-    """problems.quadruped._swing_references: (N, 3) targets and (N,) weights of ``foot``."""
-    N = len(swings)
-    target, weight = np.zeros((N, 3)), np.zeros(N)
-    p, k = p0.copy(), 0
-    while k < N:
-        if foot not in swings[k]:
-            target[k] = p
-            k += 1
-            continue
-        n = next((j for j in range(k, N) if foot not in swings[j]), N) - k
-        for j in range(1, n + 1):
-            if k + j < N:
-                s = j / n
-                target[k + j] = p + (s * STEP_LENGTH, 0.0, 4.0 * STEP_HEIGHT * s * (1.0 - s))
-                weight[k + j] = W["swing"]
-        p = p + (STEP_LENGTH, 0.0, 0.0)
-        k += n
-    return target, weight
-
-
 def trot(model: pinocchio.Model, variant: str):
     """(problem, x0, us_guess, node kinds, gait info) of the trot, ``variant`` "exact", "stock"
     or "dynamics" (stock with the control term only on the interval nodes: timing floor)."""
@@ -188,7 +124,8 @@ def trot(model: pinocchio.Model, variant: str):
     actuation = crocoddyl.ActuationModelFloatingBase(state)
     nu = actuation.nu
     data = model.createData()
-    swings, progress = gait()
+    swings, progress = gait("trot", CYCLES, STEP_KNOTS, SUPPORT_KNOTS, DT, STEP_HEIGHT)
+    progress = np.asarray(progress)
     N = len(swings)
     q0 = np.r_[0.0, 0.0, BASE_HEIGHT, 0.0, 0.0, 0.0, 1.0, STANDING]
     x0 = np.r_[q0, np.zeros(model.nv)]
@@ -198,7 +135,8 @@ def trot(model: pinocchio.Model, variant: str):
                     np.full(model.nv - 6, W["joints"]), np.full(model.nv, W["velocity"])]
     pinocchio.framesForwardKinematics(model, data, q0)
     ids = {f: model.getFrameId(f) for f in FEET}
-    tracks = {f: swing_references(data.oMf[ids[f]].translation.copy(), f, swings) for f in FEET}
+    tracks = {f: swing_references(data.oMf[ids[f]].translation.copy(), f, swings, STEP_LENGTH, STEP_HEIGHT)
+              for f in FEET}
 
     def state_cost(k: int, n: int, scale: float) -> crocoddyl.CostModelResidual:
         act = crocoddyl.ActivationModelWeightedQuad(weights)

@@ -53,15 +53,8 @@ from optdyn.constraints import ResidualConstraint
 from optdyn.costs import ControlCost, FramePositionCost, FrictionConeResidual, StateCost
 from optdyn.ocp.problem import Problem
 
-FEET = ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")
-STANDING = (0.1, 0.8, -1.6, -0.1, 0.8, -1.6, 0.1, -0.8, 1.6, -0.1, -0.8, 1.6)
-"""The legs' joints of the SRDF's ``standing`` state, in the model's order FL, FR, HL, HR."""
-BASE_HEIGHT = 0.235
-SCENARIOS = ("walk", "trot", "jump")
-SWINGS = {"walk": (("HL_FOOT",), ("FL_FOOT",), ("HR_FOOT",), ("FR_FOOT",)),
-          "trot": (("FL_FOOT", "HR_FOOT"), ("FR_FOOT", "HL_FOOT"))}
-WEIGHTS = {"base_position": 0.0, "base_height": 1e2, "base_orientation": 5e2, "joints": 1e-2, "velocity": 1.0,
-           "control": 1e-1, "swing": 1e6, "terminal": 10.0}
+from .gaits import BASE_HEIGHT, FEET, STANDING, WEIGHTS, gait, positive, swing_references
+
 SOLVER_OPTIONS = {"ilqr": {"cost_hessian": "gauss_newton"}}
 """Over the defaults of a problem with contacts (multiple shooting; DDP regularised on the
 controls too): measured on the trot, iLQR converges in 29 iterations with Gauss–Newton cost
@@ -81,42 +74,6 @@ def solo12() -> Model:
         return load_urdf(os.path.join(erd.getModelPath(rel), rel), root_joint="free-flyer")
 
 
-def _positive(value, name: str, integer: bool = False):
-    ok = isinstance(value, (int, np.integer)) and not isinstance(value, bool) if integer else np.isfinite(value)
-    if not ok or value <= 0:
-        raise ValueError(f"{name}: expected {'an integer' if integer else 'a number'} > 0, got {value!r}")
-    return value
-
-
-def gait(scenario: str, cycles: int, step_knots: int, support_knots: int, dt: float = 0.02,
-         step_height: float = 0.05) -> tuple[list[tuple[str, ...]], list[float]]:
-    """(the swing feet of every interval, the fraction of the gait's forward progress reached
-    at every knot 0 … N): the timing of ``scenario`` (module docstring). A foot not in the
-    swing tuple is in stance. ValueError for a parameter that leaves no stance phase."""
-    if scenario not in SCENARIOS:
-        raise ValueError(f"scenario: expected one of {', '.join(SCENARIOS)}, got {scenario!r}")
-    _positive(cycles, "cycles", True)
-    _positive(step_knots, "step_knots", True)
-    if isinstance(support_knots, bool) or not isinstance(support_knots, (int, np.integer)) or support_knots < 0:
-        raise ValueError(f"support_knots: expected an integer ≥ 0, got {support_knots!r}")
-    if scenario == "jump":
-        if support_knots == 0:
-            raise ValueError("support_knots: a jump needs stance phases to take off and land (≥ 1)")
-        flight = max(1, int(round(np.sqrt(8.0 * step_height / 9.81) / dt)))
-        phases = [((), support_knots), (FEET, flight), ((), support_knots)]
-        moving = [False, True, False]
-    else:
-        phases, moving = [((), support_knots)], [False]
-        for _ in range(cycles):
-            for swing in SWINGS[scenario]:
-                phases += [(swing, step_knots), ((), support_knots)]
-                moving += [True, False]
-    swings = [s for (s, n) in phases for _ in range(n)]
-    steps = sum(n for (_, n), m in zip(phases, moving) if m)
-    progress = np.cumsum([0.0] + [1.0 / steps if m else 0.0 for (_, n), m in zip(phases, moving) for _ in range(n)])
-    return swings, list(progress)
-
-
 def make(scenario: str = "trot", cycles: int = 2, step_length: float = 0.15, step_height: float = 0.05,
          step_knots: int = 10, support_knots: int = 2, dt: float = 0.02, mu: float | None = 0.7) -> Problem:
     """The Solo-12 ``scenario`` ("walk", "trot" or "jump") of ``cycles`` gait cycles, each
@@ -124,11 +81,11 @@ def make(scenario: str = "trot", cycles: int = 2, step_length: float = 0.15, ste
     ``step_knots`` intervals, ``support_knots`` on four feet between steps, the stance
     feet's forces in the friction pyramid of ``mu`` (None: no friction constraint; module
     docstring)."""
-    _positive(step_length, "step_length")
-    _positive(step_height, "step_height")
-    _positive(dt, "dt")
+    positive(step_length, "step_length")
+    positive(step_height, "step_height")
+    positive(dt, "dt")
     if mu is not None:
-        _positive(mu, "mu")
+        positive(mu, "mu")
     swings, progress = gait(scenario, cycles, step_knots, support_knots, dt, step_height)
     model = solo12()
     N = len(swings)
@@ -145,7 +102,8 @@ def make(scenario: str = "trot", cycles: int = 2, step_length: float = 0.15, ste
                     np.full(model.nv - 6, w["joints"]), np.full(model.nv, w["velocity"])]
     running = StateCost(weights, refs[:-1], model=model) + ControlCost(w["control"], nu=model.nv - 6)
     for foot in FEET:
-        target, weight = _swing_references(model, q0, foot, swings, step_length, step_height)
+        p0 = frame_placement(model, q0, foot)[1]
+        target, weight = swing_references(p0, foot, swings, step_length, step_height)
         if weight.any():
             running = running + FramePositionCost(model, foot, target, weight)
     terminal = StateCost(w["terminal"] * weights, refs[-1], model=model)
@@ -156,28 +114,3 @@ def make(scenario: str = "trot", cycles: int = 2, step_length: float = 0.15, ste
               "step_knots": step_knots, "support_knots": support_knots, "dt": dt, "mu": mu}
     return Problem(model, x0, N, dt, running, terminal, substeps=1, integrator="rk4", contacts=contacts,
                    path_constraints=cones, name="quadruped", params=params, solver_options=SOLVER_OPTIONS)
-
-
-def _swing_references(model: Model, q0: np.ndarray, foot: str, swings: list, length: float,
-                      height: float) -> tuple[np.ndarray, np.ndarray]:
-    """(N, 3) targets and (N,) weights of ``foot``'s position at the running knots: the
-    swing arc of every swing phase (module docstring) up to and including its touchdown
-    knot, weight 0 elsewhere."""
-    N = len(swings)
-    target, weight = np.zeros((N, 3)), np.zeros(N)
-    p = frame_placement(model, q0, foot)[1].copy()
-    k = 0
-    while k < N:
-        if foot not in swings[k]:
-            target[k] = p
-            k += 1
-            continue
-        n = next((j for j in range(k, N) if foot not in swings[j]), N) - k
-        for j in range(1, n + 1):
-            if k + j < N:
-                s = j / n
-                target[k + j] = p + (s * length, 0.0, 4.0 * height * s * (1.0 - s))
-                weight[k + j] = WEIGHTS["swing"]
-        p = p + (length, 0.0, 0.0)
-        k += n
-    return target, weight
