@@ -157,6 +157,8 @@ def test_a_problem_without_contacts_draws_none(scene_data):
     assert not any(k in ("stance", "cone", "force", "com", "com_path") for k in scene.objects.values())
     assert not any("/contacts/" in c["path"] or c["path"].startswith("/meshcat/com") for c in lowered(scene))
     assert len(trajectory_figure(res, free).axes) == 6
+    with pytest.raises(ValueError, match="^mu: "):  # a bad μ is refused even where no cone is drawn
+        viz.scene_of(res, free, mu=-1.0)
 
 
 def test_world_forces_and_friction_margins(scene_data):

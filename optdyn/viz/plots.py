@@ -188,8 +188,8 @@ def trajectory_figure(result: Result, problem: Problem | None = None, mu: float 
         raise ValueError(f"result: xs {np.shape(result.xs)}, us {np.shape(result.us)} do not fit the problem "
                          f"({problem.N + 1}, {problem.nx}), ({problem.N}, {problem.nu})")
     frames = sorted({c.frame for cs in problem.contacts or () for c in cs})
-    if frames and (isinstance(mu, bool) or not isinstance(mu, (int, float, np.integer, np.floating))
-                   or not (np.isfinite(mu) and mu > 0)):
+    if (isinstance(mu, bool) or not isinstance(mu, (int, float, np.integer, np.floating))
+            or not (np.isfinite(mu) and mu > 0)):  # refused even where no margin is plotted
         raise ValueError(f"mu: expected a friction coefficient > 0, got {mu!r}")
     extra = -(-(len(frames) + 1) // 3) if frames else 0  # rows of contact panels, three per row
     fig, axes = plt.subplots(2 + extra, 3, figsize=(15, 4 * (2 + extra)), squeeze=False)

@@ -630,8 +630,8 @@ def scene_of(result: Result | ClosedLoop, problem: Problem | None = None, fps: f
     if loop and np.shape(result.xs)[1:] != (problem.nx,):
         raise ValueError(f"loop: its states have {np.shape(result.xs)[1:]} entries, the problem's nx = {problem.nx}")
     contacts = not loop and problem.contacts is not None  # MPC refuses contacts: a closed loop has none
+    _positive(mu, "mu")  # refused even where no cone is drawn
     if contacts:
-        _positive(mu, "mu")
         scale = _positive(contact_force_scale(problem) if force_scale is None else force_scale, "force_scale")
     scene = Scene(model, capsule_radius)
     scene.add_obstacles([(o.center, o.radius, max(o.margin, 0.0)) for o in task.obstacles(problem)])
