@@ -647,7 +647,8 @@ def scene_of(result: Result | ClosedLoop, problem: Problem | None = None, fps: f
         qs = np.array([normalize_kernel(model.topology, q) for q in qs])
     if contacts:
         scene.add_contacts(problem.dt, world_contact_forces(problem, result.xs, result.us), scale, mu,
-                           cone_height=0.5 * weight(model) / scale)
+                           cone_height=0.5 * weight(model) / scale,  # the discs stick out of a capsule's end:
+                           marker_radius=max(0.03, 1.5 * capsule_radius))
         if len(qs) >= 2:
             scene.add_com(CoMPositionResidual(model).point(qs))
     frame, offset = task.path_frame(problem) if path_frame is None else (path_frame, np.zeros(3))
