@@ -213,3 +213,38 @@ def test_closed_loop_page_draws_the_push_only_while_it_acts(tmp_path):
     print(f"cyan pixels: push acting {shots[0.0]}, not yet {shots[10.0]}")
     assert shots[0.0] > 300, "the push arrow is not drawn while the push acts"
     assert shots[10.0] < 30, "the push arrow is drawn before the push starts"
+
+
+# ------------------------------------------------------------------------------ contacts
+
+def stance_blue(rgb: np.ndarray) -> np.ndarray:
+    """Pixels of the stance discs (rgba 0.15 0.3 0.9), lit or shaded (not the faint cones)."""
+    r, g, b = rgb[..., 0], rgb[..., 1], rgb[..., 2]
+    return (b > 0.45) & (b - r > 0.35) & (b - g > 0.25)
+
+
+def force_green(rgb: np.ndarray) -> np.ndarray:
+    """Pixels of the contact-force arrows (rgba 0.1 0.8 0.3), lit or shaded."""
+    r, g, b = rgb[..., 0], rgb[..., 1], rgb[..., 2]
+    return (g > 0.4) & (g - r > 0.25) & (g - b > 0.2)
+
+
+def test_contacts_page_draws_stance_discs_and_force_arrows(tmp_path):
+    """A legged robot standing on its feet (the rollout of its default guess): blue stance
+    discs and green force arrows on the page; none for the same trajectory without contacts."""
+    from test_viz_contacts import contact_problem, rollout
+
+    prob = contact_problem([[dyn.Contact(f"foot{i}") for i in range(4)]] * 3)
+    res = rollout(prob)
+    counts = {}
+    for name, problem in (("contacts", prob), ("free", contact_problem([[]] * 3, contacts=False))):
+        scene = viz.scene_of(res, problem, capsule_radius=0.012)
+        scene.vis["/Axes"].set_property("visible", False)  # its z axis is a blue line
+        path = tmp_path / f"{name}.html"
+        path.write_text(scene.html(name, scene.caption), encoding="utf-8")
+        shot = screenshot(path, tmp_path, name)[:540]  # not the player's blue slider at the bottom
+        counts[name] = (stance_blue(shot).sum(), force_green(shot).sum())
+    print(f"(stance blue, force green) pixels: with contacts {counts['contacts']}, without {counts['free']}")
+    assert counts["contacts"][0] > 100, "the stance discs are not drawn"
+    assert counts["contacts"][1] > 100, "the contact-force arrows are not drawn"
+    assert max(counts["free"]) < 20, "stance or force colours drawn without contacts"

@@ -267,16 +267,19 @@ def _outputs(result: Result | ClosedLoop, problem, args: argparse.Namespace) -> 
     if getattr(args, "plot", None):
         from ..viz.plots import plot_closed_loop, plot_trajectory
 
-        (plot_closed_loop if loop else plot_trajectory)(result, args.plot, problem)
+        if loop:
+            plot_closed_loop(result, args.plot, problem)
+        else:
+            plot_trajectory(result, args.plot, problem, mu=args.mu)
         print(f"plot        {args.plot}")
     if args.html or args.view:
         from .. import viz
 
         if args.html:
-            viz.save_html(result, args.html, problem, path_frame=args.path_frame)
+            viz.save_html(result, args.html, problem, path_frame=args.path_frame, mu=args.mu)
             print(f"html        {args.html}")
         if args.view:
-            viz.view(result, problem, path_frame=args.path_frame)
+            viz.view(result, problem, path_frame=args.path_frame, mu=args.mu)
             try:  # Ctrl-C is the normal end of serving (exit 0), even right after this line
                 print("serving until Ctrl-C", flush=True)
                 while True:
@@ -372,7 +375,10 @@ def cmd_plot(args: argparse.Namespace) -> int:
         raise CommandError(f"{args.file}: {str(e).removeprefix('problem: ')}") from None
     from ..viz.plots import plot_closed_loop, plot_trajectory
 
-    (plot_closed_loop if isinstance(result, ClosedLoop) else plot_trajectory)(result, args.out, problem)
+    if isinstance(result, ClosedLoop):
+        plot_closed_loop(result, args.out, problem)
+    else:
+        plot_trajectory(result, args.out, problem, mu=args.mu)
     print(f"plot        {args.out}")
     return 0
 
@@ -610,6 +616,11 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--view", action="store_true", help="serve the trajectory in meshcat on 127.0.0.1")
         p.add_argument("--path-frame", metavar="FRAME", help="frame whose path --html/--view draw (default: the "
                                                              "frame the costs and terminal constraints name)")
+        mu_arg(p)
+
+    def mu_arg(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--mu", type=float, default=0.7, help="friction coefficient of the friction cones drawn and "
+                                                             "the cone margins plotted for a problem with contacts")
 
     def limits(p: argparse.ArgumentParser, what: str) -> None:
         p.add_argument("--max-iter", type=int, help=f"iteration limit of {what} (default: the solver's, 500)")
@@ -643,6 +654,7 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument("file", help="result .npz written by `optdyn solve --save` or optdyn.save_result, or closed "
                                    "loop by `optdyn mpc --save` (tracking error, torques, solve times)")
     plot.add_argument("--out", required=True, help="image file to write, e.g. traj.png (required)")
+    mu_arg(plot)
 
     from ..solvers.mpc import WARM_STARTS
 

@@ -11,7 +11,8 @@ did what was asked is measured here, on the trajectory itself:
 * active bounds: how many controls sit on a finite bound (within 1e-9 relative).
 
 For a problem with contacts, :func:`contact_forces` gives the contact forces λ along a
-trajectory, per contact. :func:`tracking_errors` follows the task's targets along any
+trajectory, per contact, :func:`world_contact_forces` their forces in world axes and
+:func:`friction_margins` how far inside its friction cone each one is. :func:`tracking_errors` follows the task's targets along any
 sequence of states (a closed loop's, say).
 """
 from __future__ import annotations
@@ -178,4 +179,49 @@ def contact_forces(prob: Problem, xs, us) -> dict[str, np.ndarray]:
         for c in cs:
             out[c.frame][k, :c.dim] = lam[row:row + c.dim]
             row += c.dim
+    return out
+
+
+def world_contact_forces(prob: Problem, xs, us) -> dict[str, np.ndarray]:
+    """The forces of :func:`contact_forces` in world axes: {frame: (N, 3)}, NaN at the knots
+    where the frame is not in contact.
+
+    A contact with ``reference="local_world_aligned"`` already gives its force in world axes;
+    one with ``"local"`` gives f_c in the frame's axes, here f = R_c(q_k) f_c. A 6d contact's
+    force is the linear part of its wrench (the torque is left out).
+    """
+    forces = contact_forces(prob, xs, us)  # checks prob, xs, us
+    out = {frame: f[:, :3].copy() for frame, f in forces.items()}
+    xs = np.asarray(xs, dtype=float)
+    for k, cs in enumerate(prob.contacts or ()):
+        for c in cs:
+            if c.reference == "local":
+                R, _ = dyn.frame_placement(prob.model, xs[k, :prob.model.nq], c.frame)
+                out[c.frame][k] = R @ out[c.frame][k]
+    return out
+
+
+def friction_margins(forces: dict[str, np.ndarray], mu: float = 0.7, normal=(0.0, 0.0, 1.0)) -> dict[str, np.ndarray]:
+    """μ f_n − ‖f_t‖ at every knot, per contact: {frame: (N,)}, ≥ 0 inside the friction cone
+    of half-angle atan μ (Coulomb), NaN where not in contact.
+
+    Args:
+        forces: world-frame contact forces {frame: (N, 3)} (:func:`world_contact_forces`).
+        mu: friction coefficient, > 0.
+        normal: the ground's normal (3,) in world axes (default: flat ground, +z); f_n = f·n
+            and f_t = f − f_n n.
+    """
+    if not (isinstance(mu, (int, float, np.floating, np.integer)) and np.isfinite(mu) and mu > 0):
+        raise ValueError(f"mu: expected a friction coefficient > 0, got {mu!r}")
+    n = np.asarray(normal, dtype=float)
+    if n.shape != (3,) or not np.all(np.isfinite(n)) or not np.linalg.norm(n) > 0:
+        raise ValueError(f"normal: expected 3 finite numbers, not all zero, got {normal!r}")
+    n = n / np.linalg.norm(n)
+    out = {}
+    for frame, f in forces.items():
+        f = np.asarray(f, dtype=float)
+        if f.ndim != 2 or f.shape[1] != 3:
+            raise ValueError(f"forces[{frame!r}]: expected shape (N, 3), got {f.shape}")
+        fn = f @ n
+        out[frame] = mu * fn - np.linalg.norm(f - fn[:, None] * n, axis=1)
     return out

@@ -12,7 +12,12 @@ file name) with six panels:
   limits, residual constraints);
 * the convergence history: cost, and gradient (DDP/iLQR) or KKT dual infeasibility
   (IPOPT) with the constraint violation, per iteration (augmented-Lagrangian multiplier
-  updates are not counted as iterations).
+  updates are not counted as iterations);
+* for a problem with contacts, further rows: one panel per contact frame with its force
+  (:func:`optdyn.apps.report.world_contact_forces`: the normal component f_n = f_z and the
+  tangential norm ‖f_t‖ at each knot, held over its interval) and its stance intervals
+  shaded, and one panel of the friction-cone margin μ f_n − ‖f_t‖ of every contact (≥ 0
+  inside the cone; :func:`optdyn.apps.report.friction_margins`, μ = ``mu``).
 
 :func:`plot_closed_loop` writes the figure of a closed loop (:func:`optdyn.simulate`): the
 tracking error (distance of each target frame to its target, or of the state to the goal:
@@ -28,7 +33,7 @@ import numpy as np
 
 from ..apps.clearance import clearances
 from ..apps.compare import iterates
-from ..apps.report import tracking_errors
+from ..apps.report import friction_margins, tracking_errors, world_contact_forces
 from ..apps.simulate import ClosedLoop
 from ..ocp.problem import Problem
 from ..solvers.result import Result
@@ -126,9 +131,53 @@ def _history_panels(axes, result: Result) -> None:
         ax.grid(True, which="both", alpha=0.3)
 
 
-def trajectory_figure(result: Result, problem: Problem | None = None):
+STANCE_COLOR = "tab:blue"  # shading of the stance intervals
+
+
+def _stance_spans(ax, forces: np.ndarray, dt: float, label: str | None = "stance") -> None:
+    """Shade the runs of knots k where ``forces`` (N, 3) is finite (in contact) over [k·dt, (k+1)·dt)."""
+    stance = np.all(np.isfinite(forces), axis=1)
+    edges = np.flatnonzero(np.diff(np.r_[0, stance.astype(int), 0]))  # starts and ends of the runs
+    for start, end in zip(edges[::2], edges[1::2]):
+        ax.axvspan(start * dt, end * dt, color=STANCE_COLOR, alpha=0.12, lw=0, label=label)
+        label = None
+
+
+def _held(values: np.ndarray) -> np.ndarray:
+    """Knot values (N,) with the last repeated, for a step plot over the N + 1 node times."""
+    return np.append(values, values[-1])
+
+
+def _contact_panels(axes, result: Result, problem: Problem, mu: float) -> None:
+    """One force panel per contact frame (axes[:-1]) and the friction margins (axes[-1])."""
+    forces = world_contact_forces(problem, result.xs, result.us)
+    margins = friction_margins(forces, mu)
+    t = problem.dt * np.arange(problem.N + 1)
+    for ax, (frame, f) in zip(axes, forces.items()):
+        ax.step(t, _held(f[:, 2]), where="post", lw=1.3, label="normal f_n")
+        ax.step(t, _held(np.linalg.norm(f[:, :2], axis=1)), where="post", lw=1.3, label="tangential ‖f_t‖")
+        _stance_spans(ax, f, problem.dt)
+        ax.axhline(0.0, color="k", lw=0.6)
+        ax.set_title(f"contact {frame}")
+        ax.set_ylabel("force [N]")
+        ax.legend(fontsize=7)
+    ax = axes[-1]
+    for frame, m in margins.items():
+        ax.step(t, _held(m), where="post", lw=1.2, label=frame)
+    ax.axhline(0.0, color="tab:red", ls="--", lw=1.0, label="cone boundary")
+    ax.set_title(f"friction-cone margin μ f_n − ‖f_t‖ (μ = {mu:g}; ≥ 0 inside)")
+    ax.set_ylabel("margin [N]")
+    ax.legend(fontsize=7)
+    for ax in axes:
+        ax.set_xlabel("time [s]")
+        ax.grid(True, alpha=0.3)
+
+
+def trajectory_figure(result: Result, problem: Problem | None = None, mu: float = 0.7):
     """The matplotlib figure of :func:`plot_trajectory` (axes[0, :] q, v, u; axes[1, 0]
-    clearance; axes[1, 1:] convergence), for further editing; close it when done."""
+    clearance; axes[1, 1:] convergence; with contacts, rows after those: one force panel per
+    contact frame, then the friction-cone margins with friction coefficient ``mu``), for
+    further editing; close it when done. ``fig.axes`` lists the panels in that order."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -138,25 +187,36 @@ def trajectory_figure(result: Result, problem: Problem | None = None):
     if np.shape(result.xs) != (problem.N + 1, problem.nx) or np.shape(result.us) != (problem.N, problem.nu):
         raise ValueError(f"result: xs {np.shape(result.xs)}, us {np.shape(result.us)} do not fit the problem "
                          f"({problem.N + 1}, {problem.nx}), ({problem.N}, {problem.nu})")
-    fig, axes = plt.subplots(2, 3, figsize=(15, 8))
+    frames = sorted({c.frame for cs in problem.contacts or () for c in cs})
+    if (isinstance(mu, bool) or not isinstance(mu, (int, float, np.integer, np.floating))
+            or not (np.isfinite(mu) and mu > 0)):  # refused even where no margin is plotted
+        raise ValueError(f"mu: expected a friction coefficient > 0, got {mu!r}")
+    extra = -(-(len(frames) + 1) // 3) if frames else 0  # rows of contact panels, three per row
+    fig, axes = plt.subplots(2 + extra, 3, figsize=(15, 4 * (2 + extra)), squeeze=False)
     _trajectory_panels(axes[0], result, problem)
     _clearance_panel(axes[1, 0], result, problem)
     _history_panels(axes[1, 1:], result)
+    if frames:
+        panels = axes[2:].ravel()
+        _contact_panels(panels[:len(frames) + 1], result, problem, mu)
+        for ax in panels[len(frames) + 1:]:
+            fig.delaxes(ax)
     fig.suptitle(f"{result.problem or problem.name}: {result.solver or 'trajectory'}, cost {result.cost:.6g}, "
                  f"{result.status}")
     fig.tight_layout()
     return fig
 
 
-def plot_trajectory(result: Result, path, problem: Problem | None = None) -> str:
+def plot_trajectory(result: Result, path, problem: Problem | None = None, mu: float = 0.7) -> str:
     """Write the figure described in the module docstring to ``path``; returns the path.
 
     ``problem`` is the problem solved (default: the one :func:`optdyn.ocp.task.problem_of`
-    finds: ``result.source``, set by :func:`optdyn.solve`, or the result's problem record).
+    finds: ``result.source``, set by :func:`optdyn.solve`, or the result's problem record);
+    ``mu`` the friction coefficient of the margins of a problem with contacts.
     """
     import matplotlib.pyplot as plt
 
-    fig = trajectory_figure(result, problem)
+    fig = trajectory_figure(result, problem, mu)
     try:
         fig.savefig(path, dpi=100)
     finally:

@@ -19,11 +19,22 @@ Scene tree (meshcat paths)::
     /meshcat/path                    path of the frame the costs name (line)
     /meshcat/pushes/push_k           a closed loop's pushes: arrows (cyan) whose tip is on the
                                      pushed frame, visible while the push acts
+    /meshcat/contacts/<frame>        a problem with contacts: at each contact frame, visible while
+                                     it is in contact, a stance disc (blue), the friction cone
+                                     (faint blue, half-angle atan μ about +z) and the contact
+                                     force (a green arrow from the foot, ‖f‖/force_scale m long)
+    /meshcat/com_path, /meshcat/com  the centre of mass's path (purple line) and a ball on it
     /meshcat/floor                   floor grid at z = 0
 
 What is drawn comes from the problem's costs and constraints (:mod:`optdyn.ocp.task`). A
 closed loop (:class:`optdyn.ClosedLoop`) is drawn as a result is, its states played at the
-control period, with its pushes as arrows. The offline page adds a caption (problem, solver, cost, status) and a visible play/pause
+control period, with its pushes as arrows. A problem with contacts
+(``Problem(..., contacts=...)``) adds its contacts, knot k's shown over [k·dt, (k+1)·dt):
+the forces are :func:`optdyn.apps.report.world_contact_forces` at the knots, drawn at
+``force_scale`` N per metre of arrow, by default the robot's weight m‖g‖ over the height of
+its centre of mass above its lowest contact frame at the start (:func:`contact_force_scale`:
+the whole weight is an arrow from the ground up to the CoM; the cones are half that tall).
+The offline page adds a caption (problem, solver, cost, status) and a visible play/pause
 button and time slider; the animation loops.
 
 A body node carries the world pose ⁰T_i of joint frame i (``forward_kinematics``); its
@@ -54,9 +65,11 @@ from dynamics.joints import neutral, normalize_kernel
 from dynamics.kinematics import forward_kinematics, kinematics_work
 from dynamics.model import Geometry, Model
 
+from ..apps.report import world_contact_forces
 from ..apps.simulate import ClosedLoop
 from ..ocp import task
 from ..ocp.problem import Problem
+from ..ocp.residuals import CoMPositionResidual
 from ..solvers.result import Result
 
 FPS = 30
@@ -71,6 +84,12 @@ FLOOR_RGB = (0.62, 0.64, 0.68)
 POINT_RGBA = (1.0, 0.85, 0.1, 1.0)
 PATH_RGBA = (0.1, 0.6, 0.2, 1.0)
 PUSH_RGBA = (0.0, 0.75, 0.85, 1.0)
+STANCE_RGBA = (0.15, 0.3, 0.9, 1.0)  # stance markers: blue discs
+CONE_RGBA = (0.15, 0.3, 0.9, 0.18)  # friction cones: faint blue
+FORCE_RGBA = (0.1, 0.8, 0.3, 1.0)  # contact forces: green arrows
+COM_RGBA = (0.55, 0.2, 0.75, 1.0)  # centre of mass: purple path and ball
+MU = 0.7  # friction coefficient of the cones drawn
+ARROW_RADIUS = 0.012  # shaft radius of the arrows, m (the head's base: 2.5 times that)
 PUSH_SCALE = 0.01  # arrow length per newton, m (clipped to PUSH_LENGTH)
 PUSH_LENGTH = (0.1, 0.5)  # shortest and longest arrow, m
 BACKGROUND = ([0.98, 0.98, 0.98], [0.80, 0.82, 0.86])  # top, bottom; RGB in [0, 1]
@@ -187,6 +206,8 @@ class Scene:
         self.caption = ""
         self._seen: list[np.ndarray] = [np.zeros((1, 3))]  # points the camera must see
         self._forces: list[tuple[str, str, np.ndarray, float, float]] = []  # (path, frame, force, start, end)
+        self._contacts: tuple[float, dict[str, np.ndarray], float] | None = None  # (dt, forces, N per m)
+        self._com: np.ndarray | None = None  # centre of mass at the animation frames (F, 3)
         self.vis["/Background"].set_property("top_color", BACKGROUND[0])
         self.vis["/Background"].set_property("bottom_color", BACKGROUND[1])
         self.vis["/Grid"].set_property("visible", False)  # meshcat's grid is not drawn as a floor here
@@ -304,16 +325,31 @@ class Scene:
             self.vis[f"{self.body_paths[frame.body]}/triad_{name}"].set_transform(frame.placement)
             self.objects[f"{self.body_paths[frame.body]}/triad_{name}"] = "triad"
 
+    def _add_line(self, name: str, points: np.ndarray, rgba, kind: str) -> None:
+        points = np.asarray(points, dtype=float)
+        if points.ndim != 2 or points.shape[1] != 3 or points.shape[0] < 2 or not np.all(np.isfinite(points)):
+            raise ValueError(f"points: expected finite points of shape (K ≥ 2, 3), got shape {points.shape}")
+        color, _ = _color(rgba)
+        line = mg.Line(mg.PointsGeometry(points.T.astype(np.float32)), mg.LineBasicMaterial(color=color, linewidth=3))
+        self.vis[name].set_object(line)
+        self.objects[name] = kind
+        self._seen.append(points)
+
     def add_path(self, points: np.ndarray) -> None:
         """Polyline through ``points`` (K, 3), e.g. the end-effector path."""
-        points = np.asarray(points, dtype=float)
-        if points.ndim != 2 or points.shape[1] != 3 or points.shape[0] < 2:
-            raise ValueError(f"points: expected shape (K ≥ 2, 3), got shape {points.shape}")
-        color, _ = _color(PATH_RGBA)
-        line = mg.Line(mg.PointsGeometry(points.T.astype(np.float32)), mg.LineBasicMaterial(color=color, linewidth=3))
-        self.vis["path"].set_object(line)
-        self.objects["path"] = "path"
-        self._seen.append(points)
+        self._add_line("path", points, PATH_RGBA, "path")
+
+    def _add_arrow(self, path: str, length: float, rgba, kind: str, radius: float = ARROW_RADIUS,
+                   tip_at_origin: bool = True) -> None:
+        """An arrow ``length`` m long along the y axis of node ``path`` (a shaft and a conical
+        head a quarter of the length long), ending at the node's origin (``tip_at_origin``) or
+        starting there."""
+        head, start = 0.25 * length, -length if tip_at_origin else 0.0
+        material = _material(rgba)
+        self._add(f"{path}/shaft", mg.Cylinder(length - head, radius), material,
+                  _translation((0, start + (length - head) / 2, 0)), kind)
+        self._add(f"{path}/head", mg.Cylinder(head, radiusTop=0.0, radiusBottom=2.5 * radius), material,
+                  _translation((0, start + length - head / 2, 0)), kind)
 
     def add_force(self, frame: str, force, start: float, duration: float) -> None:
         """An arrow of the world-frame ``force`` (3,) N acting on ``frame`` from ``start`` for
@@ -325,32 +361,104 @@ class Scene:
             raise ValueError(f"force: expected 3 finite numbers, not all zero, got {force!r}")
         self.model.frame(frame)  # ValueError naming an unknown frame
         length = float(np.clip(PUSH_SCALE * np.linalg.norm(f), *PUSH_LENGTH))
-        head, r = 0.25 * length, 0.012
         path = f"pushes/push_{len(self._forces)}"
-        material = _material(PUSH_RGBA)
-        # along the node's y axis (meshcat cylinders), ending at its origin
-        self._add(f"{path}/shaft", mg.Cylinder(length - head, r), material,
-                  _translation((0, -head - (length - head) / 2, 0)), "push")
-        self._add(f"{path}/head", mg.Cylinder(head, radiusTop=0.0, radiusBottom=2.5 * r), material,
-                  _translation((0, -head / 2, 0)), "push")
+        self._add_arrow(path, length, PUSH_RGBA, "push")  # along the node's y axis, ending at its origin
         self.vis[path].set_property("visible", False)
         self._forces.append((path, frame, f, float(start), float(start) + float(duration)))
 
+    def add_contacts(self, dt: float, forces: dict[str, np.ndarray], force_scale: float, mu: float = MU,
+                     cone_height: float = 0.1, marker_radius: float = 0.03) -> None:
+        """Stance markers, contact forces and friction cones of the feet, for :meth:`animate`.
+
+        Args:
+            dt: interval length, s: knot k's values are shown over [k·dt, (k+1)·dt) (the last
+                knot's until the end).
+            forces: {frame: (N, 3)} the world-frame force each contact exerts on the robot at the
+                knots k = 0 … N−1, NaN where the frame is not in contact
+                (:func:`optdyn.apps.report.world_contact_forces`).
+            force_scale: N per metre of arrow: a force f is an arrow ‖f‖/force_scale m long,
+                from the foot along f.
+            mu: friction coefficient: the cones have half-angle atan μ about the world z axis
+                (flat ground), apex on the foot.
+            cone_height: height of the cones, m; marker_radius: radius of the stance discs, m.
+
+        Scene nodes ``contacts/<frame>`` (moved with the frame's origin, visible while the frame
+        is in contact) holding ``stance`` (a flat blue disc), ``cone`` (a faint blue cone) and
+        ``force`` (a green arrow of unit length along the node's y axis, scaled along y by
+        ‖f‖/force_scale and turned along f).
+        """
+        for name, value in (("dt", dt), ("force_scale", force_scale), ("mu", mu), ("cone_height", cone_height),
+                            ("marker_radius", marker_radius)):
+            _positive(value, name)
+        checked = {}
+        for frame, f in forces.items():
+            self.model.frame(frame)  # ValueError naming an unknown frame
+            f = np.asarray(f, dtype=float)
+            if f.ndim != 2 or f.shape[1] != 3 or f.shape[0] < 1:
+                raise ValueError(f"forces[{frame!r}]: expected shape (N, 3), got {f.shape}")
+            checked[frame] = f
+        if len({f.shape[0] for f in checked.values()}) > 1:
+            raise ValueError("forces: expected the same number of knots N for every frame")
+        for frame in checked:
+            path = f"contacts/{frame}"
+            self._add(f"{path}/stance", mg.Cylinder(0.004, marker_radius), _material(STANCE_RGBA), _Y_TO_Z,
+                      "stance")
+            self._add(f"{path}/cone", mg.Cylinder(cone_height, radiusTop=mu * cone_height, radiusBottom=0.0),
+                      _material(CONE_RGBA), _Y_TO_Z @ _translation((0, cone_height / 2, 0)), "cone")
+            self._add_arrow(f"{path}/force", 1.0, FORCE_RGBA, "force", radius=0.6 * ARROW_RADIUS,
+                            tip_at_origin=False)
+        self._contacts = (float(dt), checked, float(force_scale))
+
+    def add_com(self, points: np.ndarray, radius: float = 0.02) -> None:
+        """The centre of mass: its path ``points`` (K, 3) at the animation frames as a purple
+        line, and a purple ball that :meth:`animate` moves along it."""
+        self._add_line("com_path", points, COM_RGBA, "com_path")
+        self._add("com", mg.Sphere(radius), _material(COM_RGBA), _translation(points[0]), "com")
+        self._com = np.asarray(points, dtype=float)
+
+    def _contact_states(self, t: float, poses: np.ndarray):
+        """(path, stance, world position of the foot, arrow pose (4, 4), arrow length) of each
+        contact node at time t (:meth:`add_contacts`)."""
+        if self._contacts is None:
+            return
+        dt, forces, scale = self._contacts
+        for frame, f in forces.items():
+            k = min(int(np.floor(t / dt + 1e-9)), f.shape[0] - 1)
+            stance = bool(np.all(np.isfinite(f[k])))
+            norm = float(np.linalg.norm(f[k])) if stance else 0.0
+            turn = _segment_pose(f[k])[:3, :3] if norm > 0 else np.eye(3)  # y along the force
+            T = np.eye(4)
+            T[:3, :3] = turn
+            yield f"contacts/{frame}", stance, _frame_point(self.model, poses, frame), T, max(norm / scale, 1e-6)
+
     def animate(self, times: np.ndarray, qs: np.ndarray, fps: float = FPS) -> None:
         """Play configurations qs (F, nq) at ``times`` (F,), s, with the forces of
-        :meth:`add_force`; the scene starts at qs[0]."""
+        :meth:`add_force`, the contacts of :meth:`add_contacts` and the centre of mass of
+        :meth:`add_com` (one point per frame); the scene starts at qs[0]."""
         animation = Animation(default_framerate=fps)
-        for t, q in zip(times, qs):
+        for i, (t, q) in enumerate(zip(times, qs)):
             frame = animation.at_frame(self.vis, float(t * fps))
             poses = body_poses(self.model, q)
-            for i, T in enumerate(poses):
-                frame[self.body_paths[i]].set_transform(T)
+            for b, T in enumerate(poses):
+                frame[self.body_paths[b]].set_transform(T)
             for path, name, f, start, end in self._forces:
                 T = _segment_pose(f)  # y along the force
-                T[:3, 3] = frame_path(self.model, q[None], name)[0]
+                T[:3, 3] = _frame_point(self.model, poses, name)
                 frame[path].set_transform(T)
                 frame[path].set_property("visible", "boolean", bool(start <= t < end))
+            for path, stance, p, T, length in self._contact_states(float(t), poses):
+                frame[path].set_transform(_translation(p))
+                frame[path].set_property("visible", "boolean", stance)
+                frame[f"{path}/force"].set_transform(T)
+                frame[f"{path}/force"].set_property("scale", "vector3", [1.0, length, 1.0])
+            if self._com is not None:
+                frame["com"].set_transform(_translation(self._com[i]))
         self.pose(qs[0])
+        for path, stance, p, T, length in self._contact_states(float(times[0]), body_poses(self.model, qs[0])):
+            self.vis[path].set_transform(_translation(p))
+            self.vis[path].set_property("visible", stance)
+            self.vis[f"{path}/force"].set_transform(T @ np.diag([1.0, length, 1.0, 1.0]))
+            self._seen.append(p[None])
         self.vis.set_animation(animation, play=True, repetitions=LOOP)
 
     def set_camera(self, direction=(1.0, -1.2, 0.8)) -> None:
@@ -376,6 +484,14 @@ class Scene:
         """Replay the recorded commands into a live meshcat visualizer."""
         for command in self.commands:
             vis.window.send(command)
+
+
+def _positive(value, name: str) -> float:
+    """``value`` as a float; ValueError naming ``name`` unless it is a finite number > 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not (np.isfinite(value) and value > 0):
+        raise ValueError(f"{name}: expected a finite number > 0, got {value!r}")
+    return float(value)
 
 
 def _escape(text: str) -> str:
@@ -438,6 +554,12 @@ setInterval(() => {{
 """
 
 
+def _frame_point(model: Model, poses: np.ndarray, frame: str) -> np.ndarray:
+    """World position (3,) of ``frame``'s origin, from the body poses (n, 4, 4) of :func:`body_poses`."""
+    f = model.frame(frame)
+    return f.placement[:3, 3].copy() if f.body < 0 else (poses[f.body] @ f.placement[:, 3])[:3]
+
+
 def frame_path(model: Model, qs: np.ndarray, frame: str, offset=(0.0, 0.0, 0.0)) -> np.ndarray:
     """World positions (K, 3) of the point ``offset`` fixed in ``frame`` at configurations qs (K, nq)."""
     f = model.frame(frame)
@@ -463,10 +585,29 @@ def caption_of(result: Result | ClosedLoop, problem: Problem) -> str:
             f"{result.status} ({result.iterations} iterations)")
 
 
+def weight(model: Model) -> float:
+    """The robot's weight m‖g‖, N (m: the mass of its moving bodies)."""
+    return float(np.sum(model.inertia[:, 0]) * np.linalg.norm(model.gravity))
+
+
+def contact_force_scale(problem: Problem) -> float:
+    """Default N per metre of the contact-force arrows: the weight m‖g‖ over h, the height of
+    the centre of mass above the lowest contact frame at x0 (h ≥ 0.1 m), so that the whole
+    weight is an arrow from the ground up to the CoM."""
+    model = problem.model
+    q0 = np.asarray(problem.x0, dtype=float)[None, :model.nq]
+    frames = sorted({c.frame for cs in problem.contacts or () for c in cs})
+    com = CoMPositionResidual(model).point(q0)[0]
+    lowest = min((frame_path(model, q0, f)[0, 2] for f in frames), default=com[2] - 0.1)
+    return weight(model) / max(float(com[2] - lowest), 0.1)
+
+
 def scene_of(result: Result | ClosedLoop, problem: Problem | None = None, fps: float = FPS, frames=(),
-             capsule_radius: float = CAPSULE_RADIUS, path_frame: str | None = None) -> Scene:
+             capsule_radius: float = CAPSULE_RADIUS, path_frame: str | None = None, mu: float = MU,
+             force_scale: float | None = None) -> Scene:
     """Scene of a solved problem or a closed loop: robot, obstacles, collision points,
-    targets, path, floor, animation (and a closed loop's pushes as arrows).
+    targets, path, floor, animation (and a closed loop's pushes as arrows; a problem's
+    contacts, their forces and friction cones, and its centre of mass).
 
     Args:
         result: solver output, its states ``xs`` (N+1, nx) played at node times k·dt; or a
@@ -477,6 +618,9 @@ def scene_of(result: Result | ClosedLoop, problem: Problem | None = None, fps: f
         fps: animation frame rate; frames: names of frames to draw as triads.
         path_frame: frame whose path is drawn (default: the frame the costs and terminal
             constraints name, :func:`optdyn.ocp.task.path_frame`).
+        mu: friction coefficient of the cones drawn at the contacts (> 0).
+        force_scale: N per metre of the contact-force arrows (default:
+            :func:`contact_force_scale`).
     """
     problem = task.problem_of(result, problem)
     model = problem.model
@@ -485,6 +629,10 @@ def scene_of(result: Result | ClosedLoop, problem: Problem | None = None, fps: f
         raise ValueError(f"result: xs has {np.shape(result.xs)[0]} nodes, the problem has N + 1 = {problem.N + 1}")
     if loop and np.shape(result.xs)[1:] != (problem.nx,):
         raise ValueError(f"loop: its states have {np.shape(result.xs)[1:]} entries, the problem's nx = {problem.nx}")
+    contacts = not loop and problem.contacts is not None  # MPC refuses contacts: a closed loop has none
+    _positive(mu, "mu")  # refused even where no cone is drawn
+    if contacts:
+        scale = _positive(contact_force_scale(problem) if force_scale is None else force_scale, "force_scale")
     scene = Scene(model, capsule_radius)
     scene.add_obstacles([(o.center, o.radius, max(o.margin, 0.0)) for o in task.obstacles(problem)])
     scene.add_collision_points(task.collision_points(problem))
@@ -497,6 +645,12 @@ def scene_of(result: Result | ClosedLoop, problem: Problem | None = None, fps: f
     times, qs = resample(result.xs, result.dt if loop else problem.dt, model.nq, fps)
     if model.nq != model.nv:  # a floating base: quaternions interpolated coordinate-wise, renormalised
         qs = np.array([normalize_kernel(model.topology, q) for q in qs])
+    if contacts:
+        scene.add_contacts(problem.dt, world_contact_forces(problem, result.xs, result.us), scale, mu,
+                           cone_height=0.5 * weight(model) / scale,  # the discs stick out of a capsule's end:
+                           marker_radius=max(0.03, 1.5 * capsule_radius))
+        if len(qs) >= 2:
+            scene.add_com(CoMPositionResidual(model).point(qs))
     frame, offset = task.path_frame(problem) if path_frame is None else (path_frame, np.zeros(3))
     if len(qs) >= 2:
         scene.add_path(frame_path(model, qs, frame, offset))
@@ -508,9 +662,10 @@ def scene_of(result: Result | ClosedLoop, problem: Problem | None = None, fps: f
 
 
 def save_html(result: Result | ClosedLoop, path, problem: Problem | None = None, fps: float = FPS, frames=(),
-              path_frame: str | None = None) -> str:
-    """Write a self-contained HTML file replaying the trajectory (or closed loop) offline; returns the path."""
-    scene = scene_of(result, problem, fps, frames, path_frame=path_frame)
+              path_frame: str | None = None, mu: float = MU, force_scale: float | None = None) -> str:
+    """Write a self-contained HTML file replaying the trajectory (or closed loop) offline
+    (:func:`scene_of`); returns the path."""
+    scene = scene_of(result, problem, fps, frames, path_frame=path_frame, mu=mu, force_scale=force_scale)
     html = scene.html(f"optdyn: {scene.caption}", scene.caption)
     with open(path, "w", encoding="utf-8") as f:
         f.write(html)
@@ -581,13 +736,14 @@ def _run_local_server() -> None:
 
 
 def view(result: Result | ClosedLoop, problem: Problem | None = None, open: bool = False, fps: float = FPS,
-         frames=(), path_frame: str | None = None) -> meshcat.Visualizer:
+         frames=(), path_frame: str | None = None, mu: float = MU,
+         force_scale: float | None = None) -> meshcat.Visualizer:
     """Serve the trajectory (or closed loop) on a local meshcat server (127.0.0.1) and print its URL.
 
     Returns the connected visualizer; the server lives until this Python process exits
     (or ``vis.window.server_proc`` is killed). ``open=True`` also opens a browser tab.
     """
-    scene = scene_of(result, problem, fps, frames, path_frame=path_frame)
+    scene = scene_of(result, problem, fps, frames, path_frame=path_frame, mu=mu, force_scale=force_scale)
     vis = serve_local()
     scene.send_to(vis)
     print(f"meshcat viewer: {vis.url()}", flush=True)
