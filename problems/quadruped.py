@@ -71,7 +71,9 @@ def solo12() -> Model:
     rel = "solo_description/robots/solo12.urdf"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the URDF's meshes and dummy inertias
-        return load_urdf(os.path.join(erd.getModelPath(rel), rel), root_joint="free-flyer")
+        robots = erd.getModelPath(rel)  # …/share/example-robot-data/robots: its meshes are
+        share = os.path.dirname(os.path.dirname(robots))  # package://example-robot-data/robots/…
+        return load_urdf(os.path.join(robots, rel), root_joint="free-flyer", package_dirs=share)
 
 
 def make(scenario: str = "trot", cycles: int = 2, step_length: float = 0.15, step_height: float = 0.05,
