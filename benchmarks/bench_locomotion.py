@@ -4,7 +4,7 @@ per iteration of DDP (exact second order), iLQR and IPOPT, and how far apart the
     NUMBA_NUM_THREADS=1 .venv/bin/python benchmarks/bench_locomotion.py [--rounds 3]
 
 Each solver runs with the task's own options (multiple shooting from the standing guess for
-DDP and iLQR) to its default tolerance, at most 500 iterations, after one warm-up solve
+DDP and iLQR) to its default tolerance, at most MAX_ITER = 200 iterations, after one warm-up solve
 (compilation apart). Wall times are the best of ``--rounds`` interleaved solves; the time per
 iteration is the wall time over the iterations (line searches included). "Optimum apart" is
 the largest state difference from DDP's trajectory (tangent space, any knot). Writes the
@@ -27,6 +27,7 @@ import optdyn
 import problems
 
 SOLVERS = ("ddp", "ilqr", "ipopt")
+MAX_ITER = 200
 GAITS = {"trot, 2 cycles": dict(scenario="trot"), "trot, 2 cycles, no friction cone": dict(scenario="trot", mu=None),
          "walk, 2 cycles": dict(scenario="walk"), "jump": dict(scenario="jump")}
 CROCODDYL = Path(__file__).with_name("crocoddyl_trot.json")
@@ -36,12 +37,12 @@ def measure(rounds: int) -> list[list]:
     rows = []
     for label, params in GAITS.items():
         prob = problems.get("quadruped", **params)
-        results = {s: optdyn.solve(prob, solver=s, max_iter=500) for s in SOLVERS}  # warm-up
+        results = {s: optdyn.solve(prob, solver=s, max_iter=MAX_ITER) for s in SOLVERS}  # warm-up
         best = dict.fromkeys(SOLVERS, np.inf)
         for _ in range(rounds):
             for s in SOLVERS:
                 t = time.perf_counter()
-                optdyn.solve(prob, solver=s, max_iter=500)
+                optdyn.solve(prob, solver=s, max_iter=MAX_ITER)
                 best[s] = min(best[s], time.perf_counter() - t)
         ref = results["ddp"].xs
         for s, r in results.items():

@@ -163,7 +163,8 @@ def test_the_jump_flies_on_a_parabola_with_constant_angular_momentum():
 def test_a_problem_with_contacts_starts_by_multiple_shooting_unless_told_otherwise():
     prob = make("jump")
     assert prob.solver_options["ddp"] == {"shooting": "multiple", "regularization": "state_and_controls"}
-    assert prob.solver_options["ilqr"] == {"shooting": "multiple", "cost_hessian": "gauss_newton"}
+    assert prob.solver_options["ilqr"] == {"shooting": "multiple", "regularization": "state_and_controls",
+                                           "cost_hessian": "gauss_newton"}
     contacts = [prob.contacts_at(k) for k in range(prob.N)]
     own = Problem(prob.model, prob.x0, prob.N, prob.dt, contacts=contacts, solver_options={"ddp": {"shooting": "single"}})
     assert own.solver_options["ddp"] == {"shooting": "single", "regularization": "state_and_controls"}

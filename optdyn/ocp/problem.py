@@ -124,10 +124,12 @@ SOLVERS = ("ddp", "ilqr", "ipopt")
 
 
 CONTACT_DEFAULTS = {"ddp": {"shooting": "multiple", "regularization": "state_and_controls"},
-                    "ilqr": {"shooting": "multiple"}}
+                    "ilqr": {"shooting": "multiple", "regularization": "state_and_controls"}}
 """The solver options of a problem with contacts, unless it gives its own: multiple shooting
-(a legged robot's guess is a standing state at every knot, not a rollout) and, for DDP, the
-regularisation that also acts on the torques that only change contact forces."""
+(a legged robot's guess is a standing state at every knot, not a rollout) and the
+regularisation that also acts on the torques that only change contact forces (measured on
+the quadruped's trot with the friction cone: iLQR 86 iterations with it, no convergence in
+228 without)."""
 
 
 def _solver_options(options, contacts: bool) -> dict[str, dict]:
