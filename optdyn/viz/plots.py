@@ -207,6 +207,17 @@ def trajectory_figure(result: Result, problem: Problem | None = None, mu: float 
     return fig
 
 
+def _save(fig, path) -> str:
+    """Write ``fig`` to ``path`` and close it; returns the path."""
+    import matplotlib.pyplot as plt
+
+    try:
+        fig.savefig(path, dpi=100)
+    finally:
+        plt.close(fig)
+    return os.fspath(path)
+
+
 def plot_trajectory(result: Result, path, problem: Problem | None = None, mu: float = 0.7) -> str:
     """Write the figure described in the module docstring to ``path``; returns the path.
 
@@ -214,14 +225,7 @@ def plot_trajectory(result: Result, path, problem: Problem | None = None, mu: fl
     finds: ``result.source``, set by :func:`optdyn.solve`, or the result's problem record);
     ``mu`` the friction coefficient of the margins of a problem with contacts.
     """
-    import matplotlib.pyplot as plt
-
-    fig = trajectory_figure(result, problem, mu)
-    try:
-        fig.savefig(path, dpi=100)
-    finally:
-        plt.close(fig)
-    return os.fspath(path)
+    return _save(trajectory_figure(result, problem, mu), path)
 
 
 def _pushes(ax, loop: ClosedLoop) -> None:
@@ -289,11 +293,4 @@ def plot_closed_loop(loop: ClosedLoop, path, problem: Problem | None = None) -> 
     ``problem`` is the controller's (default: the one :func:`optdyn.ocp.task.problem_of`
     finds: ``loop.source``, set by :func:`optdyn.simulate`, or by the loop's name and params).
     """
-    import matplotlib.pyplot as plt
-
-    fig = closed_loop_figure(loop, problem)
-    try:
-        fig.savefig(path, dpi=100)
-    finally:
-        plt.close(fig)
-    return os.fspath(path)
+    return _save(closed_loop_figure(loop, problem), path)
