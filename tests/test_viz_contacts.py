@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 import umsgpack
 from meshcat import transformations as tf
-from test_contact_phases import FEET, Q0, legged
+from legged_robot import Q_STAND as Q0
+from legged_robot import legged
 from test_viz import last_transform, lowered
 
 import dynamics as dyn
@@ -28,6 +29,7 @@ from optdyn.viz.plots import trajectory_figure
 
 MODEL = legged()
 NQ, NV = MODEL.nq, MODEL.nv
+FEET = [dyn.Contact(f"foot{i}") for i in range(4)]
 # three feet, the fourth lands at k = 2 (an impulse), then only the diagonal pair 0 and 2
 SEQUENCE = [FEET[:3]] * 2 + [FEET] * 2 + [[FEET[0], FEET[2]]] * 2
 DT = 0.05
