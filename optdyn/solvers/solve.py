@@ -22,6 +22,10 @@ from .runtime import check_max_time
 AL_OPTIONS = ("constraint_tol", "rho_init", "rho_factor", "rho_max", "decrease", "max_outer", "inner_tol0",
               "inner_tol_factor")
 DDP_OPTIONS = tuple(f.name for f in fields(Options)) + ("xs_init", "us_init") + AL_OPTIONS
+CHOICES = {"shooting": ("single", "multiple"), "cost_hessian": ("exact", "gauss_newton"),
+           "box": ("always", "after_full_step"), "regularization": ("state", "state_and_controls"),
+           "second_order": ("contracted", "tensor")}
+"""The DDP/iLQR options that take one of a few names (:class:`~optdyn.solvers.ddp.Options`)."""
 
 
 def _warm_start(problem: Problem, init, options: dict) -> None:
@@ -54,17 +58,9 @@ def _check_ddp_options(problem: Problem, options: dict) -> None:
                  "inner_tol0", "inner_tol_factor"):
         if name in options and not (np.isfinite(options[name]) and options[name] > 0):
             raise ValueError(f"{name}: expected a finite number > 0, got {options[name]!r}")
-    if options.get("shooting", "single") not in ("single", "multiple"):
-        raise ValueError(f"shooting: expected 'single' or 'multiple', got {options['shooting']!r}")
-    if options.get("cost_hessian", "exact") not in ("exact", "gauss_newton"):
-        raise ValueError(f"cost_hessian: expected 'exact' or 'gauss_newton', got {options['cost_hessian']!r}")
-    if options.get("box", "always") not in ("always", "after_full_step"):
-        raise ValueError(f"box: expected 'always' or 'after_full_step', got {options['box']!r}")
-    if options.get("regularization", "state") not in ("state", "state_and_controls"):
-        raise ValueError(f"regularization: expected 'state' or 'state_and_controls', "
-                         f"got {options['regularization']!r}")
-    if options.get("second_order", "contracted") not in ("contracted", "tensor"):
-        raise ValueError(f"second_order: expected 'contracted' or 'tensor', got {options['second_order']!r}")
+    for name, choices in CHOICES.items():  # the first choice is the default
+        if options.get(name, choices[0]) not in choices:
+            raise ValueError(f"{name}: expected {' or '.join(map(repr, choices))}, got {options[name]!r}")
     cb = options.get("callback")
     if cb is not None and not callable(cb):
         raise ValueError(f"callback: expected a callable taking a dict, or None, got {cb!r}")
