@@ -42,16 +42,12 @@ def gait(scenario: str, cycles: int, step_knots: int, support_knots: int, dt: fl
             raise ValueError("support_knots: a jump needs stance phases to take off and land (≥ 1)")
         flight = max(1, int(round(np.sqrt(8.0 * step_height / 9.81) / dt)))
         phases = [((), support_knots), (FEET, flight), ((), support_knots)]
-        moving = [False, True, False]
     else:
-        phases, moving = [((), support_knots)], [False]
-        for _ in range(cycles):
-            for swing in SWINGS[scenario]:
-                phases += [(swing, step_knots), ((), support_knots)]
-                moving += [True, False]
+        phases = [((), support_knots)] + [p for _ in range(cycles) for swing in SWINGS[scenario]
+                                          for p in ((swing, step_knots), ((), support_knots))]
     swings = [s for (s, n) in phases for _ in range(n)]
-    steps = sum(n for (_, n), m in zip(phases, moving) if m)
-    progress = np.cumsum([0.0] + [1.0 / steps if m else 0.0 for (_, n), m in zip(phases, moving) for _ in range(n)])
+    moving = np.array([bool(s) for s in swings])  # the body advances while feet swing (or fly)
+    progress = np.r_[0.0, np.cumsum(moving / moving.sum())]
     return swings, list(progress)
 
 
