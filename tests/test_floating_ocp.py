@@ -3,6 +3,7 @@ on the space manipulator, momentum conservation and bad input."""
 import numpy as np
 import pytest
 from agreement import assert_same_optimum
+from momentum import world_momentum
 from numdiff import central
 
 import dynamics as dyn
@@ -159,17 +160,6 @@ def test_ddp_ilqr_and_ipopt_reach_the_same_optimum(solutions):
     assert np.linalg.norm(base[-1, :3] - base[0, :3]) > 1e-3 and abs(base[-1, 6]) < 1.0 - 1e-6
 
 
-def _world_momentum(x):
-    """Spatial momentum (6,) [linear; angular about the world origin] of the whole system:
-    the base rows of the joint-space inertia matrix give it in the base frame (the
-    free-flyer's motion subspace is the identity there), then moved to the world."""
-    q, v = x[:NQ], x[NQ:]
-    h = dyn.crba(MODEL, q)[:6] @ v  # [f; n] about the base origin, base axes
-    R, p = dyn.frame_placement(MODEL, q, "satellite")
-    f, n = R @ h[:3], R @ h[3:]
-    return np.concatenate([f, n + np.cross(p, f)])
-
-
 def test_momentum_is_conserved_along_the_optimum(solutions):
     """No gravity, no external force: the momentum of the re-simulated optimal trajectory
     stays at its initial value (zero, from rest), up to the integration error — which a
@@ -182,8 +172,11 @@ def test_momentum_is_conserved_along_the_optimum(solutions):
     assert np.max(np.abs(fine[::4] - coarse)) < 1e-3
     # the scale: the momentum the arm's motion alone carries (which the base's motion cancels)
     moving = max(np.linalg.norm(dyn.crba(MODEL, x[:NQ])[:6, 6:] @ x[NQ + 6:]) for x in coarse)
-    drift = max(np.linalg.norm(_world_momentum(x) - _world_momentum(coarse[0])) for x in coarse)
-    drift_fine = max(np.linalg.norm(_world_momentum(x) - _world_momentum(fine[0])) for x in fine)
+
+    def momentum(x):
+        return world_momentum(MODEL, x, "satellite")
+    drift = max(np.linalg.norm(momentum(x) - momentum(coarse[0])) for x in coarse)
+    drift_fine = max(np.linalg.norm(momentum(x) - momentum(fine[0])) for x in fine)
     assert moving > 1.0
     assert drift < 1e-5 * moving
     assert drift_fine < drift / 20 or drift_fine < 1e-12 * moving

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from agreement import assert_same_optimum
+from momentum import world_momentum
 
 import dynamics as dyn
 import optdyn
@@ -127,16 +128,6 @@ def test_ddp_through_stance_needs_the_control_regularisation(trot):
     assert not state_only.converged and state_only.cost > 2 * res["ddp"].cost
 
 
-def _free_body(model: dyn.Model, x: np.ndarray, com: np.ndarray) -> np.ndarray:
-    """[m ċ; angular momentum about the CoM] (6,) in the world: the base rows of the joint
-    inertia matrix give the spatial momentum about the base origin in base axes."""
-    nq = model.nq
-    h = dyn.crba(model, x[:nq])[:6] @ x[nq:]
-    R, p = dyn.frame_placement(model, x[:nq], "base_link")
-    f, n = R @ h[:3], R @ h[3:]
-    return np.concatenate([f, n + np.cross(p - com, f)])
-
-
 def test_the_jump_flies_on_a_parabola_with_constant_angular_momentum():
     """No contact in flight: the CoM accelerates with gravity alone and the angular momentum
     about it is constant (to the RK4 error); on the ground neither holds."""
@@ -148,14 +139,14 @@ def test_the_jump_flies_on_a_parabola_with_constant_angular_momentum():
     knots = np.arange(flight[0], flight[-1] + 2)  # the states bounding the flight intervals
     c = CoMPositionResidual(m).evaluate(r.xs, np.zeros((prob.N + 1, prob.nu))).r
     acc = (c[knots[2:]] - 2 * c[knots[1:-1]] + c[knots[:-2]]) / prob.dt ** 2
-    momenta = np.array([_free_body(m, r.xs[k], c[k]) for k in knots])
+    momenta = np.array([world_momentum(m, r.xs[k], "base_link", c[k]) for k in knots])
     mass = sum(m.inertia[:, 0])
     inner = knots[1:-1]  # m ċ against central differences of c inside the flight
     assert np.max(np.abs(momenta[1:-1, :3] - mass * (c[inner + 1] - c[inner - 1]) / (2 * prob.dt))) < 0.01 * mass
     L = momenta[:, 3:]
     tol = 5e-3 * np.abs(L).max()  # the RK4 error: its drift falls with finer steps
     assert np.max(np.abs(L - L[0])) < tol
-    ground = np.array([_free_body(m, r.xs[k], c[k])[3:] for k in range(flight[0] - 3, flight[0])])
+    ground = np.array([world_momentum(m, r.xs[k], "base_link", c[k])[3:] for k in range(flight[0] - 3, flight[0])])
     assert np.max(np.abs(acc - m.gravity)) < 1e-2 * 9.81
     assert np.max(np.abs(np.diff(ground, axis=0))) > 1e2 * tol
 
