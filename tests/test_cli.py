@@ -121,10 +121,12 @@ def test_solve_progress_summary_and_outputs(tmp_path, capsys, solver):
 
 
 def test_solve_not_converged_is_a_failure_but_writes_outputs(tmp_path, capsys):
-    saved = tmp_path / "short.npz"
-    code, out, err = run(capsys, "solve", "ur5-reach", "--param", "N=20", "--max-iter", "1", "--save", str(saved))
+    saved, plot = tmp_path / "short.npz", tmp_path / "short.png"
+    code, out, err = run(capsys, "solve", "ur5-reach", "--param", "N=20", "--max-iter", "1", "--save", str(saved),
+                         "--plot", str(plot))
     assert_one_line_error(code, err, "did not converge")
     assert not load_result(saved).converged
+    assert plot.stat().st_size > 10_000 and f"plot        {plot}" in out
 
 
 def test_info_runs_every_algorithm(capsys):

@@ -246,13 +246,19 @@ def test_a_saved_quadruped_result_reopens_with_its_contacts(tmp_path, capsys):
     assert all(shown[f"/meshcat/contacts/{f}"] == {True, False} for f in feet)
     assert main(["plot", str(tmp_path / "jump.npz"), "--out", str(tmp_path / "jump.png"), "--mu", "0.5"]) == 0
     assert (tmp_path / "jump.png").stat().st_size > 10_000
+    import matplotlib.pyplot as plt
+
     fig = trajectory_figure(optdyn.load_result(tmp_path / "jump.npz"), prob)
     try:
         assert [ax.get_title() for ax in fig.axes[6:10]] == [f"contact {f}" for f in feet]
     finally:
-        import matplotlib.pyplot as plt
-
+        plt.close(fig)
+    # the margins are to the problem's own cone unless told otherwise
+    fig = trajectory_figure(res, problems.get("quadruped", scenario="jump", mu=0.5))
+    try:
+        assert "μ = 0.5;" in fig.axes[10].get_title()
+    finally:
         plt.close(fig)
     capsys.readouterr()
     assert main(["plot", str(tmp_path / "jump.npz"), "--out", str(tmp_path / "bad.png"), "--mu", "-1"]) == 1
-    assert "mu: expected a friction coefficient > 0" in capsys.readouterr().err
+    assert "mu: expected a finite friction coefficient > 0" in capsys.readouterr().err

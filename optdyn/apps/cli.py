@@ -3,10 +3,10 @@
     optdyn info                                   dynamics demo on the UR5, warm timings
     optdyn list                                   problems and their scenarios
     optdyn solve PROBLEM [--scenario S] [--solver ddp|ilqr|ipopt] [--max-iter N] [--max-time S]
-                 [--param KEY=VALUE ...] [--save result.npz] [--html out.html] [--view]
+                 [--param KEY=VALUE ...] [--save result.npz] [--html out.html] [--plot out.png] [--view] [--mu MU]
     optdyn compare PROBLEM [--scenario S] [--solvers ddp,ilqr,ipopt] [--plot out.png]
-    optdyn show result.npz [--html out.html] [--view]      (a closed loop's file too)
-    optdyn plot result.npz --out traj.png        q, v, u with limits, clearance, convergence (or a closed loop's)
+    optdyn show result.npz [--html out.html] [--view] [--mu MU]      (a closed loop's file too)
+    optdyn plot result.npz --out traj.png [--mu MU]   q, v, u with limits, clearance, convergence (or a closed loop's)
     optdyn mpc PROBLEM [--scenario S] [--param KEY=VALUE ...] [--duration S] [--push FRAME:FX,FY,FZ@START+DURATION ...]
                [--solver ilqr|ddp|ipopt] [--iterations N|converge] [--warm-start W]
                [--save loop.npz] [--html out.html] [--plot out.png] [--view]
@@ -258,28 +258,34 @@ def _margins_line(problem, result: Result) -> str:
             f"(interval {g.interval}, step {g.substep}, {g.constraint}; required ≥ 0)")
 
 
+def _plot(result: Result | ClosedLoop, path: str, problem, mu: float | None) -> None:
+    """The figure of a result (friction-cone margins with ``mu``) or of a closed loop, to ``path``."""
+    from ..viz.plots import plot_closed_loop, plot_trajectory
+
+    if isinstance(result, ClosedLoop):
+        plot_closed_loop(result, path, problem)
+    else:
+        plot_trajectory(result, path, problem, mu=mu)
+    print(f"plot        {path}")
+
+
 def _outputs(result: Result | ClosedLoop, problem, args: argparse.Namespace) -> None:
     """Write --save/--plot/--html and serve --view as asked, for a result or a closed loop."""
     loop = isinstance(result, ClosedLoop)
     if getattr(args, "save", None):
         (save_closed_loop if loop else save_result)(result, args.save)
         print(f"saved       {args.save}")
+    mu = getattr(args, "mu", None)  # not an option of mpc: a closed loop has no contacts
     if getattr(args, "plot", None):
-        from ..viz.plots import plot_closed_loop, plot_trajectory
-
-        if loop:
-            plot_closed_loop(result, args.plot, problem)
-        else:
-            plot_trajectory(result, args.plot, problem, mu=args.mu)
-        print(f"plot        {args.plot}")
+        _plot(result, args.plot, problem, mu)
     if args.html or args.view:
         from .. import viz
 
         if args.html:
-            viz.save_html(result, args.html, problem, path_frame=args.path_frame, mu=args.mu)
+            viz.save_html(result, args.html, problem, path_frame=args.path_frame, mu=mu)
             print(f"html        {args.html}")
         if args.view:
-            viz.view(result, problem, path_frame=args.path_frame, mu=args.mu)
+            viz.view(result, problem, path_frame=args.path_frame, mu=mu)
             try:  # Ctrl-C is the normal end of serving (exit 0), even right after this line
                 print("serving until Ctrl-C", flush=True)
                 while True:
@@ -373,13 +379,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
         problem = problem_of(result, make=_registered)
     except ValueError as e:
         raise CommandError(f"{args.file}: {str(e).removeprefix('problem: ')}") from None
-    from ..viz.plots import plot_closed_loop, plot_trajectory
-
-    if isinstance(result, ClosedLoop):
-        plot_closed_loop(result, args.out, problem)
-    else:
-        plot_trajectory(result, args.out, problem, mu=args.mu)
-    print(f"plot        {args.out}")
+    _plot(result, args.out, problem, args.mu)
     return 0
 
 
@@ -616,11 +616,11 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--view", action="store_true", help="serve the trajectory in meshcat on 127.0.0.1")
         p.add_argument("--path-frame", metavar="FRAME", help="frame whose path --html/--view draw (default: the "
                                                              "frame the costs and terminal constraints name)")
-        mu_arg(p)
 
     def mu_arg(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--mu", type=float, default=0.7, help="friction coefficient of the friction cones drawn and "
-                                                             "the cone margins plotted for a problem with contacts")
+        p.add_argument("--mu", type=float, help="friction coefficient of the friction cones drawn and the cone "
+                                                "margins plotted for a problem with contacts (default: the "
+                                                "problem's friction-cone constraints' or costs', else 0.7)")
 
     def limits(p: argparse.ArgumentParser, what: str) -> None:
         p.add_argument("--max-iter", type=int, help=f"iteration limit of {what} (default: the solver's, 500)")
@@ -636,7 +636,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="wall-clock limit of the solve (status time_limit, last iterate kept; default: none)")
     solve.add_argument("--save", help="write the result to this .npz file (default: not saved)")
     solve.add_argument("--quiet", action="store_true", help="no iteration log, only the summary")
+    solve.add_argument("--plot", help="write the trajectory's figure (q, v, u, clearance, convergence; with "
+                                      "contacts the forces and cone margins per foot) to this PNG file (default: none)")
     output_args(solve)
+    mu_arg(solve)
 
     compare = command("compare", "compare DDP and iLQR (and IPOPT) on a problem", cmd_compare)
     problem_args(compare)
@@ -648,6 +651,7 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("file", help="result .npz written by `optdyn solve --save` or optdyn.save_result, or closed "
                                    "loop by `optdyn mpc --save` or optdyn.save_closed_loop")
     output_args(show)
+    mu_arg(show)
 
     plot = command("plot", "plot a saved result: joint positions, velocities and torques with their limits, "
                            "clearance, convergence (a closed loop: tracking error, torques, solve times)", cmd_plot)

@@ -25,6 +25,7 @@ import dynamics as dyn
 
 from ..ocp import contact_phases
 from ..ocp.constraints import StateEquality
+from ..ocp.contact_residuals import MU, check_friction, tangent_basis
 from ..ocp.problem import Problem, _array
 from ..ocp.residuals import (CoMPositionResidual, FrameOrientationResidual, FramePlacementResidual,
                              FramePositionResidual, FrameVelocityResidual)
@@ -201,7 +202,8 @@ def world_contact_forces(prob: Problem, xs, us) -> dict[str, np.ndarray]:
     return out
 
 
-def friction_margins(forces: dict[str, np.ndarray], mu: float = 0.7, normal=(0.0, 0.0, 1.0)) -> dict[str, np.ndarray]:
+def friction_margins(forces: dict[str, np.ndarray], mu: float = MU,
+                     normal=(0.0, 0.0, 1.0)) -> dict[str, np.ndarray]:
     """μ f_n − ‖f_t‖ at every knot, per contact: {frame: (N,)}, ≥ 0 inside the friction cone
     of half-angle atan μ (Coulomb), NaN where not in contact.
 
@@ -211,12 +213,7 @@ def friction_margins(forces: dict[str, np.ndarray], mu: float = 0.7, normal=(0.0
         normal: the ground's normal (3,) in world axes (default: flat ground, +z); f_n = f·n
             and f_t = f − f_n n.
     """
-    if not (isinstance(mu, (int, float, np.floating, np.integer)) and np.isfinite(mu) and mu > 0):
-        raise ValueError(f"mu: expected a friction coefficient > 0, got {mu!r}")
-    n = np.asarray(normal, dtype=float)
-    if n.shape != (3,) or not np.all(np.isfinite(n)) or not np.linalg.norm(n) > 0:
-        raise ValueError(f"normal: expected 3 finite numbers, not all zero, got {normal!r}")
-    n = n / np.linalg.norm(n)
+    mu, n = check_friction(mu), tangent_basis(normal)[2]
     out = {}
     for frame, f in forces.items():
         f = np.asarray(f, dtype=float)

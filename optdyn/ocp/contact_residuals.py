@@ -222,7 +222,7 @@ class ContactForceResidual(_ContactForceFunction):
         return f - ref, np.eye(self.dim)
 
 
-def _tangent_basis(normal, name: str = "normal") -> np.ndarray:
+def tangent_basis(normal, name: str = "normal") -> np.ndarray:
     """(3, 3): rows t₁, t₂, n — an orthonormal basis completing the unit ``normal``."""
     n = references(normal, (3,), name)
     if n.ndim != 1 or not np.linalg.norm(n) > 1e-12:
@@ -234,7 +234,12 @@ def _tangent_basis(normal, name: str = "normal") -> np.ndarray:
     return np.stack([t1, np.cross(n, t1), n])
 
 
-def _friction(mu) -> float:
+MU = 0.7
+"""The default friction coefficient (rubber feet on a floor)."""
+
+
+def check_friction(mu) -> float:
+    """``mu`` as a float if it is a finite friction coefficient > 0; ValueError naming mu."""
     if isinstance(mu, bool) or not isinstance(mu, (int, float, np.integer, np.floating)) or not (
             np.isfinite(mu) and mu > 0):
         raise ValueError(f"mu: expected a finite friction coefficient > 0, got {mu!r}")
@@ -247,10 +252,10 @@ def friction_pyramid(mu: float, facets: int = 4, normal=(0.0, 0.0, 1.0)) -> np.n
     directions d_i = cos(2πi/F) t₁ + sin(2πi/F) t₂ of the tangent plane (the polygon
     inscribed in the cone's circle, as Crocoddyl's FrictionCone with inner_appr), then the
     unilateral row −nᵀf."""
-    mu = _friction(mu)
+    mu = check_friction(mu)
     if isinstance(facets, bool) or not isinstance(facets, (int, np.integer)) or facets < 3:
         raise ValueError(f"facets: expected an integer ≥ 3, got {facets!r}")
-    t1, t2, n = _tangent_basis(normal)
+    t1, t2, n = tangent_basis(normal)
     theta = 2.0 * np.pi * np.arange(facets) / facets
     d = np.cos(theta)[:, None] * t1 + np.sin(theta)[:, None] * t2
     return np.vstack([d - mu * np.cos(np.pi / facets) * n, -n])
@@ -265,11 +270,11 @@ class FrictionConeResidual(_ContactForceFunction):
     A constraint ``ResidualConstraint(r, upper=0)``, or a cost under ``QuadraticBarrier``.
     Crocoddyl's ResidualModelContactFrictionCone (Mastalli et al., ICRA 2020)."""
 
-    def __init__(self, model: Model, contacts: Sequence[Sequence[Contact]], frame: str, mu: float = 0.7,
+    def __init__(self, model: Model, contacts: Sequence[Sequence[Contact]], frame: str, mu: float = MU,
                  facets: int = 4, normal=(0.0, 0.0, 1.0), actuated=None) -> None:
         A = friction_pyramid(mu, facets, normal)
         super().__init__(model, contacts, frame, actuated, A.shape[0])
-        self.mu, self.facets, self.normal = float(mu), int(facets), _tangent_basis(normal)[2]
+        self.mu, self.facets, self.normal = float(mu), int(facets), tangent_basis(normal)[2]
         self.A = np.hstack([A, np.zeros((A.shape[0], self.dim - 3))])
 
     def _outer(self, f, k):
@@ -285,14 +290,14 @@ class SmoothFrictionConeResidual(_ContactForceFunction):
 
     φ_f = μ nᵀ − f_tᵀ/s, ∇²φ = −(T − f_t f_tᵀ/s²)/s with s = √(‖f_t‖² + ε²), T = I − nnᵀ."""
 
-    def __init__(self, model: Model, contacts: Sequence[Sequence[Contact]], frame: str, mu: float = 0.7,
+    def __init__(self, model: Model, contacts: Sequence[Sequence[Contact]], frame: str, mu: float = MU,
                  normal=(0.0, 0.0, 1.0), eps: float = 1e-3, actuated=None) -> None:
-        mu = _friction(mu)
+        mu = check_friction(mu)
         if isinstance(eps, bool) or not isinstance(eps, (int, float, np.integer, np.floating)) or not (
                 np.isfinite(eps) and eps > 0):
             raise ValueError(f"eps: expected a finite smoothing force > 0, got {eps!r}")
         super().__init__(model, contacts, frame, actuated, 1)
-        self.mu, self.eps, self.normal = mu, float(eps), _tangent_basis(normal)[2]
+        self.mu, self.eps, self.normal = mu, float(eps), tangent_basis(normal)[2]
         self.T = np.zeros((self.dim, self.dim))
         self.T[:3, :3] = np.eye(3) - np.outer(self.normal, self.normal)
         self.n = np.r_[self.normal, np.zeros(self.dim - 3)]

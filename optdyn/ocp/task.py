@@ -38,6 +38,7 @@ import numpy as np
 from dynamics.urdf import load_urdf
 
 from .constraints import FramePositionEquality, SphereClearance, StateEquality
+from .contact_residuals import MU, FrictionConeResidual, SmoothFrictionConeResidual
 from .costs import Cost, Sum
 from .problem import Problem
 from .residual_costs import ControlCost, FramePositionCost, ObstacleCost, StateCost
@@ -112,6 +113,16 @@ def collision_points(problem: Problem) -> list[tuple[str, np.ndarray]]:
         for name, offset in zip(c.points.names, c.points.offsets):
             found.setdefault((name, *np.round(offset, 12)), (name, offset.copy()))
     return list(found.values())
+
+
+def friction_coefficient(problem: Problem) -> float:
+    """The friction coefficient μ of the problem's friction-cone terms (the first one's: its
+    constraints, then its running cost), the default :data:`~optdyn.ocp.contact_residuals.MU`
+    if it has none: the cone that the viewer draws and the plot measures margins to."""
+    _require_problem(problem)
+    terms = [*problem.stage_constraints, *problem.path_constraints, *cost_terms(problem.running_cost)]
+    cones = [r for t in terms for r in t.residuals() if isinstance(r, (FrictionConeResidual, SmoothFrictionConeResidual))]
+    return cones[0].mu if cones else MU
 
 
 def frame_targets(problem: Problem) -> list[FrameTarget]:

@@ -27,6 +27,7 @@ line: a real-time loop must stay below it); the pushes are shaded on every panel
 """
 from __future__ import annotations
 
+import math
 import os
 
 import numpy as np
@@ -35,16 +36,17 @@ from ..apps.clearance import clearances
 from ..apps.compare import iterates
 from ..apps.report import friction_margins, tracking_errors, world_contact_forces
 from ..apps.simulate import ClosedLoop
+from ..ocp.contact_residuals import check_friction
 from ..ocp.problem import Problem
+from ..ocp.task import clearance_constraints, friction_coefficient, problem_of
 from ..solvers.result import Result
-from ..ocp.task import clearance_constraints, problem_of
 
 
 def _limits(ax, times, values: np.ndarray, lower: np.ndarray, upper: np.ndarray, step: bool = False) -> None:
     """One line per column of ``values`` with its finite limits dashed in the same colour."""
     for j in range(values.shape[1]):
         if step:
-            line, = ax.step(times, np.append(values[:, j], values[-1, j]), where="post", lw=1.2, label=f"{j}")
+            line, = ax.step(times, _held(values[:, j]), where="post", lw=1.2, label=f"{j}")
         else:
             line, = ax.plot(times, values[:, j], lw=1.2, label=f"{j}")
         for bound in (lower[j], upper[j]):
@@ -148,9 +150,9 @@ def _held(values: np.ndarray) -> np.ndarray:
     return np.append(values, values[-1])
 
 
-def _contact_panels(axes, result: Result, problem: Problem, mu: float) -> None:
-    """One force panel per contact frame (axes[:-1]) and the friction margins (axes[-1])."""
-    forces = world_contact_forces(problem, result.xs, result.us)
+def _contact_panels(axes, forces: dict[str, np.ndarray], problem: Problem, mu: float) -> None:
+    """One force panel per contact frame of the world ``forces`` (axes[:-1]) and the friction
+    margins (axes[-1])."""
     margins = friction_margins(forces, mu)
     t = problem.dt * np.arange(problem.N + 1)
     for ax, (frame, f) in zip(axes, forces.items()):
@@ -173,11 +175,12 @@ def _contact_panels(axes, result: Result, problem: Problem, mu: float) -> None:
         ax.grid(True, alpha=0.3)
 
 
-def trajectory_figure(result: Result, problem: Problem | None = None, mu: float = 0.7):
+def trajectory_figure(result: Result, problem: Problem | None = None, mu: float | None = None):
     """The matplotlib figure of :func:`plot_trajectory` (axes[0, :] q, v, u; axes[1, 0]
     clearance; axes[1, 1:] convergence; with contacts, rows after those: one force panel per
-    contact frame, then the friction-cone margins with friction coefficient ``mu``), for
-    further editing; close it when done. ``fig.axes`` lists the panels in that order."""
+    contact frame, then the friction-cone margins with friction coefficient ``mu``, by default
+    the problem's own: :func:`~optdyn.ocp.task.friction_coefficient`), for further editing;
+    close it when done. ``fig.axes`` lists the panels in that order."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -187,19 +190,17 @@ def trajectory_figure(result: Result, problem: Problem | None = None, mu: float 
     if np.shape(result.xs) != (problem.N + 1, problem.nx) or np.shape(result.us) != (problem.N, problem.nu):
         raise ValueError(f"result: xs {np.shape(result.xs)}, us {np.shape(result.us)} do not fit the problem "
                          f"({problem.N + 1}, {problem.nx}), ({problem.N}, {problem.nu})")
-    frames = sorted({c.frame for cs in problem.contacts or () for c in cs})
-    if (isinstance(mu, bool) or not isinstance(mu, (int, float, np.integer, np.floating))
-            or not (np.isfinite(mu) and mu > 0)):  # refused even where no margin is plotted
-        raise ValueError(f"mu: expected a friction coefficient > 0, got {mu!r}")
-    extra = -(-(len(frames) + 1) // 3) if frames else 0  # rows of contact panels, three per row
+    mu = friction_coefficient(problem) if mu is None else check_friction(mu)  # refused even without contacts
+    forces = world_contact_forces(problem, result.xs, result.us)  # {} without contacts
+    extra = math.ceil((len(forces) + 1) / 3) if forces else 0  # rows of contact panels, three per row
     fig, axes = plt.subplots(2 + extra, 3, figsize=(15, 4 * (2 + extra)), squeeze=False)
     _trajectory_panels(axes[0], result, problem)
     _clearance_panel(axes[1, 0], result, problem)
     _history_panels(axes[1, 1:], result)
-    if frames:
+    if forces:
         panels = axes[2:].ravel()
-        _contact_panels(panels[:len(frames) + 1], result, problem, mu)
-        for ax in panels[len(frames) + 1:]:
+        _contact_panels(panels[:len(forces) + 1], forces, problem, mu)
+        for ax in panels[len(forces) + 1:]:
             fig.delaxes(ax)
     fig.suptitle(f"{result.problem or problem.name}: {result.solver or 'trajectory'}, cost {result.cost:.6g}, "
                  f"{result.status}")
@@ -218,12 +219,13 @@ def _save(fig, path) -> str:
     return os.fspath(path)
 
 
-def plot_trajectory(result: Result, path, problem: Problem | None = None, mu: float = 0.7) -> str:
+def plot_trajectory(result: Result, path, problem: Problem | None = None, mu: float | None = None) -> str:
     """Write the figure described in the module docstring to ``path``; returns the path.
 
     ``problem`` is the problem solved (default: the one :func:`optdyn.ocp.task.problem_of`
     finds: ``result.source``, set by :func:`optdyn.solve`, or the result's problem record);
-    ``mu`` the friction coefficient of the margins of a problem with contacts.
+    ``mu`` the friction coefficient of the margins of a problem with contacts (default: the
+    problem's own).
     """
     return _save(trajectory_figure(result, problem, mu), path)
 
@@ -269,7 +271,7 @@ def closed_loop_figure(loop: ClosedLoop, problem: Problem | None = None):
     ax = axes[1, 1]
     ms = 1e3 * np.asarray(loop.solve_time, dtype=float)
     if ms.size:
-        ax.step(t, np.append(ms, ms[-1]), where="post", lw=1.2, label="solve time of the step")
+        ax.step(t, _held(ms), where="post", lw=1.2, label="solve time of the step")
     ax.axhline(1e3 * loop.dt, color="tab:red", ls="--", lw=1.0, label=f"control period {1e3 * loop.dt:g} ms")
     ax.set_yscale("log")  # the first solve (to convergence, maybe compiling) dwarfs the others
     ax.set_ylabel("solve time [ms]")

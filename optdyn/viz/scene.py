@@ -62,12 +62,14 @@ from meshcat.animation import Animation
 from scipy.interpolate import CubicHermiteSpline
 
 from dynamics.joints import neutral, normalize_kernel
-from dynamics.kinematics import forward_kinematics, kinematics_work
+from dynamics.kinematics import forward_kinematics, frame_placement, kinematics_work
 from dynamics.model import Geometry, Model
 
 from ..apps.report import world_contact_forces
 from ..apps.simulate import ClosedLoop
 from ..ocp import task
+from ..ocp.activations import positive
+from ..ocp.contact_residuals import MU, check_friction
 from ..ocp.problem import Problem
 from ..ocp.residuals import CoMPositionResidual
 from ..solvers.result import Result
@@ -88,7 +90,6 @@ STANCE_RGBA = (0.15, 0.3, 0.9, 1.0)  # stance markers: blue discs
 CONE_RGBA = (0.15, 0.3, 0.9, 0.18)  # friction cones: faint blue
 FORCE_RGBA = (0.1, 0.8, 0.3, 1.0)  # contact forces: green arrows
 COM_RGBA = (0.55, 0.2, 0.75, 1.0)  # centre of mass: purple path and ball
-MU = 0.7  # friction coefficient of the cones drawn
 ARROW_RADIUS = 0.012  # shaft radius of the arrows, m (the head's base: 2.5 times that)
 PUSH_SCALE = 0.01  # arrow length per newton, m (clipped to PUSH_LENGTH)
 PUSH_LENGTH = (0.1, 0.5)  # shortest and longest arrow, m
@@ -367,7 +368,7 @@ class Scene:
         self._forces.append((path, frame, f, float(start), float(start) + float(duration)))
 
     def add_contacts(self, dt: float, forces: dict[str, np.ndarray], force_scale: float, mu: float = MU,
-                     cone_height: float = 0.1, marker_radius: float = 0.03) -> None:
+                     cone_height: float | None = None, marker_radius: float | None = None) -> None:
         """Stance markers, contact forces and friction cones of the feet, for :meth:`animate`.
 
         Args:
@@ -380,16 +381,20 @@ class Scene:
                 from the foot along f.
             mu: friction coefficient: the cones have half-angle atan μ about the world z axis
                 (flat ground), apex on the foot.
-            cone_height: height of the cones, m; marker_radius: radius of the stance discs, m.
+            cone_height: height of the cones, m (default: half the robot's weight at the scale);
+            marker_radius: radius of the stance discs, m (default: 3 cm, and 1.5 capsule radii
+                so that a disc sticks out of a capsule's end).
 
         Scene nodes ``contacts/<frame>`` (moved with the frame's origin, visible while the frame
         is in contact) holding ``stance`` (a flat blue disc), ``cone`` (a faint blue cone) and
         ``force`` (a green arrow of unit length along the node's y axis, scaled along y by
         ‖f‖/force_scale and turned along f).
         """
-        for name, value in (("dt", dt), ("force_scale", force_scale), ("mu", mu), ("cone_height", cone_height),
-                            ("marker_radius", marker_radius)):
-            _positive(value, name)
+        dt, force_scale, mu = positive(dt, "dt"), positive(force_scale, "force_scale"), check_friction(mu)
+        cone_height = 0.5 * weight(self.model) / force_scale if cone_height is None else positive(cone_height,
+                                                                                                 "cone_height")
+        marker_radius = (max(0.03, 1.5 * self.capsule_radius) if marker_radius is None
+                         else positive(marker_radius, "marker_radius"))
         checked = {}
         for frame, f in forces.items():
             self.model.frame(frame)  # ValueError naming an unknown frame
@@ -484,14 +489,6 @@ class Scene:
         """Replay the recorded commands into a live meshcat visualizer."""
         for command in self.commands:
             vis.window.send(command)
-
-
-def _positive(value, name: str) -> float:
-    """``value`` as a float; ValueError naming ``name`` unless it is a finite number > 0."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
-            or not (np.isfinite(value) and value > 0):
-        raise ValueError(f"{name}: expected a finite number > 0, got {value!r}")
-    return float(value)
 
 
 def _escape(text: str) -> str:
@@ -595,15 +592,15 @@ def contact_force_scale(problem: Problem) -> float:
     the centre of mass above the lowest contact frame at x0 (h ≥ 0.1 m), so that the whole
     weight is an arrow from the ground up to the CoM."""
     model = problem.model
-    q0 = np.asarray(problem.x0, dtype=float)[None, :model.nq]
-    frames = sorted({c.frame for cs in problem.contacts or () for c in cs})
-    com = CoMPositionResidual(model).point(q0)[0]
-    lowest = min((frame_path(model, q0, f)[0, 2] for f in frames), default=com[2] - 0.1)
+    q0 = np.asarray(problem.x0, dtype=float)[:model.nq]
+    frames = {c.frame for cs in problem.contacts or () for c in cs}
+    com = CoMPositionResidual(model).point(q0[None])[0]
+    lowest = min((frame_placement(model, q0, f)[1][2] for f in frames), default=com[2] - 0.1)
     return weight(model) / max(float(com[2] - lowest), 0.1)
 
 
 def scene_of(result: Result | ClosedLoop, problem: Problem | None = None, fps: float = FPS, frames=(),
-             capsule_radius: float = CAPSULE_RADIUS, path_frame: str | None = None, mu: float = MU,
+             capsule_radius: float = CAPSULE_RADIUS, path_frame: str | None = None, mu: float | None = None,
              force_scale: float | None = None) -> Scene:
     """Scene of a solved problem or a closed loop: robot, obstacles, collision points,
     targets, path, floor, animation (and a closed loop's pushes as arrows; a problem's
@@ -618,7 +615,8 @@ def scene_of(result: Result | ClosedLoop, problem: Problem | None = None, fps: f
         fps: animation frame rate; frames: names of frames to draw as triads.
         path_frame: frame whose path is drawn (default: the frame the costs and terminal
             constraints name, :func:`optdyn.ocp.task.path_frame`).
-        mu: friction coefficient of the cones drawn at the contacts (> 0).
+        mu: friction coefficient of the cones drawn at the contacts (> 0; default: the
+            problem's own, :func:`optdyn.ocp.task.friction_coefficient`).
         force_scale: N per metre of the contact-force arrows (default:
             :func:`contact_force_scale`).
     """
@@ -630,9 +628,7 @@ def scene_of(result: Result | ClosedLoop, problem: Problem | None = None, fps: f
     if loop and np.shape(result.xs)[1:] != (problem.nx,):
         raise ValueError(f"loop: its states have {np.shape(result.xs)[1:]} entries, the problem's nx = {problem.nx}")
     contacts = not loop and problem.contacts is not None  # MPC refuses contacts: a closed loop has none
-    _positive(mu, "mu")  # refused even where no cone is drawn
-    if contacts:
-        scale = _positive(contact_force_scale(problem) if force_scale is None else force_scale, "force_scale")
+    mu = task.friction_coefficient(problem) if mu is None else check_friction(mu)  # refused even without cones
     scene = Scene(model, capsule_radius)
     scene.add_obstacles([(o.center, o.radius, max(o.margin, 0.0)) for o in task.obstacles(problem)])
     scene.add_collision_points(task.collision_points(problem))
@@ -646,9 +642,8 @@ def scene_of(result: Result | ClosedLoop, problem: Problem | None = None, fps: f
     if model.nq != model.nv:  # a floating base: quaternions interpolated coordinate-wise, renormalised
         qs = np.array([normalize_kernel(model.topology, q) for q in qs])
     if contacts:
-        scene.add_contacts(problem.dt, world_contact_forces(problem, result.xs, result.us), scale, mu,
-                           cone_height=0.5 * weight(model) / scale,  # the discs stick out of a capsule's end:
-                           marker_radius=max(0.03, 1.5 * capsule_radius))
+        scale = contact_force_scale(problem) if force_scale is None else force_scale
+        scene.add_contacts(problem.dt, world_contact_forces(problem, result.xs, result.us), scale, mu)
         if len(qs) >= 2:
             scene.add_com(CoMPositionResidual(model).point(qs))
     frame, offset = task.path_frame(problem) if path_frame is None else (path_frame, np.zeros(3))
@@ -662,7 +657,7 @@ def scene_of(result: Result | ClosedLoop, problem: Problem | None = None, fps: f
 
 
 def save_html(result: Result | ClosedLoop, path, problem: Problem | None = None, fps: float = FPS, frames=(),
-              path_frame: str | None = None, mu: float = MU, force_scale: float | None = None) -> str:
+              path_frame: str | None = None, mu: float | None = None, force_scale: float | None = None) -> str:
     """Write a self-contained HTML file replaying the trajectory (or closed loop) offline
     (:func:`scene_of`); returns the path."""
     scene = scene_of(result, problem, fps, frames, path_frame=path_frame, mu=mu, force_scale=force_scale)
@@ -736,7 +731,7 @@ def _run_local_server() -> None:
 
 
 def view(result: Result | ClosedLoop, problem: Problem | None = None, open: bool = False, fps: float = FPS,
-         frames=(), path_frame: str | None = None, mu: float = MU,
+         frames=(), path_frame: str | None = None, mu: float | None = None,
          force_scale: float | None = None) -> meshcat.Visualizer:
     """Serve the trajectory (or closed loop) on a local meshcat server (127.0.0.1) and print its URL.
 
