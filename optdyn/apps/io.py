@@ -74,6 +74,13 @@ def _is_numeric_array(x) -> bool:
     return isinstance(x, np.ndarray) and x.dtype.kind in "biuf"
 
 
+def _problem_record(problem: Problem | None, extra: dict) -> dict | None:
+    """The problem record to store: the one already in ``extra``, else that of ``problem``."""
+    if "problem_record" in extra:
+        return extra["problem_record"]
+    return record(problem) if isinstance(problem, Problem) else None
+
+
 def save_result(result: Result, path) -> None:
     """Write ``result`` to ``path`` (an ``.npz`` archive, written as named; no pickles)."""
     if not isinstance(result, Result):
@@ -85,10 +92,9 @@ def save_result(result: Result, path) -> None:
         arrays[f"history/{name}"] = np.asarray(values)
     extra, extra_arrays = {}, []
     items = dict(result.extra)
-    if isinstance(result.source, Problem) and "problem_record" not in items:
-        problem_record = record(result.source)
-        if problem_record is not None:
-            items["problem_record"] = problem_record
+    problem_record = _problem_record(result.source, items)
+    if problem_record is not None:
+        items["problem_record"] = problem_record
     for name, value in items.items():
         if _is_numeric_array(value):
             arrays[f"extra/{name}"] = value
@@ -190,13 +196,6 @@ def load_result(path) -> Result:
 
 
 # ------------------------------------------------------------------------ closed loops
-
-def _problem_record(problem: Problem | None, extra: dict) -> dict | None:
-    """The problem record to store: the one already in ``extra``, else that of ``problem``."""
-    if "problem_record" in extra:
-        return extra["problem_record"]
-    return record(problem) if isinstance(problem, Problem) else None
-
 
 def save_closed_loop(loop: ClosedLoop, path) -> None:
     """Write the closed loop ``loop`` (:func:`optdyn.simulate`) to ``path``, an ``.npz``

@@ -26,6 +26,7 @@ import dynamics as dyn
 from ..ocp import contact_phases
 from ..ocp.constraints import StateEquality
 from ..ocp.contact_residuals import MU, check_friction, tangent_basis
+from ..ocp.costs import PointSet
 from ..ocp.problem import Problem, _array
 from ..ocp.residuals import (CoMPositionResidual, FrameOrientationResidual, FramePlacementResidual,
                              FramePositionResidual, FrameVelocityResidual)
@@ -138,12 +139,12 @@ def tracking_errors(problem: Problem, xs) -> dict[str, np.ndarray]:
     xs = np.asarray(xs, dtype=float)
     if xs.ndim != 2 or xs.shape[1] != problem.nx:
         raise ValueError(f"xs: expected states of shape (K, {problem.nx}), got shape {xs.shape}")
-    model, out = problem.model, {}
-    for t in frame_targets(problem):
-        points = np.array([R @ t.offset + p for R, p in (dyn.frame_placement(model, x[: model.nq], t.frame)
-                                                         for x in xs)]).reshape(-1, 3)
-        where = ", ".join(f"{v:g}" for v in t.target)
-        out[f"{t.frame} to ({where}) [m]"] = np.linalg.norm(points - t.target, axis=1)
+    model, out, targets = problem.model, {}, frame_targets(problem)
+    if targets:
+        points = PointSet(model, [(t.frame, t.offset) for t in targets]).positions(xs[:, :model.nq])  # (K, P, 3)
+        for t, p in zip(targets, points.transpose(1, 0, 2)):
+            where = ", ".join(f"{v:g}" for v in t.target)
+            out[f"{t.frame} to ({where}) [m]"] = np.linalg.norm(p - t.target, axis=1)
     goals = [c for c in problem.terminal_constraints if isinstance(c, StateEquality)]
     for k, c in enumerate(goals):
         out["state to the goal" + (f" {k}" if len(goals) > 1 else "") + " [‖x − x*‖]"] = np.linalg.norm(
