@@ -55,7 +55,7 @@ from dynamics._checks import check_frame
 from dynamics.contact import Contact
 from dynamics.model import Model
 
-from .contact_phases import check_contact_sequence, phase_sequence
+from .contact_phases import check_contact_sequence, knot_contact_forces, phase_sequence
 from .problem import actuated_dofs
 from .residuals import Hessians, Residual, Terms, at_knots, references
 
@@ -67,12 +67,13 @@ class _ContactForceFunction(Residual):
 
     depends_on_u = True
 
-    def __init__(self, model: Model, contacts: Sequence[Sequence[Contact]], frame: str, actuated, size: int) -> None:
+    def __init__(self, model: Model, contacts: Sequence[Sequence[Contact]], frame: str, actuated,
+                 size: int | None = None) -> None:
         if not isinstance(model, Model):
             raise ValueError(f"model: expected a dynamics.Model, got {type(model).__name__}")
         if isinstance(contacts, (str, Contact)) or not isinstance(contacts, Sequence) or not contacts:
             raise ValueError("contacts: expected one list of dynamics.Contact per interval (the problem's "
-                             f"contact sequence), got {contacts!r}")
+                             f"contact sequence), got {contacts!r}")  # its length is the number of knots
         self.contacts = check_contact_sequence(model, contacts, len(contacts))
         check_frame(model, frame)
         kinds = {c.kind for cs in self.contacts for c in cs if c.frame == frame}
@@ -84,7 +85,7 @@ class _ContactForceFunction(Residual):
         self.impulses = phase_sequence(model, self.contacts)[3]
         self.actuated = actuated_dofs(model, actuated)
         self.dim = 6 if kinds == {"6d"} else 3
-        self.size, self.ndx, self.nu = size, 2 * model.nv, self.actuated.size
+        self.size, self.ndx, self.nu = self.dim if size is None else size, 2 * model.nv, self.actuated.size
 
     @property
     def N(self) -> int:
@@ -142,9 +143,9 @@ class _ContactForceFunction(Residual):
     def value(self, xs, us):
         self._check_knots(xs)
         r = np.zeros((xs.shape[0], self.size))
+        lams = knot_contact_forces(self.model, self.contacts, self.impulses, self.actuated, xs, us)
         for k, cs, row in self._in_contact():
-            lam = dyn.contact_dynamics(self.model, *self._start(xs[k], us[k], k, cs), cs)[1]
-            r[k] = self._outer(lam[row:row + self.dim], k)[0]
+            r[k] = self._outer(lams[k][row:row + self.dim], k)[0]
         return r
 
     def evaluate(self, xs, us):
@@ -209,17 +210,12 @@ class ContactForceResidual(_ContactForceFunction):
 
     def __init__(self, model: Model, contacts: Sequence[Sequence[Contact]], frame: str, reference=0.0,
                  actuated=None) -> None:
-        super().__init__(model, contacts, frame, actuated, 0)
-        self.size = self.dim  # known once the sequence is read: 3 or 6
+        super().__init__(model, contacts, frame, actuated)
         self.reference = references(np.full(self.dim, reference) if np.ndim(reference) == 0 else reference, (self.dim,))
-        at_knots(self.reference, self.N, 1)
-
-    def _reference(self):
-        return self.reference, 1
+        self._at_knots = at_knots(self.reference, self.N, 1)  # (N, dim)
 
     def _outer(self, f, k):
-        ref = self.reference if self.reference.ndim == 1 else self.reference[k]
-        return f - ref, np.eye(self.dim)
+        return f - self._at_knots[k], np.eye(self.dim)
 
 
 def tangent_basis(normal, name: str = "normal") -> np.ndarray:
@@ -274,7 +270,7 @@ class FrictionConeResidual(_ContactForceFunction):
                  facets: int = 4, normal=(0.0, 0.0, 1.0), actuated=None) -> None:
         A = friction_pyramid(mu, facets, normal)
         super().__init__(model, contacts, frame, actuated, A.shape[0])
-        self.mu, self.facets, self.normal = float(mu), int(facets), tangent_basis(normal)[2]
+        self.mu, self.facets, self.normal = float(mu), int(facets), -A[-1]  # the unilateral row is −nᵀ
         self.A = np.hstack([A, np.zeros((A.shape[0], self.dim - 3))])
 
     def _outer(self, f, k):
