@@ -269,6 +269,14 @@ def _plot(result: Result | ClosedLoop, path: str, problem, mu: float | None) -> 
     print(f"plot        {path}")
 
 
+def _interrupted(result: Result | ClosedLoop, problem, args: argparse.Namespace, notice: str) -> int:
+    """After Ctrl-C: write the outputs asked for (serving none), print ``notice``; the exit status."""
+    args.view = False
+    _outputs(result, problem, args)
+    print(notice, file=sys.stderr, flush=True)
+    return EXIT_INTERRUPTED
+
+
 def _outputs(result: Result | ClosedLoop, problem, args: argparse.Namespace) -> None:
     """Write --save/--plot/--html and serve --view as asked, for a result or a closed loop."""
     loop = isinstance(result, ClosedLoop)
@@ -312,11 +320,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
     result = solve(problem, solver=args.solver, **options)
     print("\n".join(_summary(result, problem)), flush=True)
     if result.status == "interrupted":
-        args.view = False
-        _outputs(result, problem, args)
-        print(f"optdyn solve: interrupted (Ctrl-C) after {result.iterations} iterations; "
-              "the summary above is of the last iterate", file=sys.stderr, flush=True)
-        return EXIT_INTERRUPTED
+        return _interrupted(result, problem, args, f"optdyn solve: interrupted (Ctrl-C) after {result.iterations} "
+                                                   "iterations; the summary above is of the last iterate")
     _outputs(result, problem, args)
     if not result.converged:
         detail = f" ({result.message})" if result.message else ""
@@ -488,12 +493,9 @@ def cmd_mpc(args: argparse.Namespace) -> int:
           f"{problem.dt:g} s", flush=True)
     loop = simulate(mpc, args.duration, disturbances=pushes)
     print("\n".join(_loop_summary(loop, problem)), flush=True)
-    if loop.stopped.startswith("interrupted"):
-        args.view = False
-        _outputs(loop, problem, args)
-        print(f"optdyn mpc: {loop.stopped} after {len(loop.us)} steps; the summary above is of those",
-              file=sys.stderr, flush=True)
-        return EXIT_INTERRUPTED
+    if loop.interrupted:
+        return _interrupted(loop, problem, args, f"optdyn mpc: {loop.stopped} after {len(loop.us)} steps; the "
+                                                 "summary above is of those")
     _outputs(loop, problem, args)
     if loop.stopped:
         raise CommandError(f"the closed loop stopped early: {loop.stopped}")

@@ -62,6 +62,10 @@ class Push:
         return frame_force(model, q, self.frame, np.concatenate([self.force, np.zeros(3)]))
 
 
+INTERRUPTED = "interrupted (Ctrl-C)"
+"""How ``ClosedLoop.stopped`` begins when Ctrl-C ended the loop."""
+
+
 @dataclass
 class ClosedLoop:
     """What :func:`simulate` recorded, one row per control step i at t_i = i·dt.
@@ -74,7 +78,8 @@ class ClosedLoop:
         iterations: solver iterations per step (n,); status: each solve's status.
         disturbances: the pushes applied.
         stopped: why the loop ended before ``duration`` ("" if it ran to the end): Ctrl-C
-            or a diverged plant; the arrays then hold the steps completed before it.
+            (:attr:`interrupted`) or a diverged plant; the arrays then hold the steps
+            completed before it.
         solver: the controller's solver; iteration_limit: its iterations per step (None: to
             convergence); warm_start: how it warm-started (:class:`optdyn.MPC`).
         problem: name of the controller's problem; params: its construction parameters
@@ -103,6 +108,11 @@ class ClosedLoop:
     params: dict = field(default_factory=dict)
     extra: dict = field(default_factory=dict)
     source: Problem | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def interrupted(self) -> bool:
+        """Whether Ctrl-C ended the loop."""
+        return self.stopped.startswith(INTERRUPTED)
 
 
 def check_push(model: Model, push: Push) -> None:
@@ -208,7 +218,7 @@ def simulate(mpc: MPC, duration: float, plant: Model | None = None, disturbances
             xs[i + 1] = x
             done = i + 1
     except KeyboardInterrupt:
-        stopped = f"interrupted (Ctrl-C) at t = {done * p.dt:g} s"
+        stopped = f"{INTERRUPTED} at t = {done * p.dt:g} s"
     return ClosedLoop(t=np.arange(done + 1) * p.dt, xs=xs[: done + 1], us=us[:done], gains=gains[:done],
                       solve_time=solve_time[:done], cost=cost[:done], iterations=iterations[:done],
                       status=status[:done], dt=p.dt, disturbances=pushes, stopped=stopped, solver=mpc.solver,
