@@ -66,7 +66,7 @@ from dynamics.kinematics import forward_kinematics, frame_placement, kinematics_
 from dynamics.model import Geometry, Model
 
 from ..apps.report import world_contact_forces
-from ..apps.simulate import ClosedLoop
+from ..apps.simulate import ClosedLoop, Push
 from ..ocp import task
 from ..ocp.activations import positive
 from ..ocp.contact_residuals import MU, check_friction
@@ -206,7 +206,7 @@ class Scene:
         self.objects: dict[str, str] = {}
         self.caption = ""
         self._seen: list[np.ndarray] = [np.zeros((1, 3))]  # points the camera must see
-        self._forces: list[tuple[str, str, np.ndarray, float, float]] = []  # (path, frame, force, start, end)
+        self._pushes: list[tuple[str, Push, np.ndarray]] = []  # (path, push, arrow pose (4, 4))
         self._contacts: tuple[float, dict[str, np.ndarray], float] | None = None  # (dt, forces, N per m)
         self._com: np.ndarray | None = None  # centre of mass at the animation frames (F, 3)
         self.vis["/Background"].set_property("top_color", BACKGROUND[0])
@@ -352,20 +352,21 @@ class Scene:
         self._add(f"{path}/head", mg.Cylinder(head, radiusTop=0.0, radiusBottom=2.5 * radius), material,
                   _translation((0, start + length - head / 2, 0)), kind)
 
-    def add_force(self, frame: str, force, start: float, duration: float) -> None:
-        """An arrow of the world-frame ``force`` (3,) N acting on ``frame`` from ``start`` for
-        ``duration`` s: its tip on the frame's origin, its length ``PUSH_SCALE`` m per N
+    def add_push(self, push: Push) -> None:
+        """An arrow of the :class:`optdyn.Push` (a world-frame force on a frame from its start
+        for its duration): its tip on the frame's origin, its length ``PUSH_SCALE`` m per N
         (within ``PUSH_LENGTH``); :meth:`animate` moves it with the frame and shows it only
-        while the force acts."""
-        f = np.asarray(force, dtype=float)
-        if f.shape != (3,) or not np.all(np.isfinite(f)) or not np.linalg.norm(f) > 0:
-            raise ValueError(f"force: expected 3 finite numbers, not all zero, got {force!r}")
-        self.model.frame(frame)  # ValueError naming an unknown frame
-        length = float(np.clip(PUSH_SCALE * np.linalg.norm(f), *PUSH_LENGTH))
-        path = f"pushes/push_{len(self._forces)}"
-        self._add_arrow(path, length, PUSH_RGBA, "push")  # along the node's y axis, ending at its origin
+        while the push acts."""
+        if not isinstance(push, Push):
+            raise ValueError(f"push: expected an optdyn.Push, got {type(push).__name__}")
+        norm = float(np.linalg.norm(push.force))
+        if not norm > 0:
+            raise ValueError(f"push: a zero force has no arrow, got {push.force!r}")
+        self.model.frame(push.frame)  # ValueError naming an unknown frame
+        path = f"pushes/push_{len(self._pushes)}"
+        self._add_arrow(path, float(np.clip(PUSH_SCALE * norm, *PUSH_LENGTH)), PUSH_RGBA, "push")  # along y, tip at 0
         self.vis[path].set_property("visible", False)
-        self._forces.append((path, frame, f, float(start), float(start) + float(duration)))
+        self._pushes.append((path, push, _segment_pose(np.asarray(push.force))))  # y along the force
 
     def add_contacts(self, dt: float, forces: dict[str, np.ndarray], force_scale: float, mu: float = MU,
                      cone_height: float | None = None, marker_radius: float | None = None) -> None:
@@ -438,7 +439,7 @@ class Scene:
 
     def animate(self, times: np.ndarray, qs: np.ndarray, fps: float = FPS) -> None:
         """Play configurations qs (F, nq) at ``times`` (F,), s, with the forces of
-        :meth:`add_force`, the contacts of :meth:`add_contacts` and the centre of mass of
+        :meth:`add_push`, the contacts of :meth:`add_contacts` and the centre of mass of
         :meth:`add_com` (one point per frame); the scene starts at qs[0]."""
         animation = Animation(default_framerate=fps)
         for i, (t, q) in enumerate(zip(times, qs)):
@@ -446,11 +447,11 @@ class Scene:
             poses = body_poses(self.model, q)
             for b, T in enumerate(poses):
                 frame[self.body_paths[b]].set_transform(T)
-            for path, name, f, start, end in self._forces:
-                T = _segment_pose(f)  # y along the force
-                T[:3, 3] = _frame_point(self.model, poses, name)
+            for path, push, turn in self._pushes:
+                T = turn.copy()
+                T[:3, 3] = _frame_point(self.model, poses, push.frame)
                 frame[path].set_transform(T)
-                frame[path].set_property("visible", "boolean", bool(start <= t < end))
+                frame[path].set_property("visible", "boolean", bool(push.active(t)))
             for path, stance, p, T, length in self._contact_states(float(t), poses):
                 frame[path].set_transform(_translation(p))
                 frame[path].set_property("visible", "boolean", stance)
@@ -635,9 +636,9 @@ def scene_of(result: Result | ClosedLoop, problem: Problem | None = None, fps: f
     scene.add_targets([t.target for t in task.frame_targets(problem)])
     scene.add_pose_targets([(t.rotation, t.target) for t in task.frame_targets(problem) if t.rotation is not None])
     scene.add_triads(frames)
-    for d in result.disturbances if loop else ():
-        if np.any(d.force):  # a zero force has no arrow
-            scene.add_force(d.frame, d.force, d.start, d.duration)
+    for push in result.disturbances if loop else ():
+        if np.any(push.force):  # a zero force has no arrow
+            scene.add_push(push)
     times, qs = resample(result.xs, result.dt if loop else problem.dt, model.nq, fps)
     if model.nq != model.nv:  # a floating base: quaternions interpolated coordinate-wise, renormalised
         qs = np.array([normalize_kernel(model.topology, q) for q in qs])
