@@ -23,6 +23,13 @@ as independent joints, as Pinocchio does by default. ``<transmission>``, ``<gaze
 joints load as free-flyers and ``planar`` joints (axis z) as planar joints
 (:mod:`dynamics.joints`); ``root_joint`` attaches the root link to the world by one.
 
+``locked_joints`` ({name: value}) loads those revolute, continuous or prismatic joints as
+fixed ones held at ``value`` (rad or m): the joint's origin composed with its own motion
+at that value, T_origin · exp(value · S) — a rotation about the axis or a translation
+along it — so that the reduced model is the full one with those joints frozen
+(Pinocchio's ``buildReducedModel``; e.g. a humanoid's legs with the upper body locked
+in a posture).
+
 Mesh file names are resolved to absolute paths: ``package://pkg/rel`` is looked up as
 ``dir/pkg/rel`` for every ``dir`` of ``package_dirs`` and then of the ``ROS_PACKAGE_PATH``
 environment variable (Pinocchio's rule), ``file://`` and relative names against the
@@ -37,6 +44,7 @@ from __future__ import annotations
 import os
 import warnings
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -47,7 +55,7 @@ _SHAPES = ("box", "cylinder", "sphere", "mesh")
 
 
 def load_urdf(source: str | os.PathLike, root_joint: str | None = None, package_dirs=None,
-              strict_inertia: bool = False, gravity=DEFAULT_GRAVITY) -> Model:
+              strict_inertia: bool = False, gravity=DEFAULT_GRAVITY, locked_joints=None) -> Model:
     """Model described by a URDF file path or URDF XML string.
 
     A string whose first non-blank character is ``<`` is parsed as XML, anything else is
@@ -58,8 +66,11 @@ def load_urdf(source: str | os.PathLike, root_joint: str | None = None, package_
     violate the triangle inequality even slightly (by default: a warning). ``gravity`` (3,)
     is the model's gravity acceleration in the world frame (m/s²), fixed for its lifetime
     (:meth:`~dynamics.model.Model.with_gravity` gives a copy under another).
+    ``locked_joints`` ({joint name: value}) loads those 1-DoF joints as fixed at ``value``
+    (module docstring).
     """
     gravity = as_gravity(gravity)
+    locked = _locked_joints(locked_joints)
     dirs = _package_dirs(package_dirs)
     path = None
     if isinstance(source, str) and source.lstrip().startswith("<"):
@@ -80,8 +91,23 @@ def load_urdf(source: str | os.PathLike, root_joint: str | None = None, package_
     if root.tag != "robot":
         raise ValueError(f"urdf: root element must be <robot>, got <{root.tag}>")
     base = os.path.dirname(os.path.abspath(path)) if path else os.getcwd()
-    return _RobotParser(root, _MeshResolver(dirs, base)).build(root_joint, strict_inertia,
-                                                                os.path.abspath(path) if path else None, gravity)
+    return _RobotParser(root, _MeshResolver(dirs, base), locked).build(
+        root_joint, strict_inertia, os.path.abspath(path) if path else None, gravity)
+
+
+def _locked_joints(locked_joints) -> dict[str, float]:
+    """``locked_joints`` as {name: finite float}; ValueError naming it otherwise."""
+    if locked_joints is None:
+        return {}
+    if not isinstance(locked_joints, Mapping):
+        raise ValueError(f"locked_joints: expected a mapping {{joint name: value}}, got {locked_joints!r}")
+    out = {}
+    for name, value in locked_joints.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+                or not np.isfinite(value):
+            raise ValueError(f"locked_joints: joint {name!r} needs a finite number (rad or m), got {value!r}")
+        out[name] = float(value)
+    return out
 
 
 def _package_dirs(package_dirs) -> list[str]:
@@ -129,9 +155,10 @@ class _MeshResolver:
 class _RobotParser:
     """Reads the children of ``<robot>`` into a ModelBuilder."""
 
-    def __init__(self, robot: ET.Element, resolve_mesh: _MeshResolver) -> None:
+    def __init__(self, robot: ET.Element, resolve_mesh: _MeshResolver, locked: dict[str, float]) -> None:
         self.robot = robot
         self.resolve_mesh = resolve_mesh
+        self.locked = locked
         self.builder = ModelBuilder(robot.get("name", "robot"))
         self.materials: dict[str, tuple[float, float, float, float]] = {}
 
@@ -142,6 +169,9 @@ class _RobotParser:
             self._link(link)
         for joint in self.robot.findall("joint"):
             self._joint(joint)
+        unknown = sorted(set(self.locked) - {j.get("name") for j in self.robot.findall("joint")})
+        if unknown:
+            raise ValueError(f"locked_joints: no joint named {', '.join(map(repr, unknown))} in the URDF")
         return self.builder.build(root_joint, strict_inertia, source, gravity)
 
     def _link(self, el: ET.Element) -> None:
@@ -181,7 +211,10 @@ class _RobotParser:
             limits = {"lower": _number(limit, "lower", tag, "0"), "upper": _number(limit, "upper", tag, "0"),
                       "velocity": _number(limit, "velocity", tag, "inf", unbounded=True),
                       "effort": _number(limit, "effort", tag, "inf", unbounded=True)}
-        self.builder.add_joint(name, kind, links[0], links[1], _origin(el.find("origin"), where), axis, **limits)
+        origin = _origin(el.find("origin"), where)
+        if name in self.locked:
+            kind, origin = "fixed", origin @ _locked_motion(kind, axis, self.locked[name], name)
+        self.builder.add_joint(name, kind, links[0], links[1], origin, axis, **limits)
 
     def _geometry(self, el: ET.Element, link: str, role: str) -> Geometry:
         where = f"link {link!r} <{role}>"
@@ -222,6 +255,21 @@ class _RobotParser:
         if el.find("texture") is not None:
             return None
         raise ValueError(f"{where}: material {name!r} has no <color> and is not defined at robot level")
+
+
+def _locked_motion(kind: str, axis: np.ndarray, value: float, name: str) -> np.ndarray:
+    """(4, 4) motion of a 1-DoF joint of ``kind`` about or along the unit ``axis`` at ``value``."""
+    if kind not in ("revolute", "continuous", "prismatic"):
+        raise ValueError(f"locked_joints: joint {name!r} is {kind}; only revolute, continuous and prismatic "
+                         "joints can be locked")
+    norm = np.linalg.norm(axis)
+    if norm < 1e-12:
+        raise ValueError(f"joint {name!r}: axis must be a non-zero 3-vector, got {axis}")
+    a = axis / norm
+    if kind == "prismatic":
+        return transform(p=value * a)
+    K = np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
+    return transform(np.eye(3) + np.sin(value) * K + (1.0 - np.cos(value)) * K @ K)  # Rodrigues
 
 
 def _required(el: ET.Element, attr: str, where: str) -> str:
