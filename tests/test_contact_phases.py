@@ -233,6 +233,10 @@ def test_bad_contact_sequences_are_refused_naming_contacts():
         Problem(MODEL, X0, N=1, dt=0.05, contacts=[[FEET[0], FEET[0]]])
     with pytest.raises(ValueError, match=r"^contacts: expected one list"):
         Problem(MODEL, X0, N=1, dt=0.05, contacts=FEET[0])
+    moved = dyn.Contact("foot0", target=(0.0, 0.1, 0.0))
+    with pytest.raises(ValueError, match=r"^contacts\[2\]: frame 'foot0' stays in contact .* would jump"):
+        Problem(MODEL, X0, N=3, dt=0.05, contacts=[[], FEET[:1], [moved]])
+    Problem(MODEL, X0, N=3, dt=0.05, contacts=[FEET[:1], [], [moved]])  # lifted in between: allowed
     with pytest.raises(ValueError, match=r"^f_ext: .*not supported together with contacts"):
         Problem(MODEL, X0, N=1, dt=0.05, contacts=[FEET], f_ext=np.zeros((MODEL.njoints, 6)))
     with pytest.raises(ValueError, match=r"^k: expected an interval 0 … 3"):

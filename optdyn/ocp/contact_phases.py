@@ -95,7 +95,8 @@ P_k (``P`` (K, ndx, ndx); the identity without impulse) and R_x at Γ(x_k) (``Rx
 
 def check_contact_sequence(model: Model, contacts, N: int) -> list[list[Contact]]:
     """``contacts`` as N lists of :class:`dynamics.Contact` (one per interval); ValueError
-    naming ``contacts`` for a wrong length, a non-contact item or an unknown frame."""
+    naming ``contacts`` for a wrong length, a non-contact item, an unknown frame, a frame
+    twice in one interval or a held contact whose reference point jumps."""
     if isinstance(contacts, (str, Contact)) or not isinstance(contacts, Sequence):
         raise ValueError(f"contacts: expected one list of dynamics.Contact per interval ({N} lists), "
                          f"got {contacts!r}")
@@ -116,8 +117,23 @@ def check_contact_sequence(model: Model, contacts, N: int) -> list[list[Contact]
         frames = [c.frame for c in cs]
         if len(set(frames)) != len(frames):
             raise ValueError(f"contacts[{k}]: a frame is in contact twice in {frames}")
+        if out:
+            _check_held(out[-1], cs, k)
         out.append(list(cs))
     return out
+
+
+def _check_held(previous: list[Contact], cs: Sequence[Contact], k: int) -> None:
+    """ValueError naming ``contacts[k]`` where a frame in contact over intervals k−1 and k
+    changes its reference point (``target``): a foot that stays on the ground cannot move the
+    point its position error is measured from."""
+    held = {c.frame: c for c in previous}
+    for c in cs:
+        p = held.get(c.frame)
+        if p is not None and p.target != c.target:
+            raise ValueError(f"contacts[{k}]: frame {c.frame!r} stays in contact from interval {k - 1} but its "
+                             f"reference point (target) would jump from {p.target} to {c.target}; end the "
+                             f"contact for an interval to move it")
 
 
 def phase_sequence(model: Model, contacts: list[list[Contact]]) -> tuple[np.ndarray, ...]:
