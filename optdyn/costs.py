@@ -3,7 +3,8 @@
 (:mod:`optdyn.ocp.residuals`, :mod:`optdyn.ocp.contact_residuals`, :mod:`optdyn.ocp.activations`) and
 the residual costs of :mod:`optdyn.ocp.residual_costs` (``from optdyn.costs import FramePlacementCost``)."""
 from .ocp.activations import Activation, LogBarrier, PseudoHuber, QuadraticBarrier, Softplus, WeightedQuadratic
-from .ocp.contact_residuals import ContactForceResidual, FrictionConeResidual, SmoothFrictionConeResidual
+from .ocp.contact_residuals import (ContactForceResidual, FrictionConeResidual, SmoothFrictionConeResidual,
+                                    WrenchConeResidual)
 from .ocp.costs import Cost, PointSet, Sum
 from .ocp.residual_costs import (CoMPositionCost, ControlCost, FrameOrientationCost, FramePlacementCost,
                                  FramePositionCost, FrameVelocityCost, ObstacleCost, ResidualCost, StateCost)
@@ -18,5 +19,5 @@ __all__ = ["Cost", "Sum", "StateCost", "ControlCost", "FramePositionCost", "Obst
            "Residual", "StateResidual", "JointPositionResidual", "JointVelocityResidual", "ControlResidual",
            "FramePositionResidual", "FrameOrientationResidual", "FramePlacementResidual", "FrameVelocityResidual",
            "CoMPositionResidual", "SphereClearanceResidual", "VectorStateResidual", "UserResidual",
-           "ContactForceResidual", "FrictionConeResidual", "SmoothFrictionConeResidual",
+           "ContactForceResidual", "FrictionConeResidual", "SmoothFrictionConeResidual", "WrenchConeResidual",
            "Activation", "WeightedQuadratic", "QuadraticBarrier", "PseudoHuber", "LogBarrier", "Softplus"]

@@ -1,10 +1,11 @@
 """Residuals on the contact forces (issue 40, item 3): ContactForceResidual,
-FrictionConeResidual, SmoothFrictionConeResidual on the legged robot of :mod:`legged_robot`.
+FrictionConeResidual, SmoothFrictionConeResidual, WrenchConeResidual on the legged robot of
+:mod:`legged_robot`.
 
 Their Jacobians and contracted Hessians against differences of their own values at a flight
 knot, a touchdown knot (through the impulse map) and a stance knot; their values against
 ``optdyn.report.contact_forces``; the touchdown's chain rule shown necessary; the friction
-pyramid's geometry; bad input; a standing problem solved by IPOPT with the friction pyramid
+pyramid's geometry; the wrench cone against a linear program over the sole's corner forces; bad input; a standing problem solved by IPOPT with the friction pyramid
 as a constraint, every force inside it.
 """
 from __future__ import annotations
@@ -19,8 +20,8 @@ import optdyn
 from optdyn import Problem
 from optdyn.constraints import ResidualConstraint
 from optdyn.costs import (ContactForceResidual, ControlCost, FrictionConeResidual, ResidualCost,
-                          SmoothFrictionConeResidual, StateCost)
-from optdyn.ocp.contact_residuals import friction_pyramid
+                          SmoothFrictionConeResidual, StateCost, WrenchConeResidual)
+from optdyn.ocp.contact_residuals import friction_pyramid, wrench_cone
 
 MODEL = legged()
 NQ, NV, NU = MODEL.nq, MODEL.nv, MODEL.nv - 6
@@ -58,9 +59,10 @@ RESIDUALS = {
     "pyramid": lambda: FrictionConeResidual(MODEL, SEQUENCE, "foot1", mu=0.6, facets=5),
     "pyramid_6d": lambda: FrictionConeResidual(MODEL, SEQUENCE, "foot2", normal=(0.0, 0.3, 1.0)),
     "smooth_cone": lambda: SmoothFrictionConeResidual(MODEL, SEQUENCE, "foot0", mu=0.5, eps=0.5),
+    "wrench_cone": lambda: WrenchConeResidual(MODEL, SEQUENCE, "foot2", mu=0.6, half_lengths=(0.1, 0.04)),
 }
 CASES = [("force", 0), ("force", 1), ("force", 2), ("wrench", 3), ("pyramid", 1), ("pyramid", 2),
-         ("pyramid_6d", 3), ("smooth_cone", 1), ("smooth_cone", 2)]
+         ("pyramid_6d", 3), ("smooth_cone", 1), ("smooth_cone", 2), ("wrench_cone", 3)]
 
 
 @pytest.mark.parametrize("name,k", CASES)
@@ -149,6 +151,35 @@ def test_the_pyramid_is_inside_the_cone_and_touches_it():
         assert np.max(A[:-1] @ edge) < 1e-12
 
 
+def test_the_wrench_cone_holds_the_wrenches_of_corner_forces_in_their_pyramids():
+    """A w ≤ 0 exactly where a linear program (scipy's HiGHS) finds four forces at the sole's
+    corners (±X, ±Y, 0), each in the inscribed pyramid |f_x|, |f_y| ≤ μ cos(π/4) f_z, whose
+    wrench about the centre is w = [f; τ] (Caron et al. 2015: the cone is their sum)."""
+    from scipy.optimize import linprog
+    mu, (X, Y) = 0.7, (0.1, 0.05)
+    A, m = wrench_cone(mu, (X, Y)), mu * np.cos(np.pi / 4)
+    assert A.shape == (17, 6) and np.array_equal(A[-1], [0, 0, -1, 0, 0, 0])
+    corners = [np.array([sx * X, sy * Y, 0.0]) for sx in (1, -1) for sy in (1, -1)]
+    G = np.vstack([np.hstack([np.eye(3)] * 4), np.hstack([np.cross(p, np.eye(3)).T for p in corners])])
+    pyramids = np.kron(np.eye(4), [[1, 0, -m], [-1, 0, -m], [0, 1, -m], [0, -1, -m]])
+    rng = np.random.default_rng(0)
+    inside = 0
+    for _ in range(400):
+        w = rng.normal(size=6) * [0.3, 0.3, 1.0, 0.04, 0.08, 0.03]
+        w[2] = abs(w[2])
+        lp = linprog(np.zeros(12), A_ub=pyramids, b_ub=np.zeros(16), A_eq=G, b_eq=w,
+                     bounds=[(None, None)] * 12, method="highs")
+        assert lp.status in (0, 2)  # solved or infeasible
+        assert (lp.status == 0) == (np.max(A @ w) <= 1e-12)
+        inside += lp.status == 0
+    assert 50 < inside < 350  # both sides sampled
+    # corner forces on their pyramids' edges, each turning the sole the same way about z: the
+    # largest yaw torque, on the cone's boundary (the τ_max row tight), 4 μ cos(π/4) (X + Y) f_z
+    F = np.concatenate([[-p[1] / Y * m, p[0] / X * m, 1.0] for p in corners])
+    w = G @ F
+    assert np.allclose(w, [0, 0, 4, 0, 0, 4 * m * (X + Y)]) and abs(np.max(A @ w)) < 1e-12
+
+
 def test_bad_input_is_refused_naming_the_argument():
     with pytest.raises(ValueError, match=r"^mu: expected a finite friction coefficient > 0, got 0"):
         FrictionConeResidual(MODEL, SEQUENCE, "foot0", mu=0)
@@ -158,6 +189,14 @@ def test_bad_input_is_refused_naming_the_argument():
         FrictionConeResidual(MODEL, SEQUENCE, "foot0", facets=2)
     with pytest.raises(ValueError, match=r"^normal: expected a nonzero vector"):
         FrictionConeResidual(MODEL, SEQUENCE, "foot0", normal=(0, 0, 0))
+    with pytest.raises(ValueError, match=r"^half_lengths: expected the sole's two half-lengths > 0"):
+        WrenchConeResidual(MODEL, SEQUENCE, "foot2", half_lengths=(0.1, 0.0))
+    with pytest.raises(ValueError, match=r"^half_lengths: expected shape \(2,\)"):
+        WrenchConeResidual(MODEL, SEQUENCE, "foot2", half_lengths=(0.1, 0.05, 0.02))
+    with pytest.raises(ValueError, match=r"^frame: 'foot0' is a point contact \(3d\)"):
+        WrenchConeResidual(MODEL, SEQUENCE, "foot0")
+    with pytest.raises(ValueError, match=r"^mu: "):
+        WrenchConeResidual(MODEL, SEQUENCE, "foot2", mu=float("nan"))
     with pytest.raises(ValueError, match=r"^eps: "):
         SmoothFrictionConeResidual(MODEL, SEQUENCE, "foot0", eps=0.0)
     with pytest.raises(ValueError, match=r"^frame: 'foot3' is in contact in no interval of contacts"):

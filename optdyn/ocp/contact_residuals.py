@@ -37,6 +37,8 @@ second order in local coordinates, as every Hessian of the package.
 * :class:`FrictionConeResidual`  the inner friction pyramid A f_k ≤ 0 and −f_n ≤ 0
                                  (ResidualModelContactFrictionCone)
 * :class:`SmoothFrictionConeResidual`  μ f_n − √(‖f_t‖² + ε²) ≥ 0 (the exact cone, smoothed)
+* :class:`WrenchConeResidual`    the contact wrench cone of a rectangular sole, A w_k ≤ 0
+                                 (ResidualModelContactWrenchCone)
 
 The knots are the N intervals of the sequence the residual is built for: a running cost
 or a stage constraint of a problem with that same sequence (and actuation), which
@@ -307,3 +309,59 @@ class SmoothFrictionConeResidual(_ContactForceFunction):
         ft = self.T @ f
         s = np.sqrt(ft @ ft + self.eps ** 2)
         return -rho[0] * (self.T - np.outer(ft, ft) / s ** 2) / s
+
+
+def wrench_cone(mu: float, half_lengths) -> np.ndarray:
+    """A (17, 6): the contact wrench cone of a rectangular sole, A w ≤ 0 inside, for the
+    wrench w = [f; τ] about the sole's centre in its axes (z the normal, x and y along the
+    sides of half-lengths X, Y). The closed form of Caron, Pham and Nakamura, "Stability of
+    surface contacts for humanoid robots: closed-form formulae of the contact wrench cone for
+    rectangular support areas", ICRA 2015 (Sec. III, eq. 10–13), with the friction pyramid
+    inscribed in the cone at the corners, μ̄ = μ cos(π/4) (an inner approximation, as
+    :func:`friction_pyramid`): the wrenches that four corner forces, each in its pyramid,
+    produce. Rows: |f_x| ≤ μ̄ f_z, |f_y| ≤ μ̄ f_z (4); the centre of pressure in the sole,
+    |τ_x| ≤ Y f_z, |τ_y| ≤ X f_z (4); the yaw torque between τ_min and τ_max (8),
+
+        τ_min = −μ̄(X + Y) f_z + |Y f_x − μ̄ τ_x| + |X f_y − μ̄ τ_y|,
+        τ_max =  μ̄(X + Y) f_z − |Y f_x + μ̄ τ_x| − |X f_y + μ̄ τ_y|;
+
+    then the unilateral row −f_z ≤ 0."""
+    mu = check_friction(mu) * np.cos(np.pi / 4)
+    h = references(half_lengths, (2,), "half_lengths")
+    if h.ndim != 1 or not np.all(h > 0):
+        raise ValueError(f"half_lengths: expected the sole's two half-lengths > 0 (m), got {half_lengths!r}")
+    X, Y = h
+    rows = []
+    for s in (1.0, -1.0):
+        rows += [[s, 0, -mu, 0, 0, 0], [0, s, -mu, 0, 0, 0]]  # friction: ±f_x, ±f_y ≤ μ̄ f_z
+        rows += [[0, 0, -Y, s, 0, 0], [0, 0, -X, 0, s, 0]]  # centre of pressure: ±τ_x ≤ Y f_z, ±τ_y ≤ X f_z
+    for sx in (1.0, -1.0):
+        for sy in (1.0, -1.0):  # τ_min ≤ τ_z, then τ_z ≤ τ_max, each |a| + |b| as its four sign pairs
+            rows.append([sx * Y, sy * X, -mu * (X + Y), -sx * mu, -sy * mu, -1.0])
+            rows.append([sx * Y, sy * X, -mu * (X + Y), sx * mu, sy * mu, 1.0])
+    rows.append([0, 0, -1.0, 0, 0, 0])
+    return np.array(rows, dtype=float)
+
+
+class WrenchConeResidual(_ContactForceFunction):
+    """r_k = A w_k (17,) ≤ 0 inside: the contact wrench cone of :func:`wrench_cone` —
+    friction (μ, ``mu``), the centre of pressure inside the rectangle of ``half_lengths``
+    (X, Y) (m) and the yaw torque bounds, then −f_z ≤ 0 — on the wrench w_k = [f; τ] of the
+    frame contact (``kind="6d"``) at ``frame``, a sole whose frame sits at the rectangle's
+    centre with z along the normal; use ``reference="local"`` (the sole's own axes) unless the
+    sole stays level with its sides along the world axes. Knots as
+    :class:`ContactForceResidual`; 0 where the frame is not in contact. A constraint
+    ``ResidualConstraint(r, upper=0)``. Crocoddyl's ResidualModelContactWrenchCone (Mastalli
+    et al., ICRA 2020), the cone of Caron et al., ICRA 2015."""
+
+    def __init__(self, model: Model, contacts: Sequence[Sequence[Contact]], frame: str, mu: float = MU,
+                 half_lengths=(0.1, 0.05), actuated=None) -> None:
+        self.A = wrench_cone(mu, half_lengths)
+        super().__init__(model, contacts, frame, actuated, self.A.shape[0])
+        if self.dim != 6:
+            raise ValueError(f"frame: {frame!r} is a point contact (3d); the wrench cone needs a frame "
+                             f"contact (kind='6d')")
+        self.mu, self.half_lengths = float(mu), tuple(float(h) for h in half_lengths)
+
+    def _outer(self, f, k):
+        return self.A @ f, self.A
