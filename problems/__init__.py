@@ -51,6 +51,11 @@ REGISTRY: dict[str, Entry] = {
         "Solo-12 (example-robot-data) walks, trots or jumps forward on flat ground: contact phases with "
         "impulses at touchdown, swing feet on arcs, multiple shooting from the standing guess.",
         ("walk", "trot", "jump")),
+    "biped": Entry(
+        "biped", "make",
+        "Talos' legs (example-robot-data, upper body locked at half-sitting) walk forward on two 6D soles: "
+        "single and double supports, impulses at touchdown, each sole's wrench in its contact wrench cone.",
+        ("walk",)),
     "pendulum": Entry(
         "pendulum", "make_pendulum", "Single pendulum swing-up."),
     "double-pendulum": Entry(

@@ -195,8 +195,8 @@ def test_fixed_base_optimum_is_the_one_recorded_before_the_manifold_state(ipopt_
 
 # ----------------------------------------------------------------------- registry
 def test_registry_names_and_lookup():
-    assert problems.names() == ["arm-obstacle", "double-pendulum", "pendulum", "quadruped", "space-manipulator",
-                               "ur5-reach"]
+    assert problems.names() == ["arm-obstacle", "biped", "double-pendulum", "pendulum", "quadruped",
+                               "space-manipulator", "ur5-reach"]
     assert problems.entry("arm-obstacle").scenarios == ("bent", "straight")
     assert "bent" in problems.describe("arm_obstacle")
     p = problems.get("arm_obstacle", scenario="straight")
@@ -207,7 +207,7 @@ def test_registry_names_and_lookup():
 
 
 def test_registry_rejects_unknown_names():
-    with pytest.raises(ValueError, match="known problems: arm-obstacle, double-pendulum"):
+    with pytest.raises(ValueError, match="known problems: arm-obstacle, biped, double-pendulum"):
         problems.get("triple-pendulum")
     with pytest.raises(ValueError, match="scenario"):
         problems.get("arm-obstacle", scenario="zigzag")

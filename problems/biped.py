@@ -1,0 +1,134 @@
+"""Talos' legs walk forward on flat ground, on two 6D soles, with contact phases and impulses.
+
+Robot: Talos from example-robot-data (``talos_reduced``) on a free-flyer with its torso,
+arms, grippers and head locked at the SRDF's ``half_sitting`` posture (the grippers at 0)
+— example-robot-data's ``talos_legs``, the robot of Crocoddyl's biped examples: two legs
+of six joints, 90 kg in all; x = [q; v], nx = 37, ndx = 36; the twelve leg joints are actuated,
+the base is not. The soles ``left_sole_link`` and ``right_sole_link`` are frame contacts
+(``kind="6d"``, their wrench in the sole's own axes), standing at ``half_sitting``.
+
+The walk (:func:`problems.gaits.biped_gait`): ``support_knots`` intervals on both soles,
+then ``steps`` single supports of ``step_knots`` intervals — the right sole swings first,
+then the soles alternate — each followed by ``support_knots`` on both. A sole that leaves
+the ground for n intervals follows p(s) = p_0 + (s L, 0, 4 h s (1 − s)), s = j/n at the
+j-th knot of its swing, level (its initial orientation), and lands L = ``step_length``
+further forward: after every second step the soles are side by side again, and the walk
+advances steps · L / 2 (the touchdown knot passes the impulse map, Problem's docstring).
+The structure is that of Crocoddyl's biped walk (Mastalli et al., *Crocoddyl: an
+efficient and versatile framework for multi-contact optimal control*, ICRA 2020, Sec. VI),
+as :mod:`problems.quadruped` is of its quadrupedal gaits.
+
+Costs (× dt on the running knots; :data:`problems.gaits.BIPED_WEIGHTS`):
+
+    running  ℓ_k = ½ Σ_i w_i (x ⊖ x̄_k)_i² + ½·1e-3‖u‖² + ½·1e7 Σ_swing ‖log₆(T_s,k⁻¹ M_s(q))‖²
+    terminal ℓ_N = 10 · ½ Σ_i w_i (x ⊖ x̄_N)_i²
+
+with x̄_k the half-sitting state whose base has advanced with the walk (linearly over each
+single support), weights w = 1e2 on the base's position, 5e2 on its orientation, 1e-2 on
+the joints and 1 on the velocities, and T_s,k the swinging
+sole's placement on its arc. Initial guess: the half-sitting state at every knot and the
+controls of least norm that hold it on its stance soles; DDP and iLQR start from it by
+multiple shooting (the defaults of a problem with contacts).
+
+Constraints: at every running knot the wrench of each stance sole lies in its contact
+wrench cone (Caron, Pham & Nakamura, *Stability of surface contacts for humanoid robots:
+closed-form formulae of the contact wrench cone for rectangular support areas*, ICRA 2015):
+friction of ``mu`` (the inner pyramid), the centre of pressure inside the sole's rectangle
+and the yaw torque bounded, with a non-negative normal force
+(:class:`optdyn.costs.WrenchConeResidual` as a stage constraint, A w ≤ 0). The rectangle's
+half-lengths (0.1025, 0.061) m are those of the ``<feet>`` block of Talos' SRDF (width
+0.205 m along x, height 0.122 m along y); Crocoddyl's biped example uses a slightly
+smaller (0.1, 0.05).
+"""
+from __future__ import annotations
+
+import os
+import warnings
+import xml.etree.ElementTree as ET
+
+import numpy as np
+
+from dynamics import Contact, Model, frame_placement, load_urdf
+from optdyn.constraints import ResidualConstraint
+from optdyn.costs import ControlCost, FramePlacementCost, StateCost, WrenchConeResidual
+from optdyn.ocp.problem import Problem
+
+from .gaits import BIPED_WEIGHTS, SOLES, biped_gait, positive, swing_references
+
+URDF = "talos_data/robots/talos_reduced.urdf"
+SRDF = "talos_data/srdf/talos.srdf"
+
+SOLVER_OPTIONS = {"ilqr": {"cost_hessian": "gauss_newton", "rho_init": 0.1}, "ipopt": {"mu_strategy": "adaptive"}}
+"""Over the defaults of a problem with contacts (multiple shooting; DDP regularised on the
+controls too), measured on the default walk (55 intervals) and on one step (14): iLQR with
+Gauss–Newton cost Hessians and the augmented Lagrangian's first penalty ρ = 0.1 converges in
+79 and 44 iterations (ρ = 1: 181 and none in 300, ρ = 10: 200 and 224, ρ = 30 diverges; the
+exact Hessians: none in 300); DDP with the defaults in 188 and 110 (ρ = 0.1 diverges on the
+walk); IPOPT's adaptive barrier in 36 and 27 — its monotone default stops 1.5e-6 (relative)
+above the optimum on the step, the barrier still pushing the active wrench cones inside."""
+
+
+def talos_legs() -> tuple[Model, np.ndarray, tuple[float, float]]:
+    """(Talos' legs on a free-flyer, their half-sitting configuration q0 (19,), the soles'
+    half-lengths (X, Y) in m), from example-robot-data's URDF and SRDF (module docstring);
+    ValueError if example-robot-data is not installed."""
+    try:
+        import example_robot_data as erd
+    except ImportError:
+        raise ValueError("biped: needs the example-robot-data package (pip install "
+                         "example-robot-data-loaders, or the project's dev extra)") from None
+    robots = erd.getModelPath(URDF)  # …/share/example-robot-data/robots: its meshes are
+    share = os.path.dirname(os.path.dirname(robots))  # package://example-robot-data/robots/…
+    srdf = ET.parse(os.path.join(robots, SRDF)).getroot()
+    posture = {j.get("name"): [float(v) for v in j.get("value").split()]
+               for j in srdf.find("group_state[@name='half_sitting']").iter("joint")}
+    urdf = os.path.join(robots, URDF)
+    movable = [j.get("name") for j in ET.parse(urdf).getroot().findall("joint") if j.get("type") != "fixed"]
+    locked = {n: posture.get(n, [0.0])[0] for n in movable if not n.startswith("leg_")}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the URDF's meshes and dummy inertias
+        model = load_urdf(urdf, root_joint="free-flyer", package_dirs=share, locked_joints=locked)
+    q0 = np.concatenate([posture[n] for n in model.joint_names])
+    size = srdf.find("specificities/feet/left/size")
+    return model, q0, (0.5 * float(size.get("width")), 0.5 * float(size.get("height")))
+
+
+def make(scenario: str = "walk", steps: int = 2, step_length: float = 0.2, step_height: float = 0.05,
+         step_knots: int = 20, support_knots: int = 5, dt: float = 0.03, mu: float | None = 0.7) -> Problem:
+    """Talos' legs take ``steps`` steps (``scenario`` "walk", the only one), each sole
+    landing ``step_length`` (m) further forward after an arc of apex ``step_height`` (m) in
+    ``step_knots`` intervals of ``dt``, ``support_knots`` on both soles around every step,
+    the stance soles' wrenches in the contact wrench cone of ``mu`` (None: no cone; module
+    docstring)."""
+    if scenario != "walk":
+        raise ValueError(f"scenario: expected walk, got {scenario!r}")
+    positive(step_length, "step_length")
+    positive(step_height, "step_height")
+    positive(dt, "dt")
+    if mu is not None:
+        positive(mu, "mu")
+    swings, progress = biped_gait(steps, step_knots, support_knots)
+    model, q0, half_lengths = talos_legs()
+    N = len(swings)
+    x0 = np.r_[q0, np.zeros(model.nv)]
+    refs = np.tile(x0, (N + 1, 1))
+    refs[:, 0] += 0.5 * steps * step_length * np.asarray(progress)
+    w = BIPED_WEIGHTS
+    weights = np.r_[np.full(2, w["base_position"]), w["base_height"], np.full(3, w["base_orientation"]),
+                    np.full(model.nv - 6, w["joints"]), np.full(model.nv, w["velocity"])]
+    running = StateCost(weights, refs[:-1], model=model) + ControlCost(w["control"], nu=model.nv - 6)
+    for sole in SOLES:
+        R0, p0 = frame_placement(model, q0, sole)
+        path, weight = swing_references(p0, sole, swings, step_length, step_height, w["swing"])
+        targets = np.tile(np.eye(4), (N, 1, 1))
+        targets[:, :3, :3], targets[:, :3, 3] = R0, path
+        running = running + FramePlacementCost(model, sole, targets, weight)
+    terminal = StateCost(w["terminal"] * weights, refs[-1], model=model)
+    contacts = [[Contact(s, kind="6d", reference="local") for s in SOLES if s not in swing] for swing in swings]
+    cones = [] if mu is None else [
+        ResidualConstraint(WrenchConeResidual(model, contacts, s, mu=mu, half_lengths=half_lengths), upper=0.0)
+        for s in SOLES]
+    params = {"scenario": scenario, "steps": steps, "step_length": step_length, "step_height": step_height,
+              "step_knots": step_knots, "support_knots": support_knots, "dt": dt, "mu": mu}
+    return Problem(model, x0, N, dt, running, terminal, substeps=1, integrator="rk4", contacts=contacts,
+                   path_constraints=cones, name="biped", params=params, solver_options=SOLVER_OPTIONS)

@@ -1,0 +1,105 @@
+"""Talos' legs walk (issue 40, item 4): the biped gait builder and its bad parameters, the
+three solvers on one step, each stance sole's wrench in its contact wrench cone, stance soles
+that neither slide nor rotate, and the swinging sole landing level, further forward."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from agreement import assert_same_optimum
+
+import dynamics as dyn
+import optdyn
+from problems.biped import make
+from problems.gaits import SOLES, biped_gait
+
+pytest.importorskip("example_robot_data")
+
+LEFT, RIGHT = SOLES
+
+
+def test_the_gait_builder_alternates_the_soles_from_the_right():
+    swings, progress = biped_gait(steps=3, step_knots=4, support_knots=2)
+    assert swings == [()] * 2 + ([(RIGHT,)] * 4 + [()] * 2 + [(LEFT,)] * 4 + [()] * 2) + [(RIGHT,)] * 4 + [()] * 2
+    assert len(progress) == len(swings) + 1 and progress[0] == 0.0 and progress[-1] == pytest.approx(1.0)
+    assert progress[2] == 0.0 and progress[6] == pytest.approx(1 / 3) and progress[8] == progress[6]
+    assert biped_gait(steps=1, step_knots=3, support_knots=0)[0] == [(RIGHT,)] * 3
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(scenario="run"), "^scenario: expected walk"),
+    (dict(steps=0), "^steps: expected an integer > 0"),
+    (dict(steps=1.5), "^steps: expected an integer > 0"),
+    (dict(step_knots=0), "^step_knots: expected an integer > 0"),
+    (dict(support_knots=-1), "^support_knots: expected an integer ≥ 0"),
+    (dict(step_length=-0.1), "^step_length: expected a number > 0"),
+    (dict(step_height=0.0), "^step_height: expected a number > 0"),
+    (dict(dt=np.nan), "^dt: expected a number > 0"),
+    (dict(mu=0.0), "^mu: expected a number > 0"),
+])
+def test_bad_gait_parameters_are_refused_naming_them(kw, match):
+    with pytest.raises(ValueError, match=match):
+        make(**kw)
+
+
+@pytest.fixture(scope="module")
+def step():
+    """One step of the right sole (2 + 10 + 2 intervals of 30 ms), each solver with the task's options."""
+    prob = make(steps=1, step_knots=10, support_knots=2)
+    return prob, {s: optdyn.solve(prob, solver=s) for s in ("ddp", "ilqr", "ipopt")}
+
+
+def test_the_solvers_agree_on_one_step(step):
+    prob, res = step
+    assert_same_optimum(res)
+    r = res["ddp"]
+    assert np.max(np.abs(prob.rollout(r.us) - r.xs)) < 1e-6  # the gaps are closed
+    assert r.xs[-1, 0] > 0.25 * prob.params["step_length"]  # the base went forward
+
+
+def test_the_stance_wrenches_stay_in_the_contact_wrench_cone(step):
+    """At every knot each stance sole's wrench (in its own axes) has f_z ≥ 0, its force in
+    the friction pyramid and its centre of pressure in the sole (to the solvers' tolerance),
+    and the cone is active somewhere: it shapes the walk."""
+    prob, res = step
+    assert len(prob.stage_constraints) == len(SOLES)
+    X, Y = prob.stage_constraints[0].residual.half_lengths
+    mu = 0.7 * np.cos(np.pi / 4)
+    for s, r in res.items():
+        wrenches = optdyn.report.contact_forces(prob, r.xs, r.us)
+        margins = []
+        for cone, sole in zip(prob.stage_constraints, SOLES):
+            w = wrenches[sole]
+            stance = ~np.isnan(w[:, 2])
+            c = cone.value_knots(r.xs[:-1], r.us)[stance]  # c ≥ 0 inside
+            assert np.all(c >= -1e-5), (s, sole)
+            margins.append(c.min())
+            f, tau = w[stance, :3], w[stance, 3:]
+            assert np.all(f[:, 2] >= -1e-5), (s, sole)
+            assert np.all(np.abs(f[:, :2]) <= mu * f[:, 2:] + 1e-5), (s, sole)
+            assert np.all(np.abs(tau[:, 0]) <= Y * f[:, 2] + 1e-5), (s, sole)  # centre of pressure
+            assert np.all(np.abs(tau[:, 1]) <= X * f[:, 2] + 1e-5), (s, sole)
+        assert min(margins) < 1e-3, s  # active somewhere (IPOPT stays inside by its barrier)
+
+
+def test_stance_soles_neither_slide_nor_rotate_and_the_swing_sole_lands_level_forward(step):
+    """A sole in contact from knot a to knot b (touchdown impulse at a) keeps its placement
+    to the integrator's accuracy; the right sole lifts, and lands step_length further
+    forward, level, at the height it left."""
+    prob, res = step
+    xs = res["ddp"].xs
+    L, h = prob.params["step_length"], prob.params["step_height"]
+    for sole in SOLES:
+        R, p = zip(*(dyn.frame_placement(prob.model, x[:prob.model.nq], sole) for x in xs))
+        R, p = np.array(R), np.array(p)
+        stance = np.array([sole in [c.frame for c in prob.contacts_at(k)] for k in range(prob.N)] + [True])
+        starts = [k for k in range(prob.N + 1) if stance[k] and (k == 0 or not stance[k - 1])]
+        assert len(starts) == (2 if sole == RIGHT else 1)
+        for a in starts:
+            b = next((k for k in range(a, prob.N + 1) if not stance[k]), prob.N + 1)
+            assert np.max(np.abs(p[a:b] - p[a])) < 1e-4, sole
+            assert np.max(np.abs(R[a:b] - R[a])) < 1e-4, sole
+        if sole == RIGHT:
+            landing = starts[1]
+            assert p[~stance, 2].max() - p[0, 2] > 0.5 * h
+            assert abs(p[landing, 0] - p[0, 0] - L) < 0.1 * L and abs(p[landing, 2] - p[0, 2]) < 5e-3
+            assert np.max(np.abs(R[landing] - R[0])) < 0.02
