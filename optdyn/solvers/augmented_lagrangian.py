@@ -172,7 +172,9 @@ def solve_al(problem: Problem, ddp: bool = True, us_init=None, xs_init=None, con
                               max_iter=o.max_iter - steps, xs=start)
                 steps += out.iterations
                 us, xs, updated = out.us, out.xs, False
-                start = xs if o.shooting == "multiple" else None  # gaps left open stay open
+                # gaps left open stay open; a converged inner solve closed them, and its states are a
+                # rollout of us but for round-off, which as gaps would keep the next one from converging
+                start = xs if o.shooting == "multiple" and not out.converged else None
                 violation = _cost_and_violation(problem, xs, us)[1]
                 if out.converged and violation <= constraint_tol and inner_tol <= o.tol:
                     status, converged = "converged", True
