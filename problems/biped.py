@@ -14,9 +14,9 @@ the ground for n intervals follows p(s) = p_0 + (s L, 0, 4 h s (1 − s)), s = j
 j-th knot of its swing, level (its initial orientation), and lands L = ``step_length``
 further forward: after every second step the soles are side by side again, and the walk
 advances steps · L / 2 (the touchdown knot passes the impulse map, Problem's docstring).
-The structure is that of Crocoddyl's biped walk (Mastalli et al., *Crocoddyl: an
-efficient and versatile framework for multi-contact optimal control*, ICRA 2020, Sec. VI),
-as :mod:`problems.quadruped` is of its quadrupedal gaits.
+The structure is that of the biped walk of Crocoddyl's examples (Mastalli et al.,
+*Crocoddyl: an efficient and versatile framework for multi-contact optimal control*, ICRA
+2020), as :mod:`problems.quadruped` is of its quadrupedal gaits.
 
 Costs (× dt on the running knots; :data:`problems.gaits.BIPED_WEIGHTS`):
 
@@ -25,10 +25,10 @@ Costs (× dt on the running knots; :data:`problems.gaits.BIPED_WEIGHTS`):
 
 with x̄_k the half-sitting state whose base has advanced with the walk (linearly over each
 single support), weights w = 1e2 on the base's position, 5e2 on its orientation, 1e-2 on
-the joints and 1 on the velocities, and T_s,k the swinging
-sole's placement on its arc. Initial guess: the half-sitting state at every knot and the
-controls of least norm that hold it on its stance soles; DDP and iLQR start from it by
-multiple shooting (the defaults of a problem with contacts).
+the joints and 1 on the velocities, and T_s,k the swinging sole's placement on its arc.
+Initial guess: the half-sitting state at every knot and the controls of least norm that
+hold it on its stance soles; DDP and iLQR start from it by multiple shooting (the defaults
+of a problem with contacts).
 
 Constraints: at every running knot the wrench of each stance sole lies in its contact
 wrench cone (Caron, Pham & Nakamura, *Stability of surface contacts for humanoid robots:
