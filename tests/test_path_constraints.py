@@ -220,6 +220,27 @@ def test_ipopt_multipliers_of_the_equality_and_stage_rows_match_the_augmented_la
     assert np.all(np.abs(ip["stage"][g > 1e-3]) < 1e-6) and np.all(ip["stage"] <= 1e-8)
 
 
+def test_the_multipliers_of_a_solve_warm_start_the_next(locked):
+    """``multipliers`` starts the augmented Lagrangian from a result's multipliers and penalty:
+    from the optimum with its own, one outer iteration and a few inner ones find it again;
+    from the optimum with zero multipliers the outer loop has to rebuild them."""
+    _, prob, _, runs = locked
+    r = runs["ilqr"]
+    warm = solve(prob, "ilqr", us_init=r.us, multipliers=r.extra)
+    cold = solve(prob, "ilqr", us_init=r.us)
+    assert warm.converged and cold.converged
+    assert warm.extra["outer_iterations"] == 1 and cold.extra["outer_iterations"] > 2
+    assert warm.iterations < cold.iterations and abs(warm.cost - r.cost) < 1e-6 * r.cost
+    assert np.allclose(warm.extra["lambda"], r.extra["lambda"], atol=1e-2 * np.abs(r.extra["lambda"]).max())
+    bad = {"lambda": np.zeros((prob.N, 2)), "lambda_stage": r.extra["lambda_stage"], "mu": r.extra["mu"]}
+    with pytest.raises(ValueError, match=r"^multipliers: lambda expected finite values of shape \(\d+, 1\)"):
+        solve(prob, "ilqr", multipliers=bad)
+    with pytest.raises(ValueError, match=r"^multipliers: expected a mapping with lambda"):
+        solve(prob, "ilqr", multipliers=[1.0])
+    with pytest.raises(ValueError, match=r"^multipliers: rho expected a finite penalty > 0"):
+        solve(prob, "ilqr", multipliers={**r.extra, "rho": -1.0})
+
+
 def test_an_end_effector_velocity_equality_holds_at_every_node_and_the_solvers_agree():
     """UR5 reaching a point at the tool's height: its free optimum moves the tool vertically; with
     the path equality v_z(tool0) = 0 (one row of a world-aligned frame velocity) at nodes 1..N,

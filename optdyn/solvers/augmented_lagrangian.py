@@ -140,10 +140,33 @@ STOPS = ("user_stop", "interrupted", "time_limit")
 FAILURES = ("regularization_failed", "line_search_failed", "rollout_failed")
 
 
+def initial_multipliers(problem: Problem, multipliers, rho_init: float
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """(λ (N, nc), λ_stage (N, ng), μ (nh,), ρ) to start from: zeros and ``rho_init``, or
+    those of ``multipliers`` (a mapping with the keys of a result's extra: "lambda",
+    "lambda_stage", "mu", optionally "rho"); ValueError naming ``multipliers`` otherwise."""
+    N = problem.N
+    if multipliers is None:
+        return np.zeros((N, problem.nc)), np.zeros((N, problem.ng)), np.zeros(problem.nh), rho_init
+    shapes = {"lambda": (N, problem.nc), "lambda_stage": (N, problem.ng), "mu": (problem.nh,)}
+    try:
+        arrays = [np.array(multipliers[k], dtype=float) for k in shapes]
+        rho = float(multipliers.get("rho", rho_init))
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise ValueError(f"multipliers: expected a mapping with {', '.join(shapes)} (and optionally rho), "
+                         f"as a constrained result's extra holds") from None
+    for (name, shape), a in zip(shapes.items(), arrays):
+        if a.shape != shape or not np.all(np.isfinite(a)):
+            raise ValueError(f"multipliers: {name} expected finite values of shape {shape}, got shape {a.shape}")
+    if not (np.isfinite(rho) and rho > 0):
+        raise ValueError(f"multipliers: rho expected a finite penalty > 0, got {rho!r}")
+    return (*arrays, rho)
+
+
 def solve_al(problem: Problem, ddp: bool = True, us_init=None, xs_init=None, constraint_tol: float = 1e-6,
              rho_init: float = 1.0, rho_factor: float = 10.0, rho_max: float = 1e10, decrease: float = 0.25,
              max_outer: int = 30, inner_tol0: float = 1e-4, inner_tol_factor: float = 1e-2,
-             **options) -> Result:
+             multipliers=None, **options) -> Result:
     """Constrained DDP (``ddp``) or iLQR by the augmented-Lagrangian outer loop.
 
     ``options`` are those of :class:`optdyn.solvers.ddp.Options`; ``max_iter`` bounds the total
@@ -153,15 +176,18 @@ def solve_al(problem: Problem, ddp: bool = True, us_init=None, xs_init=None, con
     inner solve's stationarity ∇J + Σ ψ'∇c = 0 is then the KKT condition with them):
     ("lambda" (N, nc) of the path rows at nodes 1..N,
     "lambda_stage" (N, ng) of the stage rows at knots 0..N−1, "mu" (nh,)), the final penalty
-    "rho", "outer_iterations", "violation" and "compile_time".
+    "rho", "outer_iterations", "violation" and "compile_time". ``multipliers`` (such an extra,
+    e.g. a previous solve's, shifted by :class:`optdyn.MPC`) starts the multipliers and the
+    penalty there instead of at zero and ``rho_init``, and the inner solves at full tolerance
+    from the first (the loose early solves serve multipliers still far off).
     """
     o = Options(**options)
     name = "ddp" if ddp else "ilqr"
-    objective = ALObjective(problem, np.zeros((problem.N, problem.nc)), np.zeros(problem.nh), rho_init,
-                            gauss_newton=o.cost_hessian == "gauss_newton")
+    lam, lam_stage, mu, rho = initial_multipliers(problem, multipliers, rho_init)
+    objective = ALObjective(problem, lam, mu, rho, lam_stage, gauss_newton=o.cost_hessian == "gauss_newton")
     steps, previous, outer, origin, rejected, updated = 0, np.inf, 0, "", [], False
     status, message, converged = "max_iter", f"iteration limit {o.max_iter} reached", False
-    inner_tol = max(o.tol, inner_tol0)
+    inner_tol = o.tol if multipliers is not None else max(o.tol, inner_tol0)  # warm: no loose early solves
     with Run(o.max_time) as run:
         log = Log(name, o.callback, o.verbose, run=run)
         try:

@@ -20,7 +20,7 @@ from .result import Result
 from .runtime import check_max_time
 
 AL_OPTIONS = ("constraint_tol", "rho_init", "rho_factor", "rho_max", "decrease", "max_outer", "inner_tol0",
-              "inner_tol_factor")
+              "inner_tol_factor", "multipliers")
 DDP_OPTIONS = tuple(f.name for f in fields(Options)) + ("xs_init", "us_init") + AL_OPTIONS
 CHOICES = {"shooting": ("single", "multiple"), "cost_hessian": ("exact", "gauss_newton"),
            "box": ("always", "after_full_step"), "regularization": ("state", "state_and_controls"),
@@ -89,7 +89,8 @@ def solve(problem: Problem, solver: str = "ddp", *, init: Result | None = None, 
     (feasibility-driven DDP).
     DDP/iLQR accept the fields of :class:`optdyn.solvers.ddp.Options` and the augmented-Lagrangian
     settings ``constraint_tol`` (1e-6), ``rho_init``, ``rho_factor``, ``rho_max``,
-    ``decrease``, ``max_outer``, ``inner_tol0``, ``inner_tol_factor``; IPOPT accepts
+    ``decrease``, ``max_outer``, ``inner_tol0``, ``inner_tol_factor`` and ``multipliers`` (the
+    multipliers and penalty to start from: :func:`optdyn.solvers.augmented_lagrangian.solve_al`); IPOPT accepts
     ``hessian`` ("exact"|"lbfgs") and IPOPT options (:func:`optdyn.solvers.ipopt.solve_ipopt`).
     DDP and IPOPT's exact Hessian take ``second_order``: "contracted" (default: the
     dynamics' second-order terms by a second-order adjoint, no tensor formed) or "tensor"
