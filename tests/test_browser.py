@@ -201,7 +201,7 @@ def test_closed_loop_page_draws_the_push_only_while_it_acts(tmp_path):
     def rest(start: float) -> ClosedLoop:
         return ClosedLoop(t=0.05 * np.arange(n + 1), xs=np.tile(problem.x0, (n + 1, 1)), us=np.zeros((n, 6)),
                           gains=np.zeros((n, 6, 12)), solve_time=np.full(n, 0.01), cost=np.zeros(n),
-                          iterations=np.ones(n, dtype=np.int64), status=["max_iter"] * n, dt=0.05,
+                          margins=np.zeros((n, 0)), iterations=np.ones(n, dtype=np.int64), status=["max_iter"] * n, dt=0.05,
                           disturbances=(Push("tool0", (0.0, 30.0, 0.0), start, 100.0),), solver="ilqr",
                           iteration_limit=1, problem="ur5-reach", source=problem)
 

@@ -251,6 +251,20 @@ def test_mpc_end_to_end(tmp_path, capsys):
     assert code == 0 and image.imread(tmp_path / "again.png").std() > 0.01, err
 
 
+def test_mpc_summary_gives_the_least_constraint_margin_over_every_plant_step(tmp_path, capsys):
+    from optdyn.apps.io import load_closed_loop
+
+    saved = tmp_path / "obstacle.npz"
+    code, out, err = run(capsys, "mpc", "arm-obstacle", "--duration", "2.4", "--solver", "ilqr", "--iterations", "1",
+                         "--save", str(saved))
+    assert code == 0, err
+    loop = load_closed_loop(saved)
+    least, start = re.search(r"margins\s+min (\S+) \(SphereClearance\) in the step from t = (\S+) s, over every "
+                             r"plant step", out).groups()
+    i = int(np.argmin(loop.margins[:, 0]))
+    assert float(least) == pytest.approx(loop.margins[i, 0], rel=1e-3, abs=1e-6) and float(start) == loop.t[i]
+
+
 def test_mpc_ctrl_c_prints_the_summary_writes_outputs_and_exits_130(tmp_path, capsys, monkeypatch):
     """Ctrl-C during the third step's solve: the loop ends with the two steps recorded."""
     from optdyn.apps.io import load_closed_loop

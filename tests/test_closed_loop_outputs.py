@@ -30,7 +30,8 @@ def test_save_and_reopen_is_exact(loop, tmp_path):
     path = tmp_path / "loop.npz"
     save_closed_loop(loop, path)
     back = load_closed_loop(path)
-    for name in ("t", "xs", "us", "gains", "solve_time", "cost", "iterations"):
+    assert loop.margins.shape == (len(loop.us), 0)  # ur5-reach has no constraint
+    for name in ("t", "xs", "us", "gains", "solve_time", "cost", "margins", "iterations"):
         np.testing.assert_array_equal(getattr(back, name), getattr(loop, name))
         assert getattr(back, name).dtype == getattr(loop, name).dtype, name
     for name in ("status", "dt", "disturbances", "stopped", "solver", "iteration_limit", "warm_start", "problem"):

@@ -81,6 +81,23 @@ def test_tool_returns_to_the_target_after_a_push(reach, warm_start):
     np.testing.assert_array_equal(free.xs, loop.xs[: free.xs.shape[0]])  # the same until the push
 
 
+@pytest.mark.parametrize("iterations, tolerance", [(None, 1e-4), (1, 3e-3)])
+def test_the_obstacle_clearance_holds_in_closed_loop(iterations, tolerance):
+    """arm-obstacle under iLQR MPC: the clearance constraint (5 cm from the sphere) holds over
+    every plant step (``ClosedLoop.margins``: the least margin over each interval's ten fine
+    steps and its ends) within ``tolerance``, solved to convergence at every step (the open-loop
+    optimum too dips < 1 mm below the margin between nodes) and with one iteration per step,
+    which starts from the last solve's multipliers (from zero multipliers each step it went
+    1 cm into the margin)."""
+    prob = problems.get("arm-obstacle", scenario="bent")
+    loop = optdyn.simulate(optdyn.MPC(prob, "ilqr", iterations), 3.0)
+    (clearance,) = prob.path_constraints
+    assert loop.margins.shape == (len(loop.us), 1) and not loop.stopped
+    assert -tolerance <= loop.margins.min() < 0.01  # the arm passes close: the constraint acts
+    at_instants = clearance.least_margin(clearance.value(loop.xs))  # both ends of every interval count
+    assert np.all(loop.margins[:, 0] <= np.minimum(at_instants[:-1], at_instants[1:]) + 1e-12)
+
+
 def test_a_real_time_iteration_expands_the_problem_once(reach):
     """``final_expansion=False`` takes the same step and returns the gains of the expansion
     that made it, without expanding again at the new iterate."""

@@ -110,6 +110,15 @@ class Margin:
     constraint: str
 
 
+def margins_at(problem: Problem, xs: np.ndarray, us: np.ndarray) -> np.ndarray:
+    """(K, m): the least margin min_i c_i (−|c_i| on equality rows; < 0 violated) of each of
+    the m path constraints then stage constraints of ``problem`` at the states xs (K, nx),
+    the stage constraints with the controls us (K, nu)."""
+    columns = [c.least_margin(c.value(xs)) for c in problem.path_constraints] + \
+        [c.least_margin(c.value_knots(xs, us)) for c in problem.stage_constraints]
+    return np.stack(columns, axis=1) if columns else np.zeros((xs.shape[0], 0))
+
+
 def constraint_margins(problem: Problem, xs, us) -> Margin:
     """:class:`Margin` of the path constraints of ``problem`` along (xs, us), checked at every
     integrator sub-step like the clearances: those on the state at x_1 … x_N and the sub-steps,
@@ -122,12 +131,11 @@ def constraint_margins(problem: Problem, xs, us) -> Margin:
     N, m1, nx = traj.shape
     xs, held = np.asarray(xs, dtype=float), np.repeat(np.asarray(us, dtype=float), m1, axis=0)
     stage = len(problem.path_constraints)
-    values = [c.least_margin(c.value(traj.reshape(-1, nx)) if j < stage else c.value_knots(traj.reshape(-1, nx), held))
-              .reshape(N, m1) for j, c in enumerate(constraints)]
-    j, k, s = np.unravel_index(int(np.argmin(values)), (len(values), N, m1))
+    values = margins_at(problem, traj.reshape(-1, nx), held).reshape(N, m1, -1)
+    k, s, j = np.unravel_index(int(np.argmin(values)), values.shape)
     nodes = min([float(c.least_margin(c.value(xs[1:])).min()) for c in problem.path_constraints]
-                + [float(v[:, 0].min()) for v in values[stage:]])
-    return Margin(nodes, float(values[j][k, s]), int(k), int(s), type(constraints[j]).__name__)
+                + [float(values[:, 0, stage:].min(initial=np.inf))])
+    return Margin(nodes, float(values[k, s, j]), int(k), int(s), type(constraints[j]).__name__)
 
 
 def clearances(problem: Problem, xs, us) -> Clearance:

@@ -465,9 +465,11 @@ def _loop_summary(loop: ClosedLoop, problem=None) -> list[str]:
         worst = int(np.argmax(np.where(after, e, -np.inf))) if after.any() else len(e) - 1
         lines.append(f"tracking    {label}: {e[-1]:.4g} at t = {loop.t[-1]:g} s; {largest} {e[worst]:.4g} at "
                      f"t = {loop.t[worst]:g} s")
-    if problem.path_constraints and len(loop.xs) > 1:
-        least = min(float(np.min(c.least_margin(c.value(loop.xs[1:])))) for c in problem.path_constraints)
-        lines.append(f"margins     min {least:+.4g} over the closed loop's states (path constraints; required ≥ 0)")
+    if loop.margins.size:
+        i, j = np.unravel_index(np.argmin(loop.margins), loop.margins.shape)
+        which = type((list(problem.path_constraints) + list(problem.stage_constraints))[j]).__name__
+        lines.append(f"margins     min {loop.margins[i, j]:+.4g} ({which}) in the step from t = {loop.t[i]:g} s, "
+                     "over every plant step (required ≥ 0)")
     return lines
 
 

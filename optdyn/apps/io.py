@@ -27,7 +27,7 @@ same family::
                     disturbances (frame, force, start, duration of each push),
                     problem_record (or null)}
     t (n+1,), xs (n+1, nx), us (n, nu), gains (n, nu, ndx), solve_time (n,), cost (n,),
-    iterations (n,)
+    margins (n, m), iterations (n,)
 
 Its problem is found as a result's: by name and params in the registry, else from the record.
 """
@@ -51,7 +51,7 @@ CLOSED_LOOP_FORMAT = "optdyn.closed_loop"
 _SCALARS = {"cost": float, "converged": bool, "iterations": int, "status": str, "message": str,
             "solver": str, "problem": str, "wall_time": float}
 _LOOP_ARRAYS = {"t": float, "xs": float, "us": float, "gains": float, "solve_time": float, "cost": float,
-                "iterations": np.int64}
+                "margins": float, "iterations": np.int64}
 _LOOP_SCALARS = ("dt", "stopped", "solver", "iteration_limit", "warm_start", "problem")
 
 
@@ -225,6 +225,7 @@ def _loop_arrays(archive, path) -> dict:
     n = a["us"].shape[0] if a["us"].ndim == 2 else -1
     shapes_ok = (n >= 0 and a["xs"].ndim == 2 and a["xs"].shape[0] == n + 1 and a["t"].shape == (n + 1,)
                  and a["gains"].ndim == 3 and a["gains"].shape[:2] == a["us"].shape
+                 and a["margins"].ndim == 2 and a["margins"].shape[0] == n
                  and all(a[k].shape == (n,) for k in ("solve_time", "cost", "iterations")))
     if not shapes_ok:
         raise ValueError(f"{path}: corrupt closed-loop file, array shapes "

@@ -25,6 +25,7 @@ from dynamics.model import Model
 from ..ocp import integrators
 from ..ocp.problem import Problem
 from ..solvers.mpc import MPC
+from .clearance import margins_at
 
 REFINEMENT = 10
 """Plant RK4 steps per controller integration step."""
@@ -75,6 +76,10 @@ class ClosedLoop:
         us: the controls computed at each step (n, nu); gains: their feedback gains (n, nu, ndx).
         solve_time: wall time of each :meth:`MPC.step` (n,), s; dt: the control period, s.
         cost: the objective of each step's horizon at its solution (n,).
+        margins: the least margin of each path constraint, then each stage constraint, of the
+            problem over the plant's states during each control interval, its fine steps and
+            both ends included, with the control in force (n, m; :func:`optdyn.apps.clearance.margins_at`:
+            ≥ 0 where the constraint held).
         iterations: solver iterations per step (n,); status: each solve's status.
         disturbances: the pushes applied.
         stopped: why the loop ended before ``duration`` ("" if it ran to the end): Ctrl-C
@@ -96,6 +101,7 @@ class ClosedLoop:
     gains: np.ndarray
     solve_time: np.ndarray
     cost: np.ndarray
+    margins: np.ndarray
     iterations: np.ndarray
     status: list[str]
     dt: float
@@ -185,6 +191,8 @@ def simulate(mpc: MPC, duration: float, plant: Model | None = None, disturbances
     n = int(round(duration / p.dt))
     xs, us = np.empty((n + 1, p.nx)), np.empty((n, p.nu))
     gains, solve_time, cost = np.empty((n, p.nu, p.ndx)), np.empty(n), np.empty(n)
+    m = len(p.path_constraints) + len(p.stage_constraints)
+    margins, states, held = np.empty((n, m)), np.empty((fine + 1, p.nx)), np.empty((fine + 1, p.nu))
     iterations, status = np.empty(n, dtype=np.int64), []
     source = copy.copy(p)  # the controller moves its own x0 at every step
     x = p.x0.copy()
@@ -201,8 +209,10 @@ def simulate(mpc: MPC, duration: float, plant: Model | None = None, disturbances
             us[i], gains[i], cost[i] = u, K, mpc.result.cost
             iterations[i] = mpc.result.iterations
             status.append(mpc.result.status)
+            states[0] = x
             for j in range(i * fine, (i + 1) * fine):
                 u_j = us[max(j - lag, 0) // fine]  # computed at step m, it acts from plant step m·fine + lag
+                held[j - i * fine] = u_j
                 tj = j * h
                 active = [d for d in pushes if d.active(tj)]
                 step = dyn
@@ -212,15 +222,19 @@ def simulate(mpc: MPC, duration: float, plant: Model | None = None, disturbances
                 x = integrators.step_batch(step, x[None], u_j[None])[0]
                 if not np.all(np.isfinite(x)):
                     break
+                states[j - i * fine + 1] = x
             if not np.all(np.isfinite(x)):
                 stopped = f"the plant diverged between t = {i * p.dt:g} and {(i + 1) * p.dt:g} s"
                 break
+            held[fine] = u_j
+            margins[i] = margins_at(p, states, held).min(axis=0)
             xs[i + 1] = x
             done = i + 1
     except KeyboardInterrupt:
         stopped = f"{INTERRUPTED} at t = {done * p.dt:g} s"
     return ClosedLoop(t=np.arange(done + 1) * p.dt, xs=xs[: done + 1], us=us[:done], gains=gains[:done],
-                      solve_time=solve_time[:done], cost=cost[:done], iterations=iterations[:done],
+                      solve_time=solve_time[:done], cost=cost[:done], margins=margins[:done],
+                      iterations=iterations[:done],
                       status=status[:done], dt=p.dt, disturbances=pushes, stopped=stopped, solver=mpc.solver,
                       iteration_limit=mpc.iterations, warm_start=mpc.warm_start, problem=p.name,
                       params=dict(p.params), source=source)
