@@ -1,5 +1,6 @@
-"""The Solo-12 gaits of ``problems/quadruped.py``: iterations, cost, wall time per solve and
-per iteration of DDP (exact second order), iLQR and IPOPT, and how far apart their optima are.
+"""The Solo-12 gaits of ``problems/quadruped.py`` and Talos' walk of ``problems/biped.py``:
+iterations, cost, wall time per solve and per iteration of DDP (exact second order), iLQR and
+IPOPT, and how far apart their optima are.
 
     NUMBA_NUM_THREADS=1 .venv/bin/python benchmarks/bench_locomotion.py [--rounds 3]
 
@@ -28,15 +29,17 @@ import problems
 
 SOLVERS = ("ddp", "ilqr", "ipopt")
 MAX_ITER = 200
-GAITS = {"trot, 2 cycles": dict(scenario="trot"), "trot, 2 cycles, no friction cone": dict(scenario="trot", mu=None),
-         "walk, 2 cycles": dict(scenario="walk"), "jump": dict(scenario="jump")}
+GAITS = {"trot, 2 cycles": ("quadruped", dict(scenario="trot")),
+         "trot, 2 cycles, no friction cone": ("quadruped", dict(scenario="trot", mu=None)),
+         "walk, 2 cycles": ("quadruped", dict(scenario="walk")), "jump": ("quadruped", dict(scenario="jump")),
+         "biped walk, 2 steps": ("biped", dict(scenario="walk"))}
 CROCODDYL = Path(__file__).with_name("crocoddyl_trot.json")
 
 
 def measure(rounds: int) -> list[list]:
     rows = []
-    for label, params in GAITS.items():
-        prob = problems.get("quadruped", **params)
+    for label, (name, params) in GAITS.items():
+        prob = problems.get(name, **params)
         results = {s: optdyn.solve(prob, solver=s, max_iter=MAX_ITER) for s in SOLVERS}  # warm-up
         best = dict.fromkeys(SOLVERS, np.inf)
         for _ in range(rounds):
@@ -60,7 +63,7 @@ def main() -> None:
     per_it = {(r[0], r[2]): r[7] for r in rows}
     ratios = [f"{g}: {per_it[(g, 'ddp')] / per_it[(g, 'ilqr')]:.2f}×" for g in GAITS]
     body = "\n\n".join([
-        "## Locomotion: Solo-12 gaits (`benchmarks/bench_locomotion.py`)",
+        "## Locomotion: Solo-12 gaits and Talos' walk (`benchmarks/bench_locomotion.py`)",
         f"Machine: {machine()}; best of {args.rounds} interleaved solves after a warm-up.",
         table(["gait", "N", "solver", "status", "iterations", "cost", "wall s", "ms / iteration",
                "optimum apart from DDP's"], rows),
