@@ -25,12 +25,15 @@ UNIT_STRIDE = (FLOAT64.itemsize,)
 
 
 def as_vector(x, n: int, name: str) -> np.ndarray:
-    """``x`` as a C-contiguous float64 array of shape (n,), else ValueError naming it."""
-    if type(x) is np.ndarray and x.dtype is FLOAT64 and x.shape == (n,) and x.strides == UNIT_STRIDE:
-        return x  # the common case, decided without the (slow) flags object
-    if type(x) is not np.ndarray or x.dtype is not FLOAT64 or not x.flags.c_contiguous:  # else: no conversion
+    """``x`` as a writable C-contiguous float64 array of shape (n,), else ValueError naming
+    it (a read-only array is copied: the kernels are compiled for writable arrays, and a
+    read-only one would compile them again for its own type)."""
+    if type(x) is np.ndarray and x.dtype is FLOAT64 and x.shape == (n,) and x.strides == UNIT_STRIDE \
+            and x.flags.writeable:
+        return x  # the common case
+    if type(x) is not np.ndarray or x.dtype is not FLOAT64 or not x.flags.c_contiguous or not x.flags.writeable:
         try:
-            x = np.ascontiguousarray(x, dtype=np.float64)
+            x = np.array(x, dtype=np.float64, order="C")
         except (TypeError, ValueError):
             raise ValueError(f"{name}: expected {n} real numbers, got {x!r}") from None
     if x.shape != (n,):
@@ -39,9 +42,10 @@ def as_vector(x, n: int, name: str) -> np.ndarray:
 
 
 def as_batch(x, n: int, name: str) -> np.ndarray:
-    """``x`` as a C-contiguous float64 array of shape (K, n) (leading axis = knots)."""
+    """``x`` as a writable C-contiguous float64 array of shape (K, n) (leading axis =
+    knots; a read-only array is copied, as by :func:`as_vector`)."""
     try:
-        x = np.ascontiguousarray(x, dtype=np.float64)
+        x = np.require(x, dtype=np.float64, requirements="CW")
     except (TypeError, ValueError):
         raise ValueError(f"{name}: expected an array of shape (K, {n}), got {x!r}") from None
     if x.ndim != 2 or x.shape[1] != n:
@@ -60,9 +64,9 @@ def as_forces(model: Model, f_ext) -> np.ndarray:
         return NO_FORCE
     n = model.njoints
     f = f_ext
-    if type(f) is not np.ndarray or f.dtype is not FLOAT64 or not f.flags.c_contiguous:
+    if type(f) is not np.ndarray or f.dtype is not FLOAT64 or not f.flags.c_contiguous or not f.flags.writeable:
         try:
-            f = np.ascontiguousarray(f_ext, dtype=np.float64)
+            f = np.require(f_ext, dtype=np.float64, requirements="CW")
         except (TypeError, ValueError):
             raise ValueError(f"f_ext: expected an array of shape ({n}, 6), got {f_ext!r}") from None
     if f.shape != (n, 6):

@@ -170,7 +170,7 @@ def test_contracted_and_tensor_second_order_give_the_same_backward_pass(make):
         dynamics_hessian(second, 1, us, Vx, Hz, transition_work(prob.dynamics, prob.nx, prob.nu, 1))
         k, K = np.zeros((prob.N, prob.nu)), np.zeros((prob.N, prob.nu, prob.ndx))
         res = backward_pass(Expansion(A, B, *costs), terminal, us, prob.u_lower, prob.u_upper, 10.0, second, k, K,
-                            np.zeros((0, prob.ndx)))
+                            np.zeros((0, prob.ndx)), False)
         out[name] = Hz, k, K, np.array(res[1:]), res[0]
     (H1, k1, K1, dv1, f1), (H2, k2, K2, dv2, f2) = out["contracted"], out["tensor"]
     assert f1 == f2 == -1

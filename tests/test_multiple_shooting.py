@@ -51,7 +51,7 @@ def test_the_models_change_along_a_step_with_gaps_matches_differences(reach):
     k, K = np.zeros((prob.N, prob.nu)), np.zeros((prob.N, prob.nu, prob.ndx))
     free = np.full(prob.nu, np.inf)
     mu = 1e-3
-    while (result := ddp.backward_pass(lq, terminal, us, -free, free, mu, second, k, K, gaps))[0] >= 0:
+    while (result := ddp.backward_pass(lq, terminal, us, -free, free, mu, second, k, K, gaps, False))[0] >= 0:
         mu *= 10.0  # the terminal cost's Hessian is indefinite away from the optimum: regularise
     dV1, dV2 = result[1:]
     slope = ddp.model_slope(lq, terminal.Vx, k, K, gaps)

@@ -200,7 +200,7 @@ def _lqr_gains(A: np.ndarray, B: np.ndarray, Q: np.ndarray, R: np.ndarray, QN: n
                    np.repeat(R[None], N, axis=0))
     first_order = SecondOrder(SECOND_ORDER["none"], np.empty((N, 0, 0, 0)), problem.dynamics, problem.no_stages, False)
     failed, _, _ = backward_pass(lq, Value(np.zeros(ndx), QN), np.zeros((N, nu)), -free, free, 0.0, first_order, k, K,
-                                 np.zeros((0, ndx)))
+                                 np.zeros((0, ndx)), False)
     if failed >= 0:
         raise ValueError(f"problem: the tracking LQR of the perturbed guess has R + BᵀPB not positive definite at "
                          f"knot {failed} (non-finite dynamics along the reference?)")

@@ -67,9 +67,9 @@ from .costs import Cost
 
 
 def _array(x, shape: tuple[int, ...], name: str, finite: bool = True) -> np.ndarray:
-    """``x`` as a float64 array of ``shape`` (ValueError naming ``name`` otherwise)."""
+    """``x`` as a C-ordered float64 array of ``shape`` (ValueError naming ``name`` otherwise)."""
     try:
-        a = np.array(x, dtype=float)
+        a = np.array(x, dtype=float, order="C")
     except (TypeError, ValueError):
         raise ValueError(f"{name}: expected real numbers of shape {shape}, got {x!r}") from None
     if a.shape != shape:

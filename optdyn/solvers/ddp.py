@@ -790,13 +790,14 @@ def initial_guess(problem: Problem, o: Options, us_init=None, xs_init=None
         us, origin, rejected = initial_controls(problem, us_init)
         return us, None, origin, rejected
     us = clipped_controls(problem, problem.us_init if us_init is None else us_init)
-    xs = problem.xs_init if xs_init is None else np.array(xs_init, dtype=float)
+    xs = problem.xs_init if xs_init is None else np.array(xs_init, dtype=float, order="C")
     return us, xs, "us_init" if us_init is not None else "problem", []
 
 
 def clipped_controls(problem: Problem, us) -> np.ndarray:
-    """A float copy of the controls ``us`` (N, nu) clipped to the problem's bounds."""
-    return np.clip(np.array(us, dtype=float), problem.u_lower, problem.u_upper)
+    """A C-ordered float copy of the controls ``us`` (N, nu) clipped to the problem's bounds
+    (the kernels are compiled for C-ordered arrays: another order compiles them again)."""
+    return np.clip(np.array(us, dtype=float, order="C"), problem.u_lower, problem.u_upper)
 
 
 def stopped_by_exception(problem: Problem, log: Log, K_shape: tuple[int, int, int]) -> Outcome:
