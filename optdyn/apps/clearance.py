@@ -101,13 +101,15 @@ class Margin:
     """The smallest margin min_i c_i of the path constraints c ≥ 0 (−|c_i| on equality rows):
     ``nodes`` at x_1 … x_N,
     ``substeps`` over every integrator sub-step, reached in interval ``interval`` at
-    sub-step ``substep`` by a row of ``constraint`` (its type name)."""
+    sub-step ``substep`` by a row of ``constraint`` (its type name). With contacts the
+    sub-steps are not checked (``substepped`` False; ``substeps`` is then ``nodes``)."""
 
     nodes: float
     substeps: float
     interval: int
     substep: int
     constraint: str
+    substepped: bool = True
 
 
 def margins_at(problem: Problem, xs: np.ndarray, us: np.ndarray) -> np.ndarray:
@@ -123,10 +125,19 @@ def constraint_margins(problem: Problem, xs, us) -> Margin:
     """:class:`Margin` of the path constraints of ``problem`` along (xs, us), checked at every
     integrator sub-step like the clearances: those on the state at x_1 … x_N and the sub-steps,
     those on (x, u) (stage constraints) at the knots (x_k, u_k) and at the sub-steps of
-    interval k with u_k held. ValueError if it has no path constraints."""
+    interval k with u_k held. With contacts, at the nodes and knots only: the sub-steps
+    would need the contact phases, and a constraint on the contact forces has values at the
+    knots alone. ValueError if it has no path constraints."""
     constraints = list(problem.path_constraints) + list(problem.stage_constraints)
     if not constraints:
         raise ValueError(f"problem: {problem.name!r} has no path constraints")
+    if problem.contacts is not None:
+        xs, us = np.asarray(xs, dtype=float), np.asarray(us, dtype=float)
+        values = np.stack([c.least_margin(c.value(xs[1:])) for c in problem.path_constraints]  # node k + 1
+                          + [c.least_margin(c.value_knots(xs[:-1], us)) for c in problem.stage_constraints], axis=1)
+        k, j = np.unravel_index(int(np.argmin(values)), values.shape)
+        least = float(values[k, j])
+        return Margin(least, least, int(k), 0, type(constraints[j]).__name__, substepped=False)
     traj = substep_states(problem, xs, us)
     N, m1, nx = traj.shape
     xs, held = np.asarray(xs, dtype=float), np.repeat(np.asarray(us, dtype=float), m1, axis=0)

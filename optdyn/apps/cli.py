@@ -254,6 +254,9 @@ def _clearance_line(problem, result: Result) -> str:
 
 def _margins_line(problem, result: Result) -> str:
     g = constraint_margins(problem, result.xs, result.us)
+    if not g.substepped:
+        return (f"margins     min {g.nodes:+.4g} at the nodes and knots (interval {g.interval}, {g.constraint}; "
+                "required ≥ 0; sub-steps not checked with contacts)")
     return (f"margins     min {g.nodes:+.4g} at the nodes, {g.substeps:+.4g} at the worst RK sub-step "
             f"(interval {g.interval}, step {g.substep}, {g.constraint}; required ≥ 0)")
 
