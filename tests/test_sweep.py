@@ -132,6 +132,35 @@ def test_perturbed_guess_on_a_floating_base_moves_the_arm_and_lets_the_base_foll
     assert res.cost == pytest.approx(optdyn.solve(prob, "ddp").cost, rel=1e-6)
 
 
+def _standing_on_two_feet(N: int = 6):
+    """The legged test robot on feet 0 and 1 (a contact problem), at rest."""
+    from legged_robot import Q_STAND, legged
+
+    import dynamics as dyn
+    model = legged()
+    x0 = np.r_[Q_STAND, np.zeros(model.nv)]
+    feet = [dyn.Contact("foot0"), dyn.Contact("foot1")]
+    return optdyn.Problem(model, x0, N, 0.05, optdyn.costs.StateCost(1.0, x0, model=model), contacts=[feet] * N)
+
+
+def test_perturbed_guess_with_contacts_is_the_wave_for_multiple_shooting(monkeypatch):
+    """With contacts the guess is the perturbed reference and the problem's own controls, not
+    an LQR tracking run (a wave in stance legs tracked through rigid contacts diverged), and
+    every solver gets the states too: a problem with contacts starts by multiple shooting."""
+    prob = _standing_on_two_feet()
+    xs, us = perturbed_guess(prob, 123)
+    dx = prob.state_difference(prob.xs_init, xs)
+    assert np.array_equal(us, prob.us_init) and np.array_equal(xs[0], prob.x0)
+    assert np.max(np.abs(dx[:, 6:prob.model.nv])) > 0.05 and np.max(np.abs(dx[:, :6])) == 0.0  # legs, not the base
+    seen = {}
+    monkeypatch.setattr(optdyn.solvers.solve, "solve", lambda problem, solver, **kw: seen.update(kw) or 1 / 0)
+    record = run_job(lambda: _standing_on_two_feet(), {}, {}, 1, "ilqr", {}, 0.3)
+    assert "ZeroDivisionError" in record["error"]  # the solve was reached, with both guesses
+    xs, us = perturbed_guess(prob, job_seed({}, 1))
+    np.testing.assert_allclose(seen["xs_init"], xs, atol=1e-12)  # the job's own problem: least squares again
+    np.testing.assert_allclose(seen["us_init"], us, atol=1e-12)
+
+
 def test_run_job_records_exceptions_instead_of_raising():
     record = run_job(PENDULUM, {}, {"u_max": -1.0}, 0, "ddp", {}, 0.3)
     assert "result" not in record and record["error"].startswith("ValueError: u_max")

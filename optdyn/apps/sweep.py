@@ -152,6 +152,10 @@ def perturbed_guess(problem: Problem, seed: int, scale: float = PERTURBATION) ->
     bounds, ``xs`` exactly its open-loop rollout, so the guess means the same to DDP/iLQR
     (which use ``us``) and to IPOPT (both), even for open-loop unstable robots whose
     rollout of a perturbed torque sequence would diverge.
+
+    With contacts the guess is the reference itself, ``(x_ref, the problem's us_init)``:
+    every solver starts a problem with contacts by multiple shooting (its defaults), which
+    closes the gaps, and tracking a wave in stance legs through rigid contacts diverges.
     """
     from dynamics import rnea
 
@@ -165,6 +169,8 @@ def perturbed_guess(problem: Problem, seed: int, scale: float = PERTURBATION) ->
     dq = np.sin(np.outer(tau, w)) ** 2 @ c
     dv = (w / T * np.sin(2 * np.outer(tau, w))) @ c
     x_ref = problem.state_integrate(np.asarray(problem.xs_init, float), np.hstack([dq, dv]))
+    if problem.contacts is not None:
+        return x_ref, problem.us_init.copy()
     nq = model.nq
     a_ref = np.diff(x_ref[:, nq:], axis=0) / dt
     lo, hi = problem.u_lower, problem.u_upper
@@ -241,7 +247,8 @@ def run_job(factory: Callable[..., Problem], params: dict, point: dict, start: i
         init = {}
         if start > 0:
             xs, us = perturbed_guess(problem, job_seed(point, start), scale)
-            init = {"us_init": us, "xs_init": xs} if solver == "ipopt" else {"us_init": us}
+            init = {"us_init": us, "xs_init": xs} if solver == "ipopt" or problem.contacts is not None else {
+                "us_init": us}
         result = solve(problem, solver=solver, **options, **init)
     except Exception as e:  # noqa: BLE001 — every failure of a job is recorded, not raised
         return {"error": _one_line(e), "worker": worker, "time": time.perf_counter() - t0,
