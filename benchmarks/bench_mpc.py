@@ -42,6 +42,7 @@ CASES = [  # (task, solver, iterations, warm start)
     ("ur5-reach", "ddp", 1, "rollout"),
     ("ur5-reach", "ilqr", None, "policy"),
     ("ur5-reach", "ddp", None, "policy"),
+    ("ur5-reach", "ipopt", 1, "shift"),
     ("ur5-reach", "ipopt", None, "shift"),
     ("space-manipulator", "ilqr", 1, "policy"),
     ("space-manipulator", "ddp", 1, "policy"),

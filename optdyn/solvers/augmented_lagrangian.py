@@ -165,7 +165,7 @@ def initial_multipliers(problem: Problem, multipliers, rho_init: float
 
 def solve_al(problem: Problem, ddp: bool = True, us_init=None, xs_init=None, constraint_tol: float = 1e-6,
              rho_init: float = 1.0, rho_factor: float = 10.0, rho_max: float = 1e10, decrease: float = 0.25,
-             max_outer: int = 30, inner_tol0: float = 1e-4, inner_tol_factor: float = 1e-2,
+             max_outer: int = 30, inner_tol0: float = 1e-4, inner_tol_factor: float = 1e-2, *,
              multipliers=None, **options) -> Result:
     """Constrained DDP (``ddp``) or iLQR by the augmented-Lagrangian outer loop.
 

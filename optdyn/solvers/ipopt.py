@@ -603,11 +603,61 @@ def _add_options(nlp: cyipopt.Problem, options: dict) -> None:
             raise ValueError(f"ipopt option {name!r}={value!r}: {why}")
 
 
+WARM_START = {"warm_start_init_point": "yes", "mu_init": 1e-6, "warm_start_bound_push": 1e-9,
+              "warm_start_bound_frac": 1e-9, "warm_start_slack_bound_push": 1e-9,
+              "warm_start_slack_bound_frac": 1e-9, "warm_start_mult_bound_push": 1e-9}
+"""IPOPT's options for a start from given multipliers: the point is taken as it is, close to
+the bounds, with a small barrier parameter (the settings IPOPT's documentation gives for warm
+starts); options passed to :func:`solve_ipopt` take precedence."""
+
+
+def initial_duals(nlp: MultipleShootingNLP, multipliers) -> dict | None:
+    """IPOPT's multipliers to start from — "constraints" (m,), "lower", "upper" (n,) of the
+    ``"duals"`` of ``multipliers`` (an IPOPT result's extra) — or None; ValueError naming
+    ``multipliers`` otherwise."""
+    if multipliers is None:
+        return None
+    sizes = {"constraints": nlp.m, "lower": nlp.n, "upper": nlp.n}
+    try:
+        duals = {k: np.array(multipliers["duals"][k], dtype=float) for k in sizes}
+    except (KeyError, TypeError, ValueError, IndexError):
+        raise ValueError("multipliers: expected an IPOPT result's extra, whose 'duals' hold constraints, lower "
+                         "and upper") from None
+    for k, n in sizes.items():
+        if duals[k].shape != (n,) or not np.all(np.isfinite(duals[k])):
+            raise ValueError(f"multipliers: duals {k} expected finite values of shape ({n},), got shape "
+                             f"{duals[k].shape}")
+    return duals
+
+
+def shift_duals(problem: Problem, multipliers, s: int) -> dict:
+    """The IPOPT multipliers of ``multipliers`` (an IPOPT result's extra, for ``problem``)
+    moved s knots earlier, as :class:`optdyn.MPC` moves its horizon: every per-knot block of
+    the constraints (defects, path, stage rows) and of the variables' bound multipliers (ξ_k,
+    u_k) shifted, the last knot's held over the new ones; the terminal rows' and x_N's as
+    they were. Returns ``{"duals": ...}``, which :func:`solve_ipopt` takes as ``multipliers``."""
+    N, ndx, nw = problem.N, problem.ndx, problem.ndx + problem.nu
+    s = min(int(s), N)
+
+    def knots(a: np.ndarray, width: int) -> np.ndarray:
+        a = a.reshape(N, width)
+        return np.concatenate([a[s:], np.repeat(a[-1:], s, axis=0)]).ravel()
+
+    d = multipliers["duals"]
+    g, widths, parts, start = np.asarray(d["constraints"]), (ndx, problem.nc_general, problem.ng), [], 0
+    for w in widths:
+        parts.append(knots(g[start: start + N * w], w))
+        start += N * w
+    bounds = {k: np.concatenate([knots(np.asarray(d[k])[: N * nw], nw), np.asarray(d[k])[N * nw:]])
+              for k in ("lower", "upper")}
+    return {"duals": {"constraints": np.concatenate(parts + [g[start:]]), **bounds}}
+
+
 def solve_ipopt(problem: Problem, hessian: str = "exact", max_iter: int = 500, tol: float = 1e-8,
                 print_level: int | None = None, verbose: bool = False, callback=None,
                 second_order: str = "contracted",
                 xs_init: np.ndarray | None = None, us_init: np.ndarray | None = None,
-                max_time: float | None = None, **ipopt_options) -> Result:
+                max_time: float | None = None, multipliers=None, **ipopt_options) -> Result:
     """Solve ``problem`` by direct multiple shooting with IPOPT.
 
     Args:
@@ -626,6 +676,9 @@ def solve_ipopt(problem: Problem, hessian: str = "exact", max_iter: int = 500, t
         max_time: wall-clock limit, s (IPOPT's ``max_wall_time``, also polled every
             iteration): status "time_limit". Ctrl-C stops with status "interrupted"
             (:mod:`optdyn.solvers.runtime`); both return IPOPT's current iterate.
+        multipliers: the extra of an IPOPT result of the same problem (or one shifted by
+            :func:`shift_duals`): IPOPT starts from its multipliers ("duals") too, with the
+            options of :data:`WARM_START`.
         **ipopt_options: any further IPOPT option (e.g. ``max_cpu_time=10``,
             ``mu_strategy="adaptive"``); unknown names raise ValueError.
 
@@ -636,7 +689,8 @@ def solve_ipopt(problem: Problem, hessian: str = "exact", max_iter: int = 500, t
         "evaluation_errors" (points IPOPT had to step back from), "compile_time",
         "multipliers" ("defects" (N, ndx), "path" (N, nc): every path row at nodes 1..N, joint
         limits (variable bounds) included, "stage" (N, ng): the stage rows at knots 0..N−1,
-        "terminal" (nh,); IPOPT's sign: L = f + Σ multiplier · row) and
+        "terminal" (nh,); IPOPT's sign: L = f + Σ multiplier · row), "duals" (IPOPT's own
+        vectors, what ``multipliers`` takes: "constraints" (m,), "lower" and "upper" (n,)) and
         "nlp_size" (n, m).
     """
     if not isinstance(problem, Problem):
@@ -652,6 +706,7 @@ def solve_ipopt(problem: Problem, hessian: str = "exact", max_iter: int = 500, t
     us0 = _guess(problem.us_init if us_init is None else us_init, (problem.N, problem.nu), "us_init")
     run = Run(check_max_time(max_time))
     nlp = MultipleShootingNLP(problem, hessian == "exact", callback, second_order, reference=xs0)
+    duals = initial_duals(nlp, multipliers)
     ipopt = cyipopt.Problem(n=nlp.n, m=nlp.m, problem_obj=nlp, lb=nlp.lb, ub=nlp.ub, cl=nlp.cl, cu=nlp.cu)
     nlp.nlp = ipopt
     options = {"sb": "yes", "print_level": (5 if verbose else 0) if print_level is None else print_level,
@@ -660,12 +715,13 @@ def solve_ipopt(problem: Problem, hessian: str = "exact", max_iter: int = 500, t
         options["hessian_approximation"] = "limited-memory"
     if run.max_time is not None:
         options["max_wall_time"] = run.max_time
-    _add_options(ipopt, {**options, **ipopt_options})
+    _add_options(ipopt, {**options, **(WARM_START if duals else {}), **ipopt_options})
     z0 = nlp.pack(xs0, us0)
+    start = {} if duals is None else {"lagrange": duals["constraints"], "zl": duals["lower"], "zu": duals["upper"]}
     with run:
         nlp.run, nlp.t0 = run, time.perf_counter()
         try:
-            z, info = ipopt.solve(z0)
+            z, info = ipopt.solve(z0, **start)
         except (KeyboardInterrupt, SystemError) as e:  # raised during compilation or by a second Ctrl-C
             if not is_interrupt(e) and not run.interrupted:
                 raise
@@ -715,6 +771,8 @@ def _result(problem, nlp: MultipleShootingNLP, z, info, hessian: str, run: Run) 
                "evaluation_errors": nlp.evaluation_errors, "last_evaluation_error": nlp.last_error,
                "compile_time": run.compile_time(),
                "nlp_size": (nlp.n, nlp.m),
+               "duals": {"constraints": lam, "lower": np.asarray(info.get("mult_x_L", np.zeros(nlp.n)), dtype=float),
+                         "upper": np.asarray(info.get("mult_x_U", np.zeros(nlp.n)), dtype=float)},
                "multipliers": {"defects": lam[: N * ndx].reshape(N, ndx),
                                "path": _path_multipliers(problem, nlp, lam[N * ndx: N * (ndx + nc)].reshape(N, nc),
                                                          info),
