@@ -91,7 +91,8 @@ def solve(problem: Problem, solver: str = "ddp", *, init: Result | None = None, 
     settings ``constraint_tol`` (1e-6), ``rho_init``, ``rho_factor``, ``rho_max``,
     ``decrease``, ``max_outer``, ``inner_tol0``, ``inner_tol_factor`` and ``multipliers`` (the
     multipliers and penalty to start from: :func:`optdyn.solvers.augmented_lagrangian.solve_al`); IPOPT accepts
-    ``hessian`` ("exact"|"lbfgs") and IPOPT options (:func:`optdyn.solvers.ipopt.solve_ipopt`).
+    ``hessian`` ("exact"|"lbfgs"), ``multipliers`` (an IPOPT result's extra: its multipliers
+    to start from) and IPOPT options (:func:`optdyn.solvers.ipopt.solve_ipopt`).
     DDP and IPOPT's exact Hessian take ``second_order``: "contracted" (default: the
     dynamics' second-order terms by a second-order adjoint, no tensor formed) or "tensor"
     (the full second-order tensors, same result, for validation).
