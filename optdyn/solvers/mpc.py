@@ -81,7 +81,7 @@ class MPC:
             ``us_init``, ``xs_init``, ``shooting``, ``final_expansion``, which the controller sets).
 
     The costs and constraints are time-invariant: moving references are not supported
-    (a problem's per-interval ``f_ext`` or contact sequence is refused). After each :meth:`step`, ``result`` is
+    (a problem's per-interval ``f_ext``, contact sequence or per-knot references are refused). After each :meth:`step`, ``result`` is
     the last solve's :class:`~optdyn.solvers.result.Result` and ``time`` the start of its
     horizon.
     """
@@ -106,6 +106,12 @@ class MPC:
         if problem.f_ext.shape[0] > 1 or problem.contacts is not None:
             raise ValueError("problem: per-interval f_ext or a contact sequence would have to move with the "
                              "horizon; MPC takes problems whose intervals are all alike")
+        terms = [problem.running_cost, problem.terminal_cost, *problem.path_constraints,
+                 *problem.stage_constraints, *problem.terminal_constraints]
+        timed = [type(r).__name__ for t in terms if t is not None for r in t.residuals() if r.knots() is not None]
+        if timed:
+            raise ValueError(f"problem: {timed[0]} has one reference per knot, which would have to move with the "
+                             "horizon; MPC takes problems whose intervals are all alike (moving references: not yet)")
         self.problem = copy.copy(problem)  # its own x0; the compiled dynamics are shared
         self.solver, self.iterations, self.warm_start, self.options = solver, iterations, warm_start, options
         self.result: Result | None = None
