@@ -256,12 +256,13 @@ def test_mpc_summary_gives_the_least_constraint_margin_over_every_plant_step(tmp
 
     saved = tmp_path / "obstacle.npz"
     code, out, err = run(capsys, "mpc", "arm-obstacle", "--duration", "2.4", "--solver", "ilqr", "--iterations", "1",
-                         "--save", str(saved))
+                         "--horizon", "shrinking", "--save", str(saved))
     assert code == 0, err
     loop = load_closed_loop(saved)
     least, start = re.search(r"margins\s+min (\S+) \(SphereClearance\) in the step from t = (\S+) s, over every "
                              r"plant step", out).groups()
     i = int(np.argmin(loop.margins[:, 0]))
+    assert loop.horizon == "shrinking" and "warm start policy, shrinking horizon, on arm-obstacle" in out
     assert float(least) == pytest.approx(loop.margins[i, 0], rel=1e-3, abs=1e-6) and float(start) == loop.t[i]
 
 

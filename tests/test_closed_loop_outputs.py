@@ -34,7 +34,8 @@ def test_save_and_reopen_is_exact(loop, tmp_path):
     for name in ("t", "xs", "us", "gains", "solve_time", "cost", "margins", "iterations"):
         np.testing.assert_array_equal(getattr(back, name), getattr(loop, name))
         assert getattr(back, name).dtype == getattr(loop, name).dtype, name
-    for name in ("status", "dt", "disturbances", "stopped", "solver", "iteration_limit", "warm_start", "problem"):
+    for name in ("status", "dt", "disturbances", "stopped", "solver", "iteration_limit", "warm_start", "horizon",
+                 "problem"):
         assert getattr(back, name) == getattr(loop, name), name
     assert back.params == {"N": 20, "dt": 0.05, "target": [0.4, 0.3, 0.4]} and back.source is None
     rebuilt = problem_of(back)  # from the record it stores (the command line looks the name up first)

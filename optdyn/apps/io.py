@@ -23,7 +23,7 @@ A closed loop (:func:`save_closed_loop`, :func:`load_closed_loop`) is an archive
 same family::
 
     meta            JSON {"format": "optdyn.closed_loop", "version": 1, dt, stopped, solver,
-                    iteration_limit, warm_start, problem, params, status (one per step),
+                    iteration_limit, warm_start, horizon, problem, params, status (one per step),
                     disturbances (frame, force, start, duration of each push),
                     problem_record (or null)}
     t (n+1,), xs (n+1, nx), us (n, nu), gains (n, nu, ndx), solve_time (n,), cost (n,),
@@ -52,7 +52,7 @@ _SCALARS = {"cost": float, "converged": bool, "iterations": int, "status": str, 
             "solver": str, "problem": str, "wall_time": float}
 _LOOP_ARRAYS = {"t": float, "xs": float, "us": float, "gains": float, "solve_time": float, "cost": float,
                 "margins": float, "iterations": np.int64}
-_LOOP_SCALARS = ("dt", "stopped", "solver", "iteration_limit", "warm_start", "problem")
+_LOOP_SCALARS = ("dt", "stopped", "solver", "iteration_limit", "warm_start", "horizon", "problem")
 
 
 def _jsonable(x):

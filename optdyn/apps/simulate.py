@@ -86,7 +86,8 @@ class ClosedLoop:
             (:attr:`interrupted`) or a diverged plant; the arrays then hold the steps
             completed before it.
         solver: the controller's solver; iteration_limit: its iterations per step (None: to
-            convergence); warm_start: how it warm-started (:class:`optdyn.MPC`).
+            convergence); warm_start: how it warm-started; horizon: "receding" or "shrinking"
+            (:class:`optdyn.MPC`).
         problem: name of the controller's problem; params: its construction parameters
             (as :class:`~optdyn.solvers.result.Result` has them, so that
             :func:`optdyn.ocp.task.problem_of` finds the problem of a reopened loop).
@@ -110,6 +111,7 @@ class ClosedLoop:
     solver: str = ""
     iteration_limit: int | None = None
     warm_start: str = ""
+    horizon: str = "receding"
     problem: str = ""
     params: dict = field(default_factory=dict)
     extra: dict = field(default_factory=dict)
@@ -236,5 +238,6 @@ def simulate(mpc: MPC, duration: float, plant: Model | None = None, disturbances
                       solve_time=solve_time[:done], cost=cost[:done], margins=margins[:done],
                       iterations=iterations[:done],
                       status=status[:done], dt=p.dt, disturbances=pushes, stopped=stopped, solver=mpc.solver,
-                      iteration_limit=mpc.iterations, warm_start=mpc.warm_start, problem=p.name,
+                      iteration_limit=mpc.iterations, warm_start=mpc.warm_start, horizon=mpc.horizon,
+                      problem=p.name,
                       params=dict(p.params), source=source)

@@ -630,29 +630,6 @@ def initial_duals(nlp: MultipleShootingNLP, multipliers) -> dict | None:
     return duals
 
 
-def shift_duals(problem: Problem, multipliers, s: int) -> dict:
-    """The IPOPT multipliers of ``multipliers`` (an IPOPT result's extra, for ``problem``)
-    moved s knots earlier, as :class:`optdyn.MPC` moves its horizon: every per-knot block of
-    the constraints (defects, path, stage rows) and of the variables' bound multipliers (ξ_k,
-    u_k) shifted, the last knot's held over the new ones; the terminal rows' and x_N's as
-    they were. Returns ``{"duals": ...}``, which :func:`solve_ipopt` takes as ``multipliers``."""
-    N, ndx, nw = problem.N, problem.ndx, problem.ndx + problem.nu
-    s = min(int(s), N)
-
-    def knots(a: np.ndarray, width: int) -> np.ndarray:
-        a = a.reshape(N, width)
-        return np.concatenate([a[s:], np.repeat(a[-1:], s, axis=0)]).ravel()
-
-    d = multipliers["duals"]
-    g, widths, parts, start = np.asarray(d["constraints"]), (ndx, problem.nc_general, problem.ng), [], 0
-    for w in widths:
-        parts.append(knots(g[start: start + N * w], w))
-        start += N * w
-    bounds = {k: np.concatenate([knots(np.asarray(d[k])[: N * nw], nw), np.asarray(d[k])[N * nw:]])
-              for k in ("lower", "upper")}
-    return {"duals": {"constraints": np.concatenate(parts + [g[start:]]), **bounds}}
-
-
 def solve_ipopt(problem: Problem, hessian: str = "exact", max_iter: int = 500, tol: float = 1e-8,
                 print_level: int | None = None, verbose: bool = False, callback=None,
                 second_order: str = "contracted",
@@ -677,8 +654,8 @@ def solve_ipopt(problem: Problem, hessian: str = "exact", max_iter: int = 500, t
             iteration): status "time_limit". Ctrl-C stops with status "interrupted"
             (:mod:`optdyn.solvers.runtime`); both return IPOPT's current iterate.
         multipliers: the extra of an IPOPT result of the same problem (or one shifted by
-            :func:`shift_duals`): IPOPT starts from its multipliers ("duals") too, with the
-            options of :data:`WARM_START`.
+            :func:`optdyn.solvers.mpc.shift_duals`): IPOPT starts from its multipliers
+            ("duals") too, with the options of :data:`WARM_START`.
         **ipopt_options: any further IPOPT option (e.g. ``max_cpu_time=10``,
             ``mu_strategy="adaptive"``); unknown names raise ValueError.
 

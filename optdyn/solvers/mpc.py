@@ -11,6 +11,14 @@ and iLQR expand the problem once per iteration, at the warm start, and the gains
 are those of that expansion (``final_expansion=False`` of :class:`optdyn.solvers.ddp.Options`);
 a larger number, or None, solves each horizon to convergence.
 
+The horizon (``horizon``) is "receding": the problem's N intervals from every t, for a task
+that goes on (reach a target and stay there); or "shrinking": the intervals left until the
+problem's own end T = N·dt, then its last interval again, for a task that must be done at T
+(arm-obstacle is at its goal, at rest, at T: a receding horizon moves T along and never gets
+there, 0.7 from the goal in the state at 4 s, while a shrinking one with one iLQR iteration
+per step arrives within 1e-5, measured; IPOPT with one iteration per step drifts off it after
+T, on the last interval re-solved from its previous multipliers).
+
 The warm start of a horizon shifted by s intervals (s = 1 when called once per interval)
 takes the previous solution (x̄, ū, K) shifted: ū_{k+s}, K_{k+s}, the last control and gain
 held for the s new intervals and the last state rolled out under that control. It is then
@@ -31,7 +39,7 @@ previous one's multipliers and penalty, shifted as the controls are
 (:func:`optdyn.solvers.augmented_lagrangian.solve_al`), so that a real-time iteration sees the
 constraint forces of the last solution instead of zero multipliers, which one iteration never
 updates. IPOPT starts from its previous multipliers of every constraint and bound, shifted
-(:func:`optdyn.solvers.ipopt.shift_duals`), with its warm-start options (a small barrier
+(:func:`shift_duals`), with its warm-start options (a small barrier
 parameter, the point kept close to its bounds).
 
 Measured on ur5-reach (2 s horizon; BENCHMARKS.md, "Model predictive control in closed
@@ -60,6 +68,9 @@ from .solve import solve
 WARM_STARTS = ("policy", "shift", "rollout")
 """How a shifted solution is brought to the measured state (module docstring)."""
 
+HORIZONS = ("receding", "shrinking")
+"""Whether the horizon keeps its N intervals or ends where the problem's does (module docstring)."""
+
 _SET_BY_MPC = ("max_iter", "us_init", "xs_init", "init", "shooting", "final_expansion", "multipliers")
 
 DUALS = ("lambda", "lambda_stage")
@@ -77,6 +88,8 @@ class MPC:
             solve every horizon to convergence.
         warm_start: "policy", "shift" or "rollout" (module docstring); default "policy" for
             DDP/iLQR; IPOPT always shifts. Use iLQR for real-time iterations (module docstring).
+        horizon: "receding" (N intervals from every step) or "shrinking" (up to the problem's
+            end, then its last interval; module docstring).
         **options: further options of :func:`optdyn.solve` (not ``max_iter``, ``init``,
             ``us_init``, ``xs_init``, ``shooting``, ``final_expansion``, which the controller sets).
 
@@ -87,7 +100,7 @@ class MPC:
     """
 
     def __init__(self, problem: Problem, solver: str = "ddp", iterations: int | None = 1, *,
-                 warm_start: str | None = None, **options) -> None:
+                 warm_start: str | None = None, horizon: str = "receding", **options) -> None:
         if not isinstance(problem, Problem):
             raise ValueError(f"problem: expected an optdyn.Problem, got {type(problem).__name__}")
         if solver not in SOLVERS:
@@ -100,6 +113,8 @@ class MPC:
         if warm_start not in WARM_STARTS or (solver == "ipopt" and warm_start != "shift"):
             raise ValueError(f"warm_start: expected one of {', '.join(WARM_STARTS)} "
                              f"(IPOPT: 'shift'), got {warm_start!r}")
+        if horizon not in HORIZONS:
+            raise ValueError(f"horizon: expected one of {', '.join(HORIZONS)}, got {horizon!r}")
         fixed = sorted(set(options) & set(_SET_BY_MPC))
         if fixed:
             raise ValueError(f"options: {', '.join(fixed)} are set by the controller (use iterations, warm_start)")
@@ -114,6 +129,8 @@ class MPC:
                              "horizon; MPC takes problems whose intervals are all alike (moving references: not yet)")
         self.problem = copy.copy(problem)  # its own x0; the compiled dynamics are shared
         self.solver, self.iterations, self.warm_start, self.options = solver, iterations, warm_start, options
+        self.horizon, self._elapsed = horizon, 0  # intervals since the first step
+        self._guesses = problem.xs_init, problem.us_init  # the problem's, cut to a shrinking horizon
         self.result: Result | None = None
         self.time = 0.0
         self._plan: tuple[np.ndarray, np.ndarray] | None = None  # (x̄, ū) being followed, set by each step
@@ -146,13 +163,16 @@ class MPC:
             result = solve(p, self.solver, **self.options)
             warm = None
         else:
-            self._shifted(shift)
-            warm = self._warm(x)
+            self._elapsed += shift
+            n = p.N if self.horizon == "receding" else max(len(self._guesses[1]) - self._elapsed, 1)
+            self._shifted(shift, n)
+            p.N, p.xs_init, p.us_init = n, self._guesses[0][: n + 1], self._guesses[1][:n]
+            warm = self._warm(x, n)
             limit = {} if self.iterations is None else {"max_iter": self.iterations}
             if limit and self.solver != "ipopt":  # one expansion per iteration (Options.final_expansion)
                 limit["final_expansion"] = False
             if self._duals is not None:
-                warm["multipliers"] = self._shifted_duals(shift)
+                warm["multipliers"] = self._shifted_duals(shift, n)
             result = solve(p, self.solver, **limit, **warm, **self.options)
         self.result = result
         if result.status in ("converged", "acceptable", "max_iter"):  # not the multipliers of a failed solve
@@ -163,9 +183,9 @@ class MPC:
         if np.all(np.isfinite(result.xs)) and np.all(np.isfinite(result.us)):
             self._plan = result.xs, result.us
             if result.gains is not None:
-                self._K[:] = result.gains
+                self._K[: p.N] = result.gains
         elif warm is not None:  # a failed solve (status says why): keep the shifted plan
-            self._plan = warm.get("xs_init", self._xs), warm["us_init"]
+            self._plan = warm.get("xs_init", self._xs[: p.N + 1]), warm["us_init"]
         else:
             raise ValueError(f"problem: the first solve failed ({result.status}: {result.message})")
         return self._plan[1][0].copy(), self._K[0].copy()
@@ -192,51 +212,84 @@ class MPC:
             raise ValueError(f"t: expected a finite time in s, got {t!r}")
         return float(t)
 
-    def _shifted(self, s: int) -> None:
-        """The last solution moved ``s`` intervals earlier into (_xs, _us, _K): the last
-        control and gain held over the new intervals, the last state rolled out under them."""
+    def _shifted(self, s: int, n: int) -> None:
+        """The last solution (m intervals) moved ``s`` intervals earlier into the first n
+        intervals of (_xs, _us, _K): the last control and gain held over the new intervals,
+        the last state rolled out under them."""
         p, (xs, us) = self.problem, self._plan
-        N = p.N
-        s = min(s, N)
-        self._us[: N - s], self._us[N - s:] = us[s:], us[-1]
-        self._K[: N - s] = self._K[s:]
-        self._K[N - s:] = self._K[N - 1]
-        self._xs[: N + 1 - s] = xs[s:]
-        for k in range(N + 1 - s, N + 1):
+        m = us.shape[0]
+        s = min(s, m)
+        c = min(n, m - s)  # intervals carried over
+        self._us[:c], self._us[c:n] = us[s: s + c], us[-1]
+        self._K[:c] = self._K[s: s + c]
+        self._K[c:n] = self._K[m - 1]
+        self._xs[: c + 1] = xs[s: s + c + 1]
+        for k in range(c + 1, n + 1):
             self._xs[k] = p.step(self._xs[k - 1: k], self._us[k - 1: k])[0]
 
-    def _shifted_duals(self, s: int) -> dict:
-        """The last solve's multipliers moved ``s`` intervals earlier: IPOPT's by
-        :func:`~optdyn.solvers.ipopt.shift_duals`; the augmented Lagrangian's per-knot rows
-        (the last row held over the new ones), its terminal multipliers and penalty as they were."""
+    def _shifted_duals(self, s: int, n: int) -> dict:
+        """The last solve's multipliers moved ``s`` intervals earlier, for a horizon of n
+        intervals: IPOPT's by :func:`shift_duals`; the augmented
+        Lagrangian's per-knot rows (the last row held over the new ones), its terminal
+        multipliers and penalty as they were."""
         if "duals" in self._duals:
-            from .ipopt import shift_duals
             return shift_duals(self.problem, self._duals, s)
         out = dict(self._duals)
         for k in DUALS:
-            lam = out[k]
-            out[k] = np.concatenate([lam[min(s, len(lam)):], np.repeat(lam[-1:], min(s, len(lam)), axis=0)])
+            out[k] = knots_shifted(out[k], s, n)
         return out
 
-    def _warm(self, x: np.ndarray) -> dict:
-        """The warm-start options of :func:`optdyn.solve` for the shifted solution from ``x``."""
+    def _warm(self, x: np.ndarray, n: int) -> dict:
+        """The warm-start options of :func:`optdyn.solve` for the shifted solution (its first
+        n intervals) from ``x``."""
         p = self.problem
+        xs, us, K = self._xs[: n + 1], self._us[:n], self._K[:n]
         if self.warm_start == "shift":
-            self._xs[0] = x
-            if not np.all(np.isfinite(self._xs)):  # the last state's rollout diverged: start from x at rest
-                self._xs[:] = x
+            xs[0] = x
+            if not np.all(np.isfinite(xs)):  # the last state's rollout diverged: start from x at rest
+                xs[:] = x
             if self.solver == "ipopt":
-                return {"xs_init": self._xs, "us_init": self._us}
-            return {"xs_init": self._xs, "us_init": self._us, "shooting": "multiple"}
+                return {"xs_init": xs, "us_init": us}
+            return {"xs_init": xs, "us_init": us, "shooting": "multiple"}
         if self.warm_start == "rollout":
-            return {"us_init": self._us}
+            return {"us_init": us}
         # the policy ū + K (x ⊖ x̄) rolled out from x: knot 0 here, the others in the compiled forward pass
-        u0 = self._us[0] + self._K[0] @ p.state_difference(self._xs[0], x)
+        u0 = us[0] + K[0] @ p.state_difference(xs[0], x)
         if not np.all(np.isfinite(u0)):  # the shifted plan's last state diverged: its controls alone
-            return {"us_init": self._us}
-        self._us[0] = np.clip(u0, p.u_lower, p.u_upper)
-        self._xs[0] = x
-        if not forward_pass(p.dynamics, self._xs, self._us, self._k, self._K, 0.0, p.u_lower, p.u_upper,
-                            self._xs_new, self._us_new, self._no_gaps):
-            return {"us_init": self._us}  # diverged: the shifted controls (solve falls back to rest if need be)
-        return {"xs_init": self._xs_new, "us_init": self._us_new}
+            return {"us_init": us}
+        us[0] = np.clip(u0, p.u_lower, p.u_upper)
+        xs[0] = x
+        xs_new, us_new = self._xs_new[: n + 1], self._us_new[:n]
+        if not forward_pass(p.dynamics, xs, us, self._k[:n], K, 0.0, p.u_lower, p.u_upper, xs_new, us_new,
+                            self._no_gaps):
+            return {"us_init": us}  # diverged: the shifted controls (solve falls back to rest if need be)
+        return {"xs_init": xs_new, "us_init": us_new}
+
+
+def knots_shifted(rows: np.ndarray, s: int, n: int) -> np.ndarray:
+    """n rows of per-knot values ``rows`` (m, …) moved s knots earlier: rows s … s + n − 1,
+    the last row held where they run out."""
+    rows = np.asarray(rows)
+    taken = rows[min(s, len(rows)): min(s, len(rows)) + n]
+    return np.concatenate([taken, np.repeat(rows[-1:], n - len(taken), axis=0)])
+
+
+def shift_duals(problem: Problem, multipliers, s: int) -> dict:
+    """IPOPT's multipliers (``multipliers["duals"]``, an IPOPT result's extra) of a horizon
+    moved s knots earlier, for ``problem``'s N knots: the per-knot blocks of the constraint
+    multipliers (defects, path, stage rows) and of the variables' bound multipliers (ξ_k, u_k),
+    laid out as :class:`optdyn.solvers.ipopt.MultipleShootingNLP` orders them, by
+    :func:`knots_shifted`; the terminal rows' and x_N's as they were. Returns
+    ``{"duals": ...}``, which :func:`optdyn.solvers.ipopt.solve_ipopt` takes as ``multipliers``."""
+    N, ndx, nw = problem.N, problem.ndx, problem.ndx + problem.nu
+    widths = (ndx, problem.nc_general, problem.ng)
+    d = multipliers["duals"]
+    g, lower, upper = (np.asarray(d[k]) for k in ("constraints", "lower", "upper"))
+    m = (lower.size - ndx) // nw  # the knots of the horizon they came from
+    parts, start = [], 0
+    for w in widths:
+        parts.append(knots_shifted(g[start: start + m * w].reshape(m, w), s, N).ravel())
+        start += m * w
+    bounds = {k: np.concatenate([knots_shifted(a[: m * nw].reshape(m, nw), s, N).ravel(), a[m * nw:]])
+              for k, a in (("lower", lower), ("upper", upper))}
+    return {"duals": {"constraints": np.concatenate(parts + [g[start:]]), **bounds}}
