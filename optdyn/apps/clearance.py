@@ -121,6 +121,16 @@ def margins_at(problem: Problem, xs: np.ndarray, us: np.ndarray) -> np.ndarray:
     return np.stack(columns, axis=1) if columns else np.zeros((xs.shape[0], 0))
 
 
+def _where_defined(constraint, margins: np.ndarray) -> np.ndarray:
+    """``margins`` (N,) of a stage constraint, +inf at the knots where one of its residuals is
+    0 by construction (a foot's force while it swings): a row that cannot be violated there."""
+    for r in constraint.residuals():
+        mask = r.defined_at()
+        if mask is not None:
+            margins = np.where(mask, margins, np.inf)
+    return margins
+
+
 def constraint_margins(problem: Problem, xs, us) -> Margin:
     """:class:`Margin` of the path constraints of ``problem`` along (xs, us), checked at every
     integrator sub-step like the clearances: those on the state at x_1 … x_N and the sub-steps,
@@ -134,7 +144,8 @@ def constraint_margins(problem: Problem, xs, us) -> Margin:
     if problem.contacts is not None:
         xs, us = np.asarray(xs, dtype=float), np.asarray(us, dtype=float)
         values = np.stack([c.least_margin(c.value(xs[1:])) for c in problem.path_constraints]  # node k + 1
-                          + [c.least_margin(c.value_knots(xs[:-1], us)) for c in problem.stage_constraints], axis=1)
+                          + [_where_defined(c, c.least_margin(c.value_knots(xs[:-1], us)))
+                             for c in problem.stage_constraints], axis=1)
         k, j = np.unravel_index(int(np.argmin(values)), values.shape)
         least = float(values[k, j])
         return Margin(least, least, int(k), 0, type(constraints[j]).__name__, substepped=False)

@@ -97,6 +97,10 @@ class _ContactForceFunction(Residual):
     def knots(self) -> int:
         return self.N
 
+    def defined_at(self) -> np.ndarray:
+        """The knots where ``frame`` is in contact."""
+        return np.array([any(c.frame == self.frame for c in cs) for cs in self.contacts])
+
     def check_problem(self, contacts, actuated: np.ndarray, name: str, terminal: bool = False) -> None:
         if terminal:
             raise ValueError(f"{name}: {type(self).__name__} holds at the running knots 0 … N−1 (a running cost "

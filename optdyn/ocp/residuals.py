@@ -119,6 +119,11 @@ class Residual(ABC):
         """(the reference or target array, the number of dimensions of one knot's) (None: none)."""
         return None, 0
 
+    def defined_at(self) -> np.ndarray | None:
+        """(knots,) bool: the knots where the residual means something — elsewhere it is 0 by
+        construction (the force of a contact out of contact) — or None: everywhere."""
+        return None
+
     def final_value(self, x: np.ndarray, nu: int) -> np.ndarray:
         """r (size,) at the state x (nx,), zero controls and the last knot's reference."""
         K = self.knots() or 1
