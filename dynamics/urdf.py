@@ -49,6 +49,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from .builder import ModelBuilder
+from .groups import exp3_quaternion, quaternion_rotation
 from .model import DEFAULT_GRAVITY, Geometry, Model, as_gravity, rpy_matrix, transform
 
 _SHAPES = ("box", "cylinder", "sphere", "mesh")
@@ -265,11 +266,10 @@ def _locked_motion(kind: str, axis: np.ndarray, value: float, name: str) -> np.n
     norm = np.linalg.norm(axis)
     if norm < 1e-12:
         raise ValueError(f"joint {name!r}: axis must be a non-zero 3-vector, got {axis}")
-    a = axis / norm
+    a = value * axis / norm
     if kind == "prismatic":
-        return transform(p=value * a)
-    K = np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
-    return transform(np.eye(3) + np.sin(value) * K + (1.0 - np.cos(value)) * K @ K)  # Rodrigues
+        return transform(p=a)
+    return transform(np.reshape(quaternion_rotation(*exp3_quaternion(*a)), (3, 3)))  # exp([value·a]×)
 
 
 def _required(el: ET.Element, attr: str, where: str) -> str:
