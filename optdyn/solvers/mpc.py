@@ -91,7 +91,8 @@ class MPC:
         horizon: "receding" (N intervals from every step) or "shrinking" (up to the problem's
             end, then its last interval; module docstring).
         **options: further options of :func:`optdyn.solve` (not ``max_iter``, ``init``,
-            ``us_init``, ``xs_init``, ``shooting``, ``final_expansion``, which the controller sets).
+            ``us_init``, ``xs_init``, ``shooting``, ``final_expansion``, ``multipliers``, which
+            the controller sets).
 
     The costs and constraints are time-invariant: moving references are not supported
     (a problem's per-interval ``f_ext``, contact sequence or per-knot references are refused). After each :meth:`step`, ``result`` is
@@ -217,12 +218,9 @@ class MPC:
         intervals of (_xs, _us, _K): the last control and gain held over the new intervals,
         the last state rolled out under them."""
         p, (xs, us) = self.problem, self._plan
-        m = us.shape[0]
-        s = min(s, m)
+        m, s = us.shape[0], min(s, us.shape[0])
+        self._us[:n], self._K[:n] = knots_shifted(us, s, n), knots_shifted(self._K[:m], s, n)
         c = min(n, m - s)  # intervals carried over
-        self._us[:c], self._us[c:n] = us[s: s + c], us[-1]
-        self._K[:c] = self._K[s: s + c]
-        self._K[c:n] = self._K[m - 1]
         self._xs[: c + 1] = xs[s: s + c + 1]
         for k in range(c + 1, n + 1):
             self._xs[k] = p.step(self._xs[k - 1: k], self._us[k - 1: k])[0]
