@@ -245,10 +245,9 @@ def run_job(factory: Callable[..., Problem], params: dict, point: dict, start: i
         if not isinstance(problem, Problem):
             raise ValueError(f"factory: returned {type(problem).__name__}, expected an optdyn Problem")
         init = {}
-        if start > 0:
+        if start > 0:  # the states serve the solvers that shoot multiply (solve drops them for single shooting)
             xs, us = perturbed_guess(problem, job_seed(point, start), scale)
-            init = {"us_init": us, "xs_init": xs} if solver == "ipopt" or problem.contacts is not None else {
-                "us_init": us}
+            init = {"us_init": us, "xs_init": xs}
         result = solve(problem, solver=solver, **options, **init)
     except Exception as e:  # noqa: BLE001 — every failure of a job is recorded, not raised
         return {"error": _one_line(e), "worker": worker, "time": time.perf_counter() - t0,
