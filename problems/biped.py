@@ -43,17 +43,17 @@ smaller (0.1, 0.05).
 from __future__ import annotations
 
 import os
-import warnings
 import xml.etree.ElementTree as ET
 
 import numpy as np
 
-from dynamics import Contact, Model, frame_placement, load_urdf
+from dynamics import Contact, Model, frame_placement
 from optdyn.constraints import ResidualConstraint
 from optdyn.costs import ControlCost, FramePlacementCost, StateCost, WrenchConeResidual
 from optdyn.ocp.problem import Problem
 
 from .gaits import BIPED_WEIGHTS, SOLES, biped_gait, positive, swing_references
+from .robot_data import load_robot, robot_files
 
 URDF = "talos_data/robots/talos_reduced.urdf"
 SRDF = "talos_data/srdf/talos.srdf"
@@ -72,22 +72,14 @@ def talos_legs() -> tuple[Model, np.ndarray, tuple[float, float]]:
     """(Talos' legs on a free-flyer, their half-sitting configuration q0 (19,), the soles'
     half-lengths (X, Y) in m), from example-robot-data's URDF and SRDF (module docstring);
     ValueError if example-robot-data is not installed."""
-    try:
-        import example_robot_data as erd
-    except ImportError:
-        raise ValueError("biped: needs the example-robot-data package (pip install "
-                         "example-robot-data-loaders, or the project's dev extra)") from None
-    robots = erd.getModelPath(URDF)  # …/share/example-robot-data/robots: its meshes are
-    share = os.path.dirname(os.path.dirname(robots))  # package://example-robot-data/robots/…
+    robots, _ = robot_files(URDF, "biped")
     srdf = ET.parse(os.path.join(robots, SRDF)).getroot()
     posture = {j.get("name"): [float(v) for v in j.get("value").split()]
                for j in srdf.find("group_state[@name='half_sitting']").iter("joint")}
-    urdf = os.path.join(robots, URDF)
-    movable = [j.get("name") for j in ET.parse(urdf).getroot().findall("joint") if j.get("type") != "fixed"]
-    locked = {n: posture.get(n, [0.0])[0] for n in movable if not n.startswith("leg_")}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the URDF's meshes and dummy inertias
-        model = load_urdf(urdf, root_joint="free-flyer", package_dirs=share, locked_joints=locked)
+    movable = [j.get("name") for j in ET.parse(os.path.join(robots, URDF)).getroot().findall("joint")
+               if j.get("type") != "fixed"]
+    model = load_robot(URDF, "biped", locked_joints={n: posture.get(n, [0.0])[0] for n in movable
+                                                     if not n.startswith("leg_")})
     q0 = np.concatenate([posture[n] for n in model.joint_names])
     size = srdf.find("specificities/feet/left/size")
     return model, q0, (0.5 * float(size.get("width")), 0.5 * float(size.get("height")))

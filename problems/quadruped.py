@@ -43,17 +43,16 @@ one cycle).
 """
 from __future__ import annotations
 
-import os
-import warnings
 
 import numpy as np
 
-from dynamics import Contact, Model, frame_placement, load_urdf
+from dynamics import Contact, Model, frame_placement
 from optdyn.constraints import ResidualConstraint
 from optdyn.costs import ControlCost, FramePositionCost, FrictionConeResidual, StateCost
 from optdyn.ocp.problem import Problem
 
 from .gaits import BASE_HEIGHT, FEET, STANDING, WEIGHTS, gait, positive, swing_references
+from .robot_data import load_robot
 
 SOLVER_OPTIONS = {"ilqr": {"cost_hessian": "gauss_newton"}}
 """Over the defaults of a problem with contacts (multiple shooting; DDP regularised on the
@@ -63,17 +62,7 @@ Hessians, and crawls with the exact ones."""
 
 def solo12() -> Model:
     """Solo-12 on a free-flyer, from example-robot-data (ValueError if it is not installed)."""
-    try:
-        import example_robot_data as erd
-    except ImportError:
-        raise ValueError("quadruped: needs the example-robot-data package (pip install "
-                         "example-robot-data-loaders, or the project's dev extra)") from None
-    rel = "solo_description/robots/solo12.urdf"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the URDF's meshes and dummy inertias
-        robots = erd.getModelPath(rel)  # …/share/example-robot-data/robots: its meshes are
-        share = os.path.dirname(os.path.dirname(robots))  # package://example-robot-data/robots/…
-        return load_urdf(os.path.join(robots, rel), root_joint="free-flyer", package_dirs=share)
+    return load_robot("solo_description/robots/solo12.urdf", "quadruped")
 
 
 def make(scenario: str = "trot", cycles: int = 2, step_length: float = 0.15, step_height: float = 0.05,
