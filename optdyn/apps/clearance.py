@@ -112,10 +112,16 @@ class Margin:
     substepped: bool = True
 
 
+def margin_constraints(problem: Problem) -> list:
+    """The constraints whose margins :func:`margins_at` gives, in its column order: the path
+    constraints, then the stage constraints."""
+    return list(problem.path_constraints) + list(problem.stage_constraints)
+
+
 def margins_at(problem: Problem, xs: np.ndarray, us: np.ndarray) -> np.ndarray:
     """(K, m): the least margin min_i c_i (−|c_i| on equality rows; < 0 violated) of each of
-    the m path constraints then stage constraints of ``problem`` at the states xs (K, nx),
-    the stage constraints with the controls us (K, nu)."""
+    the m constraints of :func:`margin_constraints` at the states xs (K, nx), the stage
+    constraints with the controls us (K, nu)."""
     columns = [c.least_margin(c.value(xs)) for c in problem.path_constraints] + \
         [c.least_margin(c.value_knots(xs, us)) for c in problem.stage_constraints]
     return np.stack(columns, axis=1) if columns else np.zeros((xs.shape[0], 0))
@@ -138,7 +144,7 @@ def constraint_margins(problem: Problem, xs, us) -> Margin:
     interval k with u_k held. With contacts, at the nodes and knots only: the sub-steps
     would need the contact phases, and a constraint on the contact forces has values at the
     knots alone. ValueError if it has no path constraints."""
-    constraints = list(problem.path_constraints) + list(problem.stage_constraints)
+    constraints = margin_constraints(problem)
     if not constraints:
         raise ValueError(f"problem: {problem.name!r} has no path constraints")
     if problem.contacts is not None:

@@ -47,7 +47,7 @@ import numpy as np
 import dynamics as dyn
 import problems
 
-from .clearance import clearances, constraint_margins
+from .clearance import clearances, constraint_margins, margin_constraints
 from .io import load, save_closed_loop, save_result
 from .report import task_errors, task_lines, tracking_errors
 from .simulate import REFINEMENT, ClosedLoop, Push, check_push
@@ -471,7 +471,7 @@ def _loop_summary(loop: ClosedLoop, problem=None) -> list[str]:
                      f"t = {loop.t[worst]:g} s")
     if loop.margins.size:
         i, j = np.unravel_index(np.argmin(loop.margins), loop.margins.shape)
-        which = type((list(problem.path_constraints) + list(problem.stage_constraints))[j]).__name__
+        which = type(margin_constraints(problem)[j]).__name__
         lines.append(f"margins     min {loop.margins[i, j]:+.4g} ({which}) in the step from t = {loop.t[i]:g} s, "
                      "over every plant step (required ≥ 0)")
     return lines

@@ -25,7 +25,7 @@ from dynamics.model import Model
 from ..ocp import integrators
 from ..ocp.problem import Problem
 from ..solvers.mpc import MPC
-from .clearance import margins_at
+from .clearance import margin_constraints, margins_at
 
 REFINEMENT = 10
 """Plant RK4 steps per controller integration step."""
@@ -193,8 +193,8 @@ def simulate(mpc: MPC, duration: float, plant: Model | None = None, disturbances
     n = int(round(duration / p.dt))
     xs, us = np.empty((n + 1, p.nx)), np.empty((n, p.nu))
     gains, solve_time, cost = np.empty((n, p.nu, p.ndx)), np.empty(n), np.empty(n)
-    m = len(p.path_constraints) + len(p.stage_constraints)
-    margins, states, held = np.empty((n, m)), np.empty((fine + 1, p.nx)), np.empty((fine + 1, p.nu))
+    margins = np.empty((n, len(margin_constraints(p))))
+    states, held = np.empty((fine + 1, p.nx)), np.empty((fine + 1, p.nu))  # one control interval's
     iterations, status = np.empty(n, dtype=np.int64), []
     source = copy.copy(p)  # the controller moves its own x0 at every step
     x = p.x0.copy()

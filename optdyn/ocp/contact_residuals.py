@@ -99,7 +99,9 @@ class _ContactForceFunction(Residual):
 
     def defined_at(self) -> np.ndarray:
         """The knots where ``frame`` is in contact."""
-        return np.array([any(c.frame == self.frame for c in cs) for cs in self.contacts])
+        mask = np.zeros(self.N, dtype=bool)
+        mask[[k for k, _, _ in self._in_contact()]] = True
+        return mask
 
     def check_problem(self, contacts, actuated: np.ndarray, name: str, terminal: bool = False) -> None:
         if terminal:
