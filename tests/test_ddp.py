@@ -8,7 +8,7 @@ from dynamics.models import double_pendulum
 from optdyn.ocp.constraints import SphereClearance, StateEquality
 from optdyn.costs import ControlCost, StateCost
 from optdyn.ocp.shooting import transition_work
-from optdyn.solvers.ddp import SECOND_ORDER, Expansion, Value, backward_pass, dynamics_hessian, linearize
+from optdyn.solvers.ddp import SECOND_ORDER, Expansion, Value, backward_pass, dynamics_hessian, forward_pass, linearize
 from optdyn.solvers.linalg import box_qp
 from optdyn.ocp.problem import Problem
 from optdyn.solvers.solve import solve
@@ -355,3 +355,22 @@ def test_the_box_after_a_full_step_frees_ilqr_on_the_panda():
     assert not boxed.converged and boxed.cost > 1.1
     assert later.converged and later.cost == pytest.approx(1.0024794, rel=1e-6)
     assert np.all(later.us >= prob.u_lower) and np.all(later.us <= prob.u_upper)
+
+
+@pytest.mark.parametrize("bounded", [True, False])
+def test_the_forward_pass_fails_on_a_plan_with_non_finite_states(bounded):
+    """A plan x̄ whose states turn NaN (the shifted plan of an MPC whose last states diverged)
+    gives a non-finite feedback control there: the closed-loop rollout reports failure (False)
+    instead of clamping NaN to a torque bound or raising from the dynamics, and the knots
+    before it are rolled out."""
+    prob = ur5_reach.make(N=10)
+    lower, upper = (prob.u_lower, prob.u_upper) if bounded else (np.full(prob.nu, -np.inf), np.full(prob.nu, np.inf))
+    xs, us = prob.rollout(prob.us_init), prob.us_init.copy()
+    plan = xs.copy()
+    plan[5:] = np.nan
+    K, k = np.ones((prob.N, prob.nu, prob.ndx)), np.zeros((prob.N, prob.nu))
+    xs_new, us_new = np.empty_like(xs), np.empty_like(us)
+    none = np.zeros((0, prob.ndx))
+    assert forward_pass(prob.dynamics, plan, us, k, K, 0.0, lower, upper, xs_new, us_new, none) is False
+    np.testing.assert_allclose(xs_new[:6], xs[:6], rtol=0, atol=1e-12)  # the plan's own knots, δx = 0
+    assert forward_pass(prob.dynamics, xs, us, k, K, 0.0, lower, upper, xs_new, us_new, none) is True

@@ -371,7 +371,8 @@ def forward_pass(dyn, xs, us, k, K, alpha, lower, upper, xs_new, us_new, gaps):
     fraction 1 − α of its gap short of F: x̂_{t+1} = F(x̂_t, û_t) ⊕ (α − 1) f̄_{t+1}
     (feasibility-driven DDP, Mastalli et al. 2020), so that a full step closes every gap and
     the new gaps F(x̂_t, û_t) ⊖ x̂_{t+1} are (1 − α) f̄_{t+1} (⊖ undoes ⊕). False if the
-    state became NaN/inf."""
+    state became NaN/inf, or a control did (a plan x̄ with non-finite states: the shifted
+    plan of :class:`optdyn.MPC` whose last states diverged)."""
     N, ndx = K.shape[0], K.shape[2]
     nu = us.shape[1]
     work = transition_work(dyn, xs.shape[1], nu, 0)
@@ -383,7 +384,10 @@ def forward_pass(dyn, xs, us, k, K, alpha, lower, upper, xs_new, us_new, gaps):
             du = alpha * k[t, i]
             for j in range(ndx):
                 du += K[t, i, j] * dx[j]
-            us_new[t, i] = min(max(us[t, i] + du, lower[i]), upper[i])
+            u = us[t, i] + du
+            if not np.isfinite(u):  # the clamp below would turn NaN into a bound
+                return False
+            us_new[t, i] = min(max(u, lower[i]), upper[i])
         if gaps.shape[0] == 0:
             if not transition(dyn, t, xs_new[t], us_new[t], xs_new[t + 1], work):
                 return False
