@@ -6,6 +6,8 @@ from .ocp.activations import Activation, LogBarrier, PseudoHuber, QuadraticBarri
 from .ocp.contact_residuals import (ContactForceResidual, FrictionConeResidual, SmoothFrictionConeResidual,
                                     WrenchConeResidual)
 from .ocp.costs import Cost, PointSet, Sum
+from .ocp.relative_residuals import (RelativePlacementCost, RelativePlacementResidual, RelativePositionCost,
+                                     RelativePositionResidual)
 from .ocp.residual_costs import (CoMPositionCost, ControlCost, FrameOrientationCost, FramePlacementCost,
                                  FramePositionCost, FrameVelocityCost, ObstacleCost, ResidualCost, StateCost)
 from .ocp.residuals import (CoMPositionResidual, ControlResidual, FrameOrientationResidual, FramePlacementResidual,
@@ -20,4 +22,5 @@ __all__ = ["Cost", "Sum", "StateCost", "ControlCost", "FramePositionCost", "Obst
            "FramePositionResidual", "FrameOrientationResidual", "FramePlacementResidual", "FrameVelocityResidual",
            "CoMPositionResidual", "SphereClearanceResidual", "VectorStateResidual", "UserResidual",
            "ContactForceResidual", "FrictionConeResidual", "SmoothFrictionConeResidual", "WrenchConeResidual",
+           "RelativePlacementCost", "RelativePositionCost", "RelativePlacementResidual", "RelativePositionResidual",
            "Activation", "WeightedQuadratic", "QuadraticBarrier", "PseudoHuber", "LogBarrier", "Softplus"]
