@@ -45,7 +45,8 @@ REGISTRY: dict[str, Entry] = {
     "space-manipulator": Entry(
         "space_manipulator", "make",
         "UR5 on a free-floating 300 kg satellite (unactuated free-flyer base, zero gravity) brings tool0 "
-        "to a target at rest in 3 s; option attitude_bound (rad) bounds the satellite's rotation."),
+        "to a target at rest in 3 s; option attitude_bound (rad) bounds the satellite's rotation; option "
+        "station=true holds tool0 at its station relative to the satellite instead (station keeping under MPC)."),
     "quadruped": Entry(
         "quadruped", "make",
         "Solo-12 (example-robot-data) walks, trots or jumps forward on flat ground: contact phases with "

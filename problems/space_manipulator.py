@@ -20,14 +20,29 @@ more than that from its initial attitude (the free solution turns it by about 0.
 A tight bound makes the task markedly non-convex: from rest, IPOPT and the
 augmented-Lagrangian DDP/iLQR may stop in different local optima (BENCHMARKS.md).
 Initial guess: rest (xs = x0, us = 0).
+
+``station=True`` is the station-keeping task: hold ``tool0`` at its station relative to the
+satellite, M* = M_sat⁻¹ M_tool0 at the arm angles ``Q_STATION`` (where the reach above
+leaves the arm at T; any satellite pose), and damp the arm:
+
+    running  ℓ   = ½·1e-2‖u‖² + ½·1e2‖log₆(M*⁻¹ M_sat(q)⁻¹ M_tool0(q))‖²
+                   + ½·1e-3‖q_arm − Q_STATION‖² + ½·1e-1‖v_arm‖²     (× dt)
+    terminal ℓ_N = ½·1e4‖log₆(M*⁻¹ M_sat⁻¹ M_tool0)‖² + ½·10‖v_arm‖²
+
+(:class:`optdyn.ocp.relative_residuals.RelativePlacementCost`). Nothing weighs the
+satellite's pose or velocity: after a push the system keeps the push's momentum, which the
+arm cannot cancel, so a task in inertial coordinates (the reach's) cannot be held for long,
+while one relative to the satellite can, for ever, under a receding horizon (MPC;
+BENCHMARKS.md, "Model predictive control in closed loop").
 """
 from __future__ import annotations
 
 import numpy as np
 
+from dynamics.kinematics import frame_placement
 from dynamics.models import space_manipulator
 from optdyn.constraints import OrientationBound
-from optdyn.costs import ControlCost, FramePositionCost, StateCost
+from optdyn.costs import ControlCost, FramePositionCost, RelativePlacementCost, StateCost
 from optdyn.ocp.problem import Problem
 
 Q_ARM = (0.0, -1.2, 1.5, -0.3, 1.57, 0.0)
@@ -35,16 +50,42 @@ TARGET = (0.3, 0.5, 1.0)
 SOLVER_OPTIONS = {"ilqr": {"cost_hessian": "gauss_newton"}, "ipopt": {"nlp_scaling_method": "none"}}
 """Measured without the attitude bound (BENCHMARKS.md, "convergence"): iLQR 9 iterations instead of
 18, IPOPT 15 instead of 73 (its gradient-based NLP scaling hurts here), same optimum."""
+Q_STATION = (0.9511, -1.4336, 1.3125, -0.3254, 1.4839, -0.0223)
+"""The arm angles where the reach (default make(), DDP) ends at T, to 1e-4 rad (checked by
+tests/test_station_keeping.py): the station-keeping task's station."""
 WEIGHTS = {"control": 1e-2, "arm": 1e-3, "base_velocity": 1e-1, "arm_velocity": 1e-2,
            "terminal_position": 1e4, "terminal_velocity": 10.0}
+STATION_WEIGHTS = {"control": 1e-2, "station": 1e2, "arm": 1e-3, "arm_velocity": 1e-1,
+                   "terminal_station": 1e4, "terminal_velocity": 10.0}
 
 
-def make(N: int = 30, dt: float = 0.1, target=TARGET, attitude_bound: float | None = None) -> Problem:
+def make(N: int = 30, dt: float = 0.1, target=TARGET, attitude_bound: float | None = None,
+         station: bool = False) -> Problem:
     """The space-manipulator reach; ``attitude_bound`` (rad, None = free attitude) bounds
-    the satellite's rotation from its initial attitude at every node."""
+    the satellite's rotation from its initial attitude at every node; ``station`` makes it
+    the station-keeping task (module docstring; it takes no ``target``)."""
+    if not isinstance(station, (bool, np.bool_)):
+        raise ValueError(f"station: expected True or False, got {station!r}")
     model = space_manipulator()
     q0 = np.concatenate([[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0], Q_ARM])
     x0 = np.concatenate([q0, np.zeros(model.nv)])
+    if station:
+        if np.shape(target) != (3,) or not np.array_equal(np.asarray(target, dtype=float), TARGET):
+            raise ValueError(f"target: the station-keeping task holds tool0 relative to the satellite and takes "
+                             f"no inertial target, got {target!r}")
+        running, terminal = _station_costs(model, q0)
+    else:
+        running, terminal = _reach_costs(model, x0, target)
+    path = [] if attitude_bound is None else [OrientationBound(model, "root_joint", q0, attitude_bound)]
+    return Problem(model, x0, N, dt, running, terminal, substeps=1, integrator="rk4", path_constraints=path,
+                   us_init=np.zeros((N, 6)), name="space-manipulator",
+                   params={"N": N, "dt": dt, "target": tuple(float(t) for t in target),
+                           "attitude_bound": attitude_bound, "station": bool(station)},
+                   solver_options=SOLVER_OPTIONS)
+
+
+def _reach_costs(model, x0: np.ndarray, target):
+    """(running, terminal) costs of the reach to ``target`` (module docstring)."""
     w = WEIGHTS
     weights = np.concatenate([np.zeros(6), np.full(6, w["arm"]), np.full(6, w["base_velocity"]),
                               np.full(6, w["arm_velocity"])])
@@ -52,9 +93,27 @@ def make(N: int = 30, dt: float = 0.1, target=TARGET, attitude_bound: float | No
     at_rest = np.concatenate([np.zeros(model.nv), np.full(model.nv, w["terminal_velocity"])])
     terminal = (FramePositionCost(model, "tool0", target, w["terminal_position"])
                 + StateCost(at_rest, x0, model=model))
-    path = [] if attitude_bound is None else [OrientationBound(model, "root_joint", q0, attitude_bound)]
-    return Problem(model, x0, N, dt, running, terminal, substeps=1, integrator="rk4", path_constraints=path,
-                   us_init=np.zeros((N, 6)), name="space-manipulator",
-                   params={"N": N, "dt": dt, "target": tuple(float(t) for t in target),
-                           "attitude_bound": attitude_bound},
-                   solver_options=SOLVER_OPTIONS)
+    return running, terminal
+
+
+def station_placement(model) -> np.ndarray:
+    """M* (4, 4): the placement of tool0 in the satellite's frame at the arm angles Q_STATION."""
+    q = np.concatenate([[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0], Q_STATION])
+    (Rs, ps), (Rt, pt) = (frame_placement(model, q, f) for f in ("satellite", "tool0"))
+    M = np.eye(4)
+    M[:3, :3], M[:3, 3] = Rs.T @ Rt, Rs.T @ (pt - ps)
+    return M
+
+
+def _station_costs(model, q0: np.ndarray):
+    """(running, terminal) costs of the station-keeping task (module docstring): nothing on
+    the satellite's pose or velocity."""
+    w, station = STATION_WEIGHTS, station_placement(model)
+    x_station = np.concatenate([q0[:7], Q_STATION, np.zeros(model.nv)])
+    weights = np.concatenate([np.zeros(6), np.full(6, w["arm"]), np.zeros(6), np.full(6, w["arm_velocity"])])
+    at_rest = np.concatenate([np.zeros(18), np.full(6, w["terminal_velocity"])])
+    running = (ControlCost(w["control"], np.zeros(6)) + StateCost(weights, x_station, model=model)
+               + RelativePlacementCost(model, "tool0", "satellite", station, w["station"]))
+    terminal = (RelativePlacementCost(model, "tool0", "satellite", station, w["terminal_station"])
+                + StateCost(at_rest, x_station, model=model))
+    return running, terminal
