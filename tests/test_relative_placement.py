@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 from numdiff import central, rel_error, second_differences
 from scipy.linalg import expm
+from test_residuals import _plus, _state
 
 import dynamics as dyn
 from optdyn.costs import (FramePlacementResidual, FramePositionResidual, RelativePlacementCost,
                           RelativePlacementResidual, RelativePositionCost, RelativePositionResidual)
-from optdyn.ocp.state import state_integrate_batch
 
 FLOAT = dyn.models.space_manipulator()
 UR5 = dyn.models.ur5()
@@ -27,15 +27,6 @@ PAIRS = [  # (model, frame f, relative to frame b)
     ("tree", "link2", "link5"),  # f an ancestor of b
     ("tree", "link5", "link2"),  # b an ancestor of f
 ]
-
-
-def _state(model, seed, speed=0.7):
-    rng = np.random.default_rng(seed)
-    return np.concatenate([dyn.random_configuration(model, rng), speed * rng.normal(size=model.nv)])
-
-
-def _plus(model, x, dx):
-    return state_integrate_batch(model.topology, model.nq, x[None], dx[None])[0]
 
 
 def _transform(R, p):

@@ -141,6 +141,8 @@ class RelativePositionResidual(Residual):
         self.target = references(target, (3,), "target")
         self.size, self.ndx = 3, 2 * model.nv
 
+    knot_arrays = ("target",)  # the per-knot rows (as the world residuals name theirs)
+
     def _reference(self):
         return self.target, 1
 
