@@ -374,3 +374,36 @@ def test_the_forward_pass_fails_on_a_plan_with_non_finite_states(bounded):
     assert forward_pass(prob.dynamics, plan, us, k, K, 0.0, lower, upper, xs_new, us_new, none) is False
     np.testing.assert_allclose(xs_new[:6], xs[:6], rtol=0, atol=1e-12)  # the plan's own knots, δx = 0
     assert forward_pass(prob.dynamics, xs, us, k, K, 0.0, lower, upper, xs_new, us_new, none) is True
+
+
+def test_the_gauss_newton_fallback_gets_ddp_to_the_best_panda_optimum():
+    """DDP on the Panda reach: with the exact model the regularisation μ·BᵀB that makes Q_uu
+    positive definite far from the optimum steers it into the local optimum 1.0853; taking
+    those iterations' steps from the Gauss–Newton model instead (and the box after a full
+    step) reaches the best known optimum within 60 iterations, ending on exact DDP steps."""
+    prob = panda_reach()
+    plain = solve(prob, "ddp", box="after_full_step", max_iter=60)
+    mixed = solve(prob, "ddp", box="after_full_step", indefinite="gauss_newton", max_iter=60)
+    assert plain.cost > 1.005 * 1.0024794
+    assert mixed.converged and mixed.cost == pytest.approx(1.0024794, rel=1e-6)
+    assert 0 < mixed.extra["gauss_newton_steps"] < mixed.iterations  # the last steps are DDP's own
+    assert np.all(mixed.us >= prob.u_lower) and np.all(mixed.us <= prob.u_upper)
+
+
+def test_the_gauss_newton_fallback_leaves_positive_definite_iterations_alone():
+    """On the unbounded pendulum swing-up with a terminal cost every backward pass of DDP is
+    positive definite at μ = 0: with ``indefinite="gauss_newton"`` the iterates are DDP's
+    bit for bit (iLQR, the Gauss–Newton model here, takes four times as many iterations)."""
+    prob = pendulum.make_pendulum(terminal="cost", u_max=np.inf)
+    exact = solve(prob, "ddp")
+    mixed = solve(prob, "ddp", indefinite="gauss_newton")
+    assert np.all(exact.history["regularization"] == 0.0) and mixed.extra["gauss_newton_steps"] == 0
+    for key in ("cost", "step", "expected_decrease", "gradient"):
+        np.testing.assert_array_equal(mixed.history[key], exact.history[key])
+    np.testing.assert_array_equal(mixed.us, exact.us)
+    assert solve(prob, "ilqr").iterations > 2 * exact.iterations
+
+
+def test_the_indefinite_option_is_checked():
+    with pytest.raises(ValueError, match="indefinite"):
+        solve(pendulum.make_pendulum(terminal="cost"), "ddp", indefinite="saddle_free")

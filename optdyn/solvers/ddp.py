@@ -44,6 +44,23 @@ al., "A Feasibility-Driven Approach to Control-Limited DDP", Autonomous Robots 2
 from the optimum the box QP clamps the controls that the model asks too much of, and their
 zero feedback can trap the iterates (the Panda reach: see BENCHMARKS.md, "convergence").
 
+Indefinite models (``indefinite="gauss_newton"``). Far from a minimum DDP's Q_uu — with
+V'_x·F_uu and the residual costs' curvature — is often indefinite, and the μ·BᵀB that makes it
+positive definite is not invariant to the units of u: on the Panda reach (fingers of tiny
+inertia, B huge) it keeps μ at 0.03–4 and the steps small, and DDP ends in a worse local
+optimum. With this option an iteration whose exact Q̃_uu is not positive definite at some knot
+at the current μ takes its step from the Gauss–Newton model instead (iLQR's backward pass, with
+the Gauss–Newton Hessians of the residual costs, terminal one included: positive semidefinite
+blocks when every cost is a residual under a convex penalty); μ is raised only if that one
+fails too. Near a strict
+minimum the exact model is convex, every pass is DDP's own and DDP converges quadratically;
+where the exact pass succeeds at every knot the iterates are plain DDP's. Falling back at the
+failing knot alone is not enough: V'_xx, carrying V'_x·F_xx and the residuals' curvature from
+the knots after it, is itself indefinite, and so is BᵀV'_xx B (BENCHMARKS.md, "convergence").
+The switch is per iteration, driven by positive definiteness, in the spirit of the hybrid
+methods for nonlinear least squares that switch between the Gauss–Newton and the exact model
+(Nocedal & Wright, "Numerical Optimization", 2nd ed. 2006, Sec. 10.3).
+
 Multiple shooting (``shooting="multiple"``: the feasibility-driven DDP of M. Mastalli et
 al., "Crocoddyl: An Efficient and Versatile Framework for Multi-Contact Optimal Control",
 ICRA 2020) iterates on states and controls (x̄_k, ū_k) together, with gaps
@@ -448,6 +465,13 @@ class Options:
     "state_and_controls" adds μ·(BᵀB + I) (:func:`regularize`), which also acts on the
     controls that do not move the state (B's null space: in stance, the torques that only
     change contact forces), where DDP's V'_x·F_uu can make Q_uu indefinite.
+    ``indefinite``: what an iteration does when Q̃_uu is not positive definite at some knot at
+    the current μ: "regularize" raises μ and repeats the backward pass (Tassa 2012 Sec. II-F);
+    "gauss_newton" takes this iteration's step from the Gauss–Newton model instead (iLQR's
+    backward pass with the residual costs' Gauss–Newton Hessians, terminal cost included; μ is
+    raised only if that one fails too), so that exact steps are taken wherever the exact model is
+    convex — near a strict minimum, with DDP's quadratic convergence — and never bound by a large
+    μ·BᵀB far from it (module docstring, "Indefinite models").
     ``shooting``: "single" starts from the rollout of ``us_init``; "multiple" from the states
     ``xs_init`` as well, with the gaps between intervals closed by the steps (feasibility-driven
     DDP, Mastalli et al. 2020; module docstring).
@@ -472,6 +496,7 @@ class Options:
     cost_hessian: str = "exact"
     box: str = "always"
     regularization: str = "state"
+    indefinite: str = "regularize"
     verbose: bool = False
     callback: object = None
     max_time: float | None = None
@@ -500,6 +525,7 @@ class Log:
     outer: int = 0  # set by the augmented-Lagrangian loop before each inner solve
 
     stopped: bool = False  # set when the callback returned False
+    fallbacks: int = 0  # steps taken from the Gauss–Newton model (Options.indefinite)
     rejected: int = 0  # forward passes rejected because the rollout diverged or the model was invalid
     invalid: int = 0  # of which the dynamics or the cost raised an exception (state invalid for the model)
     run: Run = field(default_factory=Run)  # time limit and Ctrl-C (optdyn.solvers.runtime)
@@ -669,6 +695,26 @@ def start(problem: Problem, us: np.ndarray, xs: np.ndarray | None) -> tuple[np.n
     return xs, (gaps if finite and np.any(gaps) else np.zeros((0, problem.ndx))), finite
 
 
+def gauss_newton_model(objective: Objective, o: Options, ddp: bool, model: tuple, xs: np.ndarray, us: np.ndarray
+                       ) -> tuple | None:
+    """The model an iteration falls back to when ``model`` = (lq, terminal, second) has a
+    Q̃_uu that is not positive definite at the current μ (``o.indefinite == "gauss_newton"``):
+    iLQR's (no V'_x·F_zz) with the residual costs' Gauss–Newton Hessians at every knot and at
+    the end; None if there is none to fall back to (``"regularize"``, or iLQR already on
+    Gauss–Newton Hessians)."""
+    if o.indefinite != "gauss_newton" or (not ddp and objective.gauss_newton):
+        return None
+    lq, terminal, second = model
+    if not objective.gauss_newton:
+        saved, objective.gauss_newton = objective.gauss_newton, True
+        try:
+            lq = lq._replace(**dict(zip(("lxx", "lux", "luu"), objective.running(xs[:-1], us)[3:])))
+            terminal = Value(terminal.Vx, objective.terminal(xs[-1])[2])
+        finally:
+            objective.gauss_newton = saved
+    return lq, terminal, second._replace(mode=SECOND_ORDER["none"])
+
+
 def iterate(problem: Problem, objective: Objective, us: np.ndarray, o: Options, ddp: bool,
             log: Log, max_iter: int | None = None, xs: np.ndarray | None = None) -> Outcome:
     """DDP (``ddp``) or iLQR iterations from controls us (N, nu), and with ``xs`` (N+1, nx)
@@ -712,13 +758,19 @@ def iterate(problem: Problem, objective: Objective, us: np.ndarray, o: Options, 
             lq = Expansion(A, B, *objective.running(xs[:-1], us)[1:])
             terminal = Value(*objective.terminal(xs[-1])[1:])
             gnorm = projected_gradient(lq, terminal.Vx, us, lower, upper)
+            fallback = gauss_newton_model(objective, o, ddp, (lq, terminal, second), xs, us)
         while True:
-            k[:] = 0.0
-            failed, dV1, dV2 = backward_pass(lq, terminal, us, *(box if boxed else free), mu, second, k, K, gaps,
-                                             o.regularization == "state_and_controls")
+            models = ((lq, terminal, second),) + ((fallback,) if fallback is not None else ())
+            for model in models:  # the exact model, then (o.indefinite) the Gauss–Newton one
+                k[:] = 0.0
+                failed, dV1, dV2 = backward_pass(*model[:2], us, *(box if boxed else free), mu, model[2], k, K, gaps,
+                                                 o.regularization == "state_and_controls")
+                if failed < 0:
+                    break
             if failed < 0 or mu > o.mu_max:
                 break
             mu, delta = _increase(mu, delta, o)
+        log.fallbacks += failed < 0 and model is not models[0]
         if gaps.shape[0] and failed < 0:  # split the model's change into its α and α² parts
             slope = model_slope(lq, terminal.Vx, k, K, gaps)
             dV1, dV2 = slope, dV1 + dV2 - slope
@@ -826,7 +878,9 @@ def solve_ddp(problem: Problem, ddp: bool = True, us_init=None, xs_init=None, **
     with the last accepted iterate (statuses "interrupted", "time_limit"; see
     :mod:`optdyn.solvers.runtime`). Returns a :class:`Result` with the feedback gains
     K (N, nu, ndx) of the last backward pass; ``extra`` has "regularization", "gradient",
-    "rejected_rollouts" (line-search trials that diverged or were invalid for the model),
+    "gauss_newton_steps" (backward passes whose step came from the Gauss–Newton model,
+    ``indefinite="gauss_newton"``), "rejected_rollouts" (line-search trials that diverged or were
+    invalid for the model),
     "invalid_rollouts" (of which an exception of the model/costs), "initial_guess",
     "rejected_guesses" (see :func:`initial_controls`) and "compile_time".
     """
@@ -847,5 +901,6 @@ def solve_ddp(problem: Problem, ddp: bool = True, us_init=None, xs_init=None, **
                   problem=problem.name, params=problem.params, wall_time=run.elapsed(),
                   gains=out.K, extra={"regularization": out.mu, "gradient": out.gradient,
                                       "rejected_rollouts": log.rejected, "invalid_rollouts": log.invalid,
+                                      "gauss_newton_steps": log.fallbacks,
                                       "initial_guess": origin,
                                       "rejected_guesses": rejected, "compile_time": run.compile_time()})

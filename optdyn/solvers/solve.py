@@ -24,7 +24,7 @@ AL_OPTIONS = ("constraint_tol", "rho_init", "rho_factor", "rho_max", "decrease",
 DDP_OPTIONS = tuple(f.name for f in fields(Options)) + ("xs_init", "us_init") + AL_OPTIONS
 CHOICES = {"shooting": ("single", "multiple"), "cost_hessian": ("exact", "gauss_newton"),
            "box": ("always", "after_full_step"), "regularization": ("state", "state_and_controls"),
-           "second_order": ("contracted", "tensor")}
+           "second_order": ("contracted", "tensor"), "indefinite": ("regularize", "gauss_newton")}
 """The DDP/iLQR options that take one of a few names (:class:`~optdyn.solvers.ddp.Options`)."""
 
 
