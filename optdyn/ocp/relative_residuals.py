@@ -114,11 +114,12 @@ class RelativeMotion(FrameMotion):
         p = np.einsum("kji,kj->ki", Rb, pf - pb)
         return R, p, (Rf, pf, Sf), (Rb, pb, Sb)
 
-    def __call__(self, xs):
+    def __call__(self, xs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(R, p) of M, S^b (K, nv, 6) and J (K, 6, nv) at the states xs (K, nx)."""
         R, p, (_, _, Sf), (Rb, pb, Sb) = self.pose(xs)
-        Sb = to_frame(Rb, pb, self.F[:, None] * Sf + self.B[:, None] * Sb)  # S^b on F ∪ B, zero on C
-        J = to_frame(R, p, self.sign[:, None] * Sb).transpose(0, 2, 1)
-        return R, p, Sb, np.ascontiguousarray(J)
+        S = to_frame(Rb, pb, self.F[:, None] * Sf + self.B[:, None] * Sb)  # S^b on F ∪ B, zero on C
+        J = to_frame(R, p, self.sign[:, None] * S).transpose(0, 2, 1)
+        return R, p, S, np.ascontiguousarray(J)
 
 
 class RelativePlacementResidual(_PoseResidual):
@@ -146,10 +147,10 @@ class RelativePositionResidual(Residual):
     def _reference(self):
         return self.target, 1
 
-    def value(self, xs, us):
+    def value(self, xs: np.ndarray, us: np.ndarray) -> np.ndarray:
         return self.motion.pose(xs)[1] - at_knots(self.target, xs.shape[0], 1, "target")
 
-    def evaluate(self, xs, us):
+    def evaluate(self, xs: np.ndarray, us: np.ndarray) -> Terms:
         K, nv, nu = xs.shape[0], self.model.nv, us.shape[1]
         R, p, S, J = self.motion(xs)
         rx, ru = self._zeros(K, nu)
