@@ -4,7 +4,9 @@
 
 Solvers: DDP and iLQR, each in single and multiple shooting (feasibility-driven, from the
 problem's own guess: its xs_init and us_init), and IPOPT (exact Hessian), all from the
-problem's default guess, at most 1000 iterations. Tasks:
+problem's default guess, at most 1000 iterations; DDP also with ``indefinite="gauss_newton"``
+(with and without the box phase) and IPOPT also with the two ``perturb_dec_fact`` of the
+Panda's grid in BENCHMARKS.md (RUNS). Tasks:
 
 * Panda reach (example-robot-data's Franka Panda, 9 joints with the two fingers; the task of
   the issue "Converge like the best on real robots"): x0 = 0 at rest, N = 40, dt = 0.05, one
@@ -72,8 +74,11 @@ RUNS = (("ddp", {"shooting": "single"}), ("ddp", {"shooting": "multiple"}),
         ("ddp", {"shooting": "single", "box": "after_full_step"}),
         ("ilqr", {"shooting": "single", "box": "after_full_step"}),
         ("ilqr", {"shooting": "single", "cost_hessian": "gauss_newton", "box": "after_full_step"}),
+        ("ddp", {"shooting": "single", "indefinite": "gauss_newton"}),
+        ("ddp", {"shooting": "single", "indefinite": "gauss_newton", "box": "after_full_step"}),
         ("ipopt", {}), ("ipopt", {"nlp_scaling_method": "none"}), ("ipopt", {"mu_strategy": "adaptive"}),
-        ("ipopt", {"nlp_scaling_method": "none", "mu_strategy": "adaptive"}))
+        ("ipopt", {"nlp_scaling_method": "none", "mu_strategy": "adaptive"}),
+        ("ipopt", {"nlp_scaling_method": "none", "perturb_dec_fact": 0.01}), ("ipopt", {"perturb_dec_fact": 0.05}))
 """Every solver × option set measured; a problem's own ``solver_options`` are overridden by
 none of these unless named (the table shows the options in effect)."""
 
