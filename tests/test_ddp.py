@@ -329,7 +329,8 @@ def test_compare_table_and_plot(tmp_path, reach):
 def panda_reach():
     """The reach of the convergence benchmark: the Franka Panda (9 joints, the fingers' tiny
     inertias included) from q = 0 at rest to p_hand = (0.4, 0.2, 0.5), torque box at the
-    effort limits; its best known optimum is 1.0024794 (IPOPT, Crocoddyl's BoxFDDP)."""
+    effort limits; IPOPT and Crocoddyl's BoxFDDP end at the optimum 1.0024794 (a lower one,
+    0.9454068, exists: BENCHMARKS.md, "convergence")."""
     erd = pytest.importorskip("example_robot_data")
     from dynamics import gravity_torques, load_urdf
     from optdyn.costs import FramePositionCost
@@ -348,7 +349,7 @@ def test_the_box_after_a_full_step_frees_ilqr_on_the_panda():
     """With the box QP from the first iteration, Gauss–Newton iLQR crawls on the Panda reach
     (zero feedback on the clamped controls of the last knots); with the box left out of the
     backward pass until a full step (Crocoddyl's BoxFDDP from a guess not marked feasible)
-    it reaches the best known optimum in under 100 iterations, within the box."""
+    it reaches IPOPT's optimum in under 100 iterations, within the box."""
     prob = panda_reach()
     boxed = solve(prob, "ilqr", cost_hessian="gauss_newton", max_iter=100)
     later = solve(prob, "ilqr", cost_hessian="gauss_newton", box="after_full_step", max_iter=100)
@@ -380,7 +381,7 @@ def test_the_gauss_newton_fallback_gets_ddp_to_the_best_panda_optimum():
     """DDP on the Panda reach: with the exact model the regularisation μ·BᵀB that makes Q_uu
     positive definite far from the optimum steers it into the local optimum 1.0853; taking
     those iterations' steps from the Gauss–Newton model instead (and the box after a full
-    step) reaches the best known optimum within 60 iterations, ending on exact DDP steps."""
+    step) reaches IPOPT's optimum within 60 iterations, ending on exact DDP steps."""
     prob = panda_reach()
     plain = solve(prob, "ddp", box="after_full_step", max_iter=60)
     mixed = solve(prob, "ddp", box="after_full_step", indefinite="gauss_newton", max_iter=60)
