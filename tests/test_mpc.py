@@ -195,11 +195,9 @@ def test_bad_input(reach):
         optdyn.MPC(reach, "ipopt", warm_start="policy")
     with pytest.raises(ValueError, match="max_iter"):
         optdyn.MPC(reach, "ilqr", max_iter=3)
-    along = copy.copy(reach)  # a reference per knot would have to move with the horizon
-    along.running_cost = reach.running_cost + optdyn.costs.StateCost(1.0, np.tile(reach.x0, (reach.N, 1)),
-                                                                     model=reach.model)
-    with pytest.raises(ValueError, match=r"^problem: StateResidual has one reference per knot"):
-        optdyn.MPC(along, "ilqr")
+    for bad in (0, reach.N + 1, 2.5, True, "moving"):  # a horizon longer than the problem, or no horizon
+        with pytest.raises(ValueError, match="^horizon"):
+            optdyn.MPC(reach, "ilqr", horizon=bad)
     mpc = optdyn.MPC(reach, "ilqr")
     for x in (np.zeros(5), np.full(reach.nx, np.nan)):
         with pytest.raises(ValueError, match="x"):

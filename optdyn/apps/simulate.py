@@ -8,6 +8,16 @@ with scaled masses) by ten times finer RK4 steps than the controller's problem, 
 the disturbances: a :class:`Push` is a world-frame force on a frame's body, converted to the
 body-fixed ``f_ext`` of :func:`dynamics.rnea` at the plant's configuration at the start of
 every fine step (:func:`dynamics.frame_force`).
+
+A task whose data vary along its intervals (:meth:`optdyn.Problem.window`) acts on the plant
+at the time they are planned for: during control interval i the plant gets the task's
+forces of interval i, and with a contact sequence it integrates the contact dynamics of
+interval i's contacts — rigid contacts at the planned times and places (the plant of
+Crocoddyl's and most legged-MPC studies: the ground holds a foot wherever the plan puts it
+in contact, pulls as well as pushes, and never catches a foot early or late). Where interval
+i gains contacts, the plant passes the impulse map (restitution 0) at t_i, after the
+controller measured: the state measured at a touchdown is the one before the impulse, as
+the task's node i is (:mod:`optdyn.ocp.windows`). Past the task's end its last interval's hold.
 """
 from __future__ import annotations
 
@@ -18,11 +28,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+import dynamics
 from dynamics._checks import check_frame
 from dynamics.forces import frame_force
 from dynamics.model import Model
 
-from ..ocp import integrators
+from ..ocp import contact_phases, integrators, windows
 from ..ocp.problem import Problem
 from ..solvers.mpc import MPC
 from .clearance import margin_constraints, margins_at
@@ -186,9 +197,8 @@ def simulate(mpc: MPC, duration: float, plant: Model | None = None, disturbances
     rng = np.random.default_rng(seed)
     fine = REFINEMENT * p.substeps  # plant steps per control interval
     h = p.dt / fine
-    a, b = integrators.METHODS["rk4"]
-    dyn = integrators.IntervalDynamics(integrators.robot_ode(model, p.actuated), a, b, h, 1, p.f_ext)
-    known = p.f_ext[0] if p.f_ext.shape[1] else np.zeros((model.njoints, 6))  # the problem's own forces
+    task = mpc.task
+    plant_at = _PlantIntervals(task, model, h)
     lag = int(round(delay / h))
     n = int(round(duration / p.dt))
     xs, us = np.empty((n + 1, p.nx)), np.empty((n, p.nu))
@@ -196,7 +206,7 @@ def simulate(mpc: MPC, duration: float, plant: Model | None = None, disturbances
     margins = np.empty((n, len(margin_constraints(p))))
     states, held = np.empty((fine + 1, p.nx)), np.empty((fine + 1, p.nu))  # one control interval's
     iterations, status = np.empty(n, dtype=np.int64), []
-    source = copy.copy(p)  # the controller moves its own x0 at every step
+    source = copy.copy(task)  # the controller moves its own x0 at every step
     x = p.x0.copy()
     xs[0] = x
     done, stopped = 0, ""
@@ -211,7 +221,8 @@ def simulate(mpc: MPC, duration: float, plant: Model | None = None, disturbances
             us[i], gains[i], cost[i] = u, K, mpc.result.cost
             iterations[i] = mpc.result.iterations
             status.append(mpc.result.status)
-            states[0] = x
+            x = states[0] = plant_at.touchdown(i, x)
+            dyn, known, step_batch = plant_at.dynamics(i)
             for j in range(i * fine, (i + 1) * fine):
                 u_j = us[max(j - lag, 0) // fine]  # computed at step m, it acts from plant step m·fine + lag
                 held[j - i * fine] = u_j
@@ -221,7 +232,7 @@ def simulate(mpc: MPC, duration: float, plant: Model | None = None, disturbances
                 if active:
                     q = x[: model.nq]
                     step = dyn._replace(f_ext=(known + sum(d.f_ext(model, q) for d in active))[None])
-                x = integrators.step_batch(step, x[None], u_j[None])[0]
+                x = step_batch(step, x[None], u_j[None])[0]
                 if not np.all(np.isfinite(x)):
                     break
                 states[j - i * fine + 1] = x
@@ -229,7 +240,7 @@ def simulate(mpc: MPC, duration: float, plant: Model | None = None, disturbances
                 stopped = f"the plant diverged between t = {i * p.dt:g} and {(i + 1) * p.dt:g} s"
                 break
             held[fine] = u_j
-            margins[i] = margins_at(p, states, held).min(axis=0)
+            margins[i] = margins_at(plant_at.constraints(i, fine + 1), states, held).min(axis=0)
             xs[i + 1] = x
             done = i + 1
     except KeyboardInterrupt:
@@ -239,5 +250,46 @@ def simulate(mpc: MPC, duration: float, plant: Model | None = None, disturbances
                       iterations=iterations[:done],
                       status=status[:done], dt=p.dt, disturbances=pushes, stopped=stopped, solver=mpc.solver,
                       iteration_limit=mpc.iterations, warm_start=mpc.warm_start, horizon=mpc.horizon,
-                      problem=p.name,
-                      params=dict(p.params), source=source)
+                      problem=task.name, params=dict(task.params), source=source)
+
+
+class _PlantIntervals:
+    """What the plant integrates during each control interval i of ``task`` (module
+    docstring): its dynamics by RK4 steps of ``h`` with the task's forces and contacts of
+    interval i (the last one's past the end), and the task's constraints there."""
+
+    def __init__(self, task: Problem, model: Model, h: float) -> None:
+        self.task, self.model, self.timed = task, model, bool(windows.varies(task))
+        a, b = integrators.METHODS["rk4"]
+        self.ode = integrators.robot_ode(model, task.actuated)
+        self.free = integrators.IntervalDynamics(self.ode, a, b, h, 1, task.f_ext[:1])  # f_ext set per interval
+        self.phases: dict[int, contact_phases.PhasedDynamics] = {}  # by interval, with contacts
+
+    def _row(self, i: int) -> int:
+        return min(i, self.task.N - 1)
+
+    def dynamics(self, i: int) -> tuple:
+        """(the plant's interval dynamics, the task's own forces (njoints, 6), its step_batch) of interval i."""
+        k, t = self._row(i), self.task
+        forces = t.f_ext[k: k + 1] if t.f_ext.shape[0] > 1 else t.f_ext  # (1, njoints or 0, 6)
+        known = forces[0] if forces.shape[1] else np.zeros((self.model.njoints, 6))
+        if t.contacts is None:
+            return self.free._replace(f_ext=forces), known, integrators.step_batch
+        if k not in self.phases:
+            f = self.free
+            self.phases[k] = contact_phases.phased_dynamics(self.model, t.actuated, self.ode.lie, f.a, f.b, f.dt, 1,
+                                                            forces, [t.contacts[k]])
+        return self.phases[k], known, contact_phases.step_batch
+
+    def touchdown(self, i: int, x: np.ndarray) -> np.ndarray:
+        """``x`` after the impulse map of the contacts that interval i gains (x itself if none)."""
+        t = self.task
+        if t.contacts is None or i == 0 or i >= t.N or not t.impulses[i]:
+            return x
+        nq = self.model.nq
+        v = dynamics.impulse_dynamics(self.model, x[:nq], x[nq:], t.contacts[i])[0]
+        return np.concatenate([x[:nq], v])
+
+    def constraints(self, i: int, K: int) -> Problem:
+        """The task at K knots all in interval i, for the margins of its constraints there."""
+        return windows.window(self.task, np.full(K, self._row(i))) if self.timed else self.task

@@ -161,6 +161,13 @@ def phase_sequence(model: Model, contacts: list[list[Contact]]) -> tuple[np.ndar
     return ci, cf, np.array(bounds, dtype=np.int64).reshape(-1, 2), np.array(impulse, dtype=np.bool_)
 
 
+def impulses_at(impulse: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """(n,) the impulses of the intervals ``rows`` of a sequence with impulses ``impulse``:
+    each row's own, but none where a row repeats the one before (a held interval gains no
+    contacts)."""
+    return impulse[rows] & np.r_[True, rows[1:] != rows[:-1]]
+
+
 def phased_dynamics(model: Model, actuated: np.ndarray, lie: np.ndarray, a: np.ndarray, b: np.ndarray, dt: float,
                     substeps: int, f_ext: np.ndarray, contacts: list[list[Contact]],
                     damping: float = 0.0) -> PhasedDynamics:

@@ -57,7 +57,7 @@ from dynamics._checks import check_frame
 from dynamics.contact import Contact
 from dynamics.model import Model
 
-from .contact_phases import check_contact_sequence, knot_contact_forces, phase_sequence
+from .contact_phases import check_contact_sequence, impulses_at, knot_contact_forces, phase_sequence
 from .problem import actuated_dofs
 from .residuals import Hessians, Residual, Terms, at_knots, references
 
@@ -96,6 +96,13 @@ class _ContactForceFunction(Residual):
 
     def knots(self) -> int:
         return self.N
+
+    def _take_rows(self, rows: np.ndarray) -> None:
+        """The contact sequence's intervals ``rows`` (:meth:`Residual.window`), with their impulses
+        (:func:`~optdyn.ocp.contact_phases.impulses_at`)."""
+        super()._take_rows(rows)
+        self.contacts = [self.contacts[k] for k in rows]
+        self.impulses = impulses_at(self.impulses, rows)
 
     def defined_at(self) -> np.ndarray:
         """The knots where ``frame`` is in contact."""
@@ -220,7 +227,8 @@ class ContactForceResidual(_ContactForceFunction):
                  actuated=None) -> None:
         super().__init__(model, contacts, frame, actuated)
         self.reference = references(np.full(self.dim, reference) if np.ndim(reference) == 0 else reference, (self.dim,))
-        self._at_knots = at_knots(self.reference, self.N, 1)  # (N, dim)
+        self._at_knots = np.ascontiguousarray(at_knots(self.reference, self.N, 1))  # (N, dim)
+        self.knot_arrays = ("_at_knots",) if self.reference.ndim == 1 else ("_at_knots", "reference")
 
     def _outer(self, f, k):
         return f - self._at_knots[k], np.eye(self.dim)

@@ -60,7 +60,7 @@ from dynamics.forces import frame_force
 from dynamics.model import FREE_FLYER, JTYPE, Model
 from dynamics.rnea import rnea
 
-from . import contact_phases, integrators, shooting
+from . import contact_phases, integrators, shooting, windows
 from .state import check_state, state_difference_batch, state_integrate_batch
 from .constraints import Constraint, JointLimits, StateEquality, equality_rows, stack_constraints
 from .costs import Cost
@@ -279,6 +279,16 @@ class Problem:
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 0 <= k < self.N:
             raise ValueError(f"k: expected an interval 0 … {self.N - 1}, got {k!r}")
         return [] if self.contacts is None else list(self.contacts[int(k)])
+
+    def window(self, start: int, n: int) -> Problem:
+        """Intervals start … start + n − 1 as a problem of their own (an MPC horizon): per-knot
+        references and weights, the contact sequence and per-interval forces take their rows,
+        the last interval repeated past N; the terminal terms are this problem's; x0 and the
+        guesses are the guess's from node ``start`` (:mod:`optdyn.ocp.windows`)."""
+        for value, name, least in ((start, "start", 0), (n, "n", 1)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+                raise ValueError(f"{name}: expected an integer ≥ {least}, got {value!r}")
+        return windows.window(self, windows.interval_rows(self.N, int(start), int(n)))
 
     @property
     def impulses(self) -> np.ndarray:

@@ -39,6 +39,7 @@ A pose error r = log(M*⁻¹ M) = log(exp(r₀) exp(η)) then has r_q = J_r⁻¹
 """
 from __future__ import annotations
 
+import copy
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -119,6 +120,24 @@ class Residual(ABC):
         """(the reference or target array, the number of dimensions of one knot's) (None: none)."""
         return None, 0
 
+    knot_arrays: tuple[str, ...] = ()
+    """The attributes that hold one row per knot when the reference does (:meth:`window`)."""
+
+    def window(self, rows: np.ndarray) -> Residual:
+        """This residual at its knots ``rows`` (an index array, repeats allowed): itself if one
+        reference serves every knot, else a copy with the per-knot rows taken
+        (:mod:`optdyn.ocp.windows`)."""
+        if self.knots() is None:
+            return self
+        out = copy.copy(self)
+        out._take_rows(np.asarray(rows, dtype=np.int64))
+        return out
+
+    def _take_rows(self, rows: np.ndarray) -> None:
+        """Keep the rows ``rows`` of the per-knot data (of a copy: :meth:`window`)."""
+        for name in self.knot_arrays:
+            setattr(self, name, getattr(self, name)[rows])
+
     def defined_at(self) -> np.ndarray | None:
         """(knots,) bool: the knots where the residual means something — elsewhere it is 0 by
         construction (the force of a contact out of contact) — or None: everywhere."""
@@ -169,6 +188,8 @@ class StateResidual(Residual):
             raise ValueError(f"rows: expected tangent indices in [0, {2 * nv}), got {rows!r}")
         self.model, self.lie = model, lie_blocks(model)
         self.size, self.ndx = self.rows.size, 2 * nv
+
+    knot_arrays = ("reference",)
 
     def _reference(self):
         return self.reference, 1
@@ -238,6 +259,8 @@ class _Difference(Residual):
                                     (n,) if n is not None else np.shape(reference)[-1:])
         self.size = self.reference.shape[-1]
 
+    knot_arrays = ("reference",)
+
     def _reference(self):
         return self.reference, 1
 
@@ -283,6 +306,8 @@ class _PointsResidual(Residual):
         self.weights = np.asarray(weights, dtype=float)
         self.target = references(target, (3,), "target")
         self.size, self.ndx = 3, 2 * model.nv
+
+    knot_arrays = ("target",)
 
     def _reference(self):
         return self.target, 1
@@ -465,6 +490,8 @@ class _PoseResidual(Residual):
         T = targets.reshape(-1, 4, 4)
         self.target_coordinates = self._coordinates(T[:, :3, :3], T[:, :3, 3])  # (1 or K, nq + nv)
 
+    knot_arrays = ("target", "target_coordinates")
+
     def _reference(self):
         return self.target, 2
 
@@ -542,6 +569,8 @@ class FrameVelocityResidual(Residual):
         self.target = references(target, (6,), "target")
         self.size, self.ndx = 6, 2 * model.nv
         self.before = _ancestors(model, strict=False)  # P[l, k]: joint(l) ⪯ joint(k)
+
+    knot_arrays = ("target",)
 
     def _reference(self):
         return self.target, 1

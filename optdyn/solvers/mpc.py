@@ -19,6 +19,13 @@ there, 0.7 from the goal in the state at 4 s, while a shrinking one with one iLQ
 per step arrives within 1e-5, measured; IPOPT with one iteration per step drifts off it after
 T, on the last interval re-solved from its previous multipliers).
 
+The horizon is a window of the problem (:meth:`optdyn.Problem.window`): the intervals
+from the current one on, so that whatever the problem gives per knot moves with time —
+references to track and moving targets, a swing foot's weights, the contact sequence of a
+gait, per-interval forces —, the last interval's held past the problem's end. With
+``horizon=H`` (an integer) the horizon is H intervals of a longer problem: the quadruped's
+trot is a 1.3 s task solved 0.4 s at a time.
+
 The warm start of a horizon shifted by s intervals (s = 1 when called once per interval)
 takes the previous solution (x̄, ū, K) shifted: ū_{k+s}, K_{k+s}, the last control and gain
 held for the s new intervals and the last state rolled out under that control. It is then
@@ -55,7 +62,6 @@ the push, 14 N·m from the shifted primal solution alone); IPOPT to convergence 
 """
 from __future__ import annotations
 
-import copy
 
 import numpy as np
 
@@ -88,20 +94,22 @@ class MPC:
             solve every horizon to convergence.
         warm_start: "policy", "shift" or "rollout" (module docstring); default "policy" for
             DDP/iLQR; IPOPT always shifts. Use iLQR for real-time iterations (module docstring).
-        horizon: "receding" (N intervals from every step) or "shrinking" (up to the problem's
-            end, then its last interval; module docstring).
+        horizon: "receding" (N intervals from every step), "shrinking" (up to the problem's
+            end, then its last interval) or a number of intervals H ≤ N (a receding horizon of
+            H intervals moving along the problem's; module docstring).
         **options: further options of :func:`optdyn.solve` (not ``max_iter``, ``init``,
             ``us_init``, ``xs_init``, ``shooting``, ``final_expansion``, ``multipliers``, which
             the controller sets).
 
-    The costs and constraints are time-invariant: moving references are not supported
-    (a problem's per-interval ``f_ext``, contact sequence or per-knot references are refused). After each :meth:`step`, ``result`` is
-    the last solve's :class:`~optdyn.solvers.result.Result` and ``time`` the start of its
-    horizon.
+    Each horizon is a window of the problem (:meth:`optdyn.Problem.window`): its per-knot
+    references and weights, contact sequence and per-interval forces move with time. After
+    each :meth:`step`, ``problem`` is the horizon just solved, ``result`` its
+    :class:`~optdyn.solvers.result.Result` and ``time`` its start; ``task`` is the problem
+    given.
     """
 
     def __init__(self, problem: Problem, solver: str = "ddp", iterations: int | None = 1, *,
-                 warm_start: str | None = None, horizon: str = "receding", **options) -> None:
+                 warm_start: str | None = None, horizon: str | int = "receding", **options) -> None:
         if not isinstance(problem, Problem):
             raise ValueError(f"problem: expected an optdyn.Problem, got {type(problem).__name__}")
         if solver not in SOLVERS:
@@ -114,28 +122,22 @@ class MPC:
         if warm_start not in WARM_STARTS or (solver == "ipopt" and warm_start != "shift"):
             raise ValueError(f"warm_start: expected one of {', '.join(WARM_STARTS)} "
                              f"(IPOPT: 'shift'), got {warm_start!r}")
-        if horizon not in HORIZONS:
-            raise ValueError(f"horizon: expected one of {', '.join(HORIZONS)}, got {horizon!r}")
+        if not (horizon in HORIZONS or (isinstance(horizon, (int, np.integer)) and not isinstance(horizon, bool)
+                                        and 1 <= horizon <= problem.N)):
+            raise ValueError(f"horizon: expected one of {', '.join(HORIZONS)} or a number of intervals "
+                             f"1 … {problem.N} (the problem's N), got {horizon!r}")
         fixed = sorted(set(options) & set(_SET_BY_MPC))
         if fixed:
             raise ValueError(f"options: {', '.join(fixed)} are set by the controller (use iterations, warm_start)")
-        if problem.f_ext.shape[0] > 1 or problem.contacts is not None:
-            raise ValueError("problem: per-interval f_ext or a contact sequence would have to move with the "
-                             "horizon; MPC takes problems whose intervals are all alike")
-        terms = [problem.running_cost, problem.terminal_cost, *problem.path_constraints,
-                 *problem.stage_constraints, *problem.terminal_constraints]
-        timed = [type(r).__name__ for t in terms if t is not None for r in t.residuals() if r.knots() is not None]
-        if timed:
-            raise ValueError(f"problem: {timed[0]} has one reference per knot, which would have to move with the "
-                             "horizon; MPC takes problems whose intervals are all alike (moving references: not yet)")
-        self.problem = copy.copy(problem)  # its own x0; the compiled dynamics are shared
+        self.task = problem
+        self.horizon = horizon if isinstance(horizon, str) else int(horizon)
         self.solver, self.iterations, self.warm_start, self.options = solver, iterations, warm_start, options
-        self.horizon, self._elapsed = horizon, 0  # intervals since the first step
-        self._guesses = problem.xs_init, problem.us_init  # the problem's, cut to a shrinking horizon
+        self._elapsed = 0  # intervals since the first step
+        self.problem = problem.window(0, self._intervals())  # its own x0; the compiled dynamics are shared
         self.result: Result | None = None
         self.time = 0.0
         self._plan: tuple[np.ndarray, np.ndarray] | None = None  # (x̄, ū) being followed, set by each step
-        N, nx, nu, ndx = problem.N, problem.nx, problem.nu, problem.ndx
+        N, nx, nu, ndx = self.problem.N, problem.nx, problem.nu, problem.ndx
         self._xs, self._us = np.empty((N + 1, nx)), np.empty((N, nu))  # the shifted solution
         self._K = np.zeros((N, nu, ndx))
         self._xs_new, self._us_new = np.empty((N + 1, nx)), np.empty((N, nu))
@@ -159,15 +161,16 @@ class MPC:
                              + ("" if x.shape != (p.nx,) else " with NaN or inf"))
         check_state(p.model, x, "x")
         shift = self._shift(t)
-        p.x0 = x
         if self.result is None:
+            p.x0 = x
             result = solve(p, self.solver, **self.options)
             warm = None
         else:
             self._elapsed += shift
-            n = p.N if self.horizon == "receding" else max(len(self._guesses[1]) - self._elapsed, 1)
+            n = self._intervals()
+            self.problem = p = self.task.window(self._elapsed, n)
+            p.x0 = x
             self._shifted(shift, n)
-            p.N, p.xs_init, p.us_init = n, self._guesses[0][: n + 1], self._guesses[1][:n]
             warm = self._warm(x, n)
             limit = {} if self.iterations is None else {"max_iter": self.iterations}
             if limit and self.solver != "ipopt":  # one expansion per iteration (Options.final_expansion)
@@ -190,6 +193,12 @@ class MPC:
         else:
             raise ValueError(f"problem: the first solve failed ({result.status}: {result.message})")
         return self._plan[1][0].copy(), self._K[0].copy()
+
+    def _intervals(self) -> int:
+        """The intervals of the horizon that starts now (``horizon``)."""
+        if self.horizon == "shrinking":
+            return max(self.task.N - self._elapsed, 1)
+        return self.task.N if self.horizon == "receding" else self.horizon
 
     def _shift(self, t: float | None) -> int:
         """The number of intervals from the last horizon's start to ``t``; moves ``time`` there."""
@@ -223,7 +232,7 @@ class MPC:
         c = min(n, m - s)  # intervals carried over
         self._xs[: c + 1] = xs[s: s + c + 1]
         for k in range(c + 1, n + 1):
-            self._xs[k] = p.step(self._xs[k - 1: k], self._us[k - 1: k])[0]
+            self._xs[k] = p.step(self._xs[k - 1: k], self._us[k - 1: k], start=k - 1)[0]
 
     def _shifted_duals(self, s: int, n: int) -> dict:
         """The last solve's multipliers moved ``s`` intervals earlier, for a horizon of n

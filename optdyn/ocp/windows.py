@@ -1,0 +1,99 @@
+"""Windows of a problem: some of its intervals as a problem of their own.
+
+A model predictive controller solves, at each control instant, the next n intervals of a
+task from the measured state (Tassa, Erez & Todorov 2012; Crocoddyl's users shift a list of
+action models the same way). Where the task's data vary along its intervals — references
+one per knot (a trajectory to track, a moving target), weights one per knot (a swing
+foot's), a contact sequence, external forces one set per interval — the window of intervals
+``rows`` (an index array into the task's intervals 0 … N−1) takes those rows: its interval j
+is the task's interval rows[j], and its node j + 1 the task's node rows[j] + 1 (path
+constraints and guesses). Past the task's end a window repeats its last interval (the task
+goes on as it ended: its last reference, weights, contacts and forces held). The terminal
+cost and the terminal constraints are the task's, at the window's last node.
+
+With contacts, a window's interval j starts with the impulse map where the task's interval
+rows[j] does — at j = 0 too: the state a controller measures at a touchdown is node rows[0]
+of the task, the state before the impulse (:func:`optdyn.simulate`'s plant applies it after
+the measurement), and the impulse map of a state already at rest on its contacts is the
+identity (restitution 0: v⁺ = v where J v = 0). A repeated interval gains no contacts.
+"""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+from .contact_phases import impulses_at
+from .costs import Sum
+from .residual_costs import ResidualCost
+from .residuals import Residual
+
+
+def interval_rows(N: int, start: int, n: int) -> np.ndarray:
+    """(n,) the task's intervals start … start + n − 1, the last one (N − 1) repeated past its end."""
+    return np.minimum(np.arange(start, start + n, dtype=np.int64), N - 1)
+
+
+def windowed_term(term, rows: np.ndarray):
+    """A cost or constraint ``term`` at the intervals ``rows``: the same object if none of its
+    data vary per knot, else a copy whose residuals (:meth:`~optdyn.ocp.residuals.Residual.window`)
+    and per-knot weights take those rows."""
+    if term is None:
+        return None
+    if isinstance(term, Sum):
+        parts = [(w, windowed_term(c, rows)) for w, c in term.terms]
+        return term if all(c is d for (_, c), (_, d) in zip(term.terms, parts)) else Sum(parts)
+    residual = getattr(term, "residual", None)
+    if not isinstance(residual, Residual):
+        return term  # a term without residuals: the same at every knot
+    window, weighted = residual.window(rows), isinstance(term, ResidualCost) and term.weight.ndim == 1
+    if window is residual and not weighted:
+        return term
+    out = copy.copy(term)
+    out.residual = window
+    if weighted:
+        out.weight = term.weight[rows]
+    return out
+
+
+def varies(problem) -> list[str]:
+    """What varies along the intervals of ``problem`` (empty: every interval alike): the names
+    of its residuals with per-knot references, its costs with per-knot weights, its
+    per-interval forces and its contact sequence."""
+    terms = [problem.running_cost, *problem.path_constraints, *problem.stage_constraints]
+    found = [type(r).__name__ for t in terms if t is not None for r in t.residuals() if r.knots() is not None]
+    found += [type(c).__name__ + " weights" for t in terms for c in _leaves(t)
+              if isinstance(c, ResidualCost) and c.weight.ndim == 1]
+    if problem.f_ext.shape[0] > 1:
+        found.append("f_ext")
+    if problem.contacts is not None:
+        found.append("contacts")
+    return found
+
+
+def _leaves(term) -> list:
+    return [] if term is None else [c for _, c in term.terms] if isinstance(term, Sum) else [term]
+
+
+def window(problem, rows: np.ndarray):
+    """The :class:`~optdyn.ocp.problem.Problem` of the intervals ``rows`` of ``problem``
+    (module docstring), its x0 the problem's if rows[0] = 0, else the guess's state at node
+    rows[0]; shares the compiled dynamics."""
+    rows = np.asarray(rows, dtype=np.int64)
+    out = copy.copy(problem)
+    out.__dict__.pop("no_stages", None)
+    out.N = rows.size
+    nodes = np.concatenate([rows, rows[-1:] + 1])
+    out.xs_init, out.us_init = problem.xs_init[nodes], problem.us_init[rows]
+    out.x0 = problem.x0.copy() if rows[0] == 0 else out.xs_init[0].copy()
+    out.running_cost = windowed_term(problem.running_cost, rows)
+    out.path_constraints = tuple(windowed_term(c, rows) for c in problem.path_constraints)
+    out.stage_constraints = tuple(windowed_term(c, rows) for c in problem.stage_constraints)
+    if problem.f_ext.shape[0] > 1:
+        out.f_ext = np.ascontiguousarray(problem.f_ext[rows])
+        out.dynamics = problem.dynamics._replace(f_ext=out.f_ext)
+    if problem.contacts is not None:
+        out.contacts = [problem.contacts[k] for k in rows]
+        d = problem.dynamics
+        out.dynamics = d._replace(bounds=np.ascontiguousarray(d.bounds[rows]), impulse=impulses_at(d.impulse, rows))
+    return out
