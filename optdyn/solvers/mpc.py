@@ -62,7 +62,6 @@ the push, 14 N·m from the shifted primal solution alone); IPOPT to convergence 
 """
 from __future__ import annotations
 
-
 import numpy as np
 
 from ..ocp.problem import SOLVERS, Problem
