@@ -206,17 +206,11 @@ def test_mpc_bad_requests_fail_with_one_line_before_any_solve(capsys, argv, word
     assert "simulating" not in out and COMPILATION.count == count
 
 
-def test_mpc_refuses_a_problem_mpc_cannot_shift(capsys, monkeypatch):
-    """Per-interval external forces (like a contact sequence) do not move with the horizon:
-    MPC refuses the problem, the command says so in one line."""
-    from optdyn.apps import cli
-
-    reach = problems.get("ur5-reach", N=10)
-    forced = reach.__class__(reach.model, reach.x0, reach.N, reach.dt, reach.running_cost, reach.terminal_cost,
-                             f_ext=np.zeros((reach.N, reach.model.njoints, 6)), name="forced")
-    monkeypatch.setattr(cli, "_make_problem", lambda *a: forced)
-    code, _, err = run(capsys, "mpc", "forced")
-    assert_one_line_error(code, err, "optdyn mpc: error: problem:", "contact sequence", "horizon")
+def test_mpc_refuses_a_horizon_longer_than_the_task(capsys):
+    for horizon, words in (("30", ("optdyn mpc: error: horizon:", "1 … 10")),
+                           ("long", ("optdyn mpc: error: --horizon:", "number of intervals"))):
+        code, _, err = run(capsys, "mpc", "ur5-reach", "--param", "N=10", "--horizon", horizon)
+        assert_one_line_error(code, err, *words)
 
 
 def test_mpc_end_to_end(tmp_path, capsys):

@@ -8,7 +8,7 @@
     optdyn show result.npz [--html out.html] [--view] [--mu MU]      (a closed loop's file too)
     optdyn plot result.npz --out traj.png [--mu MU]   q, v, u with limits, clearance, convergence (or a closed loop's)
     optdyn mpc PROBLEM [--scenario S] [--param KEY=VALUE ...] [--duration S] [--push FRAME:FX,FY,FZ@START+DURATION ...]
-               [--solver ilqr|ddp|ipopt] [--iterations N|converge] [--warm-start W] [--horizon receding|shrinking]
+               [--solver ilqr|ddp|ipopt] [--iterations N|converge] [--warm-start W] [--horizon receding|shrinking|H]
                [--save loop.npz] [--html out.html] [--plot out.png] [--view]
                                                   model predictive control in closed loop, with pushes
     optdyn sweep PROBLEM [--scenario S] [--solver S] --grid KEY=V1,V2,... [--grid ...] [--starts K]
@@ -425,6 +425,18 @@ def _iterations(text: str) -> int | None:
     return n
 
 
+def _horizon(text: str) -> str | int:
+    """--horizon: receding, shrinking, or a number of intervals H (MPC checks 1 ≤ H ≤ N)."""
+    from ..solvers.mpc import HORIZONS
+
+    if text in HORIZONS:
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise CommandError(f"--horizon: expected receding, shrinking or a number of intervals, got {text!r}") from None
+
+
 def _ms(seconds: float) -> str:
     return f"{1e3 * seconds:.3g} ms"
 
@@ -438,11 +450,13 @@ def _loop_summary(loop: ClosedLoop, problem=None) -> list[str]:
     n = len(loop.us)
     params = " ".join(f"{k}={','.join(map(str, value)) if isinstance(value, (list, tuple)) else value}"
                       for k, value in loop.params.items())  # as --param takes them
-    lines = [f"controller  MPC {loop.solver}, {limit}, warm start {loop.warm_start}, {loop.horizon} horizon, "
+    horizon = f"{loop.horizon} horizon" if isinstance(loop.horizon, str) else f"{loop.horizon}-interval horizon"
+    lines = [f"controller  MPC {loop.solver}, {limit}, warm start {loop.warm_start}, {horizon}, "
              f"on {loop.problem} "
              f"{params}".rstrip()]
     if problem is not None:
-        lines.append(f"horizon     {problem.N} intervals of {problem.dt:g} s ({problem.N * problem.dt:g} s), "
+        H = problem.N if isinstance(loop.horizon, str) else loop.horizon
+        lines.append(f"horizon     {H} intervals of {problem.dt:g} s ({H * problem.dt:g} s; the task {problem.T:g} s), "
                      f"re-planned every {loop.dt:g} s; plant: {REFINEMENT}× finer RK4")
     lines.append(f"simulated   {loop.t[-1]:g} s, {n} steps" + (f" (stopped: {loop.stopped})" if loop.stopped else ""))
     lines += [f"push        {d.frame}: ({', '.join(f'{f:g}' for f in d.force)}) N from {d.start:g} s for "
@@ -494,8 +508,8 @@ def cmd_mpc(args: argparse.Namespace) -> int:
     from ..solvers.mpc import MPC
     from .simulate import simulate
 
-    mpc = MPC(problem, args.solver, iterations, warm_start=args.warm_start, horizon=args.horizon)  # ValueError: contacts, ...
-    print(f"simulating {args.problem} for {args.duration:g} s: MPC with {args.solver}, horizon {problem.N} × "
+    mpc = MPC(problem, args.solver, iterations, warm_start=args.warm_start, horizon=_horizon(args.horizon))
+    print(f"simulating {args.problem} for {args.duration:g} s: MPC with {args.solver}, horizon {mpc.problem.N} × "
           f"{problem.dt:g} s", flush=True)
     loop = simulate(mpc, args.duration, disturbances=pushes)
     print("\n".join(_loop_summary(loop, problem)), flush=True)
@@ -668,7 +682,7 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument("--out", required=True, help="image file to write, e.g. traj.png (required)")
     mu_arg(plot)
 
-    from ..solvers.mpc import HORIZONS, WARM_STARTS
+    from ..solvers.mpc import WARM_STARTS
 
     mpc = command("mpc", "model predictive control in closed loop against a finer plant, with pushes", cmd_mpc)
     problem_args(mpc)
@@ -683,9 +697,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="solver iterations per step (1: real-time iteration), or converge")
     mpc.add_argument("--warm-start", choices=WARM_STARTS,
                      help="how a step starts from the last plan (default: policy for ddp/ilqr, shift for ipopt)")
-    mpc.add_argument("--horizon", choices=HORIZONS, default="receding",
+    mpc.add_argument("--horizon", default="receding", metavar="receding|shrinking|H",
                      help="receding: N intervals from every step; shrinking: up to the problem's end, for a task "
-                          "that must be done at T (default: receding)")
+                          "that must be done at T; H: a receding horizon of H ≤ N intervals moving along the task "
+                          "(its references, weights and contacts move with time) (default: receding)")
     mpc.add_argument("--save", help="write the closed loop to this .npz file (default: not saved)")
     mpc.add_argument("--plot", help="write the tracking error, torques and solve times to this PNG file "
                                     "(default: none)")

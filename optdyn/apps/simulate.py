@@ -97,8 +97,8 @@ class ClosedLoop:
             (:attr:`interrupted`) or a diverged plant; the arrays then hold the steps
             completed before it.
         solver: the controller's solver; iteration_limit: its iterations per step (None: to
-            convergence); warm_start: how it warm-started; horizon: "receding" or "shrinking"
-            (:class:`optdyn.MPC`).
+            convergence); warm_start: how it warm-started; horizon: "receding", "shrinking" or
+            a number of intervals (:class:`optdyn.MPC`).
         problem: name of the controller's problem; params: its construction parameters
             (as :class:`~optdyn.solvers.result.Result` has them, so that
             :func:`optdyn.ocp.task.problem_of` finds the problem of a reopened loop).

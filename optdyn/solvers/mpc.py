@@ -231,7 +231,11 @@ class MPC:
         c = min(n, m - s)  # intervals carried over
         self._xs[: c + 1] = xs[s: s + c + 1]
         for k in range(c + 1, n + 1):
-            self._xs[k] = p.step(self._xs[k - 1: k], self._us[k - 1: k], start=k - 1)[0]
+            try:
+                self._xs[k] = p.step(self._xs[k - 1: k], self._us[k - 1: k], start=k - 1)[0]
+            except ValueError:  # the contact dynamics at a state the plan diverged to
+                self._xs[k:] = np.nan  # (_warm then starts from the measured state)
+                break
 
     def _shifted_duals(self, s: int, n: int) -> dict:
         """The last solve's multipliers moved ``s`` intervals earlier, for a horizon of n
