@@ -264,3 +264,22 @@ def test_ctrl_c_or_a_diverging_plant_end_the_loop_with_what_was_recorded():
     loop = optdyn.simulate(optdyn.MPC(prob, "ilqr"), 1.0, disturbances=[optdyn.Push("tool0", (0, 1e9, 0), 0.1, 0.2)])
     assert loop.stopped.startswith("the plant diverged") and np.all(np.isfinite(loop.xs))
     assert loop.xs.shape[0] == loop.us.shape[0] + 1 <= 4
+
+
+def test_a_plant_on_contacts_that_diverges_ends_the_loop_with_what_was_recorded():
+    """The legged robot standing on its four feet (rigid contacts in the plant too): undisturbed
+    it stands; a 100 kN push on its base drives the contact dynamics where they cannot be
+    solved, which ends the loop as a diverged plant, not with an exception."""
+    from legged_robot import Q_STAND, legged
+
+    model = legged()
+    x0 = np.r_[Q_STAND, np.zeros(model.nv)]
+    feet = [dyn.Contact(f"foot{i}") for i in range(4)]
+    stand = optdyn.Problem(model, x0, 10, 0.05, optdyn.costs.StateCost(1.0, x0, model=model)
+                           + optdyn.costs.ControlCost(1e-3, nu=model.nv - 6),
+                           optdyn.costs.StateCost(10.0, x0, model=model), contacts=[feet] * 10)
+    loop = optdyn.simulate(optdyn.MPC(stand, "ilqr", horizon=5), 0.5)
+    assert loop.stopped == "" and np.abs(loop.xs - x0).max() < 1e-4  # measured 2e-5
+    loop = optdyn.simulate(optdyn.MPC(stand, "ilqr", horizon=5), 1.0,
+                           disturbances=[optdyn.Push("base", (1e5, 0.0, 0.0), 0.2, 0.1)])
+    assert loop.stopped == "the plant diverged between t = 0.2 and 0.25 s" and len(loop.us) == 4

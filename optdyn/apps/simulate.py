@@ -232,7 +232,10 @@ def simulate(mpc: MPC, duration: float, plant: Model | None = None, disturbances
                 if active:
                     q = x[: model.nq]
                     step = dyn._replace(f_ext=(known + sum(d.f_ext(model, q) for d in active))[None])
-                x = step_batch(step, x[None], u_j[None])[0]
+                try:
+                    x = step_batch(step, x[None], u_j[None])[0]
+                except ValueError:  # the contact dynamics at a state the plant diverged to
+                    x = np.full_like(x, np.nan)
                 if not np.all(np.isfinite(x)):
                     break
                 states[j - i * fine + 1] = x

@@ -270,8 +270,12 @@ class MPC:
         us[0] = np.clip(u0, p.u_lower, p.u_upper)
         xs[0] = x
         xs_new, us_new = self._xs_new[: n + 1], self._us_new[:n]
-        if not forward_pass(p.dynamics, xs, us, self._k[:n], K, 0.0, p.u_lower, p.u_upper, xs_new, us_new,
-                            self._no_gaps):
+        try:
+            rolled = forward_pass(p.dynamics, xs, us, self._k[:n], K, 0.0, p.u_lower, p.u_upper, xs_new, us_new,
+                                  self._no_gaps)
+        except ValueError:  # the contact dynamics at a state the policy diverged to
+            rolled = False
+        if not rolled:
             return {"us_init": us}  # diverged: the shifted controls (solve falls back to rest if need be)
         return {"xs_init": xs_new, "us_init": us_new}
 
