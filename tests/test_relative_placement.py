@@ -196,3 +196,26 @@ BAD = [
 def test_bad_input_raises_a_value_error_naming_the_argument(make, name):
     with pytest.raises(ValueError, match=rf"^{name}:"):
         make()
+
+
+@pytest.mark.parametrize("cost", ["placement", "position"])
+def test_the_report_tracks_a_relative_target_in_its_frame(cost):
+    """``optdyn.report.tracking_errors`` of a task whose target is relative to another frame:
+    the distance in that frame's axes (the residual's own translation error), not to the target
+    read as a world point."""
+    import optdyn
+    from optdyn.ocp.task import frame_targets
+
+    target = np.array([0.2, 0.5, 1.0])
+    M = np.eye(4)
+    M[:3, 3] = target
+    term = (RelativePlacementCost(FLOAT, "tool0", "satellite", M, 1.0) if cost == "placement"
+            else RelativePositionCost(FLOAT, "tool0", "satellite", target, 1.0))
+    prob = optdyn.Problem(FLOAT, _state(FLOAT, 40), 3, 0.1, None, term)
+    xs = np.stack([_state(FLOAT, 41 + k) for k in range(4)])
+    (label, error), = optdyn.report.tracking_errors(prob, xs).items()
+    assert label.endswith("in satellite [m]") and frame_targets(prob)[0].relative_to == "satellite"
+    want = np.linalg.norm([_relative(FLOAT, x, "tool0", "satellite")[:3, 3] - target for x in xs], axis=1)
+    np.testing.assert_allclose(error, want, rtol=0, atol=1e-12)
+    world = np.linalg.norm([dyn.frame_placement(FLOAT, x[:FLOAT.nq], "tool0")[1] - target for x in xs], axis=1)
+    assert np.abs(error - world).max() > 1e-2

@@ -144,7 +144,12 @@ def tracking_errors(problem: Problem, xs) -> dict[str, np.ndarray]:
         points = PointSet(model, [(t.frame, t.offset) for t in targets]).positions(xs[:, :model.nq])  # (K, P, 3)
         for t, p in zip(targets, points.transpose(1, 0, 2)):
             where = ", ".join(f"{v:g}" for v in t.target)
-            out[f"{t.frame} to ({where}) [m]"] = np.linalg.norm(p - t.target, axis=1)
+            if t.relative_to is None:
+                out[f"{t.frame} to ({where}) [m]"] = np.linalg.norm(p - t.target, axis=1)
+                continue
+            placements = [dyn.frame_placement(model, x[: model.nq], t.relative_to) for x in xs]
+            local = np.array([R.T @ (pk - o) for (R, o), pk in zip(placements, p)])  # in the frame's axes
+            out[f"{t.frame} to ({where}) in {t.relative_to} [m]"] = np.linalg.norm(local - t.target, axis=1)
     goals = [c for c in problem.terminal_constraints if isinstance(c, StateEquality)]
     for k, c in enumerate(goals):
         out["state to the goal" + (f" {k}" if len(goals) > 1 else "") + " [‖x − x*‖]"] = np.linalg.norm(

@@ -42,6 +42,7 @@ from .contact_residuals import MU, FrictionConeResidual, SmoothFrictionConeResid
 from .costs import Cost, Sum
 from .problem import Problem
 from .residual_costs import ControlCost, FramePositionCost, ObstacleCost, StateCost
+from .relative_residuals import RelativePlacementResidual, RelativePositionResidual
 from .residual_records import constraint_record, cost_record, make_constraint, make_cost
 from .residuals import FramePlacementResidual, FramePositionResidual, SphereClearanceResidual, VectorStateResidual
 
@@ -63,13 +64,16 @@ class Obstacle:
 @dataclass(frozen=True)
 class FrameTarget:
     """Point ``offset`` fixed in ``frame`` should reach ``target`` (3,); ``kind`` "cost" or
-    "constraint"; ``rotation`` (3, 3) the frame's target orientation for a pose target (else None)."""
+    "constraint"; ``rotation`` (3, 3) the frame's target orientation for a pose target (else None);
+    ``relative_to`` the frame whose axes and origin ``target`` and ``rotation`` are expressed in
+    (a relative placement), None for the world."""
 
     frame: str
     offset: np.ndarray
     target: np.ndarray
     kind: str
     rotation: np.ndarray | None = None
+    relative_to: str | None = None
 
 
 def cost_terms(cost: Cost | None) -> list[Cost]:
@@ -136,7 +140,7 @@ def frame_targets(problem: Problem) -> list[FrameTarget]:
         key = (name, *np.round(offset, 12), *np.round(c.target, 12))
         found.setdefault(key, FrameTarget(name, offset.copy(), c.target.copy(), kind))
     for t in _residual_targets(problem):
-        found.setdefault((t.frame, *np.round(t.offset, 12), *np.round(t.target, 12)), t)
+        found.setdefault((t.frame, t.relative_to, *np.round(t.offset, 12), *np.round(t.target, 12)), t)
     return list(found.values())
 
 
@@ -150,9 +154,13 @@ def _residual_targets(problem: Problem) -> list[FrameTarget]:
         for r in c.residuals():
             if isinstance(r, FramePositionResidual):
                 out.append(FrameTarget(r.frame, r.offset.copy(), r.target.reshape(-1, 3)[-1].copy(), kind))
-            elif isinstance(r, FramePlacementResidual):
+            elif isinstance(r, RelativePositionResidual):
+                out.append(FrameTarget(r.motion.frame, np.zeros(3), r.target.reshape(-1, 3)[-1].copy(), kind,
+                                       relative_to=r.motion.relative_to))
+            elif isinstance(r, (FramePlacementResidual, RelativePlacementResidual)):
                 T = r.target.reshape(-1, 4, 4)[-1]
-                out.append(FrameTarget(r.motion.frame, np.zeros(3), T[:3, 3].copy(), kind, T[:3, :3].copy()))
+                out.append(FrameTarget(r.motion.frame, np.zeros(3), T[:3, 3].copy(), kind, T[:3, :3].copy(),
+                                       getattr(r.motion, "relative_to", None)))
     return out
 
 

@@ -633,8 +633,9 @@ def scene_of(result: Result | ClosedLoop, problem: Problem | None = None, fps: f
     scene = Scene(model, capsule_radius)
     scene.add_obstacles([(o.center, o.radius, max(o.margin, 0.0)) for o in task.obstacles(problem)])
     scene.add_collision_points(task.collision_points(problem))
-    scene.add_targets([t.target for t in task.frame_targets(problem)])
-    scene.add_pose_targets([(t.rotation, t.target) for t in task.frame_targets(problem) if t.rotation is not None])
+    world = [t for t in task.frame_targets(problem) if t.relative_to is None]  # a relative target moves: not drawn
+    scene.add_targets([t.target for t in world])
+    scene.add_pose_targets([(t.rotation, t.target) for t in world if t.rotation is not None])
     scene.add_triads(frames)
     for push in result.disturbances if loop else ():
         if np.any(push.force):  # a zero force has no arrow
