@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from numdiff import central, rel_error, second_differences
 from scipy.linalg import expm
-from test_residuals import _plus, _state
+from test_residuals import _plus, _state, saved_and_rebuilt
 
 import dynamics as dyn
 from optdyn.costs import (FramePlacementResidual, FramePositionResidual, RelativePlacementCost,
@@ -219,3 +219,18 @@ def test_the_report_tracks_a_relative_target_in_its_frame(cost):
     np.testing.assert_allclose(error, want, rtol=0, atol=1e-12)
     world = np.linalg.norm([dyn.frame_placement(FLOAT, x[:FLOAT.nq], "tool0")[1] - target for x in xs], axis=1)
     assert np.abs(error - world).max() > 1e-2
+
+
+def test_saved_results_rebuild_the_relative_terms(tmp_path):
+    """A result saved with its problem's record (a URDF robot) comes back with its relative
+    placement and position costs (one target per knot): the same cost at a random trajectory."""
+    import optdyn
+
+    N = 4
+    M = np.stack([_relative(UR5, _state(UR5, 50 + k), "tool0", "forearm_link") for k in range(N)])
+    running = RelativePlacementCost(UR5, "tool0", "forearm_link", M, 2.0)
+    terminal = RelativePositionCost(UR5, "wrist_1_link", "base_link", M[-1, :3, 3], 3.0)
+    prob = optdyn.Problem(UR5, _state(UR5, 49), N, 0.1, running, terminal, name="relative")
+    us = np.random.default_rng(5).normal(size=(N, prob.nu))
+    xs, _, again = saved_and_rebuilt(prob, us, tmp_path / "r.npz")
+    assert again.cost(xs, us) == pytest.approx(prob.cost(xs, us), rel=1e-12) and prob.cost(xs, us) > 0

@@ -20,6 +20,7 @@ from dynamics.model import Model
 
 from .activations import Activation, LogBarrier, PseudoHuber, QuadraticBarrier, Softplus, WeightedQuadratic
 from .constraints import JointLimits, ResidualConstraint, ResidualEquality
+from .relative_residuals import RelativePlacementResidual, RelativePositionResidual
 from .residual_costs import ResidualCost
 from .residuals import (CoMPositionResidual, ControlResidual, FrameOrientationResidual, FramePlacementResidual,
                         FramePositionResidual, FrameVelocityResidual, Residual, SphereClearanceResidual,
@@ -46,6 +47,12 @@ _RESIDUALS: dict[type, tuple[Callable, Callable]] = {
                                lambda m, d: FrameOrientationResidual(m, d["frame"], d["rotation"])),
     FrameVelocityResidual: (lambda r: {"frame": r.motion.frame, "target": r.target, "reference": r.reference},
                             lambda m, d: FrameVelocityResidual(m, d["frame"], d["target"], d["reference"])),
+    RelativePlacementResidual: (lambda r: {"frame": r.motion.frame, "relative_to": r.motion.relative_to,
+                                           "target": r.target},
+                                lambda m, d: RelativePlacementResidual(m, d["frame"], d["relative_to"], d["target"])),
+    RelativePositionResidual: (lambda r: {"frame": r.motion.frame, "relative_to": r.motion.relative_to,
+                                          "target": r.target},
+                               lambda m, d: RelativePositionResidual(m, d["frame"], d["relative_to"], d["target"])),
 }
 _ACTIVATIONS: dict[type, tuple[Callable, Callable]] = {
     WeightedQuadratic: (lambda a: {"size": a.size, "weights": a.weights},
