@@ -97,3 +97,32 @@ def test_a_window_leaves_the_task_unchanged(task):
 def test_bad_windows_are_refused_naming_the_argument(task, start, n, name):
     with pytest.raises(ValueError, match=f"^{name}: expected an integer"):
         task.window(start, n)
+
+
+def test_a_terminal_reference_per_node_ends_every_window_on_the_trajectory():
+    """A terminal cost with one reference and one weight per node 0 … N (a frame position
+    target, a state reference): the problem uses node N's, as a problem given node N's alone
+    does, and window(start, n) the node start + n's (node N's past the end); a terminal term
+    with a single reference stays as it is."""
+    rng = np.random.default_rng(2)
+    nodes = np.stack([np.r_[dyn.integrate(MODEL, Q_STAND, 0.1 * rng.normal(size=NV)), np.zeros(NV)]
+                      for _ in range(N + 1)])
+    targets, weights = rng.normal(size=(N + 1, 3)), rng.uniform(1.0, 2.0, N + 1)
+    fixed = FramePositionCost(MODEL, "foot1", rng.normal(size=3), 3.0)
+
+    def terminal(k=None):
+        if k is None:
+            return StateCost(2.0, nodes, model=MODEL) + FramePositionCost(MODEL, "foot3", targets, weights) + fixed
+        return StateCost(2.0, nodes[k], model=MODEL) + FramePositionCost(MODEL, "foot3", targets[k], weights[k]) + fixed
+
+    running = ControlCost(1e-3, nu=NU)
+    p = Problem(MODEL, X0, N, 0.05, running, terminal(), contacts=SEQUENCE)
+    x = np.r_[dyn.integrate(MODEL, Q_STAND, 0.2 * rng.normal(size=NV)), rng.normal(size=NV)][None]
+    u = np.zeros((1, NU))
+    assert p.terminal_nodes is not None
+    np.testing.assert_array_equal(p.terminal_cost.value(x, u), terminal(N).value(x, u))
+    for start, n, node in ((0, 3, 3), (2, 4, 6), (6, 5, N)):
+        np.testing.assert_array_equal(p.window(start, n).terminal_cost.value(x, u), terminal(node).value(x, u))
+    assert p.window(2, 4).terminal_cost.value(x, u) != p.terminal_cost.value(x, u)
+    alike = Problem(MODEL, X0, N, 0.05, running, terminal(N), contacts=SEQUENCE)
+    assert alike.terminal_nodes is None and alike.window(2, 4).terminal_cost is alike.terminal_cost

@@ -153,7 +153,11 @@ class Problem:
         x0: initial state (nx,) = (nq + nv,), quaternions of unit norm.
         N: number of intervals (≥ 1); dt: interval length, s (> 0).
         running_cost: :class:`~optdyn.costs.Cost` ℓ(x, u) (integrated: weighted by dt).
-        terminal_cost: :class:`~optdyn.costs.Cost` ℓ_N(x) (its control part is ignored).
+        terminal_cost: :class:`~optdyn.costs.Cost` ℓ_N(x) (its control part is ignored). Its
+            residuals (and those of ``terminal_constraints``) may give one reference, and its
+            residual costs one weight, per node 0 … N: node N's are used, and a
+            :meth:`window` ending at node m uses node m's (a trajectory to track to the end of
+            every MPC horizon).
         substeps: integrator steps per interval (control held); integrator: "rk4" | "euler".
         u_lower, u_upper: control bounds (nu,), ±inf allowed (default: unbounded).
         path_constraints: constraints c ≥ 0 (or = 0: equalities) imposed at nodes 1..N on
@@ -182,7 +186,9 @@ class Problem:
             map comes first (module docstring, :mod:`optdyn.ocp.contact_phases`). Not
             together with ``f_ext``. Default: none (the free dynamics).
 
-    Attributes: the arguments, checked (``f_ext`` as an array (1 or N, njoints, 6);
+    Attributes: the arguments, checked (``f_ext`` as an array (1 or N, njoints, 6); terminal
+    terms with one reference per node at node N, the given ones in ``terminal_nodes`` (None if
+    none has);
     ``path_constraints`` those on the state, ``stage_constraints`` those on the control), and
     ``dynamics``, the interval dynamics x_{k+1} = F_k(x_k, u_k) as the compiled entry points
     of :mod:`optdyn.ocp.shooting` take it (an :data:`~optdyn.ocp.integrators.IntervalDynamics`,
@@ -253,6 +259,9 @@ class Problem:
                                      ("terminal_constraints", self.terminal_constraints, True)):
             for residual in (r for t in terms if t is not None for r in t.residuals()):
                 residual.check_problem(self.contacts, self.actuated, arg, terminal)
+        self.terminal_nodes = windows.terminal_nodes(terminal_cost, self.terminal_constraints, self.N)
+        if self.terminal_nodes is not None:  # one reference per node: node N's here, a window's at its end
+            self.terminal_cost, self.terminal_constraints = windows.terminal_at(self.terminal_nodes, self.N)
         self.us_init = self.rest_controls() if us_init is None else _array(us_init, (self.N, nu), "us_init")
         if not isinstance(name, str):
             raise ValueError(f"name: expected a string, got {name!r}")
@@ -283,8 +292,9 @@ class Problem:
     def window(self, start: int, n: int) -> Problem:
         """Intervals start … start + n − 1 as a problem of their own (an MPC horizon): per-knot
         references and weights, the contact sequence and per-interval forces take their rows,
-        the last interval repeated past N; the terminal terms are this problem's; x0 and the
-        guesses are the guess's from node ``start`` (:mod:`optdyn.ocp.windows`)."""
+        the last interval repeated past N; the terminal terms are this problem's (at the
+        window's last node where they give one reference per node); x0 and the guesses are the
+        guess's from node ``start`` (:mod:`optdyn.ocp.windows`)."""
         for value, name, least in ((start, "start", 0), (n, "n", 1)):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
                 raise ValueError(f"{name}: expected an integer ≥ {least}, got {value!r}")

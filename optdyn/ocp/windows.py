@@ -9,7 +9,9 @@ foot's), a contact sequence, external forces one set per interval — the window
 is the task's interval rows[j], and its node j + 1 the task's node rows[j] + 1 (path
 constraints and guesses). Past the task's end a window repeats its last interval (the task
 goes on as it ended: its last reference, weights, contacts and forces held). The terminal
-cost and the terminal constraints are the task's, at the window's last node.
+cost and the terminal constraints are the task's, at the window's last node: where they give
+one reference (or weight) per node 0 … N, the row of that node (:func:`terminal_nodes`), so
+that a horizon ending mid-task is pulled to the trajectory, not to the task's end.
 
 With contacts, a window's interval j starts with the impulse map where the task's interval
 rows[j] does — at j = 0 too: the state a controller measures at a touchdown is node rows[0]
@@ -34,19 +36,21 @@ def interval_rows(N: int, start: int, n: int) -> np.ndarray:
     return np.minimum(np.arange(start, start + n, dtype=np.int64), N - 1)
 
 
-def windowed_term(term, rows: np.ndarray):
+def windowed_term(term, rows: np.ndarray, knots: int | None = None):
     """A cost or constraint ``term`` at the intervals ``rows``: the same object if none of its
     data vary per knot, else a copy whose residuals (:meth:`~optdyn.ocp.residuals.Residual.window`)
-    and per-knot weights take those rows."""
+    and per-knot weights take those rows — with ``knots``, only those with that many rows."""
     if term is None:
         return None
     if isinstance(term, Sum):
-        parts = [(w, windowed_term(c, rows)) for w, c in term.terms]
+        parts = [(w, windowed_term(c, rows, knots)) for w, c in term.terms]
         return term if all(c is d for (_, c), (_, d) in zip(term.terms, parts)) else Sum(parts)
     residual = getattr(term, "residual", None)
     if not isinstance(residual, Residual):
         return term  # a term without residuals: the same at every knot
-    window, weighted = residual.window(rows), isinstance(term, ResidualCost) and term.weight.ndim == 1
+    timed = knots is None or residual.knots() == knots
+    window = residual.window(rows) if timed else residual
+    weighted = isinstance(term, ResidualCost) and term.weight.ndim == 1 and knots in (None, term.weight.size)
     if window is residual and not weighted:
         return term
     out = copy.copy(term)
@@ -75,6 +79,26 @@ def _leaves(term) -> list:
     return [] if term is None else [c for _, c in term.terms] if isinstance(term, Sum) else [term]
 
 
+def _per_node(term, nodes: int) -> bool:
+    """Whether a cost or constraint gives one reference or weight per node (``nodes`` rows)."""
+    return any(r.knots() == nodes for r in term.residuals()) or any(
+        isinstance(c, ResidualCost) and c.weight.ndim == 1 and c.weight.size == nodes for c in _leaves(term))
+
+
+def terminal_nodes(terminal_cost, terminal_constraints: tuple, N: int) -> tuple | None:
+    """(terminal cost, terminal constraints as given, N + 1) if any of them gives one reference
+    or weight per node 0 … N, else None (module docstring)."""
+    terms = [t for t in (terminal_cost, *terminal_constraints) if t is not None]
+    per_node = any(_per_node(t, N + 1) for t in terms)
+    return (terminal_cost, tuple(terminal_constraints), N + 1) if per_node else None
+
+
+def terminal_at(nodes: tuple, node: int) -> tuple:
+    """(terminal cost, terminal constraints) of :func:`terminal_nodes` at ``node`` of the N + 1."""
+    at, n = np.array([node], dtype=np.int64), nodes[2]
+    return windowed_term(nodes[0], at, n), tuple(windowed_term(c, at, n) for c in nodes[1])
+
+
 def window(problem, rows: np.ndarray):
     """The :class:`~optdyn.ocp.problem.Problem` of the intervals ``rows`` of ``problem``
     (module docstring), its x0 the problem's if rows[0] = 0, else the guess's state at node
@@ -87,6 +111,9 @@ def window(problem, rows: np.ndarray):
     out.xs_init, out.us_init = problem.xs_init[nodes], problem.us_init[rows]
     out.x0 = problem.x0.copy() if rows[0] == 0 else out.xs_init[0].copy()
     out.running_cost = windowed_term(problem.running_cost, rows)
+    if problem.terminal_nodes is not None:  # (a window's own windows end at its node N's references)
+        out.terminal_cost, out.terminal_constraints = terminal_at(problem.terminal_nodes, int(rows[-1]) + 1)
+        out.terminal_nodes = None
     out.path_constraints = tuple(windowed_term(c, rows) for c in problem.path_constraints)
     out.stage_constraints = tuple(windowed_term(c, rows) for c in problem.stage_constraints)
     if problem.f_ext.shape[0] > 1:
