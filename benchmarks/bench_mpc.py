@@ -16,6 +16,14 @@ horizon one interval after the task's optimum, from that optimum shifted (the is
 a warm one-iteration solve at 8.2 ms DDP, 5.6 ms iLQR): the ratio of the median step to
 that median says what the MPC's step costs against a plain solve (MPC expands the problem
 once per real-time iteration, ``optdyn.solve`` twice).
+The cases run in ``ROUNDS`` interleaved rounds (every case once per round: a shared machine
+drifts); the step-time columns are the median over the rounds of each run's median, the worst
+over the rounds of each run's worst, and the range of the runs' medians.
+What a step allocates is measured apart from the timed runs, over ``ALLOCATION_STEPS`` steps
+of an undisturbed loop after ``WARM_STEPS``: numpy arrays (their number and bytes, counted by
+a numpy memory handler, NEP 49) and numba's compiled-code allocations (NRT, which numpy
+does not see: ``NUMBA_NRT_STATS``), per step; and tracemalloc's peak above the level before
+the step (the memory a step holds at once, both kinds).
 The issue's targets: the median step ≤ 0.2× the period with one DDP iteration and
 ≤ 0.1× with one iLQR iteration, the worst ≤ 0.5×; the tool back within 1 cm within 2 s.
 Writes the section "mpc" of BENCHMARKS.md.
@@ -23,11 +31,16 @@ Writes the section "mpc" of BENCHMARKS.md.
 from __future__ import annotations
 
 import copy
+import ctypes
 import os
 import time
+import tracemalloc
+
+os.environ.setdefault("NUMBA_NRT_STATS", "1")  # before numba is imported: NRT allocation counts
 
 import numpy as np
 from _common import machine, table, write_section
+from numba.core.runtime import rtsys
 
 import dynamics as dyn
 import optdyn
@@ -50,8 +63,104 @@ CASES = [  # (task, solver, iterations, warm start)
 TARGETS = {("ddp", 1): 0.2, ("ilqr", 1): 0.1}
 PUSHES = {"ur5-reach": optdyn.Push("tool0", (0.0, 30.0, 0.0), 1.0, 0.2),
           "space-manipulator": optdyn.Push("satellite", (100.0, 0.0, 0.0), 1.0, 0.2)}
-PROBLEMS = {"ur5-reach": {"N": 40}, "space-manipulator": {}}
+PROBLEMS = {"ur5-reach": {"N": 40}, "space-manipulator": {}, "arm-obstacle": {}}
+ALLOCATION_CASES = [("arm-obstacle", "ilqr", 1, "policy")]  # the augmented Lagrangian: allocations only
 DURATION = 3.0
+ROUNDS = int(os.environ.get("ROUNDS", "3"))
+WARM_STEPS, ALLOCATION_STEPS = 5, 20
+
+
+class NumpyAllocations:
+    """Counts numpy's data allocations (number, bytes) while installed: a NEP 49 memory
+    handler (``PyDataMem_SetHandler``, slot 304 of numpy's C-API table since numpy 1.22)
+    that forwards to the C library's malloc/calloc/realloc/free."""
+
+    MALLOC = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
+    CALLOC = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t)
+    REALLOC = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
+    FREE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
+
+    def __init__(self) -> None:
+        libc = ctypes.CDLL(None)
+        for name, res, args in (("malloc", ctypes.c_void_p, [ctypes.c_size_t]),
+                                ("calloc", ctypes.c_void_p, [ctypes.c_size_t, ctypes.c_size_t]),
+                                ("realloc", ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_size_t]),
+                                ("free", None, [ctypes.c_void_p])):
+            getattr(libc, name).restype, getattr(libc, name).argtypes = res, args
+        self.count = self.bytes = 0
+
+        def malloc(ctx, size):
+            self.count, self.bytes = self.count + 1, self.bytes + size
+            return libc.malloc(size)
+
+        def calloc(ctx, n, size):
+            self.count, self.bytes = self.count + 1, self.bytes + n * size
+            return libc.calloc(n, size)
+
+        def realloc(ctx, ptr, size):
+            self.count, self.bytes = self.count + 1, self.bytes + size
+            return libc.realloc(ptr, size)
+
+        self._functions = (self.MALLOC(malloc), self.CALLOC(calloc), self.REALLOC(realloc),
+                           self.FREE(lambda ctx, ptr, size: libc.free(ptr)))
+
+        class Allocator(ctypes.Structure):
+            _fields_ = [("ctx", ctypes.c_void_p), ("malloc", self.MALLOC), ("calloc", self.CALLOC),
+                        ("realloc", self.REALLOC), ("free", self.FREE)]
+
+        class Handler(ctypes.Structure):
+            _fields_ = [("name", ctypes.c_char * 127), ("version", ctypes.c_uint8), ("allocator", Allocator)]
+
+        self._handler = Handler(b"counting", 1, Allocator(None, *self._functions))
+        self._name = ctypes.create_string_buffer(b"mem_handler")
+        api = ctypes.pythonapi
+        api.PyCapsule_New.restype, api.PyCapsule_New.argtypes = ctypes.py_object, [ctypes.c_void_p] * 3
+        api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+        api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+        self._capsule = api.PyCapsule_New(ctypes.addressof(self._handler), ctypes.addressof(self._name), None)
+        table_ = ctypes.cast(api.PyCapsule_GetPointer(np._core._multiarray_umath._ARRAY_API, None),
+                             ctypes.POINTER(ctypes.c_void_p))
+        self._set = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.py_object)(table_[304])
+
+    def __enter__(self) -> NumpyAllocations:
+        self._previous = self._set(self._capsule)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._set(self._previous)
+
+
+NUMPY_ALLOCATIONS = NumpyAllocations()
+
+
+def allocations(task: str, solver: str, iterations, warm_start: str) -> list[float]:
+    """Per step of an undisturbed loop (the plant: the problem's own intervals), after
+    ``WARM_STEPS``: numpy arrays allocated, their kB, NRT allocations, and tracemalloc's peak kB
+    above the level before the step (medians over ``ALLOCATION_STEPS`` steps)."""
+    prob = problems.get(task, **PROBLEMS[task])
+    mpc = optdyn.MPC(prob, solver, iterations, warm_start=warm_start)
+    x = prob.x0.copy()
+    u, _ = mpc.step(x, 0.0)
+    rows = []
+    for i in range(WARM_STEPS + 2 * ALLOCATION_STEPS):
+        x = prob.step(x[None], u[None])[0]
+        traced = i >= WARM_STEPS + ALLOCATION_STEPS
+        if not traced:
+            n0, b0, r0 = NUMPY_ALLOCATIONS.count, NUMPY_ALLOCATIONS.bytes, rtsys.get_allocation_stats().alloc
+            with NUMPY_ALLOCATIONS:
+                u, _ = mpc.step(x)
+            if i >= WARM_STEPS:
+                rows.append([NUMPY_ALLOCATIONS.count - n0, (NUMPY_ALLOCATIONS.bytes - b0) / 1e3,
+                             rtsys.get_allocation_stats().alloc - r0])
+            continue
+        if not tracemalloc.is_tracing():
+            tracemalloc.start()
+        tracemalloc.reset_peak()
+        before = tracemalloc.get_traced_memory()[0]
+        u, _ = mpc.step(x)
+        rows[i - WARM_STEPS - ALLOCATION_STEPS].append((tracemalloc.get_traced_memory()[1] - before) / 1e3)
+    tracemalloc.stop()
+    return [float(v) for v in np.median(rows, axis=0)]
 
 
 def warm_iteration_ms(prob: optdyn.Problem, solver: str) -> float:
@@ -71,7 +180,8 @@ def warm_iteration_ms(prob: optdyn.Problem, solver: str) -> float:
     return float(np.median(times) * 1e3)
 
 
-def run(task: str, solver: str, iterations, warm_start: str) -> list:
+def run(task: str, solver: str, iterations, warm_start: str) -> dict:
+    """One timed closed loop (module docstring): its step-time ratios and the row's other columns."""
     prob = problems.get(task, **PROBLEMS[task])
     mpc = optdyn.MPC(prob, solver, iterations, warm_start=warm_start)
     solver_time = []
@@ -92,31 +202,51 @@ def run(task: str, solver: str, iterations, warm_start: str) -> list:
     ratio = loop.solve_time[1:] / prob.dt
     target_ratio = TARGETS.get((solver, iterations))
     after = loop.t >= push.start + 2.0 - 1e-9
-    return [task, solver, "converge" if iterations is None else iterations, warm_start, f"{prob.dt * 1e3:.0f}",
-            float(np.median(ratio)), float(ratio.max()), float(ratio.min()), "—" if target_ratio is None else f"≤ {target_ratio}",
-            float(np.median(solver_time[1:]) * 1e3), baseline,
-            float(np.median(loop.solve_time[1:]) * 1e3 / baseline),
-            float(np.median(loop.iterations[1:])),
-            f"{d[loop.t < push.start][-1] * 1e3:.1f}", f"{d[loop.t >= push.start].max() * 1e3:.0f}",
-            f"{d[after][0] * 1e3:.1f}" if after.any() else "—", f"{d[-1] * 1e3:.1f}"]
+    return {"median": float(np.median(ratio)), "worst": float(ratio.max()), "best": float(ratio.min()),
+            "solver": float(np.median(solver_time[1:]) * 1e3), "baseline": baseline,
+            "relative": float(np.median(loop.solve_time[1:]) * 1e3 / baseline),
+            "rest": ["—" if target_ratio is None else f"≤ {target_ratio}", float(np.median(loop.iterations[1:])),
+                     f"{d[loop.t < push.start][-1] * 1e3:.1f}", f"{d[loop.t >= push.start].max() * 1e3:.0f}",
+                     f"{d[after][0] * 1e3:.1f}" if after.any() else "—", f"{d[-1] * 1e3:.1f}"]}
+
+
+def row(task: str, solver: str, iterations, warm_start: str, runs: list[dict]) -> list:
+    """The table's row of a case from its runs over the rounds."""
+    def median(key):
+        return float(np.median([r[key] for r in runs]))
+    medians = [r["median"] for r in runs]
+    target, iters, *tool = runs[-1]["rest"]
+    return [task, solver, "converge" if iterations is None else iterations, warm_start,
+            f"{problems.get(task, **PROBLEMS[task]).dt * 1e3:.0f}", median("median"),
+            f"{min(medians):.3g}–{max(medians):.3g}", max(r["worst"] for r in runs), min(r["best"] for r in runs),
+            target, median("solver"), median("baseline"), median("relative"), iters,
+            *allocations(task, solver, iterations, warm_start), *tool]
 
 
 def main() -> None:
-    for task in PROBLEMS:  # compile, or load the cache, before timing
+    for task in PUSHES:  # compile, or load the cache, before timing
         optdyn.simulate(optdyn.MPC(problems.get(task, **PROBLEMS[task]), "ilqr"), 0.2)
-    rows = []
-    for case in CASES:
-        rows.append(run(*case))
-        print(rows[-1], flush=True)
+    runs = {case: [] for case in CASES}
+    for r in range(ROUNDS):
+        for case in CASES:
+            runs[case].append(run(*case))
+            print(r, case, runs[case][-1], flush=True)
+    rows = [row(*case, runs[case]) for case in CASES]
     header = ["task", "solver", "iterations", "warm start", "period ms", "median step / period",
-              "worst step / period", "best step / period", "target (median)", "solver ms (median)",
-              "warm 1-iteration solve ms (median)", "median step ÷ that", "iterations (median)",
-              "tool mm before push", "tool mm max after", "tool mm 2 s after push", f"tool mm at {DURATION:g} s"]
+              "range of medians", "worst step / period", "best step / period", "target (median)",
+              "solver ms (median)", "warm 1-iteration solve ms (median)", "median step ÷ that",
+              "iterations (median)", "numpy arrays / step", "numpy kB / step", "NRT allocations / step",
+              "peak kB / step", "tool mm before push", "tool mm max after", "tool mm 2 s after push",
+              f"tool mm at {DURATION:g} s"]
     load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
     body = (f"## Model predictive control in closed loop (issue 41)\n\n{machine()}, one thread "
-            f"(`NUMBA_NUM_THREADS=1`), load average at the end {load} (other jobs shared the cores). "
-            "`benchmarks/bench_mpc.py` (tasks, pushes and columns in its docstring); the "
-            "first step (a converged cold solve) is left out of the step times.\n\n" + table(header, rows))
+            f"(`NUMBA_NUM_THREADS=1`), load average at the end {load} (other jobs shared the cores), "
+            f"{ROUNDS} interleaved rounds. `benchmarks/bench_mpc.py` (tasks, pushes and columns in its "
+            "docstring); the first step (a converged cold solve) is left out of the step times.\n\n"
+            + table(header, rows))
+    body += ("\n\nAllocations only (a receding horizon of the task's N intervals, undisturbed):\n\n"
+             + table(["task", "solver", "iterations", "warm start", *header[14:18]],
+                     [[*case, *allocations(*case)] for case in ALLOCATION_CASES]))
     write_section("mpc", body)
 
 
