@@ -30,7 +30,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from .ddp import Log, Objective, Options, initial_guess, iterate, stopped_by_exception
+from .ddp import Log, Objective, Options, Workspace, initial_guess, iterate, stopped_by_exception
 from ..ocp.problem import Problem
 from .result import Result
 from .runtime import Run, is_interrupt
@@ -166,7 +166,7 @@ def initial_multipliers(problem: Problem, multipliers, rho_init: float
 def solve_al(problem: Problem, ddp: bool = True, us_init=None, xs_init=None, constraint_tol: float = 1e-6,
              rho_init: float = 1.0, rho_factor: float = 10.0, rho_max: float = 1e10, decrease: float = 0.25,
              max_outer: int = 30, inner_tol0: float = 1e-4, inner_tol_factor: float = 1e-2, *,
-             multipliers=None, **options) -> Result:
+             multipliers=None, workspace: Workspace | None = None, **options) -> Result:
     """Constrained DDP (``ddp``) or iLQR by the augmented-Lagrangian outer loop.
 
     ``options`` are those of :class:`optdyn.solvers.ddp.Options`; ``max_iter`` bounds the total
@@ -179,7 +179,8 @@ def solve_al(problem: Problem, ddp: bool = True, us_init=None, xs_init=None, con
     "rho", "outer_iterations", "violation" and "compile_time". ``multipliers`` (such an extra,
     e.g. a previous solve's, shifted by :class:`optdyn.MPC`) starts the multipliers and the
     penalty there instead of at zero and ``rho_init``, and the inner solves at full tolerance
-    from the first (the loose early solves serve multipliers still far off).
+    from the first (the loose early solves serve multipliers still far off). The inner solves
+    work in the arrays of ``workspace`` (:class:`~optdyn.solvers.ddp.Workspace`; None: new ones).
     """
     o = Options(**options)
     name = "ddp" if ddp else "ilqr"
@@ -188,14 +189,15 @@ def solve_al(problem: Problem, ddp: bool = True, us_init=None, xs_init=None, con
     steps, previous, outer, origin, rejected, updated = 0, np.inf, 0, "", [], False
     status, message, converged = "max_iter", f"iteration limit {o.max_iter} reached", False
     inner_tol = o.tol if multipliers is not None else max(o.tol, inner_tol0)  # warm: no loose early solves
+    ws = Workspace(problem) if workspace is None else workspace
     with Run(o.max_time) as run:
         log = Log(name, o.callback, o.verbose, run=run)
         try:
-            us, start, origin, rejected = initial_guess(problem, o, us_init, xs_init)
+            us, start, origin, rejected = initial_guess(problem, o, ws, us_init, xs_init)
             for outer in range(1, max_outer + 1):
                 log.outer = outer
                 out = iterate(problem, objective, us, replace(o, tol=inner_tol), ddp, log,
-                              max_iter=o.max_iter - steps, xs=start)
+                              max_iter=o.max_iter - steps, xs=start, workspace=ws)
                 steps += out.iterations
                 us, xs, updated = out.us, out.xs, False
                 # gaps left open stay open; a converged inner solve closed them, and its states are a

@@ -446,6 +446,49 @@ class Objective:
         return self.problem.cost(xs, us)
 
 
+class Workspace:
+    """The arrays of DDP/iLQR iterations on a problem of N intervals, written in place by
+    every solve given this workspace instead of allocated afresh: the feed-forward k (N, nu)
+    and feedback K (N, nu, ndx) of the backward pass, the iterate and
+    the forward pass's trial trajectory (``xs``, ``us``: two of each, swapped when a step is
+    accepted), the contracted second-order terms' stage records (``stages``: megabytes for
+    long horizons, made by DDP's first expansion) and the last finite rollout of a problem's
+    x0 (:meth:`rollout_of`), so that controls rolled out once — to check the initial guess, or
+    by the caller (:class:`optdyn.MPC`'s feedback-policy warm start) — are not rolled out
+    again. A solve's result has arrays of its own. A controller solving one horizon after
+    another of the same size keeps one (:class:`optdyn.MPC`); :meth:`fits` says whether it
+    serves a problem."""
+
+    def __init__(self, problem: Problem) -> None:
+        if not isinstance(problem, Problem):
+            raise ValueError(f"problem: expected an optdyn.Problem, got {type(problem).__name__}")
+        N, nx, nu, ndx = self.size = (problem.N, problem.nx, problem.nu, problem.ndx)
+        self.k, self.K = np.zeros((N, nu)), np.zeros((N, nu, ndx))
+        self.xs, self.us = (np.empty((N + 1, nx)), np.empty((N + 1, nx))), (np.empty((N, nu)), np.empty((N, nu)))
+        self.free, self.no_gaps = (np.full(nu, -np.inf), np.full(nu, np.inf)), np.zeros((0, ndx))
+        self.stages = problem.no_stages
+        self._rolled = (None, np.empty(nx), np.empty((N, nu)), np.empty((N + 1, nx)))  # dynamics, x0, us, xs
+
+    def fits(self, problem: Problem) -> bool:
+        """Whether ``problem`` has this workspace's N, nx, nu and ndx."""
+        return self.size == (problem.N, problem.nx, problem.nu, problem.ndx)
+
+    def remember(self, problem: Problem, us: np.ndarray, xs: np.ndarray) -> None:
+        """Note that ``xs`` (N+1, nx), all finite, are the states of ``us`` (N, nu) from the
+        problem's x0 under its dynamics (a copy is kept)."""
+        _, x0, rolled_us, rolled_xs = self._rolled
+        x0[:], rolled_us[:], rolled_xs[:] = problem.x0, us, xs
+        self._rolled = (problem.dynamics, x0, rolled_us, rolled_xs)
+
+    def rollout_of(self, problem: Problem, us: np.ndarray) -> np.ndarray | None:
+        """The remembered states of ``us`` if they are those of :meth:`remember` (the same
+        dynamics object, x0 and controls, bit for bit), else None."""
+        dynamics, x0, rolled_us, rolled_xs = self._rolled
+        if dynamics is problem.dynamics and np.array_equal(x0, problem.x0) and np.array_equal(rolled_us, us):
+            return rolled_xs
+        return None
+
+
 @dataclass
 class Options:
     """DDP/iLQR settings (defaults follow Tassa 2012 Sec. II-F).
@@ -533,8 +576,13 @@ class Log:
     kept: tuple | None = None  # (xs, us) of the last accepted iterate, for an interrupt by exception
 
     def keep(self, xs: np.ndarray, us: np.ndarray) -> None:
-        """Remember a copy of the accepted iterate (returned if a KeyboardInterrupt unwinds the solve)."""
-        self.kept = (xs.copy(), us.copy())
+        """Remember a copy of the accepted iterate (returned if a KeyboardInterrupt unwinds the
+        solve), in the arrays of the first copy from then on."""
+        if self.kept is None:
+            self.kept = (xs.copy(), us.copy())
+        else:
+            np.copyto(self.kept[0], xs)
+            np.copyto(self.kept[1], us)
 
     def stop_reason(self) -> str | None:
         """"interrupted" (Ctrl-C), "time_limit" (max_time) or None (see :class:`optdyn.solvers.runtime.Run`)."""
@@ -646,7 +694,8 @@ def linearize(problem: Problem, xs: np.ndarray, us: np.ndarray, mode: int, stage
 
     Mode 1 (contracted) records the interval stages (into ``stages`` from the previous call
     when given), mode 2 forms the full tensors Fzz (N, ndx, nz, nz); what a mode does not use
-    is empty. ``split`` is left False (:func:`iterate` sets it).
+    is empty (the records ``stages`` when given, unused). ``split`` is left False
+    (:func:`iterate` sets it).
     """
     Fzz = np.empty((problem.N, 0, 0, 0))
     if mode == SECOND_ORDER["contracted"]:
@@ -654,23 +703,28 @@ def linearize(problem: Problem, xs: np.ndarray, us: np.ndarray, mode: int, stage
     elif mode == SECOND_ORDER["tensor"]:
         A, B, Fxx, Fxu, Fuu = problem.step_derivatives(xs[:-1], us, second_order=True)
         Fzz = np.concatenate([np.concatenate([Fxx, Fxu], 3), np.concatenate([Fxu.transpose(0, 1, 3, 2), Fuu], 3)], 2)
-        stages = problem.no_stages
     else:
         A, B = problem.step_derivatives(xs[:-1], us)
-        stages = problem.no_stages
-    return A, B, SecondOrder(mode, Fzz, problem.dynamics, stages, False)
+    return A, B, SecondOrder(mode, Fzz, problem.dynamics, problem.no_stages if stages is None else stages, False)
 
 
-def safe_rollout(problem: Problem, us: np.ndarray) -> tuple[np.ndarray, bool]:
+def safe_rollout(problem: Problem, us: np.ndarray, workspace: Workspace) -> tuple[np.ndarray, bool]:
     """States (N+1, nx) of ``us`` (N, nu) and whether they are all finite: a diverged
     rollout has NaN rows after the divergence, and one the model rejected (any exception
-    of the dynamics) NaN after x0 — a failed rollout, never a crash."""
+    of the dynamics) NaN after x0 — a failed rollout, never a crash. A finite rollout is
+    remembered in ``workspace`` and not made again (:meth:`Workspace.rollout_of`)."""
+    xs = workspace.rollout_of(problem, us)
+    if xs is not None:
+        return xs, True
     try:
         xs = problem.rollout(us)
     except Exception:  # noqa: BLE001 — an invalid state is a failed rollout, not a crash
         xs = np.full((problem.N + 1, problem.nx), np.nan)
         xs[0] = problem.x0
-    return xs, bool(np.all(np.isfinite(xs)))
+    finite = bool(np.all(np.isfinite(xs)))
+    if finite:
+        workspace.remember(problem, us, xs)
+    return xs, finite
 
 
 def gaps_of(problem: Problem, xs: np.ndarray, us: np.ndarray) -> np.ndarray:
@@ -678,21 +732,24 @@ def gaps_of(problem: Problem, xs: np.ndarray, us: np.ndarray) -> np.ndarray:
     return problem.state_difference(xs[1:], problem.step(xs[:-1], us))
 
 
-def start(problem: Problem, us: np.ndarray, xs: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, bool]:
-    """The first iterate: (xs, gaps, finite). Single shooting (``xs`` None): the rollout of
-    ``us`` and no gaps ((0, ndx)); multiple shooting: ``xs`` with x_0 set to the problem's,
-    and its gaps (none if it is a rollout of ``us``)."""
+def start(problem: Problem, us: np.ndarray, xs: np.ndarray | None, workspace: Workspace
+          ) -> tuple[np.ndarray, np.ndarray, bool]:
+    """The first iterate, in ``workspace.xs[0]``: (xs, gaps, finite). Single shooting (``xs``
+    None): the rollout of ``us`` and no gaps ((0, ndx)); multiple shooting: ``xs`` with x_0
+    set to the problem's, and its gaps (none if it is a rollout of ``us``)."""
+    out, none = workspace.xs[0], workspace.no_gaps
     if xs is None:
-        xs, finite = safe_rollout(problem, us)
-        return xs, np.zeros((0, problem.ndx)), finite
-    xs = np.array(xs, dtype=float)
-    xs[0] = problem.x0
+        rolled, finite = safe_rollout(problem, us, workspace)
+        out[:] = rolled
+        return out, none, finite
+    out[:] = xs
+    out[0] = problem.x0
     try:
-        gaps = gaps_of(problem, xs, us)
+        gaps = gaps_of(problem, out, us)
     except Exception:  # noqa: BLE001 — a node the model rejects cannot start the solve
-        return xs, np.zeros((0, problem.ndx)), False
+        return out, none, False
     finite = bool(np.all(np.isfinite(gaps)))
-    return xs, (gaps if finite and np.any(gaps) else np.zeros((0, problem.ndx))), finite
+    return out, (gaps if finite and np.any(gaps) else none), finite
 
 
 def gauss_newton_model(objective: Objective, o: Options, ddp: bool, model: tuple, xs: np.ndarray, us: np.ndarray
@@ -716,9 +773,11 @@ def gauss_newton_model(objective: Objective, o: Options, ddp: bool, model: tuple
 
 
 def iterate(problem: Problem, objective: Objective, us: np.ndarray, o: Options, ddp: bool,
-            log: Log, max_iter: int | None = None, xs: np.ndarray | None = None) -> Outcome:
+            log: Log, max_iter: int | None = None, xs: np.ndarray | None = None,
+            workspace: Workspace | None = None) -> Outcome:
     """DDP (``ddp``) or iLQR iterations from controls us (N, nu), and with ``xs`` (N+1, nx)
-    from those states too (multiple shooting, module docstring).
+    from those states too (multiple shooting, module docstring), in the arrays of
+    ``workspace`` (a new :class:`Workspace` if None); the outcome's arrays are its own.
 
     Each iteration: linearise (and quadratise) along the trajectory, run the backward
     pass (raising μ until Q̃_uu is positive definite), record the history row, test
@@ -728,33 +787,33 @@ def iterate(problem: Problem, objective: Objective, us: np.ndarray, o: Options, 
     ``us`` (or a gap) is not finite, returns at once with status "rollout_failed".
     """
     lower, upper = problem.u_lower, problem.u_upper
-    us = clipped_controls(problem, us)
-    N, nu, ndx = problem.N, problem.nu, problem.ndx
-    k, K = np.zeros((N, nu)), np.zeros((N, nu, ndx))
-    xs, gaps, finite = start(problem, us, xs)
+    ws = Workspace(problem) if workspace is None else workspace
+    (_, xs_new), (clipped, us_new), k, K = ws.xs, ws.us, ws.k, ws.K
+    us = np.clip(np.asarray(us, dtype=float), lower, upper, out=clipped)
+    K[:] = 0.0
+    xs, gaps, finite = start(problem, us, xs, ws)
     if not finite:
-        return Outcome(xs, us, K, np.nan, False, "rollout_failed",
+        return Outcome(xs.copy(), us.copy(), K.copy(), np.nan, False, "rollout_failed",
                        "the rollout of the initial controls (or a gap of the initial states) is not finite "
                        "or the model rejects a state", 0)
     J = objective.value(xs, us)
     log.keep(xs, us)
-    xs_new, us_new = np.empty_like(xs), np.empty_like(us)
     mu, delta = o.mu_init, 1.0
     max_iter = o.max_iter if max_iter is None else max_iter
     mode = SECOND_ORDER[o.second_order] if ddp else 0
     alpha, steps = 0.0, 0
-    box, free = (lower, upper), (np.full(nu, -np.inf), np.full(nu, np.inf))
+    box = (lower, upper)
     boxed = o.box == "always" or not np.any(np.isfinite(lower) | np.isfinite(upper))  # in the backward pass yet
 
     def outcome(converged: bool, status: str, message: str) -> Outcome:
-        return Outcome(xs, us, K, J, converged, status, message, steps, gnorm, mu)
+        return Outcome(xs.copy(), us.copy(), K.copy(), J, converged, status, message, steps, gnorm, mu)
 
-    moved, stages = True, None
+    moved = True
     split = get_num_threads() > 1  # each knot's stage Hessians in two halves on two threads
     while True:
         if moved:  # after a rejected step the trajectory, hence its expansion, is unchanged
-            A, B, second = linearize(problem, xs, us, mode, stages)
-            second, stages = second._replace(split=split), second.stages
+            A, B, second = linearize(problem, xs, us, mode, ws.stages)
+            second, ws.stages = second._replace(split=split), second.stages
             lq = Expansion(A, B, *objective.running(xs[:-1], us)[1:])
             terminal = Value(*objective.terminal(xs[-1])[1:])
             gnorm = projected_gradient(lq, terminal.Vx, us, lower, upper)
@@ -763,7 +822,7 @@ def iterate(problem: Problem, objective: Objective, us: np.ndarray, o: Options, 
             models = ((lq, terminal, second),) + ((fallback,) if fallback is not None else ())
             for model in models:  # the exact model, then (o.indefinite) the Gauss–Newton one
                 k[:] = 0.0
-                failed, dV1, dV2 = backward_pass(*model[:2], us, *(box if boxed else free), mu, model[2], k, K, gaps,
+                failed, dV1, dV2 = backward_pass(*model[:2], us, *(box if boxed else ws.free), mu, model[2], k, K, gaps,
                                                  o.regularization == "state_and_controls")
                 if failed < 0:
                     break
@@ -801,7 +860,7 @@ def iterate(problem: Problem, objective: Objective, us: np.ndarray, o: Options, 
             boxed = boxed or alpha == 1.0
             mu, delta = _decrease(mu, delta, o)
             if gaps.shape[0]:  # a full step closes them; a partial one leaves (1 − α) of each (forward_pass)
-                gaps = np.zeros((0, ndx)) if alpha == 1.0 else (1.0 - alpha) * gaps
+                gaps = ws.no_gaps if alpha == 1.0 else (1.0 - alpha) * gaps
             if steps == max_iter and not o.final_expansion:
                 return outcome(False, "max_iter", f"iteration limit {max_iter} reached (not expanded at the last step)")
         elif log.stop_reason():
@@ -815,7 +874,7 @@ def iterate(problem: Problem, objective: Objective, us: np.ndarray, o: Options, 
                 return outcome(False, "line_search_failed", f"no step decreased the cost up to mu = {o.mu_max:g}")
 
 
-def initial_controls(problem: Problem, us_init=None) -> tuple[np.ndarray, str, list[str]]:
+def initial_controls(problem: Problem, workspace: Workspace, us_init=None) -> tuple[np.ndarray, str, list[str]]:
     """Controls (N, nu) to start single shooting from, where they came from, and the
     candidates rejected on the way.
 
@@ -823,27 +882,28 @@ def initial_controls(problem: Problem, us_init=None) -> tuple[np.ndarray, str, l
     torques holding q0 at rest, :meth:`~optdyn.ocp.problem.Problem.rest_controls`), each
     clipped to the bounds; the first whose
     rollout is finite and valid for the model is returned ("us_init", "problem" or
-    "rest"). An open-loop guess made for multiple shooting may diverge in a rollout. If
-    none works, rest is returned and :func:`iterate` reports "rollout_failed".
+    "rest"), its rollout remembered in ``workspace``. An open-loop guess made for multiple
+    shooting may diverge in a rollout. If none works, rest is returned and :func:`iterate`
+    reports "rollout_failed".
     """
     candidates = ([("us_init", lambda: us_init)] if us_init is not None else []) + \
         [("problem", lambda: problem.us_init), ("rest", problem.rest_controls)]
     rejected = []
     for origin, make in candidates:
         us = clipped_controls(problem, make())
-        if safe_rollout(problem, us)[1]:
+        if safe_rollout(problem, us, workspace)[1]:
             return us, origin, rejected
         rejected.append(origin)
     return us, "rest", rejected
 
 
-def initial_guess(problem: Problem, o: Options, us_init=None, xs_init=None
+def initial_guess(problem: Problem, o: Options, workspace: Workspace, us_init=None, xs_init=None
                   ) -> tuple[np.ndarray, np.ndarray | None, str, list[str]]:
     """(us, xs, origin, rejected): what :func:`iterate` starts from. Single shooting: the
     controls of :func:`initial_controls` and no states; multiple shooting: ``us_init`` and
     ``xs_init`` (default: the problem's guesses), controls clipped to the bounds."""
     if o.shooting == "single":
-        us, origin, rejected = initial_controls(problem, us_init)
+        us, origin, rejected = initial_controls(problem, workspace, us_init)
         return us, None, origin, rejected
     us = clipped_controls(problem, problem.us_init if us_init is None else us_init)
     xs = problem.xs_init if xs_init is None else np.array(xs_init, dtype=float, order="C")
@@ -860,7 +920,7 @@ def stopped_by_exception(problem: Problem, log: Log, K_shape: tuple[int, int, in
     """Outcome of a solve unwound by a KeyboardInterrupt (during compilation, or a second
     Ctrl-C): the last accepted iterate (``log.kept``), else the problem's initial guess."""
     if log.kept is not None:
-        xs, us = log.kept
+        xs, us = (a.copy() for a in log.kept)
         cost, message = problem.cost(xs, us), stop_message("interrupted", log.run)
     else:  # nothing evaluated yet: evaluating the cost now could start a compilation
         xs, us = problem.xs_init.copy(), problem.us_init.copy()
@@ -870,9 +930,11 @@ def stopped_by_exception(problem: Problem, log: Log, K_shape: tuple[int, int, in
     return Outcome(xs, us, np.zeros(K_shape), cost, False, "interrupted", message, iterations)
 
 
-def solve_ddp(problem: Problem, ddp: bool = True, us_init=None, xs_init=None, **options) -> Result:
+def solve_ddp(problem: Problem, ddp: bool = True, us_init=None, xs_init=None, *, workspace: Workspace | None = None,
+              **options) -> Result:
     """Solve ``problem`` (without path/terminal constraints) by DDP or iLQR, from
-    :func:`initial_guess` (``xs_init`` is used by multiple shooting only).
+    :func:`initial_guess` (``xs_init`` is used by multiple shooting only), in the arrays of
+    ``workspace`` (a :class:`Workspace` of the problem's size, kept between solves; None: new ones).
 
     ``options`` are the fields of :class:`Options`. Ctrl-C and ``max_time`` stop the solve
     with the last accepted iterate (statuses "interrupted", "time_limit"; see
@@ -887,11 +949,13 @@ def solve_ddp(problem: Problem, ddp: bool = True, us_init=None, xs_init=None, **
     o = Options(**options)
     name = "ddp" if ddp else "ilqr"
     origin, rejected = "", []
+    ws = Workspace(problem) if workspace is None else workspace
     with Run(o.max_time) as run:
         log = Log(name, o.callback, o.verbose, run=run)
         try:
-            us0, xs0, origin, rejected = initial_guess(problem, o, us_init, xs_init)
-            out = iterate(problem, Objective(problem, o.cost_hessian == "gauss_newton"), us0, o, ddp, log, xs=xs0)
+            us0, xs0, origin, rejected = initial_guess(problem, o, ws, us_init, xs_init)
+            out = iterate(problem, Objective(problem, o.cost_hessian == "gauss_newton"), us0, o, ddp, log, xs=xs0,
+                          workspace=ws)
         except (KeyboardInterrupt, SystemError) as e:
             if not is_interrupt(e) and not run.interrupted:
                 raise

@@ -66,7 +66,7 @@ import numpy as np
 
 from ..ocp.problem import SOLVERS, Problem
 from ..ocp.state import check_state
-from .ddp import forward_pass
+from .ddp import Workspace, forward_pass
 from .result import Result
 from .solve import solve
 
@@ -135,13 +135,14 @@ class MPC:
         self.problem = problem.window(0, self._intervals())  # its own x0; the compiled dynamics are shared
         self.result: Result | None = None
         self.time = 0.0
-        self._plan: tuple[np.ndarray, np.ndarray] | None = None  # (x̄, ū) being followed, set by each step
+        self._plan: tuple[np.ndarray, ...] | None = None  # (x̄, ū, K) being followed, set by each step
         N, nx, nu, ndx = self.problem.N, problem.nx, problem.nu, problem.ndx
         self._xs, self._us = np.empty((N + 1, nx)), np.empty((N, nu))  # the shifted solution
         self._K = np.zeros((N, nu, ndx))
         self._xs_new, self._us_new = np.empty((N + 1, nx)), np.empty((N, nu))
         self._k, self._no_gaps = np.zeros((N, nu)), np.zeros((0, ndx))
         self._duals: dict | None = None  # the last solve's AL multipliers and penalty (DDP/iLQR with constraints)
+        self._workspace: Workspace | None = None  # DDP/iLQR's arrays, kept while the horizon keeps its length
 
     def step(self, x, t: float | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The control (nu,) to apply at time ``t`` (s) from the measured state ``x`` (nx,), and
@@ -162,7 +163,7 @@ class MPC:
         shift = self._shift(t)
         if self.result is None:
             p.x0 = x
-            result = solve(p, self.solver, **self.options)
+            result = solve(p, self.solver, **self._reused(p), **self.options)
             warm = None
         else:
             self._elapsed += shift
@@ -170,13 +171,14 @@ class MPC:
             self.problem = p = self.task.window(self._elapsed, n)
             p.x0 = x
             self._shifted(shift, n)
+            reused = self._reused(p)
             warm = self._warm(x, n)
             limit = {} if self.iterations is None else {"max_iter": self.iterations}
             if limit and self.solver != "ipopt":  # one expansion per iteration (Options.final_expansion)
                 limit["final_expansion"] = False
             if self._duals is not None:
                 warm["multipliers"] = self._shifted_duals(shift, n)
-            result = solve(p, self.solver, **limit, **warm, **self.options)
+            result = solve(p, self.solver, **limit, **warm, **reused, **self.options)
         self.result = result
         if result.status in ("converged", "acceptable", "max_iter"):  # not the multipliers of a failed solve
             if "duals" in result.extra:  # IPOPT's
@@ -184,14 +186,22 @@ class MPC:
             elif all(k in result.extra for k in DUALS):  # the augmented Lagrangian's
                 self._duals = {k: result.extra[k] for k in (*DUALS, "mu", "rho")}
         if np.all(np.isfinite(result.xs)) and np.all(np.isfinite(result.us)):
-            self._plan = result.xs, result.us
-            if result.gains is not None:
-                self._K[: p.N] = result.gains
+            self._plan = result.xs, result.us, (self._K[: p.N] if result.gains is None else result.gains)
         elif warm is not None:  # a failed solve (status says why): keep the shifted plan
-            self._plan = warm.get("xs_init", self._xs[: p.N + 1]), warm["us_init"]
+            self._plan = warm.get("xs_init", self._xs[: p.N + 1]), warm["us_init"], self._K[: p.N]
         else:
             raise ValueError(f"problem: the first solve failed ({result.status}: {result.message})")
-        return self._plan[1][0].copy(), self._K[0].copy()
+        return self._plan[1][0].copy(), self._plan[2][0].copy()
+
+    def _reused(self, p: Problem) -> dict:
+        """The ``workspace`` option of :func:`optdyn.solve` for DDP/iLQR: the arrays of the last
+        step's solve when the horizon ``p`` has its length (a shrinking horizon's change makes
+        new ones); none for IPOPT."""
+        if self.solver == "ipopt":
+            return {}
+        if self._workspace is None or not self._workspace.fits(p):
+            self._workspace = Workspace(p)
+        return {"workspace": self._workspace}
 
     def _intervals(self) -> int:
         """The intervals of the horizon that starts now (``horizon``)."""
@@ -225,9 +235,10 @@ class MPC:
         """The last solution (m intervals) moved ``s`` intervals earlier into the first n
         intervals of (_xs, _us, _K): the last control and gain held over the new intervals,
         the last state rolled out under them."""
-        p, (xs, us) = self.problem, self._plan
+        p, (xs, us, K) = self.problem, self._plan
         m, s = us.shape[0], min(s, us.shape[0])
-        self._us[:n], self._K[:n] = knots_shifted(us, s, n), knots_shifted(self._K[:m], s, n)
+        knots_shifted(us, s, n, self._us[:n])
+        knots_shifted(K, s, n, self._K[:n])
         c = min(n, m - s)  # intervals carried over
         self._xs[: c + 1] = xs[s: s + c + 1]
         for k in range(c + 1, n + 1):
@@ -277,15 +288,19 @@ class MPC:
             rolled = False
         if not rolled:
             return {"us_init": us}  # diverged: the shifted controls (solve falls back to rest if need be)
+        self._workspace.remember(p, us_new, xs_new)  # the solve starts from this rollout, not another
         return {"xs_init": xs_new, "us_init": us_new}
 
 
-def knots_shifted(rows: np.ndarray, s: int, n: int) -> np.ndarray:
+def knots_shifted(rows: np.ndarray, s: int, n: int, out: np.ndarray | None = None) -> np.ndarray:
     """n rows of per-knot values ``rows`` (m, …) moved s knots earlier: rows s … s + n − 1,
-    the last row held where they run out."""
+    the last row held where they run out; into ``out`` (n, …) if given."""
     rows = np.asarray(rows)
     taken = rows[min(s, len(rows)): min(s, len(rows)) + n]
-    return np.concatenate([taken, np.repeat(rows[-1:], n - len(taken), axis=0)])
+    out = np.empty((n, *rows.shape[1:]), rows.dtype) if out is None else out
+    out[: len(taken)] = taken
+    out[len(taken):] = rows[-1]
+    return out
 
 
 def shift_duals(problem: Problem, multipliers, s: int) -> dict:

@@ -13,7 +13,7 @@ from dataclasses import fields
 import numpy as np
 
 from .augmented_lagrangian import solve_al
-from .ddp import Options, solve_ddp
+from .ddp import Options, Workspace, solve_ddp
 from ..ocp.problem import SOLVERS, Problem
 from ..ocp.state import check_state
 from .result import Result
@@ -74,7 +74,7 @@ def _check_ddp_options(problem: Problem, options: dict) -> None:
 
 
 def solve(problem: Problem, solver: str = "ddp", *, init: Result | None = None, max_time: float | None = None,
-          **options) -> Result:
+          workspace: Workspace | None = None, **options) -> Result:
     """Solve ``problem`` with ``solver`` ("ddp", "ilqr" or "ipopt").
 
     Common options: ``max_iter``, ``tol``, ``us_init``/``xs_init`` (warm start),
@@ -96,6 +96,9 @@ def solve(problem: Problem, solver: str = "ddp", *, init: Result | None = None, 
     DDP and IPOPT's exact Hessian take ``second_order``: "contracted" (default: the
     dynamics' second-order terms by a second-order adjoint, no tensor formed) or "tensor"
     (the full second-order tensors, same result, for validation).
+    ``workspace`` (DDP/iLQR): a :class:`optdyn.solvers.ddp.Workspace` of the problem's size
+    whose arrays the solve writes into instead of allocating its own (the same result), kept by
+    a caller that solves one problem after another of that size (:class:`optdyn.MPC`).
     A problem's own ``solver_options`` for ``solver`` apply first; ``options`` override them.
     Unknown solvers or options raise ValueError. The result carries the problem as
     ``source`` (for plotting and visualisation).
@@ -106,7 +109,12 @@ def solve(problem: Problem, solver: str = "ddp", *, init: Result | None = None, 
     if init is not None:
         _warm_start(problem, init, options)
     options["max_time"] = check_max_time(max_time)
-    result = _dispatch(problem, solver, options)
+    if workspace is not None and not (isinstance(workspace, Workspace) and solver in ("ddp", "ilqr")
+                                      and workspace.fits(problem)):
+        raise ValueError(f"workspace: expected an optdyn.solvers.ddp.Workspace of the problem's size (N, nx, nu, "
+                         f"ndx) = {(problem.N, problem.nx, problem.nu, problem.ndx)} for DDP or iLQR, got "
+                         f"{getattr(workspace, 'size', type(workspace).__name__)} for {solver!r}")
+    result = _dispatch(problem, solver, options, workspace)
     result.source = problem
     differenced = problem.differenced_hessians
     if differenced:
@@ -115,8 +123,8 @@ def solve(problem: Problem, solver: str = "ddp", *, init: Result | None = None, 
     return result
 
 
-def _dispatch(problem: Problem, solver: str, options: dict) -> Result:
-    """Run the solver of :func:`solve`."""
+def _dispatch(problem: Problem, solver: str, options: dict, workspace: Workspace | None = None) -> Result:
+    """Run the solver of :func:`solve` (DDP/iLQR in the arrays of ``workspace``)."""
     if not isinstance(problem, Problem):
         raise ValueError(f"problem: expected an optdyn.Problem, got {type(problem).__name__}")
     if solver not in SOLVERS:
@@ -131,8 +139,8 @@ def _dispatch(problem: Problem, solver: str, options: dict) -> Result:
         options.pop("xs_init", None)
     ddp = solver == "ddp"
     if problem.nc or problem.ng or problem.nh:
-        return solve_al(problem, ddp, **options)
+        return solve_al(problem, ddp, workspace=workspace, **options)
     al = sorted(set(options) & set(AL_OPTIONS))
     for name in al:
         options.pop(name)
-    return solve_ddp(problem, ddp, **options)
+    return solve_ddp(problem, ddp, workspace=workspace, **options)
