@@ -57,6 +57,10 @@ REGISTRY: dict[str, Entry] = {
         "Talos' legs (example-robot-data, upper body locked at half-sitting) walk forward on two 6D soles: "
         "single and double supports, impulses at touchdown, each sole's wrench in its contact wrench cone.",
         ("walk",)),
+    "panda-reach": Entry(
+        "panda_reach", "make",
+        "Franka Panda (example-robot-data) brings its hand to a Cartesian target from rest within its torque "
+        "box: several local optima; ships the solver options that reach the best known to DDP and iLQR."),
     "pendulum": Entry(
         "pendulum", "make_pendulum", "Single pendulum swing-up."),
     "double-pendulum": Entry(

@@ -23,10 +23,10 @@ def robot_files(relative: str, task: str) -> tuple[str, str]:
     return robots, os.path.dirname(os.path.dirname(robots))
 
 
-def load_robot(relative: str, task: str, **options) -> Model:
-    """The robot of example-robot-data's URDF ``relative`` on a free-flyer, its meshes
-    resolved (:func:`robot_files`); ``options`` go to :func:`dynamics.load_urdf`."""
+def load_robot(relative: str, task: str, root_joint: str | None = "free-flyer", **options) -> Model:
+    """The robot of example-robot-data's URDF ``relative`` on ``root_joint`` (None: a fixed
+    base), its meshes resolved (:func:`robot_files`); ``options`` go to :func:`dynamics.load_urdf`."""
     robots, share = robot_files(relative, task)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the URDFs' dummy inertias
-        return load_urdf(os.path.join(robots, relative), root_joint="free-flyer", package_dirs=share, **options)
+        warnings.simplefilter("ignore")  # the URDFs' dummy inertias and meshes
+        return load_urdf(os.path.join(robots, relative), root_joint=root_joint, package_dirs=share, **options)

@@ -195,7 +195,7 @@ def test_fixed_base_optimum_is_the_one_recorded_before_the_manifold_state(ipopt_
 
 # ----------------------------------------------------------------------- registry
 def test_registry_names_and_lookup():
-    assert problems.names() == ["arm-obstacle", "biped", "double-pendulum", "pendulum", "quadruped",
+    assert problems.names() == ["arm-obstacle", "biped", "double-pendulum", "panda-reach", "pendulum", "quadruped",
                                "space-manipulator", "ur5-reach"]
     assert problems.entry("arm-obstacle").scenarios == ("bent", "straight")
     assert "bent" in problems.describe("arm_obstacle")

@@ -327,22 +327,13 @@ def test_compare_table_and_plot(tmp_path, reach):
 
 
 def panda_reach():
-    """The reach of the convergence benchmark: the Franka Panda (9 joints, the fingers' tiny
-    inertias included) from q = 0 at rest to p_hand = (0.4, 0.2, 0.5), torque box at the
-    effort limits; IPOPT and Crocoddyl's BoxFDDP end at the optimum 1.0024794 (a lower one,
-    0.9454068, exists: BENCHMARKS.md, "convergence")."""
-    erd = pytest.importorskip("example_robot_data")
-    from dynamics import gravity_torques, load_urdf
-    from optdyn.costs import FramePositionCost
-    with pytest.warns(UserWarning, match="mesh"):
-        urdf = "panda_description/urdf/panda.urdf"
-        model = load_urdf(f"{erd.getModelPath(urdf)}/{urdf}")
-    x0, target = np.zeros(model.nq + model.nv), np.array([0.4, 0.2, 0.5])
-    running = (StateCost(1e-2, x0) + ControlCost(1e-3, gravity_torques(model, x0[:model.nq]))
-               + FramePositionCost(model, "panda_hand", target, 10.0))
-    return Problem(model, x0, N=40, dt=0.05, running_cost=running,
-                   terminal_cost=FramePositionCost(model, "panda_hand", target, 1e4),
-                   u_lower=-model.effort_limit, u_upper=model.effort_limit)
+    """The ``panda-reach`` task: the Franka Panda (9 joints, the fingers' tiny inertias
+    included) from q = 0 at rest to p_hand = (0.4, 0.2, 0.5), torque box at the effort limits;
+    IPOPT and Crocoddyl's BoxFDDP end at the optimum 1.0024794 (a lower one, 0.9454068,
+    exists: BENCHMARKS.md, "convergence"). The tests below give every option they compare:
+    the task's own (its solver_options) are those that converge."""
+    pytest.importorskip("example_robot_data")
+    return problems.get("panda-reach")
 
 
 def test_the_box_after_a_full_step_frees_ilqr_on_the_panda():
@@ -351,7 +342,7 @@ def test_the_box_after_a_full_step_frees_ilqr_on_the_panda():
     backward pass until a full step (Crocoddyl's BoxFDDP from a guess not marked feasible)
     it reaches IPOPT's optimum in under 100 iterations, within the box."""
     prob = panda_reach()
-    boxed = solve(prob, "ilqr", cost_hessian="gauss_newton", max_iter=100)
+    boxed = solve(prob, "ilqr", cost_hessian="gauss_newton", box="always", max_iter=100)
     later = solve(prob, "ilqr", cost_hessian="gauss_newton", box="after_full_step", max_iter=100)
     assert not boxed.converged and boxed.cost > 1.1
     assert later.converged and later.cost == pytest.approx(1.0024794, rel=1e-6)
@@ -383,12 +374,24 @@ def test_the_gauss_newton_fallback_gets_ddp_to_the_best_panda_optimum():
     those iterations' steps from the Gauss–Newton model instead (and the box after a full
     step) reaches IPOPT's optimum within 60 iterations, ending on exact DDP steps."""
     prob = panda_reach()
-    plain = solve(prob, "ddp", box="after_full_step", max_iter=60)
+    plain = solve(prob, "ddp", box="after_full_step", indefinite="regularize", max_iter=60)
     mixed = solve(prob, "ddp", box="after_full_step", indefinite="gauss_newton", max_iter=60)
     assert plain.cost > 1.005 * 1.0024794
     assert mixed.converged and mixed.cost == pytest.approx(1.0024794, rel=1e-6)
     assert 0 < mixed.extra["gauss_newton_steps"] < mixed.iterations  # the last steps are DDP's own
     assert np.all(mixed.us >= prob.u_lower) and np.all(mixed.us <= prob.u_upper)
+
+
+def test_the_panda_reach_converges_with_the_options_it_ships():
+    """``optdyn.solve`` on the task as shipped (its solver_options): DDP within 60 iterations and
+    iLQR within 100 reach 1.0024794, IPOPT's optimum; IPOPT reaches it too, in 148 iterations
+    as measured (the issue's 120 is missed: BENCHMARKS.md, "convergence")."""
+    prob = panda_reach()
+    runs = {s: solve(prob, s) for s in ("ddp", "ilqr", "ipopt")}
+    for s, limit in (("ddp", 60), ("ilqr", 100), ("ipopt", 200)):
+        r = runs[s]
+        assert r.converged and r.iterations <= limit and r.cost == pytest.approx(1.0024794, rel=1e-6), \
+            (s, r.iterations, r.cost)
 
 
 def test_the_gauss_newton_fallback_leaves_positive_definite_iterations_alone():

@@ -1,0 +1,49 @@
+"""Franka Panda reach: the hand to a Cartesian target from rest, with the torque box.
+
+Robot: example-robot-data's Panda on a fixed base (nine joints: seven revolute, the two
+prismatic fingers of tiny inertia); x0 = 0 at rest; N = 40 intervals of 50 ms, one RK4 step
+each; torques boxed at the URDF's effort limits:
+
+    running  ℓ   = ½·1e-2‖x − x0‖² + ½·1e-3‖u − g(q0)‖² + ½·10‖p_hand(q) − p*‖²   (× dt)
+    terminal ℓ_N = ½·1e4‖p_hand(q) − p*‖²
+
+with p_hand the origin of ``panda_hand`` and p* = ``target``. A hard task for Newton-type
+solvers from the default guess (the gravity torques at rest): it has several local optima
+(1.0853247, 1.0024794, 0.9454068, …), and far from them DDP's exact Q_uu is indefinite while
+the fingers' tiny inertias make Tassa's regularisation μ·BᵀB huge. The solver options it
+ships (measured: BENCHMARKS.md, "convergence") reach the optimum 1.0024794 that IPOPT and
+Crocoddyl's BoxFDDP reach:
+
+- DDP: ``indefinite="gauss_newton"``, ``box="after_full_step"`` — 56 iterations (plain DDP:
+  216 to 1.0853247);
+- iLQR: ``cost_hessian="gauss_newton"``, ``box="after_full_step"`` — 66 (plain iLQR: no
+  convergence in 1000, at 1.0853);
+- IPOPT: ``nlp_scaling_method="none"``, ``mu_strategy="adaptive"`` — 148 (default options:
+  267).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from dynamics import gravity_torques
+from optdyn.costs import ControlCost, FramePositionCost, StateCost
+from optdyn.ocp.problem import Problem
+
+from .robot_data import load_robot
+
+TARGET = (0.4, 0.2, 0.5)
+SOLVER_OPTIONS = {"ddp": {"indefinite": "gauss_newton", "box": "after_full_step"},
+                  "ilqr": {"cost_hessian": "gauss_newton", "box": "after_full_step"},
+                  "ipopt": {"nlp_scaling_method": "none", "mu_strategy": "adaptive"}}
+
+
+def make(N: int = 40, dt: float = 0.05, target=TARGET) -> Problem:
+    """The Panda reach (module docstring); ``N``, ``dt``, ``target`` (3,) may be changed."""
+    model = load_robot("panda_description/urdf/panda.urdf", "panda-reach", root_joint=None)
+    x0 = np.zeros(model.nq + model.nv)
+    g0 = gravity_torques(model, x0[: model.nq])
+    running = StateCost(1e-2, x0) + ControlCost(1e-3, g0) + FramePositionCost(model, "panda_hand", target, 10.0)
+    return Problem(model, x0, N, dt, running, FramePositionCost(model, "panda_hand", target, 1e4), substeps=1,
+                   u_lower=-model.effort_limit, u_upper=model.effort_limit, name="panda-reach",
+                   params={"N": N, "dt": dt, "target": tuple(float(t) for t in target)},
+                   solver_options=SOLVER_OPTIONS)
