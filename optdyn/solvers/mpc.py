@@ -24,7 +24,7 @@ from the current one on, so that whatever the problem gives per knot moves with 
 references to track and moving targets, a swing foot's weights, the contact sequence of a
 gait, per-interval forces —, the last interval's held past the problem's end. With
 ``horizon=H`` (an integer) the horizon is H intervals of a longer problem: the quadruped's
-trot is a 1.3 s task solved 0.4 s at a time.
+trot is a 1 s task solved 0.4 s at a time.
 
 The warm start of a horizon shifted by s intervals (s = 1 when called once per interval)
 takes the previous solution (x̄, ū, K) shifted: ū_{k+s}, K_{k+s}, the last control and gain
