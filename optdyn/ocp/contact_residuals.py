@@ -43,7 +43,10 @@ second order in local coordinates, as every Hessian of the package.
 The knots are the N intervals of the sequence the residual is built for: a running cost
 or a stage constraint of a problem with that same sequence (and actuation), which
 :class:`optdyn.Problem` checks. Evaluated from Python, knot by knot, with the dynamics'
-public functions (a compiled batch over knots is a later speed-up).
+public functions (a compiled batch over knots is a later speed-up). The residuals of one
+contact sequence at the same knots — one per foot, as a problem evaluates its costs and
+constraints in turn — share each knot's contact dynamics, their derivatives and the impulse
+map (:func:`_shared_knots`): computed once, not once per frame.
 """
 from __future__ import annotations
 
@@ -60,6 +63,24 @@ from dynamics.model import Model
 from .contact_phases import check_contact_sequence, impulses_at, knot_contact_forces, phase_sequence
 from .problem import actuated_dofs
 from .residuals import Hessians, Residual, Terms, at_knots, references
+
+_LAST: dict[str, tuple] = {}
+"""The knots last evaluated, by what was asked ("value", "evaluate"): (key, model, the
+per-knot results computed so far)."""
+
+
+def _shared_knots(what: str, residual: _ContactForceFunction, xs: np.ndarray, us: np.ndarray) -> dict:
+    """The per-knot results (a dict k → …, filled by the caller) of ``what`` at the knots
+    (xs, us) of ``residual``'s contact sequence: those of the previous call if it was at the
+    same knots of the same sequence (and model, and actuation), else a new empty dict. The
+    model is held with them (so that its id is not reused) and must not change in place."""
+    key = (residual.sequence_key, xs.shape, us.shape, xs.tobytes(), us.tobytes())
+    last = _LAST.get(what)
+    if last is not None and last[1] is residual.model and last[0] == key:
+        return last[2]
+    knots: dict = {}
+    _LAST[what] = (key, residual.model, knots)
+    return knots
 
 
 class _ContactForceFunction(Residual):
@@ -88,6 +109,17 @@ class _ContactForceFunction(Residual):
         self.actuated = actuated_dofs(model, actuated)
         self.dim = 6 if kinds == {"6d"} else 3
         self.size, self.ndx, self.nu = self.dim if size is None else size, 2 * model.nv, self.actuated.size
+        self._sequence_changed()
+
+    def _sequence_changed(self) -> None:
+        """The knots in contact (:meth:`_in_contact`) and the key of the sequence's shared
+        knots (:func:`_shared_knots`), after the contact sequence was set."""
+        self._stance = []
+        for k, cs in enumerate(self.contacts):
+            rows = np.cumsum([0] + [c.dim for c in cs])
+            self._stance += [(k, cs, int(row)) for c, row in zip(cs, rows) if c.frame == self.frame]
+        self.sequence_key = (tuple(tuple(cs) for cs in self.contacts), self.impulses.tobytes(),
+                             self.actuated.tobytes())
 
     @property
     def N(self) -> int:
@@ -103,6 +135,7 @@ class _ContactForceFunction(Residual):
         super()._take_rows(rows)
         self.contacts = [self.contacts[k] for k in rows]
         self.impulses = impulses_at(self.impulses, rows)
+        self._sequence_changed()
 
     def defined_at(self) -> np.ndarray:
         """The knots where ``frame`` is in contact."""
@@ -137,14 +170,10 @@ class _ContactForceFunction(Residual):
             raise ValueError(f"xs: {type(self).__name__} holds at the {self.N} knots of its contact sequence, "
                              f"but {xs.shape[0]} knots are evaluated")
 
-    def _in_contact(self):
+    def _in_contact(self) -> list:
         """(k, the contacts of interval k, the first row of the frame's force in their λ) where
         the frame is in contact."""
-        for k, cs in enumerate(self.contacts):
-            rows = np.cumsum([0] + [c.dim for c in cs])
-            for c, row in zip(cs, rows):
-                if c.frame == self.frame:
-                    yield k, cs, int(row)
+        return self._stance
 
     def _start(self, x: np.ndarray, u: np.ndarray, k: int, cs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(q, v⁺ = Γ_k(x)'s velocity, τ = B u) at knot k."""
@@ -158,28 +187,43 @@ class _ContactForceFunction(Residual):
     def value(self, xs, us):
         self._check_knots(xs)
         r = np.zeros((xs.shape[0], self.size))
-        lams = knot_contact_forces(self.model, self.contacts, self.impulses, self.actuated, xs, us)
+        lams = _shared_knots("value", self, xs, us)
+        if not lams and self._stance:
+            lams.update(enumerate(knot_contact_forces(self.model, self.contacts, self.impulses, self.actuated,
+                                                      xs, us)))
         for k, cs, row in self._in_contact():
             r[k] = self._outer(lams[k][row:row + self.dim], k)[0]
         return r
 
-    def evaluate(self, xs, us):
-        self._check_knots(xs)
-        m, K, nv, ndx, nu = self.model, xs.shape[0], self.model.nv, self.ndx, self.nu
-        r, rx, ru = np.zeros((K, self.size)), np.zeros((K, self.size, ndx)), np.zeros((K, self.size, nu))
-        knots = []  # what the Hessians need, per knot in contact
-        for k, cs, row in self._in_contact():
-            x = xs[k]
-            q, v, tau = self._start(x, us[k], k, cs)
-            rows = slice(row, row + self.dim)
-            f = dyn.contact_dynamics(m, q, v, tau, cs)[1][rows]
-            _, _, _, dq, dv, dtau = dyn.contact_dynamics_derivatives(m, q, v, tau, cs)
-            Fz = np.hstack([dq[rows], dv[rows], dtau[rows][:, self.actuated]])  # S λ_z̃ (dim, ndx + nu)
+    def _knot(self, knots: dict, k: int, x: np.ndarray, u: np.ndarray, cs) -> tuple:
+        """(q, v⁺, τ, λ, λ_q, λ_ṽ, λ_τ, P or None) of interval k's contact dynamics at (x, u)
+        (module docstring), from ``knots`` (:func:`_shared_knots`) or computed into it."""
+        if k not in knots:
+            m = self.model
+            q, v, tau = self._start(x, u, k, cs)
+            lam = dyn.contact_dynamics(m, q, v, tau, cs)[1]
+            dq, dv, dtau = dyn.contact_dynamics_derivatives(m, q, v, tau, cs)[3:]
             P = None
             if self.impulses[k]:  # P = ∂Γ/∂x = [I 0; ∂v⁺/∂q ∂v⁺/∂v]
                 dvq, dvv = dyn.impulse_dynamics_derivatives(m, x[: m.nq], x[m.nq:], cs)[:2]
-                P = np.eye(ndx)
-                P[nv:] = np.hstack([dvq, dvv])
+                P = np.eye(self.ndx)
+                P[m.nv:] = np.hstack([dvq, dvv])
+            knots[k] = (q, v, tau, lam, dq, dv, dtau, P)
+        return knots[k]
+
+    def evaluate(self, xs, us):
+        self._check_knots(xs)
+        K, ndx, nu = xs.shape[0], self.ndx, self.nu
+        r, rx, ru = np.zeros((K, self.size)), np.zeros((K, self.size, ndx)), np.zeros((K, self.size, nu))
+        knots = []  # what the Hessians need, per knot in contact
+        shared = _shared_knots("evaluate", self, xs, us)
+        for k, cs, row in self._in_contact():
+            x = xs[k]
+            q, v, tau, lam, dq, dv, dtau, P = self._knot(shared, k, x, us[k], cs)
+            rows = slice(row, row + self.dim)
+            f = lam[rows]
+            Fz = np.hstack([dq[rows], dv[rows], dtau[rows][:, self.actuated]])  # S λ_z̃ (dim, ndx + nu)
+            if P is not None:
                 Fz[:, :ndx] = Fz[:, :ndx] @ P
             r[k], phi_f = self._outer(f, k)
             rx[k], ru[k] = phi_f @ Fz[:, :ndx], phi_f @ Fz[:, ndx:]
