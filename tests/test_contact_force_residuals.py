@@ -263,3 +263,70 @@ def test_standing_with_the_friction_pyramid_as_a_constraint():
         assert np.all(np.linalg.norm(f[:, :2], axis=1) <= mu * f[:, 2] + 1e-6 * weight)
     assert prob.violation(res.xs, res.us) < 1e-6 * weight
     assert res.cost >= free.cost - 1e-9
+
+
+def test_the_residuals_of_one_sequence_share_their_knots_and_never_stale_ones():
+    """The four feet's pyramids at the same knots compute each knot's contact dynamics once
+    (one entry per knot in contact, shared), and give bit for bit what each gives alone; knots
+    that differ in a state, a control or the window are computed afresh."""
+    from optdyn.ocp import contact_residuals as cr
+    xs, us = _knots(3)
+    seq = [FEET[:2], FEET[:2], FEET[:3], FEET]
+    cones = [FrictionConeResidual(MODEL, seq, f.frame, mu=0.6) for f in FEET]
+
+    def alone(i, x, u, rows=None):
+        cr._LAST.clear()
+        c = cones[i] if rows is None else cones[i].window(rows)
+        t = c.evaluate(x, u)
+        return t.r, t.rx, t.ru, t.hessians(np.ones_like(t.r))[0], c.value(x, u)
+
+    cr._LAST.clear()
+    together = [c.evaluate(xs, us) for c in cones]
+    assert len(cr._LAST["evaluate"][2]) == 4  # every knot once, for the four frames
+    for i, t in enumerate(together):
+        mine = (t.r, t.rx, t.ru, t.hessians(np.ones_like(t.r))[0], cones[i].value(xs, us))
+        for a, b in zip(mine, alone(i, xs, us)):
+            np.testing.assert_array_equal(a, b)
+    x2, u2 = xs.copy(), us.copy()
+    x2[2, -1] += 0.1
+    u2[3, 0] += 1.0
+    rows = np.array([1, 2, 3, 3])
+    for x, u, r in ((x2, us, None), (xs, u2, None), (xs[rows], us[rows], rows)):
+        cones[0].evaluate(xs, us), cones[0].value(xs, us)  # the shared knots now hold (xs, us)'s
+        c = cones[2] if r is None else cones[2].window(r)
+        got = (c.evaluate(x, u).r, c.value(x, u))
+        want = alone(2, x, u, r)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[4])
+    assert not np.array_equal(alone(2, x2, us)[0], alone(2, xs, us)[0])
+
+
+def test_the_relaxed_log_barrier_is_curved_inside_and_finite_outside():
+    """Hauser & Saccon's relaxed barrier: −log(z/δ) inside, a quadratic within δ of a bound,
+    C² at z = δ; its derivatives match differences of its value; where the quadratic barrier
+    is flat (inside, no curvature), it is curved; a bad δ or a row without a bound is refused."""
+    from optdyn.ocp.activations import QuadraticBarrier, RelaxedLogBarrier
+    a = RelaxedLogBarrier([-1.0, -np.inf, 0.5], [1.0, 2.0, np.inf], delta=0.3, weights=[1.0, 2.0, 0.5])
+    r = np.random.default_rng(1).normal(size=(200, 3)) * 2
+    value, grad, hess = a.evaluate(r)
+    assert np.all(np.isfinite(value))
+    for i in range(3):
+        e = np.zeros(3)
+        e[i] = 1e-6
+        (vp, gp, _), (vm, gm, _) = a.evaluate(r + e), a.evaluate(r - e)
+        np.testing.assert_allclose((vp - vm) / 2e-6, grad[:, i], atol=1e-6)
+        np.testing.assert_allclose((gp[:, i] - gm[:, i]) / 2e-6, hess[:, i], atol=1e-6)
+    one = RelaxedLogBarrier(-np.inf, 0.0, delta=0.3, size=1)
+    z = np.array([[-0.3 - 1e-9], [-0.3 + 1e-9]])  # r = −δ ∓ ε: either side of the joint
+    v, g, h = one.evaluate(z)
+    np.testing.assert_allclose(v, [0.0, 0.0], atol=1e-8)
+    np.testing.assert_allclose(g[:, 0], [1 / 0.3, 1 / 0.3], rtol=1e-6)
+    np.testing.assert_allclose(h[:, 0], [1 / 0.09, 1 / 0.09], rtol=1e-6)
+    inside = np.array([[-2.0]])
+    assert QuadraticBarrier(-np.inf, 0.0, size=1).evaluate(inside)[2][0, 0] == 0.0
+    assert one.evaluate(inside)[2][0, 0] == pytest.approx(0.25)
+    assert one.evaluate(np.array([[1.0]]))[0][0] == pytest.approx(0.5 * ((1.3 + 0.3) ** 2 / 0.09 - 1))
+    with pytest.raises(ValueError, match="^delta: expected a number > 0"):
+        RelaxedLogBarrier(-np.inf, 0.0, delta=0.0, size=1)
+    with pytest.raises(ValueError, match="^lower: every entry needs a finite"):
+        RelaxedLogBarrier([-np.inf, 0.0], [np.inf, 1.0])

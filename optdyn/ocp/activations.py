@@ -14,6 +14,8 @@ for all four below (a_rr holds the diagonal). ``weights`` (nr,) scale the entrie
 * :class:`PseudoHuber`        Σ w_i δ²(√(1 + (r_i/δ)²) − 1): ≈ ½ w r² near 0, ≈ wδ|r| far
   (ActivationModelSmooth1Norm)
 * :class:`LogBarrier`         −Σ w_i (log(r_i − l_i) + log(u_i − r_i)) over finite bounds, +∞ outside
+* :class:`RelaxedLogBarrier`  the same, relaxed to a quadratic within δ of a bound: finite everywhere,
+  curved inside (a barrier the model of a single solver step still sees far from the bound)
 * :class:`Softplus`           Σ w_i β softplus(−r_i/β): ≈ w|r| below 0, ≈ 0 a few β above
   (a smooth one-sided penalty on a clearance r ≥ 0)
 """
@@ -161,3 +163,46 @@ class Softplus(Activation):
         z = -r / beta
         sig = 0.5 * (1.0 + np.tanh(0.5 * z))  # σ(z), overflow-safe
         return np.sum(w * beta * np.logaddexp(0.0, z), axis=1), -w * sig, w / beta * sig * (1.0 - sig)
+
+
+class RelaxedLogBarrier(Activation):
+    """Σ_i w_i (β(r_i − lower_i) + β(upper_i − r_i)), each term only where its bound is
+    finite, with the relaxed logarithmic barrier of J. Hauser and A. Saccon, "A barrier
+    function method for the optimization of trajectory functionals with constraints", CDC
+    2006 (Sec. III, k = 2), here shifted to vanish at z = δ:
+
+        β(z) = −log(z/δ)                 for z > δ,
+        β(z) = ½(((z − 2δ)/δ)² − 1)       for z ≤ δ,
+
+    C² at z = δ (β' = −1/z, β'' = 1/z² inside; (z − 2δ)/δ², 1/δ² below δ), finite outside
+    the bounds, where it grows as a quadratic penalty of slope 2w/δ at the bound. Unlike
+    :class:`QuadraticBarrier` its curvature w/z² is never zero inside, so a Gauss–Newton model
+    sees a bound before a step crosses it; unlike :class:`LogBarrier` it needs no start inside.
+    The relaxed barrier of model predictive control (C. Feller and C. Ebenbauer, "Relaxed
+    logarithmic barrier function based model predictive control of linear systems", IEEE
+    TAC 2017). ``delta`` δ > 0 in the units of r; ``size`` when both bounds are numbers."""
+
+    def __init__(self, lower, upper, delta: float = 1.0, weights=1.0, size: int | None = None) -> None:
+        self.lower, self.upper = as_bounds(lower, upper, max(np.size(lower), np.size(upper)) if size is None else size)
+        if not np.all(np.isfinite(self.lower) | np.isfinite(self.upper)):
+            raise ValueError("lower: every entry needs a finite lower or upper bound")
+        self.size, self.delta = self.lower.size, positive(delta, "delta")
+        self.weights = as_weights(weights, self.size)
+
+    def evaluate(self, r):
+        d, lo, hi = self.delta, np.isfinite(self.lower), np.isfinite(self.upper)
+        total, grad, hess = np.zeros(r.shape[0]), np.zeros_like(r, dtype=float), np.zeros_like(r, dtype=float)
+        for finite, bound, sign in ((lo, self.lower, 1.0), (hi, self.upper, -1.0)):
+            if not finite.any():
+                continue
+            z = sign * (r - np.where(finite, bound, 0.0))  # r − lower, upper − r
+            inner = z > d
+            zi = np.where(inner, z, d)
+            b = np.where(inner, -np.log(zi / d), 0.5 * (((z - 2.0 * d) / d) ** 2 - 1.0))
+            b1 = np.where(inner, -1.0 / zi, (z - 2.0 * d) / d ** 2)
+            b2 = np.where(inner, 1.0 / zi ** 2, 1.0 / d ** 2)
+            w = self.weights * finite
+            total += np.sum(w * b, axis=1)
+            grad += sign * w * b1
+            hess += w * b2
+        return total, grad, hess
