@@ -49,6 +49,15 @@ updates. IPOPT starts from its previous multipliers of every constraint and boun
 (:func:`shift_duals`), with its warm-start options (a small barrier
 parameter, the point kept close to its bounds).
 
+DDP and iLQR solve each horizon in the arrays of the one before (a
+:class:`~optdyn.solvers.ddp.Workspace`, kept while the horizon keeps its length: the gains,
+the iterate and trial trajectories, DDP's stage records), and start from the warm start's
+own rollout instead of rolling its controls out again; the compiled kernels see the same
+types at every step, so nothing is compiled after the first. What a step still allocates is
+the problem's expansion (the costs' and the dynamics' derivatives, new arrays at every
+expansion), the kernels' scratch and the result's own arrays (BENCHMARKS.md, "Model
+predictive control in closed loop").
+
 Measured on ur5-reach (2 s horizon; BENCHMARKS.md, "Model predictive control in closed
 loop"): with one iLQR iteration per step both warm starts track the converged controller
 (controls within 7e-3 N·m of 130) and bring the tool back within 1 cm of the target after a
