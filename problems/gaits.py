@@ -18,7 +18,7 @@ SCENARIOS = ("walk", "trot", "jump")
 SWINGS = {"walk": (("HL_FOOT",), ("FL_FOOT",), ("HR_FOOT",), ("FR_FOOT",)),
           "trot": (("FL_FOOT", "HR_FOOT"), ("FR_FOOT", "HL_FOOT"))}
 WEIGHTS = {"base_position": 0.0, "base_height": 1e2, "base_orientation": 5e2, "joints": 1e-2, "velocity": 1.0,
-           "control": 1e-1, "swing": 1e6, "terminal": 10.0}
+           "control": 1e-1, "swing": 1e6, "terminal": 10.0, "cone": 0.1, "cone_width": 0.1}
 BIPED_WEIGHTS = {**WEIGHTS, "base_position": 1e2, "control": 1e-3, "swing": 1e7}
 """The quadruped's, but for Talos (90 kg, knee torques near 100 N·m): the base's horizontal
 position follows the walk (with none, the body lags behind the swinging sole and the

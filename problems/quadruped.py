@@ -40,6 +40,19 @@ pyramid of ``mu`` (four facets) with a non-negative normal force
 it directly, DDP and iLQR through their augmented Lagrangian. Without it the trot's optimum
 pushes the feet outwards harder than any friction would allow (23 N outside the pyramid on
 one cycle).
+
+For a controller (``cone="cost"``): the pyramid as a running cost instead, each row under the
+relaxed logarithmic barrier of Hauser & Saccon (2006) (:class:`~optdyn.ocp.activations.RelaxedLogBarrier`,
+weight 0.1, δ = 0.1 N: −log(z/δ) on the margin z = −A f inside, a quadratic from δ on and
+beyond the boundary), so that iLQR with one iteration per step (:class:`optdyn.MPC`) keeps the
+forces inside. The augmented Lagrangian's penalty, like a quadratic penalty on the violation,
+has no curvature at rows that are not active: a step of its Gauss–Newton model crosses them,
+and under real-time iterations the trot with the constraint diverges. The barrier is curved
+at every row inside, so the model sees a row before the step crosses it. Its optimum lies
+inside the pyramid (the barrier's slope at the boundary, 2w/δ = 2 per N, 0.04 with dt,
+exceeds the largest multiplier of the constrained trot, 0.0104) and costs 1 % more on the
+task's own cost (20.63 against 20.42); the barrier's value, negative far inside, is part of
+the problem's cost.
 """
 from __future__ import annotations
 
@@ -48,11 +61,15 @@ import numpy as np
 
 from dynamics import Contact, Model, frame_placement
 from optdyn.constraints import ResidualConstraint
-from optdyn.costs import ControlCost, FramePositionCost, FrictionConeResidual, StateCost
+from optdyn.costs import ControlCost, FramePositionCost, FrictionConeResidual, ResidualCost, StateCost
+from optdyn.ocp.activations import RelaxedLogBarrier
 from optdyn.ocp.problem import Problem
 
 from .gaits import BASE_HEIGHT, FEET, STANDING, WEIGHTS, gait, positive, swing_references
 from .robot_data import load_robot
+
+CONES = ("constraint", "cost")
+"""How the friction pyramid enters the problem (:func:`make`)."""
 
 SOLVER_OPTIONS = {"ilqr": {"cost_hessian": "gauss_newton"}}
 """Over the defaults of a problem with contacts (multiple shooting; DDP regularised on the
@@ -66,17 +83,21 @@ def solo12() -> Model:
 
 
 def make(scenario: str = "trot", cycles: int = 2, step_length: float = 0.15, step_height: float = 0.05,
-         step_knots: int = 10, support_knots: int = 2, dt: float = 0.02, mu: float | None = 0.7) -> Problem:
+         step_knots: int = 10, support_knots: int = 2, dt: float = 0.02, mu: float | None = 0.7,
+         cone: str = "constraint") -> Problem:
     """The Solo-12 ``scenario`` ("walk", "trot" or "jump") of ``cycles`` gait cycles, each
     foot stepping ``step_length`` (m) forward with an apex ``step_height`` (m) in
     ``step_knots`` intervals, ``support_knots`` on four feet between steps, the stance
-    feet's forces in the friction pyramid of ``mu`` (None: no friction constraint; module
-    docstring)."""
+    feet's forces in the friction pyramid of ``mu`` (None: no friction constraint), as stage
+    constraints (``cone="constraint"``) or as a barrier cost for real-time MPC
+    (``cone="cost"``; module docstring)."""
     positive(step_length, "step_length")
     positive(step_height, "step_height")
     positive(dt, "dt")
     if mu is not None:
         positive(mu, "mu")
+    if cone not in CONES:
+        raise ValueError(f"cone: expected one of {', '.join(CONES)}, got {cone!r}")
     swings, progress = gait(scenario, cycles, step_knots, support_knots, dt, step_height)
     model = solo12()
     N = len(swings)
@@ -99,9 +120,11 @@ def make(scenario: str = "trot", cycles: int = 2, step_length: float = 0.15, ste
             running = running + FramePositionCost(model, foot, target, weight)
     terminal = StateCost(w["terminal"] * weights, refs[-1], model=model)
     contacts = [[Contact(f) for f in FEET if f not in swing] for swing in swings]
-    cones = [] if mu is None else [ResidualConstraint(FrictionConeResidual(model, contacts, f, mu=mu), upper=0.0)
-                                   for f in FEET]
+    pyramids = [] if mu is None else [FrictionConeResidual(model, contacts, f, mu=mu) for f in FEET]
+    cones = [ResidualConstraint(r, upper=0.0) for r in pyramids] if cone == "constraint" else []
+    for r in pyramids if cone == "cost" else ():
+        running = running + ResidualCost(r, RelaxedLogBarrier(-np.inf, 0.0, w["cone_width"], size=r.size), w["cone"])
     params = {"scenario": scenario, "cycles": cycles, "step_length": step_length, "step_height": step_height,
-              "step_knots": step_knots, "support_knots": support_knots, "dt": dt, "mu": mu}
+              "step_knots": step_knots, "support_knots": support_knots, "dt": dt, "mu": mu, "cone": cone}
     return Problem(model, x0, N, dt, running, terminal, substeps=1, integrator="rk4", contacts=contacts,
                    path_constraints=cones, name="quadruped", params=params, solver_options=SOLVER_OPTIONS)
