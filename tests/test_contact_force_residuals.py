@@ -330,3 +330,28 @@ def test_the_relaxed_log_barrier_is_curved_inside_and_finite_outside():
         RelaxedLogBarrier(-np.inf, 0.0, delta=0.0, size=1)
     with pytest.raises(ValueError, match="^lower: every entry needs a finite"):
         RelaxedLogBarrier([-np.inf, 0.0], [np.inf, 1.0])
+
+
+@pytest.mark.parametrize("name", ["pyramid", "pyramid_6d", "wrench"])
+def test_hessians_asked_again_combine_per_row_bases_to_the_same(name):
+    """A linear φ's Hessians asked for a second ρ at the same knots (a constraint's rows one
+    by one) combine each knot's per-row ∇²λ_j, shared by the frames there: the same as one
+    contracted second order per ρ, through the impulse map and on a 6d contact, to 1e-12."""
+    from optdyn.ocp import contact_residuals as cr
+    xs, us = _knots(5)
+    rng = np.random.default_rng(7)
+    residual = RESIDUALS[name]()
+    rhos = [rng.normal(size=(len(SEQUENCE), residual.size)) for _ in range(3)]
+    direct = []
+    for rho in rhos:  # a fresh evaluation per ρ: one contracted second order per knot
+        cr._LAST.clear()
+        direct.append(residual.evaluate(xs, us).hessians(rho))
+    cr._LAST.clear()
+    t = residual.evaluate(xs, us)
+    combined = [t.hessians(rho) for rho in rhos]
+    assert len(cr._LAST["hessians"][2]) == sum(residual.defined_at())  # the bases, from the second ρ on
+    for got, want in zip(combined[1:], direct[1:]):
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a, b, rtol=0, atol=1e-12 * np.abs(b).max())
+    for a, b in zip(combined[0], direct[0]):
+        np.testing.assert_array_equal(a, b)

@@ -89,6 +89,8 @@ class _ContactForceFunction(Residual):
     subclasses give φ (:meth:`_outer`)."""
 
     depends_on_u = True
+    linear = True
+    """φ is linear in f (its Hessians then combine per-row bases: :meth:`_hessians`)."""
 
     def __init__(self, model: Model, contacts: Sequence[Sequence[Contact]], frame: str, actuated,
                  size: int | None = None) -> None:
@@ -227,35 +229,63 @@ class _ContactForceFunction(Residual):
                 Fz[:, :ndx] = Fz[:, :ndx] @ P
             r[k], phi_f = self._outer(f, k)
             rx[k], ru[k] = phi_f @ Fz[:, :ndx], phi_f @ Fz[:, ndx:]
-            knots.append((k, cs, rows, x, q, v, tau, f, phi_f, Fz, dv[rows], P))
-        return Terms(r, rx, ru, lambda rho: self._hessians(K, knots, np.asarray(rho, dtype=float)))
+            knots.append((k, cs, rows, x, q, v, tau, f, phi_f, Fz, dv, P))
+        bases = _shared_knots("hessians", self, xs, us) if self.linear else None
+        calls = []
 
-    def _hessians(self, K: int, knots: list, rho: np.ndarray) -> Hessians:
-        """(H_xx, H_ux, H_uu) of ρᵀr (module docstring) from the knots of :meth:`evaluate`."""
-        m, nv, ndx, nu = self.model, self.model.nv, self.ndx, self.nu
+        def hessians(rho):
+            calls.append(None)
+            return self._hessians(K, knots, np.asarray(rho, dtype=float), bases, len(calls) > 1)
+        return Terms(r, rx, ru, hessians)
+
+    def _hessians(self, K: int, knots: list, rho: np.ndarray, bases: dict | None = None,
+                  again: bool = False) -> Hessians:
+        """(H_xx, H_ux, H_uu) of ρᵀr (module docstring) from the knots of :meth:`evaluate`.
+
+        For a linear φ (``linear``) ∇²(ρᵀr) = Σ_j ρ̂_j ∇²λ_j over the frame's rows j: once
+        the Hessians of the same knots are asked for a second ρ (``again``: a constraint's
+        rows one by one), each knot's ∇²λ_j of every row of its λ are computed once into
+        ``bases`` (:func:`_shared_knots`, shared by the frames in contact there) and combined;
+        a knot already there is combined from the first ρ on. Otherwise (and for a nonlinear φ)
+        one contracted second order per knot."""
+        ndx, nu = self.ndx, self.nu
         Hxx, Hux, Huu = np.zeros((K, ndx, ndx)), np.zeros((K, nu, ndx)), np.zeros((K, nu, nu))
         for k, cs, rows, x, q, v, tau, f, phi_f, Fz, dv, P in knots:
             rho_f = phi_f.T @ rho[k]  # ρ̂ on the frame's rows
-            w = np.zeros(nv + sum(c.dim for c in cs))
-            w[nv + rows.start: nv + rows.stop] = rho_f
-            Hqq, Hvv, Hqv, Hqtau = dyn.contact_dynamics_second_derivatives_contracted(m, q, v, tau, cs, w)
-            H = np.zeros((ndx + nu, ndx + nu))  # ∇²_z̃(ρ̂ᵀλ), z̃ = (δq, δṽ, u)
-            H[:nv, :nv], H[nv:ndx, nv:ndx], H[:nv, nv:ndx] = Hqq, Hvv, Hqv
-            H[:nv, ndx:] = Hqtau[:, self.actuated]
-            H[nv:ndx, :nv], H[ndx:, :nv] = Hqv.T, H[:nv, ndx:].T
-            if P is not None:  # Gᵀ H G, G = blockdiag(P, I), plus μᵀΓ_xx
-                H[:ndx] = P.T @ H[:ndx]
-                H[:, :ndx] = H[:, :ndx] @ P
-                Gqq, _, Gqv = dyn.impulse_dynamics_second_derivatives_contracted(
-                    m, x[: m.nq], x[m.nq:], cs, np.r_[dv.T @ rho_f, np.zeros(w.size - nv)])
-                H[:nv, :nv] += Gqq
-                H[:nv, nv:ndx] += Gqv
-                H[nv:ndx, :nv] += Gqv.T
+            if bases is not None and (again or k in bases):
+                if k not in bases:
+                    bases[k] = np.stack([self._second_order(cs, rows_j, x, q, v, tau, dv, P, np.ones(1))
+                                         for rows_j in (slice(j, j + 1) for j in range(dv.shape[0]))])
+                H = np.tensordot(rho_f, bases[k][rows], 1)
+            else:
+                H = self._second_order(cs, rows, x, q, v, tau, dv, P, rho_f)
             C = self._outer_curvature(f, rho[k])
             if C is not None:  # (S λ_z)ᵀ Φ (S λ_z), Fz already through P
                 H += Fz.T @ C @ Fz
             Hxx[k], Hux[k], Huu[k] = H[:ndx, :ndx], H[ndx:, :ndx], H[ndx:, ndx:]
         return Hxx, Hux, Huu
+
+    def _second_order(self, cs, rows: slice, x, q, v, tau, dv, P, rho_f) -> np.ndarray:
+        """∇²_z(ρ̂ᵀ λ[rows]) (ndx + nu, ndx + nu) at one knot, z = (δx, u): the contact
+        dynamics' contracted second order, through the impulse map where P is given (module
+        docstring); dv the knot's λ_ṽ (every row)."""
+        m, nv, ndx, nu = self.model, self.model.nv, self.ndx, self.nu
+        w = np.zeros(nv + sum(c.dim for c in cs))
+        w[nv + rows.start: nv + rows.stop] = rho_f
+        Hqq, Hvv, Hqv, Hqtau = dyn.contact_dynamics_second_derivatives_contracted(m, q, v, tau, cs, w)
+        H = np.zeros((ndx + nu, ndx + nu))  # ∇²_z̃(ρ̂ᵀλ), z̃ = (δq, δṽ, u)
+        H[:nv, :nv], H[nv:ndx, nv:ndx], H[:nv, nv:ndx] = Hqq, Hvv, Hqv
+        H[:nv, ndx:] = Hqtau[:, self.actuated]
+        H[nv:ndx, :nv], H[ndx:, :nv] = Hqv.T, H[:nv, ndx:].T
+        if P is not None:  # Gᵀ H G, G = blockdiag(P, I), plus μᵀΓ_xx
+            H[:ndx] = P.T @ H[:ndx]
+            H[:, :ndx] = H[:, :ndx] @ P
+            Gqq, _, Gqv = dyn.impulse_dynamics_second_derivatives_contracted(
+                m, x[: m.nq], x[m.nq:], cs, np.r_[dv[rows].T @ rho_f, np.zeros(w.size - nv)])
+            H[:nv, :nv] += Gqq
+            H[:nv, nv:ndx] += Gqv
+            H[nv:ndx, :nv] += Gqv.T
+        return H
 
 
 class ContactForceResidual(_ContactForceFunction):
@@ -345,6 +375,8 @@ class SmoothFrictionConeResidual(_ContactForceFunction):
     :class:`ContactForceResidual`; 0 where the frame is not in contact.
 
     φ_f = μ nᵀ − f_tᵀ/s, ∇²φ = −(T − f_t f_tᵀ/s²)/s with s = √(‖f_t‖² + ε²), T = I − nnᵀ."""
+
+    linear = False
 
     def __init__(self, model: Model, contacts: Sequence[Sequence[Contact]], frame: str, mu: float = MU,
                  normal=(0.0, 0.0, 1.0), eps: float = 1e-3, actuated=None) -> None:
