@@ -46,7 +46,9 @@ or a stage constraint of a problem with that same sequence (and actuation), whic
 public functions (a compiled batch over knots is a later speed-up). The residuals of one
 contact sequence at the same knots — one per foot, as a problem evaluates its costs and
 constraints in turn — share each knot's contact dynamics, their derivatives and the impulse
-map (:func:`_shared_knots`): computed once, not once per frame.
+map (:func:`_shared_knots`): computed once, not once per frame. For a linear φ the
+Hessians asked for several ρ at the same knots (a constraint's rows one by one) combine the
+per-row ∇²λ_j of each knot, computed once and shared as well.
 """
 from __future__ import annotations
 
