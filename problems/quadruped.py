@@ -45,10 +45,11 @@ For a controller (``cone="cost"``): the pyramid as a running cost instead, each 
 relaxed logarithmic barrier of Hauser & Saccon (2006) (:class:`~optdyn.ocp.activations.RelaxedLogBarrier`,
 weight 0.1, δ = 0.1 N: −log(z/δ) on the margin z = −A f inside, a quadratic from δ on and
 beyond the boundary), so that iLQR with one iteration per step (:class:`optdyn.MPC`) keeps the
-forces inside. The augmented Lagrangian's penalty, like a quadratic penalty on the violation,
-has no curvature at rows that are not active: a step of its Gauss–Newton model crosses them,
-and under real-time iterations the trot with the constraint diverges. The barrier is curved
-at every row inside, so the model sees a row before the step crosses it. Its optimum lies
+forces inside. The augmented Lagrangian's penalty (Powell–Hestenes–Rockafellar), like a
+quadratic penalty on the violation, is flat at a row inside by more than λ/ρ: one step of its
+Gauss–Newton model from a shifted warm start crosses such rows (6.6 N at the first step of
+the trot), and under real-time iterations the trot with the constraint diverges. The barrier
+is curved at every row inside, so the model sees a row before the step crosses it. Its optimum lies
 inside the pyramid (the barrier's slope at the boundary, 2w/δ = 2 per N, 0.04 with dt,
 exceeds the largest multiplier of the constrained trot, 0.0104) and costs 1 % more on the
 task's own cost (20.63 against 20.42); the barrier's value, negative far inside, is part of
