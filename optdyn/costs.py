@@ -2,7 +2,8 @@
 :mod:`optdyn.ocp.costs`, the residuals and activations they may be built from
 (:mod:`optdyn.ocp.residuals`, :mod:`optdyn.ocp.contact_residuals`, :mod:`optdyn.ocp.activations`) and
 the residual costs of :mod:`optdyn.ocp.residual_costs` (``from optdyn.costs import FramePlacementCost``)."""
-from .ocp.activations import Activation, LogBarrier, PseudoHuber, QuadraticBarrier, Softplus, WeightedQuadratic
+from .ocp.activations import (Activation, LogBarrier, PseudoHuber, QuadraticBarrier, RelaxedLogBarrier, Softplus,
+                               WeightedQuadratic)
 from .ocp.contact_residuals import (ContactForceResidual, FrictionConeResidual, SmoothFrictionConeResidual,
                                     WrenchConeResidual)
 from .ocp.costs import Cost, PointSet, Sum
@@ -23,4 +24,5 @@ __all__ = ["Cost", "Sum", "StateCost", "ControlCost", "FramePositionCost", "Obst
            "CoMPositionResidual", "SphereClearanceResidual", "VectorStateResidual", "UserResidual",
            "ContactForceResidual", "FrictionConeResidual", "SmoothFrictionConeResidual", "WrenchConeResidual",
            "RelativePlacementCost", "RelativePositionCost", "RelativePlacementResidual", "RelativePositionResidual",
-           "Activation", "WeightedQuadratic", "QuadraticBarrier", "PseudoHuber", "LogBarrier", "Softplus"]
+           "Activation", "WeightedQuadratic", "QuadraticBarrier", "PseudoHuber", "LogBarrier", "Softplus",
+           "RelaxedLogBarrier"]

@@ -42,7 +42,7 @@ pushes the feet outwards harder than any friction would allow (23 N outside the 
 one cycle).
 
 For a controller (``cone="cost"``): the pyramid as a running cost instead, each row under the
-relaxed logarithmic barrier of Hauser & Saccon (2006) (:class:`~optdyn.ocp.activations.RelaxedLogBarrier`,
+relaxed logarithmic barrier of Hauser & Saccon (2006) (:class:`optdyn.costs.RelaxedLogBarrier`,
 weight 0.1, δ = 0.1 N: −log(z/δ) on the margin z = −A f inside, a quadratic from δ on and
 beyond the boundary), so that iLQR with one iteration per step (:class:`optdyn.MPC`) keeps the
 forces inside. The augmented Lagrangian's penalty (Powell–Hestenes–Rockafellar), like a
@@ -62,8 +62,8 @@ import numpy as np
 
 from dynamics import Contact, Model, frame_placement
 from optdyn.constraints import ResidualConstraint
-from optdyn.costs import ControlCost, FramePositionCost, FrictionConeResidual, ResidualCost, StateCost
-from optdyn.ocp.activations import RelaxedLogBarrier
+from optdyn.costs import (ControlCost, FramePositionCost, FrictionConeResidual, RelaxedLogBarrier, ResidualCost,
+                          StateCost)
 from optdyn.ocp.problem import Problem
 
 from .gaits import BASE_HEIGHT, FEET, STANDING, WEIGHTS, gait, positive, swing_references

@@ -448,7 +448,8 @@ def _every_term_problem(N=6):
     running = (prob.running_cost + FrameOrientationCost(UR5, "wrist_3_link", T[:3, :3], 0.5)
                + CoMPositionCost(UR5, (0.1, 0.1, 0.4), 0.3)
                + ResidualCost(res.StateResidual(UR5, refs), act.PseudoHuber(12, 0.3), np.linspace(1, 2, N))
-               + ResidualCost(res.JointVelocityResidual(UR5), act.QuadraticBarrier(-0.5, 0.5, size=6), 2.0))
+               + ResidualCost(res.JointVelocityResidual(UR5), act.QuadraticBarrier(-0.5, 0.5, size=6), 2.0)
+               + ResidualCost(res.JointPositionResidual(UR5), act.RelaxedLogBarrier(-4.0, 4.0, 0.5, size=6), 0.1))
     return Problem(UR5, x0, N, prob.dt, running, prob.terminal_cost, name="every-term",
                    path_constraints=[JointLimits(UR5, margin=0.1),
                                      ResidualConstraint(res.FramePositionResidual(UR5, "tool0"), lower=[-1, -1, 0.05])],

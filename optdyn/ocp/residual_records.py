@@ -18,7 +18,8 @@ import numpy as np
 
 from dynamics.model import Model
 
-from .activations import Activation, LogBarrier, PseudoHuber, QuadraticBarrier, Softplus, WeightedQuadratic
+from .activations import (Activation, LogBarrier, PseudoHuber, QuadraticBarrier, RelaxedLogBarrier, Softplus,
+                          WeightedQuadratic)
 from .constraints import JointLimits, ResidualConstraint, ResidualEquality
 from .relative_residuals import RelativePlacementResidual, RelativePositionResidual
 from .residual_costs import ResidualCost
@@ -65,6 +66,8 @@ _ACTIVATIONS: dict[type, tuple[Callable, Callable]] = {
                  lambda d: LogBarrier(d["lower"], d["upper"], d["weights"])),
     Softplus: (lambda a: {"size": a.size, "width": a.width, "weights": a.weights},
                lambda d: Softplus(d["size"], d["width"], d["weights"])),
+    RelaxedLogBarrier: (lambda a: {"lower": a.lower, "upper": a.upper, "delta": a.delta, "weights": a.weights},
+                        lambda d: RelaxedLogBarrier(d["lower"], d["upper"], d["delta"], d["weights"])),
 }
 
 
