@@ -16,9 +16,12 @@ step (real-time iteration) and a horizon of H intervals moving along a longer ta
   1.5 s, H = 20, undisturbed and pushed sideways on the base (10 N from 0.3 s for 0.1 s), the
   plant on the task's contact sequence; error = the base's largest distance to the open-loop
   optimum over the task's 1 s, and the feet's largest height above their start at the end.
-  Without the friction pyramid (``mu=None``), and with it (μ = 0.7, its default): one
-  augmented-Lagrangian iteration per step; with ``--converged`` also solved to convergence at
-  every step (about 5 minutes).
+  Without the friction pyramid (``mu=None``), and with it (μ = 0.7, its default): as stage
+  constraints (``cone="constraint"``, the default: one augmented-Lagrangian iteration per
+  step), or as a relaxed-log-barrier cost (``cone="cost"``); with ``--converged`` also the
+  constraints solved to convergence at every step (about 5 minutes). For the pyramid, the
+  least margin of its rows over the stance knots (``ClosedLoop.margins`` holds the plant's
+  fine states; the knots' forces are those the controller plans with).
 
 Step times: the median and worst ``MPC.step`` over the steps after the first (a cold solve to
 convergence), as ratios to the control period — the physical bound of a real-time loop —, and
@@ -38,7 +41,7 @@ from _common import machine, table, write_section
 import dynamics as dyn
 import optdyn
 import problems
-from optdyn.costs import ControlCost, FramePositionCost, StateCost
+from optdyn.costs import ControlCost, FramePositionCost, FrictionConeResidual, StateCost
 from problems import quadruped
 from problems.quadruped import FEET
 
@@ -81,11 +84,23 @@ def circle_rows() -> list[list]:
     return rows
 
 
+def pyramid_margin(task: optdyn.Problem, loop, mu: float) -> float:
+    """The least margin (N; < 0 outside) of the friction pyramid's rows over every foot's
+    stance knots of the closed loop: the task's own residual at the loop's states and controls."""
+    window = task.window(0, len(loop.us))  # the contact sequence of every step, held past the end
+    least = np.inf
+    for foot in FEET:
+        r = FrictionConeResidual(task.model, window.contacts, foot, mu=mu)
+        least = min(least, -float(r.value(loop.xs[:-1], loop.us)[r.defined_at()].max()))
+    return least
+
+
 def trot_rows(converged: bool) -> list[list]:
     rows = []
-    cases = [(None, 1, 0.0), (None, 1, 10.0), (0.7, 1, 0.0)] + ([(0.7, None, 0.0)] if converged else [])
-    for mu, iterations, force in cases:
-        task = quadruped.make("trot", mu=mu)
+    cases = [(None, 1, 0.0, "constraint"), (None, 1, 10.0, "constraint"), (0.7, 1, 0.0, "constraint"),
+             (0.7, 1, 0.0, "cost"), (0.7, 1, 10.0, "cost")] + ([(0.7, None, 0.0, "constraint")] if converged else [])
+    for mu, iterations, force, cone in cases:
+        task = quadruped.make("trot", mu=mu, cone=cone)
         optimum = optdyn.solve(task, "ilqr")
         pushes = [optdyn.Push("base_link", (0.0, force, 0.0), 0.3, 0.1)] if force else []
         started = time.perf_counter()
@@ -96,10 +111,11 @@ def trot_rows(converged: bool) -> list[list]:
         feet = [dyn.frame_placement(task.model, loop.xs[k, : task.model.nq], f)[1][2] for k in (0, -1) for f in FEET]
         height = max(abs(b - a) for a, b in zip(feet[:4], feet[4:]))
         median, worst = steps(loop)
-        what = f"trot, {'no friction constraint' if mu is None else f'friction pyramid μ = {mu}'}" \
-               + (f", pushed {force:g} N" if force else "")
+        pyramid = "no friction pyramid" if mu is None else f"friction pyramid μ = {mu} as a {cone}"
+        what = f"trot, {pyramid}" + (f", pushed {force:g} N" if force else "")
+        margin = "" if mu is None or loop.stopped else f", pyramid ≥ {pyramid_margin(task, loop, mu):+.3g} N"
         rows.append([what, 20, "1" if iterations else "converge",
-                     f"base {100 * base:.1f} cm, feet {1e3 * height:.1f} mm",
+                     f"base {100 * base:.1f} cm, feet {1e3 * height:.1f} mm{margin}",
                      loop.stopped or f"ran {loop.t[-1]:g} s ({wall:.0f} s wall)", f"{median:.3f}", f"{worst:.3f}", ""])
     return rows
 
