@@ -48,7 +48,7 @@ def make(model: dyn.Model, N: int = 40, dt: float = 0.05) -> Problem:
     clearance = SphereClearance(model, points, OBSTACLE[0], OBSTACLE[1], margin=0.03)
     return Problem(model, x0, N, dt, running, terminal, substeps=1,
                    u_lower=-model.effort_limit, u_upper=model.effort_limit,
-                   path_constraints=[clearance], us_init=np.tile(g0, (N, 1)), name="panda-reach")
+                   path_constraints=[clearance], us_init=np.tile(g0, (N, 1)), name="panda-past-sphere")
 
 
 def write_outputs(result, out: str, stem: str) -> None:

@@ -175,7 +175,7 @@ def test_panda_end_to_end_script_and_cli(tmp_path, capsys):
     assert distance < 1e-3 and clearance > 0.0
     assert main(["plot", str(npz), "--out", str(tmp_path / "again.png")]) == 0
     html = (tmp_path / "again.html").read_text()
-    assert "panda-reach · ddp" in html and html.count('"format": "dae"') == 0  # meshes are msgpack, not JSON
+    assert "panda-past-sphere · ddp" in html and html.count('"format": "dae"') == 0  # meshes are msgpack, not JSON
     shot = screenshot(tmp_path / "again.html", tmp_path, "again")
     assert reddish(shot).sum() > 300 and orange(shot).sum() < 50
 
