@@ -6,6 +6,7 @@ import pytest
 
 import dynamics as dyn
 import optdyn
+import problems
 from dynamics.models import ur5
 from optdyn.ocp import task
 from optdyn.apps.cli import Progress, _parse_param, build_parser, main
@@ -279,3 +280,18 @@ def test_clearances_of_any_problem_with_clearance_constraints():
         np.testing.assert_allclose(c.nodes[k], expected, atol=1e-12)
     np.testing.assert_allclose(c.substeps[:, 0], c.nodes[:-1], atol=1e-12)
     assert c.min == pytest.approx(c.substeps.min())
+
+
+def test_a_problem_of_ones_own_named_like_a_task_reopens_as_itself(tmp_path):
+    """A result of one's own problem that shares a registered task's name comes back from its
+    record (what was solved), not as the task; a result of the task itself, as the task."""
+    own = problems.get("ur5-reach", N=10, target=(0.3, -0.2, 0.5))
+    own.params = {"N": 10}  # as if written by hand: the name and the horizon of the task, another target
+    registry = lambda name, params: problems.get(name, **params)  # noqa: E731 — the command line's lookup
+    for prob, target in ((own, (0.3, -0.2, 0.5)), (problems.get("ur5-reach", N=10), (0.4, 0.3, 0.4))):
+        res = some_result(prob)
+        res.problem, res.params = prob.name, prob.params
+        save_result(res, tmp_path / "r.npz")
+        again = task.problem_of(load_result(tmp_path / "r.npz"), make=registry)
+        np.testing.assert_allclose(task.frame_targets(again)[0].target, target)
+        assert (again.params == {"N": 10, "dt": 0.05, "target": (0.4, 0.3, 0.4)}) == (prob is not own)

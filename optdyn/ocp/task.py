@@ -27,6 +27,7 @@ and the command line alike.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Callable
@@ -309,6 +310,12 @@ def rebuild(rec: dict) -> Problem:
 
 # ------------------------------------------------------------------ which problem
 
+def _task_part(rec: dict | None) -> dict | None:
+    """A problem record without where its model's files are (a machine's paths) and its format
+    version: what the task is."""
+    return None if rec is None else {k: v for k, v in rec.items() if k not in ("model", "version")}
+
+
 def problem_of(result: Result, problem: Problem | None = None, *,
                make: Callable[[str, dict], Problem | None] | None = None) -> Problem:
     """The problem ``result`` was solved on, from the first of these that has it:
@@ -319,7 +326,8 @@ def problem_of(result: Result, problem: Problem | None = None, *,
     3. ``make(result.problem, result.params)``, if ``make`` is given: a lookup of named
        problems (the command line passes one over the ``problems`` registry) returning
        the problem built with those construction parameters, or None for a name it does
-       not know;
+       not know — unless the result's record (4.) describes another problem: a problem of
+       one's own that happens to share a registered task's name;
     4. the result's ``extra["problem_record"]`` (written by
        :func:`optdyn.apps.io.save_result`), rebuilt by :func:`rebuild`.
 
@@ -335,10 +343,11 @@ def problem_of(result: Result, problem: Problem | None = None, *,
     name = result.problem
     try:
         named = None if make is None else make(name, dict(result.params or {}))
+        rec = result.extra.get("problem_record")
         if named is not None:
             _require_problem(named)
-            return named
-        rec = result.extra.get("problem_record")
+            if rec is None or _task_part(json.loads(json.dumps(record(named)))) == _task_part(rec):
+                return named
         if rec is not None:
             return rebuild(rec)
     except (ValueError, TypeError) as e:
