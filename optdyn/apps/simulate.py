@@ -262,7 +262,7 @@ class _PlantIntervals:
     interval i (the last one's past the end), and the task's constraints there."""
 
     def __init__(self, task: Problem, model: Model, h: float) -> None:
-        self.task, self.model, self.timed = task, model, bool(windows.varies(task))
+        self.task, self.model = task, model
         a, b = integrators.METHODS["rk4"]
         self.ode = integrators.robot_ode(model, task.actuated)
         self.free = integrators.IntervalDynamics(self.ode, a, b, h, 1, task.f_ext[:1])  # f_ext set per interval
@@ -295,4 +295,4 @@ class _PlantIntervals:
 
     def constraints(self, i: int, K: int) -> Problem:
         """The task at K knots all in interval i, for the margins of its constraints there."""
-        return windows.window(self.task, np.full(K, self._row(i))) if self.timed else self.task
+        return windows.window(self.task, np.full(K, self._row(i)))  # the task's own terms if none vary

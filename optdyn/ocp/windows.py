@@ -60,21 +60,6 @@ def windowed_term(term, rows: np.ndarray, knots: int | None = None):
     return out
 
 
-def varies(problem) -> list[str]:
-    """What varies along the intervals of ``problem`` (empty: every interval alike): the names
-    of its residuals with per-knot references, its costs with per-knot weights, its
-    per-interval forces and its contact sequence."""
-    terms = [problem.running_cost, *problem.path_constraints, *problem.stage_constraints]
-    found = [type(r).__name__ for t in terms if t is not None for r in t.residuals() if r.knots() is not None]
-    found += [type(c).__name__ + " weights" for t in terms for c in _leaves(t)
-              if isinstance(c, ResidualCost) and c.weight.ndim == 1]
-    if problem.f_ext.shape[0] > 1:
-        found.append("f_ext")
-    if problem.contacts is not None:
-        found.append("contacts")
-    return found
-
-
 def _leaves(term) -> list:
     return [] if term is None else [c for _, c in term.terms] if isinstance(term, Sum) else [term]
 
