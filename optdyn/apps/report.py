@@ -28,6 +28,7 @@ from ..ocp.constraints import StateEquality
 from ..ocp.contact_residuals import MU, check_friction, tangent_basis
 from ..ocp.costs import PointSet
 from ..ocp.problem import Problem, _array
+from ..ocp.relative_residuals import RelativeMotion
 from ..ocp.residuals import (CoMPositionResidual, FrameOrientationResidual, FramePlacementResidual,
                              FramePositionResidual, FrameVelocityResidual)
 from ..ocp.task import cost_terms, frame_targets
@@ -147,8 +148,7 @@ def tracking_errors(problem: Problem, xs) -> dict[str, np.ndarray]:
             if t.relative_to is None:
                 out[f"{t.frame} to ({where}) [m]"] = np.linalg.norm(p - t.target, axis=1)
                 continue
-            placements = [dyn.frame_placement(model, x[: model.nq], t.relative_to) for x in xs]
-            local = np.array([R.T @ (pk - o) for (R, o), pk in zip(placements, p)])  # in the frame's axes
+            local = RelativeMotion(model, t.frame, t.relative_to).pose(xs)[1]  # in the other frame's axes
             out[f"{t.frame} to ({where}) in {t.relative_to} [m]"] = np.linalg.norm(local - t.target, axis=1)
     goals = [c for c in problem.terminal_constraints if isinstance(c, StateEquality)]
     for k, c in enumerate(goals):
