@@ -61,7 +61,7 @@ from dynamics.model import FREE_FLYER, Model
 
 from .residual_costs import ResidualCost
 from .residuals import (FrameMotion, Residual, Terms, _ancestors, _hessians, _PoseResidual, at_knots, references,
-                        rigid_transforms)
+                        rigid_transforms, to_frame)
 
 
 def _frame(model: Model, name, argument: str):
@@ -70,13 +70,6 @@ def _frame(model: Model, name, argument: str):
         return check_frame(model, name)
     except ValueError as e:
         raise ValueError(f"{argument}: {str(e).partition(': ')[2]}") from None
-
-
-def to_frame(R: np.ndarray, p: np.ndarray, X: np.ndarray) -> np.ndarray:
-    """Ad(M⁻¹) X: twists X (K, n, 6) = [v; ω] (linear part at the origin) expressed in the
-    axes and at the origin of M = (R (K, 3, 3), p (K, 3))."""
-    v = X[..., :3] + np.cross(X[..., 3:], p[:, None])
-    return np.concatenate([np.matmul(v, R), np.matmul(X[..., 3:], R)], axis=-1)  # rows Rᵀv, Rᵀω
 
 
 class RelativeMotion(FrameMotion):

@@ -414,6 +414,13 @@ def spatial_pairs(lam: np.ndarray, S: np.ndarray) -> np.ndarray:
     return np.einsum("ki,kadi->kad", lam, motion_cross(S[:, :, None], S[:, None]))
 
 
+def to_frame(R: np.ndarray, p: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """Ad(M⁻¹) X: twists X (K, n, 6) = [v; ω] (linear part at the origin) expressed in the
+    axes and at the origin of M = (R (K, 3, 3), p (K, 3))."""
+    v = X[..., :3] + np.cross(X[..., 3:], p[:, None])
+    return np.concatenate([np.matmul(v, R), np.matmul(X[..., 3:], R)], axis=-1)  # rows Rᵀv, Rᵀω
+
+
 class FrameMotion:
     """The pose M = (R, p) of frame ``frame`` at knots, its world columns S (K, nv, 6) = [v; ω]
     and body Jacobian J_b = Ad(M⁻¹) S (K, 6, nv) (rows [linear; angular], Pinocchio's LOCAL)."""
@@ -427,10 +434,7 @@ class FrameMotion:
         qs = np.ascontiguousarray(xs[:, : self.model.nq])
         R, p, S = frame_motion_batch_kernel(self.model.arrays, qs, self.body, self.placement)
         S = np.concatenate([S[:, :, 3:], S[:, :, :3]], axis=2)  # [ω; v] → [v; ω]
-        Rt = R.transpose(0, 2, 1)
-        Jb = np.concatenate([np.matmul(Rt, (S[:, :, :3] + np.cross(S[:, :, 3:], p[:, None])).transpose(0, 2, 1)),
-                             np.matmul(Rt, S[:, :, 3:].transpose(0, 2, 1))], axis=1)
-        return R, p, S, Jb
+        return R, p, S, np.ascontiguousarray(to_frame(R, p, S).transpose(0, 2, 1))
 
     def twist_hessian(self, R, p, S, rho):
         """Σ_i ρ_i ∇²η_i (K, nv, nv) of the body twist η (module docstring) for ρ (K, 6)."""
