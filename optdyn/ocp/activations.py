@@ -126,15 +126,22 @@ class PseudoHuber(Activation):
         return np.sum(w * d * d * (s - 1.0), axis=1), w * r / s, w / s ** 3
 
 
+def barrier_bounds(lower, upper, size: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """(lower, upper) of :func:`as_bounds` (``size`` entries, or as many as the bounds given),
+    each entry with a finite lower or upper bound (a barrier on nothing: ValueError naming ``lower``)."""
+    lower, upper = as_bounds(lower, upper, max(np.size(lower), np.size(upper)) if size is None else size)
+    if not np.all(np.isfinite(lower) | np.isfinite(upper)):
+        raise ValueError("lower: every entry needs a finite lower or upper bound")
+    return lower, upper
+
+
 class LogBarrier(Activation):
     """−Σ_i w_i (log(r_i − lower_i) + log(upper_i − r_i)), each term only where its bound is
     finite; +∞ (gradient NaN) outside the open box: a start strictly inside is needed
     (``size`` when both bounds are numbers)."""
 
     def __init__(self, lower, upper, weights=1.0, size: int | None = None) -> None:
-        self.lower, self.upper = as_bounds(lower, upper, max(np.size(lower), np.size(upper)) if size is None else size)
-        if not np.all(np.isfinite(self.lower) | np.isfinite(self.upper)):
-            raise ValueError("lower: every entry needs a finite lower or upper bound")
+        self.lower, self.upper = barrier_bounds(lower, upper, size)
         self.size = self.lower.size
         self.weights = as_weights(weights, self.size)
 
@@ -183,9 +190,7 @@ class RelaxedLogBarrier(Activation):
     TAC 2017). ``delta`` δ > 0 in the units of r; ``size`` when both bounds are numbers."""
 
     def __init__(self, lower, upper, delta: float = 1.0, weights=1.0, size: int | None = None) -> None:
-        self.lower, self.upper = as_bounds(lower, upper, max(np.size(lower), np.size(upper)) if size is None else size)
-        if not np.all(np.isfinite(self.lower) | np.isfinite(self.upper)):
-            raise ValueError("lower: every entry needs a finite lower or upper bound")
+        self.lower, self.upper = barrier_bounds(lower, upper, size)
         self.size, self.delta = self.lower.size, positive(delta, "delta")
         self.weights = as_weights(weights, self.size)
 
