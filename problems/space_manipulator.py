@@ -39,11 +39,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from dynamics.kinematics import frame_placement
 from dynamics.models import space_manipulator
 from optdyn.constraints import OrientationBound
 from optdyn.costs import ControlCost, FramePositionCost, RelativePlacementCost, StateCost
 from optdyn.ocp.problem import Problem
+from optdyn.ocp.relative_residuals import RelativeMotion
 
 Q_ARM = (0.0, -1.2, 1.5, -0.3, 1.57, 0.0)
 TARGET = (0.3, 0.5, 1.0)
@@ -98,10 +98,10 @@ def _reach_costs(model, x0: np.ndarray, target):
 
 def station_placement(model) -> np.ndarray:
     """M* (4, 4): the placement of tool0 in the satellite's frame at the arm angles Q_STATION."""
-    q = np.concatenate([[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0], Q_STATION])
-    (Rs, ps), (Rt, pt) = (frame_placement(model, q, f) for f in ("satellite", "tool0"))
+    x = np.concatenate([[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0], Q_STATION, np.zeros(model.nv)])
+    R, p = (a[0] for a in RelativeMotion(model, "tool0", "satellite").pose(x[None])[:2])
     M = np.eye(4)
-    M[:3, :3], M[:3, 3] = Rs.T @ Rt, Rs.T @ (pt - ps)
+    M[:3, :3], M[:3, 3] = R, p
     return M
 
 
