@@ -32,7 +32,7 @@ import numpy as np
 
 from .ddp import Log, Objective, Options, Workspace, initial_guess, iterate, stopped_by_exception
 from ..ocp.problem import Problem
-from .result import Result
+from .result import Result, multiplier_arrays
 from .runtime import Run, is_interrupt
 
 
@@ -149,18 +149,15 @@ def initial_multipliers(problem: Problem, multipliers, rho_init: float
     if multipliers is None:
         return np.zeros((N, problem.nc)), np.zeros((N, problem.ng)), np.zeros(problem.nh), rho_init
     shapes = {"lambda": (N, problem.nc), "lambda_stage": (N, problem.ng), "mu": (problem.nh,)}
+    expected = f"a mapping with {', '.join(shapes)} (and optionally rho), as a constrained result's extra holds"
+    arrays = multiplier_arrays(multipliers, shapes, expected)
     try:
-        arrays = [np.array(multipliers[k], dtype=float) for k in shapes]
         rho = float(multipliers.get("rho", rho_init))
-    except (KeyError, TypeError, ValueError, AttributeError):
-        raise ValueError(f"multipliers: expected a mapping with {', '.join(shapes)} (and optionally rho), "
-                         f"as a constrained result's extra holds") from None
-    for (name, shape), a in zip(shapes.items(), arrays):
-        if a.shape != shape or not np.all(np.isfinite(a)):
-            raise ValueError(f"multipliers: {name} expected finite values of shape {shape}, got shape {a.shape}")
+    except (TypeError, ValueError):
+        raise ValueError(f"multipliers: expected {expected}") from None
     if not (np.isfinite(rho) and rho > 0):
         raise ValueError(f"multipliers: rho expected a finite penalty > 0, got {rho!r}")
-    return (*arrays, rho)
+    return (*arrays.values(), rho)
 
 
 def solve_al(problem: Problem, ddp: bool = True, us_init=None, xs_init=None, constraint_tol: float = 1e-6,

@@ -70,7 +70,7 @@ from dynamics.spatial import matmul_add
 from dynamics.parallel import run_chunks
 
 from ..ocp.problem import Problem
-from .result import Result
+from .result import Result, multiplier_arrays
 from .runtime import Run, check_max_time, is_interrupt, stop_message
 from ..ocp.state import StateChart, check_state, exp_curvature, lie_scratch, log_curvature
 
@@ -617,17 +617,13 @@ def initial_duals(nlp: MultipleShootingNLP, multipliers) -> dict | None:
     ``multipliers`` otherwise."""
     if multipliers is None:
         return None
-    sizes = {"constraints": nlp.m, "lower": nlp.n, "upper": nlp.n}
+    expected = "an IPOPT result's extra, whose 'duals' hold constraints, lower and upper"
     try:
-        duals = {k: np.array(multipliers["duals"][k], dtype=float) for k in sizes}
-    except (KeyError, TypeError, ValueError, IndexError):
-        raise ValueError("multipliers: expected an IPOPT result's extra, whose 'duals' hold constraints, lower "
-                         "and upper") from None
-    for k, n in sizes.items():
-        if duals[k].shape != (n,) or not np.all(np.isfinite(duals[k])):
-            raise ValueError(f"multipliers: duals {k} expected finite values of shape ({n},), got shape "
-                             f"{duals[k].shape}")
-    return duals
+        duals = multipliers["duals"]
+    except (KeyError, TypeError, IndexError):
+        raise ValueError(f"multipliers: expected {expected}") from None
+    return multiplier_arrays(duals, {"constraints": (nlp.m,), "lower": (nlp.n,), "upper": (nlp.n,)}, expected,
+                             "duals ")
 
 
 def solve_ipopt(problem: Problem, hessian: str = "exact", max_iter: int = 500, tol: float = 1e-8,

@@ -91,3 +91,20 @@ class Result:
     def __repr__(self) -> str:
         return (f"Result(solver={self.solver!r}, problem={self.problem!r}, status={self.status!r}, "
                 f"cost={self.cost:.6g}, iterations={self.iterations}, converged={self.converged})")
+
+
+def multiplier_arrays(multipliers, shapes: dict[str, tuple[int, ...]], expected: str,
+                      label: str = "") -> dict[str, np.ndarray]:
+    """The arrays named in ``shapes`` from ``multipliers`` (a result's extra, or the part of it
+    that holds them), finite and of those shapes, to start a solve from; ValueError naming
+    ``multipliers``: "expected ``expected``" when one is missing or not numbers, else which
+    (``label`` before its name) has the wrong shape or values."""
+    try:
+        arrays = {k: np.array(multipliers[k], dtype=float) for k in shapes}
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError):
+        raise ValueError(f"multipliers: expected {expected}") from None
+    for k, shape in shapes.items():
+        if arrays[k].shape != shape or not np.all(np.isfinite(arrays[k])):
+            raise ValueError(f"multipliers: {label}{k} expected finite values of shape {shape}, "
+                             f"got shape {arrays[k].shape}")
+    return arrays
