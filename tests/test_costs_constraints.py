@@ -84,6 +84,34 @@ def test_constraint_derivatives_match_finite_differences(name):
         assert np.allclose(cxx[k], central(lambda y: con.evaluate(y[None])[1][0], XS[k]), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("name", ["sphere", "state", "state_indices", "frame"])
+def test_constraint_value_is_that_of_its_evaluation(name):
+    con = _constraints()[name]  # value() computes no derivatives: the same numbers without them
+    assert np.allclose(con.value(XS), con.evaluate(XS)[0], rtol=1e-13, atol=1e-14)
+
+
+def test_sum_adds_its_terms_expansions_into_given_arrays():
+    a = StateCost(np.arange(1.0, NX + 1), rng.normal(size=NX))
+    b, c = ControlCost(2.0, nu=NV), FramePositionCost(MODEL, "tool0", (0.3, 0.1, 0.4), 5.0)
+    total = 0.5 * a + b + 3.0 * c
+    out = tuple(np.full_like(t, 1.0) for t in total.evaluate(XS, US))  # add_to adds to what is there
+    total.add_to(XS, US, 2.0, out)
+    parts = [(0.5, a.evaluate(XS, US)), (1.0, b.evaluate(XS, US)), (3.0, c.evaluate(XS, US))]
+    for i, acc in enumerate(out):
+        expected = 1.0 + 2.0 * sum(w * t[i] for w, t in parts if i in (0, 2, 5) or t[i].shape == acc.shape)
+        assert np.allclose(acc, expected, rtol=1e-12, atol=1e-12)
+    assert np.all(b.evaluate(XS, US)[1] == 0.0)  # a control cost adds nothing to the x-derivatives
+
+
+def test_a_residual_cost_evaluated_twice_keeps_the_first_result():
+    cost = FramePositionCost(MODEL, "tool0", (0.3, 0.1, 0.4), 5.0)
+    first = [t.copy() for t in cost.evaluate(XS, US)]
+    kept = cost.evaluate(XS, US)
+    cost.evaluate(XS[::-1].copy(), US)  # the residual's kept Jacobians are overwritten, not the results
+    for a, b in zip(first, kept):
+        assert np.array_equal(a, b)
+
+
 def test_sphere_clearance_values_are_distances_minus_radius_and_margin():
     import dynamics as dyn
     con = SphereClearance(MODEL, [("tool0", (0.0, 0.0, 0.0))], (0.3, 0.2, 0.5), 0.2, margin=0.05)

@@ -289,12 +289,13 @@ def test_real_time_steps_reuse_their_arrays_and_compiled_kernels(reach, monkeypa
     """After two warm-up steps, each real-time step (one DDP iteration from the feedback-policy
     warm start, ur5-reach over 40 intervals) solves in the arrays of the step before (one
     :class:`~optdyn.solvers.ddp.Workspace`, kept), rolls nothing out besides the warm start's
-    policy rollout, compiles no new kernel specialisation and holds at most 1 MB at once.
+    policy rollout, compiles no new kernel specialisation and holds at most 0.25 MB at once.
     Measured 2026-11-27 (tracemalloc's peak above the level before the step): 2.08 MB per step
     before the workspace (DDP's stage records, the solver's arrays and two more rollouts of the
-    warm start made afresh at every step), 0.39–0.40 MB after; what remains is mostly the
-    costs' and the dynamics' derivatives, new arrays at every expansion (and 29 kB: the
-    result's own xs, us and gains)."""
+    warm start made afresh at every step), 0.39–0.40 MB with it, 0.14–0.15 MB since the
+    expansion writes into it too (the costs' derivatives, A and B, the residuals' Jacobians
+    kept); what remains is vectors per knot (residual values, activations, the line search's
+    costs), the position-block curvatures and the result's own xs, us and gains (29 kB)."""
     import tracemalloc
 
     from optdyn.solvers import ddp
@@ -323,7 +324,7 @@ def test_real_time_steps_reuse_their_arrays_and_compiled_kernels(reach, monkeypa
         tracemalloc.stop()
     assert mpc._workspace is workspace and rollouts == []
     assert [len(k.signatures) for k in kernels] == signatures
-    assert max(peaks) < 1e6, peaks
+    assert max(peaks) < 2.5e5, peaks
     assert mpc.result.status == "max_iter"
 
 

@@ -105,6 +105,22 @@ def test_the_problem_stacks_stage_rows_at_the_knots_and_state_rows_at_the_nodes(
     assert v >= 2.5 and v == pytest.approx(max(2.5, np.abs(p.path_constraint_values(xs[1:])).max()))
 
 
+def test_shared_constraint_terms_and_values_are_those_of_fresh_evaluations():
+    """The augmented Lagrangian's expansion takes the constraints' derivatives in arrays they
+    keep (``shared``), its merit the values alone: the same numbers as a fresh evaluation, at
+    other states too (kept blocks rewritten, not left from the call before)."""
+    prob = problems.get("arm-obstacle")
+    rng = np.random.default_rng(3)
+    for xs in (prob.x0 + rng.normal(size=(prob.N + 1, prob.nx)) for _ in range(2)):  # states about x0
+        fresh = prob.path_constraint_terms(xs[1:])
+        for a, b in zip(prob.path_constraint_terms(xs[1:], shared=True), fresh):
+            np.testing.assert_array_equal(a, b)
+        np.testing.assert_allclose(prob.path_constraint_values(xs[1:]), fresh[0], rtol=1e-13, atol=1e-14)
+        for a, b in zip(prob.terminal_constraint_terms(xs[-1], shared=True), prob.terminal_constraint_terms(xs[-1])):
+            np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(prob.terminal_constraint_values(xs[-1]), prob.terminal_constraint_terms(xs[-1])[0])
+
+
 def test_constraint_margins_check_stage_constraints_at_the_substeps_with_the_control_held():
     """u_k·v ≤ 0.5 on (x, u): its margin at every RK sub-step of interval k is 0.5 − u_k·v(t)
     with u_k held (computed here from the sub-step states), the knots' margin its s = 0 column."""

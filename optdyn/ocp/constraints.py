@@ -38,12 +38,13 @@ from dynamics.model import FREE_FLYER, JTYPE, PRISMATIC, REVOLUTE, SPHERICAL, Mo
 
 from .activations import as_bounds
 from .costs import PointSet, _vector
-from .residuals import Residual, StateResidual
+from .residuals import KeptArrays, Residual, StateResidual, kept_array
 from .state import check_state, state_difference_batch
 
 
-class Constraint(ABC):
-    """Abstract base: ``size`` values per state; subclasses implement ``evaluate``.
+class Constraint(KeptArrays, ABC):
+    """Abstract base: ``size`` values per state; subclasses implement ``evaluate`` (the
+    library's with ``kept``: :class:`~optdyn.ocp.residuals.KeptArrays`).
 
     ``equality``: the rows are equalities c = 0 (else inequalities c ≥ 0); ``depends_on_u``:
     the rows depend on the control, so they are evaluated at knots (:meth:`evaluate_knots`)."""
@@ -103,12 +104,15 @@ def equality_rows(constraints: Sequence[Constraint]) -> np.ndarray:
     return np.concatenate([np.full(c.size, c.equality) for c in constraints] + [np.zeros(0, bool)])
 
 
-def stack_constraints(constraints: Sequence[Constraint], xs: np.ndarray, nx: int):
-    """Concatenate the constraints' (c, cx, cxx) along the constraint axis."""
+def stack_constraints(constraints: Sequence[Constraint], xs: np.ndarray, nx: int, shared: bool = False):
+    """Concatenate the constraints' (c, cx, cxx) along the constraint axis (one constraint's
+    own arrays); ``shared``: their :meth:`~optdyn.ocp.residuals.KeptArrays.evaluate_shared`."""
     K = xs.shape[0]
     if not constraints:
         return np.zeros((K, 0)), np.zeros((K, 0, nx)), np.zeros((K, 0, nx, nx))
-    parts = [c.evaluate(xs) for c in constraints]
+    parts = [c.evaluate_shared(xs) if shared else c.evaluate(xs) for c in constraints]
+    if len(parts) == 1:
+        return parts[0]
     return tuple(np.concatenate([p[i] for p in parts], axis=1) for i in range(3))
 
 
@@ -128,10 +132,13 @@ class SphereClearance(Constraint):
         self.radius, self.margin = float(radius), float(margin)
         self.size, self.ndx, self.nv, self.nq = len(self.points), 2 * model.nv, model.nv, model.nq
 
-    def evaluate(self, xs):
+    keeps_arrays = True
+
+    def evaluate(self, xs, kept=None):
         K, nv = xs.shape[0], self.nv
         d, dd, ddd = self.points.sphere_distance(xs[:, : self.nq], self.center)
-        cx, cxx = np.zeros((K, self.size, self.ndx)), np.zeros((K, self.size, self.ndx, self.ndx))
+        cx = kept_array(kept, "cx", (K, self.size, self.ndx))
+        cxx = kept_array(kept, "cxx", (K, self.size, self.ndx, self.ndx))
         cx[:, :, :nv] = dd
         cxx[:, :, :nv, :nv] = ddd
         return d - self.radius - self.margin, cx, cxx
@@ -140,6 +147,9 @@ class SphereClearance(Constraint):
         """c (K, P) only (for checkers and plots)."""
         d, _, _ = self.points.sphere_distance(np.asarray(xs, dtype=float)[:, : self.nq], self.center, False)
         return d - self.radius - self.margin
+
+    def value(self, xs):
+        return self.clearance(xs)
 
 
 class StateEquality(Constraint):
@@ -163,11 +173,18 @@ class StateEquality(Constraint):
         if np.any((self.indices < 0) | (self.indices >= nx)):
             raise ValueError(f"{name}: StateEquality indices {self.indices} out of range for nx={nx}")
 
-    def evaluate(self, xs):
+    keeps_arrays = True
+
+    def evaluate(self, xs, kept=None):
         K, nx = xs.shape
-        cx = np.zeros((K, self.size, nx))
+        cx = kept_array(kept, "cx", (K, self.size, nx), self._unit_rows)
+        return self.value(xs), cx, kept_array(kept, "cxx", (K, self.size, nx, nx))
+
+    def _unit_rows(self, cx):
         cx[:, np.arange(self.size), self.indices] = 1.0
-        return xs[:, self.indices] - self.target, cx, np.zeros((K, self.size, nx, nx))
+
+    def value(self, xs):
+        return xs[:, self.indices] - self.target
 
 
 class FramePositionEquality(Constraint):
@@ -178,13 +195,18 @@ class FramePositionEquality(Constraint):
         self.target = _vector(target, 3, "target")
         self.size, self.ndx, self.nv, self.nq = 3, 2 * model.nv, model.nv, model.nq
 
-    def evaluate(self, xs):
+    keeps_arrays = True
+
+    def evaluate(self, xs, kept=None):
         K, nv = xs.shape[0], self.nv
         p, J, H = self.points.kinematics(xs[:, : self.nq])
-        cx, cxx = np.zeros((K, 3, self.ndx)), np.zeros((K, 3, self.ndx, self.ndx))
+        cx, cxx = kept_array(kept, "cx", (K, 3, self.ndx)), kept_array(kept, "cxx", (K, 3, self.ndx, self.ndx))
         cx[:, :, :nv] = J[:, 0]
         cxx[:, :, :nv, :nv] = H[:, 0]
         return p[:, 0] - self.target, cx, cxx
+
+    def value(self, xs):
+        return self.points.positions(xs[:, : self.nq])[:, 0] - self.target
 
 
 class OrientationBound(Constraint):

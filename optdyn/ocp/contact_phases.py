@@ -320,15 +320,14 @@ def _start(dyn, k, x, order, P):
 
 
 @njit(cache=True, _nrt=True)
-def step_derivatives_batch(dyn, xs, us, order):
-    """x⁺ (K, nx), Fz (K, ndx, nz) and, for order 2, Fzz (K, ndx, nz, nz) ((K, 0, 0, 0)
+def step_derivatives_batch(dyn, xs, us, order, y, Fz):
+    """x⁺ (K, nx), Fz (K, ndx, nz) into y and Fz, and for order 2 Fzz (K, ndx, nz, nz) ((K, 0, 0, 0)
     for order 1): the derivatives of F_k = R_k ∘ Γ_k (module docstring; the full impulse
     tensor Γ_xx from nv contractions with unit weights)."""
     K, nx = xs.shape
     nu = us.shape[1]
     ndx = tangent_dim(dyn.ode, nx)
     n, nz = ndx // 2, ndx + nu
-    y, Fz = np.empty((K, nx)), np.empty((K, ndx, nz))
     Fzz = np.empty((K, ndx, nz, nz)) if order >= 2 else np.empty((K, 0, 0, 0))
     work = phased_work(dyn, nx, nu, order)
     P = np.empty((ndx, ndx))
@@ -364,13 +363,12 @@ def step_derivatives_batch(dyn, xs, us, order):
 
 
 @njit(cache=True, _nrt=True)
-def step_stages_batch(dyn, xs, us, stages):
-    """x⁺ (K, nx) and Fz (K, ndx, nz) at every knot, recording into ``stages``
+def step_stages_batch(dyn, xs, us, stages, y, Fz):
+    """x⁺ (K, nx) and Fz (K, ndx, nz) at every knot into y and Fz, recording into ``stages``
     (:data:`PhasedStages`) what :func:`transition_hessian` needs."""
     K, nx = xs.shape
     nu = us.shape[1]
     ndx = tangent_dim(dyn.ode, nx)
-    y, Fz = np.empty((K, nx)), np.empty((K, ndx, ndx + nu))
     work = phased_work(dyn, nx, nu, 1)
     ms = dyn.substeps * dyn.b.shape[0]
     for k in range(K):

@@ -115,7 +115,6 @@ class Cost(ABC):
     ndx: int | None = None
     nu: int | None = None
     depends_on_x: bool = True  # False: lx, lxx, lux are zero (a control cost)
-    fresh_arrays: bool = False  # True: evaluate returns new writable arrays each call (a sum may add into them)
 
     @abstractmethod
     def evaluate(self, xs: np.ndarray, us: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -130,6 +129,18 @@ class Cost(ABC):
         curvature left out, :meth:`optdyn.ocp.residual_costs.ResidualCost.gauss_newton`);
         a cost without a residual keeps its exact Hessians."""
         return self.evaluate(xs, us)
+
+    def add_to(self, xs: np.ndarray, us: np.ndarray, w: float, out: tuple[np.ndarray, ...],
+               gauss_newton: bool = False) -> None:
+        """out += w·(l, lx, lu, lxx, lux, luu) at every knot, into the arrays ``out`` of the
+        shapes of :meth:`evaluate` (lx, lxx, lux untouched by a cost that does not depend on
+        x); ``gauss_newton``: the terms of :meth:`gauss_newton`. A problem sums its costs so into
+        arrays it keeps (:meth:`optdyn.Problem.running_cost_terms`); here through the new
+        arrays of :meth:`evaluate`, which a residual cost does without."""
+        terms = self.gauss_newton(xs, us) if gauss_newton else self.evaluate(xs, us)
+        for i, (acc, t) in enumerate(zip(out, terms)):
+            if self.depends_on_x or i in (0, 2, 5):
+                acc += w * t
 
     def residuals(self) -> list:
         """The residuals (:mod:`optdyn.ocp.residuals`) this cost is built on (none here)."""
@@ -164,8 +175,6 @@ class Sum(Cost):
             else:
                 self.terms.append((w, c))
 
-    fresh_arrays = True  # its sums: new arrays or a fresh term's own (evaluate)
-
     def check_dims(self, nx: int, nu: int, name: str) -> None:
         for _, c in self.terms:
             c.check_dims(nx, nu, name)
@@ -178,28 +187,24 @@ class Sum(Cost):
         return [r for _, c in self.terms for r in c.residuals()]
 
     def evaluate(self, xs, us):
-        """Sum of the terms' (l, lx, lu, lxx, lux, luu); terms that do not depend on x add
-        nothing to lx, lxx, lux (whose width is then that of the x-dependent terms: ndx)."""
-        return self._sum(xs, us, "evaluate")
+        """Sum of the terms' (l, lx, lu, lxx, lux, luu) in new arrays; terms that do not depend
+        on x add nothing to lx, lxx, lux (whose width is then that of the x-dependent terms: ndx)."""
+        return self._sum(xs, us, False)
 
     def gauss_newton(self, xs, us):
-        return self._sum(xs, us, "gauss_newton")
+        return self._sum(xs, us, True)
 
-    def _sum(self, xs, us, method: str):
-        total = None
-        for w, c in sorted(self.terms, key=lambda t: not t[1].depends_on_x):
-            terms = getattr(c, method)(xs, us)
-            if w != 1.0:  # 1·t = t exactly: unit weights (the usual sum a + b) skip the products
-                terms = tuple(w * t for t in terms)
-            elif total is None and not c.fresh_arrays:  # the sum accumulates into the first term's arrays
-                terms = tuple(np.array(t) for t in terms)
-            if total is None:
-                total = terms
-                continue
-            for i, (acc, t) in enumerate(zip(total, terms)):
-                if c.depends_on_x or i in (0, 2, 5):
-                    acc += t
+    def _sum(self, xs, us, gauss_newton: bool):
+        (w, first), *rest = sorted(self.terms, key=lambda t: not t[1].depends_on_x)
+        terms = first.gauss_newton(xs, us) if gauss_newton else first.evaluate(xs, us)
+        total = tuple(w * t for t in terms)  # new arrays (1·t = t exactly), the width of the first term's
+        for wi, c in rest:
+            c.add_to(xs, us, wi, total, gauss_newton)
         return total
+
+    def add_to(self, xs, us, w, out, gauss_newton=False):
+        for wi, c in self.terms:
+            c.add_to(xs, us, w * wi, out, gauss_newton)
 
     def value(self, xs, us):
         return sum(w * c.value(xs, us) for w, c in self.terms)

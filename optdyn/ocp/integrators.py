@@ -918,16 +918,15 @@ def _step_chunk(dyn, xs, us, out, k0, k1):
         interval(dyn, kk, xs[kk], us[kk], 0, out[kk], work.no_Y, work.no_H, work.no_stages, 0, work)
 
 
-def step_derivatives_batch(dyn, xs, us, order) -> tuple[np.ndarray, ...]:
-    """x⁺ (K, nx), Fz (K, ndx, nz) and, for order 2, Fzz (K, ndx, nz, nz) at every knot
-    (ndx = :func:`tangent_dim`, nz = ndx + nu).
+def step_derivatives_batch(dyn, xs, us, order, y, Fz) -> tuple[np.ndarray, ...]:
+    """x⁺ (K, nx), Fz (K, ndx, nz) into y and Fz, and for order 2 Fzz (K, ndx, nz, nz) at every
+    knot (ndx = :func:`tangent_dim`, nz = ndx + nu).
 
     For order 1 the returned Fzz has shape (K, 0, 0, 0).
     """
     K, nx = xs.shape
     ndx = tangent_dim(dyn.ode, nx)
     nz = ndx + us.shape[1]
-    y, Fz = np.empty((K, nx)), np.empty((K, ndx, nz))
     Fzz = np.empty((K, ndx, nz, nz)) if order >= 2 else np.empty((K, 0, 0, 0))
     run_chunks(_step_derivatives_chunk, K, dyn, xs, us, order, y, Fz, Fzz)
     return y, Fz, Fzz
@@ -941,16 +940,14 @@ def _step_derivatives_chunk(dyn, xs, us, order, y, Fz, Fzz, k0, k1):
         interval(dyn, kk, xs[kk], us[kk], order, y[kk], Fz[kk], H, work.no_stages, 0, work)
 
 
-def step_stages_batch(dyn, xs, us, stages) -> tuple[np.ndarray, np.ndarray]:
-    """x⁺ (K, nx) and Fz (K, ndx, nz) at every knot, recording the stages into ``stages``.
+def step_stages_batch(dyn, xs, us, stages, y, Fz) -> tuple[np.ndarray, np.ndarray]:
+    """x⁺ (K, nx) and Fz (K, ndx, nz) at every knot into y and Fz, recording the stages into ``stages``.
 
     Knot k owns rows k·ms … (k + 1)·ms − 1 (ms = m·s) of the records (see
     :func:`interval`, :func:`stage_records`; they may be reused from one call to the
     next): what :func:`interval_hessian` needs for any multiplier.
     """
-    K, nx = xs.shape
-    ndx = tangent_dim(dyn.ode, nx)
-    y, Fz = np.empty((K, nx)), np.empty((K, ndx, ndx + us.shape[1]))
+    K = xs.shape[0]
     run_chunks(_step_stages_chunk, K, dyn, xs, us, stages, y, Fz)
     return y, Fz
 

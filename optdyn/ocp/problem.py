@@ -48,7 +48,7 @@ Writing one from a script::
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cached_property
 
 import numpy as np
@@ -64,6 +64,19 @@ from . import contact_phases, integrators, shooting, windows
 from .state import check_state, state_difference_batch, state_integrate_batch
 from .constraints import Constraint, JointLimits, StateEquality, equality_rows, stack_constraints
 from .costs import Cost
+
+
+def _arrays_of(out: tuple | None, shapes: tuple, make: Callable) -> tuple[np.ndarray, ...]:
+    """New arrays ``make(shape)`` of ``shapes`` if ``out`` is None, else ``out`` (checked: a
+    ValueError naming it if the shapes differ), zeroed if ``make`` is np.zeros."""
+    if out is None:
+        return tuple(make(shape) for shape in shapes)
+    if tuple(np.shape(a) for a in out) != shapes:
+        raise ValueError(f"out: expected arrays of shapes {shapes}, got {tuple(np.shape(a) for a in out)}")
+    if make is np.zeros:
+        for a in out:
+            a[...] = 0.0
+    return tuple(out)
 
 
 def _array(x, shape: tuple[int, ...], name: str, finite: bool = True) -> np.ndarray:
@@ -492,39 +505,53 @@ class Problem:
         xs, us = self._xu(xs, us)
         return self._batch.step_batch(self._dynamics(xs.shape[0], start), xs, us)
 
-    def step_derivatives(self, xs, us, second_order: bool = False, start: int = 0) -> tuple[np.ndarray, ...]:
+    def step_derivatives(self, xs, us, second_order: bool = False, start: int = 0,
+                         out: tuple | None = None) -> tuple[np.ndarray, ...]:
         """Exact sensitivities of one interval at each knot.
 
         Returns (A (K,ndx,ndx), B (K,ndx,nu)), and with ``second_order`` also
         Fxx (K,ndx,ndx,ndx), Fxu (K,ndx,ndx,nu), Fuu (K,ndx,nu,nu), F[k,i,j,l] = ∂²x⁺_i/∂y_j∂z_l:
-        derivatives of δx⁺ = F(x ⊕ δx, u) ⊖ F(x, u) (tangent at x⁺) w.r.t. (δx, u).
+        derivatives of δx⁺ = F(x ⊕ δx, u) ⊖ F(x, u) (tangent at x⁺) w.r.t. (δx, u). A and B
+        are written into ``out`` if given (:meth:`linearization_arrays`, overwritten).
         """
         xs, us = self._xu(xs, us)
-        _, Fz, Fzz = self._batch.step_derivatives_batch(self._dynamics(xs.shape[0], start), xs, us,
-                                                        2 if second_order else 1)
+        y, Fz, A, B = _arrays_of(out, self._linearization_shapes(xs.shape[0]), np.empty)
+        _, _, Fzz = self._batch.step_derivatives_batch(self._dynamics(xs.shape[0], start), xs, us,
+                                                       2 if second_order else 1, y, Fz)
         nx = self.ndx
-        A, B = Fz[:, :, :nx], Fz[:, :, nx:]
+        A[:], B[:] = Fz[:, :, :nx], Fz[:, :, nx:]
         if not second_order:
-            return np.ascontiguousarray(A), np.ascontiguousarray(B)
-        return (np.ascontiguousarray(A), np.ascontiguousarray(B), np.ascontiguousarray(Fzz[:, :, :nx, :nx]),
-                np.ascontiguousarray(Fzz[:, :, :nx, nx:]), np.ascontiguousarray(Fzz[:, :, nx:, nx:]))
+            return A, B
+        return (A, B, np.ascontiguousarray(Fzz[:, :, :nx, :nx]), np.ascontiguousarray(Fzz[:, :, :nx, nx:]),
+                np.ascontiguousarray(Fzz[:, :, nx:, nx:]))
 
-    def step_stages(self, xs, us, stages: integrators.StageRecords | None = None, start: int = 0
-                    ) -> tuple[np.ndarray, np.ndarray, integrators.StageRecords]:
+    def step_stages(self, xs, us, stages: integrators.StageRecords | None = None, start: int = 0,
+                    out: tuple | None = None) -> tuple[np.ndarray, np.ndarray, integrators.StageRecords]:
         """First-order sensitivities and the integrator's stage records at each knot.
 
         Returns (A (K,ndx,ndx), B (K,ndx,nu), stages): ``stages`` holds what
         :meth:`step_hessians` needs to contract second-order terms with any multipliers
         (stage inputs, derivatives, Jacobians, sensitivities and the dynamics' first-order
         data, m·s rows per knot). Records from an earlier call with as many knots may be
-        passed in to be overwritten (they are megabytes for long horizons).
+        passed in to be overwritten (they are megabytes for long horizons); so may the arrays
+        ``out`` of A and B (:meth:`linearization_arrays`).
         """
         xs, us = self._xu(xs, us)
         if stages is None or stages.y.shape[0] != xs.shape[0] * self.substeps * self.dynamics.b.shape[0]:
             stages = self._batch.stage_records_for(self.dynamics, xs.shape[0], self.nx, self.ndx + self.nu)
-        _, Fz = self._batch.step_stages_batch(self._dynamics(xs.shape[0], start), xs, us, stages)
-        nx = self.ndx
-        return np.ascontiguousarray(Fz[:, :, :nx]), np.ascontiguousarray(Fz[:, :, nx:]), stages
+        y, Fz, A, B = _arrays_of(out, self._linearization_shapes(xs.shape[0]), np.empty)
+        self._batch.step_stages_batch(self._dynamics(xs.shape[0], start), xs, us, stages, y, Fz)
+        A[:], B[:] = Fz[:, :, : self.ndx], Fz[:, :, self.ndx:]
+        return A, B, stages
+
+    def linearization_arrays(self, K: int) -> tuple[np.ndarray, ...]:
+        """Arrays for :meth:`step_derivatives` and :meth:`step_stages` at K knots to write into:
+        x⁺ (K, nx), [A B] (K, ndx, ndx + nu) and the contiguous A (K, ndx, ndx), B (K, ndx, nu)."""
+        return _arrays_of(None, self._linearization_shapes(K), np.empty)
+
+    def _linearization_shapes(self, K: int) -> tuple[tuple[int, ...], ...]:
+        ndx, nu = self.ndx, self.nu
+        return (K, self.nx), (K, ndx, ndx + nu), (K, ndx, ndx), (K, ndx, nu)
 
     def step_hessians(self, xs, us, lams, stages: integrators.StageRecords | None = None,
                       start: int = 0) -> np.ndarray:
@@ -556,30 +583,29 @@ class Problem:
         return shooting.rollout(self.dynamics, x0, us)
 
     # ---- costs ---------------------------------------------------------------------
-    def running_cost_terms(self, xs, us, gauss_newton: bool = False) -> tuple[np.ndarray, ...]:
+    def running_cost_terms(self, xs, us, gauss_newton: bool = False, out: tuple | None = None
+                           ) -> tuple[np.ndarray, ...]:
         """dt·ℓ and its derivatives at each knot (``gauss_newton``: the Gauss–Newton Hessians
-        of the residual costs, :meth:`optdyn.ocp.costs.Cost.gauss_newton`), in new arrays the
-        caller may write into.
+        of the residual costs, :meth:`optdyn.ocp.costs.Cost.gauss_newton`), written into
+        ``out`` (six arrays of these shapes, overwritten: a solver keeps them between
+        iterations, :meth:`expansion_arrays`) or into new arrays.
 
         Returns (l (K,), lx (K,ndx), lu (K,nu), lxx (K,ndx,ndx), lux (K,nu,ndx), luu (K,nu,nu)).
         """
         xs, us = self._xu(xs, us)
-        K = xs.shape[0]
-        if self.running_cost is None:
-            nx, nu = self.ndx, self.nu
-            return (np.zeros(K), np.zeros((K, nx)), np.zeros((K, nu)), np.zeros((K, nx, nx)),
-                    np.zeros((K, nu, nx)), np.zeros((K, nu, nu)))
-        evaluate = self.running_cost.gauss_newton if gauss_newton else self.running_cost.evaluate
-        terms = evaluate(xs, us)
-        if self.running_cost.fresh_arrays:  # ours to scale in place (t·dt = dt·t exactly)
-            for t in terms:
-                t *= self.dt
-        else:
-            terms = tuple(self.dt * t for t in terms)
-        l, lx, lu, lxx, lux, luu = terms
-        if not self.running_cost.depends_on_x:  # x-derivatives of the width of x: zero, of width ndx
-            lx, lxx, lux = np.zeros((K, self.ndx)), np.zeros((K, self.ndx, self.ndx)), np.zeros((K, self.nu, self.ndx))
-        return l, lx, lu, lxx, lux, luu
+        out = _arrays_of(out, self._expansion_shapes(xs.shape[0]), np.zeros)
+        if self.running_cost is not None:
+            self.running_cost.add_to(xs, us, self.dt, out, gauss_newton)
+        return out
+
+    def expansion_arrays(self, K: int) -> tuple[np.ndarray, ...]:
+        """Zeros for :meth:`running_cost_terms` at K knots: (K,), (K, ndx), (K, nu),
+        (K, ndx, ndx), (K, nu, ndx), (K, nu, nu)."""
+        return _arrays_of(None, self._expansion_shapes(K), np.zeros)
+
+    def _expansion_shapes(self, K: int) -> tuple[tuple[int, ...], ...]:
+        nx, nu = self.ndx, self.nu
+        return (K,), (K, nx), (K, nu), (K, nx, nx), (K, nu, nx), (K, nu, nu)
 
     def terminal_cost_terms(self, x, gauss_newton: bool = False) -> tuple[float, np.ndarray, np.ndarray]:
         """ℓ_N(x) and its gradient (ndx,) and Hessian (ndx, ndx) (``gauss_newton``: as for
@@ -607,15 +633,18 @@ class Problem:
         return float(total)
 
     # ---- constraints ---------------------------------------------------------------
-    def path_constraint_terms(self, xs, bounds: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def path_constraint_terms(self, xs, bounds: bool = True, shared: bool = False
+                              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """c (K,nc) ≥ 0, cx (K,nc,ndx), cxx (K,nc,ndx,ndx) at each state of xs (K, nx);
-        without ``bounds``, only the :attr:`nc_general` rows that are not :attr:`state_bounds`."""
+        without ``bounds``, only the :attr:`nc_general` rows that are not :attr:`state_bounds`;
+        ``shared``: arrays the constraints may keep and overwrite at their next such call
+        (:meth:`optdyn.ocp.residuals.KeptArrays.evaluate_shared`)."""
         xs = np.ascontiguousarray(np.asarray(xs, dtype=float))
         if xs.ndim != 2 or xs.shape[1] != self.nx:
             raise ValueError(f"xs: expected shape (K, {self.nx}), got shape {xs.shape}")
         check_state(self.model, xs, "xs")
         constraints = [c for c in self.path_constraints if bounds or not isinstance(c, JointLimits)]
-        return stack_constraints(constraints, xs, self.ndx)
+        return stack_constraints(constraints, xs, self.ndx, shared)
 
     def path_constraint_values(self, xs) -> np.ndarray:
         """c (K, nc) ≥ 0 only (no derivatives) at each state of xs (K, nx)."""
@@ -648,12 +677,22 @@ class Problem:
         return np.concatenate([c.value_knots(xs, us) for c in self.stage_constraints] + [np.zeros((xs.shape[0], 0))],
                               axis=1)
 
-    def terminal_constraint_terms(self, x) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """h (nh,) = 0, hx (nh,ndx), hxx (nh,ndx,ndx) at the final state x (nx,)."""
+    def terminal_constraint_terms(self, x, shared: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """h (nh,) = 0, hx (nh,ndx), hxx (nh,ndx,ndx) at the final state x (nx,) (``shared``: as
+        for :meth:`path_constraint_terms`)."""
+        h, hx, hxx = stack_constraints(self.terminal_constraints, self._final(x), self.ndx, shared)
+        return h[0], hx[0], hxx[0]
+
+    def terminal_constraint_values(self, x) -> np.ndarray:
+        """h (nh,) = 0 only (no derivatives) at the final state x (nx,)."""
+        x = self._final(x)
+        return np.concatenate([c.value(x)[0] for c in self.terminal_constraints] + [np.zeros(0)])
+
+    def _final(self, x) -> np.ndarray:
+        """x (nx,), checked, as one knot (1, nx)."""
         x = _array(x, (self.nx,), "x", finite=False)
         check_state(self.model, x, "x")
-        h, hx, hxx = stack_constraints(self.terminal_constraints, x[None], self.ndx)
-        return h[0], hx[0], hxx[0]
+        return x[None]
 
     def violation(self, xs, us) -> float:
         """Largest violation of bounds, path constraints (nodes 1..N), stage constraints (knots
@@ -666,7 +705,7 @@ class Problem:
         if self.stage_constraints:
             v = max(v, row_violation(self.stage_constraint_values(xs[:-1], us), self.stage_equalities))
         if self.terminal_constraints:
-            v = max(v, float(np.max(np.abs(self.terminal_constraint_terms(xs[-1])[0]), initial=0.0)))
+            v = max(v, float(np.max(np.abs(self.terminal_constraint_values(xs[-1])), initial=0.0)))
         return v
 
     def __repr__(self) -> str:

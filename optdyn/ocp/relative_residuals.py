@@ -60,8 +60,8 @@ from dynamics._checks import check_frame
 from dynamics.model import FREE_FLYER, Model
 
 from .residual_costs import ResidualCost
-from .residuals import (FrameMotion, Residual, Terms, _ancestors, _hessians, _PoseResidual, at_knots, references,
-                        rigid_transforms, to_frame)
+from .residuals import (FrameMotion, Residual, Terms, _ancestors, _PoseResidual, at_knots, position_curvature,
+                        references, rigid_transforms, to_frame)
 
 
 def _frame(model: Model, name, argument: str):
@@ -143,20 +143,21 @@ class RelativePositionResidual(Residual):
     def value(self, xs: np.ndarray, us: np.ndarray) -> np.ndarray:
         return self.motion.pose(xs)[1] - at_knots(self.target, xs.shape[0], 1, "target")
 
-    def evaluate(self, xs: np.ndarray, us: np.ndarray) -> Terms:
+    keeps_arrays = True
+
+    def evaluate(self, xs: np.ndarray, us: np.ndarray, kept: dict | None = None) -> Terms:
         K, nv, nu = xs.shape[0], self.model.nv, us.shape[1]
         R, p, S, J = self.motion(xs)
-        rx, ru = self._zeros(K, nu)
+        rx, ru = self._zeros(K, nu, kept=kept)
         rx[:, :, :nv] = np.matmul(R, J[:, :3])
 
-        def hessians(rho):
+        def Hqq(rho):
             sigma = np.einsum("kji,kj->ki", R, rho)  # Rᵀρ
             Jv, Jw = J[:, :3].transpose(0, 2, 1), J[:, 3:].transpose(0, 2, 1)  # (K, nv, 3) columns
             T = np.einsum("ki,kadi->kad", sigma, np.cross(Jw[:, :, None], Jv[:, None]))
             rho_eta = np.concatenate([sigma, np.zeros((K, 3))], axis=1)
-            Hqq = 0.5 * (T + T.transpose(0, 2, 1)) + self.motion.twist_hessian(R, p, S, rho_eta)
-            return _hessians(K, self.ndx, nu, Hqq)
-        return Terms(p - at_knots(self.target, K, 1, "target"), rx, ru, hessians)
+            return 0.5 * (T + T.transpose(0, 2, 1)) + self.motion.twist_hessian(R, p, S, rho_eta)
+        return Terms(p - at_knots(self.target, K, 1, "target"), rx, ru, *position_curvature(K, self.ndx, nu, Hqq))
 
 
 class RelativePlacementCost(ResidualCost):

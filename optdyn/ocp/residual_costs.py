@@ -47,8 +47,6 @@ def knot_weights(weight, name: str = "weight") -> np.ndarray:
 class ResidualCost(Cost):
     """ℓ = w · a(r(x, u)) of ``residual`` under ``activation`` (default ½‖r‖²), ``weight`` w."""
 
-    fresh_arrays = True  # w·a, ℓ_x, ℓ_u new; the Hessians the residual's own or copies (evaluate)
-
     def __init__(self, residual: Residual, activation: Activation | None = None, weight=1.0) -> None:
         if not isinstance(residual, Residual):
             raise ValueError(f"residual: expected an optdyn residual, got {type(residual).__name__}")
@@ -72,38 +70,46 @@ class ResidualCost(Cost):
         return self._weights(xs.shape[0]) * self.activation.value(self.residual.value(xs, us))
 
     def evaluate(self, xs, us):
-        return self._terms(xs, us, curvature=True)
+        return self._terms(xs, us, gauss_newton=False)
 
     def gauss_newton(self, xs, us):
         """ℓ and ℓ_x, ℓ_u as :meth:`evaluate`, with the Gauss–Newton Hessians
         ℓ_xx = w r_xᵀ a_rr r_x (likewise ℓ_ux, ℓ_uu): the residual's curvature Σ_i (a_r)_i ∇²r_i
         left out (what Crocoddyl's cost models give, Mastalli et al. 2020)."""
-        return self._terms(xs, us, curvature=False)
+        return self._terms(xs, us, gauss_newton=True)
 
-    def _terms(self, xs, us, curvature: bool):
-        t = self.residual.evaluate(xs, us)
+    def _terms(self, xs, us, gauss_newton: bool):
+        K, nu = xs.shape[0], us.shape[1]
+        ndx = self.ndx if self.ndx is not None else xs.shape[1]
+        out = (np.zeros(K), np.zeros((K, ndx)), np.zeros((K, nu)), np.zeros((K, ndx, ndx)),
+               np.zeros((K, nu, ndx)), np.zeros((K, nu, nu)))
+        self.add_to(xs, us, 1.0, out, gauss_newton)
+        return out
+
+    def add_to(self, xs, us, w, out, gauss_newton=False):
+        """out += w·ℓ's terms without new arrays of their size: the chain rule adds
+        w_k r_xᵀ a_rr r_x and the gradients, the residual adds its curvature at ρ = w_k a_r
+        (∇²(ρᵀr) is linear in ρ) into out's Hessians."""
+        l, lx, lu, lxx, lux, luu = out
+        t = self.residual.evaluate_shared(xs, us)
         a, ar, arr = self.activation.evaluate(t.r)
-        # the kernel writes ℓ_xx, ℓ_ux, ℓ_uu over the Hessians: a residual's fresh arrays, others copied
-        if curvature:
-            Hxx, Hux, Huu = (np.require(H, float, ["C", "W", "O"]) for H in t.hessians(ar))
-        else:
-            K, ndx, nu = xs.shape[0], t.rx.shape[2], t.ru.shape[2]
-            Hxx, Hux, Huu = np.zeros((K, ndx, ndx)), np.zeros((K, nu, ndx)), np.zeros((K, nu, nu))
-        w = np.ascontiguousarray(self._weights(xs.shape[0]), dtype=float)
-        lx, lu = np.empty(Hxx.shape[:2]), np.empty(Huu.shape[:2])
+        wk = w * self._weights(xs.shape[0])
+        l += wk * a
+        x = self.depends_on_x
         # no copies for the library's residuals and activations (C-contiguous where created); a
         # user residual's other layouts are copied here
-        c = [np.ascontiguousarray(v, dtype=float) for v in (ar, arr, t.rx, t.ru)]
-        chain_rule(w, *c, lx, lu, Hxx, Hux, Huu)
-        return w * a, lx, lu, Hxx, Hux, Huu
+        c = [np.ascontiguousarray(v, dtype=float) for v in (wk, ar, arr, t.rx, t.ru)]
+        chain_rule(*c, x, lx, lu, lxx, lux, luu)
+        if not gauss_newton:
+            t.add_hessians(wk[:, None] * ar, lxx if x else None, lux if x else None, luu)
 
 
 @njit(cache=True)
-def chain_rule(w, ar, arr, rx, ru, lx, lu, Hxx, Hux, Huu):
-    """The derivatives of ℓ = w a(r) at K knots from the residual's and the activation's (a_rr
-    diagonal): ℓ_x = w r_xᵀ a_r, ℓ_u = w r_uᵀ a_r into lx (K, ndx), lu (K, nu), and
-    ℓ_xx = w (r_xᵀ a_rr r_x + H_xx), ℓ_ux = w (r_uᵀ a_rr r_x + H_ux), ℓ_uu = w (r_uᵀ a_rr r_u + H_uu)
-    in place of H_xx, H_ux, H_uu (the residual's Hessians contracted with a_r).
+def chain_rule(w, ar, arr, rx, ru, x, lx, lu, Hxx, Hux, Huu):
+    """Adds the derivatives of ℓ = w a(r) at K knots but the residual's curvature, from the
+    residual's and the activation's (a_rr diagonal): ℓ_x = w r_xᵀ a_r, ℓ_u = w r_uᵀ a_r into
+    lx (K, ndx), lu (K, nu), and w r_xᵀ a_rr r_x, w r_uᵀ a_rr r_x, w r_uᵀ a_rr r_u into H_xx,
+    H_ux, H_uu (the x-derivatives only if ``x``: a cost that depends on x).
 
     The products r_xᵀ a_rr r_x run, row by row of r, over the nonzero entries of that row
     only (a state residual's row has one, a frame residual's none in the v columns, a control
@@ -112,7 +118,8 @@ def chain_rule(w, ar, arr, rx, ru, lx, lu, Hxx, Hux, Huu):
     jx, ju = np.empty(ndx, np.int64), np.empty(nu, np.int64)
     Gxx, Gux, Guu = np.empty((ndx, ndx)), np.empty((nu, ndx)), np.empty((nu, nu))
     for k in range(K):
-        _gradient(w[k], ar[k], rx[k], lx[k])
+        if x:
+            _gradient(w[k], ar[k], rx[k], lx[k])
         _gradient(w[k], ar[k], ru[k], lu[k])
         Gxx[:] = 0.0
         Gux[:] = 0.0
@@ -120,23 +127,24 @@ def chain_rule(w, ar, arr, rx, ru, lx, lu, Hxx, Hux, Huu):
         for i in range(nr):
             if arr[k, i] == 0.0:
                 continue
-            mx, mu = _nonzero(rx[k, i], jx), _nonzero(ru[k, i], ju)
+            mx, mu = _nonzero(rx[k, i], jx) if x else 0, _nonzero(ru[k, i], ju)
             _add_outer(rx[k, i], jx[:mx], arr[k, i], rx[k, i], jx[:mx], Gxx)  # r_xᵢᵀ a_rr,ii r_xᵢ
             _add_outer(ru[k, i], ju[:mu], arr[k, i], rx[k, i], jx[:mx], Gux)
             _add_outer(ru[k, i], ju[:mu], arr[k, i], ru[k, i], ju[:mu], Guu)
-        _scale_sum(w[k], Gxx, Hxx[k])
-        _scale_sum(w[k], Gux, Hux[k])
-        _scale_sum(w[k], Guu, Huu[k])
+        if x:
+            _add_scaled(w[k], Gxx, Hxx[k])
+            _add_scaled(w[k], Gux, Hux[k])
+        _add_scaled(w[k], Guu, Huu[k])
 
 
 @njit(cache=True, inline="always")
 def _gradient(w, ar, J, g):
-    """g = w Jᵀ a_r."""
+    """g += w Jᵀ a_r."""
     for a in range(J.shape[1]):
         s = 0.0
         for i in range(J.shape[0]):
             s += ar[i] * J[i, a]
-        g[a] = w * s
+        g[a] += w * s
 
 
 @njit(cache=True, inline="always")
@@ -159,11 +167,11 @@ def _add_outer(a_row, ia, d, b_row, ib, G):
 
 
 @njit(cache=True, inline="always")
-def _scale_sum(w, G, H):
-    """H ← w (G + H)."""
+def _add_scaled(w, G, H):
+    """H += w G."""
     for a in range(H.shape[0]):
         for b in range(H.shape[1]):
-            H[a, b] = w * (G[a, b] + H[a, b])
+            H[a, b] += w * G[a, b]
 
 
 class FramePlacementCost(ResidualCost):

@@ -63,12 +63,39 @@ Hessians = tuple[np.ndarray, np.ndarray, np.ndarray]
 @dataclass
 class Terms:
     """A residual's value r (K, nr), Jacobians rx (K, nr, ndx), ru (K, nr, nu), and
-    ``hessians(rho)`` → (H_xx, H_ux, H_uu) of ρᵀr for ρ (K, nr), from the same evaluation."""
+    ``hessians(rho)`` → (H_xx, H_ux, H_uu) of ρᵀr for ρ (K, nr), from the same evaluation;
+    ``added(rho, H_xx, H_ux, H_uu)``, if given, adds them into the arrays (H_xx, H_ux None:
+    left out) without making the zero blocks (:func:`position_curvature`)."""
 
     r: np.ndarray
     rx: np.ndarray
     ru: np.ndarray
     hessians: Callable[[np.ndarray], Hessians]
+    added: Callable[..., None] | None = None
+
+    def add_hessians(self, rho: np.ndarray, Hxx: np.ndarray | None, Hux: np.ndarray | None,
+                     Huu: np.ndarray) -> None:
+        """H += the Hessians of ρᵀr (those given)."""
+        if self.added is not None:
+            self.added(rho, Hxx, Hux, Huu)
+            return
+        for H, h in zip((Hxx, Hux, Huu), self.hessians(rho)):
+            if H is not None:
+                H += h
+
+
+def position_curvature(K: int, ndx: int, nu: int, Hqq: Callable[[np.ndarray], np.ndarray]) -> tuple:
+    """(hessians, added) of :class:`Terms` for a residual whose curvature lies in H_xx's
+    position block: ``Hqq(rho)`` (K, nv, nv)."""
+    def added(rho, Hxx, Hux, Huu):
+        if Hxx is not None:
+            H = Hqq(rho)
+            Hxx[:, : H.shape[1], : H.shape[1]] += H
+    return (lambda rho: _hessians(K, ndx, nu, Hqq(rho))), added
+
+
+def _no_curvature(rho, Hxx, Hux, Huu) -> None:
+    """``added`` of a residual linear in (x, u)."""
 
 
 def references(ref, shape: tuple[int, ...], name: str = "reference") -> np.ndarray:
@@ -96,8 +123,26 @@ def at_knots(ref: np.ndarray, K: int, ndim: int, name: str = "reference") -> np.
     return ref
 
 
-class Residual(ABC):
-    """Abstract residual r(x, u) of ``size`` entries; subclasses implement :meth:`evaluate`."""
+class KeptArrays:
+    """Evaluations into arrays the object keeps (:func:`kept_array`): ``evaluate_shared`` calls
+    ``evaluate(..., kept=...)`` with the object's own dict if the class sets ``keeps_arrays``
+    (its evaluate then takes ``kept``), else plain ``evaluate``."""
+
+    keeps_arrays: bool = False
+
+    def evaluate_shared(self, *args):
+        """``evaluate(*args)``, whose derivative arrays may be arrays this object keeps and
+        overwrites at its next call of this method (on it or on a shallow copy): for a
+        caller that uses them at once (a cost's expansion, a penalty's), so that the
+        library's terms make their derivatives' zero and identity blocks once."""
+        if not self.keeps_arrays:
+            return self.evaluate(*args)
+        return self.evaluate(*args, kept=self.__dict__.setdefault("_kept", {}))
+
+
+class Residual(KeptArrays, ABC):
+    """Abstract residual r(x, u) of ``size`` entries; subclasses implement :meth:`evaluate`
+    (the library's with ``kept``: :class:`KeptArrays`)."""
 
     size: int = 0
     ndx: int | None = None
@@ -157,9 +202,30 @@ class Residual(ABC):
         sequence ``contacts`` (None: none) and actuated DoFs ``actuated`` (as a term at node N:
         ``terminal``). Here: none (the residuals of contact forces check theirs)."""
 
-    def _zeros(self, K: int, nu: int, nx: int | None = None):
-        """(r_x, r_u) of zeros, r_x of width ``nx`` (default ndx)."""
-        return np.zeros((K, self.size, self.ndx if nx is None else nx)), np.zeros((K, self.size, nu))
+    def _zeros(self, K: int, nu: int, nx: int | None = None, kept: dict | None = None):
+        """(r_x, r_u) of zeros, r_x of width ``nx`` (default ndx): new, or those ``kept``
+        (:func:`kept_array`)."""
+        return (kept_array(kept, "rx", (K, self.size, self.ndx if nx is None else nx)),
+                kept_array(kept, "ru", (K, self.size, nu)))
+
+
+def kept_array(kept: dict | None, name: str, shape: tuple[int, ...], fill: Callable | None = None) -> np.ndarray:
+    """Zeros of ``shape`` (then ``fill(a)``): new if ``kept`` is None, else the array kept
+    there under (name, shape), made so once — whatever its user writes stays for the next
+    (:meth:`KeptArrays.evaluate_shared`: the user rewrites the same blocks at every call)."""
+    if kept is not None and (name, shape) in kept:
+        return kept[name, shape]
+    a = np.zeros(shape)
+    if fill is not None:
+        fill(a)
+    if kept is not None:
+        kept[name, shape] = a
+    return a
+
+
+def _identities(a: np.ndarray) -> None:
+    """a (K, n, n) ← identities."""
+    a[:] = np.eye(a.shape[1])
 
 
 def _hessians(K: int, ndx: int, nu: int, Hqq: np.ndarray | None = None) -> Hessians:
@@ -188,6 +254,7 @@ class StateResidual(Residual):
             raise ValueError(f"rows: expected tangent indices in [0, {2 * nv}), got {rows!r}")
         self.model, self.lie = model, lie_blocks(model)
         self.size, self.ndx = self.rows.size, 2 * nv
+        self.all_rows = np.array_equal(self.rows, np.arange(2 * nv))
 
     knot_arrays = ("reference",)
 
@@ -202,20 +269,22 @@ class StateResidual(Residual):
     def value(self, xs, us):
         return self._difference(xs)[:, self.rows]
 
-    def evaluate(self, xs, us):
+    keeps_arrays = True
+
+    def evaluate(self, xs, us, kept=None):
         K, nv, nu = xs.shape[0], self.model.nv, us.shape[1]
         e = self._difference(xs)
         Jinv = lie_jacobian_batch(self.model.topology, np.ascontiguousarray(e[:, :nv]), 2)
-        D = np.zeros((K, self.ndx, self.ndx))
-        D[:, :nv, :nv], D[:, nv:, nv:] = Jinv, np.eye(nv)
+        D = kept_array(kept, "D", (K, self.ndx, self.ndx), _identities)
+        D[:, :nv, :nv] = Jinv
 
-        def hessians(rho):
+        def Hqq(rho):
             M = np.zeros((K, self.ndx))
             M[:, self.rows] = rho
-            Hqq = log_curvatures(self.lie, np.ascontiguousarray(e[:, :nv]), np.ascontiguousarray(M[:, :nv]), Jinv)
-            return _hessians(K, self.ndx, nu, Hqq)
+            return log_curvatures(self.lie, np.ascontiguousarray(e[:, :nv]), np.ascontiguousarray(M[:, :nv]), Jinv)
         # take, not e[:, rows]: an index array on axis 1 gives a Fortran-ordered copy
-        return Terms(e.take(self.rows, axis=1), D.take(self.rows, axis=1), np.zeros((K, self.size, nu)), hessians)
+        r, rx = (e, D) if self.all_rows else (e.take(self.rows, axis=1), D.take(self.rows, axis=1))
+        return Terms(r, rx, kept_array(kept, "ru", (K, self.size, nu)), *position_curvature(K, self.ndx, nu, Hqq))
 
 
 def joint_rows(model: Model, joints, velocity: bool) -> np.ndarray:
@@ -268,12 +337,15 @@ class _Difference(Residual):
         y = us if self.depends_on_u else xs
         return y - at_knots(self.reference, y.shape[0], 1)
 
-    def evaluate(self, xs, us):
+    keeps_arrays = True
+
+    def evaluate(self, xs, us, kept=None):
         K, nu = xs.shape[0], us.shape[1]
         ndx = xs.shape[1] if self.ndx is None else self.ndx
-        eye = np.repeat(np.eye(self.size)[None], K, axis=0)  # C-contiguous, as the cost's chain rule takes it
-        rx, ru = (np.zeros((K, self.size, ndx)), eye) if self.depends_on_u else (eye, np.zeros((K, self.size, nu)))
-        return Terms(self.value(xs, us), rx, ru, lambda rho: _hessians(K, ndx, nu))
+        eye = kept_array(kept, "eye", (K, self.size, self.size), _identities)
+        rx, ru = ((kept_array(kept, "rx", (K, self.size, ndx)), eye) if self.depends_on_u
+                  else (eye, kept_array(kept, "ru", (K, self.size, nu))))
+        return Terms(self.value(xs, us), rx, ru, lambda rho: _hessians(K, ndx, nu), _no_curvature)
 
 
 class ControlResidual(_Difference):
@@ -329,18 +401,19 @@ class _PointsResidual(Residual):
     def value(self, xs, us):
         return self._residual(self._kinematics(xs, derivatives=False))
 
-    def evaluate(self, xs, us):
+    keeps_arrays = True
+
+    def evaluate(self, xs, us, kept=None):
         K, nv, P = xs.shape[0], self.model.nv, self.weights.size
         p, J, H = self._kinematics(xs)
         r = self._residual(p)
-        rx, ru = self._zeros(K, us.shape[1])
+        rx, ru = self._zeros(K, us.shape[1], kept=kept)
         rx[:, :, :nv] = np.matmul(self.weights, J.reshape(K, P, 3 * nv)).reshape(K, 3, nv)  # Σ_i w_i J_i
 
-        def hessians(rho):  # Σ_i w_i Σ_a ρ_a ∇²p_ia, as one product per knot
+        def Hqq(rho):  # Σ_i w_i Σ_a ρ_a ∇²p_ia, as one product per knot
             coef = (self.weights[None, :, None] * rho[:, None, :]).reshape(K, 1, 3 * P)
-            Hqq = np.matmul(coef, H.reshape(K, 3 * P, nv * nv)).reshape(K, nv, nv)
-            return _hessians(K, self.ndx, us.shape[1], Hqq)
-        return Terms(r, rx, ru, hessians)
+            return np.matmul(coef, H.reshape(K, 3 * P, nv * nv)).reshape(K, nv, nv)
+        return Terms(r, rx, ru, *position_curvature(K, self.ndx, us.shape[1], Hqq))
 
 
 class FramePositionResidual(_PointsResidual):
@@ -384,13 +457,15 @@ class SphereClearanceResidual(Residual):
         d = self.points.sphere_distance(xs[:, : self.model.nq], self.center, False)[0]
         return d - self.radius - self.margin
 
-    def evaluate(self, xs, us):
+    keeps_arrays = True
+
+    def evaluate(self, xs, us, kept=None):
         K, nv, nu = xs.shape[0], self.model.nv, us.shape[1]
         d, dd, ddd = self.points.sphere_distance(xs[:, : self.model.nq], self.center)
-        rx, ru = self._zeros(K, nu)
+        rx, ru = self._zeros(K, nu, kept=kept)
         rx[:, :, :nv] = dd
         return Terms(d - self.radius - self.margin, rx, ru,
-                     lambda rho: _hessians(K, self.ndx, nu, np.einsum("kj,kjab->kab", rho, ddd)))
+                     *position_curvature(K, self.ndx, nu, lambda rho: np.einsum("kj,kjab->kab", rho, ddd)))
 
 
 # ---------------------------------------------------------------- frame poses and velocities
@@ -516,22 +591,23 @@ class _PoseResidual(Residual):
         R, p, _, _ = self.motion(xs)
         return self._error(R, p)
 
-    def evaluate(self, xs, us):
+    keeps_arrays = True
+
+    def evaluate(self, xs, us, kept=None):
         K, nv, nu = xs.shape[0], self.model.nv, us.shape[1]
         R, p, S, Jb = self.motion(xs)
         r = self._error(R, p)
         Jinv = lie_jacobian_batch(self.topology, np.ascontiguousarray(r), 2)
         Jg = Jb[:, self.rows]
-        rx, ru = self._zeros(K, nu)
+        rx, ru = self._zeros(K, nu, kept=kept)
         rx[:, :, :nv] = np.matmul(Jinv, Jg)
 
-        def hessians(rho):
+        def Hqq(rho):
             L = log_curvatures(self.lie, np.ascontiguousarray(r), np.ascontiguousarray(rho, dtype=float), Jinv)
             rho_eta = np.zeros((K, 6))
             rho_eta[:, self.rows] = np.einsum("kij,ki->kj", Jinv, rho)
-            Hqq = np.matmul(Jg.transpose(0, 2, 1), np.matmul(L, Jg)) + self.motion.twist_hessian(R, p, S, rho_eta)
-            return _hessians(K, self.ndx, nu, Hqq)
-        return Terms(r, rx, ru, hessians)
+            return np.matmul(Jg.transpose(0, 2, 1), np.matmul(L, Jg)) + self.motion.twist_hessian(R, p, S, rho_eta)
+        return Terms(r, rx, ru, *position_curvature(K, self.ndx, nu, Hqq))
 
 
 class FramePlacementResidual(_PoseResidual):
@@ -600,12 +676,14 @@ class FrameVelocityResidual(Residual):
         R, p, _, _, Vs = self._velocities(xs)
         return self._express(Vs[:, None], R, p)[:, 0] - at_knots(self.target, xs.shape[0], 1, "target")
 
-    def evaluate(self, xs, us):
+    keeps_arrays = True
+
+    def evaluate(self, xs, us, kept=None):
         K, nv, nu = xs.shape[0], self.model.nv, us.shape[1]
         R, p, S, v, Vs = self._velocities(xs)
         U = np.einsum("kj,bj,bji->bki", self.before, v, S)  # U_k = Σ_{j ⪰ k} v_j S_j
         DV = motion_cross(S, U)  # D_k V_s
-        rx, ru = self._zeros(K, nu)
+        rx, ru = self._zeros(K, nu, kept=kept)
         rx[:, :, nv:] = self._express(S, R, p).transpose(0, 2, 1)
         if self.reference == "local":  # D_k (Ad(M⁻¹) V_s) = Ad(M⁻¹)(D_k V_s − S_k × V_s)
             rx[:, :, :nv] = self._express(DV - motion_cross(S, Vs[:, None]), R, p).transpose(0, 2, 1)

@@ -30,6 +30,8 @@ from dataclasses import replace
 
 import numpy as np
 
+from dynamics._compile import njit
+
 from .ddp import Log, Objective, Options, Workspace, initial_guess, iterate, stopped_by_exception
 from ..ocp.problem import Problem
 from .result import Result, multiplier_arrays
@@ -45,11 +47,29 @@ def _phr(c, lam, rho, equality=False):
 
 
 def _add_penalty(terms_x, c, cx, cxx, d1, d2, d0):
-    """Add Σ_i ψ_i to (l, lx, lxx) given ψ (d0), ψ' (d1), ψ'' (d2) per constraint row."""
+    """Add Σ_i ψ_i to (l, lx, lxx) given ψ (d0), ψ' (d1), ψ'' (d2) per constraint row (at K
+    knots, or at one without the knot axis)."""
     l, lx, lxx = terms_x
     l += np.sum(d0, axis=-1)
     lx += np.einsum("...i,...ia->...a", d1, cx)
-    lxx += np.einsum("...i,...ia,...ib->...ab", d2, cx, cx) + np.einsum("...i,...iab->...ab", d1, cxx)
+    m, n = cx.shape[-2:]
+    penalty_hessian(d1.reshape(-1, m), d2.reshape(-1, m), cx.reshape(-1, m, n), cxx.reshape(-1, m, n, n),
+                    lxx.reshape(-1, n, n))
+
+
+@njit(cache=True)
+def penalty_hessian(d1, d2, cx, cxx, lxx):
+    """lxx[k] += Σ_i ψ''_i c_x,i c_x,iᵀ + ψ'_i c_xx,i (d1 = ψ', d2 = ψ'' (K, m), cx (K, m, n),
+    cxx (K, m, n, n), lxx (K, n, n)), rows whose ψ' and ψ'' vanish (inactive) skipped."""
+    for k in range(cx.shape[0]):
+        for i in range(cx.shape[1]):
+            a, b = d2[k, i], d1[k, i]
+            if a == 0.0 and b == 0.0:
+                continue
+            for p in range(cx.shape[2]):
+                s = a * cx[k, i, p]
+                for q in range(cx.shape[2]):
+                    lxx[k, p, q] += s * cx[k, i, q] + b * cxx[k, i, p, q]
 
 
 def _add_stage_penalty(problem: Problem, terms, g, gz, gzz, psi) -> None:
@@ -78,10 +98,10 @@ class ALObjective(Objective):
         self.lam_stage = np.zeros((problem.N, problem.ng)) if lam_stage is None else lam_stage
         self.path_eq, self.stage_eq = problem.path_equalities, problem.stage_equalities
 
-    def running(self, xs, us):
-        l, lx, lu, lxx, lux, luu = super().running(xs, us)  # new arrays, ours to add into
+    def running(self, xs, us, out=None):
+        l, lx, lu, lxx, lux, luu = super().running(xs, us, out)  # ours to add into
         if self.problem.nc:
-            c, cx, cxx = self.problem.path_constraint_terms(xs[1:])
+            c, cx, cxx = self.problem.path_constraint_terms(xs[1:], shared=True)
             d0, d1, d2 = _phr(c, self.lam[:-1], self.rho, self.path_eq)
             _add_penalty((l[1:], lx[1:], lxx[1:]), c, cx, cxx, d1, d2, d0)
         if self.problem.ng:
@@ -94,11 +114,11 @@ class ALObjective(Objective):
         l, lx, lxx = super().terminal(x)
         l, lx, lxx = np.array([l]), lx.copy(), lxx.copy()
         if self.problem.nc:
-            c, cx, cxx = (t[0] for t in self.problem.path_constraint_terms(x[None]))
+            c, cx, cxx = (t[0] for t in self.problem.path_constraint_terms(x[None], shared=True))
             d0, d1, d2 = _phr(c, self.lam[-1], self.rho, self.path_eq)
             _add_penalty((l, lx, lxx), c, cx, cxx, d1, d2, d0)
         if self.problem.nh:
-            h, hx, hxx = self.problem.terminal_constraint_terms(x)
+            h, hx, hxx = self.problem.terminal_constraint_terms(x, shared=True)
             d1 = self.mu + self.rho * h
             _add_penalty((l, lx, lxx), h, hx, hxx, d1, np.full_like(h, self.rho),
                          self.mu * h + 0.5 * self.rho * h * h)
@@ -113,7 +133,7 @@ class ALObjective(Objective):
             g = self.problem.stage_constraint_values(xs[:-1], us)
             total += float(np.sum(_phr(g, self.lam_stage, self.rho, self.stage_eq)[0]))
         if self.problem.nh:
-            h = self.problem.terminal_constraint_terms(xs[-1])[0]
+            h = self.problem.terminal_constraint_values(xs[-1])
             total += float(self.mu @ h + 0.5 * self.rho * h @ h)
         return total
 
@@ -126,7 +146,7 @@ class ALObjective(Objective):
             g = self.problem.stage_constraint_values(xs[:-1], us)
             self.lam_stage = -_phr(g, self.lam_stage, self.rho, self.stage_eq)[1]
         if self.problem.nh:
-            self.mu = self.mu + self.rho * self.problem.terminal_constraint_terms(xs[-1])[0]
+            self.mu = self.mu + self.rho * self.problem.terminal_constraint_values(xs[-1])
 
 
 def _cost_and_violation(problem: Problem, xs: np.ndarray, us: np.ndarray) -> tuple[float, float]:

@@ -436,8 +436,9 @@ class Objective:
     def __init__(self, problem: Problem, gauss_newton: bool = False) -> None:
         self.problem, self.gauss_newton = problem, gauss_newton
 
-    def running(self, xs, us):
-        return self.problem.running_cost_terms(xs, us, self.gauss_newton)
+    def running(self, xs, us, out: tuple | None = None):
+        """Into ``out`` if given (:meth:`optdyn.Problem.running_cost_terms`)."""
+        return self.problem.running_cost_terms(xs, us, self.gauss_newton, out)
 
     def terminal(self, x):
         return self.problem.terminal_cost_terms(x, self.gauss_newton)
@@ -452,7 +453,8 @@ class Workspace:
     and feedback K (N, nu, ndx) of the backward pass, the iterate and
     the forward pass's trial trajectory (``xs``, ``us``: two of each, swapped when a step is
     accepted), the contracted second-order terms' stage records (``stages``: megabytes for
-    long horizons, made by DDP's first expansion) and the last finite rollout of a problem's
+    long horizons, made by DDP's first expansion), the dynamics' and the cost's expansions
+    (``linearization``, :meth:`expansion`) and the last finite rollout of a problem's
     x0 (:meth:`rollout_of`), so that controls rolled out once — to check the initial guess, or
     by the caller (:class:`optdyn.MPC`'s feedback-policy warm start) — are not rolled out
     again. A solve's result has arrays of its own. A controller solving one horizon after
@@ -468,6 +470,15 @@ class Workspace:
         self.free, self.no_gaps = (np.full(nu, -np.inf), np.full(nu, np.inf)), np.zeros((0, ndx))
         self.stages = problem.no_stages
         self._rolled = (None, np.empty(nx), np.empty((N, nu)), np.empty((N + 1, nx)))  # dynamics, x0, us, xs
+        self._expansions = [problem.expansion_arrays(N), None]
+        self.linearization = problem.linearization_arrays(N)
+
+    def expansion(self, i: int) -> tuple[np.ndarray, ...]:
+        """The cost expansion's arrays (:meth:`optdyn.Problem.running_cost_terms`): the exact
+        model's (``i`` = 0) or the Gauss–Newton fallback's (1, made when first asked for)."""
+        if self._expansions[i] is None:
+            self._expansions[i] = tuple(np.zeros_like(a) for a in self._expansions[0])
+        return self._expansions[i]
 
     def fits(self, problem: Problem) -> bool:
         """Whether ``problem`` has this workspace's N, nx, nu and ndx."""
@@ -687,7 +698,7 @@ def line_search(problem: Problem, objective: Objective, o: Options, trajectory: 
     return 0.0, J
 
 
-def linearize(problem: Problem, xs: np.ndarray, us: np.ndarray, mode: int, stages=None
+def linearize(problem: Problem, xs: np.ndarray, us: np.ndarray, mode: int, stages=None, out: tuple | None = None
               ) -> tuple[np.ndarray, np.ndarray, SecondOrder]:
     """(A (N,ndx,ndx), B (N,ndx,nu), the :data:`SecondOrder` terms) along (xs, us) for
     :func:`backward_pass`.
@@ -695,16 +706,17 @@ def linearize(problem: Problem, xs: np.ndarray, us: np.ndarray, mode: int, stage
     Mode 1 (contracted) records the interval stages (into ``stages`` from the previous call
     when given), mode 2 forms the full tensors Fzz (N, ndx, nz, nz); what a mode does not use
     is empty (the records ``stages`` when given, unused). ``split`` is left False
-    (:func:`iterate` sets it).
+    (:func:`iterate` sets it). A and B go into ``out`` if given
+    (:meth:`optdyn.Problem.linearization_arrays`).
     """
     Fzz = np.empty((problem.N, 0, 0, 0))
     if mode == SECOND_ORDER["contracted"]:
-        A, B, stages = problem.step_stages(xs[:-1], us, stages)
+        A, B, stages = problem.step_stages(xs[:-1], us, stages, out=out)
     elif mode == SECOND_ORDER["tensor"]:
-        A, B, Fxx, Fxu, Fuu = problem.step_derivatives(xs[:-1], us, second_order=True)
+        A, B, Fxx, Fxu, Fuu = problem.step_derivatives(xs[:-1], us, second_order=True, out=out)
         Fzz = np.concatenate([np.concatenate([Fxx, Fxu], 3), np.concatenate([Fxu.transpose(0, 1, 3, 2), Fuu], 3)], 2)
     else:
-        A, B = problem.step_derivatives(xs[:-1], us)
+        A, B = problem.step_derivatives(xs[:-1], us, out=out)
     return A, B, SecondOrder(mode, Fzz, problem.dynamics, problem.no_stages if stages is None else stages, False)
 
 
@@ -752,8 +764,8 @@ def start(problem: Problem, us: np.ndarray, xs: np.ndarray | None, workspace: Wo
     return out, (gaps if finite and np.any(gaps) else none), finite
 
 
-def gauss_newton_model(objective: Objective, o: Options, ddp: bool, model: tuple, xs: np.ndarray, us: np.ndarray
-                       ) -> tuple | None:
+def gauss_newton_model(objective: Objective, o: Options, ddp: bool, model: tuple, xs: np.ndarray, us: np.ndarray,
+                       workspace: Workspace) -> tuple | None:
     """The model an iteration falls back to when ``model`` = (lq, terminal, second) has a
     Q̃_uu that is not positive definite at the current μ (``o.indefinite == "gauss_newton"``):
     iLQR's (no V'_x·F_zz) with the residual costs' Gauss–Newton Hessians at every knot and at
@@ -765,7 +777,8 @@ def gauss_newton_model(objective: Objective, o: Options, ddp: bool, model: tuple
     if not objective.gauss_newton:
         saved, objective.gauss_newton = objective.gauss_newton, True
         try:
-            lq = lq._replace(**dict(zip(("lxx", "lux", "luu"), objective.running(xs[:-1], us)[3:])))
+            hessians = objective.running(xs[:-1], us, workspace.expansion(1))[3:]
+            lq = lq._replace(**dict(zip(("lxx", "lux", "luu"), hessians)))
             terminal = Value(terminal.Vx, objective.terminal(xs[-1])[2])
         finally:
             objective.gauss_newton = saved
@@ -812,12 +825,12 @@ def iterate(problem: Problem, objective: Objective, us: np.ndarray, o: Options, 
     split = get_num_threads() > 1  # each knot's stage Hessians in two halves on two threads
     while True:
         if moved:  # after a rejected step the trajectory, hence its expansion, is unchanged
-            A, B, second = linearize(problem, xs, us, mode, ws.stages)
+            A, B, second = linearize(problem, xs, us, mode, ws.stages, ws.linearization)
             second, ws.stages = second._replace(split=split), second.stages
-            lq = Expansion(A, B, *objective.running(xs[:-1], us)[1:])
+            lq = Expansion(A, B, *objective.running(xs[:-1], us, ws.expansion(0))[1:])
             terminal = Value(*objective.terminal(xs[-1])[1:])
             gnorm = projected_gradient(lq, terminal.Vx, us, lower, upper)
-            fallback = gauss_newton_model(objective, o, ddp, (lq, terminal, second), xs, us)
+            fallback = gauss_newton_model(objective, o, ddp, (lq, terminal, second), xs, us, ws)
         while True:
             models = ((lq, terminal, second),) + ((fallback,) if fallback is not None else ())
             for model in models:  # the exact model, then (o.indefinite) the Gauss–Newton one
