@@ -1,7 +1,7 @@
 """Before/after of the interval kernels and the solvers on two source trees, interleaved.
 
     .venv/bin/python benchmarks/bench_before_after.py BEFORE_TREE AFTER_TREE ROUNDS [--kernels | --contacts [--cpu] |
-        --contact-batches [--cpu] | --costs [--cpu]]
+        --contact-batches [--cpu] | --costs [--cpu] | --mpc [--cpu]]
 
 Each round runs, in a new process per tree (its own numba cache, one thread), the rollout,
 the first-order sensitivities and the stage records of the whole trajectory (fastest of 20
@@ -15,7 +15,11 @@ process's CPU time (what a loaded machine's waits for a core do not inflate); wi
 Solo-12 and Talos, one thread, the same clocks. With ``--costs``, DDP, iLQR and IPOPT per iteration
 only, on ur5-reach and arm-obstacle (the tasks whose costs are state, control and frame-position
 terms), with ``--cpu`` by the process's CPU time too (a solve's CPU time over its iterations, and
-each cost evaluation's). Each measurement also gets the median and range of its rounds per tree. A tree is a checkout, e.g. ``git worktree add --detach /tmp/before b49c2dc``.
+each cost evaluation's). With ``--mpc``, the median step (ms) of :class:`optdyn.MPC` with one
+iteration per step from the feedback-policy warm start over 35 undisturbed steps after 5 (the
+plant: the problem's own intervals) on ur5-reach (N = 40; iLQR and DDP), the space
+manipulator (iLQR) and arm-obstacle (iLQR, the augmented Lagrangian), the same clocks.
+Each measurement also gets the median and range of its rounds per tree. A tree is a checkout, e.g. ``git worktree add --detach /tmp/before b49c2dc``.
 """
 from __future__ import annotations
 
@@ -105,10 +109,33 @@ print("RESULT" + json.dumps(out))
 '''
 
 
+MPC = r'''
+import json, time
+import numpy as np
+import optdyn, problems
+out = {}
+CASES = (("ur5-reach", "ilqr"), ("ur5-reach", "ddp"), ("space-manipulator", "ilqr"), ("arm-obstacle", "ilqr"))
+for task, solver in CASES:
+    prob = problems.get(task, **({"N": 40} if task == "ur5-reach" else {}))
+    mpc = optdyn.MPC(prob, solver, 1)
+    x = prob.x0.copy()
+    u = mpc.step(x, 0.0)[0]
+    times = []
+    for _ in range(40):
+        x = prob.step(x[None], u[None])[0]
+        t0 = TIMER()
+        u = mpc.step(x)[0]
+        times.append(TIMER() - t0)
+    out[task + " " + solver + " MPC step"] = float(np.median(times[5:])) * 1e3
+print("RESULT" + json.dumps(out))
+'''
+
+
 def main(before: str, after: str, rounds: int, mode: str, cpu: bool = False) -> None:
     tasks = '("ur5-reach", "arm-obstacle")' if mode == "--costs" else '("ur5-reach", "arm-obstacle", "space-manipulator")'
     timer = "time.process_time" if cpu else "time.perf_counter"
-    contacts = {"--contacts": CONTACTS, "--contact-batches": CONTACT_BATCHES}.get(mode, "").replace("TIMER", timer)
+    snippets = {"--contacts": CONTACTS, "--contact-batches": CONTACT_BATCHES, "--mpc": MPC}
+    contacts = snippets.get(mode, "").replace("TIMER", timer)
     code = contacts if contacts else (
         SNIPPET.replace("SOLVERS", "()" if mode == "--kernels" else '("ddp", "ilqr", "ipopt")')
         .replace("TASKS", tasks).replace("KERNELS", str(mode != "--costs"))
@@ -118,7 +145,7 @@ def main(before: str, after: str, rounds: int, mode: str, cpu: bool = False) -> 
     for _ in range(rounds):
         for side, tree in trees.items():
             runs[side].append(run_in_tree(tree, code, threads=1))
-    print(f"| measurement ({'µs' if contacts else 'ms'}) | before (fastest) | after (fastest) "
+    print(f"| measurement ({'µs' if mode in ('--contacts', '--contact-batches') else 'ms'}) | before (fastest) | after (fastest) "
           "| after ÷ before | per round | before median [range] | after median [range] |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for key in runs["before"][0]:

@@ -126,6 +126,7 @@ def test_activation_gradient_and_hessian_match_differences(name):
     a = ACTIVATIONS[name]
     r = np.random.default_rng(2).uniform(-1.5, 1.5, (6, 4))
     value, grad, hess = a.evaluate(r)
+    np.testing.assert_allclose(a.value(r), value, rtol=1e-13)  # a value-only path gives evaluate's
     for k in range(r.shape[0]):
         assert np.allclose(grad[k], central(lambda y: a.value(y[None])[0], r[k]), atol=1e-7)
         assert np.allclose(np.diag(hess[k]), central(lambda y: a.evaluate(y[None])[1][0], r[k]), atol=1e-6)

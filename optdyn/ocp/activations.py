@@ -96,6 +96,9 @@ class WeightedQuadratic(Activation):
         wr = self.weights * r
         return 0.5 * np.sum(wr * r, axis=1), wr, np.repeat(self.weights[None], r.shape[0], axis=0)
 
+    def value(self, r):
+        return 0.5 * np.einsum("i,ki,ki->k", self.weights, r, r)
+
 
 class QuadraticBarrier(Activation):
     """½ Σ_i w_i e_i², e_i = max(0, r_i − upper_i) + min(0, r_i − lower_i): zero between the
