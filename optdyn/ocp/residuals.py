@@ -126,7 +126,10 @@ def at_knots(ref: np.ndarray, K: int, ndim: int, name: str = "reference") -> np.
 class KeptArrays:
     """Evaluations into arrays the object keeps (:func:`kept_array`): ``evaluate_shared`` calls
     ``evaluate(..., kept=...)`` with the object's own dict if the class sets ``keeps_arrays``
-    (its evaluate then takes ``kept``), else plain ``evaluate``."""
+    (its evaluate then takes ``kept``), else plain ``evaluate``. Like a Pinocchio Data, the
+    kept arrays serve one caller at a time: threads evaluating one object at once would share
+    them (the solvers and :class:`optdyn.MPC` evaluate from one thread; sweeps run each
+    solve in a process of its own)."""
 
     keeps_arrays: bool = False
 
