@@ -61,6 +61,7 @@ import tempfile
 import time
 from collections import namedtuple
 from contextlib import contextmanager
+from functools import lru_cache
 
 import cyipopt
 import numpy as np
@@ -104,6 +105,49 @@ LOG_FIELDS = ("alg_mod", "iteration", "objective", "inf_pr", "inf_du", "mu", "d_
               "regularization", "alpha_du", "alpha_pr", "ls_trials", "time")
 
 
+@lru_cache(maxsize=8)
+def jacobian_pattern(N: int, ndx: int, nu: int, nc: int, ng: int, nh: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows and columns of the constraint Jacobian's blocks −A_k, −B_k, I, c_x(x_k),
+    g_z(x_k, u_k), h_x (in this order), each listed row-major as ``A.ravel()`` etc. lay out
+    its values; read-only, shared by the NLPs of one shape (an MPC's one per step)."""
+    nw = ndx + nu
+    k = np.arange(N)[:, None, None]
+    defect_row = k * ndx + np.arange(ndx)[:, None]                       # (N, ndx, 1)
+    path_row = N * ndx + k * nc + np.arange(nc)[:, None]                # (N, nc, 1)
+    stage_row = N * (ndx + nc) + k * ng + np.arange(ng)[:, None]        # (N, ng, 1)
+    term_row = N * (ndx + nc + ng) + np.arange(nh)[:, None]             # (nh, 1)
+    blocks = [
+        (defect_row, k * nw + np.arange(ndx)),                          # −A_k  wrt x_k
+        (defect_row, k * nw + ndx + np.arange(nu)),                     # −B_k  wrt u_k
+        (defect_row[:, :, 0], (k[:, :, 0] + 1) * nw + np.arange(ndx)),  # +I    wrt x_{k+1}
+        (path_row, (k + 1) * nw + np.arange(ndx)),                      # c_x(x_{k+1})
+        (stage_row, k * nw + np.arange(nw)),                            # g_z(x_k, u_k)
+        (term_row, N * nw + np.arange(ndx)),                            # h_x(x_N)
+    ]
+    pairs = [np.broadcast_arrays(r, c) for r, c in blocks]
+    rows = np.concatenate([r.ravel() for r, _ in pairs]).astype(np.int32)
+    cols = np.concatenate([c.ravel() for _, c in pairs]).astype(np.int32)
+    return _read_only(rows, cols)
+
+
+@lru_cache(maxsize=8)
+def hessian_pattern(N: int, ndx: int, nu: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows and columns of the lower triangles of the N interval blocks (x_k, u_k)² and of
+    the x_N block (read-only, shared as :func:`jacobian_pattern`'s)."""
+    nw = ndx + nu
+    tril_w, tril_x = np.tril_indices(nw), np.tril_indices(ndx)
+    off = (np.arange(N) * nw)[:, None]
+    rows = np.concatenate([(off + tril_w[0]).ravel(), N * nw + tril_x[0]])
+    cols = np.concatenate([(off + tril_w[1]).ravel(), N * nw + tril_x[1]])
+    return _read_only(rows.astype(np.int32), cols.astype(np.int32))
+
+
+def _read_only(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+    for a in arrays:
+        a.flags.writeable = False
+    return arrays
+
+
 class MultipleShootingNLP:
     """The NLP above, with the callbacks cyipopt expects.
 
@@ -136,8 +180,10 @@ class MultipleShootingNLP:
         self.n = self.N * self.nw + self.ndx
         self.m = self.N * (self.ndx + self.nc + self.ng) + self.nh
         self._bounds()
-        self._jac_rows, self._jac_cols, self._n_identity = self._jacobian_pattern()
-        self._hess_rows, self._hess_cols = self._hessian_pattern()
+        self._jac_rows, self._jac_cols = jacobian_pattern(self.N, self.ndx, self.nu, self.nc, self.ng, self.nh)
+        self._n_identity = self.N * self.ndx
+        self._hess_rows, self._hess_cols = hessian_pattern(self.N, self.ndx, self.nu)
+        self._tril_w, self._tril_x = np.tril_indices(self.nw), np.tril_indices(self.ndx)
         # stand-ins of the Hessian kernel's arguments that a block does not have (x_N: no control, no
         # defect; a vector space: no chart)
         self._no_control = (np.zeros((1, 0, self.ndx)), np.zeros((1, 0, 0)))
@@ -189,39 +235,6 @@ class MultipleShootingNLP:
         self.cu = np.zeros(self.m)
         self.cu[N * self.ndx: N * (self.ndx + self.nc + self.ng)] = np.concatenate(
             [np.tile(np.where(general, 0.0, INF), N), np.tile(np.where(p.stage_equalities, 0.0, INF), N)])
-
-    def _jacobian_pattern(self):
-        """Rows and columns of the blocks −A_k, −B_k, I, c_x(x_k), g_z(x_k, u_k), h_x (in this order).
-
-        Each block is listed row-major, as ``A.ravel()`` etc. lay out its values.
-        """
-        ndx, nu, nw, nc, ng, nh, N = self.ndx, self.nu, self.nw, self.nc, self.ng, self.nh, self.N
-        k = np.arange(N)[:, None, None]
-        defect_row = k * ndx + np.arange(ndx)[:, None]                       # (N, ndx, 1)
-        path_row = N * ndx + k * nc + np.arange(nc)[:, None]                # (N, nc, 1)
-        stage_row = N * (ndx + nc) + k * ng + np.arange(ng)[:, None]        # (N, ng, 1)
-        term_row = N * (ndx + nc + ng) + np.arange(nh)[:, None]             # (nh, 1)
-        blocks = [
-            (defect_row, k * nw + np.arange(ndx)),                          # −A_k  wrt x_k
-            (defect_row, k * nw + ndx + np.arange(nu)),                     # −B_k  wrt u_k
-            (defect_row[:, :, 0], (k[:, :, 0] + 1) * nw + np.arange(ndx)),  # +I    wrt x_{k+1}
-            (path_row, (k + 1) * nw + np.arange(ndx)),                      # c_x(x_{k+1})
-            (stage_row, k * nw + np.arange(nw)),                            # g_z(x_k, u_k)
-            (term_row, N * nw + np.arange(ndx)),                            # h_x(x_N)
-        ]
-        pairs = [np.broadcast_arrays(r, c) for r, c in blocks]
-        rows = np.concatenate([r.ravel() for r, _ in pairs]).astype(np.int32)
-        cols = np.concatenate([c.ravel() for _, c in pairs]).astype(np.int32)
-        return rows, cols, N * ndx
-
-    def _hessian_pattern(self):
-        """Lower triangles of the N interval blocks (x_k, u_k)² and of the x_N block."""
-        nw, N = self.nw, self.N
-        self._tril_w, self._tril_x = np.tril_indices(nw), np.tril_indices(self.ndx)
-        off = (np.arange(N) * nw)[:, None]
-        rows = np.concatenate([(off + self._tril_w[0]).ravel(), N * nw + self._tril_x[0]])
-        cols = np.concatenate([(off + self._tril_w[1]).ravel(), N * nw + self._tril_x[1]])
-        return rows.astype(np.int32), cols.astype(np.int32)
 
     # ------------------------------------------------------ cached evaluations
     def _get(self, z: np.ndarray, what: str):
