@@ -126,3 +126,20 @@ def test_a_terminal_reference_per_node_ends_every_window_on_the_trajectory():
     assert p.window(2, 4).terminal_cost.value(x, u) != p.terminal_cost.value(x, u)
     alike = Problem(MODEL, X0, N, 0.05, running, terminal(N), contacts=SEQUENCE)
     assert alike.terminal_nodes is None and alike.window(2, 4).terminal_cost is alike.terminal_cost
+
+
+def test_windows_keep_their_residuals_arrays_in_the_tasks_and_each_gets_its_own_values(task):
+    """An MPC makes a window per step: the residuals copied for it (per-knot references, the
+    contact sequence) keep their Jacobians in the arrays of the task's residual, not made
+    again per window, and each window's expansion is still its own: a contact force's rows at
+    knots in contact in one window and in flight in the next are zeroed, not left over."""
+    full = task.running_cost_terms(task.xs_init[:-1], task.us_init)
+    for start in (0, 2, 5, 0):  # flight then touchdown, stance on two feet, on four, flight again
+        w = task.window(start, 3)
+        rows = np.arange(start, start + 3)
+        for got, want in zip(w.running_cost_terms(task.xs_init[:-1][rows], task.us_init[rows]), full):
+            np.testing.assert_array_equal(got, want[rows])
+    force = ContactForceResidual(MODEL, SEQUENCE, "foot0")  # never evaluated before its windows
+    windows = [force.window(np.arange(start, start + 3)) for start in (0, 2)]
+    jacobians = [w.evaluate_shared(task.xs_init[:3], task.us_init[:3]).rx for w in windows]
+    assert jacobians[0] is jacobians[1]

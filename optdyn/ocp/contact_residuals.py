@@ -64,7 +64,7 @@ from dynamics.model import Model
 
 from .contact_phases import check_contact_sequence, impulses_at, knot_contact_forces, phase_sequence
 from .problem import actuated_dofs
-from .residuals import Hessians, Residual, Terms, at_knots, references
+from .residuals import Hessians, Residual, Terms, at_knots, kept_array, references
 
 _LAST: dict[str, tuple] = {}
 """The knots last evaluated, by what was asked ("value", "evaluate"): (key, model, the
@@ -215,10 +215,16 @@ class _ContactForceFunction(Residual):
             knots[k] = (q, v, tau, lam, dq, dv, dtau, P)
         return knots[k]
 
-    def evaluate(self, xs, us):
+    keeps_arrays = True
+
+    def evaluate(self, xs, us, kept=None):
         self._check_knots(xs)
         K, ndx, nu = xs.shape[0], self.ndx, self.nu
-        r, rx, ru = np.zeros((K, self.size)), np.zeros((K, self.size, ndx)), np.zeros((K, self.size, nu))
+        rx, ru = kept_array(kept, "rx", (K, self.size, ndx)), kept_array(kept, "ru", (K, self.size, nu))
+        if kept is not None:  # the knots in contact differ from one window to the next
+            rx.fill(0.0)
+            ru.fill(0.0)
+        r = np.zeros((K, self.size))
         knots = []  # what the Hessians need, per knot in contact
         shared = _shared_knots("evaluate", self, xs, us)
         for k, cs, row in self._in_contact():

@@ -177,6 +177,7 @@ class Residual(KeptArrays, ABC):
         (:mod:`optdyn.ocp.windows`)."""
         if self.knots() is None:
             return self
+        self.__dict__.setdefault("_kept", {})  # its windows share its kept arrays (KeptArrays)
         out = copy.copy(self)
         out._take_rows(np.asarray(rows, dtype=np.int64))
         return out
