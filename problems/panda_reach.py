@@ -18,8 +18,8 @@ Crocoddyl's BoxFDDP reach:
   216 to 1.0853247);
 - iLQR: ``cost_hessian="gauss_newton"``, ``box="after_full_step"`` — 66 (plain iLQR: no
   convergence in 1000, at 1.0853);
-- IPOPT: ``nlp_scaling_method="none"``, ``mu_strategy="adaptive"`` — 148 (default options:
-  267).
+- IPOPT: ``nlp_scaling_method="none"``, ``mu_strategy="adaptive"`` — 146 (default options:
+  276).
 """
 from __future__ import annotations
 
