@@ -26,12 +26,12 @@ import dynamics as dyn
 from ..ocp import contact_phases
 from ..ocp.constraints import StateEquality
 from ..ocp.contact_residuals import MU, check_friction, tangent_basis
-from ..ocp.costs import PointSet
+from ..ocp.costs import PointSet, cost_terms
 from ..ocp.problem import Problem, _array
 from ..ocp.relative_residuals import RelativeMotion
 from ..ocp.residuals import (CoMPositionResidual, FrameOrientationResidual, FramePlacementResidual,
                              FramePositionResidual, FrameVelocityResidual)
-from ..ocp.task import cost_terms, frame_targets
+from ..ocp.task import frame_targets
 
 TARGET_RESIDUALS = (FramePositionResidual, FramePlacementResidual, FrameOrientationResidual, FrameVelocityResidual,
                     CoMPositionResidual)

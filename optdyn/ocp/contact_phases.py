@@ -182,6 +182,12 @@ def sliced(dyn: PhasedDynamics, K: int, start: int) -> PhasedDynamics:
     return dyn._replace(bounds=dyn.bounds[start:start + K], impulse=dyn.impulse[start:start + K])
 
 
+def at_rows(dyn: PhasedDynamics, rows: np.ndarray) -> PhasedDynamics:
+    """``dyn`` for the intervals ``rows`` (an index array, repeats allowed) in their order:
+    an interval gains contacts (its impulse) only where it follows another (:func:`impulses_at`)."""
+    return dyn._replace(bounds=np.ascontiguousarray(dyn.bounds[rows]), impulse=impulses_at(dyn.impulse, rows))
+
+
 def stage_records_for(dyn: PhasedDynamics, K: int, nx: int, nz: int) -> PhasedStages:
     """:data:`PhasedStages` for K knots."""
     rk = stage_records(dyn.ode, K * dyn.substeps * dyn.b.shape[0], nx, nz, dyn.b.shape[0])

@@ -210,6 +210,13 @@ class Sum(Cost):
         return sum(w * c.value(xs, us) for w, c in self.terms)
 
 
+def cost_terms(cost: Cost | None) -> list[Cost]:
+    """The terms of a cost (a :class:`Sum` flattened), [] for None."""
+    if cost is None:
+        return []
+    return [c for _, c in cost.terms] if isinstance(cost, Sum) else [cost]
+
+
 @njit(cache=True)
 def sphere_distance(p, J, H, center, d, dd, ddd):
     """Signed distance d = ‖p − c‖ of every point to ``center`` with gradient and Hessian.

@@ -40,7 +40,7 @@ from dynamics.urdf import load_urdf
 
 from .constraints import FramePositionEquality, SphereClearance, StateEquality
 from .contact_residuals import MU, FrictionConeResidual, SmoothFrictionConeResidual
-from .costs import Cost, Sum
+from .costs import Cost, Sum, cost_terms
 from .problem import Problem
 from .residual_costs import ControlCost, FramePositionCost, ObstacleCost, StateCost
 from .relative_residuals import RelativePlacementResidual, RelativePositionResidual
@@ -75,13 +75,6 @@ class FrameTarget:
     kind: str
     rotation: np.ndarray | None = None
     relative_to: str | None = None
-
-
-def cost_terms(cost: Cost | None) -> list[Cost]:
-    """The terms of a cost (a :class:`~optdyn.costs.Sum` flattened), [] for None."""
-    if cost is None:
-        return []
-    return [c for _, c in cost.terms] if isinstance(cost, Sum) else [cost]
 
 
 def _require_problem(problem) -> None:

@@ -25,8 +25,8 @@ import copy
 
 import numpy as np
 
-from .contact_phases import impulses_at
-from .costs import Sum
+from .contact_phases import at_rows
+from .costs import Sum, cost_terms
 from .residual_costs import ResidualCost
 from .residuals import Residual
 
@@ -60,14 +60,10 @@ def windowed_term(term, rows: np.ndarray, knots: int | None = None):
     return out
 
 
-def _leaves(term) -> list:
-    return [] if term is None else [c for _, c in term.terms] if isinstance(term, Sum) else [term]
-
-
 def _per_node(term, nodes: int) -> bool:
     """Whether a cost or constraint gives one reference or weight per node (``nodes`` rows)."""
     return any(r.knots() == nodes for r in term.residuals()) or any(
-        isinstance(c, ResidualCost) and c.weight.ndim == 1 and c.weight.size == nodes for c in _leaves(term))
+        isinstance(c, ResidualCost) and c.weight.ndim == 1 and c.weight.size == nodes for c in cost_terms(term))
 
 
 def terminal_nodes(terminal_cost, terminal_constraints: tuple, N: int) -> tuple | None:
@@ -90,7 +86,6 @@ def window(problem, rows: np.ndarray):
     rows[0]; shares the compiled dynamics."""
     rows = np.asarray(rows, dtype=np.int64)
     out = copy.copy(problem)
-    out.__dict__.pop("no_stages", None)
     out.N = rows.size
     nodes = np.concatenate([rows, rows[-1:] + 1])
     out.xs_init, out.us_init = problem.xs_init[nodes], problem.us_init[rows]
@@ -106,6 +101,5 @@ def window(problem, rows: np.ndarray):
         out.dynamics = problem.dynamics._replace(f_ext=out.f_ext)
     if problem.contacts is not None:
         out.contacts = [problem.contacts[k] for k in rows]
-        d = problem.dynamics
-        out.dynamics = d._replace(bounds=np.ascontiguousarray(d.bounds[rows]), impulse=impulses_at(d.impulse, rows))
+        out.dynamics = at_rows(problem.dynamics, rows)
     return out
