@@ -206,7 +206,7 @@ def simulate(mpc: MPC, duration: float, plant: Model | None = None, disturbances
     margins = np.empty((n, len(margin_constraints(p))))
     states, held = np.empty((fine + 1, p.nx)), np.empty((fine + 1, p.nu))  # one control interval's
     iterations, status = np.empty(n, dtype=np.int64), []
-    source = copy.copy(task)  # the controller moves its own x0 at every step
+    source = copy.copy(task)  # the record keeps the task as the loop began, whatever the caller rebinds later
     x = p.x0.copy()
     xs[0] = x
     done, stopped = 0, ""
@@ -267,6 +267,7 @@ class _PlantIntervals:
         self.ode = integrators.robot_ode(model, task.actuated)
         self.free = integrators.IntervalDynamics(self.ode, a, b, h, 1, task.f_ext[:1])  # f_ext set per interval
         self.phases: dict[int, contact_phases.PhasedDynamics] = {}  # by interval, with contacts
+        self.held: dict[int, Problem] = {}  # by interval: the task held there (constraints)
 
     def _row(self, i: int) -> int:
         return min(i, self.task.N - 1)
@@ -294,5 +295,9 @@ class _PlantIntervals:
         return np.concatenate([x[:nq], v])
 
     def constraints(self, i: int, K: int) -> Problem:
-        """The task at K knots all in interval i, for the margins of its constraints there."""
-        return windows.window(self.task, np.full(K, self._row(i)))  # the task's own terms if none vary
+        """The task at K knots all in interval i, for the margins of its constraints there
+        (made once per interval)."""
+        k = self._row(i)
+        if k not in self.held or self.held[k].N != K:
+            self.held[k] = windows.window(self.task, np.full(K, k))  # the task's own terms if none vary
+        return self.held[k]
