@@ -802,7 +802,7 @@ def iterate(problem: Problem, objective: Objective, us: np.ndarray, o: Options, 
     lower, upper = problem.u_lower, problem.u_upper
     ws = Workspace(problem) if workspace is None else workspace
     (_, xs_new), (clipped, us_new), k, K = ws.xs, ws.us, ws.k, ws.K
-    us = np.clip(np.asarray(us, dtype=float), lower, upper, out=clipped)
+    us = clipped_controls(problem, us, clipped)
     K[:] = 0.0
     xs, gaps, finite = start(problem, us, xs, ws)
     if not finite:
@@ -923,9 +923,12 @@ def initial_guess(problem: Problem, o: Options, workspace: Workspace, us_init=No
     return us, xs, "us_init" if us_init is not None else "problem", []
 
 
-def clipped_controls(problem: Problem, us) -> np.ndarray:
+def clipped_controls(problem: Problem, us, out: np.ndarray | None = None) -> np.ndarray:
     """A C-ordered float copy of the controls ``us`` (N, nu) clipped to the problem's bounds
-    (the kernels are compiled for C-ordered arrays: another order compiles them again)."""
+    (the kernels are compiled for C-ordered arrays: another order compiles them again), into
+    ``out`` (N, nu) if given."""
+    if out is not None:
+        return np.clip(np.asarray(us, dtype=float), problem.u_lower, problem.u_upper, out=out)
     return np.clip(np.array(us, dtype=float, order="C"), problem.u_lower, problem.u_upper)
 
 
