@@ -247,3 +247,16 @@ def test_ddp_and_ilqr_report_infeasible_tasks(solver):
         assert res.message and prob.violation(res.xs, res.us) > 1e-3
         assert np.all(np.isfinite(res.xs))
     assert np.all(np.abs(res.us) <= 10.0 + 1e-9)  # the bounds hold even though the goal is out of reach
+
+
+def test_the_outer_iterations_start_from_the_inner_solves_states_not_from_new_rollouts(monkeypatch):
+    """The augmented Lagrangian's inner solves in single shooting end on a rollout of their
+    controls (bit for bit): the next inner solve starts there, so a whole solve of nine outer
+    iterations rolls out twice (the initial guess's check and the first start), not ten times."""
+    prob = problems.get("arm-obstacle")
+    calls = []
+    rollout = Problem.rollout
+    monkeypatch.setattr(Problem, "rollout", lambda self, *a, **k: calls.append(1) or rollout(self, *a, **k))
+    result = solve(prob, "ilqr")
+    assert result.converged and result.extra["outer_iterations"] > 2 and len(calls) <= 2
+    np.testing.assert_array_equal(prob.rollout(result.us), result.xs)

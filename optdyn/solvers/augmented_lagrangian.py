@@ -220,6 +220,8 @@ def solve_al(problem: Problem, ddp: bool = True, us_init=None, xs_init=None, con
                 # gaps left open stay open; a converged inner solve closed them, and its states are a
                 # rollout of us but for round-off, which as gaps would keep the next one from converging
                 start = xs if o.shooting == "multiple" and not out.converged else None
+                if o.shooting == "single" and np.all(np.isfinite(xs)):  # xs is the rollout of us, bit for bit:
+                    ws.remember(problem, us, xs)  # the next inner solve starts from it, not from another rollout
                 violation = _cost_and_violation(problem, xs, us)[1]
                 if out.converged and violation <= constraint_tol and inner_tol <= o.tol:
                     status, converged = "converged", True
