@@ -85,6 +85,19 @@ def _shared_knots(what: str, residual: _ContactForceFunction, xs: np.ndarray, us
     return knots
 
 
+def _frame_rows(contacts: list, frame: str) -> np.ndarray:
+    """(N,) the first row of ``frame``'s force in each interval's stacked λ, −1 where the frame
+    is not in contact."""
+    out = np.full(len(contacts), -1, dtype=np.int64)
+    for k, cs in enumerate(contacts):
+        row = 0
+        for c in cs:
+            if c.frame == frame:
+                out[k] = row
+            row += c.dim
+    return out
+
+
 class _ContactForceFunction(Residual):
     """r_k = φ(f_k) of the force f_k (``dim``,) of contact ``frame`` at the knots of the
     sequence ``contacts`` (module docstring), 0 where the frame is not in contact;
@@ -113,15 +126,13 @@ class _ContactForceFunction(Residual):
         self.actuated = actuated_dofs(model, actuated)
         self.dim = 6 if kinds == {"6d"} else 3
         self.size, self.ndx, self.nu = self.dim if size is None else size, 2 * model.nv, self.actuated.size
+        self._row = _frame_rows(self.contacts, frame)
         self._sequence_changed()
 
     def _sequence_changed(self) -> None:
         """The knots in contact (:meth:`_in_contact`) and the key of the sequence's shared
-        knots (:func:`_shared_knots`), after the contact sequence was set."""
-        self._stance = []
-        for k, cs in enumerate(self.contacts):
-            rows = np.cumsum([0] + [c.dim for c in cs])
-            self._stance += [(k, cs, int(row)) for c, row in zip(cs, rows) if c.frame == self.frame]
+        knots (:func:`_shared_knots`), after the contact sequence and ``_row`` were set."""
+        self._stance = [(k, self.contacts[k], int(row)) for k, row in enumerate(self._row) if row >= 0]
         self.sequence_key = (tuple(tuple(cs) for cs in self.contacts), self.impulses.tobytes(),
                              self.actuated.tobytes())
 
@@ -138,7 +149,7 @@ class _ContactForceFunction(Residual):
         (:func:`~optdyn.ocp.contact_phases.impulses_at`)."""
         super()._take_rows(rows)
         self.contacts = [self.contacts[k] for k in rows]
-        self.impulses = impulses_at(self.impulses, rows)
+        self.impulses, self._row = impulses_at(self.impulses, rows), self._row[rows]
         self._sequence_changed()
 
     def defined_at(self) -> np.ndarray:
