@@ -154,9 +154,7 @@ class _ContactForceFunction(Residual):
 
     def defined_at(self) -> np.ndarray:
         """The knots where ``frame`` is in contact."""
-        mask = np.zeros(self.N, dtype=bool)
-        mask[[k for k, _, _ in self._in_contact()]] = True
-        return mask
+        return self._row >= 0
 
     def check_problem(self, contacts, actuated: np.ndarray, name: str, terminal: bool = False) -> None:
         if terminal:
@@ -232,9 +230,9 @@ class _ContactForceFunction(Residual):
         self._check_knots(xs)
         K, ndx, nu = xs.shape[0], self.ndx, self.nu
         rx, ru = kept_array(kept, "rx", (K, self.size, ndx)), kept_array(kept, "ru", (K, self.size, nu))
-        if kept is not None:  # the knots in contact differ from one window to the next
-            rx.fill(0.0)
-            ru.fill(0.0)
+        if kept is not None:  # the knots out of contact differ from one window to the next (the others are set below)
+            off = self._row < 0
+            rx[off], ru[off] = 0.0, 0.0
         r = np.zeros((K, self.size))
         knots = []  # what the Hessians need, per knot in contact
         shared = _shared_knots("evaluate", self, xs, us)
