@@ -3,11 +3,13 @@ import numpy as np
 import pytest
 from matplotlib import image
 
+import dynamics as dyn
 import optdyn
 import problems
 from optdyn import viz
 from optdyn.apps.io import load_closed_loop, load_result, save_closed_loop
 from optdyn.apps.report import tracking_errors
+from optdyn.costs import FramePositionCost
 from optdyn.ocp.task import problem_of
 from optdyn.viz.plots import plot_closed_loop
 
@@ -69,6 +71,36 @@ def test_tracking_errors_follow_the_target(loop):
     assert label.startswith("state to the goal")
     with pytest.raises(ValueError, match="xs"):
         tracking_errors(prob, np.zeros((3, 5)))
+
+
+def test_tracking_errors_follow_a_reference_path_in_time():
+    """A target per knot (a reference trajectory): given the states' times, the error is the
+    distance to the path's point at that time — its knot's at k·dt, the mean of two knots'
+    halfway between (the path is linear there), the last one's after the end; knots the cost
+    does not weight are left out — and without times, the distance to the path's end."""
+    base = problems.get("ur5-reach", N=4)
+    model, dt = base.model, base.dt
+    path = np.array([[0.3, 0.1, 0.4], [0.35, 0.15, 0.45], [0.4, 0.2, 0.5], [0.45, 0.25, 0.55]])
+    prob = optdyn.Problem(model, base.x0, 4, dt, FramePositionCost(model, "tool0", path, 1.0))
+    xs = np.tile(base.x0, (6, 1))
+    xs[:, 1] += np.linspace(0.0, 0.5, 6)  # the shoulder turning: the tool moves
+    t = np.array([0.0, 1.0, 1.5, 3.0, 7.0, 9.0]) * dt
+    tool = np.stack([dyn.frame_placement(model, x[: model.nq], "tool0")[1] for x in xs])
+    ref = np.array([path[0], path[1], 0.5 * (path[1] + path[2]), path[3], path[3], path[3]])
+    (label, e), = tracking_errors(prob, xs, t).items()
+    assert label == "tool0 to its reference path, ending at (0.45, 0.25, 0.55) [m]"
+    np.testing.assert_allclose(e, np.linalg.norm(tool - ref, axis=1), rtol=1e-12)
+    (label, e), = tracking_errors(prob, xs).items()
+    assert label == "tool0 to (0.45, 0.25, 0.55) [m]"
+    np.testing.assert_allclose(e, np.linalg.norm(tool - path[-1], axis=1), rtol=1e-12)
+    with pytest.raises(ValueError, match="t: expected the 6 finite times"):
+        tracking_errors(prob, xs, t[:3])
+    unweighted = path.copy()
+    unweighted[2] = 0.0  # a knot the cost does not weight (a swing foot's arc outside its swing) is no reference
+    prob = optdyn.Problem(model, base.x0, 4, dt, FramePositionCost(model, "tool0", unweighted, [1.0, 1.0, 0.0, 1.0]))
+    (e,) = tracking_errors(prob, xs, t).values()
+    ref[2] = 0.75 * path[1] + 0.25 * path[3]  # t = 1.5 dt between the knots 1 and 3
+    np.testing.assert_allclose(e, np.linalg.norm(tool - ref, axis=1), rtol=1e-12)
 
 
 def test_plot_of_a_reopened_loop(loop, tmp_path):

@@ -479,7 +479,7 @@ def _loop_summary(loop: ClosedLoop, problem=None) -> list[str]:
     since = min((d.start for d in loop.disturbances), default=0.0)  # the largest error after the first push
     after = loop.t >= since - 1e-9
     largest = "largest since the first push" if loop.disturbances else "largest"
-    for label, e in tracking_errors(problem, loop.xs).items():
+    for label, e in tracking_errors(problem, loop.xs, loop.t).items():
         worst = int(np.argmax(np.where(after, e, -np.inf))) if after.any() else len(e) - 1
         lines.append(f"tracking    {label}: {e[-1]:.4g} at t = {loop.t[-1]:g} s; {largest} {e[worst]:.4g} at "
                      f"t = {loop.t[worst]:g} s")

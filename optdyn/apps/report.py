@@ -127,29 +127,41 @@ def _describe(t: Target) -> str:
     return f"{t.frame} velocity: {t.distance:.4g} (‖twist − target‖, m/s and rad/s) from {where}"
 
 
-def tracking_errors(problem: Problem, xs) -> dict[str, np.ndarray]:
+def tracking_errors(problem: Problem, xs, t=None) -> dict[str, np.ndarray]:
     """How far each state of ``xs`` (K, nx) is from the task's targets: {label: (K,)}.
 
     One entry per frame target of the task (:func:`optdyn.ocp.task.frame_targets`): the
     distance of its point to the target ("tool0 to (0.4, 0.3, 0.4) [m]"); then one per
     terminal :class:`~optdyn.constraints.StateEquality`: ‖x[indices] − target‖ ("state to the
-    goal [‖x − x*‖]", rad and rad/s mixed). {} if the task has neither.
+    goal [‖x − x*‖]", rad and rad/s mixed). {} if the task has neither. Given the states'
+    times ``t`` (K,) (s, from the task's start), a reference trajectory (a target per knot: a
+    swing foot's arc, say) is followed in time — the distance to its point at t, linear between
+    knots k·dt and held beyond its ends ("FL_FOOT to its reference path, ending at (…) [m]");
+    without ``t``, to its last point.
     """
     if not isinstance(problem, Problem):
         raise ValueError(f"problem: expected an optdyn.Problem, got {type(problem).__name__}")
     xs = np.asarray(xs, dtype=float)
     if xs.ndim != 2 or xs.shape[1] != problem.nx:
         raise ValueError(f"xs: expected states of shape (K, {problem.nx}), got shape {xs.shape}")
+    if t is not None:
+        t = np.asarray(t, dtype=float)
+        if t.shape != (xs.shape[0],) or not np.all(np.isfinite(t)):
+            raise ValueError(f"t: expected the {xs.shape[0]} finite times of xs, got {np.shape(t)}")
     model, out, targets = problem.model, {}, frame_targets(problem)
     if targets:
-        points = PointSet(model, [(t.frame, t.offset) for t in targets]).positions(xs[:, :model.nq])  # (K, P, 3)
-        for t, p in zip(targets, points.transpose(1, 0, 2)):
-            where = ", ".join(f"{v:g}" for v in t.target)
-            if t.relative_to is None:
-                out[f"{t.frame} to ({where}) [m]"] = np.linalg.norm(p - t.target, axis=1)
+        points = PointSet(model, [(g.frame, g.offset) for g in targets]).positions(xs[:, :model.nq])  # (K, P, 3)
+        for g, p in zip(targets, points.transpose(1, 0, 2)):
+            where = ", ".join(f"{v:g}" for v in g.target)
+            label, ref = f"{g.frame} to ({where})", g.target
+            if t is not None and g.path is not None:
+                label = f"{g.frame} to its reference path, ending at ({where})"
+                ref = np.stack([np.interp(t, g.knots * problem.dt, c) for c in g.path.T], axis=1)
+            if g.relative_to is None:
+                out[f"{label} [m]"] = np.linalg.norm(p - ref, axis=1)
                 continue
-            local = RelativeMotion(model, t.frame, t.relative_to).pose(xs)[1]  # in the other frame's axes
-            out[f"{t.frame} to ({where}) in {t.relative_to} [m]"] = np.linalg.norm(local - t.target, axis=1)
+            local = RelativeMotion(model, g.frame, g.relative_to).pose(xs)[1]  # in the other frame's axes
+            out[f"{label} in {g.relative_to} [m]"] = np.linalg.norm(local - ref, axis=1)
     goals = [c for c in problem.terminal_constraints if isinstance(c, StateEquality)]
     for k, c in enumerate(goals):
         out["state to the goal" + (f" {k}" if len(goals) > 1 else "") + " [‖x − x*‖]"] = np.linalg.norm(

@@ -67,7 +67,9 @@ class FrameTarget:
     """Point ``offset`` fixed in ``frame`` should reach ``target`` (3,); ``kind`` "cost" or
     "constraint"; ``rotation`` (3, 3) the frame's target orientation for a pose target (else None);
     ``relative_to`` the frame whose axes and origin ``target`` and ``rotation`` are expressed in
-    (a relative placement), None for the world."""
+    (a relative placement), None for the world. A reference trajectory (one target per knot)
+    also has its ``path`` (K, 3) at the knots ``knots`` (K,) (0 … N−1 for a running cost, 1 … N
+    for a path constraint), ``target`` being its last point."""
 
     frame: str
     offset: np.ndarray
@@ -75,6 +77,8 @@ class FrameTarget:
     kind: str
     rotation: np.ndarray | None = None
     relative_to: str | None = None
+    path: np.ndarray | None = None
+    knots: np.ndarray | None = None
 
 
 def _require_problem(problem) -> None:
@@ -134,28 +138,47 @@ def frame_targets(problem: Problem) -> list[FrameTarget]:
         key = (name, *np.round(offset, 12), *np.round(c.target, 12))
         found.setdefault(key, FrameTarget(name, offset.copy(), c.target.copy(), kind))
     for t in _residual_targets(problem):
-        found.setdefault((t.frame, t.relative_to, *np.round(t.offset, 12), *np.round(t.target, 12)), t)
+        path = None if t.path is None else t.path.tobytes()
+        found.setdefault((t.frame, t.relative_to, *np.round(t.offset, 12), *np.round(t.target, 12), path), t)
     return list(found.values())
 
 
 def _residual_targets(problem: Problem) -> list[FrameTarget]:
-    """Targets of frame position and placement residuals in costs and constraints (the last
-    knot's of a reference trajectory); placements carry their rotation."""
-    terms = [(c, "constraint") for c in problem.terminal_constraints + problem.path_constraints]
-    terms += [(c, "cost") for c in cost_terms(problem.terminal_cost) + cost_terms(problem.running_cost)]
+    """Targets of frame position and placement residuals in costs and constraints (a
+    reference trajectory's last point, and its path); placements carry their rotation."""
+    terms = [(c, "constraint", None) for c in problem.terminal_constraints]
+    terms += [(c, "constraint", 1) for c in problem.path_constraints]
+    terms += [(c, "cost", None) for c in cost_terms(problem.terminal_cost)]
+    terms += [(c, "cost", 0) for c in cost_terms(problem.running_cost)]
     out = []
-    for c, kind in terms:
+    for c, kind, first in terms:
         for r in c.residuals():
-            if isinstance(r, FramePositionResidual):
-                out.append(FrameTarget(r.frame, r.offset.copy(), r.target.reshape(-1, 3)[-1].copy(), kind))
-            elif isinstance(r, RelativePositionResidual):
-                out.append(FrameTarget(r.motion.frame, np.zeros(3), r.target.reshape(-1, 3)[-1].copy(), kind,
-                                       relative_to=r.motion.relative_to))
+            if isinstance(r, (FramePositionResidual, RelativePositionResidual)):
+                points, rotations = r.target.reshape(-1, 3), None
             elif isinstance(r, (FramePlacementResidual, RelativePlacementResidual)):
-                T = r.target.reshape(-1, 4, 4)[-1]
-                out.append(FrameTarget(r.motion.frame, np.zeros(3), T[:3, 3].copy(), kind, T[:3, :3].copy(),
-                                       getattr(r.motion, "relative_to", None)))
+                T = r.target.reshape(-1, 4, 4)
+                points, rotations = T[:, :3, 3], T[:, :3, :3]
+            else:
+                continue
+            frame, offset = (r.frame, r.offset.copy()) if isinstance(r, FramePositionResidual) else \
+                (r.motion.frame, np.zeros(3))
+            relative_to = getattr(getattr(r, "motion", None), "relative_to", None)
+            per_knot = r.target.ndim == (2 if rotations is None else 3)  # a reference trajectory
+            knots = _weighted_knots(c, len(points)) if per_knot and first is not None else None
+            last = -1 if knots is None else knots[-1]
+            rotation = None if rotations is None else rotations[last].copy()
+            path = {} if knots is None else {"path": points[knots].copy(), "knots": first + knots}
+            out.append(FrameTarget(frame, offset, points[last].copy(), kind, rotation, relative_to, **path))
     return out
+
+
+def _weighted_knots(term, K: int) -> np.ndarray | None:
+    """The knots (indices < K) where ``term`` (a cost or constraint on a reference with K
+    knots) acts: where a cost's per-knot weight is positive (a swing foot's arc is weighted
+    only in its swing), every knot otherwise; None if there are none."""
+    weight = np.asarray(getattr(term, "weight", 1.0))
+    knots = np.flatnonzero(weight > 0) if weight.ndim == 1 and weight.size == K else np.arange(K)
+    return knots if knots.size else None
 
 
 def path_frame(problem: Problem) -> tuple[str, np.ndarray]:

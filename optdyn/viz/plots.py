@@ -253,7 +253,7 @@ def closed_loop_figure(loop: ClosedLoop, problem: Problem | None = None):
                          f"(nx {problem.nx}, nu {problem.nu})")
     model, t = problem.model, np.asarray(loop.t, dtype=float)
     fig, axes = plt.subplots(2, 2, figsize=(13, 8), sharex=True)
-    errors = tracking_errors(problem, loop.xs)
+    errors = tracking_errors(problem, loop.xs, t)
     ax = axes[0, 0]
     for label, e in errors.items():
         ax.plot(t, e, lw=1.3, label=label)
