@@ -38,7 +38,7 @@ from dynamics.model import FREE_FLYER, JTYPE, PRISMATIC, REVOLUTE, SPHERICAL, Mo
 
 from .activations import as_bounds
 from .costs import PointSet, _vector
-from .residuals import KeptArrays, Residual, StateResidual, kept_array
+from .residuals import Hessians, KeptArrays, Residual, StateResidual, Terms, kept_array
 from .state import check_state, state_difference_batch
 
 
@@ -261,9 +261,9 @@ def _check_residual(residual: Residual) -> Residual:
 def _residual_rows(residual: Residual, xs: np.ndarray, us: np.ndarray, rows: np.ndarray, signs: np.ndarray,
                    ndx: int | None = None):
     """(s_i r_i, s_i ∂r_i/∂z, s_i ∇²_z r_i) of the residual's ``rows`` with signs ``signs`` at the
-    knots xs (K, nx), us (K, nu), z = (δx, u) (z = δx when nu = 0): the row Hessians are its
-    contracted Hessians with ρ = s_i e_i. Where r does not depend on x and ``ndx`` is given,
-    the x-part has width ndx and is zero."""
+    knots xs (K, nx), us (K, nu), z = (δx, u) (z = δx when nu = 0): the row Hessians are
+    :func:`_row_hessians`. Where r does not depend on x and ``ndx`` is given, the x-part has
+    width ndx and is zero."""
     K, nu = xs.shape[0], us.shape[1]
     t = residual.evaluate(xs, us)
     own = residual.depends_on_x or ndx is None
@@ -271,16 +271,28 @@ def _residual_rows(residual: Residual, xs: np.ndarray, us: np.ndarray, rows: np.
     rx = t.rx[:, rows] if own else np.zeros((K, rows.size, n))
     cz = signs[:, None] * (np.concatenate([rx, t.ru[:, rows]], axis=2) if nu else rx)
     czz = np.zeros((K, rows.size, n + nu, n + nu))
-    for i, (row, s) in enumerate(zip(rows, signs)):
-        rho = np.zeros((K, residual.size))
-        rho[:, row] = s
-        Hxx, Hux, Huu = t.hessians(rho)
-        if own:
-            czz[:, i, :n, :n] = Hxx
-            czz[:, i, n:, :n] = Hux
-            czz[:, i, :n, n:] = Hux.transpose(0, 2, 1)
-        czz[:, i, n:, n:] = Huu
+    Hxx, Hux, Huu = _row_hessians(t, residual.size, rows, signs)
+    if own:
+        czz[:, :, :n, :n] = Hxx
+        czz[:, :, n:, :n] = Hux
+        czz[:, :, :n, n:] = Hux.transpose(0, 1, 3, 2)
+    czz[:, :, n:, n:] = Huu
     return signs * t.r[:, rows], cz, czz
+
+
+def _row_hessians(t: Terms, size: int, rows: np.ndarray, signs: np.ndarray) -> Hessians:
+    """(H_xx (K, m, ndx, ndx), H_ux (K, m, nu, ndx), H_uu (K, m, nu, nu)) of s_i r_i for the m
+    ``rows`` with ``signs`` of a residual of ``size`` entries evaluated into ``t``: its
+    ``row_hessians`` if it has them, else its contracted Hessians with ρ = s_i e_i, row by row."""
+    if t.row_hessians is not None:
+        return t.row_hessians(rows, signs)
+    K = t.r.shape[0]
+    per_row = []
+    for row, s in zip(rows, signs):
+        rho = np.zeros((K, size))
+        rho[:, row] = s
+        per_row.append(t.hessians(rho))
+    return tuple(np.stack(h, axis=1) for h in zip(*per_row))
 
 
 class _ResidualRows(Constraint):
