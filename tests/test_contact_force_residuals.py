@@ -6,7 +6,9 @@ Their Jacobians and contracted Hessians against differences of their own values 
 knot, a touchdown knot (through the impulse map) and a stance knot; their values against
 ``optdyn.report.contact_forces``; the touchdown's chain rule shown necessary; the friction
 pyramid's geometry; the wrench cone against a linear program over the sole's corner forces; bad input; a standing problem solved by IPOPT with the friction pyramid
-as a constraint, every force inside it.
+as a constraint, every force inside it. The work shared through a ContactKnots: each knot's
+contact dynamics once for the residuals given it and for value and evaluate, never another
+sequence's or other knots'; the row Hessians of a linear φ against its per-row Hessians.
 """
 from __future__ import annotations
 
@@ -21,7 +23,8 @@ from optdyn import Problem
 from optdyn.constraints import ResidualConstraint
 from optdyn.costs import (ContactForceResidual, ControlCost, FrictionConeResidual, ResidualCost,
                           SmoothFrictionConeResidual, StateCost, WrenchConeResidual)
-from optdyn.ocp.contact_residuals import friction_pyramid, wrench_cone
+from optdyn.ocp import contact_residuals as cr
+from optdyn.ocp.contact_residuals import ContactKnots, friction_pyramid, wrench_cone
 
 MODEL = legged()
 NQ, NV, NU = MODEL.nq, MODEL.nv, MODEL.nv - 6
@@ -215,6 +218,8 @@ def test_bad_input_is_refused_naming_the_argument():
         ContactForceResidual(MODEL, SEQUENCE, "foot0", reference=np.zeros((3, 3)))
     with pytest.raises(ValueError, match=r"^actuated: unknown joint"):
         ContactForceResidual(MODEL, SEQUENCE, "foot0", actuated=["elbow"])
+    with pytest.raises(ValueError, match=r"^shared: expected a ContactKnots, got dict"):
+        FrictionConeResidual(MODEL, SEQUENCE, "foot0", shared={})
     r = ContactForceResidual(MODEL, SEQUENCE, "foot0")
     xs, us = _knots()
     with pytest.raises(ValueError, match=r"^xs: ContactForceResidual holds at the 4 knots of its contact sequence"):
@@ -265,24 +270,35 @@ def test_standing_with_the_friction_pyramid_as_a_constraint():
     assert res.cost >= free.cost - 1e-9
 
 
-def test_the_residuals_of_one_sequence_share_their_knots_and_never_stale_ones():
-    """The four feet's pyramids at the same knots compute each knot's contact dynamics once
-    (one entry per knot in contact, shared), and give bit for bit what each gives alone; knots
-    that differ in a state, a control or the window are computed afresh."""
-    from optdyn.ocp import contact_residuals as cr
+def _counted(monkeypatch, module, name: str) -> list:
+    """The calls of ``module.name`` from now on (one entry per call), counted by a wrapper."""
+    calls, f = [], getattr(module, name)
+
+    def counting(*args, **kwargs):
+        calls.append(None)
+        return f(*args, **kwargs)
+    monkeypatch.setattr(module, name, counting)
+    return calls
+
+
+def test_the_residuals_of_one_sequence_share_their_knots_and_never_stale_ones(monkeypatch):
+    """The four feet's pyramids given one ContactKnots compute each knot's contact dynamics
+    once at the same knots, and give bit for bit what each gives alone (with its own);
+    knots that differ in a state, a control or the window are computed afresh."""
     xs, us = _knots(3)
     seq = [FEET[:2], FEET[:2], FEET[:3], FEET]
-    cones = [FrictionConeResidual(MODEL, seq, f.frame, mu=0.6) for f in FEET]
+    shared = ContactKnots()
+    cones = [FrictionConeResidual(MODEL, seq, f.frame, mu=0.6, shared=shared) for f in FEET]
 
     def alone(i, x, u, rows=None):
-        cr._LAST.clear()
-        c = cones[i] if rows is None else cones[i].window(rows)
+        c = FrictionConeResidual(MODEL, seq, FEET[i].frame, mu=0.6)
+        c = c if rows is None else c.window(rows)
         t = c.evaluate(x, u)
         return t.r, t.rx, t.ru, t.hessians(np.ones_like(t.r))[0], c.value(x, u)
 
-    cr._LAST.clear()
+    derivatives = _counted(monkeypatch, dyn, "contact_dynamics_derivatives")
     together = [c.evaluate(xs, us) for c in cones]
-    assert len(cr._LAST["evaluate"][2]) == 4  # every knot once, for the four frames
+    assert len(derivatives) == 4  # every knot once, for the four frames
     for i, t in enumerate(together):
         mine = (t.r, t.rx, t.ru, t.hessians(np.ones_like(t.r))[0], cones[i].value(xs, us))
         for a, b in zip(mine, alone(i, xs, us)):
@@ -299,6 +315,52 @@ def test_the_residuals_of_one_sequence_share_their_knots_and_never_stale_ones():
         np.testing.assert_array_equal(got[0], want[0])
         np.testing.assert_array_equal(got[1], want[4])
     assert not np.array_equal(alone(2, x2, us)[0], alone(2, xs, us)[0])
+
+
+def test_two_sequences_evaluated_in_turn_keep_their_own_knots(monkeypatch):
+    """Two problems' residuals (two sequences, each with its ContactKnots) evaluated in turn
+    at the same (xs, us) give each its own forces, and the second round computes nothing (no
+    cache of one evicts the other's knots); one ContactKnots given, wrongly, to both sequences
+    still gives each its own (the knots are keyed on the sequence too)."""
+    xs, us = _knots(4)
+    sequences = (SEQUENCE, [FEET[:2]] * len(SEQUENCE))  # the same feet, without the touchdown's impulse
+
+    def fresh(seq):
+        r = ContactForceResidual(MODEL, seq, "foot0")
+        return r.evaluate(xs, us).rx, r.value(xs, us)
+    want = [fresh(seq) for seq in sequences]
+    assert not np.allclose(want[0][1], want[1][1])
+    derivatives = _counted(monkeypatch, dyn, "contact_dynamics_derivatives")
+    forces = _counted(monkeypatch, dyn, "contact_dynamics")
+    one = ContactKnots()
+    for shared in ((ContactKnots(), ContactKnots()), (one, one)):
+        residuals = [ContactForceResidual(MODEL, seq, "foot0", shared=s) for seq, s in zip(sequences, shared)]
+        for turn in range(2):
+            calls = len(derivatives) + len(forces)
+            for r, (rx, value) in zip(residuals, want):
+                np.testing.assert_array_equal(r.evaluate(xs, us).rx, rx)
+                np.testing.assert_array_equal(r.value(xs, us), value)
+            if turn and shared[0] is not shared[1]:
+                assert len(derivatives) + len(forces) == calls
+
+
+def test_value_and_evaluate_at_the_same_knots_compute_the_forces_once(monkeypatch):
+    """value after evaluate at the same knots (and evaluate after value) reuses the knots'
+    forces λ: no contact dynamics computed again, the same values bit for bit."""
+    xs, us = _knots(2)
+    stance = int(np.sum(RESIDUALS["pyramid"]().defined_at()))
+    batch = _counted(monkeypatch, cr, "knot_contact_forces")
+    forces = _counted(monkeypatch, dyn, "contact_dynamics")
+    residual = RESIDUALS["pyramid"]()
+    t = residual.evaluate(xs, us)
+    assert (len(batch), len(forces)) == (0, stance)
+    np.testing.assert_array_equal(residual.value(xs, us), t.r)
+    assert (len(batch), len(forces)) == (0, stance)
+    other = RESIDUALS["pyramid"]()
+    r = other.value(xs, us)
+    assert (len(batch), len(forces)) == (1, 2 * stance)  # the batch's own calls counted too
+    np.testing.assert_array_equal(other.evaluate(xs, us).r, r)
+    assert (len(batch), len(forces)) == (1, 2 * stance)
 
 
 def test_the_relaxed_log_barrier_is_curved_inside_and_finite_outside():
@@ -332,26 +394,43 @@ def test_the_relaxed_log_barrier_is_curved_inside_and_finite_outside():
         RelaxedLogBarrier([-np.inf, 0.0], [np.inf, 1.0])
 
 
-@pytest.mark.parametrize("name", ["pyramid", "pyramid_6d", "wrench"])
-def test_hessians_asked_again_combine_per_row_bases_to_the_same(name):
-    """A linear φ's Hessians asked for a second ρ at the same knots (a constraint's rows one
-    by one) combine each knot's per-row ∇²λ_j, shared by the frames there: the same as one
-    contracted second order per ρ, through the impulse map and on a 6d contact, to 1e-12."""
-    from optdyn.ocp import contact_residuals as cr
+@pytest.mark.parametrize("name", ["force", "pyramid", "pyramid_6d", "wrench", "wrench_cone"])
+def test_row_hessians_are_the_per_row_hessians(name):
+    """A linear φ's row Hessians (Terms.row_hessians: each knot's per-row ∇²λ_j combined)
+    are its Hessians with ρ = s_i e_i row by row, through the impulse map and on a 6d
+    contact, to 1e-10 of their largest entry (the rows of the wrench cone cancel); a constraint
+    on it takes them (its row Hessians the same)."""
     xs, us = _knots(5)
-    rng = np.random.default_rng(7)
     residual = RESIDUALS[name]()
-    rhos = [rng.normal(size=(len(SEQUENCE), residual.size)) for _ in range(3)]
-    direct = []
-    for rho in rhos:  # a fresh evaluation per ρ: one contracted second order per knot
-        cr._LAST.clear()
-        direct.append(residual.evaluate(xs, us).hessians(rho))
-    cr._LAST.clear()
     t = residual.evaluate(xs, us)
-    combined = [t.hessians(rho) for rho in rhos]
-    assert len(cr._LAST["hessians"][2]) == sum(residual.defined_at())  # the bases, from the second ρ on
-    for got, want in zip(combined[1:], direct[1:]):
-        for a, b in zip(got, want):
-            np.testing.assert_allclose(a, b, rtol=0, atol=1e-12 * np.abs(b).max())
-    for a, b in zip(combined[0], direct[0]):
-        np.testing.assert_array_equal(a, b)
+    rng = np.random.default_rng(7)
+    rows = rng.permutation(residual.size)[: max(2, residual.size - 2)]
+    signs = rng.choice([-1.0, 1.0], size=rows.size)
+    got = t.row_hessians(rows, signs)
+    for i, (row, s) in enumerate(zip(rows, signs)):
+        rho = np.zeros_like(t.r)
+        rho[:, row] = s
+        for a, b in zip(got, t.hessians(rho)):
+            np.testing.assert_allclose(a[:, i], b, rtol=0, atol=1e-10 * np.abs(b).max())
+    czz = ResidualConstraint(residual, upper=0.0).evaluate_knots(xs, us)[2]  # rows upper − r_i
+    for row in range(residual.size):
+        rho = np.zeros_like(t.r)
+        rho[:, row] = -1.0
+        Hxx, Hux, Huu = t.hessians(rho)
+        want = np.concatenate([np.concatenate([Hxx, Hux.transpose(0, 2, 1)], 2), np.concatenate([Hux, Huu], 2)], 1)
+        np.testing.assert_allclose(czz[:, row], want, rtol=0, atol=1e-10 * np.abs(want).max())
+
+
+def test_the_row_hessians_of_one_sequence_make_each_basis_once(monkeypatch):
+    """The four feet's pyramids as constraints, given one ContactKnots, make each knot's
+    ∇²λ_j once per row j of its λ (33 rows at the knots in contact), not once per
+    constraint row; the smooth cone (φ not linear) has no row Hessians of its own."""
+    xs, us = _knots(6)
+    seq = [FEET[:2], FEET[:2], FEET[:3], FEET]
+    shared = ContactKnots()
+    cones = [ResidualConstraint(FrictionConeResidual(MODEL, seq, f.frame, shared=shared), upper=0.0) for f in FEET]
+    second = _counted(monkeypatch, dyn, "contact_dynamics_second_derivatives_contracted")
+    for c in cones:
+        c.evaluate_knots(xs, us)
+    assert len(second) == 6 + 6 + 9 + 12
+    assert SmoothFrictionConeResidual(MODEL, seq, "foot0").evaluate(xs, us).row_hessians is None

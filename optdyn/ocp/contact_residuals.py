@@ -43,17 +43,20 @@ second order in local coordinates, as every Hessian of the package.
 The knots are the N intervals of the sequence the residual is built for: a running cost
 or a stage constraint of a problem with that same sequence (and actuation), which
 :class:`optdyn.Problem` checks. Evaluated from Python, knot by knot, with the dynamics'
-public functions (a compiled batch over knots is a later speed-up). The residuals of one
-contact sequence at the same knots — one per foot, as a problem evaluates its costs and
-constraints in turn — share each knot's contact dynamics, their derivatives and the impulse
-map (:func:`_shared_knots`): computed once, not once per frame. For a linear φ the
-Hessians asked for several ρ at the same knots (a constraint's rows one by one) combine the
-per-row ∇²λ_j of each knot, computed once and shared as well.
+public functions (a compiled batch over knots is a later speed-up). The residuals given one
+:class:`ContactKnots` (``shared``) — those of one contact sequence, one per foot, as a problem
+evaluates its costs and constraints in turn — share each knot's contact dynamics, their
+derivatives and the impulse map at the same knots: computed once, not once per frame, nor
+once for ``value`` and again for ``evaluate``. For a linear φ a constraint's rows
+(:attr:`~optdyn.ocp.residuals.Terms.row_hessians`) combine the per-row ∇²λ_j of each knot,
+computed once and shared as well.
 """
 from __future__ import annotations
 
 from abc import abstractmethod
+from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -66,23 +69,39 @@ from .contact_phases import check_contact_sequence, impulses_at, knot_contact_fo
 from .problem import actuated_dofs
 from .residuals import Hessians, Residual, Terms, at_knots, kept_array, references
 
-_LAST: dict[str, tuple] = {}
-"""The knots last evaluated, by what was asked ("value", "evaluate"): (key, model, the
-per-knot results computed so far)."""
+
+@dataclass
+class _Knot:
+    """What the residuals of one :class:`ContactKnots` share at one knot k, made on demand:
+    λ (nc_k,); (q, v⁺, τ, λ_q, λ_ṽ, λ_τ, P or None) of :meth:`_ContactForceFunction._knot`;
+    the bases ∇²_z λ_j (nz, nz) of :meth:`_ContactForceFunction._row_hessians`, by row j of λ."""
+
+    lam: np.ndarray | None = None
+    first: tuple | None = None
+    bases: dict[int, np.ndarray] = field(default_factory=dict)
 
 
-def _shared_knots(what: str, residual: _ContactForceFunction, xs: np.ndarray, us: np.ndarray) -> dict:
-    """The per-knot results (a dict k → …, filled by the caller) of ``what`` at the knots
-    (xs, us) of ``residual``'s contact sequence: those of the previous call if it was at the
-    same knots of the same sequence (and model, and actuation), else a new empty dict. The
-    model is held with them (so that its id is not reused) and must not change in place."""
-    key = (residual.sequence_key, xs.shape, us.shape, xs.tobytes(), us.tobytes())
-    last = _LAST.get(what)
-    if last is not None and last[1] is residual.model and last[0] == key:
-        return last[2]
-    knots: dict = {}
-    _LAST[what] = (key, residual.model, knots)
-    return knots
+class ContactKnots:
+    """The per-knot work of the contact-force residuals given this object (``shared``) at
+    the knots (xs, us) they were last evaluated at: build the residuals of one contact
+    sequence (one per foot) with one of these, and each knot's contact dynamics, their
+    derivatives and the impulse map are computed once for all of them, and for ``value`` as
+    for ``evaluate``. It keeps the last knots only, keyed on the model, the residual's
+    contact sequence, impulses and actuation, and the bytes of xs and us: residuals of another
+    sequence, or a window of the sequence (:meth:`~optdyn.ocp.residuals.Residual.window`: its
+    copies share their parent's object), start afresh rather than read knots not theirs.
+    Like :class:`~optdyn.ocp.residuals.KeptArrays`, it serves one caller at a time."""
+
+    def __init__(self) -> None:
+        self._key, self._model, self._knots = None, None, defaultdict(_Knot)
+
+    def at(self, residual: _ContactForceFunction, xs: np.ndarray, us: np.ndarray) -> defaultdict:
+        """k → :class:`_Knot` at the knots (xs, us) of ``residual``'s sequence: those of the
+        last call if it was at the same knots of the same sequence, else new."""
+        key = (residual.sequence_key, xs.shape, us.shape, xs.tobytes(), us.tobytes())
+        if residual.model is not self._model or key != self._key:
+            self._key, self._model, self._knots = key, residual.model, defaultdict(_Knot)
+        return self._knots
 
 
 def _frame_rows(contacts: list, frame: str) -> np.ndarray:
@@ -101,14 +120,15 @@ def _frame_rows(contacts: list, frame: str) -> np.ndarray:
 class _ContactForceFunction(Residual):
     """r_k = φ(f_k) of the force f_k (``dim``,) of contact ``frame`` at the knots of the
     sequence ``contacts`` (module docstring), 0 where the frame is not in contact;
-    subclasses give φ (:meth:`_outer`)."""
+    subclasses give φ (:meth:`_outer`). ``shared``: the :class:`ContactKnots` of the
+    sequence's residuals (default: one of its own)."""
 
     depends_on_u = True
     linear = True
-    """φ is linear in f (its Hessians then combine per-row bases: :meth:`_hessians`)."""
+    """φ is linear in f (a constraint's row Hessians then combine per-row bases: :meth:`_row_hessians`)."""
 
     def __init__(self, model: Model, contacts: Sequence[Sequence[Contact]], frame: str, actuated,
-                 size: int | None = None) -> None:
+                 size: int | None = None, shared: ContactKnots | None = None) -> None:
         if not isinstance(model, Model):
             raise ValueError(f"model: expected a dynamics.Model, got {type(model).__name__}")
         if isinstance(contacts, (str, Contact)) or not isinstance(contacts, Sequence) or not contacts:
@@ -127,11 +147,14 @@ class _ContactForceFunction(Residual):
         self.dim = 6 if kinds == {"6d"} else 3
         self.size, self.ndx, self.nu = self.dim if size is None else size, 2 * model.nv, self.actuated.size
         self._row = _frame_rows(self.contacts, frame)
+        if shared is not None and not isinstance(shared, ContactKnots):
+            raise ValueError(f"shared: expected a ContactKnots, got {type(shared).__name__}")
+        self.shared = ContactKnots() if shared is None else shared
         self._sequence_changed()
 
     def _sequence_changed(self) -> None:
         """The knots in contact (:meth:`_in_contact`) and the key of the sequence's shared
-        knots (:func:`_shared_knots`), after the contact sequence and ``_row`` were set."""
+        knots (:meth:`ContactKnots.at`), after the contact sequence and ``_row`` were set."""
         self._stance = [(k, self.contacts[k], int(row)) for k, row in enumerate(self._row) if row >= 0]
         self.sequence_key = (tuple(tuple(cs) for cs in self.contacts), self.impulses.tobytes(),
                              self.actuated.tobytes())
@@ -200,29 +223,34 @@ class _ContactForceFunction(Residual):
     def value(self, xs, us):
         self._check_knots(xs)
         r = np.zeros((xs.shape[0], self.size))
-        lams = _shared_knots("value", self, xs, us)
-        if not lams and self._stance:
-            lams.update(enumerate(knot_contact_forces(self.model, self.contacts, self.impulses, self.actuated,
-                                                      xs, us)))
+        shared = self.shared.at(self, xs, us)
+        todo = [k for k, _, _ in self._in_contact() if shared[k].lam is None]
+        if todo:
+            lams = knot_contact_forces(self.model, [self.contacts[k] for k in todo], self.impulses[todo],
+                                       self.actuated, xs[todo], us[todo])
+            for k, lam in zip(todo, lams):
+                shared[k].lam = lam
         for k, cs, row in self._in_contact():
-            r[k] = self._outer(lams[k][row:row + self.dim], k)[0]
+            r[k] = self._outer(shared[k].lam[row:row + self.dim], k)[0]
         return r
 
-    def _knot(self, knots: dict, k: int, x: np.ndarray, u: np.ndarray, cs) -> tuple:
+    def _knot(self, knot: _Knot, k: int, x: np.ndarray, u: np.ndarray, cs) -> tuple:
         """(q, v⁺, τ, λ, λ_q, λ_ṽ, λ_τ, P or None) of interval k's contact dynamics at (x, u)
-        (module docstring), from ``knots`` (:func:`_shared_knots`) or computed into it."""
-        if k not in knots:
+        (module docstring), from the shared ``knot`` or computed into it."""
+        if knot.first is None:
             m = self.model
             q, v, tau = self._start(x, u, k, cs)
-            lam = dyn.contact_dynamics(m, q, v, tau, cs)[1]
+            if knot.lam is None:
+                knot.lam = dyn.contact_dynamics(m, q, v, tau, cs)[1]
             dq, dv, dtau = dyn.contact_dynamics_derivatives(m, q, v, tau, cs)[3:]
             P = None
             if self.impulses[k]:  # P = ∂Γ/∂x = [I 0; ∂v⁺/∂q ∂v⁺/∂v]
                 dvq, dvv = dyn.impulse_dynamics_derivatives(m, x[: m.nq], x[m.nq:], cs)[:2]
                 P = np.eye(self.ndx)
                 P[m.nv:] = np.hstack([dvq, dvv])
-            knots[k] = (q, v, tau, lam, dq, dv, dtau, P)
-        return knots[k]
+            knot.first = (q, v, tau, dq, dv, dtau, P)
+        q, v, tau, dq, dv, dtau, P = knot.first
+        return q, v, tau, knot.lam, dq, dv, dtau, P
 
     keeps_arrays = True
 
@@ -235,10 +263,10 @@ class _ContactForceFunction(Residual):
             rx[off], ru[off] = 0.0, 0.0
         r = np.zeros((K, self.size))
         knots = []  # what the Hessians need, per knot in contact
-        shared = _shared_knots("evaluate", self, xs, us)
+        shared = self.shared.at(self, xs, us)
         for k, cs, row in self._in_contact():
             x = xs[k]
-            q, v, tau, lam, dq, dv, dtau, P = self._knot(shared, k, x, us[k], cs)
+            q, v, tau, lam, dq, dv, dtau, P = self._knot(shared[k], k, x, us[k], cs)
             rows = slice(row, row + self.dim)
             f = lam[rows]
             Fz = np.hstack([dq[rows], dv[rows], dtau[rows][:, self.actuated]])  # S λ_z̃ (dim, ndx + nu)
@@ -246,40 +274,44 @@ class _ContactForceFunction(Residual):
                 Fz[:, :ndx] = Fz[:, :ndx] @ P
             r[k], phi_f = self._outer(f, k)
             rx[k], ru[k] = phi_f @ Fz[:, :ndx], phi_f @ Fz[:, ndx:]
-            knots.append((k, cs, rows, x, q, v, tau, f, phi_f, Fz, dv, P))
-        bases = _shared_knots("hessians", self, xs, us) if self.linear else None
-        calls = []
+            knots.append((shared[k], k, cs, rows, x, q, v, tau, f, phi_f, Fz, dv, P))
 
         def hessians(rho):
-            calls.append(None)
-            return self._hessians(K, knots, np.asarray(rho, dtype=float), bases, len(calls) > 1)
-        return Terms(r, rx, ru, hessians)
+            return self._hessians(K, knots, np.asarray(rho, dtype=float))
 
-    def _hessians(self, K: int, knots: list, rho: np.ndarray, bases: dict | None = None,
-                  again: bool = False) -> Hessians:
-        """(H_xx, H_ux, H_uu) of ρᵀr (module docstring) from the knots of :meth:`evaluate`.
+        def row_hessians(rows, signs):
+            return self._row_hessians(K, knots, rows, signs)
+        return Terms(r, rx, ru, hessians, row_hessians=row_hessians if self.linear else None)
 
-        For a linear φ (``linear``) ∇²(ρᵀr) = Σ_j ρ̂_j ∇²λ_j over the frame's rows j: once
-        the Hessians of the same knots are asked for a second ρ (``again``: a constraint's
-        rows one by one), each knot's ∇²λ_j of every row of its λ are computed once into
-        ``bases`` (:func:`_shared_knots`, shared by the frames in contact there) and combined;
-        a knot already there is combined from the first ρ on. Otherwise (and for a nonlinear φ)
+    def _hessians(self, K: int, knots: list, rho: np.ndarray) -> Hessians:
+        """(H_xx, H_ux, H_uu) of ρᵀr (module docstring) from the knots of :meth:`evaluate`:
         one contracted second order per knot."""
         ndx, nu = self.ndx, self.nu
         Hxx, Hux, Huu = np.zeros((K, ndx, ndx)), np.zeros((K, nu, ndx)), np.zeros((K, nu, nu))
-        for k, cs, rows, x, q, v, tau, f, phi_f, Fz, dv, P in knots:
+        for _, k, cs, rows, x, q, v, tau, f, phi_f, Fz, dv, P in knots:
             rho_f = phi_f.T @ rho[k]  # ρ̂ on the frame's rows
-            if bases is not None and (again or k in bases):
-                if k not in bases:
-                    bases[k] = np.stack([self._second_order(cs, rows_j, x, q, v, tau, dv, P, np.ones(1))
-                                         for rows_j in (slice(j, j + 1) for j in range(dv.shape[0]))])
-                H = np.tensordot(rho_f, bases[k][rows], 1)
-            else:
-                H = self._second_order(cs, rows, x, q, v, tau, dv, P, rho_f)
+            H = self._second_order(cs, rows, x, q, v, tau, dv, P, rho_f)
             C = self._outer_curvature(f, rho[k])
             if C is not None:  # (S λ_z)ᵀ Φ (S λ_z), Fz already through P
                 H += Fz.T @ C @ Fz
             Hxx[k], Hux[k], Huu[k] = H[:ndx, :ndx], H[ndx:, :ndx], H[ndx:, ndx:]
+        return Hxx, Hux, Huu
+
+    def _row_hessians(self, K: int, knots: list, rows: np.ndarray, signs: np.ndarray) -> Hessians:
+        """(H_xx (K, m, ndx, ndx), H_ux (K, m, nu, ndx), H_uu (K, m, nu, nu)) of s_i r_i for the
+        m ``rows`` with ``signs`` (:attr:`~optdyn.ocp.residuals.Terms.row_hessians`), for a
+        linear φ from the knots of :meth:`evaluate`: ∇²(s_i r_i) = s_i Σ_j (φ_f)_ij ∇²λ_j over
+        the frame's rows j of λ, each basis ∇²λ_j made once per knot into the shared knot
+        (:class:`ContactKnots`: the other frames' residuals take theirs there too)."""
+        m, ndx, nu = rows.size, self.ndx, self.nu
+        Hxx, Hux, Huu = np.zeros((K, m, ndx, ndx)), np.zeros((K, m, nu, ndx)), np.zeros((K, m, nu, nu))
+        for knot, k, cs, lam_rows, x, q, v, tau, f, phi_f, Fz, dv, P in knots:
+            for j in range(lam_rows.start, lam_rows.stop):
+                if j not in knot.bases:
+                    knot.bases[j] = self._second_order(cs, slice(j, j + 1), x, q, v, tau, dv, P, np.ones(1))
+            B = np.stack([knot.bases[j] for j in range(lam_rows.start, lam_rows.stop)])
+            H = np.tensordot(signs[:, None] * phi_f[rows], B, 1)  # (m, nz, nz)
+            Hxx[k], Hux[k], Huu[k] = H[:, :ndx, :ndx], H[:, ndx:, :ndx], H[:, ndx:, ndx:]
         return Hxx, Hux, Huu
 
     def _second_order(self, cs, rows: slice, x, q, v, tau, dv, P, rho_f) -> np.ndarray:
@@ -311,12 +343,14 @@ class ContactForceResidual(_ContactForceFunction):
     sequence ``contacts`` (N lists of :class:`dynamics.Contact`, the problem's), in the
     contact's axes; 0 where the frame is not in contact. ``reference`` f* (3 or 6,) or one
     per knot (N, 3 or 6) (default 0: a force regularisation); ``actuated`` the actuated
-    joints as :class:`optdyn.Problem` takes them (default: all but a free-flyer root).
+    joints as :class:`optdyn.Problem` takes them (default: all but a free-flyer root);
+    ``shared`` a :class:`ContactKnots` given to every residual of the sequence (the knots'
+    contact dynamics computed once for all; default: one of its own).
     Crocoddyl's ResidualModelContactForce (Mastalli et al., ICRA 2020)."""
 
     def __init__(self, model: Model, contacts: Sequence[Sequence[Contact]], frame: str, reference=0.0,
-                 actuated=None) -> None:
-        super().__init__(model, contacts, frame, actuated)
+                 actuated=None, shared: ContactKnots | None = None) -> None:
+        super().__init__(model, contacts, frame, actuated, shared=shared)
         self.reference = references(np.full(self.dim, reference) if np.ndim(reference) == 0 else reference, (self.dim,))
         self._at_knots = np.ascontiguousarray(at_knots(self.reference, self.N, 1))  # (N, dim)
         self.knot_arrays = ("_at_knots",) if self.reference.ndim == 1 else ("_at_knots", "reference")
@@ -369,14 +403,14 @@ class FrictionConeResidual(_ContactForceFunction):
     :func:`friction_pyramid` (``mu`` > 0, ``facets`` ≥ 3, ``normal`` in the contact's axes:
     world z by default, which a point contact's world-aligned force uses) and the unilateral
     row −f_n ≤ 0, on the force of contact ``frame`` (a frame contact: its force part) at the
-    knots of ``contacts`` (as :class:`ContactForceResidual`), 0 where it is not in contact.
-    A constraint ``ResidualConstraint(r, upper=0)``, or a cost under ``QuadraticBarrier``.
-    Crocoddyl's ResidualModelContactFrictionCone (Mastalli et al., ICRA 2020)."""
+    knots of ``contacts`` (``actuated``, ``shared`` as :class:`ContactForceResidual`), 0 where
+    it is not in contact. A constraint ``ResidualConstraint(r, upper=0)``, or a cost under
+    ``QuadraticBarrier``. Crocoddyl's ResidualModelContactFrictionCone (Mastalli et al., ICRA 2020)."""
 
     def __init__(self, model: Model, contacts: Sequence[Sequence[Contact]], frame: str, mu: float = MU,
-                 facets: int = 4, normal=(0.0, 0.0, 1.0), actuated=None) -> None:
+                 facets: int = 4, normal=(0.0, 0.0, 1.0), actuated=None, shared: ContactKnots | None = None) -> None:
         A = friction_pyramid(mu, facets, normal)
-        super().__init__(model, contacts, frame, actuated, A.shape[0])
+        super().__init__(model, contacts, frame, actuated, A.shape[0], shared)
         self.mu, self.facets, self.normal = float(mu), int(facets), -A[-1]  # the unilateral row is −nᵀ
         self.A = np.hstack([A, np.zeros((A.shape[0], self.dim - 3))])
 
@@ -388,20 +422,22 @@ class SmoothFrictionConeResidual(_ContactForceFunction):
     """r_k = μ f_n − √(‖f_t‖² + ε²) (1,) ≥ 0 inside: the exact friction cone ‖f_t‖ ≤ μ f_n
     about ``normal`` n (f_n = nᵀf, f_t = f − f_n n; a frame contact: its force part), smoothed
     at its apex by ``eps`` ε > 0 (a force; r ≥ 0 then implies f_n ≥ ε/μ > 0) so that it is
-    twice differentiable — for IPOPT as ``ResidualConstraint(r, lower=0)``. Knots as
-    :class:`ContactForceResidual`; 0 where the frame is not in contact.
+    twice differentiable — for IPOPT as ``ResidualConstraint(r, lower=0)``. Knots,
+    ``actuated`` and ``shared`` as :class:`ContactForceResidual`; 0 where the frame is not in
+    contact.
 
     φ_f = μ nᵀ − f_tᵀ/s, ∇²φ = −(T − f_t f_tᵀ/s²)/s with s = √(‖f_t‖² + ε²), T = I − nnᵀ."""
 
     linear = False
 
     def __init__(self, model: Model, contacts: Sequence[Sequence[Contact]], frame: str, mu: float = MU,
-                 normal=(0.0, 0.0, 1.0), eps: float = 1e-3, actuated=None) -> None:
+                 normal=(0.0, 0.0, 1.0), eps: float = 1e-3, actuated=None, shared: ContactKnots | None = None
+                 ) -> None:
         mu = check_friction(mu)
         if isinstance(eps, bool) or not isinstance(eps, (int, float, np.integer, np.floating)) or not (
                 np.isfinite(eps) and eps > 0):
             raise ValueError(f"eps: expected a finite smoothing force > 0, got {eps!r}")
-        super().__init__(model, contacts, frame, actuated, 1)
+        super().__init__(model, contacts, frame, actuated, 1, shared)
         self.mu, self.eps, self.normal = mu, float(eps), tangent_basis(normal)[2]
         self.T = np.zeros((self.dim, self.dim))
         self.T[:3, :3] = np.eye(3) - np.outer(self.normal, self.normal)
@@ -456,15 +492,15 @@ class WrenchConeResidual(_ContactForceFunction):
     (X, Y) (m) and the yaw torque bounds, then −f_z ≤ 0 — on the wrench w_k = [f; τ] of the
     frame contact (``kind="6d"``) at ``frame``, a sole whose frame sits at the rectangle's
     centre with z along the normal; use ``reference="local"`` (the sole's own axes) unless the
-    sole stays level with its sides along the world axes. Knots as
+    sole stays level with its sides along the world axes. Knots, ``actuated`` and ``shared`` as
     :class:`ContactForceResidual`; 0 where the frame is not in contact. A constraint
     ``ResidualConstraint(r, upper=0)``. Crocoddyl's ResidualModelContactWrenchCone (Mastalli
     et al., ICRA 2020), the cone of Caron et al., ICRA 2015."""
 
     def __init__(self, model: Model, contacts: Sequence[Sequence[Contact]], frame: str, mu: float = MU,
-                 half_lengths=(0.1, 0.05), actuated=None) -> None:
+                 half_lengths=(0.1, 0.05), actuated=None, shared: ContactKnots | None = None) -> None:
         self.A = wrench_cone(mu, half_lengths)
-        super().__init__(model, contacts, frame, actuated, self.A.shape[0])
+        super().__init__(model, contacts, frame, actuated, self.A.shape[0], shared)
         if self.dim != 6:
             raise ValueError(f"frame: {frame!r} is a point contact (3d); the wrench cone needs a frame "
                              f"contact (kind='6d')")
