@@ -18,7 +18,7 @@ import dynamics as dyn
 import optdyn
 from optdyn import Problem
 from optdyn.costs import ControlCost, StateCost
-from optdyn.ocp.contact_phases import PhasedDynamics
+from optdyn.ocp.contact_phases import PhasedDynamics, knot_contact_forces, knot_forces_batch
 from optdyn.ocp.integrators import IntervalDynamics
 from optdyn.ocp.shooting import transition_work
 from optdyn.solvers.ddp import SECOND_ORDER, dynamics_hessian, linearize
@@ -97,6 +97,33 @@ def test_interval_derivatives_through_phases_and_impulses_match_finite_differenc
     ref = np.einsum("i,ijk->jk", lam, H)
     assert np.max(np.abs(Hc - ref)) < 1e-9 * np.max(np.abs(ref))
     assert np.array_equal(Hc, Hc.T)
+
+
+def test_the_compiled_knot_forces_match_the_contact_dynamics_and_their_differences():
+    """λ_k at every knot of a sequence with flight, impulses and stance (compiled, over the
+    knots) equals the contact dynamics of the public functions after the impulse map, and its
+    Jacobian w.r.t. (δx, u) — through the impulse map where there is one — equals differences
+    of that function; order 0 gives the same forces."""
+    prob = _problem()
+    K, ndx, nu = prob.N, prob.ndx, prob.nu
+    xs = np.stack([_state(30 + k) for k in range(K)])
+    us = np.random.default_rng(7).normal(size=(K, nu))
+    lam, lam_z, lam0 = np.full((K, 9), np.nan), np.full((K, 9, ndx + nu), np.nan), np.full((K, 9), np.nan)
+    knot_forces_batch(prob.dynamics, xs, us, 1, lam, lam_z)
+    knot_forces_batch(prob.dynamics, xs, us, 0, lam0, np.empty((K, 0, 0)))
+
+    def forces(k, x, u):
+        return knot_contact_forces(MODEL, [SEQUENCE[k]], prob.impulses[k:k + 1], prob.actuated, x[None], u[None])[0]
+    for k, cs in enumerate(SEQUENCE):
+        nc = 3 * len(cs)
+        assert np.all(np.isnan(lam[k, nc:])) and np.array_equal(lam0[k, :nc], lam[k, :nc])
+        if not nc:
+            continue
+        ref = forces(k, xs[k], us[k])
+        np.testing.assert_allclose(lam[k, :nc], ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max())
+        J = richardson(lambda dz: forces(k, prob.state_integrate(xs[k], dz[:ndx]), us[k] + dz[ndx:]),
+                       np.zeros(ndx + nu), 1e-4)
+        assert np.max(np.abs(lam_z[k, :nc] - J)) < 1e-6 * np.max(np.abs(J)), k
 
 
 def test_ddp_sees_the_same_second_order_contracted_and_as_tensors():

@@ -60,7 +60,8 @@ import numpy as np
 import dynamics as dyn_pkg
 from dynamics._compile import njit
 from dynamics.contact import Contact, contact_rows, pack_contacts
-from dynamics.contact_dynamics import OK
+from dynamics.contact_dynamics import OK, contact_dynamics_passes
+from dynamics.contact_dynamics_derivatives import contact_dynamics_derivative_passes
 from dynamics.contact_workspace import new_contact_work
 from dynamics.impulse_dynamics import impulse_dynamics_passes
 from dynamics.impulse_dynamics_derivatives import impulse_dynamics_derivative_passes
@@ -70,7 +71,7 @@ from dynamics.model import Model
 from dynamics.rnea_second_derivatives_contracted import new_so_work
 from dynamics.workspace import new_data
 
-from .contact_ode import DEPENDENT, ContactODE
+from .contact_ode import DEPENDENT, ContactODE, _torques
 from .integrators import IntervalDynamics, interval, interval_hessian, interval_work, stage_records, tangent_dim
 
 PhasedDynamics = namedtuple("PhasedDynamics", ["ode", "a", "b", "dt", "substeps", "f_ext", "ci", "cf", "bounds",
@@ -402,6 +403,54 @@ def interval_hessians_batch(dyn, us, stages, lams):
     for k in range(K):
         transition_hessian(dyn, k, us[k], stages, lams[k], Hz[k], work, False)
     return Hz
+
+
+@njit(cache=True, _nrt=True)
+def knot_forces_batch(dyn, xs, us, order, lam, lam_z):
+    """The contact forces of every knot: λ_k of interval k's contacts at (Γ_k(x_k), B u_k)
+    into ``lam[k, :nc_k]`` (K, nc_max), and for order 1 their Jacobian w.r.t. z = (δx, u)
+    through the impulse map into ``lam_z[k, :nc_k]`` (K, nc_max, ndx + nu): [λ_q λ_ṽ] P and
+    λ_τ B (the constrained derivatives of Carpentier & Mansard, RSS 2018; module docstring).
+    ``dyn`` a :data:`PhasedDynamics` (only its robot, contacts, rows and impulses are read).
+    Rows past nc_k are left as they are. ValueError for dependent contacts."""
+    K, nx = xs.shape
+    m, act = dyn.ode.model, dyn.ode.actuated
+    ndx = tangent_dim(dyn.ode, nx)
+    n, nq = ndx // 2, nx - ndx // 2
+    P = np.empty((ndx, ndx))
+    d = new_data(m.topology)
+    for k in range(K):
+        phase = knot_dynamics(dyn, k).ode
+        ci, cf = phase.ci, phase.cf
+        nc = contact_rows(ci)
+        if nc == 0:
+            continue
+        xt, jump = _start(dyn, k, xs[k], order, P)
+        tau = _torques(act, us[k], n)
+        cw = new_contact_work(m.topology, ci, order, False)
+        if order == 0:
+            status = contact_dynamics_passes(m, d, cw, xt[:nq], xt[nq:], tau, cw.no_force, ci, cf, phase.damping)
+        else:
+            status = contact_dynamics_derivative_passes(m, d, cw, xt[:nq], xt[nq:], tau, cw.no_force, ci, cf,
+                                                        phase.damping)
+        if status != OK:
+            raise ValueError(DEPENDENT)
+        for i in range(nc):
+            lam[k, i] = cw.z[n + i, 0]
+        if order == 0:
+            continue
+        Z = cw.Z  # ∂[q̈; λ]/∂[q, v, τ]
+        for i in range(nc):
+            for j in range(ndx):
+                if jump:
+                    s = 0.0
+                    for l in range(ndx):
+                        s += Z[n + i, l] * P[l, j]
+                    lam_z[k, i, j] = s
+                else:
+                    lam_z[k, i, j] = Z[n + i, j]
+            for c in range(act.shape[0]):
+                lam_z[k, i, ndx + c] = Z[n + i, 2 * n + act[c]]
 
 
 # ---- from Python: the controls holding a pose, the forces at the knots ----------------------------
