@@ -6,9 +6,10 @@ Their Jacobians and contracted Hessians against differences of their own values 
 knot, a touchdown knot (through the impulse map) and a stance knot; their values against
 ``optdyn.report.contact_forces``; the touchdown's chain rule shown necessary; the friction
 pyramid's geometry; the wrench cone against a linear program over the sole's corner forces; bad input; a standing problem solved by IPOPT with the friction pyramid
-as a constraint, every force inside it. The work shared through a ContactKnots: each knot's
-contact dynamics once for the residuals given it and for value and evaluate, never another
-sequence's or other knots'; the row Hessians of a linear φ against its per-row Hessians.
+as a constraint, every force inside it. The work shared through a problem's ContactKnots:
+one compiled pass over the knots for the residuals of the problem and for value and
+evaluate, never another sequence's or other knots'; the row Hessians of a linear φ against
+its per-row Hessians.
 """
 from __future__ import annotations
 
@@ -218,8 +219,6 @@ def test_bad_input_is_refused_naming_the_argument():
         ContactForceResidual(MODEL, SEQUENCE, "foot0", reference=np.zeros((3, 3)))
     with pytest.raises(ValueError, match=r"^actuated: unknown joint"):
         ContactForceResidual(MODEL, SEQUENCE, "foot0", actuated=["elbow"])
-    with pytest.raises(ValueError, match=r"^shared: expected a ContactKnots, got dict"):
-        FrictionConeResidual(MODEL, SEQUENCE, "foot0", shared={})
     r = ContactForceResidual(MODEL, SEQUENCE, "foot0")
     xs, us = _knots()
     with pytest.raises(ValueError, match=r"^xs: ContactForceResidual holds at the 4 knots of its contact sequence"):
@@ -281,14 +280,38 @@ def _counted(monkeypatch, module, name: str) -> list:
     return calls
 
 
+def _sharing(residuals: list, shared: dict | None = None) -> list:
+    """``residuals`` made to share their knots as a problem makes them (through
+    ``check_problem`` with one dict of what its residuals share)."""
+    shared = {} if shared is None else shared
+    for r in residuals:
+        r.check_problem(r.contacts, r.actuated, "running_cost", False, shared)
+    return residuals
+
+
+def test_a_problem_makes_its_contact_residuals_share_their_knots():
+    """The four feet's pyramids and a force bound of a problem hold one ContactKnots, which
+    its windows share; residuals outside a problem have their own."""
+    seq = [FEET[:2], FEET[:2], FEET[:3], FEET]
+    cones = [FrictionConeResidual(MODEL, seq, f.frame, mu=0.6) for f in FEET]
+    assert len({id(c.shared) for c in cones}) == 4
+    cost = sum((ResidualCost(c) for c in cones[1:]), ResidualCost(cones[0]))
+    prob = Problem(MODEL, X0, len(seq), 0.02, cost, contacts=seq, path_constraints=[ResidualConstraint(
+        ContactForceResidual(MODEL, seq, "foot0"), upper=100.0)])
+    residuals = prob.running_cost.residuals() + prob.stage_constraints[0].residuals()
+    assert len({id(r.shared) for r in residuals}) == 1 and isinstance(residuals[0].shared, ContactKnots)
+    window = prob.window(1, 3)
+    assert {id(r.shared) for r in window.running_cost.residuals()} == {id(residuals[0].shared)}
+
+
 def test_the_residuals_of_one_sequence_share_their_knots_and_never_stale_ones(monkeypatch):
-    """The four feet's pyramids given one ContactKnots compute each knot's contact dynamics
-    once at the same knots, and give bit for bit what each gives alone (with its own);
-    knots that differ in a state, a control or the window are computed afresh."""
+    """The four feet's pyramids sharing their knots compute the forces and their Jacobians at
+    every knot in one compiled pass, once for the four, and each knot's first-order data for
+    the second order once; they give bit for bit what each gives alone; knots that differ in
+    a state, a control or the window are computed afresh."""
     xs, us = _knots(3)
     seq = [FEET[:2], FEET[:2], FEET[:3], FEET]
-    shared = ContactKnots()
-    cones = [FrictionConeResidual(MODEL, seq, f.frame, mu=0.6, shared=shared) for f in FEET]
+    cones = _sharing([FrictionConeResidual(MODEL, seq, f.frame, mu=0.6) for f in FEET])
 
     def alone(i, x, u, rows=None):
         c = FrictionConeResidual(MODEL, seq, FEET[i].frame, mu=0.6)
@@ -296,11 +319,14 @@ def test_the_residuals_of_one_sequence_share_their_knots_and_never_stale_ones(mo
         t = c.evaluate(x, u)
         return t.r, t.rx, t.ru, t.hessians(np.ones_like(t.r))[0], c.value(x, u)
 
+    passes = _counted(monkeypatch, cr, "knot_forces_batch")
     derivatives = _counted(monkeypatch, dyn, "contact_dynamics_derivatives")
     together = [c.evaluate(xs, us) for c in cones]
-    assert len(derivatives) == 4  # every knot once, for the four frames
+    assert (len(passes), len(derivatives)) == (1, 0)  # every knot at once, for the four frames
+    hessians = [t.hessians(np.ones_like(t.r))[0] for t in together]
+    assert len(derivatives) == 4  # the second order's data: every knot once
     for i, t in enumerate(together):
-        mine = (t.r, t.rx, t.ru, t.hessians(np.ones_like(t.r))[0], cones[i].value(xs, us))
+        mine = (t.r, t.rx, t.ru, hessians[i], cones[i].value(xs, us))
         for a, b in zip(mine, alone(i, xs, us)):
             np.testing.assert_array_equal(a, b)
     x2, u2 = xs.copy(), us.copy()
@@ -318,10 +344,10 @@ def test_the_residuals_of_one_sequence_share_their_knots_and_never_stale_ones(mo
 
 
 def test_two_sequences_evaluated_in_turn_keep_their_own_knots(monkeypatch):
-    """Two problems' residuals (two sequences, each with its ContactKnots) evaluated in turn
-    at the same (xs, us) give each its own forces, and the second round computes nothing (no
-    cache of one evicts the other's knots); one ContactKnots given, wrongly, to both sequences
-    still gives each its own (the knots are keyed on the sequence too)."""
+    """Two problems' residuals (two sequences, each sharing within its problem) evaluated in
+    turn at the same (xs, us) give each its own forces, and the second round computes nothing
+    (no cache of one evicts the other's knots); residuals of both sequences sharing one cache,
+    wrongly, still give each its own (the knots are keyed on the sequence too)."""
     xs, us = _knots(4)
     sequences = (SEQUENCE, [FEET[:2]] * len(SEQUENCE))  # the same feet, without the touchdown's impulse
 
@@ -330,37 +356,38 @@ def test_two_sequences_evaluated_in_turn_keep_their_own_knots(monkeypatch):
         return r.evaluate(xs, us).rx, r.value(xs, us)
     want = [fresh(seq) for seq in sequences]
     assert not np.allclose(want[0][1], want[1][1])
-    derivatives = _counted(monkeypatch, dyn, "contact_dynamics_derivatives")
-    forces = _counted(monkeypatch, dyn, "contact_dynamics")
-    one = ContactKnots()
-    for shared in ((ContactKnots(), ContactKnots()), (one, one)):
-        residuals = [ContactForceResidual(MODEL, seq, "foot0", shared=s) for seq, s in zip(sequences, shared)]
+    passes = _counted(monkeypatch, cr, "knot_forces_batch")
+    for one in (False, True):
+        shared = {}
+        residuals = [_sharing([ContactForceResidual(MODEL, seq, "foot0")], shared if one else None)[0]
+                     for seq in sequences]
+        assert (residuals[0].shared is residuals[1].shared) == one
         for turn in range(2):
-            calls = len(derivatives) + len(forces)
+            calls = len(passes)
             for r, (rx, value) in zip(residuals, want):
                 np.testing.assert_array_equal(r.evaluate(xs, us).rx, rx)
                 np.testing.assert_array_equal(r.value(xs, us), value)
-            if turn and shared[0] is not shared[1]:
-                assert len(derivatives) + len(forces) == calls
+            if turn and not one:
+                assert len(passes) == calls
 
 
 def test_value_and_evaluate_at_the_same_knots_compute_the_forces_once(monkeypatch):
-    """value after evaluate at the same knots (and evaluate after value) reuses the knots'
-    forces λ: no contact dynamics computed again, the same values bit for bit."""
+    """value after evaluate at the same knots reuses the knots' forces λ (no pass over the
+    knots again, the same values bit for bit); evaluate after value makes the one pass that
+    adds the Jacobians, with the same forces."""
     xs, us = _knots(2)
-    stance = int(np.sum(RESIDUALS["pyramid"]().defined_at()))
-    batch = _counted(monkeypatch, cr, "knot_contact_forces")
-    forces = _counted(monkeypatch, dyn, "contact_dynamics")
+    passes = _counted(monkeypatch, cr, "knot_forces_batch")
     residual = RESIDUALS["pyramid"]()
     t = residual.evaluate(xs, us)
-    assert (len(batch), len(forces)) == (0, stance)
+    assert len(passes) == 1
     np.testing.assert_array_equal(residual.value(xs, us), t.r)
-    assert (len(batch), len(forces)) == (0, stance)
+    assert len(passes) == 1
     other = RESIDUALS["pyramid"]()
     r = other.value(xs, us)
-    assert (len(batch), len(forces)) == (1, 2 * stance)  # the batch's own calls counted too
+    assert len(passes) == 2
     np.testing.assert_array_equal(other.evaluate(xs, us).r, r)
-    assert (len(batch), len(forces)) == (1, 2 * stance)
+    np.testing.assert_array_equal(other.value(xs, us), r)
+    assert len(passes) == 3
 
 
 def test_the_relaxed_log_barrier_is_curved_inside_and_finite_outside():
@@ -422,13 +449,13 @@ def test_row_hessians_are_the_per_row_hessians(name):
 
 
 def test_the_row_hessians_of_one_sequence_make_each_basis_once(monkeypatch):
-    """The four feet's pyramids as constraints, given one ContactKnots, make each knot's
+    """The four feet's pyramids as constraints, sharing their knots, make each knot's
     ∇²λ_j once per row j of its λ (33 rows at the knots in contact), not once per
     constraint row; the smooth cone (φ not linear) has no row Hessians of its own."""
     xs, us = _knots(6)
     seq = [FEET[:2], FEET[:2], FEET[:3], FEET]
-    shared = ContactKnots()
-    cones = [ResidualConstraint(FrictionConeResidual(MODEL, seq, f.frame, shared=shared), upper=0.0) for f in FEET]
+    cones = [ResidualConstraint(r, upper=0.0) for r in _sharing([FrictionConeResidual(MODEL, seq, f.frame)
+                                                                 for f in FEET])]
     second = _counted(monkeypatch, dyn, "contact_dynamics_second_derivatives_contracted")
     for c in cones:
         c.evaluate_knots(xs, us)

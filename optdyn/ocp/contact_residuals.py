@@ -42,12 +42,15 @@ second order in local coordinates, as every Hessian of the package.
 
 The knots are the N intervals of the sequence the residual is built for: a running cost
 or a stage constraint of a problem with that same sequence (and actuation), which
-:class:`optdyn.Problem` checks. Evaluated from Python, knot by knot, with the dynamics'
-public functions (a compiled batch over knots is a later speed-up). The residuals given one
-:class:`ContactKnots` (``shared``) — those of one contact sequence, one per foot, as a problem
-evaluates its costs and constraints in turn — share each knot's contact dynamics, their
-derivatives and the impulse map at the same knots: computed once, not once per frame, nor
-once for ``value`` and again for ``evaluate``. For a linear φ a constraint's rows
+:class:`optdyn.Problem` checks. The forces and their first derivatives at every knot come
+from one compiled pass over the knots
+(:func:`~optdyn.ocp.contact_phases.knot_forces_batch`), φ and its chain rule are applied
+to all the knots in contact at once; the second order, which the constraint form and exact
+Hessians ask for (not the Gauss–Newton model of a barrier cost), is computed knot by knot
+with the dynamics' public functions. A problem gives all its contact-force residuals (one
+per foot) one :class:`ContactKnots` (``shared``), so that each knot's contact dynamics,
+their derivatives and the impulse map at the same knots are computed once, not once per
+frame, nor once for ``value`` and again for ``evaluate``. For a linear φ a constraint's rows
 (:attr:`~optdyn.ocp.residuals.Terms.row_hessians`) combine the per-row ∇²λ_j of each knot,
 computed once and shared as well.
 """
@@ -65,43 +68,75 @@ from dynamics._checks import check_frame
 from dynamics.contact import Contact
 from dynamics.model import Model
 
-from .contact_phases import check_contact_sequence, impulses_at, knot_contact_forces, phase_sequence
-from .problem import actuated_dofs
+from .contact_phases import PhasedDynamics, at_rows, check_contact_sequence, knot_forces_batch, phased_dynamics
+from .integrators import METHODS, robot_ode
+from .problem import NO_FORCES, actuated_dofs
 from .residuals import Hessians, Residual, Terms, at_knots, kept_array, references
 
 
 @dataclass
 class _Knot:
-    """What the residuals of one :class:`ContactKnots` share at one knot k, made on demand:
-    λ (nc_k,); (q, v⁺, τ, λ_q, λ_ṽ, λ_τ, P or None) of :meth:`_ContactForceFunction._knot`;
-    the bases ∇²_z λ_j (nz, nz) of :meth:`_ContactForceFunction._row_hessians`, by row j of λ."""
+    """What the second order of the residuals of one :class:`ContactKnots` needs at one knot
+    k, made on demand: (q, v⁺, τ, λ_ṽ, P or None) of :meth:`_ContactForceFunction._knot`; the
+    bases ∇²_z λ_j (nz, nz) of :meth:`_ContactForceFunction._row_hessians`, by row j of λ."""
 
-    lam: np.ndarray | None = None
     first: tuple | None = None
     bases: dict[int, np.ndarray] = field(default_factory=dict)
 
 
 class ContactKnots:
-    """The per-knot work of the contact-force residuals given this object (``shared``) at
-    the knots (xs, us) they were last evaluated at: build the residuals of one contact
-    sequence (one per foot) with one of these, and each knot's contact dynamics, their
-    derivatives and the impulse map are computed once for all of them, and for ``value`` as
-    for ``evaluate``. It keeps the last knots only, keyed on the model, the residual's
-    contact sequence, impulses and actuation, and the bytes of xs and us: residuals of another
+    """The per-knot work of the contact-force residuals of one problem at the knots (xs, us)
+    they were last evaluated at: the forces λ of every knot and, once asked for, their
+    Jacobians, by one compiled pass over the knots
+    (:func:`~optdyn.ocp.contact_phases.knot_forces_batch`), and what the second order needs at
+    each knot. A problem gives one to all its contact-force residuals (one per foot), so that
+    they compute it once, not once per frame, nor once for ``value`` and again for
+    ``evaluate``. It keeps the last knots only, keyed on the model, the residual's contact
+    sequence, impulses and actuation, and the bytes of xs and us: residuals of another
     sequence, or a window of the sequence (:meth:`~optdyn.ocp.residuals.Residual.window`: its
-    copies share their parent's object), start afresh rather than read knots not theirs.
-    Like :class:`~optdyn.ocp.residuals.KeptArrays`, it serves one caller at a time."""
+    copies share their parent's object), start afresh rather than read knots not theirs. Its
+    arrays are overwritten at other knots: a caller takes what it needs at once. Like
+    :class:`~optdyn.ocp.residuals.KeptArrays`, it serves one caller at a time."""
 
     def __init__(self) -> None:
-        self._key, self._model, self._knots = None, None, defaultdict(_Knot)
+        self._key, self._model, self._order = None, None, -1
+        self._lam, self._lam_z, self._knots = np.empty((0, 0)), np.empty((0, 0, 0)), defaultdict(_Knot)
 
-    def at(self, residual: _ContactForceFunction, xs: np.ndarray, us: np.ndarray) -> defaultdict:
-        """k → :class:`_Knot` at the knots (xs, us) of ``residual``'s sequence: those of the
-        last call if it was at the same knots of the same sequence, else new."""
+    def _at(self, residual: _ContactForceFunction, xs: np.ndarray, us: np.ndarray) -> None:
+        """Forget the knots held unless they are (xs, us) of ``residual``'s sequence."""
         key = (residual.sequence_key, xs.shape, us.shape, xs.tobytes(), us.tobytes())
         if residual.model is not self._model or key != self._key:
-            self._key, self._model, self._knots = key, residual.model, defaultdict(_Knot)
+            self._key, self._model, self._order, self._knots = key, residual.model, -1, defaultdict(_Knot)
+
+    def forces(self, residual: _ContactForceFunction, xs: np.ndarray, us: np.ndarray, order: int
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """(λ (K, nc_max), and for ``order`` 1 λ_z (K, nc_max, ndx + nu)) at the knots (xs, us)
+        of ``residual``'s sequence: row k holds λ_k of interval k's contacts (nc_k rows; the
+        rest, and the knots without contacts, unset)."""
+        self._at(residual, xs, us)
+        if self._order < order:
+            shape = (xs.shape[0], residual.nc_max)
+            if self._lam.shape != shape:
+                self._lam = np.empty(shape)
+            if order and self._lam_z.shape != shape + (residual.ndx + residual.nu,):
+                self._lam_z = np.empty(shape + (residual.ndx + residual.nu,))
+            knot_forces_batch(residual.dynamics, xs, us, order, self._lam, self._lam_z)
+            self._order = order
+        return self._lam, self._lam_z
+
+    def knots(self, residual: _ContactForceFunction, xs: np.ndarray, us: np.ndarray) -> defaultdict:
+        """k → :class:`_Knot` at the knots (xs, us) of ``residual``'s sequence."""
+        self._at(residual, xs, us)
         return self._knots
+
+
+def _sequence_dynamics(model: Model, actuated: np.ndarray, contacts: list) -> PhasedDynamics:
+    """The robot, packed contacts, rows and impulses of the checked sequence ``contacts`` as the
+    knot kernels take them (:func:`~optdyn.ocp.contact_phases.knot_forces_batch`): a
+    :data:`~optdyn.ocp.contact_phases.PhasedDynamics` whose integrator fields (RK4's tableau,
+    dt = 0) are not used."""
+    a, b = METHODS["rk4"]
+    return phased_dynamics(model, actuated, robot_ode(model, actuated).lie, a, b, 0.0, 1, NO_FORCES, contacts)
 
 
 def _frame_rows(contacts: list, frame: str) -> np.ndarray:
@@ -120,15 +155,16 @@ def _frame_rows(contacts: list, frame: str) -> np.ndarray:
 class _ContactForceFunction(Residual):
     """r_k = φ(f_k) of the force f_k (``dim``,) of contact ``frame`` at the knots of the
     sequence ``contacts`` (module docstring), 0 where the frame is not in contact;
-    subclasses give φ (:meth:`_outer`). ``shared``: the :class:`ContactKnots` of the
-    sequence's residuals (default: one of its own)."""
+    subclasses give φ (:meth:`_outer`). ``shared``: the :class:`ContactKnots` of its
+    problem's contact-force residuals (one of its own until a problem gives its own:
+    :meth:`check_problem`)."""
 
     depends_on_u = True
     linear = True
     """φ is linear in f (a constraint's row Hessians then combine per-row bases: :meth:`_row_hessians`)."""
 
     def __init__(self, model: Model, contacts: Sequence[Sequence[Contact]], frame: str, actuated,
-                 size: int | None = None, shared: ContactKnots | None = None) -> None:
+                 size: int | None = None) -> None:
         if not isinstance(model, Model):
             raise ValueError(f"model: expected a dynamics.Model, got {type(model).__name__}")
         if isinstance(contacts, (str, Contact)) or not isinstance(contacts, Sequence) or not contacts:
@@ -142,20 +178,26 @@ class _ContactForceFunction(Residual):
         if len(kinds) > 1:
             raise ValueError(f"contacts: frame {frame!r} is a 3d contact in some intervals and a 6d one in others")
         self.model, self.frame = model, frame
-        self.impulses = phase_sequence(model, self.contacts)[3]
         self.actuated = actuated_dofs(model, actuated)
+        self.dynamics = _sequence_dynamics(model, self.actuated, self.contacts)
+        self.nc_max = max(sum(c.dim for c in cs) for cs in self.contacts)
         self.dim = 6 if kinds == {"6d"} else 3
         self.size, self.ndx, self.nu = self.dim if size is None else size, 2 * model.nv, self.actuated.size
         self._row = _frame_rows(self.contacts, frame)
-        if shared is not None and not isinstance(shared, ContactKnots):
-            raise ValueError(f"shared: expected a ContactKnots, got {type(shared).__name__}")
-        self.shared = ContactKnots() if shared is None else shared
+        self.shared = ContactKnots()
         self._sequence_changed()
 
+    @property
+    def impulses(self) -> np.ndarray:
+        """(N,) whether interval k starts with the impulse map."""
+        return self.dynamics.impulse
+
     def _sequence_changed(self) -> None:
-        """The knots in contact (:meth:`_in_contact`) and the key of the sequence's shared
-        knots (:meth:`ContactKnots.at`), after the contact sequence and ``_row`` were set."""
-        self._stance = [(k, self.contacts[k], int(row)) for k, row in enumerate(self._row) if row >= 0]
+        """The knots in contact and the rows of the frame's force in their λ (``_stance``: knots
+        (S,), ``_rows`` (S, dim)), and the key of the shared knots (:class:`ContactKnots`),
+        after the contact sequence, its dynamics and ``_row`` were set."""
+        self._stance = np.flatnonzero(self._row >= 0)
+        self._rows = self._row[self._stance][:, None] + np.arange(self.dim)
         self.sequence_key = (tuple(tuple(cs) for cs in self.contacts), self.impulses.tobytes(),
                              self.actuated.tobytes())
 
@@ -172,14 +214,17 @@ class _ContactForceFunction(Residual):
         (:func:`~optdyn.ocp.contact_phases.impulses_at`)."""
         super()._take_rows(rows)
         self.contacts = [self.contacts[k] for k in rows]
-        self.impulses, self._row = impulses_at(self.impulses, rows), self._row[rows]
+        self.dynamics, self._row = at_rows(self.dynamics, rows), self._row[rows]
         self._sequence_changed()
 
     def defined_at(self) -> np.ndarray:
         """The knots where ``frame`` is in contact."""
         return self._row >= 0
 
-    def check_problem(self, contacts, actuated: np.ndarray, name: str, terminal: bool = False) -> None:
+    def check_problem(self, contacts, actuated: np.ndarray, name: str, terminal: bool = False,
+                      shared: dict | None = None) -> None:
+        """As :meth:`Residual.check_problem`; then the residual shares its knots with the
+        problem's other contact-force residuals (the :class:`ContactKnots` in ``shared``)."""
         if terminal:
             raise ValueError(f"{name}: {type(self).__name__} holds at the running knots 0 … N−1 (a running cost "
                              "or a path constraint), not at node N")
@@ -190,14 +235,17 @@ class _ContactForceFunction(Residual):
         if not np.array_equal(actuated, self.actuated):
             raise ValueError(f"{name}: {type(self).__name__} was built for actuated DoFs {self.actuated.tolist()}; "
                              f"the problem actuates {np.asarray(actuated).tolist()}")
+        if shared is not None:
+            self.shared = shared.setdefault(ContactKnots, ContactKnots())
 
     # ---- φ, of the subclasses ------------------------------------------------------------
     @abstractmethod
-    def _outer(self, f: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """(φ(f) (size,), φ_f (size, dim)) at knot k."""
+    def _outer(self, F: np.ndarray, knots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(φ(f) (S, size), φ_f (S, size, dim), or (size, dim) at every knot) of the forces F
+        (S, dim) at the knots ``knots`` (S,)."""
 
     def _outer_curvature(self, f: np.ndarray, rho: np.ndarray) -> np.ndarray | None:
-        """Σ_i ρ_i ∇²φ_i (dim, dim), None where φ is linear."""
+        """Σ_i ρ_i ∇²φ_i (dim, dim) at one knot, None where φ is linear."""
         return None
 
     # ---- the knots -------------------------------------------------------------------------
@@ -206,10 +254,53 @@ class _ContactForceFunction(Residual):
             raise ValueError(f"xs: {type(self).__name__} holds at the {self.N} knots of its contact sequence, "
                              f"but {xs.shape[0]} knots are evaluated")
 
-    def _in_contact(self) -> list:
-        """(k, the contacts of interval k, the first row of the frame's force in their λ) where
-        the frame is in contact."""
-        return self._stance
+    def _forces(self, xs: np.ndarray, us: np.ndarray, order: int) -> tuple[np.ndarray, np.ndarray | None]:
+        """(F (S, dim), and for ``order`` 1 F_z = S λ_z (S, dim, ndx + nu)): the frame's force
+        at the S knots in contact and its Jacobian through the impulse map, from the shared
+        knots (:meth:`ContactKnots.forces`)."""
+        lam, lam_z = self.shared.forces(self, xs, us, order)
+        k = self._stance[:, None]
+        return lam[k, self._rows], (lam_z[k, self._rows] if order else None)
+
+    def value(self, xs, us):
+        self._check_knots(xs)
+        r = np.zeros((xs.shape[0], self.size))
+        if self._stance.size:
+            r[self._stance] = self._outer(self._forces(xs, us, 0)[0], self._stance)[0]
+        return r
+
+    keeps_arrays = True
+
+    def evaluate(self, xs, us, kept=None):
+        self._check_knots(xs)
+        K, ndx, nu, S = xs.shape[0], self.ndx, self.nu, self._stance
+        rx, ru = kept_array(kept, "rx", (K, self.size, ndx)), kept_array(kept, "ru", (K, self.size, nu))
+        if kept is not None:  # the knots out of contact differ from one window to the next (the others are set below)
+            off = self._row < 0
+            rx[off], ru[off] = 0.0, 0.0
+        r, F, Fz, phi_f = np.zeros((K, self.size)), None, None, None
+        if S.size:
+            F, Fz = self._forces(xs, us, 1)
+            r[S], phi_f = self._outer(F, S)
+            phi_f = np.broadcast_to(phi_f, (S.size, self.size, self.dim))
+            rx[S], ru[S] = phi_f @ Fz[:, :, :ndx], phi_f @ Fz[:, :, ndx:]
+        stance = (self.shared.knots(self, xs, us), xs, us, F, Fz, phi_f)  # what the second order needs
+
+        def hessians(rho):
+            return self._hessians(K, stance, np.asarray(rho, dtype=float))
+
+        def row_hessians(rows, signs):
+            return self._row_hessians(K, stance, rows, signs)
+        return Terms(r, rx, ru, hessians, row_hessians=row_hessians if self.linear else None)
+
+    def _stance_knots(self, stance: tuple):
+        """Per knot k in contact, from :meth:`evaluate`'s ``stance``: (the shared
+        :class:`_Knot`, k, its contacts, the frame's rows of λ, x_k, (q, v⁺, τ, λ_ṽ, P or None)
+        of :meth:`_knot`, f_k, φ_f, F_z)."""
+        knots, xs, us, F, Fz, phi_f = stance
+        for i, k in enumerate(self._stance):
+            cs, rows = self.contacts[k], slice(self._row[k], self._row[k] + self.dim)
+            yield knots[k], k, cs, rows, xs[k], self._knot(knots[k], k, xs[k], us[k], cs), F[i], phi_f[i], Fz[i]
 
     def _start(self, x: np.ndarray, u: np.ndarray, k: int, cs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(q, v⁺ = Γ_k(x)'s velocity, τ = B u) at knot k."""
@@ -220,75 +311,28 @@ class _ContactForceFunction(Residual):
         tau[self.actuated] = u
         return q, v, tau
 
-    def value(self, xs, us):
-        self._check_knots(xs)
-        r = np.zeros((xs.shape[0], self.size))
-        shared = self.shared.at(self, xs, us)
-        todo = [k for k, _, _ in self._in_contact() if shared[k].lam is None]
-        if todo:
-            lams = knot_contact_forces(self.model, [self.contacts[k] for k in todo], self.impulses[todo],
-                                       self.actuated, xs[todo], us[todo])
-            for k, lam in zip(todo, lams):
-                shared[k].lam = lam
-        for k, cs, row in self._in_contact():
-            r[k] = self._outer(shared[k].lam[row:row + self.dim], k)[0]
-        return r
-
     def _knot(self, knot: _Knot, k: int, x: np.ndarray, u: np.ndarray, cs) -> tuple:
-        """(q, v⁺, τ, λ, λ_q, λ_ṽ, λ_τ, P or None) of interval k's contact dynamics at (x, u)
-        (module docstring), from the shared ``knot`` or computed into it."""
+        """(q, v⁺, τ, λ_ṽ (every row of λ), P or None) of interval k's contact dynamics at (x,
+        u), what the second order needs (module docstring), from the shared ``knot`` or
+        computed into it."""
         if knot.first is None:
             m = self.model
             q, v, tau = self._start(x, u, k, cs)
-            if knot.lam is None:
-                knot.lam = dyn.contact_dynamics(m, q, v, tau, cs)[1]
-            dq, dv, dtau = dyn.contact_dynamics_derivatives(m, q, v, tau, cs)[3:]
+            dv = dyn.contact_dynamics_derivatives(m, q, v, tau, cs)[4]
             P = None
             if self.impulses[k]:  # P = ∂Γ/∂x = [I 0; ∂v⁺/∂q ∂v⁺/∂v]
                 dvq, dvv = dyn.impulse_dynamics_derivatives(m, x[: m.nq], x[m.nq:], cs)[:2]
                 P = np.eye(self.ndx)
                 P[m.nv:] = np.hstack([dvq, dvv])
-            knot.first = (q, v, tau, dq, dv, dtau, P)
-        q, v, tau, dq, dv, dtau, P = knot.first
-        return q, v, tau, knot.lam, dq, dv, dtau, P
+            knot.first = (q, v, tau, dv, P)
+        return knot.first
 
-    keeps_arrays = True
-
-    def evaluate(self, xs, us, kept=None):
-        self._check_knots(xs)
-        K, ndx, nu = xs.shape[0], self.ndx, self.nu
-        rx, ru = kept_array(kept, "rx", (K, self.size, ndx)), kept_array(kept, "ru", (K, self.size, nu))
-        if kept is not None:  # the knots out of contact differ from one window to the next (the others are set below)
-            off = self._row < 0
-            rx[off], ru[off] = 0.0, 0.0
-        r = np.zeros((K, self.size))
-        knots = []  # what the Hessians need, per knot in contact
-        shared = self.shared.at(self, xs, us)
-        for k, cs, row in self._in_contact():
-            x = xs[k]
-            q, v, tau, lam, dq, dv, dtau, P = self._knot(shared[k], k, x, us[k], cs)
-            rows = slice(row, row + self.dim)
-            f = lam[rows]
-            Fz = np.hstack([dq[rows], dv[rows], dtau[rows][:, self.actuated]])  # S λ_z̃ (dim, ndx + nu)
-            if P is not None:
-                Fz[:, :ndx] = Fz[:, :ndx] @ P
-            r[k], phi_f = self._outer(f, k)
-            rx[k], ru[k] = phi_f @ Fz[:, :ndx], phi_f @ Fz[:, ndx:]
-            knots.append((shared[k], k, cs, rows, x, q, v, tau, f, phi_f, Fz, dv, P))
-
-        def hessians(rho):
-            return self._hessians(K, knots, np.asarray(rho, dtype=float))
-
-        def row_hessians(rows, signs):
-            return self._row_hessians(K, knots, rows, signs)
-        return Terms(r, rx, ru, hessians, row_hessians=row_hessians if self.linear else None)
-
-    def _hessians(self, K: int, knots: list, rho: np.ndarray) -> Hessians:
-        """(H_xx, H_ux, H_uu) of ρᵀr (module docstring) from the knots of :meth:`evaluate`:
-        one contracted second order per knot."""
+    def _hessians(self, K: int, stance: tuple, rho: np.ndarray) -> Hessians:
+        """(H_xx, H_ux, H_uu) of ρᵀr (module docstring) at the knots of :meth:`evaluate`: one
+        contracted second order per knot in contact."""
         ndx, nu = self.ndx, self.nu
         Hxx, Hux, Huu = np.zeros((K, ndx, ndx)), np.zeros((K, nu, ndx)), np.zeros((K, nu, nu))
-        for _, k, cs, rows, x, q, v, tau, f, phi_f, Fz, dv, P in knots:
+        for _, k, cs, rows, x, (q, v, tau, dv, P), f, phi_f, Fz in self._stance_knots(stance):
             rho_f = phi_f.T @ rho[k]  # ρ̂ on the frame's rows
             H = self._second_order(cs, rows, x, q, v, tau, dv, P, rho_f)
             C = self._outer_curvature(f, rho[k])
@@ -297,15 +341,15 @@ class _ContactForceFunction(Residual):
             Hxx[k], Hux[k], Huu[k] = H[:ndx, :ndx], H[ndx:, :ndx], H[ndx:, ndx:]
         return Hxx, Hux, Huu
 
-    def _row_hessians(self, K: int, knots: list, rows: np.ndarray, signs: np.ndarray) -> Hessians:
+    def _row_hessians(self, K: int, stance: tuple, rows: np.ndarray, signs: np.ndarray) -> Hessians:
         """(H_xx (K, m, ndx, ndx), H_ux (K, m, nu, ndx), H_uu (K, m, nu, nu)) of s_i r_i for the
         m ``rows`` with ``signs`` (:attr:`~optdyn.ocp.residuals.Terms.row_hessians`), for a
-        linear φ from the knots of :meth:`evaluate`: ∇²(s_i r_i) = s_i Σ_j (φ_f)_ij ∇²λ_j over
+        linear φ at the knots of :meth:`evaluate`: ∇²(s_i r_i) = s_i Σ_j (φ_f)_ij ∇²λ_j over
         the frame's rows j of λ, each basis ∇²λ_j made once per knot into the shared knot
         (:class:`ContactKnots`: the other frames' residuals take theirs there too)."""
         m, ndx, nu = rows.size, self.ndx, self.nu
         Hxx, Hux, Huu = np.zeros((K, m, ndx, ndx)), np.zeros((K, m, nu, ndx)), np.zeros((K, m, nu, nu))
-        for knot, k, cs, lam_rows, x, q, v, tau, f, phi_f, Fz, dv, P in knots:
+        for knot, k, cs, lam_rows, x, (q, v, tau, dv, P), _, phi_f, _ in self._stance_knots(stance):
             for j in range(lam_rows.start, lam_rows.stop):
                 if j not in knot.bases:
                     knot.bases[j] = self._second_order(cs, slice(j, j + 1), x, q, v, tau, dv, P, np.ones(1))
@@ -343,20 +387,19 @@ class ContactForceResidual(_ContactForceFunction):
     sequence ``contacts`` (N lists of :class:`dynamics.Contact`, the problem's), in the
     contact's axes; 0 where the frame is not in contact. ``reference`` f* (3 or 6,) or one
     per knot (N, 3 or 6) (default 0: a force regularisation); ``actuated`` the actuated
-    joints as :class:`optdyn.Problem` takes them (default: all but a free-flyer root);
-    ``shared`` a :class:`ContactKnots` given to every residual of the sequence (the knots'
-    contact dynamics computed once for all; default: one of its own).
-    Crocoddyl's ResidualModelContactForce (Mastalli et al., ICRA 2020)."""
+    joints as :class:`optdyn.Problem` takes them (default: all but a free-flyer root). A
+    problem makes its contact-force residuals share their knots' contact dynamics
+    (:class:`ContactKnots`). Crocoddyl's ResidualModelContactForce (Mastalli et al., ICRA 2020)."""
 
     def __init__(self, model: Model, contacts: Sequence[Sequence[Contact]], frame: str, reference=0.0,
-                 actuated=None, shared: ContactKnots | None = None) -> None:
-        super().__init__(model, contacts, frame, actuated, shared=shared)
+                 actuated=None) -> None:
+        super().__init__(model, contacts, frame, actuated)
         self.reference = references(np.full(self.dim, reference) if np.ndim(reference) == 0 else reference, (self.dim,))
         self._at_knots = np.ascontiguousarray(at_knots(self.reference, self.N, 1))  # (N, dim)
         self.knot_arrays = ("_at_knots",) if self.reference.ndim == 1 else ("_at_knots", "reference")
 
-    def _outer(self, f, k):
-        return f - self._at_knots[k], np.eye(self.dim)
+    def _outer(self, F, knots):
+        return F - self._at_knots[knots], np.eye(self.dim)
 
 
 def tangent_basis(normal, name: str = "normal") -> np.ndarray:
@@ -403,19 +446,19 @@ class FrictionConeResidual(_ContactForceFunction):
     :func:`friction_pyramid` (``mu`` > 0, ``facets`` ≥ 3, ``normal`` in the contact's axes:
     world z by default, which a point contact's world-aligned force uses) and the unilateral
     row −f_n ≤ 0, on the force of contact ``frame`` (a frame contact: its force part) at the
-    knots of ``contacts`` (``actuated``, ``shared`` as :class:`ContactForceResidual`), 0 where
+    knots of ``contacts`` (``actuated`` as :class:`ContactForceResidual`), 0 where
     it is not in contact. A constraint ``ResidualConstraint(r, upper=0)``, or a cost under
     ``QuadraticBarrier``. Crocoddyl's ResidualModelContactFrictionCone (Mastalli et al., ICRA 2020)."""
 
     def __init__(self, model: Model, contacts: Sequence[Sequence[Contact]], frame: str, mu: float = MU,
-                 facets: int = 4, normal=(0.0, 0.0, 1.0), actuated=None, shared: ContactKnots | None = None) -> None:
+                 facets: int = 4, normal=(0.0, 0.0, 1.0), actuated=None) -> None:
         A = friction_pyramid(mu, facets, normal)
-        super().__init__(model, contacts, frame, actuated, A.shape[0], shared)
+        super().__init__(model, contacts, frame, actuated, A.shape[0])
         self.mu, self.facets, self.normal = float(mu), int(facets), -A[-1]  # the unilateral row is −nᵀ
         self.A = np.hstack([A, np.zeros((A.shape[0], self.dim - 3))])
 
-    def _outer(self, f, k):
-        return self.A @ f, self.A
+    def _outer(self, F, knots):
+        return F @ self.A.T, self.A
 
 
 class SmoothFrictionConeResidual(_ContactForceFunction):
@@ -423,7 +466,7 @@ class SmoothFrictionConeResidual(_ContactForceFunction):
     about ``normal`` n (f_n = nᵀf, f_t = f − f_n n; a frame contact: its force part), smoothed
     at its apex by ``eps`` ε > 0 (a force; r ≥ 0 then implies f_n ≥ ε/μ > 0) so that it is
     twice differentiable — for IPOPT as ``ResidualConstraint(r, lower=0)``. Knots,
-    ``actuated`` and ``shared`` as :class:`ContactForceResidual`; 0 where the frame is not in
+    ``actuated`` as :class:`ContactForceResidual`; 0 where the frame is not in
     contact.
 
     φ_f = μ nᵀ − f_tᵀ/s, ∇²φ = −(T − f_t f_tᵀ/s²)/s with s = √(‖f_t‖² + ε²), T = I − nnᵀ."""
@@ -431,22 +474,21 @@ class SmoothFrictionConeResidual(_ContactForceFunction):
     linear = False
 
     def __init__(self, model: Model, contacts: Sequence[Sequence[Contact]], frame: str, mu: float = MU,
-                 normal=(0.0, 0.0, 1.0), eps: float = 1e-3, actuated=None, shared: ContactKnots | None = None
-                 ) -> None:
+                 normal=(0.0, 0.0, 1.0), eps: float = 1e-3, actuated=None) -> None:
         mu = check_friction(mu)
         if isinstance(eps, bool) or not isinstance(eps, (int, float, np.integer, np.floating)) or not (
                 np.isfinite(eps) and eps > 0):
             raise ValueError(f"eps: expected a finite smoothing force > 0, got {eps!r}")
-        super().__init__(model, contacts, frame, actuated, 1, shared)
+        super().__init__(model, contacts, frame, actuated, 1)
         self.mu, self.eps, self.normal = mu, float(eps), tangent_basis(normal)[2]
         self.T = np.zeros((self.dim, self.dim))
         self.T[:3, :3] = np.eye(3) - np.outer(self.normal, self.normal)
         self.n = np.r_[self.normal, np.zeros(self.dim - 3)]
 
-    def _outer(self, f, k):
-        ft = self.T @ f
-        s = np.sqrt(ft @ ft + self.eps ** 2)
-        return np.array([self.mu * (self.n @ f) - s]), (self.mu * self.n - ft / s)[None]
+    def _outer(self, F, knots):
+        Ft = F @ self.T  # T symmetric
+        s = np.sqrt(np.sum(Ft * Ft, axis=1) + self.eps ** 2)[:, None]
+        return self.mu * (F @ self.n)[:, None] - s, (self.mu * self.n - Ft / s)[:, None, :]
 
     def _outer_curvature(self, f, rho):
         ft = self.T @ f
@@ -492,19 +534,19 @@ class WrenchConeResidual(_ContactForceFunction):
     (X, Y) (m) and the yaw torque bounds, then −f_z ≤ 0 — on the wrench w_k = [f; τ] of the
     frame contact (``kind="6d"``) at ``frame``, a sole whose frame sits at the rectangle's
     centre with z along the normal; use ``reference="local"`` (the sole's own axes) unless the
-    sole stays level with its sides along the world axes. Knots, ``actuated`` and ``shared`` as
+    sole stays level with its sides along the world axes. Knots and ``actuated`` as
     :class:`ContactForceResidual`; 0 where the frame is not in contact. A constraint
     ``ResidualConstraint(r, upper=0)``. Crocoddyl's ResidualModelContactWrenchCone (Mastalli
     et al., ICRA 2020), the cone of Caron et al., ICRA 2015."""
 
     def __init__(self, model: Model, contacts: Sequence[Sequence[Contact]], frame: str, mu: float = MU,
-                 half_lengths=(0.1, 0.05), actuated=None, shared: ContactKnots | None = None) -> None:
+                 half_lengths=(0.1, 0.05), actuated=None) -> None:
         self.A = wrench_cone(mu, half_lengths)
-        super().__init__(model, contacts, frame, actuated, self.A.shape[0], shared)
+        super().__init__(model, contacts, frame, actuated, self.A.shape[0])
         if self.dim != 6:
             raise ValueError(f"frame: {frame!r} is a point contact (3d); the wrench cone needs a frame "
                              f"contact (kind='6d')")
         self.mu, self.half_lengths = float(mu), tuple(float(h) for h in half_lengths)
 
-    def _outer(self, f, k):
-        return self.A @ f, self.A
+    def _outer(self, F, knots):
+        return F @ self.A.T, self.A

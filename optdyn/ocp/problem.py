@@ -267,11 +267,12 @@ class Problem:
         self.contacts = None if contacts is None else contact_phases.check_contact_sequence(model, contacts, self.N)
         if self.contacts is not None and f_ext is not None:
             raise ValueError("f_ext: external forces are not supported together with contacts")
+        shared: dict = {}  # what the residuals share (the contact forces at the knots)
         for arg, terms, terminal in (("running_cost", [running_cost], False), ("terminal_cost", [terminal_cost], True),
                                      ("path_constraints", given, False),
                                      ("terminal_constraints", self.terminal_constraints, True)):
             for residual in (r for t in terms if t is not None for r in t.residuals()):
-                residual.check_problem(self.contacts, self.actuated, arg, terminal)
+                residual.check_problem(self.contacts, self.actuated, arg, terminal, shared)
         self.terminal_nodes = windows.terminal_nodes(terminal_cost, self.terminal_constraints, self.N)
         if self.terminal_nodes is not None:  # one reference per node: node N's here, a window's at its end
             self.terminal_cost, self.terminal_constraints = windows.terminal_at(self.terminal_nodes, self.N)

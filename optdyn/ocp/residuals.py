@@ -207,10 +207,13 @@ class Residual(KeptArrays, ABC):
         """r (K, size) only."""
         return self.evaluate(xs, us).r
 
-    def check_problem(self, contacts: list | None, actuated: np.ndarray, name: str, terminal: bool = False) -> None:
+    def check_problem(self, contacts: list | None, actuated: np.ndarray, name: str, terminal: bool = False,
+                      shared: dict | None = None) -> None:
         """ValueError naming ``name`` if this residual cannot serve a problem with the contact
         sequence ``contacts`` (None: none) and actuated DoFs ``actuated`` (as a term at node N:
-        ``terminal``). Here: none (the residuals of contact forces check theirs)."""
+        ``terminal``). ``shared``: the problem's dict of what its residuals share, by kind (the
+        residuals of contact forces share their knots there). Here: none (the residuals of
+        contact forces check theirs)."""
 
     def _zeros(self, K: int, nu: int, nx: int | None = None, kept: dict | None = None):
         """(r_x, r_u) of zeros, r_x of width ``nx`` (default ndx): new, or those ``kept``
