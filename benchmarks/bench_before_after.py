@@ -1,7 +1,7 @@
 """Before/after of the interval kernels and the solvers on two source trees, interleaved.
 
     .venv/bin/python benchmarks/bench_before_after.py BEFORE_TREE AFTER_TREE ROUNDS [--kernels | --contacts [--cpu] |
-        --contact-batches [--cpu] | --costs [--cpu] | --mpc [--cpu]]
+        --contact-batches [--cpu] | --costs [--cpu] | --mpc [--cpu] | --legged [--cpu]]
 
 Each round runs, in a new process per tree (its own numba cache, one thread), the rollout,
 the first-order sensitivities and the stage records of the whole trajectory (fastest of 20
@@ -18,7 +18,11 @@ terms), with ``--cpu`` by the process's CPU time too (a solve's CPU time over it
 each cost evaluation's). With ``--mpc``, the median step (ms) of :class:`optdyn.MPC` with one
 iteration per step from the feedback-policy warm start over 35 undisturbed steps after 5 (the
 plant: the problem's own intervals) on ur5-reach (N = 40; iLQR and DDP), the space
-manipulator (iLQR) and arm-obstacle (iLQR, the augmented Lagrangian), the same clocks.
+manipulator (iLQR) and arm-obstacle (iLQR, the augmented Lagrangian), the same clocks. With
+``--legged``, the quadruped's trot: the median MPC step of one-iteration iLQR on a 20-interval
+horizon with the friction pyramid as a barrier cost (35 steps after 5, the plant the task's own
+intervals), and with the pyramid as a constraint the time per iteration of a whole solve by
+iLQR and DDP (the augmented Lagrangian) and IPOPT, the same clocks.
 Each measurement also gets the median and range of its rounds per tree. A tree is a checkout, e.g. ``git worktree add --detach /tmp/before b49c2dc``.
 """
 from __future__ import annotations
@@ -131,10 +135,36 @@ print("RESULT" + json.dumps(out))
 '''
 
 
+LEGGED = r'''
+import json, time
+import numpy as np
+import optdyn, problems
+out = {}
+prob = problems.get("quadruped", scenario="trot", cone="cost")
+mpc = optdyn.MPC(prob, "ilqr", 1, horizon=20)
+x = prob.x0.copy()
+u = mpc.step(x, 0.0)[0]
+times = []
+for k in range(40):
+    x = prob.step(x[None], u[None], start=k)[0]
+    t0 = TIMER()
+    u = mpc.step(x)[0]
+    times.append(TIMER() - t0)
+out["trot, friction pyramid as a barrier cost: iLQR MPC step (H = 20)"] = float(np.median(times[5:])) * 1e3
+prob = problems.get("quadruped")  # the friction pyramid as a constraint
+for solver in ("ilqr", "ddp", "ipopt"):
+    optdyn.solve(prob, solver, max_iter=2)
+    t0 = TIMER()
+    r = optdyn.solve(prob, solver)
+    out[f"trot, friction pyramid as a constraint: {solver} per iteration"] = (TIMER() - t0) / r.iterations * 1e3
+print("RESULT" + json.dumps(out))
+'''
+
+
 def main(before: str, after: str, rounds: int, mode: str, cpu: bool = False) -> None:
     tasks = '("ur5-reach", "arm-obstacle")' if mode == "--costs" else '("ur5-reach", "arm-obstacle", "space-manipulator")'
     timer = "time.process_time" if cpu else "time.perf_counter"
-    snippets = {"--contacts": CONTACTS, "--contact-batches": CONTACT_BATCHES, "--mpc": MPC}
+    snippets = {"--contacts": CONTACTS, "--contact-batches": CONTACT_BATCHES, "--mpc": MPC, "--legged": LEGGED}
     contacts = snippets.get(mode, "").replace("TIMER", timer)
     code = contacts if contacts else (
         SNIPPET.replace("SOLVERS", "()" if mode == "--kernels" else '("ddp", "ilqr", "ipopt")')
