@@ -163,6 +163,35 @@ def test_a_problem_without_contacts_draws_none(scene_data):
         viz.scene_of(res, free, mu=-1.0)
 
 
+def test_a_closed_loop_draws_the_contacts_of_its_steps(scene_data):
+    """A closed loop on a problem with contacts draws them as a result does: its steps' forces
+    are the knots' forces where the loop's states are the result's, the task's last contacts
+    past its end, NaN from a non-finite state on; the scene shows them over the loop's steps."""
+    prob, res, forces = scene_data
+    N, n = prob.N, prob.N + 2
+    xs = np.vstack([res.xs, np.repeat(res.xs[-1:], 2, axis=0)])
+    us = np.vstack([res.us, np.repeat(res.us[-1:], 2, axis=0)])
+    steps = report.loop_contact_forces(prob, xs, us)
+    last = report.world_contact_forces(prob.window(N - 1, 1), xs[N:N + 2], us[N:N + 1])  # interval N − 1 alone
+    assert sorted(last) == ["foot0", "foot2"]
+    for frame, f in forces.items():
+        assert steps[frame].shape == (n, 3)
+        np.testing.assert_array_equal(steps[frame][:N], f)
+        held = last.get(frame, np.full((1, 3), np.nan))  # NaN: not in contact in interval N − 1
+        np.testing.assert_allclose(steps[frame][N:], np.repeat(held, 2, axis=0), rtol=1e-12)
+    broken = xs.copy()
+    broken[3] = np.nan
+    for f in report.loop_contact_forces(prob, broken, us).values():
+        assert np.isnan(f[3:]).all()
+    loop = optdyn.ClosedLoop(t=DT * np.arange(n + 1), xs=xs, us=us, gains=np.zeros((n, prob.nu, prob.ndx)),
+                             solve_time=np.zeros(n), cost=np.zeros(n), margins=np.zeros((n, 0)),
+                             iterations=np.ones(n, dtype=int), status=["converged"] * n, dt=DT)
+    kinds = list(viz.scene_of(loop, prob, fps=40).objects.values())
+    assert kinds.count("stance") == 4 and kinds.count("force") == 8
+    with pytest.raises(ValueError, match=r"^xs, us: expected shapes"):
+        report.loop_contact_forces(prob, xs[:-1], us)
+
+
 def test_world_forces_and_friction_margins(scene_data):
     prob, res, forces = scene_data
     local = Problem(MODEL, prob.x0, N=prob.N, dt=DT, name="legged",

@@ -220,6 +220,32 @@ def world_contact_forces(prob: Problem, xs, us) -> dict[str, np.ndarray]:
     return out
 
 
+def loop_contact_forces(prob: Problem, xs, us) -> dict[str, np.ndarray]:
+    """The world-frame contact forces of :func:`world_contact_forces` along the n control steps
+    of a closed loop, its states xs (n + 1, nx) and held controls us (n, nu): step i under the
+    contacts of the task's interval i, its last interval past its end (as the controller's
+    windows, :meth:`optdyn.Problem.window`): {frame: (n, 3)}, NaN where the frame is not in
+    contact and from the first non-finite state or control on. A problem without contacts
+    gives {}."""
+    if not isinstance(prob, Problem):
+        raise ValueError(f"prob: expected an optdyn.Problem, got {type(prob).__name__}")
+    xs, us = np.asarray(xs, dtype=float), np.asarray(us, dtype=float)
+    n = us.shape[0] if us.ndim == 2 else -1
+    if us.shape != (n, prob.nu) or xs.shape != (n + 1, prob.nx):
+        raise ValueError(f"xs, us: expected shapes (n + 1, {prob.nx}) and (n, {prob.nu}), got {xs.shape} and "
+                         f"{us.shape}")
+    if prob.contacts is None:
+        return {}
+    out = {c.frame: np.full((n, 3), np.nan) for cs in prob.contacts for c in cs}
+    finite = np.all(np.isfinite(xs[:n]), axis=1) & np.all(np.isfinite(us), axis=1)
+    m = n if finite.all() else int(np.argmin(finite))  # the steps before the first non-finite one
+    if m:
+        ends = np.vstack([xs[:m], xs[m - 1:m]])  # the last state is not used: a finite one stands in
+        for frame, f in world_contact_forces(prob.window(0, m), ends, us[:m]).items():
+            out[frame][:m] = f
+    return out
+
+
 def friction_margins(forces: dict[str, np.ndarray], mu: float = MU,
                      normal=(0.0, 0.0, 1.0)) -> dict[str, np.ndarray]:
     """μ f_n − ‖f_t‖ at every knot, per contact: {frame: (N,)}, ≥ 0 inside the friction cone

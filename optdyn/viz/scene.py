@@ -30,7 +30,8 @@ What is drawn comes from the problem's costs and constraints (:mod:`optdyn.ocp.t
 closed loop (:class:`optdyn.ClosedLoop`) is drawn as a result is, its states played at the
 control period, with its pushes as arrows. A problem with contacts
 (``Problem(..., contacts=...)``) adds its contacts, knot k's shown over [k·dt, (k+1)·dt):
-the forces are :func:`optdyn.apps.report.world_contact_forces` at the knots, drawn at
+the forces are :func:`optdyn.apps.report.world_contact_forces` at the knots (a closed
+loop's: :func:`optdyn.apps.report.loop_contact_forces` at its steps), drawn at
 ``force_scale`` N per metre of arrow, by default the robot's weight m‖g‖ over the height of
 its centre of mass above its lowest contact frame at the start (:func:`contact_force_scale`:
 the whole weight is an arrow from the ground up to the CoM; the cones are half that tall).
@@ -65,7 +66,7 @@ from dynamics.joints import neutral, normalize_kernel
 from dynamics.kinematics import forward_kinematics, frame_placement, kinematics_work
 from dynamics.model import Geometry, Model
 
-from ..apps.report import world_contact_forces
+from ..apps.report import loop_contact_forces, world_contact_forces
 from ..apps.simulate import ClosedLoop, Push
 from ..ocp import task
 from ..ocp.activations import positive
@@ -628,7 +629,7 @@ def scene_of(result: Result | ClosedLoop, problem: Problem | None = None, fps: f
         raise ValueError(f"result: xs has {np.shape(result.xs)[0]} nodes, the problem has N + 1 = {problem.N + 1}")
     if loop and np.shape(result.xs)[1:] != (problem.nx,):
         raise ValueError(f"loop: its states have {np.shape(result.xs)[1:]} entries, the problem's nx = {problem.nx}")
-    contacts = not loop and problem.contacts is not None  # MPC refuses contacts: a closed loop has none
+    contacts = problem.contacts is not None
     mu = task.friction_coefficient(problem) if mu is None else check_friction(mu)  # refused even without cones
     scene = Scene(model, capsule_radius)
     scene.add_obstacles([(o.center, o.radius, max(o.margin, 0.0)) for o in task.obstacles(problem)])
@@ -645,7 +646,8 @@ def scene_of(result: Result | ClosedLoop, problem: Problem | None = None, fps: f
         qs = np.array([normalize_kernel(model.topology, q) for q in qs])
     if contacts:
         scale = contact_force_scale(problem) if force_scale is None else force_scale
-        scene.add_contacts(problem.dt, world_contact_forces(problem, result.xs, result.us), scale, mu)
+        forces = (loop_contact_forces if loop else world_contact_forces)(problem, result.xs, result.us)
+        scene.add_contacts(result.dt if loop else problem.dt, forces, scale, mu)
         if len(qs) >= 2:
             scene.add_com(CoMPositionResidual(model).point(qs))
     frame, offset = task.path_frame(problem) if path_frame is None else (path_frame, np.zeros(3))
