@@ -448,6 +448,32 @@ def test_row_hessians_are_the_per_row_hessians(name):
         np.testing.assert_allclose(czz[:, row], want, rtol=0, atol=1e-10 * np.abs(want).max())
 
 
+@pytest.mark.parametrize("name", list(RESIDUALS))
+def test_contracted_row_hessians_equal_the_weighted_sum_of_the_rows(name):
+    """A residual constraint's rows' Hessians contracted with weights (a Lagrangian's or a
+    penalty's part: one contracted second order of the residual) equal the weighted sum of its
+    per-row Hessians, a lower and an upper bound on one entry included; so does the problem's
+    stage-constraint Hessian, with the first-order terms without Hessians the same."""
+    xs, us = _knots(8)
+    residual = RESIDUALS[name]()
+    c = ResidualConstraint(residual, lower=np.full(residual.size, -1e3), upper=np.full(residual.size, 1e3))
+    w = np.random.default_rng(9).normal(size=(xs.shape[0], c.size))
+    g, gz, gzz = c.evaluate_knots(xs, us)
+    want = np.einsum("kr,krab->kab", w, gzz)
+    got = c.hessian_knots(xs, us, w)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-10 * np.abs(want).max())
+    assert np.abs(want).max() > 0
+    for a, b in zip(c.gradients_knots(xs, us), (g, gz)):
+        np.testing.assert_array_equal(a, b)
+    prob = Problem(MODEL, X0, len(SEQUENCE), 0.02, ControlCost(1.0, nu=NU), contacts=SEQUENCE, path_constraints=[c])
+    g, gz, gzz = prob.stage_constraint_terms(xs, us)
+    for a, b in zip(prob.stage_constraint_terms(xs, us, hessians=False), (g, gz)):
+        np.testing.assert_array_equal(a, b)
+    want = np.einsum("kr,krab->kab", w, gzz)
+    np.testing.assert_allclose(prob.stage_constraint_hessian(xs, us, w), want, rtol=0,
+                               atol=1e-10 * np.abs(want).max())
+
+
 def test_the_row_hessians_of_one_sequence_make_each_basis_once(monkeypatch):
     """The four feet's pyramids as constraints, sharing their knots, make each knot's
     ∇²λ_j once per row j of its λ (33 rows at the knots in contact), not once per

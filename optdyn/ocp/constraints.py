@@ -76,6 +76,20 @@ class Constraint(KeptArrays, ABC):
         """c (K, size) only, at the knots (xs, us)."""
         return self.value(xs)
 
+    def gradients_knots(self, xs: np.ndarray, us: np.ndarray, ndx: int | None = None
+                        ) -> tuple[np.ndarray, np.ndarray]:
+        """(c, c_z) of :meth:`evaluate_knots`, without the rows' Hessians where the constraint
+        can leave them out (a solver that needs them contracted asks :meth:`hessian_knots`)."""
+        return self.evaluate_knots(xs, us, ndx)[:2]
+
+    def hessian_knots(self, xs: np.ndarray, us: np.ndarray, weights: np.ndarray, ndx: int | None = None
+                      ) -> np.ndarray:
+        """Σ_r w_r c_zz,r (K, nz, nz): the rows' Hessians of :meth:`evaluate_knots` contracted
+        with the weights w (K, size) — the constraints' part of a Lagrangian's Hessian (w the
+        multipliers) or of a penalty's (w = ψ'). Here from the per-row Hessians; a residual
+        constraint contracts its residual's second order instead, never forming them."""
+        return np.einsum("kr,krab->kab", weights, self.evaluate_knots(xs, us, ndx)[2])
+
     def least_margin(self, values: np.ndarray) -> np.ndarray:
         """min_i over the rows of values c (K, size): c_i, or −|c_i| for equalities (K,); < 0 is a
         violation (of an equality: its size)."""
@@ -264,20 +278,32 @@ def _residual_rows(residual: Residual, xs: np.ndarray, us: np.ndarray, rows: np.
     knots xs (K, nx), us (K, nu), z = (δx, u) (z = δx when nu = 0): the row Hessians are
     :func:`_row_hessians`. Where r does not depend on x and ``ndx`` is given, the x-part has
     width ndx and is zero."""
-    K, nu = xs.shape[0], us.shape[1]
     t = residual.evaluate(xs, us)
+    c, cz = _row_gradients(residual, t, us.shape[1], rows, signs, ndx)
+    return c, cz, _z_hessians(_row_hessians(t, residual.size, rows, signs), cz.shape[2] - us.shape[1],
+                              us.shape[1], residual.depends_on_x or ndx is None)
+
+
+def _row_gradients(residual: Residual, t: Terms, nu: int, rows: np.ndarray, signs: np.ndarray,
+                   ndx: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """(s_i r_i, s_i ∂r_i/∂z) of :func:`_residual_rows` from the residual's evaluation ``t``."""
+    K = t.r.shape[0]
     own = residual.depends_on_x or ndx is None
-    n = t.rx.shape[2] if own else ndx
-    rx = t.rx[:, rows] if own else np.zeros((K, rows.size, n))
-    cz = signs[:, None] * (np.concatenate([rx, t.ru[:, rows]], axis=2) if nu else rx)
-    czz = np.zeros((K, rows.size, n + nu, n + nu))
-    Hxx, Hux, Huu = _row_hessians(t, residual.size, rows, signs)
+    rx = t.rx[:, rows] if own else np.zeros((K, rows.size, ndx))
+    return signs * t.r[:, rows], signs[:, None] * (np.concatenate([rx, t.ru[:, rows]], axis=2) if nu else rx)
+
+
+def _z_hessians(hessians: Hessians, n: int, nu: int, own: bool) -> np.ndarray:
+    """(…, n + nu, n + nu) in z = (δx, u) from (H_xx, H_ux, H_uu) (…, ·, ·); the x-blocks zero
+    unless ``own`` (a residual that does not depend on x)."""
+    Hxx, Hux, Huu = hessians
+    H = np.zeros(Huu.shape[:-2] + (n + nu, n + nu))
     if own:
-        czz[:, :, :n, :n] = Hxx
-        czz[:, :, n:, :n] = Hux
-        czz[:, :, :n, n:] = Hux.transpose(0, 1, 3, 2)
-    czz[:, :, n:, n:] = Huu
-    return signs * t.r[:, rows], cz, czz
+        H[..., :n, :n] = Hxx
+        H[..., n:, :n] = Hux
+        H[..., :n, n:] = np.swapaxes(Hux, -1, -2)
+    H[..., n:, n:] = Huu
+    return H
 
 
 def _row_hessians(t: Terms, size: int, rows: np.ndarray, signs: np.ndarray) -> Hessians:
@@ -316,6 +342,20 @@ class _ResidualRows(Constraint):
     def evaluate_knots(self, xs, us, ndx=None):
         c, cz, czz = _residual_rows(self.residual, xs, us, self.rows, self.signs, ndx)
         return c + self.offsets, cz, czz
+
+    def gradients_knots(self, xs, us, ndx=None):
+        c, cz = _row_gradients(self.residual, self.residual.evaluate(xs, us), us.shape[1], self.rows, self.signs, ndx)
+        return c + self.offsets, cz
+
+    def hessian_knots(self, xs, us, weights, ndx=None):
+        """∇²(ρᵀr) with ρ_j = Σ_{i: row i is entry j} s_i w_i: one contracted second order of the
+        residual (a lower and an upper bound on one entry share it)."""
+        t = self.residual.evaluate(xs, us)
+        rho = np.zeros((xs.shape[0], self.residual.size))
+        np.add.at(rho.T, self.rows, (self.signs * weights).T)
+        own = self.residual.depends_on_x or ndx is None
+        n = t.rx.shape[2] if own else ndx
+        return _z_hessians(t.hessians(rho), n, us.shape[1], own)
 
     def value(self, xs):
         self._states_only("xs")

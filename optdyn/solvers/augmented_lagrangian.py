@@ -72,12 +72,16 @@ def penalty_hessian(d1, d2, cx, cxx, lxx):
                     lxx[k, p, q] += s * cx[k, i, q] + b * cxx[k, i, p, q]
 
 
-def _add_stage_penalty(problem: Problem, terms, g, gz, gzz, psi) -> None:
+def _add_stage_penalty(problem: Problem, terms, gz, psi, Hw) -> None:
     """Add the stage rows' Σ_i ψ_i (``psi`` = (ψ, ψ', ψ'')) to the running terms
-    (l, lx, lu, lxx, lux, luu), from their derivatives in z = (δx, u)."""
-    K, nz = gz.shape[0], gz.shape[2]
-    lz, lzz = np.zeros((K, nz)), np.zeros((K, nz, nz))
-    _add_penalty((terms[0], lz, lzz), g, gz, gzz, psi[1], psi[2], psi[0])
+    (l, lx, lu, lxx, lux, luu), from their gradients g_z in z = (δx, u) and their Hessians
+    contracted with ψ', Hw = Σ_i ψ'_i g_zz,i (:meth:`optdyn.Problem.stage_constraint_hessian`):
+    the Hessian is Σ_i ψ''_i g_z,i g_z,iᵀ + Hw."""
+    l = terms[0]
+    l += np.sum(psi[0], axis=-1)
+    lz = np.einsum("ki,kia->ka", psi[1], gz)
+    weighted = psi[2][:, :, None] * gz
+    lzz = Hw + np.swapaxes(weighted, 1, 2) @ gz
     for t, block in zip(terms[1:], problem.split_z(lz, lzz)):
         t += block
 
@@ -105,9 +109,10 @@ class ALObjective(Objective):
             d0, d1, d2 = _phr(c, self.lam[:-1], self.rho, self.path_eq)
             _add_penalty((l[1:], lx[1:], lxx[1:]), c, cx, cxx, d1, d2, d0)
         if self.problem.ng:
-            g, gz, gzz = self.problem.stage_constraint_terms(xs, us)
-            _add_stage_penalty(self.problem, (l, lx, lu, lxx, lux, luu), g, gz, gzz,
-                               _phr(g, self.lam_stage, self.rho, self.stage_eq))
+            g, gz = self.problem.stage_constraint_terms(xs, us, hessians=False)
+            psi = _phr(g, self.lam_stage, self.rho, self.stage_eq)
+            _add_stage_penalty(self.problem, (l, lx, lu, lxx, lux, luu), gz, psi,
+                               self.problem.stage_constraint_hessian(xs, us, psi[1]))
         return l, lx, lu, lxx, lux, luu
 
     def terminal(self, x):
