@@ -472,6 +472,8 @@ def test_contracted_row_hessians_equal_the_weighted_sum_of_the_rows(name):
     want = np.einsum("kr,krab->kab", w, gzz)
     np.testing.assert_allclose(prob.stage_constraint_hessian(xs, us, w), want, rtol=0,
                                atol=1e-10 * np.abs(want).max())
+    with pytest.raises(ValueError, match=r"^weights: expected shape \(4, "):
+        prob.stage_constraint_hessian(xs, us, w[:, 1:])
 
 
 def test_the_row_hessians_of_one_sequence_make_each_basis_once(monkeypatch):

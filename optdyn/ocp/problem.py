@@ -674,7 +674,9 @@ class Problem:
         ng) (multipliers, or a penalty's ψ'): each constraint's rows contracted without forming
         their Hessians where it can (:meth:`optdyn.ocp.constraints.Constraint.hessian_knots`)."""
         xs, us = self._xu(xs, us)
-        weights = _array(weights, (xs.shape[0], self.ng), "weights")
+        weights = np.asarray(weights, dtype=float)  # not checked for NaN: a solver's diverged multipliers give NaN
+        if weights.shape != (xs.shape[0], self.ng):
+            raise ValueError(f"weights: expected shape {(xs.shape[0], self.ng)}, got shape {weights.shape}")
         out, start = np.zeros((xs.shape[0], self.ndx + self.nu, self.ndx + self.nu)), 0
         for c in self.stage_constraints:
             out += c.hessian_knots(xs, us, weights[:, start:start + c.size], self.ndx)
