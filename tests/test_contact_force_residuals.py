@@ -449,31 +449,35 @@ def test_row_hessians_are_the_per_row_hessians(name):
 
 
 @pytest.mark.parametrize("name", list(RESIDUALS))
-def test_contracted_row_hessians_equal_the_weighted_sum_of_the_rows(name):
+def test_contracted_row_hessians_equal_the_weighted_sum_of_the_rows(name, monkeypatch):
     """A residual constraint's rows' Hessians contracted with weights (a Lagrangian's or a
     penalty's part: one contracted second order of the residual) equal the weighted sum of its
-    per-row Hessians, a lower and an upper bound on one entry included; so does the problem's
-    stage-constraint Hessian, with the first-order terms without Hessians the same."""
+    per-row Hessians, a lower and an upper bound on one entry included, from one evaluation
+    of the residual with the first-order terms; so does the problem's stage-constraint
+    Hessian."""
     xs, us = _knots(8)
     residual = RESIDUALS[name]()
     c = ResidualConstraint(residual, lower=np.full(residual.size, -1e3), upper=np.full(residual.size, 1e3))
     w = np.random.default_rng(9).normal(size=(xs.shape[0], c.size))
     g, gz, gzz = c.evaluate_knots(xs, us)
     want = np.einsum("kr,krab->kab", w, gzz)
-    got = c.hessian_knots(xs, us, w)
+    evaluations = _counted(monkeypatch, residual, "evaluate")
+    c_, cz_, hessian = c.contracted_knots(xs, us)
+    got = hessian(w)
+    assert len(evaluations) == 1  # the first order and the contracted Hessian from one evaluation
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-10 * np.abs(want).max())
     assert np.abs(want).max() > 0
-    for a, b in zip(c.gradients_knots(xs, us), (g, gz)):
+    for a, b in zip((c_, cz_), (g, gz)):
         np.testing.assert_array_equal(a, b)
     prob = Problem(MODEL, X0, len(SEQUENCE), 0.02, ControlCost(1.0, nu=NU), contacts=SEQUENCE, path_constraints=[c])
     g, gz, gzz = prob.stage_constraint_terms(xs, us)
-    for a, b in zip(prob.stage_constraint_terms(xs, us, hessians=False), (g, gz)):
+    g_, gz_, hessian = prob.stage_constraint_contracted(xs, us)
+    for a, b in zip((g_, gz_), (g, gz)):
         np.testing.assert_array_equal(a, b)
     want = np.einsum("kr,krab->kab", w, gzz)
-    np.testing.assert_allclose(prob.stage_constraint_hessian(xs, us, w), want, rtol=0,
-                               atol=1e-10 * np.abs(want).max())
+    np.testing.assert_allclose(hessian(w), want, rtol=0, atol=1e-10 * np.abs(want).max())
     with pytest.raises(ValueError, match=r"^weights: expected shape \(4, "):
-        prob.stage_constraint_hessian(xs, us, w[:, 1:])
+        hessian(w[:, 1:])
 
 
 def test_the_row_hessians_of_one_sequence_make_each_basis_once(monkeypatch):

@@ -28,7 +28,7 @@ Control bounds are not constraints objects: they are ``Problem.u_lower/u_upper``
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -76,19 +76,15 @@ class Constraint(KeptArrays, ABC):
         """c (K, size) only, at the knots (xs, us)."""
         return self.value(xs)
 
-    def gradients_knots(self, xs: np.ndarray, us: np.ndarray, ndx: int | None = None
-                        ) -> tuple[np.ndarray, np.ndarray]:
-        """(c, c_z) of :meth:`evaluate_knots`, without the rows' Hessians where the constraint
-        can leave them out (a solver that needs them contracted asks :meth:`hessian_knots`)."""
-        return self.evaluate_knots(xs, us, ndx)[:2]
-
-    def hessian_knots(self, xs: np.ndarray, us: np.ndarray, weights: np.ndarray, ndx: int | None = None
-                      ) -> np.ndarray:
-        """Σ_r w_r c_zz,r (K, nz, nz): the rows' Hessians of :meth:`evaluate_knots` contracted
-        with the weights w (K, size) — the constraints' part of a Lagrangian's Hessian (w the
-        multipliers) or of a penalty's (w = ψ'). Here from the per-row Hessians; a residual
-        constraint contracts its residual's second order instead, never forming them."""
-        return np.einsum("kr,krab->kab", weights, self.evaluate_knots(xs, us, ndx)[2])
+    def contracted_knots(self, xs: np.ndarray, us: np.ndarray, ndx: int | None = None
+                         ) -> tuple[np.ndarray, np.ndarray, Callable[[np.ndarray], np.ndarray]]:
+        """(c, c_z, hessian) of :meth:`evaluate_knots` from one evaluation, the rows' Hessians
+        left contracted: ``hessian(w)`` = Σ_r w_r c_zz,r (K, nz, nz) for weights w (K, size) —
+        the constraints' part of a Lagrangian's Hessian (w the multipliers) or of a penalty's
+        (w = ψ'). Here from the per-row Hessians; a residual constraint contracts its
+        residual's second order instead, never forming them."""
+        c, cz, czz = self.evaluate_knots(xs, us, ndx)
+        return c, cz, lambda w: np.einsum("kr,krab->kab", w, czz)
 
     def least_margin(self, values: np.ndarray) -> np.ndarray:
         """min_i over the rows of values c (K, size): c_i, or −|c_i| for equalities (K,); < 0 is a
@@ -343,19 +339,18 @@ class _ResidualRows(Constraint):
         c, cz, czz = _residual_rows(self.residual, xs, us, self.rows, self.signs, ndx)
         return c + self.offsets, cz, czz
 
-    def gradients_knots(self, xs, us, ndx=None):
-        c, cz = _row_gradients(self.residual, self.residual.evaluate(xs, us), us.shape[1], self.rows, self.signs, ndx)
-        return c + self.offsets, cz
-
-    def hessian_knots(self, xs, us, weights, ndx=None):
-        """∇²(ρᵀr) with ρ_j = Σ_{i: row i is entry j} s_i w_i: one contracted second order of the
-        residual (a lower and an upper bound on one entry share it)."""
+    def contracted_knots(self, xs, us, ndx=None):
+        """The Hessian ∇²(ρᵀr) with ρ_j = Σ_{i: row i is entry j} s_i w_i: one contracted second
+        order of the residual (a lower and an upper bound on one entry share it)."""
         t = self.residual.evaluate(xs, us)
-        rho = np.zeros((xs.shape[0], self.residual.size))
-        np.add.at(rho.T, self.rows, (self.signs * weights).T)
-        own = self.residual.depends_on_x or ndx is None
-        n = t.rx.shape[2] if own else ndx
-        return _z_hessians(t.hessians(rho), n, us.shape[1], own)
+        c, cz = _row_gradients(self.residual, t, us.shape[1], self.rows, self.signs, ndx)
+
+        def hessian(w):
+            rho = np.zeros((xs.shape[0], self.residual.size))
+            np.add.at(rho.T, self.rows, (self.signs * w).T)
+            return _z_hessians(t.hessians(rho), cz.shape[2] - us.shape[1], us.shape[1],
+                               self.residual.depends_on_x or ndx is None)
+        return c + self.offsets, cz, hessian
 
     def value(self, xs):
         self._states_only("xs")

@@ -655,33 +655,39 @@ class Problem:
         check_state(self.model, xs, "xs")
         return np.concatenate([c.value(xs) for c in self.path_constraints] + [np.zeros((xs.shape[0], 0))], axis=1)
 
-    def stage_constraint_terms(self, xs, us, hessians: bool = True) -> tuple[np.ndarray, ...]:
+    def stage_constraint_terms(self, xs, us) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """g (K,ng), g_z (K,ng,nz), g_zz (K,ng,nz,nz) of the stage constraints at the knots
         xs (K, nx), us (K, nu), z = (δx, u), nz = ndx + nu; rows ≥ 0 or, on
-        :attr:`stage_equalities`, = 0. Without ``hessians``, (g, g_z) only: a solver that needs
-        the rows' Hessians contracted with weights asks :meth:`stage_constraint_hessian`."""
+        :attr:`stage_equalities`, = 0."""
         xs, us = self._xu(xs, us)
         K, nz = xs.shape[0], self.ndx + self.nu
-        parts = [c.evaluate_knots(xs, us, self.ndx) if hessians else c.gradients_knots(xs, us, self.ndx)
-                 for c in self.stage_constraints]
-        empty = (np.zeros((K, 0)), np.zeros((K, 0, nz)), np.zeros((K, 0, nz, nz)))[: 3 if hessians else 2]
+        parts = [c.evaluate_knots(xs, us, self.ndx) for c in self.stage_constraints]
         if not parts:
-            return empty
-        return tuple(np.concatenate([p[i] for p in parts], axis=1) for i in range(len(empty)))
+            return np.zeros((K, 0)), np.zeros((K, 0, nz)), np.zeros((K, 0, nz, nz))
+        return tuple(np.concatenate([p[i] for p in parts], axis=1) for i in range(3))
 
-    def stage_constraint_hessian(self, xs, us, weights) -> np.ndarray:
-        """Σ_r w_r g_zz,r (K, nz, nz) at the knots xs (K, nx), us (K, nu) for the weights w (K,
-        ng) (multipliers, or a penalty's ψ'): each constraint's rows contracted without forming
-        their Hessians where it can (:meth:`optdyn.ocp.constraints.Constraint.hessian_knots`)."""
+    def stage_constraint_contracted(self, xs, us) -> tuple[np.ndarray, np.ndarray, Callable[[np.ndarray],
+                                                                                           np.ndarray]]:
+        """(g, g_z, hessian) of :meth:`stage_constraint_terms` from one evaluation of each
+        constraint, the rows' Hessians left contracted: ``hessian(w)`` = Σ_r w_r g_zz,r (K, nz,
+        nz) for weights w (K, ng) (multipliers, or a penalty's ψ'), never forming the per-row
+        Hessians where a constraint can (:meth:`optdyn.ocp.constraints.Constraint.contracted_knots`)."""
         xs, us = self._xu(xs, us)
-        weights = np.asarray(weights, dtype=float)  # not checked for NaN: a solver's diverged multipliers give NaN
-        if weights.shape != (xs.shape[0], self.ng):
-            raise ValueError(f"weights: expected shape {(xs.shape[0], self.ng)}, got shape {weights.shape}")
-        out, start = np.zeros((xs.shape[0], self.ndx + self.nu, self.ndx + self.nu)), 0
-        for c in self.stage_constraints:
-            out += c.hessian_knots(xs, us, weights[:, start:start + c.size], self.ndx)
-            start += c.size
-        return out
+        K, nz = xs.shape[0], self.ndx + self.nu
+        parts = [c.contracted_knots(xs, us, self.ndx) for c in self.stage_constraints]
+        ends = np.cumsum([0] + [c.size for c in self.stage_constraints])
+
+        def hessian(weights):
+            weights = np.asarray(weights, dtype=float)  # not checked for NaN: a solver's diverged multipliers
+            if weights.shape != (K, self.ng):
+                raise ValueError(f"weights: expected shape {(K, self.ng)}, got shape {weights.shape}")
+            out = np.zeros((K, nz, nz))
+            for (_, _, h), a, b in zip(parts, ends[:-1], ends[1:]):
+                out += h(weights[:, a:b])
+            return out
+        g = np.concatenate([p[0] for p in parts] + [np.zeros((K, 0))], axis=1)
+        gz = np.concatenate([p[1] for p in parts] + [np.zeros((K, 0, nz))], axis=1)
+        return g, gz, hessian
 
     def split_z(self, gz: np.ndarray, gzz: np.ndarray) -> tuple[np.ndarray, ...]:
         """The (x, u) blocks (g_x, g_u, g_xx, g_ux, g_uu) of a gradient (K, nz) and Hessian

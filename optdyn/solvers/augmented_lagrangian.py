@@ -75,7 +75,7 @@ def penalty_hessian(d1, d2, cx, cxx, lxx):
 def _add_stage_penalty(problem: Problem, terms, gz, psi, Hw) -> None:
     """Add the stage rows' Σ_i ψ_i (``psi`` = (ψ, ψ', ψ'')) to the running terms
     (l, lx, lu, lxx, lux, luu), from their gradients g_z in z = (δx, u) and their Hessians
-    contracted with ψ', Hw = Σ_i ψ'_i g_zz,i (:meth:`optdyn.Problem.stage_constraint_hessian`):
+    contracted with ψ', Hw = Σ_i ψ'_i g_zz,i (:meth:`optdyn.Problem.stage_constraint_contracted`):
     the Hessian is Σ_i ψ''_i g_z,i g_z,iᵀ + Hw."""
     l = terms[0]
     l += np.sum(psi[0], axis=-1)
@@ -109,10 +109,9 @@ class ALObjective(Objective):
             d0, d1, d2 = _phr(c, self.lam[:-1], self.rho, self.path_eq)
             _add_penalty((l[1:], lx[1:], lxx[1:]), c, cx, cxx, d1, d2, d0)
         if self.problem.ng:
-            g, gz = self.problem.stage_constraint_terms(xs, us, hessians=False)
+            g, gz, hessian = self.problem.stage_constraint_contracted(xs, us)
             psi = _phr(g, self.lam_stage, self.rho, self.stage_eq)
-            _add_stage_penalty(self.problem, (l, lx, lu, lxx, lux, luu), gz, psi,
-                               self.problem.stage_constraint_hessian(xs, us, psi[1]))
+            _add_stage_penalty(self.problem, (l, lx, lu, lxx, lux, luu), gz, psi, hessian(psi[1]))
         return l, lx, lu, lxx, lux, luu
 
     def terminal(self, x):

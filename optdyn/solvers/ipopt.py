@@ -266,7 +266,7 @@ class MultipleShootingNLP:
             "running_cost": lambda: p.running_cost_terms(xs[:-1], us),
             "terminal_cost": lambda: p.terminal_cost_terms(xs[-1]),
             "path_constraints": lambda: p.path_constraint_terms(xs[1:], bounds=False),
-            "stage_constraints": lambda: p.stage_constraint_terms(xs[:-1], us, hessians=False),
+            "stage_constraints": lambda: p.stage_constraint_contracted(xs[:-1], us),
             "terminal_constraints": lambda: p.terminal_constraint_terms(xs[-1]),
             # (A, B, stages): with the exact Hessian, the stage records are kept for it (one
             # buffer, overwritten at each new point: the cache holds a single point)
@@ -383,10 +383,8 @@ class MultipleShootingNLP:
         """(σℓ_x + Σ_r κ_r g_x,r, σℓ_xx + Σ_r κ_r g_xx,r, … ux, … uu) at the knots 0..N−1: the cost
         terms with the stage constraints' part of the Lagrangian, κ (N, ng) their multipliers."""
         lx, lxx, lux, luu = cost
-        xs, us = self._get(z, "xu")
-        gz = self._get(z, "stage_constraints")[1]
-        gx, _, gxx, gux, guu = self.problem.split_z(np.einsum("kr,kra->ka", kappa, gz),
-                                                    self.problem.stage_constraint_hessian(xs[:-1], us, kappa))
+        _, gz, hessian = self._get(z, "stage_constraints")
+        gx, _, gxx, gux, guu = self.problem.split_z(np.einsum("kr,kra->ka", kappa, gz), hessian(kappa))
         return sigma * lx + gx, sigma * lxx + gxx, sigma * lux + gux, sigma * luu + guu
 
     def _dynamics_hessians(self, z: np.ndarray, lam: np.ndarray) -> np.ndarray:
