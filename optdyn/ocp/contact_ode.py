@@ -66,7 +66,7 @@ def contact_work(ode, second):
 
 
 @njit(cache=True, inline="always")
-def _torques(act, u, n):
+def actuated_torques(act, u, n):
     """τ = B u (nv,): u on the actuated indices ``act``, zero elsewhere."""
     tau = np.zeros(n)
     for c in range(act.shape[0]):
@@ -86,7 +86,7 @@ def contact_dynamics_ode(ode, x, u, f_ext, order, f, Fz, Fzz, records, idx, work
     n = tangent_size(topology)
     nq = x.shape[0] - n
     q, v = x[:nq], x[nq:]
-    tau = _torques(act, u, n)
+    tau = actuated_torques(act, u, n)
     d = new_data(topology)
     f[:n] = v  # q̇ = v (in the tangent space)
     if order == 0:
@@ -147,7 +147,7 @@ def contact_dynamics_ode_hessian(ode, x, u, f, Fz, records, idx, w, W, blocks, s
     n = tangent_size(topology)
     nq = x.shape[0] - n
     q, v = x[:nq], x[nq:]
-    tau = _torques(ode.actuated, u, n)
+    tau = actuated_torques(ode.actuated, u, n)
     nc = contact_rows(ode.ci)
     d, cw, sow = new_data(topology), new_contact_work(topology, ode.ci, 2, False), new_so_work(topology)
     wz = np.zeros(n + nc)

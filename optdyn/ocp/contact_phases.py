@@ -71,7 +71,7 @@ from dynamics.model import Model
 from dynamics.rnea_second_derivatives_contracted import new_so_work
 from dynamics.workspace import new_data
 
-from .contact_ode import DEPENDENT, ContactODE, _torques
+from .contact_ode import DEPENDENT, ContactODE, actuated_torques
 from .integrators import IntervalDynamics, interval, interval_hessian, interval_work, stage_records, tangent_dim
 
 PhasedDynamics = namedtuple("PhasedDynamics", ["ode", "a", "b", "dt", "substeps", "f_ext", "ci", "cf", "bounds",
@@ -426,7 +426,7 @@ def knot_forces_batch(dyn, xs, us, order, lam, lam_z):
         if nc == 0:
             continue
         xt, jump = _start(dyn, k, xs[k], order, P)
-        tau = _torques(act, us[k], n)
+        tau = actuated_torques(act, us[k], n)
         cw = new_contact_work(m.topology, ci, order, False)
         if order == 0:
             status = contact_dynamics_passes(m, d, cw, xt[:nq], xt[nq:], tau, cw.no_force, ci, cf, phase.damping)
