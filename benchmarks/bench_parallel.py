@@ -28,7 +28,7 @@ import numpy as np
 from numba import njit
 
 import dynamics as dyn
-from dynamics.parallel import run_chunks
+from dynamics.parallel import claims_for, first_chunk, next_chunk, run_chunks
 from optdyn.ocp.integrators import _step_derivatives_chunk
 from _common import ROOT, baseline_tree, interleaved_us, machine, run_in_tree, table, write_section
 
@@ -155,17 +155,23 @@ def floor_rows(measured: dict) -> tuple[float, list[list]]:
 # ------------------------------------------------------------------ whole trajectory
 
 @njit(cache=True, nogil=True)
-def _probe_chunk(count, out, k0, k1):
-    for k in range(k0, k1):
-        out[k] = _fma_chains(1.0, count)
+def _probe_chunk(count, out, claims):
+    k0, k1 = first_chunk(claims)
+    while k0 < k1:
+        for k in range(k0, k1):
+            out[k] = _fma_chains(1.0, count)
+        k0, k1 = next_chunk(claims)
 
 
 @njit(cache=True, nogil=True)
-def _copies_chunk(copies, k0, k1):
-    """The first-order evaluation of whole trajectories, copy k0 … k1 − 1 of ``copies``."""
-    for c in range(k0, k1):
-        dyn, xs, us, y, Fz, Fzz = copies[c]
-        _step_derivatives_chunk(dyn, xs, us, 1, y, Fz, Fzz, 0, xs.shape[0])
+def _copies_chunk(copies, claims):
+    """The first-order evaluation of whole trajectories, the copies of ``copies`` the thread claims."""
+    k0, k1 = first_chunk(claims)
+    while k0 < k1:
+        for c in range(k0, k1):
+            dyn, xs, us, y, Fz, Fzz = copies[c]
+            _step_derivatives_chunk(dyn, xs, us, 1, y, Fz, Fzz, claims_for(xs.shape[0]))
+        k0, k1 = next_chunk(claims)
 
 
 def _private_copies(prob, xs, us) -> tuple:

@@ -1,13 +1,13 @@
 """Batched dynamics over the knots of a trajectory (leading axis = knots).
 
 Each function evaluates the single-point algorithm at K states in one compiled call, so a
-whole trajectory costs one Python→numba transition instead of K. The first-order kernels
-and the point kinematics (positions, Jacobians, Hessians of points fixed on the bodies)
-split the knots into chunks evaluated in parallel, each with its own workspace
-(:mod:`dynamics.parallel`, :mod:`dynamics.workspace`): allocation-free per knot, bitwise
-identical for any number of threads. The contact and impulse kernels run their chunks on
-:func:`dynamics.parallel.run_chunks`'s threads, with one workspace and one contact workspace
-(:mod:`dynamics.contact_workspace`) per chunk: allocation-free per knot as well.
+whole trajectory costs one Python→numba transition instead of K. The first-order kernels,
+the point kinematics (positions, Jacobians, Hessians of points fixed on the bodies) and the
+contact and impulse kernels run on the threads of :func:`dynamics.parallel.run_chunks`,
+which claim chunks of knots; each thread makes one workspace (and contact workspace,
+:mod:`dynamics.workspace`, :mod:`dynamics.contact_workspace`) for its chunks:
+allocation-free per knot, bitwise identical for any number of threads. Every
+configuration is checked before the threads start (:func:`check_knots`).
 Inputs are (K, nq) configurations and (K, nv) arrays; a non-finite entry raises
 ValueError naming the array and the knot. ``F_EXT`` (K, njoints, 6), optional, gives knot k the
 external forces ``F_EXT[k]`` (the ``f_ext`` of :func:`dynamics.rnea`); None: no external force.
@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from numba import prange
 
 from ._checks import NO_FORCE, InputError, as_batch
 from ._compile import njit
@@ -36,7 +35,7 @@ from .joints import configuration_error
 from .kinematics import forward_kinematics, kinematics_work, tangent_size
 from .kinematics_derivatives import body_point, body_point_position, point_kinematics
 from .model import Model
-from .parallel import chunk_count, chunk_start, run_chunks
+from .parallel import first_chunk, next_chunk, run_chunks
 from .rnea_derivatives import rnea_derivatives_into
 from .rnea_second_derivatives_contracted import idsva_so_contracted_kernel, new_so_work
 from .workspace import new_data
@@ -75,47 +74,45 @@ def check_flags(ok):
             raise InputError(NOT_POSITIVE, "at knot", k)
 
 
-@njit(cache=True, parallel=True)
-def rnea_derivatives_batch_kernel(m, Q, V, A, F_EXT, chunks):
-    """(∂τ/∂q, ∂τ/∂q̇), each (K, nv, nv), at the K states (Q[k], V[k], A[k])."""
-    K, nv = V.shape
-    check_knots(m.topology, Q)
-    out = np.empty((2, K, nv, nv))
-    for c in prange(chunks):
-        d = new_data(m.topology)
-        for k in range(chunk_start(K, chunks, c), chunk_start(K, chunks, c + 1)):
+@njit(cache=True, nogil=True)
+def _rnea_derivatives_chunk(m, Q, V, A, F_EXT, out, claims):
+    """(∂τ/∂q, ∂τ/∂q̇) into out[0, k], out[1, k] at the knots the thread claims."""
+    k0, k1 = first_chunk(claims)
+    if k0 == k1:
+        return
+    d = new_data(m.topology)
+    while k0 < k1:
+        for k in range(k0, k1):
             rnea_derivatives_into(m, d, Q[k], V[k], A[k], knot_force(F_EXT, k), out[0, k], out[1, k])
-    return out[0], out[1]
+        k0, k1 = next_chunk(claims)
 
 
-@njit(cache=True, parallel=True)
-def aba_batch_kernel(m, Q, V, TAU, F_EXT, chunks):
-    """q̈ (K, nv) at the K states (Q[k], V[k], TAU[k])."""
-    K, nv = V.shape
-    check_knots(m.topology, Q)
-    qdd, ok = np.empty((K, nv)), np.empty(K, dtype=np.bool_)
-    for c in prange(chunks):
-        d = new_data(m.topology)
-        for k in range(chunk_start(K, chunks, c), chunk_start(K, chunks, c + 1)):
+@njit(cache=True, nogil=True)
+def _aba_chunk(m, Q, V, TAU, F_EXT, qdd, ok, claims):
+    """q̈ into qdd[k] (ok[k]: M positive definite) at the knots the thread claims."""
+    k0, k1 = first_chunk(claims)
+    if k0 == k1:
+        return
+    d = new_data(m.topology)
+    while k0 < k1:
+        for k in range(k0, k1):
             ok[k] = aba_into(m, d, Q[k], V[k], TAU[k], knot_force(F_EXT, k), qdd[k])
-    check_flags(ok)
-    return qdd
+        k0, k1 = next_chunk(claims)
 
 
-@njit(cache=True, parallel=True)
-def aba_derivatives_batch_kernel(m, Q, V, TAU, F_EXT, chunks):
-    """(q̈ (K, nv), ∂q̈/∂q, ∂q̈/∂q̇, M⁻¹ (K, nv, nv)) at the K states."""
-    K, nv = V.shape
-    check_knots(m.topology, Q)
-    qdd, out = np.empty((K, nv)), np.empty((3, K, nv, nv))
-    ok = np.empty(K, dtype=np.bool_)
-    for c in prange(chunks):
-        d = new_data(m.topology)
-        for k in range(chunk_start(K, chunks, c), chunk_start(K, chunks, c + 1)):
-            ok[k] = aba_derivatives_into(m, d, Q[k], V[k], TAU[k], knot_force(F_EXT, k), qdd[k], out[0, k], out[1, k],
-                                         out[2, k])
-    check_flags(ok)
-    return qdd, out[0], out[1], out[2]
+@njit(cache=True, nogil=True)
+def _aba_derivatives_chunk(m, Q, V, TAU, F_EXT, qdd, out, ok, claims):
+    """q̈ into qdd[k], (∂q̈/∂q, ∂q̈/∂q̇, M⁻¹) into out[:, k] (ok[k]: M positive definite) at
+    the knots the thread claims."""
+    k0, k1 = first_chunk(claims)
+    if k0 == k1:
+        return
+    d = new_data(m.topology)
+    while k0 < k1:
+        for k in range(k0, k1):
+            ok[k] = aba_derivatives_into(m, d, Q[k], V[k], TAU[k], knot_force(F_EXT, k), qdd[k], out[0, k],
+                                         out[1, k], out[2, k])
+        k0, k1 = next_chunk(claims)
 
 
 @njit(cache=True)
@@ -133,40 +130,43 @@ def contracted_batch_kernel(m, Q, V, X, MU, F_EXT, forward):
     return out[0], out[1], out[2], out[3]
 
 
-@njit(cache=True, parallel=True)
-def point_kinematics_batch_kernel(m, Q, bodies, offsets, chunks):
-    """Positions (K, p, 3), Jacobians (K, p, 3, nv) and Hessians (K, p, 3, nv, nv) of p points.
+@njit(cache=True, nogil=True)
+def _points_chunk(m, Q, bodies, offsets, P, J, H, claims):
+    """Positions P[k] (p, 3) and, unless J has no knots, Jacobians J[k] (p, 3, nv) and
+    Hessians H[k] (p, 3, nv, nv) of p points at the knots the thread claims; one forward
+    kinematics per knot serves all points (point i is ``offsets[i]`` (3,) in the frame of
+    body ``bodies[i]``)."""
+    k0, k1 = first_chunk(claims)
+    if k0 == k1:
+        return
+    R, pos, S = kinematics_work(m.topology)
+    derivatives = J.shape[0] > 0
+    while k0 < k1:
+        for k in range(k0, k1):
+            forward_kinematics(m, Q[k], R, pos, S)
+            for i in range(bodies.shape[0]):
+                if derivatives:
+                    point_kinematics(m.topology, R, pos, S, bodies[i], offsets[i], P[k, i], J[k, i], H[k, i])
+                else:
+                    body_point_position(R, pos, bodies[i], offsets[i], P[k, i])
+        k0, k1 = next_chunk(claims)
 
-    Point i is ``offsets[i]`` (3,) in the frame of body ``bodies[i]``; one forward
-    kinematics per knot serves all points.
-    """
+
+def point_kinematics_knots(m, Q: np.ndarray, bodies: np.ndarray, offsets: np.ndarray, derivatives: bool = True
+                           ) -> tuple[np.ndarray, ...]:
+    """Positions (K, p, 3), and with ``derivatives`` Jacobians (K, p, 3, nv) and Hessians
+    (K, p, 3, nv, nv), of p points fixed on the bodies (point i is ``offsets[i]`` (3,) in the
+    frame of body ``bodies[i]``) at the K configurations Q (K, nq), valid (checked here);
+    ``m`` is the model's arrays (``Model.arrays``). Without ``derivatives``, the positions
+    alone."""
     topology = m.topology
     K, nv, npts = Q.shape[0], tangent_size(topology), bodies.shape[0]
     check_knots(topology, Q)
-    P, J, H = np.empty((K, npts, 3)), np.empty((K, npts, 3, nv)), np.empty((K, npts, 3, nv, nv))
-    for c in prange(chunks):
-        R, pos, S = kinematics_work(topology)
-        for k in range(chunk_start(K, chunks, c), chunk_start(K, chunks, c + 1)):
-            forward_kinematics(m, Q[k], R, pos, S)
-            for i in range(npts):
-                point_kinematics(topology, R, pos, S, bodies[i], offsets[i], P[k, i], J[k, i], H[k, i])
-    return P, J, H
-
-
-@njit(cache=True, parallel=True)
-def point_positions_batch_kernel(m, Q, bodies, offsets, chunks):
-    """Positions (K, p, 3) only of the points of :func:`point_kinematics_batch_kernel`."""
-    topology = m.topology
-    K, npts = Q.shape[0], bodies.shape[0]
-    check_knots(topology, Q)
     P = np.empty((K, npts, 3))
-    for c in prange(chunks):
-        R, pos, S = kinematics_work(topology)
-        for k in range(chunk_start(K, chunks, c), chunk_start(K, chunks, c + 1)):
-            forward_kinematics(m, Q[k], R, pos, S)
-            for i in range(npts):
-                body_point_position(R, pos, bodies[i], offsets[i], P[k, i])
-    return P
+    J = np.empty((K, npts, 3, nv)) if derivatives else np.empty((0, npts, 3, nv))
+    H = np.empty((K, npts, 3, nv, nv)) if derivatives else np.empty((0, npts, 3, nv, nv))
+    run_chunks(_points_chunk, K, m, Q, bodies, offsets, P, J, H)
+    return (P, J, H) if derivatives else P
 
 
 def _knots(model: Model, **arrays) -> list[np.ndarray]:
@@ -200,24 +200,31 @@ def _forces(model: Model, F_EXT, K: int) -> np.ndarray:
 def rnea_derivatives_batch(model: Model, Q, V, A, F_EXT=None) -> tuple[np.ndarray, np.ndarray]:
     """:func:`dynamics.rnea_derivatives` at K knots: (dtau_dq, dtau_dv), each (K, nv, nv)."""
     Q, V, A = _knots(model, Q=Q, V=V, A=A)
-    return rnea_derivatives_batch_kernel(model.arrays, Q, V, A, _forces(model, F_EXT, Q.shape[0]),
-                                         chunk_count(Q.shape[0]))
+    check_knots(model.topology, Q)
+    out = np.empty((2, Q.shape[0], model.nv, model.nv))
+    run_chunks(_rnea_derivatives_chunk, Q.shape[0], model.arrays, Q, V, A, _forces(model, F_EXT, Q.shape[0]), out)
+    return out[0], out[1]
 
 
 def aba_batch(model: Model, Q, V, TAU, F_EXT=None) -> np.ndarray:
     """:func:`dynamics.aba` at K knots: q̈ (K, nv)."""
     Q, V, TAU = _knots(model, Q=Q, V=V, TAU=TAU)
-    return aba_batch_kernel(model.arrays, Q, V, TAU, _forces(model, F_EXT, Q.shape[0]), chunk_count(Q.shape[0]))
+    check_knots(model.topology, Q)
+    qdd, ok = np.empty((Q.shape[0], model.nv)), np.empty(Q.shape[0], dtype=np.bool_)
+    run_chunks(_aba_chunk, Q.shape[0], model.arrays, Q, V, TAU, _forces(model, F_EXT, Q.shape[0]), qdd, ok)
+    check_flags(ok)
+    return qdd
 
 
 def aba_derivatives_batch(model: Model, Q, V, TAU, F_EXT=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`dynamics.aba_derivatives` at K knots: (dqdd_dq, dqdd_dv, dqdd_dtau), each (K, nv, nv).
-
-    :func:`aba_derivatives_batch_kernel` also returns q̈ (K, nv) for compiled callers.
-    """
+    """:func:`dynamics.aba_derivatives` at K knots: (dqdd_dq, dqdd_dv, dqdd_dtau), each (K, nv, nv)."""
     Q, V, TAU = _knots(model, Q=Q, V=V, TAU=TAU)
-    return aba_derivatives_batch_kernel(model.arrays, Q, V, TAU, _forces(model, F_EXT, Q.shape[0]),
-                                        chunk_count(Q.shape[0]))[1:]
+    check_knots(model.topology, Q)
+    K, nv = Q.shape[0], model.nv
+    qdd, out, ok = np.empty((K, nv)), np.empty((3, K, nv, nv)), np.empty(K, dtype=np.bool_)
+    run_chunks(_aba_derivatives_chunk, K, model.arrays, Q, V, TAU, _forces(model, F_EXT, K), qdd, out, ok)
+    check_flags(ok)
+    return out[0], out[1], out[2]
 
 
 def rnea_second_derivatives_contracted_batch(model: Model, Q, V, A, MU, F_EXT=None) -> tuple[np.ndarray, ...]:
@@ -253,53 +260,65 @@ def point_kinematics_batch(model: Model, Q, frames: Sequence[str], offsets=None
     points = [body_point(model, f, o) for f, o in zip(frames, offsets)]
     bodies = np.array([b for b, _ in points], dtype=np.int64)
     in_body = np.array([o for _, o in points], dtype=float).reshape(n_frames, 3)
-    return point_kinematics_batch_kernel(model.arrays, Q, bodies, in_body, chunk_count(Q.shape[0]))
+    return point_kinematics_knots(model.arrays, Q, bodies, in_body)
 
 
 # ---- contacts and impacts ---------------------------------------------------------------------
-# One compiled kernel for the six functions, on chunks of knots run by
-# :func:`dynamics.parallel.run_chunks` (a plain kernel that releases the GIL: with a
-# ``prange`` loop around the contact passes numba took 74 CPU s to compile it, against 18),
-# a workspace and a contact workspace per chunk (allocation-free per knot); dependent
-# contacts are reported by a status per knot.
+# One compiled kernel for the six functions (a plain kernel: with a numba ``prange`` loop
+# around the contact passes numba took 74 CPU s to compile it, against 18), a workspace and a
+# contact workspace per thread (allocation-free per knot); dependent contacts are reported by
+# a status per knot.
 
 @njit(cache=True, nogil=True)
-def contact_chunk(m, knots, contacts, W, impulse, order, out, status, k0, k1):
+def contact_chunk(m, knots, contacts, W, impulse, order, out, status, claims):
     """Contact dynamics (or, if ``impulse``, impulse dynamics: TAU and F_EXT unused) at the
-    knots k0 … k1 − 1 of ``knots`` = (Q, V, TAU, F_EXT), into out[k] and status[k] (−1:
-    solved; the chunk stops at its first knot with dependent contacts). ``out`` (K, ·, ·)
+    knots the thread claims of ``knots`` = (Q, V, TAU, F_EXT), into out[k] and status[k] (−1:
+    solved; a chunk stops at its first knot with dependent contacts). ``out`` (K, ·, ·)
     serves the three orders: 0: [q̈; λ] (or [v⁺; Λ]) (K, nv + nc, 1); 1: their derivatives with
     respect to [q, v, τ] (or [q, v]) (K, nv + nc, 3nv or 2nv); 2: the Hessians (Hqq, Hvv,
     Hqv[, Hqτ]) of W[k]·z side by side (K, nv, 4nv or 3nv). ``contacts`` = (ci, cf, damping,
-    restitution). The workspaces are made once for the chunk."""
+    restitution)."""
+    k0, k1 = first_chunk(claims)
+    if k0 == k1:
+        return
     Q, V, TAU, F_EXT = knots
     ci, cf, damping, restitution = contacts
     nv, d = V.shape[1], new_data(m.topology)
     cw = new_contact_work(m.topology, ci, order, impulse)
     sow = new_so_work(m.topology if order == 2 else m.topology[:0])
-    for k in range(k0, k1):
-        q, v, tau, f_ext = Q[k], V[k], TAU[k], knot_force(F_EXT, k)
-        if order == 0:
-            if impulse:
-                status[k] = impulse_dynamics_passes(m, d, cw, q, v, ci, cf, restitution, damping)
-            else:
-                status[k] = contact_dynamics_passes(m, d, cw, q, v, tau, f_ext, ci, cf, damping)
-            out[k] = cw.z
-        elif order == 1:
-            if impulse:
-                status[k] = impulse_dynamics_derivative_passes(m, d, cw, q, v, ci, cf, restitution, damping)
-            else:
-                status[k] = contact_dynamics_derivative_passes(m, d, cw, q, v, tau, f_ext, ci, cf, damping)
-            out[k] = cw.Z
+    while k0 < k1:
+        for k in range(k0, k1):
+            if not _contact_knot(m, d, cw, sow, Q[k], V[k], TAU[k], knot_force(F_EXT, k), ci, cf, damping,
+                                 restitution, W, impulse, order, out[k], status, k):
+                break
+        k0, k1 = next_chunk(claims)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _contact_knot(m, d, cw, sow, q, v, tau, f_ext, ci, cf, damping, restitution, W, impulse, order, out, status, k):
+    """One knot of :func:`contact_chunk` into ``out`` (its row k) and status[k]; False if its
+    contacts are dependent."""
+    nv = v.shape[0]
+    if order == 0:
+        if impulse:
+            status[k] = impulse_dynamics_passes(m, d, cw, q, v, ci, cf, restitution, damping)
         else:
-            if impulse:
-                status[k] = impulse_so_contracted_passes(m, d, cw, sow, q, v, ci, cf, restitution, damping, W[k])
-            else:
-                status[k] = contact_so_contracted_passes(m, d, cw, sow, q, v, tau, f_ext, ci, cf, damping, W[k])
-            for b in range(cw.out.shape[0]):
-                out[k, :, b * nv:(b + 1) * nv] = cw.out[b]
-        if status[k] != -1:
-            break
+            status[k] = contact_dynamics_passes(m, d, cw, q, v, tau, f_ext, ci, cf, damping)
+        out[:] = cw.z
+    elif order == 1:
+        if impulse:
+            status[k] = impulse_dynamics_derivative_passes(m, d, cw, q, v, ci, cf, restitution, damping)
+        else:
+            status[k] = contact_dynamics_derivative_passes(m, d, cw, q, v, tau, f_ext, ci, cf, damping)
+        out[:] = cw.Z
+    else:
+        if impulse:
+            status[k] = impulse_so_contracted_passes(m, d, cw, sow, q, v, ci, cf, restitution, damping, W[k])
+        else:
+            status[k] = contact_so_contracted_passes(m, d, cw, sow, q, v, tau, f_ext, ci, cf, damping, W[k])
+        for b in range(cw.out.shape[0]):
+            out[:, b * nv:(b + 1) * nv] = cw.out[b]
+    return status[k] == -1
 
 
 def _contact_knots(model: Model, **arrays) -> list[np.ndarray]:

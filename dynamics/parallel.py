@@ -1,82 +1,88 @@
-"""Evaluation over the knots of a trajectory in parallel: threads, layer and chunks.
+"""Evaluation over the knots of a trajectory on several threads: the thread policy.
 
-The batched kernels split the K knots into contiguous chunks, one per thread: those of
-:mod:`dynamics.batch` with numba's ``prange`` (every chunk with its own workspace,
-:mod:`dynamics.workspace`), the interval sensitivities of the optimal-control layer and the
-contact kernels of :mod:`dynamics.batch` with :func:`run_chunks` (compiled chunk kernels that
-release the GIL, on a thread pool: numba's parallel loops cannot take the former's nested
-tuples of arrays, and one around the contact passes took 74 CPU s to compile against 18). Each knot is computed
-by the same compiled code whichever thread runs it, and nothing is summed across knots
-inside a parallel loop, so results are bitwise identical for any number of threads.
+A batched evaluation (the interval sensitivities, the contact dynamics, the point
+kinematics, IPOPT's Hessian blocks, … at every knot) is one compiled *chunk kernel*
+compiled with ``nogil=True``, run by :func:`run_chunks` on the calling thread and on
+``get_num_threads() - 1`` pool threads at once. The policy, chosen so that the default is
+never slower than one thread, on an idle machine or beside other programs:
 
-Threads: ``set_num_threads(n)`` (at most numba's ``NUMBA_NUM_THREADS``, the number of
-cores by default), or the environment variable ``OPTDYN_NUM_THREADS`` read at import.
+- **Chunks taken dynamically.** The K knots are split into more chunks than threads
+  (:func:`chunk_count`: :data:`CHUNKS_PER_THREAD` per thread). Every participating thread
+  claims the next chunk with an atomic increment inside the compiled kernel
+  (:func:`first_chunk`, :func:`next_chunk`) until none is left. The calling thread takes
+  part from the start: if a pool thread is not running (the scheduler gave its core to
+  another program), the caller does its chunks, and a pool thread that starts late finds
+  nothing left to do.
+- **No spinning.** The caller waits only for chunks a pool thread has claimed and not yet
+  finished, blocked on a condition (the operating system's futex): a waiting thread gives
+  its core to the thread it waits for instead of burning it. Pool threads sleep between
+  evaluations.
+- **One mechanism.** Every parallel evaluation goes through :func:`run_chunks`; there
+  are no OpenMP (numba ``prange``) loops and no parallel work inside a knot (DDP's
+  backward pass, whose knots depend on each other, runs on the calling thread).
+- **Bitwise identical results for any number of threads.** Each knot is computed by the
+  same compiled code from its own inputs whichever thread claims it, with a workspace the
+  thread made for its chunks (nothing carried from one knot to the next, tests hold it),
+  and nothing is summed across knots inside a chunk kernel.
 
-Threading layer: numba's thread-safe ones are preferred (TBB, else OpenMP), so kernels may
-be called from several Python threads at once; numba's ``workqueue`` layer, the fallback
-when neither is installed, is not safe for that. A layer chosen by the user
-(``NUMBA_THREADING_LAYER``) is left alone.
+Threads: ``set_num_threads(n)`` (1 ≤ n ≤ the cores this process may run on), per calling
+thread, or the environment variable ``OPTDYN_NUM_THREADS`` read at import; the default is
+every core. With one thread a chunk kernel is called once over all knots, on the caller.
 
-Idle OpenMP threads: after a parallel loop, GNU OpenMP keeps its idle threads spinning
-for ``GOMP_SPINCOUNT`` iterations (300 000 by default: over 10 ms here) before they sleep.
-A solver iteration alternates ``prange`` loops (cost terms, DDP's split stage terms) with
-:func:`run_chunks`, whose pool threads would share the cores with those spinning threads:
-on two cores the whole two-thread gain of the interval sweeps was lost. Importing
-:mod:`dynamics` therefore sets ``GOMP_SPINCOUNT`` to :data:`SPIN_COUNT` (about half a
-millisecond of spinning: long enough to bridge the gaps between the per-knot loops of DDP's
-backward pass) unless ``GOMP_SPINCOUNT`` or ``OMP_WAIT_POLICY`` is set already. It takes
-effect only if OpenMP was not loaded before (numba loads it on the first parallel loop).
-
-Launching: importing :mod:`dynamics` launches the threading layer. numba launches it when
-it compiles a parallel loop or loads a parallel kernel from the cache, but not when it loads
-a kernel that only calls one (DDP's backward pass calls the split stage terms' loop): that
-kernel, called first in a fresh process with a warm cache, would jump to a null pointer.
-
-Exceptions raised inside a numba parallel loop are lost, so the ``prange`` kernels
-validate every knot before the loop and the per-knot algorithms report failure by a
-return flag; :func:`run_chunks` re-raises a chunk's exception in the caller.
+Errors: an exception raised by a chunk (on any thread) stops the others from claiming
+more, is raised in the caller after every thread has left the kernel, and no thread
+writes into the outputs after :func:`run_chunks` returns or raises.
 """
 from __future__ import annotations
 
 import functools
-import importlib
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
-import numba
 import numpy as np
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from ._compile import njit
 
 ENVIRONMENT_VARIABLE = "OPTDYN_NUM_THREADS"
-SPIN_COUNT = "10000"  # GOMP_SPINCOUNT unless the user chose a wait policy (module docstring)
+CHUNKS_PER_THREAD = 4
+"""Chunks per participating thread: enough that a thread the scheduler holds back leaves
+little for the others to wait on, few enough that a chunk amortises its workspace."""
+
+NEXT, DONE, CHUNKS, KNOTS = range(4)
+"""Slots of a claims array (int64 (4,)): the next chunk to claim, the chunks finished,
+the number of chunks and the number of knots."""
 
 
-def _threading_layer() -> str:
-    """The first thread-safe numba threading layer that loads (TBB, OpenMP), else workqueue."""
-    for layer, module in (("tbb", "numba.np.ufunc.tbbpool"), ("omp", "numba.np.ufunc.omppool")):
-        try:
-            importlib.import_module(module)
-            return layer
-        except (ImportError, OSError):
-            continue
-    return "workqueue"
+def max_threads() -> int:
+    """The cores this process may run on (its CPU affinity where the system tells it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # no affinity on this system (macOS, Windows)
+        return os.cpu_count() or 1
+
+
+_setting = threading.local()
+_default = [max_threads()]  # changed by OPTDYN_NUM_THREADS at import
 
 
 def set_num_threads(n: int) -> None:
-    """Use ``n`` threads (1 ≤ n ≤ numba's ``NUMBA_NUM_THREADS``) for the batched kernels
-    called from this thread."""
+    """Use ``n`` threads (1 ≤ n ≤ :func:`max_threads`) for the batched kernels called from
+    this thread."""
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
         raise ValueError(f"n: expected an integer number of threads ≥ 1, got {n!r}")
-    limit = numba.config.NUMBA_NUM_THREADS
+    limit = max_threads()
     if not 1 <= n <= limit:
-        raise ValueError(f"n: expected a number of threads between 1 and {limit} (NUMBA_NUM_THREADS), got {n}")
-    numba.set_num_threads(int(n))
+        raise ValueError(f"n: expected a number of threads between 1 and {limit} (the cores available), got {n}")
+    _setting.threads = int(n)
 
 
 def get_num_threads() -> int:
-    """Number of threads the batched kernels use."""
-    return numba.get_num_threads()
+    """Number of threads the batched kernels called from this thread use."""
+    return getattr(_setting, "threads", _default[0])
 
 
 def _from_environment() -> None:
@@ -91,48 +97,135 @@ def _from_environment() -> None:
         set_num_threads(n)
     except ValueError as e:
         raise ValueError(f"{ENVIRONMENT_VARIABLE}: {e}") from None
+    _default[0] = n
 
 
-def chunk_count(K: int) -> int:
-    """Number of chunks the K knots are split into: one per thread, at most K (the
-    kernels take it as an argument: numba cannot cache a kernel that asks for the number
-    of threads itself)."""
-    return max(1, min(int(K), numba.get_num_threads()))
+def chunk_count(K: int, threads: int) -> int:
+    """Number of chunks K knots are split into for ``threads`` threads: one for one thread,
+    else :data:`CHUNKS_PER_THREAD` per thread, at most one per knot."""
+    return 1 if threads <= 1 else max(1, min(int(K), CHUNKS_PER_THREAD * threads))
 
 
 @njit(cache=True)
-def chunk_start(K, chunks, c):
-    """First knot of chunk c of ``chunks`` (chunk c covers chunk_start(c) … chunk_start(c + 1) − 1)."""
-    return c * K // chunks
+def claims_for(K, chunks=1):
+    """A fresh claims array for K knots in ``chunks`` chunks (one by default: a chunk kernel
+    called directly, from Python or compiled code, then runs every knot on the calling thread)."""
+    claims = np.zeros(4, dtype=np.int64)
+    claims[CHUNKS], claims[KNOTS] = chunks, K
+    return claims
+
+
+@intrinsic
+def _fetch_add(typingctx, array, index, value):
+    """array[index] += value atomically (sequentially consistent); the value before."""
+    signature = types.int64(array, types.intp, types.int64)
+
+    def codegen(context, builder, sig, args):
+        ary = context.make_array(sig.args[0])(context, builder, args[0])
+        pointer = cgutils.get_item_pointer(context, builder, sig.args[0], ary, [args[1]])
+        return builder.atomic_rmw("add", pointer, args[2], "seq_cst")
+    return signature, codegen
+
+
+@njit(cache=True, nogil=True, inline="always")
+def first_chunk(claims):
+    """(k0, k1): the knots of the next unclaimed chunk of ``claims``, claimed for the calling
+    thread; k0 == k1 when every chunk is taken."""
+    c = _fetch_add(claims, NEXT, 1)
+    chunks, K = claims[CHUNKS], claims[KNOTS]
+    if c >= chunks:
+        return 0, 0
+    return c * K // chunks, (c + 1) * K // chunks
+
+
+@njit(cache=True, nogil=True, inline="always")
+def next_chunk(claims):
+    """Mark the calling thread's chunk finished (its outputs written), then
+    :func:`first_chunk`. A chunk kernel's loop::
+
+        k0, k1 = first_chunk(claims)
+        while k0 < k1:
+            for k in range(k0, k1): ...
+            k0, k1 = next_chunk(claims)
+    """
+    _fetch_add(claims, DONE, 1)
+    return first_chunk(claims)
+
+
+class _Team:
+    """One :func:`run_chunks` call: its claims, the pool threads inside its kernel, their
+    errors, and the condition the caller waits on."""
+
+    def __init__(self, claims: np.ndarray) -> None:
+        self.claims, self.active, self.errors = claims, 0, []
+        self.condition = threading.Condition()
+
+    def stop(self) -> None:
+        """No more chunks are claimed (a claim after this store fails; one before it is
+        finished, and waited for, as usual)."""
+        self.claims[NEXT] = self.claims[CHUNKS]
+
+    def work(self, kernel, args) -> None:
+        """A pool thread's part: claim and run chunks until none is left."""
+        with self.condition:
+            self.active += 1
+        try:
+            kernel(*args, self.claims)
+        except BaseException as error:  # noqa: BLE001 — re-raised in the caller
+            self.stop()
+            self.errors.append(error)
+        finally:
+            with self.condition:
+                self.active -= 1
+                self.condition.notify_all()
+
+    def finished(self) -> bool:
+        """Every chunk written, or an error raised and no pool thread left in the kernel."""
+        return self.claims[DONE] >= self.claims[CHUNKS] or (bool(self.errors) and self.active == 0)
+
+    def wait(self) -> None:
+        """Block (no spinning) until :meth:`finished`; interrupted, stop the others and wait
+        for them before re-raising, so that nothing writes into the outputs afterwards."""
+        try:
+            with self.condition:
+                self.condition.wait_for(self.finished)
+        except BaseException:
+            self.stop()
+            with self.condition:
+                self.condition.wait_for(lambda: self.active == 0)
+            raise
 
 
 @functools.cache
 def _pool(pid: int) -> ThreadPoolExecutor:
-    """The threads of :func:`run_chunks` in process ``pid``, started on first use (a forked
-    child starts its own: the parent's threads do not exist there)."""
-    return ThreadPoolExecutor(max_workers=numba.config.NUMBA_NUM_THREADS, thread_name_prefix="optdyn")
+    """The pool threads of process ``pid``, started on first use (a forked child starts its
+    own: the parent's threads do not exist there)."""
+    return ThreadPoolExecutor(max_workers=max(1, max_threads() - 1), thread_name_prefix="optdyn")
 
 
 def run_chunks(kernel, K: int, *args) -> None:
-    """``kernel(*args, k0, k1)`` on every chunk [k0, k1) of the K knots, the chunks in
-    parallel Python threads — for kernels compiled with ``nogil=True`` whose arguments
-    numba's parallel loops cannot take (nested tuples of arrays). The first chunk runs on
-    the calling thread; an exception of any chunk is raised here, after every chunk ended."""
-    chunks = chunk_count(K)
-    bounds = [chunk_start(K, chunks, c) for c in range(chunks + 1)]
-    futures = [_pool(os.getpid()).submit(kernel, *args, bounds[c], bounds[c + 1]) for c in range(1, chunks)]
+    """``kernel(*args, claims)`` on the calling thread and on ``get_num_threads() - 1`` pool
+    threads, which claim the chunks of the K knots (:func:`first_chunk`,
+    :func:`next_chunk`) until none is left (module docstring). ``kernel`` is compiled with
+    ``nogil=True``. Returns when every chunk is written; an exception of any chunk is
+    raised here."""
+    threads = min(get_num_threads(), max(int(K), 1))
+    claims = claims_for(K, chunk_count(K, threads))
+    if threads == 1:
+        kernel(*args, claims)
+        return
+    team = _Team(claims)
+    pool = _pool(os.getpid())
+    for _ in range(threads - 1):
+        pool.submit(team.work, kernel, args)
     try:
-        kernel(*args, bounds[0], bounds[1])
-    finally:
-        for f in futures:
-            error = f.exception()
-            if error is not None:
-                raise error
+        kernel(*args, claims)
+    except BaseException as error:
+        team.stop()
+        team.errors.insert(0, error)
+    team.wait()
+    if team.errors:
+        raise team.errors[0]
 
 
-if "GOMP_SPINCOUNT" not in os.environ and "OMP_WAIT_POLICY" not in os.environ:
-    os.environ["GOMP_SPINCOUNT"] = SPIN_COUNT
-if "NUMBA_THREADING_LAYER" not in os.environ:
-    numba.config.THREADING_LAYER = _threading_layer()
 _from_environment()
-numba.get_num_threads()  # launches the threading layer (module docstring)

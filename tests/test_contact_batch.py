@@ -1,7 +1,6 @@
 """Batched contact and impulse dynamics (dyn.batch) against the single-knot functions."""
 from __future__ import annotations
 
-import numba
 import numpy as np
 import pytest
 
@@ -61,7 +60,7 @@ def test_batches_are_bitwise_identical_on_two_threads():
     try:
         dyn.set_num_threads(1)
         serial = [call() for call in calls]
-        dyn.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+        dyn.set_num_threads(min(2, dyn.parallel.max_threads()))
         for one, call in zip(serial, calls):
             for x, y in zip(one, call()):
                 np.testing.assert_array_equal(x, y)

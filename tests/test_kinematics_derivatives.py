@@ -12,7 +12,7 @@ import pytest
 
 import dynamics as dyn
 from conftest import random_state
-from dynamics.batch import point_kinematics_batch, point_positions_batch_kernel
+from dynamics.batch import point_kinematics_batch, point_kinematics_knots
 from dynamics.kinematics_derivatives import body_point, point_hessian, point_jacobian, point_position
 from numdiff import rel_error, richardson
 
@@ -81,7 +81,7 @@ def test_batch_matches_single_calls(model):
     P0 = point_kinematics_batch(model, Q, frames)[0]
     np.testing.assert_allclose(P0[1, 0], point_position(model, Q[1], frames[0]), atol=1e-15)
     bodies, local = zip(*(body_point(model, f, o) for f, o in pts))
-    P_only = point_positions_batch_kernel(model.arrays, Q, np.array(bodies, dtype=np.int64), np.array(local), 2)
+    P_only = point_kinematics_knots(model.arrays, Q, np.array(bodies, dtype=np.int64), np.array(local), False)
     np.testing.assert_allclose(P_only, P, rtol=1e-15, atol=1e-15)
 
 

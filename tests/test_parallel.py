@@ -1,8 +1,9 @@
 """Batched kernels in parallel over knots: thread count, bitwise determinism, errors.
 
 Results must not depend on the number of threads (each knot runs the same compiled code
-whichever thread takes it), and an invalid knot must still raise ValueError naming it —
-numba loses exceptions raised inside a parallel loop, so the kernels check first.
+whichever thread claims it), an invalid knot must still raise ValueError naming it, and the
+policy's choices hold: more chunks than threads, a caller that does the work of pool threads
+that do not run, and a caller that waits for chunks still being written.
 """
 from __future__ import annotations
 
@@ -10,14 +11,17 @@ import functools
 import os
 import subprocess
 import sys
+import threading
+import time
 
-import numba
 import numpy as np
 import pytest
+from numba import njit
 
 import dynamics as dyn
 import optdyn
-from dynamics import batch
+from dynamics import batch, parallel
+from dynamics.parallel import claims_for, first_chunk, next_chunk, run_chunks
 
 
 def _knots(model: dyn.Model, K: int, seed: int = 0) -> tuple[np.ndarray, ...]:
@@ -137,27 +141,15 @@ print(runtime.COMPILATION.count)
 
 
 def test_solver_kernels_come_from_the_disk_cache():
-    """Every kernel the solvers run on two threads (the parallel loops and DDP's split
-    stage terms included) is cached on disk: a second process compiles nothing. A kernel
-    numba cannot cache (one that reads the thread count, say) compiles in every process."""
+    """Every kernel the solvers run on two threads (the chunk kernels with their atomic
+    claims included) is cached on disk: a second process compiles nothing. A kernel numba
+    cannot cache (one that reads the thread count, say) compiles in every process."""
     counts = []
     for _ in range(2):
         out = subprocess.run([sys.executable, "-c", WARM_SOLVES], capture_output=True, text=True, timeout=900)
         assert out.returncode == 0, out.stderr
         counts.append(int(out.stdout.split()[-1]))
     assert counts[1] == 0, f"compiled again in a warm process: {counts}"
-
-
-@pytest.mark.parametrize("user, expected", [({}, dyn.parallel.SPIN_COUNT), ({"GOMP_SPINCOUNT": "123"}, "123"),
-                                             ({"OMP_WAIT_POLICY": "passive"}, "unset")])
-def test_openmp_spin_count_is_shortened_unless_the_user_chose(user, expected):
-    """Importing dynamics shortens OpenMP's idle spinning (dynamics.parallel) and leaves a
-    wait policy or spin count of the user's alone."""
-    code = "import os, dynamics; print(os.environ.get('GOMP_SPINCOUNT', 'unset'))"
-    env = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
-    out = subprocess.run([sys.executable, "-c", code], env={**env, **user}, capture_output=True, text=True,
-                         timeout=120)
-    assert out.returncode == 0 and out.stdout.strip() == expected, out.stderr
 
 
 @pytest.mark.parametrize("task", ["ur5-reach", "space-manipulator", "arm-obstacle"])
@@ -184,27 +176,94 @@ def test_trajectory_derivatives_and_solves_identical_for_any_thread_count(task, 
         assert np.array_equal(a, b)
 
 
+@njit(nogil=True)
+def _count_knots(seen, claims):
+    """seen[k] += 1 at every knot the thread claims."""
+    k0, k1 = first_chunk(claims)
+    while k0 < k1:
+        for k in range(k0, k1):
+            seen[k] += 1
+        k0, k1 = next_chunk(claims)
+
+
+@njit(nogil=True)
+def _fail_at(bad, seen, claims):
+    """:func:`_count_knots`, raising ValueError at knot ``bad``."""
+    k0, k1 = first_chunk(claims)
+    while k0 < k1:
+        for k in range(k0, k1):
+            if k == bad:
+                raise ValueError("the bad knot")
+            seen[k] += 1
+        k0, k1 = next_chunk(claims)
+
+
 @pytest.mark.parametrize("K", [1, 2, 7, 37])
 def test_run_chunks_takes_every_knot_once_and_raises_a_chunks_error(K, threads):
-    """The chunks of the threads cover the knots exactly once, and an exception raised in
+    """The chunks the threads claim cover the knots exactly once, and an exception raised in
     any chunk (on any thread) reaches the caller."""
-    from dynamics.parallel import run_chunks
-
     dyn.set_num_threads(2)
-    seen = np.zeros(K, dtype=int)
+    seen = np.zeros(K, dtype=np.int64)
+    run_chunks(_count_knots, K, seen)
+    assert np.array_equal(seen, np.ones(K, dtype=np.int64))
+    for bad in {0, K - 1}:
+        with pytest.raises(ValueError, match="the bad knot"):
+            run_chunks(_fail_at, K, bad, np.zeros(K, dtype=np.int64))
 
-    def kernel(out, k0, k1):
-        out[k0:k1] += 1
 
-    run_chunks(kernel, K, seen)
-    assert np.array_equal(seen, np.ones(K, dtype=int))
+@pytest.mark.parametrize("K, threads_, chunks", [(80, 1, 1), (80, 2, 2 * parallel.CHUNKS_PER_THREAD),
+                                                 (3, 2, 3), (1, 2, 1), (80, 4, 4 * parallel.CHUNKS_PER_THREAD)])
+def test_knots_are_split_into_more_chunks_than_threads_at_most_one_per_knot(K, threads_, chunks):
+    assert parallel.chunk_count(K, threads_) == chunks
+    claims = parallel.claims_for(K, chunks)
+    spans = []
+    k0, k1 = first_chunk(claims)
+    while k0 < k1:
+        spans.append((k0, k1))
+        k0, k1 = next_chunk(claims)
+    assert [k for a, b in spans for k in range(a, b)] == list(range(K)) and len(spans) == chunks
+    assert claims[parallel.DONE] == chunks
 
-    def failing(k0, k1):
-        if k0 <= K - 1 < k1:
-            raise ValueError(f"knot {K - 1}")
 
-    with pytest.raises(ValueError, match=f"knot {K - 1}"):
-        run_chunks(failing, K)
+def test_the_caller_does_the_work_of_pool_threads_that_do_not_run(threads):
+    """With every pool thread held back (busy with something else: the situation of a thread
+    the scheduler gives to another program), run_chunks on 2 threads returns with every knot
+    done by the calling thread alone; it does not wait for them. A pool thread that starts
+    afterwards finds nothing left to claim."""
+    dyn.set_num_threads(2)
+    pool, release = parallel._pool(os.getpid()), threading.Event()
+    held = [pool.submit(release.wait) for _ in range(parallel.max_threads())]
+    try:
+        seen = np.zeros(37, dtype=np.int64)
+        run_chunks(_count_knots, 37, seen)
+        assert np.array_equal(seen, np.ones(37, dtype=np.int64))
+        assert not any(f.done() for f in held)
+    finally:
+        release.set()
+    for f in held:
+        f.result(timeout=60)
+    assert np.array_equal(seen, np.ones(37, dtype=np.int64))
+
+
+def test_run_chunks_waits_for_a_chunk_a_pool_thread_is_still_writing(threads):
+    """The caller returns only once every claimed chunk is written: a pool thread's chunk
+    that takes long (a Python kernel sleeping while it holds its chunk) is waited for."""
+    dyn.set_num_threads(2)
+    started, seen = threading.Event(), np.zeros(8, dtype=np.int64)
+
+    def kernel(claims):
+        if threading.current_thread() is threading.main_thread():
+            assert started.wait(timeout=60)  # a pool thread holds a chunk before the caller starts
+        k0, k1 = first_chunk(claims)
+        while k0 < k1:
+            if threading.current_thread() is not threading.main_thread():
+                started.set()
+                time.sleep(0.2)
+            seen[k0:k1] += 1
+            k0, k1 = next_chunk(claims)
+
+    run_chunks(kernel, 8)
+    assert np.array_equal(seen, np.ones(8, dtype=np.int64))
 
 
 def test_invalid_state_is_refused_before_the_parallel_loops():
@@ -235,16 +294,14 @@ def _allocations(call) -> int:
 
 def _sweep_allocations(task: str, names=None) -> dict:
     """Allocations of the solvers' RK stage sweeps (rollout, first-order and recorded
-    sensitivities, contracted Hessians, DDP's backward pass with each knot's stage terms in
-    turn and in two halves on two threads, its forward pass; those in ``names`` if given) on
-    ``task`` with 6 and with 12 knots. The chunk kernels are called directly (one thread);
-    the split backward pass is the only parallel loop here and gets two threads."""
+    sensitivities, contracted Hessians, DDP's backward and forward passes; those in ``names``
+    if given) on ``task`` with 6 and with 12 knots. The chunk kernels are called directly,
+    over all knots on the calling thread."""
     import problems
     from optdyn.ocp import integrators as rk
     from optdyn.ocp import shooting
     from optdyn.solvers import ddp
 
-    dyn.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
     prob = problems.get(task)
     d, nz = prob.dynamics, prob.ndx + prob.nu
     counts = {}
@@ -255,7 +312,7 @@ def _sweep_allocations(task: str, names=None) -> dict:
         y, Fz = np.empty((N, prob.nx)), np.empty((N, prob.ndx, nz))
         stages = rk.stage_records(d.ode, N * d.substeps * d.b.shape[0], prob.nx, nz, d.b.shape[0])
         lams, Hz = np.ones((N, prob.ndx)), np.empty((N, nz, nz))
-        rk._step_derivatives_chunk(d, X, us, 1, y, Fz, np.empty((N, 0, 0, 0)), 0, N)
+        rk._step_derivatives_chunk(d, X, us, 1, y, Fz, np.empty((N, 0, 0, 0)), claims_for(N))
         k, K = np.zeros((N, prob.nu)), np.zeros((N, prob.nu, prob.ndx))
         zeros = (np.zeros((N, prob.ndx)), np.zeros((N, prob.nu)), np.zeros((N, prob.ndx, prob.ndx)),
                  np.zeros((N, prob.nu, prob.ndx)), np.eye(prob.nu)[None].repeat(N, 0))
@@ -263,13 +320,12 @@ def _sweep_allocations(task: str, names=None) -> dict:
         terminal = ddp.Value(np.zeros(prob.ndx), np.eye(prob.ndx))
         calls = {
             "rollout": lambda: shooting.rollout(d, prob.x0, us),
-            "first order": lambda: rk._step_derivatives_chunk(d, X, us, 1, y, Fz, np.empty((N, 0, 0, 0)), 0, N),
-            "recorded stages": lambda: rk._step_stages_chunk(d, X, us, stages, y, Fz, 0, N),
-            "contracted Hessians": lambda: rk._interval_hessians_chunk(d, us, stages, lams, Hz, 0, N),
-            **{f"DDP backward pass{', split' if split else ''}": functools.partial(
+            "first order": lambda: rk._step_derivatives_chunk(d, X, us, 1, y, Fz, np.empty((N, 0, 0, 0)), claims_for(N)),
+            "recorded stages": lambda: rk._step_stages_chunk(d, X, us, stages, y, Fz, claims_for(N)),
+            "contracted Hessians": lambda: rk._interval_hessians_chunk(d, us, stages, lams, Hz, claims_for(N)),
+            "DDP backward pass": functools.partial(
                 ddp.backward_pass, lq, terminal, us, prob.u_lower, prob.u_upper, 1.0,
-                ddp.SecondOrder(1, np.empty((N, 0, 0, 0)), d, stages, split), k, K, np.zeros((0, prob.ndx)))
-            for split in (False, True)},
+                ddp.SecondOrder(1, np.empty((N, 0, 0, 0)), d, stages), k, K, np.zeros((0, prob.ndx))),
             "DDP forward pass": lambda: ddp.forward_pass(d, xs, us, np.zeros_like(k), np.zeros_like(K), 0.5,
                                                          prob.u_lower, prob.u_upper,
                                                          np.empty_like(xs), np.empty_like(us), np.zeros((0, prob.ndx))),

@@ -204,7 +204,7 @@ def _lqr_gains(A: np.ndarray, B: np.ndarray, Q: np.ndarray, R: np.ndarray, QN: n
     k, K, free = np.zeros((N, nu)), np.empty((N, nu, ndx)), np.full(nu, np.inf)
     lq = Expansion(A, B, np.zeros((N, ndx)), np.zeros((N, nu)), np.repeat(Q[None], N, axis=0), np.zeros((N, nu, ndx)),
                    np.repeat(R[None], N, axis=0))
-    first_order = SecondOrder(SECOND_ORDER["none"], np.empty((N, 0, 0, 0)), problem.dynamics, problem.no_stages, False)
+    first_order = SecondOrder(SECOND_ORDER["none"], np.empty((N, 0, 0, 0)), problem.dynamics, problem.no_stages)
     failed, _, _ = backward_pass(lq, Value(np.zeros(ndx), QN), np.zeros((N, nu)), -free, free, 0.0, first_order, k, K,
                                  np.zeros((0, ndx)), False)
     if failed >= 0:

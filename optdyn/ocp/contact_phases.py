@@ -68,6 +68,7 @@ from dynamics.impulse_dynamics_derivatives import impulse_dynamics_derivative_pa
 from dynamics.impulse_dynamics_second_derivatives_contracted import impulse_so_contracted_passes
 from dynamics.kinematics import tangent_size
 from dynamics.model import Model
+from dynamics.parallel import first_chunk, next_chunk, run_chunks
 from dynamics.rnea_second_derivatives_contracted import new_so_work
 from dynamics.workspace import new_data
 
@@ -294,25 +295,36 @@ def transition(dyn, k, x, u, y, work):
 
 
 @njit(cache=True, _nrt=True)
-def transition_hessian(dyn, k, u, stages, lam, Hz, work, split):
+def transition_hessian(dyn, k, u, stages, lam, Hz, work):
     """Hz (nz, nz) = ∇²_z(λᵀF_k) at knot k of the trajectory recorded in ``stages``
     (:data:`PhasedStages`), λ = ``lam`` (ndx,)."""
     kd = knot_dynamics(dyn, k)
-    interval_hessian(kd, u, stages.rk, k * dyn.substeps * dyn.b.shape[0], lam, Hz, work, split)
+    interval_hessian(kd, u, stages.rk, k * dyn.substeps * dyn.b.shape[0], lam, Hz, work)
     if dyn.impulse[k]:
         _chain_hessian(kd.ode, stages.xi[k], stages.P[k], stages.Rx[k], lam, Hz)
 
 
-# ---- compiled: whole trajectories (knot k = interval start + k of the sliced record) ------------
+# ---- whole trajectories (knot k = interval start + k of the sliced record) ----------------------
+# Each runs a chunk kernel on the threads of dynamics.parallel.run_chunks: every knot is
+# computed by the same code whichever thread claims it, with the thread's own workspace.
 
-@njit(cache=True, _nrt=True)
-def step_batch(dyn, xs, us):
+def step_batch(dyn, xs, us) -> np.ndarray:
     """x⁺ (K, nx) from every (x_k, u_k); NaN rows where it diverged."""
     out = np.empty(xs.shape)
-    work = phased_work(dyn, xs.shape[1], us.shape[1], 0)
-    for k in range(xs.shape[0]):
-        transition(dyn, k, xs[k], us[k], out[k], work)
+    run_chunks(_step_chunk, xs.shape[0], dyn, xs, us, out)
     return out
+
+
+@njit(cache=True, nogil=True, _nrt=True)
+def _step_chunk(dyn, xs, us, out, claims):
+    k0, k1 = first_chunk(claims)
+    if k0 == k1:
+        return
+    work = phased_work(dyn, xs.shape[1], us.shape[1], 0)
+    while k0 < k1:
+        for k in range(k0, k1):
+            transition(dyn, k, xs[k], us[k], out[k], work)
+        k0, k1 = next_chunk(claims)
 
 
 @njit(cache=True, _nrt=True)
@@ -326,131 +338,178 @@ def _start(dyn, k, x, order, P):
     return x.copy(), False
 
 
-@njit(cache=True, _nrt=True)
-def step_derivatives_batch(dyn, xs, us, order, y, Fz):
+def step_derivatives_batch(dyn, xs, us, order, y, Fz) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """x⁺ (K, nx), Fz (K, ndx, nz) into y and Fz, and for order 2 Fzz (K, ndx, nz, nz) ((K, 0, 0, 0)
     for order 1): the derivatives of F_k = R_k ∘ Γ_k (module docstring; the full impulse
     tensor Γ_xx from nv contractions with unit weights)."""
-    K, nx = xs.shape
-    nu = us.shape[1]
-    ndx = tangent_dim(dyn.ode, nx)
-    n, nz = ndx // 2, ndx + nu
+    K, ndx, nz = Fz.shape
     Fzz = np.empty((K, ndx, nz, nz)) if order >= 2 else np.empty((K, 0, 0, 0))
-    work = phased_work(dyn, nx, nu, order)
-    P = np.empty((ndx, ndx))
-    for k in range(K):
-        kd = knot_dynamics(dyn, k)
-        xt, jump = _start(dyn, k, xs[k], 1, P)
-        H = Fzz[k] if order >= 2 else work.no_H
-        interval(kd, k, xt, us[k], order, y[k], Fz[k], H, work.no_stages, 0, work)
-        if not jump:
-            continue
-        Rx = np.ascontiguousarray(Fz[k, :, :ndx])
-        Fz[k, :, :ndx] = Rx @ P
-        if order < 2:
-            continue
-        Gxx = np.zeros((n, ndx, ndx))  # ∂²v⁺_i/∂x²
-        e = np.zeros(n)
-        for i in range(n):
-            e[i] = 1.0
-            Gxx[i] = impulse_hessian(kd.ode, xs[k], e)
-            e[i] = 0.0
-        Pt = P.T.copy()
-        for i in range(ndx):
-            Hxx = np.ascontiguousarray(Fzz[k, i, :ndx, :ndx])
-            Hxu = np.ascontiguousarray(Fzz[k, i, :ndx, ndx:])
-            Hxx = Pt @ Hxx @ P
-            for j in range(n):
-                Hxx += Rx[i, n + j] * Gxx[j]
-            Hxu = Pt @ Hxu
-            Fzz[k, i, :ndx, :ndx] = Hxx
-            Fzz[k, i, :ndx, ndx:] = Hxu
-            Fzz[k, i, ndx:, :ndx] = Hxu.T
+    run_chunks(_step_derivatives_chunk, K, dyn, xs, us, order, y, Fz, Fzz)
     return y, Fz, Fzz
 
 
+@njit(cache=True, nogil=True, _nrt=True)
+def _step_derivatives_chunk(dyn, xs, us, order, y, Fz, Fzz, claims):
+    k0, k1 = first_chunk(claims)
+    if k0 == k1:
+        return
+    work = phased_work(dyn, xs.shape[1], us.shape[1], order)
+    P = np.empty((Fz.shape[1], Fz.shape[1]))
+    while k0 < k1:
+        for k in range(k0, k1):
+            _knot_derivatives(dyn, k, xs[k], us[k], order, y[k], Fz[k], Fzz[k] if order >= 2 else work.no_H, P,
+                              work)
+        k0, k1 = next_chunk(claims)
+
+
 @njit(cache=True, _nrt=True)
-def step_stages_batch(dyn, xs, us, stages, y, Fz):
+def _knot_derivatives(dyn, k, x, u, order, y, Fz, Fzz, P, work):
+    """x⁺ into y, F_z into Fz and for order 2 F_zz into Fzz at knot k, through the impulse map
+    where the interval starts with one (P (ndx, ndx) its Jacobian, scratch)."""
+    ndx = Fz.shape[0]
+    n = ndx // 2
+    kd = knot_dynamics(dyn, k)
+    xt, jump = _start(dyn, k, x, 1, P)
+    interval(kd, k, xt, u, order, y, Fz, Fzz, work.no_stages, 0, work)
+    if not jump:
+        return
+    Rx = np.ascontiguousarray(Fz[:, :ndx])
+    Fz[:, :ndx] = Rx @ P
+    if order < 2:
+        return
+    Gxx = np.zeros((n, ndx, ndx))  # ∂²v⁺_i/∂x²
+    e = np.zeros(n)
+    for i in range(n):
+        e[i] = 1.0
+        Gxx[i] = impulse_hessian(kd.ode, x, e)
+        e[i] = 0.0
+    Pt = P.T.copy()
+    for i in range(ndx):
+        Hxx = np.ascontiguousarray(Fzz[i, :ndx, :ndx])
+        Hxu = np.ascontiguousarray(Fzz[i, :ndx, ndx:])
+        Hxx = Pt @ Hxx @ P
+        for j in range(n):
+            Hxx += Rx[i, n + j] * Gxx[j]
+        Hxu = Pt @ Hxu
+        Fzz[i, :ndx, :ndx] = Hxx
+        Fzz[i, :ndx, ndx:] = Hxu
+        Fzz[i, ndx:, :ndx] = Hxu.T
+
+
+def step_stages_batch(dyn, xs, us, stages, y, Fz) -> tuple[np.ndarray, np.ndarray]:
     """x⁺ (K, nx) and Fz (K, ndx, nz) at every knot into y and Fz, recording into ``stages``
     (:data:`PhasedStages`) what :func:`transition_hessian` needs."""
-    K, nx = xs.shape
-    nu = us.shape[1]
-    ndx = tangent_dim(dyn.ode, nx)
-    work = phased_work(dyn, nx, nu, 1)
-    ms = dyn.substeps * dyn.b.shape[0]
-    for k in range(K):
-        kd = knot_dynamics(dyn, k)
-        P = stages.P[k]
-        xt, jump = _start(dyn, k, xs[k], 1, P)
-        if not jump:
-            P[:] = 0.0
-            for i in range(ndx):
-                P[i, i] = 1.0
-        stages.xi[k] = xs[k]
-        interval(kd, k, xt, us[k], 1, y[k], Fz[k], work.no_H, stages.rk, k * ms, work)
-        stages.Rx[k] = Fz[k, :, :ndx]
-        if jump:
-            Fz[k, :, :ndx] = np.ascontiguousarray(stages.Rx[k]) @ P
+    run_chunks(_step_stages_chunk, xs.shape[0], dyn, xs, us, stages, y, Fz)
     return y, Fz
 
 
-@njit(cache=True, _nrt=True)
-def interval_hessians_batch(dyn, us, stages, lams):
+@njit(cache=True, nogil=True, _nrt=True)
+def _step_stages_chunk(dyn, xs, us, stages, y, Fz, claims):
+    k0, k1 = first_chunk(claims)
+    if k0 == k1:
+        return
+    ndx = Fz.shape[1]
+    work = phased_work(dyn, xs.shape[1], us.shape[1], 1)
+    ms = dyn.substeps * dyn.b.shape[0]
+    while k0 < k1:
+        for k in range(k0, k1):
+            kd = knot_dynamics(dyn, k)
+            P = stages.P[k]
+            xt, jump = _start(dyn, k, xs[k], 1, P)
+            if not jump:
+                P[:] = 0.0
+                for i in range(ndx):
+                    P[i, i] = 1.0
+            stages.xi[k] = xs[k]
+            interval(kd, k, xt, us[k], 1, y[k], Fz[k], work.no_H, stages.rk, k * ms, work)
+            stages.Rx[k] = Fz[k, :, :ndx]
+            if jump:
+                Fz[k, :, :ndx] = np.ascontiguousarray(stages.Rx[k]) @ P
+        k0, k1 = next_chunk(claims)
+
+
+def interval_hessians_batch(dyn, us, stages, lams) -> np.ndarray:
     """(K, nz, nz): ∇²_z(λ_kᵀF_k) at every knot, from the records of :func:`step_stages_batch`."""
     K, nz = us.shape[0], stages.rk.G.shape[2]
     Hz = np.empty((K, nz, nz))
-    work = phased_work(dyn, stages.y.shape[1], us.shape[1], 1)
-    for k in range(K):
-        transition_hessian(dyn, k, us[k], stages, lams[k], Hz[k], work, False)
+    run_chunks(_interval_hessians_chunk, K, dyn, us, stages, lams, Hz)
     return Hz
 
 
-@njit(cache=True, _nrt=True)
-def knot_forces_batch(dyn, xs, us, order, lam, lam_z):
+@njit(cache=True, nogil=True, _nrt=True)
+def _interval_hessians_chunk(dyn, us, stages, lams, Hz, claims):
+    k0, k1 = first_chunk(claims)
+    if k0 == k1:
+        return
+    work = phased_work(dyn, stages.y.shape[1], us.shape[1], 1)
+    while k0 < k1:
+        for k in range(k0, k1):
+            transition_hessian(dyn, k, us[k], stages, lams[k], Hz[k], work)
+        k0, k1 = next_chunk(claims)
+
+
+def knot_forces_batch(dyn, xs, us, order, lam, lam_z) -> None:
     """The contact forces of every knot: λ_k of interval k's contacts at (Γ_k(x_k), B u_k)
     into ``lam[k, :nc_k]`` (K, nc_max), and for order 1 their Jacobian w.r.t. z = (δx, u)
     through the impulse map into ``lam_z[k, :nc_k]`` (K, nc_max, ndx + nu): [λ_q λ_ṽ] P and
     λ_τ B (the constrained derivatives of Carpentier & Mansard, RSS 2018; module docstring).
     ``dyn`` a :data:`PhasedDynamics` (only its robot, contacts, rows and impulses are read).
     Rows past nc_k are left as they are. ValueError for dependent contacts."""
-    K, nx = xs.shape
-    m, act = dyn.ode.model, dyn.ode.actuated
-    ndx = tangent_dim(dyn.ode, nx)
-    n, nq = ndx // 2, nx - ndx // 2
+    run_chunks(_knot_forces_chunk, xs.shape[0], dyn, xs, us, order, lam, lam_z)
+
+
+@njit(cache=True, nogil=True, _nrt=True)
+def _knot_forces_chunk(dyn, xs, us, order, lam, lam_z, claims):
+    k0, k1 = first_chunk(claims)
+    if k0 == k1:
+        return
+    ndx = tangent_dim(dyn.ode, xs.shape[1])
     P = np.empty((ndx, ndx))
-    d = new_data(m.topology)
-    for k in range(K):
-        phase = knot_dynamics(dyn, k).ode
-        ci, cf = phase.ci, phase.cf
-        nc = contact_rows(ci)
-        if nc == 0:
-            continue
-        xt, jump = _start(dyn, k, xs[k], order, P)
-        tau = actuated_torques(act, us[k], n)
-        cw = new_contact_work(m.topology, ci, order, False)
-        if order == 0:
-            status = contact_dynamics_passes(m, d, cw, xt[:nq], xt[nq:], tau, cw.no_force, ci, cf, phase.damping)
-        else:
-            status = contact_dynamics_derivative_passes(m, d, cw, xt[:nq], xt[nq:], tau, cw.no_force, ci, cf,
-                                                        phase.damping)
-        if status != OK:
-            raise ValueError(DEPENDENT)
-        for i in range(nc):
-            lam[k, i] = cw.z[n + i, 0]
-        if order == 0:
-            continue
-        Z = cw.Z  # ∂[q̈; λ]/∂[q, v, τ]
-        for i in range(nc):
-            for j in range(ndx):
-                if jump:
-                    s = 0.0
-                    for l in range(ndx):
-                        s += Z[n + i, l] * P[l, j]
-                    lam_z[k, i, j] = s
-                else:
-                    lam_z[k, i, j] = Z[n + i, j]
-            for c in range(act.shape[0]):
-                lam_z[k, i, ndx + c] = Z[n + i, 2 * n + act[c]]
+    d = new_data(dyn.ode.model.topology)
+    while k0 < k1:
+        for k in range(k0, k1):
+            _knot_forces(dyn, k, xs[k], us[k], order, lam[k], lam_z, P, d)
+        k0, k1 = next_chunk(claims)
+
+
+@njit(cache=True, _nrt=True)
+def _knot_forces(dyn, k, x, u, order, lam, lam_z, P, d):
+    """λ_k into lam and for order 1 its Jacobian into lam_z[k] at knot k (:func:`knot_forces_batch`;
+    P (ndx, ndx) and the :data:`dynamics.workspace.Data` d are scratch)."""
+    m, act = dyn.ode.model, dyn.ode.actuated
+    ndx = P.shape[0]
+    n, nq = ndx // 2, x.shape[0] - ndx // 2
+    phase = knot_dynamics(dyn, k).ode
+    ci, cf = phase.ci, phase.cf
+    nc = contact_rows(ci)
+    if nc == 0:
+        return
+    xt, jump = _start(dyn, k, x, order, P)
+    tau = actuated_torques(act, u, n)
+    cw = new_contact_work(m.topology, ci, order, False)
+    if order == 0:
+        status = contact_dynamics_passes(m, d, cw, xt[:nq], xt[nq:], tau, cw.no_force, ci, cf, phase.damping)
+    else:
+        status = contact_dynamics_derivative_passes(m, d, cw, xt[:nq], xt[nq:], tau, cw.no_force, ci, cf,
+                                                    phase.damping)
+    if status != OK:
+        raise ValueError(DEPENDENT)
+    for i in range(nc):
+        lam[i] = cw.z[n + i, 0]
+    if order == 0:
+        return
+    Z = cw.Z  # ∂[q̈; λ]/∂[q, v, τ]
+    for i in range(nc):
+        for j in range(ndx):
+            if jump:
+                s = 0.0
+                for l in range(ndx):
+                    s += Z[n + i, l] * P[l, j]
+                lam_z[k, i, j] = s
+            else:
+                lam_z[k, i, j] = Z[n + i, j]
+        for c in range(act.shape[0]):
+            lam_z[k, i, ndx + c] = Z[n + i, 2 * n + act[c]]
 
 
 # ---- from Python: the controls holding a pose, the forces at the knots ----------------------------

@@ -22,10 +22,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from dynamics._compile import njit
-from dynamics.batch import point_kinematics_batch_kernel, point_positions_batch_kernel
+from dynamics.batch import point_kinematics_knots
 from dynamics.kinematics_derivatives import body_point
 from dynamics.model import Model
-from dynamics.parallel import chunk_count
 
 
 class PointSet:
@@ -64,14 +63,12 @@ class PointSet:
         """World positions p (K,P,3), Jacobians J (K,P,3,nv) and Hessians H (K,P,3,nv,nv)
         (H[.., i, a, b] = ∂²p_i/∂q_a∂q_b, tangent-space derivatives) at configurations qs (K, nq)."""
         m = self.model
-        return point_kinematics_batch_kernel(m.arrays, np.ascontiguousarray(qs), self.bodies, self.local,
-                                             chunk_count(qs.shape[0]))
+        return point_kinematics_knots(m.arrays, np.ascontiguousarray(qs), self.bodies, self.local)
 
     def positions(self, qs: np.ndarray) -> np.ndarray:
         """World positions (K, P, 3) only (no Jacobians or Hessians computed)."""
         m = self.model
-        return point_positions_batch_kernel(m.arrays, np.ascontiguousarray(qs), self.bodies, self.local,
-                                            chunk_count(qs.shape[0]))
+        return point_kinematics_knots(m.arrays, np.ascontiguousarray(qs), self.bodies, self.local, False)
 
     def sphere_distance(self, qs: np.ndarray, center: np.ndarray, derivatives: bool = True):
         """Distances d (K,P) of the points to ``center`` and, with ``derivatives``, their

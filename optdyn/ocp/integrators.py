@@ -58,16 +58,15 @@ holds them for K intervals (K, njoints, 6) (interval k uses f_ext[k]) or one row
 
 The Hessian of λᵀF — what DDP (λ = V'_x) and the multiple-shooting Lagrangian (λ = the
 defect multipliers) need — is computed contracted by :func:`interval_hessian`, a
-second-order adjoint over stage records kept by the first-order pass (its stage terms in
-two halves, on two threads for DDP's serial backward pass: :func:`stage_terms`); the full
-tensors (order 2) remain for users and tests.
+second-order adjoint over stage records kept by the first-order pass
+(:func:`stage_terms`); the full tensors (order 2) remain for users and tests.
 """
 from __future__ import annotations
 
 from collections import namedtuple
 
 import numpy as np
-from numba import prange, types
+from numba import types
 from numba.extending import overload
 
 from dynamics._compile import allocation_free, njit
@@ -80,7 +79,7 @@ from dynamics.joints import GROUP_SCRATCH, lie_jacobian_into
 from dynamics.lie import add_joint_curvature, lie_blocks, lie_scratch
 from dynamics.kinematics import all_finite, tangent_size
 from dynamics.model import Model
-from dynamics.parallel import run_chunks
+from dynamics.parallel import first_chunk, next_chunk, run_chunks
 from dynamics.rnea_second_derivatives_contracted import new_so_work
 from dynamics.spatial import copy_into, matmul_add, mirror_upper
 from dynamics.workspace import Data, new_data
@@ -114,8 +113,7 @@ derivatives k_s = f(y_s, u), Jacobians f_z, sensitivities G_s = Y_s; the first-o
 of ABA's derivatives that contracted FDSVA-SO reuses (motion subspaces S, composite
 inertias I^C and B^C, the rates (Ψ̇, Ψ̈, Ṡ), the joint vectors of IDSVA and M⁻¹); on a
 manifold each composition's increment W, its sensitivity dW, the steps' start
-sensitivities Y0 and the integrate-Jacobian blocks J. A flat record of arrays, so that
-numba's parallel loops take it whole (:func:`_halves_in_parallel`)."""
+sensitivities Y0 and the integrate-Jacobian blocks J. A flat record of arrays."""
 
 RobotWork = namedtuple("RobotWork", ["data", "tau", "first", "second", "so"])
 """Workspace of :func:`robot_dynamics` and :func:`robot_dynamics_hessian`: the algorithms'
@@ -473,16 +471,14 @@ IntervalWork = namedtuple("IntervalWork", [
     "lie",  # their curvature's workspace (dynamics.lie.LieScratch)
     "terms", "gW", "gY",  # adjoints of interval_hessian() (StageTermWork: with its stage terms' scratch)
     "ode",  # the dynamics' own workspace (RobotWork)
-    "ode2", "lie2",  # a second RobotWork and LieScratch, for the second half of stage_terms()
     "no_Y", "no_H", "no_stages",  # empty stand-ins for what interval() of order 0 neither reads nor writes
 ])
 """Workspace of :func:`interval` (sized for one ``order``) and :func:`interval_hessian`."""
 
 StageTermWork = namedtuple("StageTermWork", ["w", "ybar", "lam", "sums", "second"])
-"""What both halves of :func:`stage_terms` share: the adjoints w_s (s, ndx), ȳ_s (s, ndx) and
-λ⁺ (ndx,) of :func:`interval_hessian`, each half's W, P and sum Hh (3, 2, nz, nz) and each
-half's second-order blocks of the dynamics (2, 5, nv, nv) (the ``second`` of ``ode`` and
-``ode2``). A flat record of arrays, which numba's parallel loops take whole."""
+"""What :func:`stage_terms` reads and uses as scratch: the adjoints w_s (s, ndx), ȳ_s (s, ndx)
+and λ⁺ (ndx,) of :func:`interval_hessian`, its W and P (2, nz, nz) and the second-order
+blocks of the dynamics (5, nv, nv) (the ``second`` of the :data:`RobotWork`)."""
 
 
 @njit(cache=True)
@@ -501,14 +497,13 @@ def interval_work(dyn, nx, nu, order):
     stage = (np.empty((s, ndx)), np.empty(ndx), np.empty(nx), np.empty(y1), np.empty(y2), np.empty(k1), np.empty(k2),
              np.empty(y1), np.empty(y2), np.empty((nz, nz)))
     nv = tangent_size(lie_structure(ode)[0])
-    terms = StageTermWork(np.empty((s, ndx)), np.empty((s, ndx)), np.empty(ndx), np.empty((3, 2, nz, nz)),
-                          np.empty((2, 5, nv, nv)))
+    terms = StageTermWork(np.empty((s, ndx)), np.empty((s, ndx)), np.empty(ndx), np.empty((2, nz, nz)),
+                          np.empty((5, nv, nv)))
     composition = (np.empty(nw), np.empty(nx), np.empty(w1), np.empty(w1), np.empty(w2), np.empty(w2),
                    np.empty((2, nw // 2, 6)), np.empty((2, nw // 2, nw // 2)), np.empty(GROUP_SCRATCH), np.empty(6),
                    lie_scratch(lie, nz))
     adjoint = (terms, np.empty((s + 1, ndx)), np.empty((s + 1, ndx)))
-    rest = (robot_work(ode, terms.second[0]), robot_work(ode, terms.second[1]), lie_scratch(lie, nz),
-            np.empty((0, 0)), np.empty((0, 0, 0)), no_stages(ode))
+    rest = (robot_work(ode, terms.second), np.empty((0, 0)), np.empty((0, 0, 0)), no_stages(ode))
     return IntervalWork(*stage, *composition, *adjoint, *rest)
 
 
@@ -694,7 +689,7 @@ def _composition_curvature(lie, Wq, dW, Y0, J, mu, Hz, scratch):
 
 
 @allocation_free
-def interval_hessian(dyn, u, stages, offset, lam, Hz, work, split):
+def interval_hessian(dyn, u, stages, offset, lam, Hz, work):
     """Hz (nz, nz) = ∇²_z (λᵀF(x, u)) of the interval of the :data:`IntervalDynamics` ``dyn``
     recorded in rows offset … offset + m·s − 1 of ``stages`` (see :func:`interval`).
 
@@ -712,8 +707,7 @@ def interval_hessian(dyn, u, stages, offset, lam, Hz, work, split):
     its adjoint μ on as J_vᵀμ to W and J_qᵀμ to y (:func:`_split_adjoint`), and adds its
     own curvature μᵀ∇²ψ congruent with the sensitivities of (y, W)
     (:func:`_composition_curvature`), given μ also independent of the rest:
-    :func:`stage_terms` sums both kinds of terms in two halves, on two threads when
-    ``split`` (same sums either way). ``work``: :func:`interval_work`.
+    :func:`stage_terms` adds both kinds of terms. ``work``: :func:`interval_work`.
     """
     ode, a, b, m = dyn.ode, dyn.a, dyn.b, dyn.substeps
     lie = lie_structure(ode)[1]
@@ -754,7 +748,7 @@ def interval_hessian(dyn, u, stages, offset, lam, Hz, work, split):
             else:
                 copy_into(gW[st], ybar[st])
                 copy_into(gY[st], ybar[st])
-        stage_terms(ode, u, stages, (first, offset), Hz, work, split)
+        stage_terms(ode, u, stages, (first, offset), Hz, work)
         copy_into(lam_y, gY[s])
         for st in range(s):
             for i in range(ndx):
@@ -763,93 +757,36 @@ def interval_hessian(dyn, u, stages, offset, lam, Hz, work, split):
 
 
 @allocation_free
-def _stage_half(ode, h, u, stages, rows, terms, so, lsc):
-    """Hh (nz, nz) = Σ G_sᵀ (w_sᵀ f_zz(y_s, u)) G_s over the stages s = h, h + 2, … of the
-    step whose first record row is ``rows[0]``; G = identity for the interval's first stage
-    (row ``rows[1]``). On a manifold it adds the curvature of the step's compositions
-    y ⊕ W_t for t = h, h + 2, … ≤ s (adjoint ȳ_t; t = s is y⁺, adjoint λ⁺; t = 0 has none),
-    from their records in ``stages``. ``terms``: the :data:`StageTermWork` (Hh is
-    ``terms.sums[2, h]``, of which only the upper triangle is meaningful:
-    :func:`_congruence_add`); ``so`` and ``lsc`` (LieScratch) this half's scratch."""
+def stage_terms(ode, u, stages, rows, Hz, work):
+    """Hz += Σ_s G_sᵀ (w_sᵀ f_zz(y_s, u)) G_s over the s stages of the step whose first record
+    row is ``rows[0]`` (G = identity for the interval's first stage, row ``rows[1]``), given
+    the adjoints of :func:`interval_hessian` (in ``work.terms``); on a manifold also the
+    curvature of the step's compositions y ⊕ W_t for t = 1 … s (adjoint ȳ_t; t = s is y⁺,
+    adjoint λ⁺), from their records in ``stages``. Only the upper triangle of what is
+    added is meaningful (:func:`_congruence_add`)."""
     first, offset = rows
-    W, P, Hh = terms.sums[0, h], terms.sums[1, h], terms.sums[2, h]
+    terms = work.terms
+    W, P = terms.sums[0], terms.sums[1]
     ws, ybar = terms.w, terms.ybar
-    Hh[:] = 0.0
     ndx, s = stages.Fz.shape[1], ws.shape[0]
-    for st in range(h, s, 2):
+    for st in range(s):
         idx = first + st
         # W = w_sᵀ f_zz(y_s, u): contracted FDSVA-SO
         robot_dynamics_hessian(ode, stages.y[idx], u, stages.f[idx], stages.Fz[idx], stages, idx, ws[st], W,
-                               terms.second[h], so)
+                               terms.second, work.ode.so)
         if idx == offset:  # G_0 = identity
-            _axpy(1.0, W, Hh)
-        else:  # Hh += G_sᵀ W G_s
-            _congruence_add(W, stages.G[idx], ndx, P, Hh)
+            _axpy(1.0, W, Hz)
+        else:  # Hz += G_sᵀ W G_s
+            _congruence_add(W, stages.G[idx], ndx, P, Hz)
     lie = lie_structure(ode)[1]
     if lie.shape[0] == 0:
         return
     sub = first // s  # the step's row of the composition records
     c0 = sub * (s + 1)
-    for st in range(h, s + 1, 2):
-        if st == s:  # y⁺
-            _composition_curvature(lie, stages.W[c0 + s], stages.dW[c0 + s], stages.Y0[sub], stages.J[c0 + s],
-                                   terms.lam, Hh, lsc)
-        elif st > 0:
-            _composition_curvature(lie, stages.W[c0 + st], stages.dW[c0 + st], stages.Y0[sub], stages.J[c0 + st],
-                                   ybar[st], Hh, lsc)
-
-
-@njit(cache=True, parallel=True, _nrt=True)
-def _halves_in_parallel(model, actuated, lie, u, stages, rows, terms, so_a, lie_a, so_b, lie_b):
-    """:func:`_stage_half` of both halves on two threads. numba's parallel loops take only
-    arrays, scalars and flat tuples of them: the :data:`RobotODE` travels as its parts
-    (``model``, ``actuated``, ``lie``) and is put together again in each thread, and each
-    half's scratch (``so``, Lie scratch) comes apart."""
-    for h in prange(2):
-        ode = RobotODE(model, actuated, lie)
-        if h == 0:
-            _stage_half(ode, 0, u, stages, rows, terms, so_a, lie_a)
-        else:
-            _stage_half(ode, 1, u, stages, rows, terms, so_b, lie_b)
-
-
-def _halves_on_two_threads(ode, u, stages, rows, work):
-    """:func:`_halves_in_parallel` on the parts of ``ode`` and of the workspace (a
-    :data:`RobotODE`); for any other record both halves one after the other."""
-
-
-@overload(_halves_on_two_threads, inline="always")
-def _halves_on_two_threads_impl(ode, u, stages, rows, work):
-    if _is(ode, RobotODE):
-        def impl(ode, u, stages, rows, work):
-            _halves_in_parallel(ode.model, ode.actuated, ode.lie, u, stages, rows, work.terms, work.ode.so, work.lie,
-                                work.ode2.so, work.lie2)
-        return impl
-
-    def in_turn(ode, u, stages, rows, work):
-        _stage_half(ode, 0, u, stages, rows, work.terms, work.ode.so, work.lie)
-        _stage_half(ode, 1, u, stages, rows, work.terms, work.ode2.so, work.lie2)
-    return in_turn
-
-
-@allocation_free(inline="always")
-def stage_terms(ode, u, stages, rows, Hz, work, split):
-    """Hz += Σ_s G_sᵀ (w_sᵀ f_zz(y_s, u)) G_s over the s stages of the step whose first record
-    row is ``rows[0]`` (the interval's first: ``rows[1]``), and on a manifold the curvature
-    of its compositions, given the adjoints of :func:`interval_hessian` (in ``work.terms``).
-
-    The terms are summed in two halves (even and odd s), each into its own matrix, which
-    are then added to Hz in a fixed order: with ``split`` (a robot's records) the halves
-    run on two threads, otherwise one after the other, and the result is the same bit for
-    bit.
-    """
-    if split:
-        _halves_on_two_threads(ode, u, stages, rows, work)
-    else:
-        _stage_half(ode, 0, u, stages, rows, work.terms, work.ode.so, work.lie)
-        _stage_half(ode, 1, u, stages, rows, work.terms, work.ode2.so, work.lie2)
-    _axpy(1.0, work.terms.sums[2, 0], Hz)
-    _axpy(1.0, work.terms.sums[2, 1], Hz)
+    for st in range(1, s + 1):
+        mu = terms.lam if st == s else ybar[st]  # y⁺'s adjoint is λ⁺
+        _composition_curvature(lie, stages.W[c0 + st], stages.dW[c0 + st], stages.Y0[sub], stages.J[c0 + st], mu,
+                               Hz, work.lie)
 
 
 @njit(cache=True, inline="always")
@@ -898,8 +835,8 @@ def _congruence_add(W, Y, ndx, P, Hz):
     _add_Gt_times(Y, P, ndx, Hz)
 
 
-# Whole trajectories: each batched evaluation runs its knots in chunks on parallel threads
-# (dynamics.parallel.run_chunks; the chunk kernels release the GIL). Every knot is computed
+# Whole trajectories: each batched evaluation runs its knots in chunks claimed by the threads
+# of dynamics.parallel.run_chunks (the chunk kernels release the GIL). Every knot is computed
 # by the same code whichever thread runs it: results do not depend on the thread count.
 # The states must be valid configurations (the callers check them).
 
@@ -912,10 +849,15 @@ def step_batch(dyn, xs, us) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def _step_chunk(dyn, xs, us, out, k0, k1):
+def _step_chunk(dyn, xs, us, out, claims):
+    k0, k1 = first_chunk(claims)
+    if k0 == k1:
+        return
     work = interval_work(dyn, xs.shape[1], us.shape[1], 0)
-    for kk in range(k0, k1):
-        interval(dyn, kk, xs[kk], us[kk], 0, out[kk], work.no_Y, work.no_H, work.no_stages, 0, work)
+    while k0 < k1:
+        for kk in range(k0, k1):
+            interval(dyn, kk, xs[kk], us[kk], 0, out[kk], work.no_Y, work.no_H, work.no_stages, 0, work)
+        k0, k1 = next_chunk(claims)
 
 
 def step_derivatives_batch(dyn, xs, us, order, y, Fz) -> tuple[np.ndarray, ...]:
@@ -933,11 +875,16 @@ def step_derivatives_batch(dyn, xs, us, order, y, Fz) -> tuple[np.ndarray, ...]:
 
 
 @njit(cache=True, nogil=True)
-def _step_derivatives_chunk(dyn, xs, us, order, y, Fz, Fzz, k0, k1):
+def _step_derivatives_chunk(dyn, xs, us, order, y, Fz, Fzz, claims):
+    k0, k1 = first_chunk(claims)
+    if k0 == k1:
+        return
     work = interval_work(dyn, xs.shape[1], us.shape[1], order)
-    for kk in range(k0, k1):
-        H = Fzz[kk] if order >= 2 else work.no_H
-        interval(dyn, kk, xs[kk], us[kk], order, y[kk], Fz[kk], H, work.no_stages, 0, work)
+    while k0 < k1:
+        for kk in range(k0, k1):
+            H = Fzz[kk] if order >= 2 else work.no_H
+            interval(dyn, kk, xs[kk], us[kk], order, y[kk], Fz[kk], H, work.no_stages, 0, work)
+        k0, k1 = next_chunk(claims)
 
 
 def step_stages_batch(dyn, xs, us, stages, y, Fz) -> tuple[np.ndarray, np.ndarray]:
@@ -953,11 +900,16 @@ def step_stages_batch(dyn, xs, us, stages, y, Fz) -> tuple[np.ndarray, np.ndarra
 
 
 @njit(cache=True, nogil=True)
-def _step_stages_chunk(dyn, xs, us, stages, y, Fz, k0, k1):
+def _step_stages_chunk(dyn, xs, us, stages, y, Fz, claims):
+    k0, k1 = first_chunk(claims)
+    if k0 == k1:
+        return
     ms = dyn.substeps * dyn.b.shape[0]
     work = interval_work(dyn, xs.shape[1], us.shape[1], 1)
-    for kk in range(k0, k1):
-        interval(dyn, kk, xs[kk], us[kk], 1, y[kk], Fz[kk], work.no_H, stages, kk * ms, work)
+    while k0 < k1:
+        for kk in range(k0, k1):
+            interval(dyn, kk, xs[kk], us[kk], 1, y[kk], Fz[kk], work.no_H, stages, kk * ms, work)
+        k0, k1 = next_chunk(claims)
 
 
 def interval_hessians_batch(dyn, us, stages, lams) -> np.ndarray:
@@ -970,8 +922,13 @@ def interval_hessians_batch(dyn, us, stages, lams) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def _interval_hessians_chunk(dyn, us, stages, lams, Hz, k0, k1):
+def _interval_hessians_chunk(dyn, us, stages, lams, Hz, claims):
+    k0, k1 = first_chunk(claims)
+    if k0 == k1:
+        return
     ms = dyn.substeps * dyn.b.shape[0]
     work = interval_work(dyn, stages.y.shape[1], us.shape[1], 1)
-    for kk in range(k0, k1):
-        interval_hessian(dyn, us[kk], stages, kk * ms, lams[kk], Hz[kk], work, False)
+    while k0 < k1:
+        for kk in range(k0, k1):
+            interval_hessian(dyn, us[kk], stages, kk * ms, lams[kk], Hz[kk], work)
+        k0, k1 = next_chunk(claims)

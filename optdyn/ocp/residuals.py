@@ -47,12 +47,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from dynamics._checks import check_frame
-from dynamics.batch import point_kinematics_batch_kernel, point_positions_batch_kernel
+from dynamics.batch import point_kinematics_knots
 from dynamics.joints import lie_jacobian_batch, neutral
 from dynamics.kinematics import frame_motion_batch_kernel
 from dynamics.lie import lie_blocks, log_curvatures
 from dynamics.model import FREE_FLYER, IDX_Q, IDX_V, JTYPE, NQ, NV, PARENT, SPHERICAL, SUBTREE_END, Model
-from dynamics.parallel import chunk_count
 
 from .costs import PointSet
 from .state import check_state, state_difference_batch
@@ -400,8 +399,7 @@ class _PointsResidual(Residual):
     def _kinematics(self, xs, derivatives: bool = True):
         """(p, J, H) of the points at xs (positions only, p, without ``derivatives``)."""
         qs = np.ascontiguousarray(xs[:, : self.model.nq])
-        kernel = point_kinematics_batch_kernel if derivatives else point_positions_batch_kernel
-        return kernel(self.model.arrays, qs, self.bodies, self.local, chunk_count(qs.shape[0]))
+        return point_kinematics_knots(self.model.arrays, qs, self.bodies, self.local, derivatives)
 
     def _residual(self, p):
         """Σ_i w_i p_i − target (K, 3) of the points' positions p (K, P, 3)."""

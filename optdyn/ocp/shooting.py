@@ -9,7 +9,7 @@ problem's batch methods
 trajectories and :func:`rollout` (``problem.rollout``):
 
     transition(dyn, k, x, u, y, work)                 y = x⁺ = F_k(x, u); False if it diverged
-    transition_hessian(dyn, k, u, stages, lam, Hz, work, split)
+    transition_hessian(dyn, k, u, stages, lam, Hz, work)
                                                       Hz = ∇²_z(λᵀF_k)(x_k, u_k), z = (δx, u)
     transition_work(dyn, nx, nu, order)               the workspace of both
     state_error(dyn, x0, x1, dx)                      dx = x1 ⊖ x0 (tangent space at x0)
@@ -47,7 +47,7 @@ def _transition(dyn, k, x, u, y, work):
     """:func:`transition` of the record's type."""
 
 
-def _transition_hessian(dyn, k, u, stages, lam, Hz, work, split):
+def _transition_hessian(dyn, k, u, stages, lam, Hz, work):
     """:func:`transition_hessian` of the record's type."""
 
 
@@ -66,14 +66,14 @@ def _transition_impl(dyn, k, x, u, y, work):
 
 
 @overload(_transition_hessian, inline="always")
-def _transition_hessian_impl(dyn, k, u, stages, lam, Hz, work, split):
+def _transition_hessian_impl(dyn, k, u, stages, lam, Hz, work):
     if _is(dyn, PhasedDynamics):
-        def phased(dyn, k, u, stages, lam, Hz, work, split):
-            contact_phases.transition_hessian(dyn, k, u, stages, lam, Hz, work, split)
+        def phased(dyn, k, u, stages, lam, Hz, work):
+            contact_phases.transition_hessian(dyn, k, u, stages, lam, Hz, work)
         return phased
 
-    def free(dyn, k, u, stages, lam, Hz, work, split):
-        interval_hessian(dyn, u, stages, k * dyn.substeps * dyn.b.shape[0], lam, Hz, work, split)
+    def free(dyn, k, u, stages, lam, Hz, work):
+        interval_hessian(dyn, u, stages, k * dyn.substeps * dyn.b.shape[0], lam, Hz, work)
     return free
 
 
@@ -93,11 +93,10 @@ def transition(dyn, k, x, u, y, work):
 
 
 @allocation_free(inline="always")
-def transition_hessian(dyn, k, u, stages, lam, Hz, work, split):
+def transition_hessian(dyn, k, u, stages, lam, Hz, work):
     """Hz (nz, nz) = ∇²_z(λᵀF_k(x_k, u_k)) at knot k of the trajectory recorded in
-    ``stages``, λ = ``lam`` (ndx,) (a second-order adjoint, no tensor formed); ``split``: its
-    stage terms on two threads, the same sums either way."""
-    _transition_hessian(dyn, k, u, stages, lam, Hz, work, split)
+    ``stages``, λ = ``lam`` (ndx,) (a second-order adjoint, no tensor formed)."""
+    _transition_hessian(dyn, k, u, stages, lam, Hz, work)
 
 
 @njit(cache=True)

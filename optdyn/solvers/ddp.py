@@ -19,10 +19,8 @@ where the bracketed second-order dynamics terms are DDP's and are dropped by iLQ
 (``ddp=False``). DDP gets V'_x·F_zz — the Hessian of V'_xᵀF(x, u) — contracted, by a
 second-order adjoint through the integrator stages with contracted FDSVA-SO
 (:func:`optdyn.ocp.integrators.interval_hessian`; the idea of Nganga & Wensing, RA-L 2021),
-at about the cost of one more first-order sweep; the sweep is serial over knots, so with
-more than one thread each knot's stage terms are summed in two halves on two threads
-(:func:`optdyn.ocp.integrators.stage_terms`, same result bit for bit). ``second_order="tensor"``
-contracts the full tensors instead, to validate it. Levenberg–Marquardt regularisation acts on V'_xx (Tassa 2012
+at about the cost of one more first-order sweep (serial over knots, on the calling thread).
+``second_order="tensor"`` contracts the full tensors instead, to validate it. Levenberg–Marquardt regularisation acts on V'_xx (Tassa 2012
 eq. 10): Q̃_uu = Q_uu + μ BᵀB, Q̃_ux = Q_ux + μ BᵀA, with the adaptive schedule of
 Sec. II-F. The control step comes from the box-constrained QP
 
@@ -100,7 +98,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dynamics._compile import allocation_free, njit
-from dynamics.parallel import get_num_threads
 from dynamics.spatial import copy_into, symmetrize
 
 from ..ocp.problem import Problem
@@ -134,11 +131,10 @@ Step = namedtuple("Step", ["k", "K", "dV1", "dV2", "gaps"])
 change ΔV(α) = α·dV1 + α²·dV2 along the step and the multiple-shooting gaps (N, ndx) it
 closes ((0, ndx) for a rollout)."""
 
-SecondOrder = namedtuple("SecondOrder", ["mode", "Fzz", "dynamics", "stages", "split"])
+SecondOrder = namedtuple("SecondOrder", ["mode", "Fzz", "dynamics", "stages"])
 """Where the backward pass gets V'_x·F_zz: ``mode`` (:data:`SECOND_ORDER`); mode 1 from the
-problem's interval ``dynamics`` and the ``stages`` it recorded along the trajectory
-(``split``: each knot's stage terms on two threads, the same sums); mode 2 from the full
-tensors ``Fzz`` (N, ndx, nz, nz)."""
+problem's interval ``dynamics`` and the ``stages`` it recorded along the trajectory; mode 2
+from the full tensors ``Fzz`` (N, ndx, nz, nz)."""
 
 
 @allocation_free
@@ -169,7 +165,7 @@ def dynamics_hessian(second, t, us, Vx, Hz, work):
     :func:`~optdyn.ocp.shooting.transition_work`), mode 2 by contracting the full tensors.
     """
     if second.mode == 1:
-        transition_hessian(second.dynamics, t, us[t], second.stages, Vx, Hz, work, second.split)
+        transition_hessian(second.dynamics, t, us[t], second.stages, Vx, Hz, work)
         return
     Fzz = second.Fzz
     Hz[:] = 0.0
@@ -705,8 +701,7 @@ def linearize(problem: Problem, xs: np.ndarray, us: np.ndarray, mode: int, stage
 
     Mode 1 (contracted) records the interval stages (into ``stages`` from the previous call
     when given), mode 2 forms the full tensors Fzz (N, ndx, nz, nz); what a mode does not use
-    is empty (the records ``stages`` when given, unused). ``split`` is left False
-    (:func:`iterate` sets it). A and B go into ``out`` if given
+    is empty (the records ``stages`` when given, unused). A and B go into ``out`` if given
     (:meth:`optdyn.Problem.linearization_arrays`).
     """
     Fzz = np.empty((problem.N, 0, 0, 0))
@@ -717,7 +712,7 @@ def linearize(problem: Problem, xs: np.ndarray, us: np.ndarray, mode: int, stage
         Fzz = np.concatenate([np.concatenate([Fxx, Fxu], 3), np.concatenate([Fxu.transpose(0, 1, 3, 2), Fuu], 3)], 2)
     else:
         A, B = problem.step_derivatives(xs[:-1], us, out=out)
-    return A, B, SecondOrder(mode, Fzz, problem.dynamics, problem.no_stages if stages is None else stages, False)
+    return A, B, SecondOrder(mode, Fzz, problem.dynamics, problem.no_stages if stages is None else stages)
 
 
 def safe_rollout(problem: Problem, us: np.ndarray, workspace: Workspace) -> tuple[np.ndarray, bool]:
@@ -822,11 +817,10 @@ def iterate(problem: Problem, objective: Objective, us: np.ndarray, o: Options, 
         return Outcome(xs.copy(), us.copy(), K.copy(), J, converged, status, message, steps, gnorm, mu)
 
     moved = True
-    split = get_num_threads() > 1  # each knot's stage Hessians in two halves on two threads
     while True:
         if moved:  # after a rejected step the trajectory, hence its expansion, is unchanged
             A, B, second = linearize(problem, xs, us, mode, ws.stages, ws.linearization)
-            second, ws.stages = second._replace(split=split), second.stages
+            ws.stages = second.stages
             lq = Expansion(A, B, *objective.running(xs[:-1], us, ws.expansion(0))[1:])
             terminal = Value(*objective.terminal(xs[-1])[1:])
             gnorm = projected_gradient(lq, terminal.Vx, us, lower, upper)

@@ -68,7 +68,7 @@ import numpy as np
 
 from dynamics._compile import njit
 from dynamics.spatial import matmul_add
-from dynamics.parallel import run_chunks
+from dynamics.parallel import claims_for, first_chunk, next_chunk, run_chunks
 
 from ..ocp.problem import Problem
 from .result import Result, multiplier_arrays
@@ -370,7 +370,7 @@ class MultipleShootingNLP:
         WN = (obj_factor * lNxx + (nu_h @ hxx.reshape(self.nh, ndx * ndx)).reshape(ndx, ndx))[None]
         _lagrangian_blocks(1.0, CostTerms(gN, WN, *self._no_control), self._no_defect,
                            PathTerms(mu[-1:], cx[-1:], cxx[-1:]), 0, ChartTerms(chart.dofs, chart.lie, E[N:], xis[N:]),
-                           defects, False, self._tril_x, values[N * ntril:].reshape(1, -1), 0, 1)
+                           defects, False, self._tril_x, values[N * ntril:].reshape(1, -1), claims_for(1))
         terms = (("the defects' multipliers", lam, 0), ("the path constraints' multipliers", mu, 1),
                  ("the stage constraints' multipliers", kappa, 0),
                  ("the terminal constraints' multipliers", nu_h[None], N), ("ℓ_xx", lxx, 0), ("ℓ_ux", lux, 0),
@@ -439,10 +439,10 @@ ChartWork = namedtuple("ChartWork", ["d", "g", "P", "Fz", "T", "C", "lie"])
 
 
 @njit(cache=True, nogil=True)
-def _lagrangian_blocks(sigma, cost, H, path, shift, chart, defects, with_defects, tril, out, k0, k1):
+def _lagrangian_blocks(sigma, cost, H, path, shift, chart, defects, with_defects, tril, out, claims):
     """out[k] ← the lower triangle ``tril`` (rows, cols) of the k-th diagonal block of ∇²L
-    in the NLP's variables (module docstring), for k0 ≤ k < k1 (a chunk of
-    :func:`dynamics.parallel.run_chunks`):
+    in the NLP's variables (module docstring), for the knots k the thread claims
+    (:func:`dynamics.parallel.run_chunks`; ``claims_for(K)`` for all of them here):
 
         W_k = σ ℓ_ww − H_k + Σ_r μ_r c_xx,r
 
@@ -458,19 +458,24 @@ def _lagrangian_blocks(sigma, cost, H, path, shift, chart, defects, with_defects
     ``dofs``, P_k the input chart's curvature (:func:`dynamics.lie.exp_curvature` at ξ_k)
     with the gradient of the Lagrangian w.r.t. δx_k, g_k = σ ℓ_x − μ_Fᵀ A_k + Σ_r μ_r c_x,r;
     ``defects`` (:data:`Defects`) are ignored with ``with_defects`` False (the x_N block)."""
+    k0, k1 = first_chunk(claims)
+    if k0 == k1:
+        return
     dofs, lie = chart.dofs, chart.lie
     ndx, nu, r = cost.lxx.shape[1], cost.luu.shape[1], dofs.shape[0]
     W = np.empty((ndx + nu, ndx + nu))
     work = ChartWork(np.empty(r), np.empty(r), np.empty((r, r)), np.empty((r, ndx + nu)), np.empty((r, ndx + nu)),
                      np.empty((ndx + nu, r)), lie_scratch(lie, 0))
-    for k in range(k0, k1):
-        _cost_block(k, sigma, cost, H, path, k - shift, W)
-        if r > 0:
-            if with_defects:
-                _output_chart(k, defects, dofs, lie, W, work)
-            _chart_gradient(k, sigma, cost.lx, path, k - shift, defects, with_defects, dofs, work.g)
-            _input_chart(chart.E[k], chart.xis[k], dofs, lie, W, work)
-        _write_tril(W, tril, out[k])
+    while k0 < k1:
+        for k in range(k0, k1):
+            _cost_block(k, sigma, cost, H, path, k - shift, W)
+            if r > 0:
+                if with_defects:
+                    _output_chart(k, defects, dofs, lie, W, work)
+                _chart_gradient(k, sigma, cost.lx, path, k - shift, defects, with_defects, dofs, work.g)
+                _input_chart(chart.E[k], chart.xis[k], dofs, lie, W, work)
+            _write_tril(W, tril, out[k])
+        k0, k1 = next_chunk(claims)
 
 
 @njit(cache=True, inline="always")
