@@ -8,8 +8,8 @@ knot, a touchdown knot (through the impulse map) and a stance knot; their values
 pyramid's geometry; the wrench cone against a linear program over the sole's corner forces; bad input; a standing problem solved by IPOPT with the friction pyramid
 as a constraint, every force inside it. The work shared through a problem's ContactKnots:
 one compiled pass over the knots for the residuals of the problem and for value and
-evaluate, never another sequence's or other knots'; the row Hessians of a linear φ against
-its per-row Hessians.
+evaluate, never another sequence's or other knots'; the compiled second order against the
+chain rule evaluated knot by knot with the dynamics' public functions.
 """
 from __future__ import annotations
 
@@ -306,9 +306,9 @@ def test_a_problem_makes_its_contact_residuals_share_their_knots():
 
 def test_the_residuals_of_one_sequence_share_their_knots_and_never_stale_ones(monkeypatch):
     """The four feet's pyramids sharing their knots compute the forces and their Jacobians at
-    every knot in one compiled pass, once for the four, and each knot's first-order data for
-    the second order once; they give bit for bit what each gives alone; knots that differ in
-    a state, a control or the window are computed afresh."""
+    every knot in one compiled pass, once for the four, and each frame's second order in one
+    compiled pass over its knots in contact; they give bit for bit what each gives alone;
+    knots that differ in a state, a control or the window are computed afresh."""
     xs, us = _knots(3)
     seq = [FEET[:2], FEET[:2], FEET[:3], FEET]
     cones = _sharing([FrictionConeResidual(MODEL, seq, f.frame, mu=0.6) for f in FEET])
@@ -320,11 +320,11 @@ def test_the_residuals_of_one_sequence_share_their_knots_and_never_stale_ones(mo
         return t.r, t.rx, t.ru, t.hessians(np.ones_like(t.r))[0], c.value(x, u)
 
     passes = _counted(monkeypatch, cr, "knot_forces_batch")
-    derivatives = _counted(monkeypatch, dyn, "contact_dynamics_derivatives")
+    second = _counted(monkeypatch, cr, "knot_force_hessians")
     together = [c.evaluate(xs, us) for c in cones]
-    assert (len(passes), len(derivatives)) == (1, 0)  # every knot at once, for the four frames
+    assert (len(passes), len(second)) == (1, 0)  # every knot at once, for the four frames
     hessians = [t.hessians(np.ones_like(t.r))[0] for t in together]
-    assert len(derivatives) == 4  # the second order's data: every knot once
+    assert len(second) == 4  # one pass over its knots in contact per frame
     for i, t in enumerate(together):
         mine = (t.r, t.rx, t.ru, hessians[i], cones[i].value(xs, us))
         for a, b in zip(mine, alone(i, xs, us)):
@@ -421,31 +421,74 @@ def test_the_relaxed_log_barrier_is_curved_inside_and_finite_outside():
         RelaxedLogBarrier([-np.inf, 0.0], [np.inf, 1.0])
 
 
-@pytest.mark.parametrize("name", ["force", "pyramid", "pyramid_6d", "wrench", "wrench_cone"])
-def test_row_hessians_are_the_per_row_hessians(name):
-    """A linear φ's row Hessians (Terms.row_hessians: each knot's per-row ∇²λ_j combined)
-    are its Hessians with ρ = s_i e_i row by row, through the impulse map and on a 6d
-    contact, to 1e-10 of their largest entry (the rows of the wrench cone cancel); a constraint
-    on it takes them (its row Hessians the same)."""
-    xs, us = _knots(5)
+def _public_second_order(residual, xs, us, rho) -> np.ndarray:
+    """∇²_z(ρ_kᵀ r_k) (K, nz, nz) knot by knot from the dynamics' public functions (the chain
+    rule of the module docstring): the contact dynamics' contracted second order with
+    ρ̂ = φ_fᵀρ congruent with G = blockdiag(P, B), plus μᵀΓ_xx at a touchdown and
+    (S λ_z G)ᵀ Φ (S λ_z G) for a curved φ."""
+    ndx, nz = 2 * NV, 2 * NV + NU
+    out = np.zeros((xs.shape[0], nz, nz))
+    for k, cs in enumerate(SEQUENCE):
+        row = residual._row[k]
+        if row < 0:
+            continue
+        rows = slice(row, row + residual.dim)
+        q, v_minus = xs[k, :NQ], xs[k, NQ:]
+        v, P = v_minus, np.eye(ndx)
+        if residual.impulses[k]:
+            v = dyn.impulse_dynamics(MODEL, q, v_minus, cs)[0]
+            P[NV:] = np.hstack(dyn.impulse_dynamics_derivatives(MODEL, q, v_minus, cs)[:2])
+        tau = np.r_[np.zeros(6), us[k]]
+        F = dyn.contact_dynamics(MODEL, q, v, tau, cs)[1][rows]
+        phi_f = np.broadcast_to(residual._outer(F[None], np.array([k]))[1], (1, residual.size, residual.dim))[0]
+        rho_hat = phi_f.T @ rho[k]
+        w = np.zeros(NV + sum(c.dim for c in cs))
+        w[NV + row: NV + row + residual.dim] = rho_hat
+        Hqq, Hvv, Hqv, Hqt = dyn.contact_dynamics_second_derivatives_contracted(MODEL, q, v, tau, cs, w)
+        H = np.block([[Hqq, Hqv, Hqt[:, 6:]], [Hqv.T, Hvv, np.zeros((NV, NU))],
+                      [Hqt[:, 6:].T, np.zeros((NU, NV + NU))]])
+        G = np.eye(nz)
+        G[:ndx, :ndx] = P
+        H = G.T @ H @ G
+        lam_q, lam_v, lam_tau = dyn.contact_dynamics_derivatives(MODEL, q, v, tau, cs)[3:]
+        if residual.impulses[k]:
+            mu = np.r_[lam_v[rows].T @ rho_hat, np.zeros(w.size - NV)]
+            Gqq, _, Gqv = dyn.impulse_dynamics_second_derivatives_contracted(MODEL, q, v_minus, cs, mu)
+            H[:NV, :NV] += Gqq
+            H[:NV, NV:ndx] += Gqv
+            H[NV:ndx, :NV] += Gqv.T
+        C = residual._outer_curvature(F[None], rho[k][None])
+        if C is not None:
+            SlG = np.hstack([np.hstack([lam_q[rows], lam_v[rows]]) @ P, lam_tau[rows][:, 6:]])
+            H += SlG.T @ C[0] @ SlG
+        out[k] = H
+    return out
+
+
+@pytest.mark.parametrize("name", list(RESIDUALS))
+def test_the_compiled_second_order_equals_the_public_functions_knot_by_knot(name):
+    """The Hessians of ρᵀr from the compiled pass over the knots in contact equal, to
+    round-off, the chain rule evaluated knot by knot with the dynamics' public functions (the
+    contact dynamics' and impulse dynamics' contracted second orders), at a flight knot, two
+    touchdowns (one onto a 6d contact) and a stance knot; on 1 and 2 threads bit for bit."""
+    xs, us = _knots(11)
     residual = RESIDUALS[name]()
+    rho = np.random.default_rng(12).normal(size=(len(SEQUENCE), residual.size))
     t = residual.evaluate(xs, us)
-    rng = np.random.default_rng(7)
-    rows = rng.permutation(residual.size)[: max(2, residual.size - 2)]
-    signs = rng.choice([-1.0, 1.0], size=rows.size)
-    got = t.row_hessians(rows, signs)
-    for i, (row, s) in enumerate(zip(rows, signs)):
-        rho = np.zeros_like(t.r)
-        rho[:, row] = s
-        for a, b in zip(got, t.hessians(rho)):
-            np.testing.assert_allclose(a[:, i], b, rtol=0, atol=1e-10 * np.abs(b).max())
-    czz = ResidualConstraint(residual, upper=0.0).evaluate_knots(xs, us)[2]  # rows upper − r_i
-    for row in range(residual.size):
-        rho = np.zeros_like(t.r)
-        rho[:, row] = -1.0
-        Hxx, Hux, Huu = t.hessians(rho)
-        want = np.concatenate([np.concatenate([Hxx, Hux.transpose(0, 2, 1)], 2), np.concatenate([Hux, Huu], 2)], 1)
-        np.testing.assert_allclose(czz[:, row], want, rtol=0, atol=1e-10 * np.abs(want).max())
+    n = dyn.get_num_threads()
+    try:
+        dyn.set_num_threads(1)
+        one = t.hessians(rho)
+        dyn.set_num_threads(min(2, dyn.parallel.max_threads()))
+        for a, b in zip(one, t.hessians(rho)):
+            np.testing.assert_array_equal(a, b)
+    finally:
+        dyn.set_num_threads(n)
+    Hxx, Hux, Huu = one
+    got = np.concatenate([np.concatenate([Hxx, Hux.transpose(0, 2, 1)], 2), np.concatenate([Hux, Huu], 2)], 1)
+    want = _public_second_order(residual, xs, us, rho)
+    assert np.abs(want).max() > 0
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-11 * np.abs(want).max())
 
 
 @pytest.mark.parametrize("name", list(RESIDUALS))
@@ -478,18 +521,3 @@ def test_contracted_row_hessians_equal_the_weighted_sum_of_the_rows(name, monkey
     np.testing.assert_allclose(hessian(w), want, rtol=0, atol=1e-10 * np.abs(want).max())
     with pytest.raises(ValueError, match=r"^weights: expected shape \(4, "):
         hessian(w[:, 1:])
-
-
-def test_the_row_hessians_of_one_sequence_make_each_basis_once(monkeypatch):
-    """The four feet's pyramids as constraints, sharing their knots, make each knot's
-    ∇²λ_j once per row j of its λ (33 rows at the knots in contact), not once per
-    constraint row; the smooth cone (φ not linear) has no row Hessians of its own."""
-    xs, us = _knots(6)
-    seq = [FEET[:2], FEET[:2], FEET[:3], FEET]
-    cones = [ResidualConstraint(r, upper=0.0) for r in _sharing([FrictionConeResidual(MODEL, seq, f.frame)
-                                                                 for f in FEET])]
-    second = _counted(monkeypatch, dyn, "contact_dynamics_second_derivatives_contracted")
-    for c in cones:
-        c.evaluate_knots(xs, us)
-    assert len(second) == 6 + 6 + 9 + 12
-    assert SmoothFrictionConeResidual(MODEL, seq, "foot0").evaluate(xs, us).row_hessians is None

@@ -305,9 +305,7 @@ def _z_hessians(hessians: Hessians, n: int, nu: int, own: bool) -> np.ndarray:
 def _row_hessians(t: Terms, size: int, rows: np.ndarray, signs: np.ndarray) -> Hessians:
     """(H_xx (K, m, ndx, ndx), H_ux (K, m, nu, ndx), H_uu (K, m, nu, nu)) of s_i r_i for the m
     ``rows`` with ``signs`` of a residual of ``size`` entries evaluated into ``t``: its
-    ``row_hessians`` if it has them, else its contracted Hessians with ρ = s_i e_i, row by row."""
-    if t.row_hessians is not None:
-        return t.row_hessians(rows, signs)
+    contracted Hessians with ρ = s_i e_i, row by row."""
     K = t.r.shape[0]
     per_row = []
     for row, s in zip(rows, signs):

@@ -62,6 +62,7 @@ from dynamics._compile import njit
 from dynamics.contact import Contact, contact_rows, pack_contacts
 from dynamics.contact_dynamics import OK, contact_dynamics_passes
 from dynamics.contact_dynamics_derivatives import contact_dynamics_derivative_passes
+from dynamics.contact_dynamics_second_derivatives_contracted import contact_so_contracted_passes
 from dynamics.contact_workspace import new_contact_work
 from dynamics.impulse_dynamics import impulse_dynamics_passes
 from dynamics.impulse_dynamics_derivatives import impulse_dynamics_derivative_passes
@@ -455,6 +456,7 @@ def knot_forces_batch(dyn, xs, us, order, lam, lam_z) -> None:
     λ_τ B (the constrained derivatives of Carpentier & Mansard, RSS 2018; module docstring).
     ``dyn`` a :data:`PhasedDynamics` (only its robot, contacts, rows and impulses are read).
     Rows past nc_k are left as they are. ValueError for dependent contacts."""
+    xs, us = np.ascontiguousarray(xs), np.ascontiguousarray(us)
     run_chunks(_knot_forces_chunk, xs.shape[0], dyn, xs, us, order, lam, lam_z)
 
 
@@ -510,6 +512,66 @@ def _knot_forces(dyn, k, x, u, order, lam, lam_z, P, d):
                 lam_z[k, i, j] = Z[n + i, j]
         for c in range(act.shape[0]):
             lam_z[k, i, ndx + c] = Z[n + i, 2 * n + act[c]]
+
+
+def knot_force_hessians(dyn, xs, us, knots, rows, W) -> np.ndarray:
+    """(S, nz, nz), nz = ndx + nu: H_s = ∇²_z(W_sᵀ λ_k[rows_s : rows_s + d]) at the knots
+    k = ``knots[s]`` (S,) of the trajectory (xs, us) (K, ·), z = (δx, u): the contact forces'
+    second order contracted with the weights W (S, d) on d consecutive rows of λ_k from row
+    ``rows[s]`` — a frame's force — through the impulse map where interval k starts with one
+    (:mod:`optdyn.ocp.contact_residuals`). ``dyn`` a :data:`PhasedDynamics` (its robot,
+    contacts and impulses are read). ValueError for dependent contacts."""
+    xs, us, W = np.ascontiguousarray(xs), np.ascontiguousarray(us), np.ascontiguousarray(W)
+    nz = tangent_dim(dyn.ode, xs.shape[1]) + us.shape[1]
+    H = np.empty((knots.shape[0], nz, nz))
+    run_chunks(_knot_force_hessians_chunk, knots.shape[0], dyn, xs, us, knots, rows, W, H)
+    return H
+
+
+@njit(cache=True, nogil=True, _nrt=True)
+def _knot_force_hessians_chunk(dyn, xs, us, knots, rows, W, H, claims):
+    k0, k1 = first_chunk(claims)
+    if k0 == k1:
+        return
+    topology = dyn.ode.model.topology
+    ndx = tangent_dim(dyn.ode, xs.shape[1])
+    P, d, sow = np.empty((ndx, ndx)), new_data(topology), new_so_work(topology)
+    while k0 < k1:
+        for s in range(k0, k1):
+            k = knots[s]
+            _knot_force_hessian(dyn, k, xs[k], us[k], rows[s], W[s], H[s], P, d, sow)
+        k0, k1 = next_chunk(claims)
+
+
+@njit(cache=True, _nrt=True)
+def _knot_force_hessian(dyn, k, x, u, row, w, H, P, d, sow):
+    """H (nz, nz) = ∇²_z(wᵀ λ_k[row : row + w.size]) at knot k (:func:`knot_force_hessians`):
+    the contracted second order of the contact dynamics in z̃ = (δq, δṽ, u) at (Γ_k(x), B u),
+    with weights [0; w] on [q̈; λ] (λ is affine in τ: its (v, τ) and (τ, τ) blocks vanish),
+    then through the impulse map (:func:`_chain_hessian`, with the forces' Jacobian λ_x̃ in
+    place of the interval's). P (ndx, ndx), the Data d and the second-order scratch sow are
+    scratch."""
+    m, act = dyn.ode.model, dyn.ode.actuated
+    ndx = P.shape[0]
+    n, nq = ndx // 2, x.shape[0] - ndx // 2
+    phase = knot_dynamics(dyn, k).ode
+    xt, jump = _start(dyn, k, x, 1, P)
+    cw = new_contact_work(m.topology, phase.ci, 2, False)
+    weights = np.zeros(n + contact_rows(phase.ci))
+    weights[n + row: n + row + w.shape[0]] = w
+    if contact_so_contracted_passes(m, d, cw, sow, xt[:nq], xt[nq:], actuated_torques(act, u, n), cw.no_force,
+                                    phase.ci, phase.cf, phase.damping, weights) != OK:
+        raise ValueError(DEPENDENT)
+    Hqq, Hvv, Hqv, Hqt = cw.out[0], cw.out[1], cw.out[2], cw.out[3]
+    H[:] = 0.0
+    for i in range(n):
+        for j in range(n):
+            H[i, j], H[n + i, n + j] = Hqq[i, j], Hvv[i, j]
+            H[i, n + j] = H[n + j, i] = Hqv[i, j]
+        for c in range(act.shape[0]):
+            H[i, ndx + c] = H[ndx + c, i] = Hqt[i, act[c]]
+    if jump:
+        _chain_hessian(phase, x, P, cw.Z[n + row: n + row + w.shape[0], :ndx], w, H)
 
 
 # ---- from Python: the controls holding a pose, the forces at the knots ----------------------------

@@ -46,52 +46,39 @@ or a stage constraint of a problem with that same sequence (and actuation), whic
 from one compiled pass over the knots
 (:func:`~optdyn.ocp.contact_phases.knot_forces_batch`), φ and its chain rule are applied
 to all the knots in contact at once; the second order, which the constraint form and exact
-Hessians ask for (not the Gauss–Newton model of a barrier cost), is computed knot by knot
-with the dynamics' public functions. A problem gives all its contact-force residuals (one
-per foot) one :class:`ContactKnots` (``shared``), so that each knot's contact dynamics,
-their derivatives and the impulse map at the same knots are computed once, not once per
-frame, nor once for ``value`` and again for ``evaluate``. For a linear φ a constraint's rows
-(:attr:`~optdyn.ocp.residuals.Terms.row_hessians`) combine the per-row ∇²λ_j of each knot,
-computed once and shared as well.
+Hessians ask for (not the Gauss–Newton model of a barrier cost), from one compiled pass over
+the knots in contact (:func:`~optdyn.ocp.contact_phases.knot_force_hessians`), with the
+weights ρ̂ of every knot at once. Both passes run on the threads of
+:func:`dynamics.parallel.run_chunks`. A problem gives all its contact-force residuals (one
+per foot) one :class:`ContactKnots` (``shared``), so that each knot's contact dynamics and
+their derivatives through the impulse map are computed once, not once per frame, nor once
+for ``value`` and again for ``evaluate``.
 """
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 
-import dynamics as dyn
 from dynamics._checks import check_frame
 from dynamics.contact import Contact
 from dynamics.model import Model
 
-from .contact_phases import PhasedDynamics, at_rows, check_contact_sequence, knot_forces_batch, phased_dynamics
+from .contact_phases import (PhasedDynamics, at_rows, check_contact_sequence, knot_force_hessians, knot_forces_batch,
+                             phased_dynamics)
 from .integrators import METHODS, robot_ode
 from .problem import NO_FORCES, actuated_dofs
 from .residuals import Hessians, Residual, Terms, at_knots, kept_array, references
-
-
-@dataclass
-class _Knot:
-    """What the second order of the residuals of one :class:`ContactKnots` needs at one knot
-    k, made on demand: (q, v⁺, τ, λ_ṽ, P or None) of :meth:`_ContactForceFunction._knot`; the
-    bases ∇²_z λ_j (nz, nz) of :meth:`_ContactForceFunction._row_hessians`, by row j of λ."""
-
-    first: tuple | None = None
-    bases: dict[int, np.ndarray] = field(default_factory=dict)
 
 
 class ContactKnots:
     """The per-knot work of the contact-force residuals of one problem at the knots (xs, us)
     they were last evaluated at: the forces λ of every knot and, once asked for, their
     Jacobians, by one compiled pass over the knots
-    (:func:`~optdyn.ocp.contact_phases.knot_forces_batch`), and what the second order needs at
-    each knot. A problem gives one to all its contact-force residuals (one per foot), so that
-    they compute it once, not once per frame, nor once for ``value`` and again for
-    ``evaluate``. It keeps the last knots only, keyed on the model, the residual's contact
+    (:func:`~optdyn.ocp.contact_phases.knot_forces_batch`). A problem gives one to all its
+    contact-force residuals (one per foot), so that they compute it once, not once per frame,
+    nor once for ``value`` and again for ``evaluate``. It keeps the last knots only, keyed on the model, the residual's contact
     sequence, impulses and actuation, and the bytes of xs and us: residuals of another
     sequence, or a window of the sequence (:meth:`~optdyn.ocp.residuals.Residual.window`: its
     copies share their parent's object), start afresh rather than read knots not theirs. Its
@@ -100,13 +87,13 @@ class ContactKnots:
 
     def __init__(self) -> None:
         self._key, self._model, self._order = None, None, -1
-        self._lam, self._lam_z, self._knots = np.empty((0, 0)), np.empty((0, 0, 0)), defaultdict(_Knot)
+        self._lam, self._lam_z = np.empty((0, 0)), np.empty((0, 0, 0))
 
     def _at(self, residual: _ContactForceFunction, xs: np.ndarray, us: np.ndarray) -> None:
         """Forget the knots held unless they are (xs, us) of ``residual``'s sequence."""
         key = (residual.sequence_key, xs.shape, us.shape, xs.tobytes(), us.tobytes())
         if residual.model is not self._model or key != self._key:
-            self._key, self._model, self._order, self._knots = key, residual.model, -1, defaultdict(_Knot)
+            self._key, self._model, self._order = key, residual.model, -1
 
     def forces(self, residual: _ContactForceFunction, xs: np.ndarray, us: np.ndarray, order: int
                ) -> tuple[np.ndarray, np.ndarray]:
@@ -123,11 +110,6 @@ class ContactKnots:
             knot_forces_batch(residual.dynamics, xs, us, order, self._lam, self._lam_z)
             self._order = order
         return self._lam, self._lam_z
-
-    def knots(self, residual: _ContactForceFunction, xs: np.ndarray, us: np.ndarray) -> defaultdict:
-        """k → :class:`_Knot` at the knots (xs, us) of ``residual``'s sequence."""
-        self._at(residual, xs, us)
-        return self._knots
 
 
 def _sequence_dynamics(model: Model, actuated: np.ndarray, contacts: list) -> PhasedDynamics:
@@ -160,8 +142,6 @@ class _ContactForceFunction(Residual):
     :meth:`check_problem`)."""
 
     depends_on_u = True
-    linear = True
-    """φ is linear in f (a constraint's row Hessians then combine per-row bases: :meth:`_row_hessians`)."""
 
     def __init__(self, model: Model, contacts: Sequence[Sequence[Contact]], frame: str, actuated,
                  size: int | None = None) -> None:
@@ -244,8 +224,9 @@ class _ContactForceFunction(Residual):
         """(φ(f) (S, size), φ_f (S, size, dim), or (size, dim) at every knot) of the forces F
         (S, dim) at the knots ``knots`` (S,)."""
 
-    def _outer_curvature(self, f: np.ndarray, rho: np.ndarray) -> np.ndarray | None:
-        """Σ_i ρ_i ∇²φ_i (dim, dim) at one knot, None where φ is linear."""
+    def _outer_curvature(self, F: np.ndarray, rho: np.ndarray) -> np.ndarray | None:
+        """Σ_i ρ_i ∇²φ_i (S, dim, dim) at the forces F (S, dim) with weights ρ (S, size), None
+        where φ is linear."""
         return None
 
     # ---- the knots -------------------------------------------------------------------------
@@ -284,101 +265,29 @@ class _ContactForceFunction(Residual):
             r[S], phi_f = self._outer(F, S)
             phi_f = np.broadcast_to(phi_f, (S.size, self.size, self.dim))
             rx[S], ru[S] = phi_f @ Fz[:, :, :ndx], phi_f @ Fz[:, :, ndx:]
-        stance = (self.shared.knots(self, xs, us), xs, us, F, Fz, phi_f)  # what the second order needs
+        stance = (xs, us, F, Fz, phi_f)  # what the second order needs
 
         def hessians(rho):
             return self._hessians(K, stance, np.asarray(rho, dtype=float))
-
-        def row_hessians(rows, signs):
-            return self._row_hessians(K, stance, rows, signs)
-        return Terms(r, rx, ru, hessians, row_hessians=row_hessians if self.linear else None)
-
-    def _stance_knots(self, stance: tuple):
-        """Per knot k in contact, from :meth:`evaluate`'s ``stance``: (the shared
-        :class:`_Knot`, k, its contacts, the frame's rows of λ, x_k, (q, v⁺, τ, λ_ṽ, P or None)
-        of :meth:`_knot`, f_k, φ_f, F_z)."""
-        knots, xs, us, F, Fz, phi_f = stance
-        for i, k in enumerate(self._stance):
-            cs, rows = self.contacts[k], slice(self._row[k], self._row[k] + self.dim)
-            yield knots[k], k, cs, rows, xs[k], self._knot(knots[k], k, xs[k], us[k], cs), F[i], phi_f[i], Fz[i]
-
-    def _start(self, x: np.ndarray, u: np.ndarray, k: int, cs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(q, v⁺ = Γ_k(x)'s velocity, τ = B u) at knot k."""
-        q, v = x[: self.model.nq], x[self.model.nq:]
-        if self.impulses[k]:
-            v = dyn.impulse_dynamics(self.model, q, v, cs)[0]
-        tau = np.zeros(self.model.nv)
-        tau[self.actuated] = u
-        return q, v, tau
-
-    def _knot(self, knot: _Knot, k: int, x: np.ndarray, u: np.ndarray, cs) -> tuple:
-        """(q, v⁺, τ, λ_ṽ (every row of λ), P or None) of interval k's contact dynamics at (x,
-        u), what the second order needs (module docstring), from the shared ``knot`` or
-        computed into it."""
-        if knot.first is None:
-            m = self.model
-            q, v, tau = self._start(x, u, k, cs)
-            dv = dyn.contact_dynamics_derivatives(m, q, v, tau, cs)[4]
-            P = None
-            if self.impulses[k]:  # P = ∂Γ/∂x = [I 0; ∂v⁺/∂q ∂v⁺/∂v]
-                dvq, dvv = dyn.impulse_dynamics_derivatives(m, x[: m.nq], x[m.nq:], cs)[:2]
-                P = np.eye(self.ndx)
-                P[m.nv:] = np.hstack([dvq, dvv])
-            knot.first = (q, v, tau, dv, P)
-        return knot.first
+        return Terms(r, rx, ru, hessians)
 
     def _hessians(self, K: int, stance: tuple, rho: np.ndarray) -> Hessians:
-        """(H_xx, H_ux, H_uu) of ρᵀr (module docstring) at the knots of :meth:`evaluate`: one
-        contracted second order per knot in contact."""
-        ndx, nu = self.ndx, self.nu
+        """(H_xx, H_ux, H_uu) of ρᵀr (module docstring) at the knots of :meth:`evaluate`: the
+        contact forces' second order contracted with ρ̂ = φ_fᵀρ at every knot in contact, in
+        one compiled pass (:func:`~optdyn.ocp.contact_phases.knot_force_hessians`), plus
+        (S λ_z)ᵀ Φ (S λ_z) where φ is not linear."""
+        xs, us, F, Fz, phi_f = stance
+        S, ndx, nu = self._stance, self.ndx, self.nu
         Hxx, Hux, Huu = np.zeros((K, ndx, ndx)), np.zeros((K, nu, ndx)), np.zeros((K, nu, nu))
-        for _, k, cs, rows, x, (q, v, tau, dv, P), f, phi_f, Fz in self._stance_knots(stance):
-            rho_f = phi_f.T @ rho[k]  # ρ̂ on the frame's rows
-            H = self._second_order(cs, rows, x, q, v, tau, dv, P, rho_f)
-            C = self._outer_curvature(f, rho[k])
-            if C is not None:  # (S λ_z)ᵀ Φ (S λ_z), Fz already through P
-                H += Fz.T @ C @ Fz
-            Hxx[k], Hux[k], Huu[k] = H[:ndx, :ndx], H[ndx:, :ndx], H[ndx:, ndx:]
+        if not S.size:
+            return Hxx, Hux, Huu
+        rho_f = np.ascontiguousarray(np.einsum("sij,si->sj", phi_f, rho[S]))  # ρ̂ on the frame's rows
+        H = knot_force_hessians(self.dynamics, xs, us, S, self._row[S], rho_f)
+        C = self._outer_curvature(F, rho[S])
+        if C is not None:  # Fz already through the impulse map
+            H += np.matmul(Fz.transpose(0, 2, 1), np.matmul(C, Fz))
+        Hxx[S], Hux[S], Huu[S] = H[:, :ndx, :ndx], H[:, ndx:, :ndx], H[:, ndx:, ndx:]
         return Hxx, Hux, Huu
-
-    def _row_hessians(self, K: int, stance: tuple, rows: np.ndarray, signs: np.ndarray) -> Hessians:
-        """(H_xx (K, m, ndx, ndx), H_ux (K, m, nu, ndx), H_uu (K, m, nu, nu)) of s_i r_i for the
-        m ``rows`` with ``signs`` (:attr:`~optdyn.ocp.residuals.Terms.row_hessians`), for a
-        linear φ at the knots of :meth:`evaluate`: ∇²(s_i r_i) = s_i Σ_j (φ_f)_ij ∇²λ_j over
-        the frame's rows j of λ, each basis ∇²λ_j made once per knot into the shared knot
-        (:class:`ContactKnots`: the other frames' residuals take theirs there too)."""
-        m, ndx, nu = rows.size, self.ndx, self.nu
-        Hxx, Hux, Huu = np.zeros((K, m, ndx, ndx)), np.zeros((K, m, nu, ndx)), np.zeros((K, m, nu, nu))
-        for knot, k, cs, lam_rows, x, (q, v, tau, dv, P), _, phi_f, _ in self._stance_knots(stance):
-            for j in range(lam_rows.start, lam_rows.stop):
-                if j not in knot.bases:
-                    knot.bases[j] = self._second_order(cs, slice(j, j + 1), x, q, v, tau, dv, P, np.ones(1))
-            B = np.stack([knot.bases[j] for j in range(lam_rows.start, lam_rows.stop)])
-            H = np.tensordot(signs[:, None] * phi_f[rows], B, 1)  # (m, nz, nz)
-            Hxx[k], Hux[k], Huu[k] = H[:, :ndx, :ndx], H[:, ndx:, :ndx], H[:, ndx:, ndx:]
-        return Hxx, Hux, Huu
-
-    def _second_order(self, cs, rows: slice, x, q, v, tau, dv, P, rho_f) -> np.ndarray:
-        """∇²_z(ρ̂ᵀ λ[rows]) (ndx + nu, ndx + nu) at one knot, z = (δx, u): the contact
-        dynamics' contracted second order, through the impulse map where P is given (module
-        docstring); dv the knot's λ_ṽ (every row)."""
-        m, nv, ndx, nu = self.model, self.model.nv, self.ndx, self.nu
-        w = np.zeros(nv + sum(c.dim for c in cs))
-        w[nv + rows.start: nv + rows.stop] = rho_f
-        Hqq, Hvv, Hqv, Hqtau = dyn.contact_dynamics_second_derivatives_contracted(m, q, v, tau, cs, w)
-        H = np.zeros((ndx + nu, ndx + nu))  # ∇²_z̃(ρ̂ᵀλ), z̃ = (δq, δṽ, u)
-        H[:nv, :nv], H[nv:ndx, nv:ndx], H[:nv, nv:ndx] = Hqq, Hvv, Hqv
-        H[:nv, ndx:] = Hqtau[:, self.actuated]
-        H[nv:ndx, :nv], H[ndx:, :nv] = Hqv.T, H[:nv, ndx:].T
-        if P is not None:  # Gᵀ H G, G = blockdiag(P, I), plus μᵀΓ_xx
-            H[:ndx] = P.T @ H[:ndx]
-            H[:, :ndx] = H[:, :ndx] @ P
-            Gqq, _, Gqv = dyn.impulse_dynamics_second_derivatives_contracted(
-                m, x[: m.nq], x[m.nq:], cs, np.r_[dv[rows].T @ rho_f, np.zeros(w.size - nv)])
-            H[:nv, :nv] += Gqq
-            H[:nv, nv:ndx] += Gqv
-            H[nv:ndx, :nv] += Gqv.T
-        return H
 
 
 class ContactForceResidual(_ContactForceFunction):
@@ -471,8 +380,6 @@ class SmoothFrictionConeResidual(_ContactForceFunction):
 
     φ_f = μ nᵀ − f_tᵀ/s, ∇²φ = −(T − f_t f_tᵀ/s²)/s with s = √(‖f_t‖² + ε²), T = I − nnᵀ."""
 
-    linear = False
-
     def __init__(self, model: Model, contacts: Sequence[Sequence[Contact]], frame: str, mu: float = MU,
                  normal=(0.0, 0.0, 1.0), eps: float = 1e-3, actuated=None) -> None:
         mu = check_friction(mu)
@@ -490,10 +397,10 @@ class SmoothFrictionConeResidual(_ContactForceFunction):
         s = np.sqrt(np.sum(Ft * Ft, axis=1) + self.eps ** 2)[:, None]
         return self.mu * (F @ self.n)[:, None] - s, (self.mu * self.n - Ft / s)[:, None, :]
 
-    def _outer_curvature(self, f, rho):
-        ft = self.T @ f
-        s = np.sqrt(ft @ ft + self.eps ** 2)
-        return -rho[0] * (self.T - np.outer(ft, ft) / s ** 2) / s
+    def _outer_curvature(self, F, rho):
+        Ft = F @ self.T
+        s = np.sqrt(np.sum(Ft * Ft, axis=1) + self.eps ** 2)[:, None, None]
+        return -rho[:, :1, None] * (self.T - Ft[:, :, None] * Ft[:, None, :] / s ** 2) / s
 
 
 def wrench_cone(mu: float, half_lengths) -> np.ndarray:

@@ -64,19 +64,13 @@ class Terms:
     """A residual's value r (K, nr), Jacobians rx (K, nr, ndx), ru (K, nr, nu), and
     ``hessians(rho)`` → (H_xx, H_ux, H_uu) of ρᵀr for ρ (K, nr), from the same evaluation;
     ``added(rho, H_xx, H_ux, H_uu)``, if given, adds them into the arrays (H_xx, H_ux None:
-    left out) without making the zero blocks (:func:`position_curvature`);
-    ``row_hessians(rows, signs)``, if given, the Hessians of s_i r_i for each row i of
-    ``rows`` (m,) with its sign s_i of ``signs`` (m,) — (H_xx (K, m, ndx, ndx), H_ux (K, m, nu, ndx),
-    H_uu (K, m, nu, nu)), what ``hessians`` gives for ρ = s_i e_i row by row — for a
-    residual that makes them at once for less (a constraint's rows:
-    :func:`optdyn.ocp.constraints._residual_rows`)."""
+    left out) without making the zero blocks (:func:`position_curvature`)."""
 
     r: np.ndarray
     rx: np.ndarray
     ru: np.ndarray
     hessians: Callable[[np.ndarray], Hessians]
     added: Callable[..., None] | None = None
-    row_hessians: Callable[[np.ndarray, np.ndarray], Hessians] | None = None
 
     def add_hessians(self, rho: np.ndarray, Hxx: np.ndarray | None, Hux: np.ndarray | None,
                      Huu: np.ndarray) -> None:
