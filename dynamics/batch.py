@@ -55,8 +55,8 @@ def knot_force(F_EXT, k):
 @njit(cache=True)
 def check_knots(topology, Q):
     """Raise ValueError naming the first knot whose configuration is not valid
-    (:func:`dynamics.joints.check_configuration`): before a parallel loop, where an
-    exception would be lost (:mod:`dynamics.parallel`)."""
+    (:func:`dynamics.joints.check_configuration`): before the threads start, so that the
+    first invalid knot is the one named, whichever thread would have met it."""
     for k in range(Q.shape[0]):
         i = configuration_error(topology, Q[k])
         if i >= 0:
@@ -264,10 +264,8 @@ def point_kinematics_batch(model: Model, Q, frames: Sequence[str], offsets=None
 
 
 # ---- contacts and impacts ---------------------------------------------------------------------
-# One compiled kernel for the six functions (a plain kernel: with a numba ``prange`` loop
-# around the contact passes numba took 74 CPU s to compile it, against 18), a workspace and a
-# contact workspace per thread (allocation-free per knot); dependent contacts are reported by
-# a status per knot.
+# One compiled kernel for the six functions, a workspace and a contact workspace per thread
+# (allocation-free per knot); dependent contacts are reported by a status per knot.
 
 @njit(cache=True, nogil=True)
 def contact_chunk(m, knots, contacts, W, impulse, order, out, status, claims):

@@ -6,7 +6,7 @@ array — the contact frames and Jacobian, the factors of the KKT system
 (:mod:`dynamics.contact_kkt`), its right-hand sides and solutions, the terms of the adjoint
 — into a :data:`ContactWork` made by :func:`new_contact_work`: one float64 buffer cut into
 views, and the DoF parents of the sparse LTDL factor. A loop over the knots of a trajectory
-makes it once (once per chunk of knots when they run in parallel, as the workspace of
+makes it once (once per thread when they run in parallel, as the workspace of
 :mod:`dynamics.workspace`), and every evaluation after that allocates nothing.
 """
 from __future__ import annotations

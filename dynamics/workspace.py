@@ -4,7 +4,7 @@ The model record (``Model.arrays``) holds what never changes; a workspace (:data
 made by :func:`new_data`) holds every intermediate array of forward kinematics, RNEA,
 CRBA, ABA, M⁻¹ and the first-order derivatives. The ``*_into`` kernels take one and
 allocate nothing, so a loop over the knots of a trajectory allocates its workspace once
-(once per chunk of knots when they run in parallel: no two threads share one) and every
+(once per thread when they run in parallel: no two threads share one) and every
 evaluation after that is allocation-free.
 
 A workspace is one float64 buffer of :func:`data_size` entries, cut into the fields by

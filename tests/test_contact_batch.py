@@ -69,7 +69,7 @@ def test_batches_are_bitwise_identical_on_two_threads():
 
 
 def test_batches_allocate_nothing_per_knot():
-    """Twice the knots, the same number of NRT allocations (the workspaces made once per chunk);
+    """Twice the knots, the same number of NRT allocations (the workspaces made once per thread);
     all six batched functions, on one thread (one chunk)."""
     from test_parallel import _allocations
 

@@ -80,8 +80,8 @@ def test_lqr_gains_are_the_riccati_gains():
 
 def test_lqr_gains_from_the_kernel_cache_in_a_fresh_process():
     """The backward pass loaded from the disk cache (compiled by the test above) and called
-    first thing in a new process: it calls a parallel loop, and numba does not launch its
-    threading layer when it loads such a kernel (a null-pointer call before the fix)."""
+    first thing in a new process gives finite gains (a kernel whose callees numba does not set
+    up when it loads it from the cache would fail here)."""
     code = ("import numpy as np, problems; from optdyn.apps.sweep import _lqr_gains; "
             "p = problems.get('double-pendulum'); n, m = p.ndx, p.nu; "
             "K = _lqr_gains(np.stack([np.eye(n)] * 3), np.ones((3, n, m)), np.eye(n), np.eye(m), np.eye(n), p); "

@@ -46,7 +46,7 @@ time on the ODE record's type: a :data:`RobotODE` runs the free dynamics
 
 Workspace: every temporary of :func:`interval` and :func:`interval_hessian`, the
 dynamics' and the group compositions' included, lives in an :data:`IntervalWork` made
-once per loop over knots (:func:`interval_work`: once per chunk, per rollout, per backward
+once per loop over knots (:func:`interval_work`: once per thread, per rollout, per backward
 pass), so the stage sweeps of a whole trajectory allocate nothing per knot or per stage.
 
 External forces: ``f_ext`` (njoints, 6) is the robot's ``f_ext`` of :func:`dynamics.rnea`
