@@ -280,22 +280,26 @@ def contact_chunk(m, knots, contacts, W, impulse, order, out, status, claims):
     if k0 == k1:
         return
     Q, V, TAU, F_EXT = knots
-    ci, cf, damping, restitution = contacts
-    nv, d = V.shape[1], new_data(m.topology)
+    ci = contacts[0]
+    d = new_data(m.topology)
     cw = new_contact_work(m.topology, ci, order, impulse)
     sow = new_so_work(m.topology if order == 2 else m.topology[:0])
     while k0 < k1:
         for k in range(k0, k1):
-            if not _contact_knot(m, d, cw, sow, Q[k], V[k], TAU[k], knot_force(F_EXT, k), ci, cf, damping,
-                                 restitution, W, impulse, order, out[k], status, k):
+            if not _contact_knot(m, (d, cw, sow), (Q[k], V[k], TAU[k], knot_force(F_EXT, k)), contacts, W, impulse,
+                                 order, out[k], status, k):
                 break
         k0, k1 = next_chunk(claims)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _contact_knot(m, d, cw, sow, q, v, tau, f_ext, ci, cf, damping, restitution, W, impulse, order, out, status, k):
-    """One knot of :func:`contact_chunk` into ``out`` (its row k) and status[k]; False if its
+def _contact_knot(m, work, knot, contacts, W, impulse, order, out, status, k):
+    """One knot k of :func:`contact_chunk`, ``knot`` = (q, v, τ, f_ext), into ``out`` (its row
+    k) and status[k], ``work`` = (Data, contact workspace, second-order scratch); False if its
     contacts are dependent."""
+    d, cw, sow = work
+    q, v, tau, f_ext = knot
+    ci, cf, damping, restitution = contacts
     nv = v.shape[0]
     if order == 0:
         if impulse:

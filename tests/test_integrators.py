@@ -63,8 +63,6 @@ def _with_toy(kernel):
 
 
 _toy_globals["_compose"] = _with_toy(integrators._compose)  # typed, never run: the toy is a vector space
-_toy_globals["_stage_half"] = _with_toy(integrators._stage_half)
-_toy_globals["_halves_on_two_threads"] = njit(lambda *args: None)  # robots only; the toy sums its halves in turn
 _toy_globals["stage_terms"] = _with_toy(integrators.stage_terms)
 _interval, _interval_hessian, _interval_work = (_with_toy(k) for k in (
     integrators.interval, integrators.interval_hessian, integrators.interval_work))
@@ -93,7 +91,7 @@ def _contracted(method, z, lam, dt=0.1, m=3):
     _run(method, z, dt, m, 1, stages)
     dyn = _dynamics(method, dt, m)
     Hz = np.empty((5, 5))
-    _interval_hessian(dyn, z[3:].copy(), stages, 0, lam, Hz, _interval_work(dyn, 3, 2, 1), False)
+    _interval_hessian(dyn, z[3:].copy(), stages, 0, lam, Hz, _interval_work(dyn, 3, 2, 1))
     return Hz
 
 
