@@ -9,9 +9,14 @@ function with a constant argument (``f(x, 0)``) is compiled for the argument's t
 numba's own dispatcher compiled, for instance, the interval's workspace
 (``interval_work``) once for ``order=0`` and again for ``order=1``, which only size its
 arrays: each specialisation re-optimises and re-generates every kernel it calls, so the
-README's main job spent a fifth of its cold start on such duplicates. The exception is an argument a kernel names in ``literal``: a flag whose value
-prunes whole branches (the derivative order of the Runge–Kutta interval: at order 0 it is
-the forward dynamics alone, a fraction of the code, and runs faster) is compiled per value.
+README's main job spent a fifth of its cold start on such duplicates. The exception is an
+argument a kernel names in ``literal``: a flag whose value decides whole branches (the
+derivative order of the Runge–Kutta interval: at order 0 it is the forward dynamics alone)
+is compiled per value. numba does not prune branches on a literal integer (only on None):
+every branch is typed and lowered, and LLVM removes the dead ones, so the code runs as if
+pruned, but every kernel a branch calls is compiled. A call that only higher orders make
+goes through :func:`at_order`, which settles it while typing: a kernel compiled for order
+0 or 1 then never compiles, say, the second-order tensors.
 
 The passes that only read their inputs and write into arrays of a workspace use
 :func:`allocation_free`: they are compiled without numba's runtime (NRT).
@@ -50,8 +55,13 @@ from __future__ import annotations
 
 import inspect
 
-from numba.core import types
+from llvmlite import ir
+from numba.core import cgutils, imputils, types
+from numba.core.datamodel import models, register_default
 from numba.core.registry import CPUDispatcher
+from numba.core.runtime.nrtdynmod import _meminfo_struct_type
+from numba.core.typing.templates import AttributeTemplate, infer_getattr
+from numba.extending import NativeValue, box, intrinsic, lower_getattr_generic, overload, typeof_impl, unbox
 
 
 class Kernel(CPUDispatcher):
@@ -102,3 +112,139 @@ def call_checked(kernel, *args):
         return kernel(*args)
     finally:
         kernel._can_compile = False
+
+
+def at_order(order, least, kernel, args):
+    """``kernel(*args)`` if the derivative order ``order`` is at least ``least``, for a
+    kernel compiled per order (``literal``): decided while typing, so that lower orders do
+    not compile ``kernel`` (module docstring); at run time for a run-time order."""
+
+
+@overload(at_order, prefer_literal=True, inline="always")
+def _at_order(order, least, kernel, args):
+    if not isinstance(order, types.IntegerLiteral):
+        def at_run_time(order, least, kernel, args):
+            if order >= least:
+                kernel(*args)
+        return at_run_time
+    if order.literal_value >= least.literal_value:
+        return lambda order, least, kernel, args: kernel(*args)
+    return lambda order, least, kernel, args: None
+
+
+# ---- workspaces passed by reference ------------------------------------------------------------
+
+class Pinned(types.Type):
+    """A record (named tuple) of arrays held once in memory and passed between kernels as one
+    pointer (:func:`pin`); its fields read as the record's (``work.field``)."""
+
+    def __init__(self, record: types.BaseTuple) -> None:
+        self.record = record
+        super().__init__(name=f"Pinned({record})")
+
+    @property
+    def key(self):
+        return self.record
+
+
+class PinnedRecord:
+    """A :class:`Pinned` record in Python (returned by a kernel): opaque, passed back to
+    kernels as it is."""
+
+    def __init__(self, numba_type: Pinned, meminfo) -> None:
+        self._numba_type_, self._meminfo = numba_type, meminfo
+
+
+@typeof_impl.register(PinnedRecord)
+def _typeof_pinned(value, context):
+    return value._numba_type_
+
+
+@register_default(Pinned)
+class _PinnedModel(models.StructModel):
+    def __init__(self, dmm, fe_type):
+        super().__init__(dmm, fe_type, [("meminfo", types.MemInfoPointer(types.voidptr))])
+
+
+@infer_getattr
+class _PinnedAttributes(AttributeTemplate):
+    key = Pinned
+
+    def generic_resolve(self, typ, attr):
+        if attr in typ.record.fields:
+            return typ.record.types[typ.record.fields.index(attr)]
+
+
+@lower_getattr_generic(Pinned)
+def _pinned_getattr(context, builder, typ, value, attr):
+    """The field, read through the meminfo's data pointer without the runtime
+    (NRT_MemInfo_data_fast), so that kernels compiled without NRT read it too."""
+    meminfo = cgutils.create_struct_proxy(typ)(context, builder, value=value).meminfo
+    data = builder.load(cgutils.gep_inbounds(builder, builder.bitcast(meminfo, _meminfo_struct_type.as_pointer()),
+                                             0, 3))
+    record = builder.bitcast(data, context.get_data_type(typ.record).as_pointer())
+    i = typ.record.fields.index(attr)
+    field = typ.record.types[i]
+    value = context.data_model_manager[field].load_from_data_pointer(builder,
+                                                                     cgutils.gep_inbounds(builder, record, 0, i))
+    return imputils.impl_ret_borrowed(context, builder, field, value)
+
+
+def _release(context, module, record):
+    """void release(void *data, size_t size, void *info): the references the record holds
+    dropped when its memory is freed."""
+    voidptr = context.get_value_type(types.voidptr)
+    fnty = ir.FunctionType(ir.VoidType(), [voidptr, context.get_value_type(types.uintp), voidptr])
+    fn = cgutils.get_or_insert_function(module, fnty, f"optdyn.release.{record}")
+    if fn.is_declaration:
+        fn.linkage = "linkonce_odr"
+        builder = ir.IRBuilder(fn.append_basic_block())
+        ptr = builder.bitcast(fn.args[0], context.get_data_type(record).as_pointer())
+        context.nrt.decref(builder, record, context.data_model_manager[record].load_from_data_pointer(builder, ptr))
+        builder.ret_void()
+    return fn
+
+
+@intrinsic
+def pin(typingctx, record):
+    """The named tuple ``record`` copied into memory of numba's runtime (which keeps
+    references to its arrays until the last :class:`Pinned` of it is gone): a kernel
+    passes it on as one pointer instead of every array's fields (compiling a kernel that
+    takes a record of 145 arrays, flattened into 1391 scalar arguments, cost 10 s).
+    Called where NRT is enabled (the workspace's maker)."""
+    if not isinstance(record, types.BaseTuple):
+        return None
+
+    def codegen(context, builder, signature, args):
+        data_type = context.get_data_type(record)
+        size = context.get_constant(types.uintp, context.get_abi_sizeof(data_type))
+        meminfo = context.nrt.meminfo_alloc_dtor(builder, size, _release(context, builder.module, record))
+        context.nrt.incref(builder, record, args[0])
+        data = builder.bitcast(context.nrt.meminfo_data(builder, meminfo), data_type.as_pointer())
+        builder.store(context.data_model_manager[record].as_data(builder, args[0]), data)
+        pinned = cgutils.create_struct_proxy(signature.return_type)(context, builder)
+        pinned.meminfo = meminfo
+        return pinned._getvalue()
+    return Pinned(record)(record), codegen
+
+
+@box(Pinned)
+def _box_pinned(typ, value, c):
+    meminfo = c.box(types.MemInfoPointer(types.voidptr),
+                    cgutils.create_struct_proxy(typ)(c.context, c.builder, value=value).meminfo)
+    make = c.pyapi.unserialize(c.pyapi.serialize_object(PinnedRecord))
+    numba_type = c.pyapi.unserialize(c.pyapi.serialize_object(typ))
+    out = c.pyapi.call_function_objargs(make, [numba_type, meminfo])
+    for obj in (meminfo, make, numba_type):
+        c.pyapi.decref(obj)
+    return out
+
+
+@unbox(Pinned)
+def _unbox_pinned(typ, obj, c):
+    boxed = c.pyapi.object_getattr_string(obj, "_meminfo")
+    pinned = cgutils.create_struct_proxy(typ)(c.context, c.builder)
+    pinned.meminfo = c.unbox(types.MemInfoPointer(types.voidptr), boxed).value
+    c.pyapi.decref(boxed)
+    return NativeValue(pinned._getvalue())
+

@@ -87,3 +87,114 @@ def test_the_call_buffer_holds_the_model_record_bit_for_bit():
     for ours, packed in zip(model.arrays, record):
         assert packed.dtype == ours.dtype and packed.flags.c_contiguous
         np.testing.assert_array_equal(packed, ours)
+
+
+# ---- records passed by reference (dynamics._compile.pin) and order gates (at_order) ------------
+
+from collections import namedtuple  # noqa: E402
+
+from numba.core import event  # noqa: E402
+
+from dynamics._compile import Pinned, PinnedRecord, allocation_free, at_order, njit, pin  # noqa: E402
+
+_Record = namedtuple("_Record", ["a", "b", "nested"])
+
+
+@njit
+def _pinned_record(n):
+    return pin(_Record(np.zeros(n), np.arange(float(n)), (np.ones(2), 3.0)))
+
+
+@allocation_free
+def _read_write(record, x):
+    """Without numba's runtime: reads the pinned record's fields, writes into one."""
+    record.a[0] += x
+    return record.a[0] + record.b[-1] + record.nested[0][1] + record.nested[1]
+
+
+@njit
+def _use_and_drop(n, x):
+    record = _pinned_record(n)
+    return _read_write(record, x) + _read_write(record, x)
+
+
+def test_a_pinned_record_is_read_and_written_by_kernels_without_the_runtime_and_freed():
+    """Fields read through the pinned record are the record's own arrays (a write lands in
+    them), a kernel compiled without NRT reads them, and every allocation is freed once
+    the last reference is gone (numba's allocation counters balance)."""
+    from numba.core.runtime import _nrt_python, rtsys
+
+    assert _use_and_drop(4, 2.0) == (2.0 + 3.0 + 1.0 + 3.0) + (4.0 + 3.0 + 1.0 + 3.0)
+    _nrt_python.memsys_enable_stats()
+    before = rtsys.get_allocation_stats()
+    for _ in range(5):
+        _use_and_drop(3, 1.0)
+    after = rtsys.get_allocation_stats()
+    assert after.alloc - before.alloc == after.free - before.free > 0
+    assert after.mi_alloc - before.mi_alloc == after.mi_free - before.mi_free > 0
+
+
+def test_a_pinned_record_goes_to_python_and_back():
+    record = _pinned_record(5)
+    assert isinstance(record, PinnedRecord) and isinstance(record._numba_type_, Pinned)
+    assert _read_write(record, 1.5) == 1.5 + 4.0 + 1.0 + 3.0
+    assert _read_write(record, 1.5) == 3.0 + 4.0 + 1.0 + 3.0  # the same memory: the first write kept
+
+
+@njit
+def _second(x, out):
+    out[0] = 2.0 * x
+
+
+@njit(literal=("order",))
+def _ordered(x, order, out):
+    out[0] = x
+    at_order(order, 2, _second, (x, out))
+
+
+def _compiled_while(call) -> list[str]:
+    """Names of the kernels numba compiles during ``call()``."""
+    names = []
+
+    class Listener(event.Listener):
+        def on_start(self, ev):
+            names.append(ev.data["dispatcher"].py_func.__name__)
+
+        def on_end(self, ev):
+            pass
+    listener = Listener()
+    event.register("numba:compile", listener)
+    try:
+        call()
+    finally:
+        event.unregister("numba:compile", listener)
+    return names
+
+
+@njit
+def _at_order_one(x, out):
+    _ordered(x, 1, out)
+
+
+@njit
+def _at_order_two(x, out):
+    _ordered(x, 2, out)
+
+
+@njit
+def _at_run_time_order(x, order, out):
+    _ordered(x, order, out)
+
+
+def test_a_call_only_higher_orders_make_is_not_compiled_for_lower_ones():
+    """at_order settles the call while typing: a kernel compiled for order 1 runs without it
+    and does not compile the callee; for order 2 it runs it; with a run-time order it
+    decides at run time."""
+    out = np.zeros(1)
+    names = _compiled_while(lambda: _at_order_one(3.0, out))
+    assert "_ordered" in names and "_second" not in names and out[0] == 3.0
+    names = _compiled_while(lambda: _at_order_two(3.0, out))
+    assert "_second" in names and out[0] == 6.0
+    for order, want in ((1, 3.0), (2, 6.0)):
+        _at_run_time_order(3.0, order, out)
+        assert out[0] == want

@@ -34,7 +34,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from dynamics._compile import njit
+from dynamics._compile import at_order, njit
 from dynamics.contact import contact_rows
 from dynamics.contact_dynamics import OK, contact_dynamics_passes
 from dynamics.contact_dynamics_derivatives import contact_dynamics_derivative_passes
@@ -108,14 +108,21 @@ def contact_dynamics_ode(ode, x, u, f_ext, order, f, Fz, Fzz, records, idx, work
             Fz[n + i, j] = Z[i, j]
         for c in range(act.shape[0]):
             Fz[n + i, 2 * n + c] = Z[i, 2 * n + act[c]]
-    if order < 2:
-        return
+    at_order(order, 2, _contact_dynamics_tensors, (ode, q, v, tau, f_ext, d, Fzz))
+
+
+@njit(cache=True, _nrt=True)
+def _contact_dynamics_tensors(ode, q, v, tau, f_ext, d, Fzz):
+    """Fzz (ndx, nz, nz) of :func:`contact_dynamics_ode`: the Hessians of each q̈_i, by the
+    contracted second order with the unit weight on row i (d: scratch Data)."""
+    topology, act, n = ode.model.topology, ode.actuated, v.shape[0]
     Fzz[:] = 0.0
     nc = contact_rows(ode.ci)
     cw2, sow, w = new_contact_work(topology, ode.ci, 2, False), new_so_work(topology), np.zeros(n + nc)
     for i in range(n):  # the Hessians of q̈_i: the contraction with the unit weight on row i
         w[i] = 1.0
-        if contact_so_contracted_passes(m, d, cw2, sow, q, v, tau, f_ext, ode.ci, ode.cf, ode.damping, w) != OK:
+        if contact_so_contracted_passes(ode.model, d, cw2, sow, q, v, tau, f_ext, ode.ci, ode.cf, ode.damping,
+                                        w) != OK:
             raise ValueError(DEPENDENT)
         w[i] = 0.0
         _place(cw2.out, act, n, Fzz[n + i])

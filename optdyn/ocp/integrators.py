@@ -69,7 +69,7 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
-from dynamics._compile import allocation_free, njit
+from dynamics._compile import allocation_free, at_order, njit, pin
 from dynamics.aba import NOT_POSITIVE, aba_into
 from dynamics.aba_derivatives import aba_derivatives_into
 from dynamics.aba_second_derivatives import fdsva_so_terms
@@ -208,10 +208,10 @@ def _robot_dynamics_hessian(ode, x, u, f, Fz, records, idx, w, W, blocks, so):
 @njit(cache=True)
 def free_work(ode, second):
     """The :data:`RobotWork` of a :data:`RobotODE`, with ``second`` (5, nv, nv) as its
-    second-order blocks."""
+    second-order blocks, pinned (:func:`dynamics._compile.pin`)."""
     topology = ode.model.topology
     nv = tangent_size(topology)
-    return RobotWork(new_data(topology), np.empty(nv), np.empty((3, nv, nv)), second, new_so_work(topology))
+    return pin(RobotWork(new_data(topology), np.empty(nv), np.empty((3, nv, nv)), second, new_so_work(topology)))
 
 
 @njit(cache=True, literal=("order",))
@@ -251,9 +251,15 @@ def free_dynamics(ode, x, u, f_ext, order, f, Fz, Fzz, records, idx, work):
             Fz[n + i, n + j] = da_dv[i, j]
         for c in range(act.shape[0]):
             Fz[n + i, 2 * n + c] = da_dtau[i, act[c]]
-    if order < 2:
-        return
-    d2q, d2v, d2qv, d2qtau = fdsva_so_terms(model, q, v, f_ext, qdd, da_dq, da_dv, da_dtau)  # full tensors: allocates
+    at_order(order, 2, _free_dynamics_tensors, (ode, q, v, f_ext, qdd, (da_dq, da_dv, da_dtau), Fzz))
+
+
+@njit(cache=True)
+def _free_dynamics_tensors(ode, q, v, f_ext, qdd, first, Fzz):
+    """Fzz (ndx, nz, nz) of :func:`free_dynamics`: the full second-order tensors of FD
+    (FDSVA-SO) from its value qdd and first derivatives ``first`` = (∂q̈/∂q, ∂q̈/∂v, M⁻¹)."""
+    act, n = ode.actuated, v.shape[0]
+    d2q, d2v, d2qv, d2qtau = fdsva_so_terms(ode.model, q, v, f_ext, qdd, *first)  # full tensors: allocates
     Fzz[:] = 0.0
     for i in range(n):
         r = n + i
@@ -473,7 +479,8 @@ IntervalWork = namedtuple("IntervalWork", [
     "ode",  # the dynamics' own workspace (RobotWork)
     "no_Y", "no_H", "no_stages",  # empty stand-ins for what interval() of order 0 neither reads nor writes
 ])
-"""Workspace of :func:`interval` (sized for one ``order``) and :func:`interval_hessian`."""
+"""Workspace of :func:`interval` (sized for one ``order``) and :func:`interval_hessian`,
+passed between them pinned (:func:`dynamics._compile.pin`: one pointer, not its arrays)."""
 
 StageTermWork = namedtuple("StageTermWork", ["w", "ybar", "lam", "sums", "second"])
 """What :func:`stage_terms` reads and uses as scratch: the adjoints w_s (s, ndx), ȳ_s (s, ndx)
@@ -504,7 +511,7 @@ def interval_work(dyn, nx, nu, order):
                    lie_scratch(lie, nz))
     adjoint = (terms, np.empty((s + 1, ndx)), np.empty((s + 1, ndx)))
     rest = (robot_work(ode, terms.second), np.empty((0, 0)), np.empty((0, 0, 0)), no_stages(ode))
-    return IntervalWork(*stage, *composition, *adjoint, *rest)
+    return pin(IntervalWork(*stage, *composition, *adjoint, *rest))
 
 
 @njit(cache=True, literal=("order",))
