@@ -43,11 +43,10 @@ smaller (0.1, 0.05).
 from __future__ import annotations
 
 import os
-import xml.etree.ElementTree as ET
 
 import numpy as np
 
-from dynamics import Contact, Model, frame_placement
+from dynamics import Contact, Model, frame_placement, load_srdf
 from optdyn.constraints import ResidualConstraint
 from optdyn.costs import ControlCost, FramePlacementCost, StateCost, WrenchConeResidual
 from optdyn.ocp.problem import Problem
@@ -73,16 +72,15 @@ def talos_legs() -> tuple[Model, np.ndarray, tuple[float, float]]:
     half-lengths (X, Y) in m), from example-robot-data's URDF and SRDF (module docstring);
     ValueError if example-robot-data is not installed."""
     robots, _ = robot_files(URDF, "biped")
-    srdf = ET.parse(os.path.join(robots, SRDF)).getroot()
-    posture = {j.get("name"): [float(v) for v in j.get("value").split()]
-               for j in srdf.find("group_state[@name='half_sitting']").iter("joint")}
-    movable = [j.get("name") for j in ET.parse(os.path.join(robots, URDF)).getroot().findall("joint")
-               if j.get("type") != "fixed"]
-    model = load_robot(URDF, "biped", locked_joints={n: posture.get(n, [0.0])[0] for n in movable
-                                                     if not n.startswith("leg_")})
-    q0 = np.concatenate([posture[n] for n in model.joint_names])
-    size = srdf.find("specificities/feet/left/size")
-    return model, q0, (0.5 * float(size.get("width")), 0.5 * float(size.get("height")))
+    full = load_robot(URDF, "biped")
+    srdf = load_srdf(full, os.path.join(robots, SRDF))
+    posture = srdf.reference_configurations["half_sitting"]
+    upper = {name: float(posture[full.idx_qs[i]]) for i, name in enumerate(full.joint_names)
+             if name != "root_joint" and not name.startswith("leg_")}
+    model = load_robot(URDF, "biped", locked_joints=upper)
+    q0 = load_srdf(model, os.path.join(robots, SRDF), unknown="ignore").reference_configurations["half_sitting"]
+    size = srdf.xml.find("specificities/feet/left/size")
+    return model, q0.copy(), (0.5 * float(size.get("width")), 0.5 * float(size.get("height")))
 
 
 def make(scenario: str = "walk", steps: int = 2, step_length: float = 0.2, step_height: float = 0.05,
