@@ -77,7 +77,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from dynamics import Contact, Model, load_srdf
+from dynamics import Contact, Model, frame_placement, load_srdf
 from optdyn.constraints import ResidualConstraint
 from optdyn.costs import (ControlCost, FramePositionCost, FrictionConeResidual, RelaxedLogBarrier, ResidualCost,
                           StateCost)
@@ -168,4 +168,18 @@ def _robot(model: Model | None, feet: Sequence[str] | None, standing) -> Stance:
                               (standing, "standing", "its standing configuration q (nq,)")):
         if value is None:
             raise ValueError(f"{name}: a model= of one's own needs {what}")
-    return stance(model, feet, standing, 4)
+    robot = stance(model, feet, standing, 4)
+    _check_order(robot)
+    return robot
+
+
+def _check_order(robot: Stance) -> None:
+    """ValueError naming ``feet`` unless, in the base's axes at the standing posture, each
+    front foot is ahead of the hind foot of its side and each left foot left of the right foot
+    of its end (x forward, y left): the gaits pair the feet by their place."""
+    R, p = frame_placement(robot.model, robot.q, robot.model.body_names[0])
+    x, y = np.array([R.T @ (foot - p) for _, foot in robot.placements])[:, :2].T
+    if not (x[0] > x[2] and x[1] > x[3] and y[0] > y[1] and y[2] > y[3]):
+        where = ", ".join(f"{f} ({a:+.3f}, {b:+.3f})" for f, a, b in zip(robot.feet, x, y))
+        raise ValueError(f"feet: expected (left front, right front, left hind, right hind) in the base's axes "
+                         f"(x forward, y left); standing, they are at {where} m")

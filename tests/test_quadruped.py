@@ -309,6 +309,8 @@ def test_solo_given_explicitly_is_the_default_problem():
     (dict(feet=("lf_foot", "rf_foot", "lh_foot")), r"^feet: expected 4 distinct frame names of robot 'hyq'"),
     (dict(feet=("lf_foot", "rf_foot", "lh_foot", "RH_FOOT")),
      r"^feet: robot 'hyq' has no frame 'RH_FOOT'; its frames: .*rh_foot"),
+    (dict(feet=("lf_foot", "lh_foot", "rf_foot", "rh_foot")),  # Pinocchio's order of the legs, not the gait's
+     r"^feet: expected \(left front, right front, left hind, right hind\) .* lh_foot \(-0.\d+, \+0.\d+\)"),
     (dict(feet=None), r"^feet: a model= of one's own needs its four feet's frames"),
     (dict(standing=None), r"^standing: a model= of one's own needs its standing configuration"),
     (dict(standing=np.zeros(12)), r"^standing: expected a finite configuration of robot 'hyq' \(19 numbers"),
