@@ -1,6 +1,6 @@
-"""Talos' legs walk (issue 40, item 4): the biped gait builder and its bad parameters, the
-three solvers on one step, each stance sole's wrench in its contact wrench cone, stance soles
-that neither slide nor rotate, and the swinging sole landing level, further forward."""
+"""Talos' legs walk: the biped gait builder and its bad parameters, the three solvers on one
+step, each stance sole's wrench in its contact wrench cone, stance soles that neither slide nor
+rotate, the swinging sole landing level, further forward; the robot given explicitly."""
 from __future__ import annotations
 
 import numpy as np

@@ -34,7 +34,7 @@ def _pairs() -> list[tuple[str, str, bool]]:
 REFUSED_URDF = {"anymal_c_simple_description/urdf/anymal.urdf", "icub_description/robots/icub.urdf",
                 "icub_description/robots/icub_reduced.urdf", "pr2_description/urdf/pr2.urdf",
                 "alex_description/urdf/alex_psyonic_hands.urdf"}
-"""URDFs our loader refuses (non-physical inertias: tests/test_joint_order.py)."""
+"""URDFs our loader refuses (non-physical inertias, as the joint-order test lists them)."""
 PAIRS = [p for p in _pairs() if p[0] not in REFUSED_URDF]
 SHARED = {"baxter_manipulation.srdf": "<group_state 'neutral'> names joint 'baxter/head_pan'",
           "hextilt_flying_arm_5.srdf": "<group_state 'home'> names joint 'flying_arm_5__j_link_5_gripper'",
