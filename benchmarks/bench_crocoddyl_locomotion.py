@@ -94,7 +94,7 @@ except ImportError:  # _common is optdyn's and needs only numpy; keep the anchor
 
 sys.path.insert(0, str(ROOT))  # problems.gaits and bench_crocoddyl need numpy and Crocoddyl alone
 from bench_crocoddyl import ExactCostRK4  # noqa: E402  (optdyn's cost discretisation)
-from problems.gaits import BASE_HEIGHT, FEET, STANDING, gait, swing_references  # noqa: E402
+from problems.gaits import FEET, gait, swing_references  # noqa: E402
 from problems.gaits import WEIGHTS as W  # noqa: E402
 
 CYCLES, STEP_LENGTH, STEP_HEIGHT, STEP_KNOTS, SUPPORT_KNOTS, DT = 2, 0.15, 0.05, 10, 2, 0.02
@@ -109,12 +109,8 @@ def solo12() -> pinocchio.Model:
     rel = "solo_description/robots/solo12.urdf"
     robots = example_robot_data.getModelPath(rel)
     model = pinocchio.buildModelFromUrdf(os.path.join(robots, rel), pinocchio.JointModelFreeFlyer())
-    srdf = os.path.join(robots, "solo_description", "srdf", "solo.srdf")
-    if os.path.exists(srdf):  # the legs' standing posture, checked against the SRDF
-        pinocchio.loadReferenceConfigurations(model, srdf, False)
-        if "standing" in model.referenceConfigurations:
-            assert np.allclose(model.referenceConfigurations["standing"][7:], STANDING), "SRDF standing changed"
-    return model
+    pinocchio.loadReferenceConfigurations(model, os.path.join(robots, "solo_description", "srdf", "solo.srdf"), False)
+    return model  # its SRDF's standing posture: optdyn's task starts from it too
 
 
 def trot(model: pinocchio.Model, variant: str):
@@ -127,7 +123,7 @@ def trot(model: pinocchio.Model, variant: str):
     swings, progress = gait("trot", CYCLES, STEP_KNOTS, SUPPORT_KNOTS, DT, STEP_HEIGHT)
     progress = np.asarray(progress)
     N = len(swings)
-    q0 = np.r_[0.0, 0.0, BASE_HEIGHT, 0.0, 0.0, 0.0, 1.0, STANDING]
+    q0 = model.referenceConfigurations["standing"].copy()
     x0 = np.r_[q0, np.zeros(model.nv)]
     refs = np.tile(x0, (N + 1, 1))
     refs[:, 0] += STEP_LENGTH * CYCLES * progress

@@ -3,7 +3,8 @@
 Public API ::
 
     import dynamics as dyn
-    model = dyn.load_urdf("robot.urdf")      # or dyn.models.ur5()
+    model = dyn.load_urdf("robot.urdf")      # or dyn.models.ur5(); joints in Pinocchio's order
+    q0 = dyn.load_srdf(model, "robot.srdf").reference_configurations["standing"]   # SRDF postures
     tau  = dyn.rnea(model, q, v, a)          # inverse dynamics
     qdd  = dyn.aba(model, q, v, tau)         # forward dynamics
     M    = dyn.crba(model, q)                # joint-space inertia matrix
@@ -49,11 +50,12 @@ from .rnea import gravity_torques, nonlinear_effects, rnea
 from .rnea_derivatives import rnea_derivatives
 from .rnea_second_derivatives import rnea_second_derivatives
 from .rnea_second_derivatives_contracted import rnea_second_derivatives_contracted
+from .srdf import SRDF, load_srdf
 from .urdf import load_urdf
 from . import models
 
 __all__ = [
-    "Model", "ModelBuilder", "Frame", "Geometry", "load_urdf", "models",
+    "Model", "ModelBuilder", "Frame", "Geometry", "load_urdf", "load_srdf", "SRDF", "models",
     "integrate", "difference", "integrate_jacobians", "difference_jacobians", "neutral", "normalize",
     "random_configuration",
     "rnea", "aba", "crba", "minv", "nonlinear_effects", "gravity_torques",

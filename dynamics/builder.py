@@ -5,10 +5,13 @@ child link, origin, axis, limits) in any order, then ``build()``:
 
 1. finds the single root link and checks the graph is a tree (no loops, no link with
    two parents, no joint naming an unknown link);
-2. walks it depth-first from the root, children in declaration order, numbering the
-   moving joints; links attached by fixed joints are merged into the moving body that
-   carries them (mass, centre of mass and inertia combined by the parallel-axis
-   theorem) and kept as named frames;
+2. walks it depth-first from the root, numbering the moving joints in Pinocchio's order:
+   at every link its child joints, fixed ones included, are visited by name in ascending
+   byte order (Pinocchio's URDF parser recurses over urdfdom's child links, which urdfdom
+   fills from its joints sorted by name), whatever order the description declares them
+   in — so q, v and τ move between the two libraries unchanged. Links attached by fixed
+   joints are merged into the moving body that carries them (mass, centre of mass and
+   inertia combined by the parallel-axis theorem) and kept as named frames;
 3. packs the arrays the compiled algorithms read (see :mod:`dynamics.model`).
 
 Links fixed to the root (the base) carry no dynamics when the base does not move, and
@@ -132,7 +135,8 @@ class ModelBuilder:
 
     def build(self, root_joint: str | None = None, strict_inertia: bool = False, source: str | None = None,
               gravity=DEFAULT_GRAVITY) -> Model:
-        """Check the tree, number the joints depth-first and pack the model.
+        """Check the tree, number the joints depth-first in Pinocchio's order (module
+        docstring) and pack the model.
 
         ``root_joint`` (None, "free-flyer", "planar" or "spherical") attaches the root
         link to the world by that joint, named "root_joint"; ``strict_inertia`` makes a
@@ -174,6 +178,8 @@ class ModelBuilder:
                 )
             has_parent[j.child] = j.name
             children.setdefault(j.parent, []).append(j)
+        for siblings in children.values():
+            siblings.sort(key=lambda j: j.name.encode())  # Pinocchio's order (module docstring)
         roots = [n for n in self._links if n not in has_parent]
         if len(roots) != 1:
             what = "no root link (kinematic loop)" if not roots else f"several root links {roots}"

@@ -48,6 +48,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from ._xml import number, parse, required, vector
 from .builder import ModelBuilder
 from .groups import exp3_quaternion, quaternion_rotation
 from .model import DEFAULT_GRAVITY, Geometry, Model, as_gravity, rpy_matrix, transform
@@ -73,24 +74,7 @@ def load_urdf(source: str | os.PathLike, root_joint: str | None = None, package_
     gravity = as_gravity(gravity)
     locked = _locked_joints(locked_joints)
     dirs = _package_dirs(package_dirs)
-    path = None
-    if isinstance(source, str) and source.lstrip().startswith("<"):
-        text, where = source, "URDF string"
-    else:
-        try:
-            path = os.fspath(source)
-        except TypeError:
-            raise ValueError(f"urdf: expected a file path or an XML string, got {source!r}") from None
-        if not os.path.isfile(path):
-            raise ValueError(f"urdf: file {path!r} not found")
-        with open(path, encoding="utf-8-sig") as fh:
-            text, where = fh.read(), path
-    try:
-        root = ET.fromstring(text.lstrip())
-    except ET.ParseError as e:
-        raise ValueError(f"urdf: malformed XML in {where}: {e}") from None
-    if root.tag != "robot":
-        raise ValueError(f"urdf: root element must be <robot>, got <{root.tag}>")
+    root, path = parse(source, "urdf")
     base = os.path.dirname(os.path.abspath(path)) if path else os.getcwd()
     return _RobotParser(root, _MeshResolver(dirs, base), locked).build(
         root_joint, strict_inertia, os.path.abspath(path) if path else None, gravity)
@@ -176,7 +160,7 @@ class _RobotParser:
         return self.builder.build(root_joint, strict_inertia, source, gravity)
 
     def _link(self, el: ET.Element) -> None:
-        name = _required(el, "name", "<link>")
+        name = required(el, "name", "<link>")
         where = f"link {name!r}"
         mass, inertia, origin = 0.0, None, None
         inertial = el.find("inertial")
@@ -184,7 +168,7 @@ class _RobotParser:
             mass_el = inertial.find("mass")
             if mass_el is None:
                 raise ValueError(f"{where}: <inertial> needs a <mass value=...> element")
-            mass = _number(mass_el, "value", f"{where} <mass>")
+            mass = number(mass_el, "value", f"{where} <mass>")
             origin = _origin(inertial.find("origin"), f"{where} <inertial>")
             inertia = _inertia(inertial.find("inertia"), where)
         self.builder.add_link(
@@ -194,9 +178,9 @@ class _RobotParser:
         )
 
     def _joint(self, el: ET.Element) -> None:
-        name = _required(el, "name", "<joint>")
+        name = required(el, "name", "<joint>")
         where = f"joint {name!r}"
-        kind = _required(el, "type", f"{where}:")
+        kind = required(el, "type", f"{where}:")
         links = []
         for role in ("parent", "child"):
             sub = el.find(role)
@@ -204,14 +188,14 @@ class _RobotParser:
                 raise ValueError(f"{where}: expected a <{role} link=...> element")
             links.append(sub.get("link"))
         axis_el = el.find("axis")
-        axis = (1.0, 0.0, 0.0) if axis_el is None else _vector(axis_el, "xyz", 3, f"{where} <axis>", "1 0 0")
+        axis = (1.0, 0.0, 0.0) if axis_el is None else vector(axis_el, "xyz", 3, f"{where} <axis>", "1 0 0")
         limits = {}
         limit = el.find("limit")
         if limit is not None:
             tag = f"{where} <limit>"
-            limits = {"lower": _number(limit, "lower", tag, "0"), "upper": _number(limit, "upper", tag, "0"),
-                      "velocity": _number(limit, "velocity", tag, "inf", unbounded=True),
-                      "effort": _number(limit, "effort", tag, "inf", unbounded=True)}
+            limits = {"lower": number(limit, "lower", tag, "0"), "upper": number(limit, "upper", tag, "0"),
+                      "velocity": number(limit, "velocity", tag, "inf", unbounded=True),
+                      "effort": number(limit, "effort", tag, "inf", unbounded=True)}
         origin = _origin(el.find("origin"), where)
         if name in self.locked:
             kind, origin = "fixed", origin @ _locked_motion(kind, axis, self.locked[name], name)
@@ -232,14 +216,14 @@ class _RobotParser:
         material = el.find("material")
         rgba = None if material is None or role != "visual" else self._material(material, where)
         if shape.tag == "box":
-            return Geometry("box", link, placement, tuple(map(float, _vector(shape, "size", 3, tag))), rgba=rgba)
+            return Geometry("box", link, placement, tuple(map(float, vector(shape, "size", 3, tag))), rgba=rgba)
         if shape.tag == "cylinder":
-            size = (_number(shape, "radius", tag), _number(shape, "length", tag))
+            size = (number(shape, "radius", tag), number(shape, "length", tag))
             return Geometry("cylinder", link, placement, size, rgba=rgba)
         if shape.tag == "sphere":
-            return Geometry("sphere", link, placement, (_number(shape, "radius", tag),), rgba=rgba)
-        scale = tuple(map(float, _vector(shape, "scale", 3, tag, "1 1 1")))
-        filename = self.resolve_mesh(_required(shape, "filename", tag))
+            return Geometry("sphere", link, placement, (number(shape, "radius", tag),), rgba=rgba)
+        scale = tuple(map(float, vector(shape, "scale", 3, tag, "1 1 1")))
+        filename = self.resolve_mesh(required(shape, "filename", tag))
         return Geometry("mesh", link, placement, filename=filename, scale=scale, rgba=rgba)
 
     def _material(self, el: ET.Element, where: str) -> tuple[float, float, float, float] | None:
@@ -247,7 +231,7 @@ class _RobotParser:
         name = el.get("name", "")
         color = el.find("color")
         if color is not None:
-            rgba = tuple(map(float, _vector(color, "rgba", 4, f"{where} <material {name!r}> <color>")))
+            rgba = tuple(map(float, vector(color, "rgba", 4, f"{where} <material {name!r}> <color>")))
             if name:
                 self.materials[name] = rgba
             return rgba
@@ -272,42 +256,12 @@ def _locked_motion(kind: str, axis: np.ndarray, value: float, name: str) -> np.n
     return transform(np.reshape(quaternion_rotation(*exp3_quaternion(*a)), (3, 3)))  # exp([value·a]×)
 
 
-def _required(el: ET.Element, attr: str, where: str) -> str:
-    value = el.get(attr)
-    if value is None or not value.strip():
-        raise ValueError(f"{where} needs a non-empty {attr!r} attribute")
-    return value
-
-
-def _vector(el: ET.Element, attr: str, n: int, where: str, default: str | None = None,
-            unbounded: bool = False) -> np.ndarray:
-    """Attribute ``attr`` of ``el`` as n finite numbers (``default`` if absent, else required).
-
-    ``unbounded`` also accepts +inf (limits).
-    """
-    text = el.get(attr, default)
-    if text is None:
-        raise ValueError(f"{where}: expected attribute {attr!r} with {n} numbers")
-    try:
-        values = np.array([float(s) for s in text.split()])
-    except ValueError:
-        raise ValueError(f"{where}: attribute {attr}={text!r} is not {n} numbers") from None
-    if values.shape != (n,) or not np.all(np.isfinite(values) | (unbounded & (values == np.inf))):
-        raise ValueError(f"{where}: attribute {attr}={text!r}: expected {n} finite numbers")
-    return values
-
-
-def _number(el: ET.Element, attr: str, where: str, default: str | None = None,
-            unbounded: bool = False) -> float:
-    return float(_vector(el, attr, 1, where, default, unbounded)[0])
-
-
 def _origin(el: ET.Element | None, where: str) -> np.ndarray:
     """Homogeneous transform (4, 4) of an <origin xyz rpy> element (identity if absent)."""
     if el is None:
         return np.eye(4)
-    xyz = _vector(el, "xyz", 3, f"{where} <origin>", "0 0 0")
-    rpy = _vector(el, "rpy", 3, f"{where} <origin>", "0 0 0")
+    xyz = vector(el, "xyz", 3, f"{where} <origin>", "0 0 0")
+    rpy = vector(el, "rpy", 3, f"{where} <origin>", "0 0 0")
     return transform(rpy_matrix(*rpy), xyz)
 
 
@@ -316,5 +270,5 @@ def _inertia(el: ET.Element | None, where: str) -> np.ndarray:
     if el is None:
         raise ValueError(f"{where}: <inertial> needs an <inertia ixx=... izz=...> element")
     tag = f"{where} <inertia>"
-    ixx, ixy, ixz, iyy, iyz, izz = (_number(el, a, tag) for a in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz"))
+    ixx, ixy, ixz, iyy, iyz, izz = (number(el, a, tag) for a in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz"))
     return np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])

@@ -3,6 +3,7 @@
     import optdyn, problems
     prob = problems.arm_obstacle.make(scenario="bent")
     res  = optdyn.solve(prob, solver="ddp")          # "ddp" | "ilqr" | "ipopt"
+    optdyn.warmup(prob, solvers=("ddp", "ilqr"))     # compile ahead: the next solve compiles nothing
     optdyn.compare(prob, solvers=("ddp", "ilqr"), plot="convergence.png")
     optdyn.save_html(res, "arm.html", problem=prob)  # offline meshcat replay
     optdyn.plot_trajectory(res, "arm.png")           # q, v, u with limits, clearance, convergence
@@ -30,12 +31,13 @@ from .solvers.solve import solve
 from .solvers.mpc import MPC
 from .apps.simulate import ClosedLoop, Push, simulate
 from .apps.sweep import sweep
+from .apps.warmup import warmup
 
 __all__ = [
     "Problem", "Result", "STATUSES", "solve", "compare", "costs", "constraints", "clearances", "report",
     "save_result", "load_result", "view", "save_html", "plot_trajectory", "sweep",
     "set_num_threads", "get_num_threads", "check_derivatives", "UserResidual", "MPC", "simulate", "Push",
-    "ClosedLoop", "save_closed_loop", "load_closed_loop", "load", "plot_closed_loop",
+    "ClosedLoop", "save_closed_loop", "load_closed_loop", "load", "plot_closed_loop", "warmup",
 ]
 
 

@@ -49,13 +49,15 @@ REGISTRY: dict[str, Entry] = {
         "station=true holds tool0 at its station relative to the satellite instead (station keeping under MPC)."),
     "quadruped": Entry(
         "quadruped", "make",
-        "Solo-12 (example-robot-data) walks, trots or jumps forward on flat ground: contact phases with "
-        "impulses at touchdown, swing feet on arcs, multiple shooting from the standing guess.",
+        "Solo-12 (example-robot-data; or any robot: model=, feet=, standing=) walks, trots or jumps forward on "
+        "flat ground: contact phases with impulses at touchdown, swing feet on arcs, multiple shooting from the "
+        "standing guess.",
         ("walk", "trot", "jump")),
     "biped": Entry(
         "biped", "make",
-        "Talos' legs (example-robot-data, upper body locked at half-sitting) walk forward on two 6D soles: "
-        "single and double supports, impulses at touchdown, each sole's wrench in its contact wrench cone.",
+        "Talos' legs (example-robot-data, upper body locked at half-sitting; or any robot: model=, soles=, "
+        "standing=, sole_half_lengths=) walk forward on two 6D soles: single and double supports, impulses at "
+        "touchdown, each sole's wrench in its contact wrench cone.",
         ("walk",)),
     "panda-reach": Entry(
         "panda_reach", "make",

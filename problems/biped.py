@@ -1,10 +1,15 @@
-"""Talos' legs walk forward on flat ground, on two 6D soles, with contact phases and impulses.
+"""A biped walks forward on flat ground, on two 6D soles, with contact phases and impulses —
+by default Talos' legs.
 
-Robot: Talos from example-robot-data (``talos_reduced``) on a free-flyer with its torso,
-arms, grippers and head locked at the SRDF's ``half_sitting`` posture (the grippers at 0)
-— example-robot-data's ``talos_legs``, the robot of Crocoddyl's biped examples: two legs
-of six joints, 90 kg in all; x = [q; v], nx = 37, ndx = 36; the twelve leg joints are actuated,
-the base is not. The soles ``left_sole_link`` and ``right_sole_link`` are frame contacts
+Robot: any model on a free-flyer root (``model=``), its soles ``soles=(left, right)`` (frames
+whose z axis is the ground's normal when it stands), its standing configuration ``standing=``
+(its base placement is where it starts, the ground where its soles are) and, for the contact
+wrench cone, its soles' half-lengths ``sole_half_lengths=(X, Y)`` (m, along the soles' x and
+y); every joint but the base is actuated. By default Talos from example-robot-data
+(``talos_reduced``) on a free-flyer with its torso, arms, grippers and head locked at the
+SRDF's ``half_sitting`` posture (the grippers at 0) — example-robot-data's ``talos_legs``, the
+robot of Crocoddyl's biped examples: two legs of six joints, 90 kg in all; x = [q; v], nx = 37,
+ndx = 36. Its soles ``left_sole_link`` and ``right_sole_link`` are frame contacts
 (``kind="6d"``, their wrench in the sole's own axes), standing at ``half_sitting``.
 
 The walk (:func:`problems.gaits.biped_gait`): ``support_knots`` intervals on both soles,
@@ -18,7 +23,8 @@ The structure is that of the biped walk of Crocoddyl's examples (Mastalli et al.
 *Crocoddyl: an efficient and versatile framework for multi-contact optimal control*, ICRA
 2020), as :mod:`problems.quadruped` is of its quadrupedal gaits.
 
-Costs (× dt on the running knots; :data:`problems.gaits.BIPED_WEIGHTS`):
+Costs (× dt on the running knots; :data:`problems.gaits.BIPED_WEIGHTS`, Talos'; another robot's
+scaled by its mass and height as the quadruped's, :func:`problems.gaits.scaled_weights`):
 
     running  ℓ_k = ½ Σ_i w_i (x ⊖ x̄_k)_i² + ½·1e-3‖u‖² + ½·1e7 Σ_swing ‖log₆(T_s,k⁻¹ M_s(q))‖²
     terminal ℓ_N = 10 · ½ Σ_i w_i (x ⊖ x̄_N)_i²
@@ -35,24 +41,24 @@ wrench cone (Caron, Pham & Nakamura, *Stability of surface contacts for humanoid
 closed-form formulae of the contact wrench cone for rectangular support areas*, ICRA 2015):
 friction of ``mu`` (the inner pyramid), the centre of pressure inside the sole's rectangle
 and the yaw torque bounded, with a non-negative normal force
-(:class:`optdyn.costs.WrenchConeResidual` as a stage constraint, A w ≤ 0). The rectangle's
-half-lengths (0.1025, 0.061) m are those of the ``<feet>`` block of Talos' SRDF (width
-0.205 m along x, height 0.122 m along y); Crocoddyl's biped example uses a slightly
-smaller (0.1, 0.05).
+(:class:`optdyn.costs.WrenchConeResidual` as a stage constraint, A w ≤ 0). Talos' rectangle's
+half-lengths (0.1025, 0.061) m are those of the ``<feet>`` block of its SRDF (width 0.205 m
+along x, height 0.122 m along y); Crocoddyl's biped example uses a slightly smaller (0.1, 0.05).
 """
 from __future__ import annotations
 
 import os
-import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 
 import numpy as np
 
-from dynamics import Contact, Model, frame_placement
+from dynamics import Contact, Model, load_srdf
 from optdyn.constraints import ResidualConstraint
 from optdyn.costs import ControlCost, FramePlacementCost, StateCost, WrenchConeResidual
 from optdyn.ocp.problem import Problem
 
-from .gaits import BIPED_WEIGHTS, SOLES, biped_gait, positive, swing_references
+from .gaits import BIPED_WEIGHTS, SOLES, TALOS_SCALE, biped_gait, positive, scaled_weights, swing_references
+from .legged import Stance, solver_options, stance, state_weights
 from .robot_data import load_robot, robot_files
 
 URDF = "talos_data/robots/talos_reduced.urdf"
@@ -60,12 +66,13 @@ SRDF = "talos_data/srdf/talos.srdf"
 
 SOLVER_OPTIONS = {"ilqr": {"cost_hessian": "gauss_newton", "rho_init": 0.1}, "ipopt": {"mu_strategy": "adaptive"}}
 """Over the defaults of a problem with contacts (multiple shooting; DDP regularised on the
-controls too), measured on the default walk (55 intervals) and on one step (14): iLQR with
+controls too), measured on Talos' default walk (55 intervals) and on one step (14): iLQR with
 Gauss–Newton cost Hessians and the augmented Lagrangian's first penalty ρ = 0.1 converges in
 79 and 44 iterations (ρ = 1: 181 and none in 300, ρ = 10: 200 and 224, ρ = 30 diverges; the
 exact Hessians: none in 300); DDP with the defaults in 188 and 110 (ρ = 0.1 diverges on the
 walk); IPOPT's adaptive barrier in 36 and 27 — its monotone default stops 1.5e-6 (relative)
-above the optimum on the step, the barrier still pushing the active wrench cones inside."""
+above the optimum on the step, the barrier still pushing the active wrench cones inside.
+Another robot's ρ is scaled by (m₀/m)² (:func:`problems.legged.solver_options`)."""
 
 
 def talos_legs() -> tuple[Model, np.ndarray, tuple[float, float]]:
@@ -73,25 +80,27 @@ def talos_legs() -> tuple[Model, np.ndarray, tuple[float, float]]:
     half-lengths (X, Y) in m), from example-robot-data's URDF and SRDF (module docstring);
     ValueError if example-robot-data is not installed."""
     robots, _ = robot_files(URDF, "biped")
-    srdf = ET.parse(os.path.join(robots, SRDF)).getroot()
-    posture = {j.get("name"): [float(v) for v in j.get("value").split()]
-               for j in srdf.find("group_state[@name='half_sitting']").iter("joint")}
-    movable = [j.get("name") for j in ET.parse(os.path.join(robots, URDF)).getroot().findall("joint")
-               if j.get("type") != "fixed"]
-    model = load_robot(URDF, "biped", locked_joints={n: posture.get(n, [0.0])[0] for n in movable
-                                                     if not n.startswith("leg_")})
-    q0 = np.concatenate([posture[n] for n in model.joint_names])
-    size = srdf.find("specificities/feet/left/size")
-    return model, q0, (0.5 * float(size.get("width")), 0.5 * float(size.get("height")))
+    full = load_robot(URDF, "biped")
+    srdf = load_srdf(full, os.path.join(robots, SRDF))
+    posture = srdf.reference_configurations["half_sitting"]
+    upper = {name: float(posture[full.idx_qs[i]]) for i, name in enumerate(full.joint_names)
+             if name != "root_joint" and not name.startswith("leg_")}
+    model = load_robot(URDF, "biped", locked_joints=upper)
+    q0 = load_srdf(model, os.path.join(robots, SRDF), unknown="ignore").reference_configurations["half_sitting"]
+    size = srdf.xml.find("specificities/feet/left/size")
+    return model, q0.copy(), (0.5 * float(size.get("width")), 0.5 * float(size.get("height")))
 
 
 def make(scenario: str = "walk", steps: int = 2, step_length: float = 0.2, step_height: float = 0.05,
-         step_knots: int = 20, support_knots: int = 5, dt: float = 0.03, mu: float | None = 0.7) -> Problem:
-    """Talos' legs take ``steps`` steps (``scenario`` "walk", the only one), each sole
-    landing ``step_length`` (m) further forward after an arc of apex ``step_height`` (m) in
-    ``step_knots`` intervals of ``dt``, ``support_knots`` on both soles around every step,
-    the stance soles' wrenches in the contact wrench cone of ``mu`` (None: no cone; module
-    docstring)."""
+         step_knots: int = 20, support_knots: int = 5, dt: float = 0.03, mu: float | None = 0.7,
+         model: Model | None = None, soles: Sequence[str] | None = None, standing=None,
+         sole_half_lengths: Sequence[float] | None = None) -> Problem:
+    """``model`` (a robot on a free-flyer root, standing at ``standing`` on its ``soles``
+    (left, right); by default Talos' legs at half-sitting) takes ``steps`` steps (``scenario``
+    "walk", the only one), each sole landing ``step_length`` (m) further forward after an arc of
+    apex ``step_height`` (m) in ``step_knots`` intervals of ``dt``, ``support_knots`` on both
+    soles around every step, the stance soles' wrenches in the contact wrench cone of ``mu``
+    (None: no cone) over soles of ``sole_half_lengths`` (X, Y) (module docstring)."""
     if scenario != "walk":
         raise ValueError(f"scenario: expected walk, got {scenario!r}")
     positive(step_length, "step_length")
@@ -99,28 +108,48 @@ def make(scenario: str = "walk", steps: int = 2, step_length: float = 0.2, step_
     positive(dt, "dt")
     if mu is not None:
         positive(mu, "mu")
-    swings, progress = biped_gait(steps, step_knots, support_knots)
-    model, q0, half_lengths = talos_legs()
-    N = len(swings)
-    x0 = np.r_[q0, np.zeros(model.nv)]
+    robot, half_lengths = _robot(model, soles, standing, sole_half_lengths, mu)
+    name = "biped" if model is None else f"biped:{robot.model.name}"
+    swings, progress = biped_gait(steps, step_knots, support_knots, robot.feet)
+    model, N, w = robot.model, len(swings), scaled_weights(BIPED_WEIGHTS, robot.scale, TALOS_SCALE)
+    x0 = np.r_[robot.q, np.zeros(model.nv)]
     refs = np.tile(x0, (N + 1, 1))
     refs[:, 0] += 0.5 * steps * step_length * np.asarray(progress)
-    w = BIPED_WEIGHTS
-    weights = np.r_[np.full(2, w["base_position"]), w["base_height"], np.full(3, w["base_orientation"]),
-                    np.full(model.nv - 6, w["joints"]), np.full(model.nv, w["velocity"])]
+    weights = state_weights(model, w)
     running = StateCost(weights, refs[:-1], model=model) + ControlCost(w["control"], nu=model.nv - 6)
-    for sole in SOLES:
-        R0, p0 = frame_placement(model, q0, sole)
+    for sole, (R0, p0) in zip(robot.feet, robot.placements):
         path, weight = swing_references(p0, sole, swings, step_length, step_height, w["swing"])
         targets = np.tile(np.eye(4), (N, 1, 1))
         targets[:, :3, :3], targets[:, :3, 3] = R0, path
         running = running + FramePlacementCost(model, sole, targets, weight)
     terminal = StateCost(w["terminal"] * weights, refs[-1], model=model)
-    contacts = [[Contact(s, kind="6d", reference="local") for s in SOLES if s not in swing] for swing in swings]
+    contacts = [[Contact(s, kind="6d", reference="local") for s in robot.feet if s not in swing] for swing in swings]
     cones = [] if mu is None else [
         ResidualConstraint(WrenchConeResidual(model, contacts, s, mu=mu, half_lengths=half_lengths), upper=0.0)
-        for s in SOLES]
+        for s in robot.feet]
     params = {"scenario": scenario, "steps": steps, "step_length": step_length, "step_height": step_height,
               "step_knots": step_knots, "support_knots": support_knots, "dt": dt, "mu": mu}
     return Problem(model, x0, N, dt, running, terminal, substeps=1, integrator="rk4", contacts=contacts,
-                   path_constraints=cones, name="biped", params=params, solver_options=SOLVER_OPTIONS)
+                   path_constraints=cones, name=name, params=params,
+                   solver_options=solver_options(SOLVER_OPTIONS, robot.scale, TALOS_SCALE))
+
+
+def _robot(model: Model | None, soles: Sequence[str] | None, standing, sole_half_lengths,
+           mu: float | None) -> tuple[Stance, tuple[float, float] | None]:
+    """(the stance of ``model`` on ``soles`` at ``standing``, the soles' half-lengths); Talos'
+    legs for model=None (its soles, its half-sitting and its soles' size where not given);
+    ValueError naming what a given model lacks."""
+    if model is None:
+        model, q0, size = talos_legs()
+        soles = SOLES if soles is None else soles
+        standing = q0 if standing is None else standing
+        sole_half_lengths = size if sole_half_lengths is None else sole_half_lengths
+    needed = [(soles, "soles", "its two soles' frames (left, right)"),
+              (standing, "standing", "its standing configuration q (nq,)")]
+    if mu is not None:
+        needed.append((sole_half_lengths, "sole_half_lengths", "its soles' half-lengths (X, Y) in m for the "
+                                                               "contact wrench cone (or mu=None)"))
+    for value, name, what in needed:
+        if value is None:
+            raise ValueError(f"{name}: a model= of one's own needs {what}")
+    return stance(model, soles, standing, 2, "soles"), None if mu is None else tuple(sole_half_lengths)

@@ -1,6 +1,6 @@
-"""Talos' legs walk (issue 40, item 4): the biped gait builder and its bad parameters, the
-three solvers on one step, each stance sole's wrench in its contact wrench cone, stance soles
-that neither slide nor rotate, and the swinging sole landing level, further forward."""
+"""Talos' legs walk: the biped gait builder and its bad parameters, the three solvers on one
+step, each stance sole's wrench in its contact wrench cone, stance soles that neither slide nor
+rotate, the swinging sole landing level, further forward; the robot given explicitly."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,8 +9,8 @@ from agreement import assert_same_optimum
 
 import dynamics as dyn
 import optdyn
-from problems.biped import make
-from problems.gaits import SOLES, biped_gait
+from problems.biped import make, talos_legs
+from problems.gaits import BIPED_WEIGHTS, SOLES, TALOS_SCALE, biped_gait, scaled_weights
 
 pytest.importorskip("example_robot_data")
 
@@ -93,3 +93,29 @@ def test_stance_soles_neither_slide_nor_rotate_and_the_swing_sole_lands_level_fo
             assert p[~stance, 2].max() - p[0, 2] > 0.5 * h
             assert abs(p[landing, 0] - p[0, 0] - L) < 0.1 * L and abs(p[landing, 2] - p[0, 2]) < 5e-3
             assert np.max(np.abs(R[landing] - R[0])) < 0.02
+
+
+def test_talos_given_explicitly_is_the_default_walk_and_a_robot_of_ones_own_is_checked():
+    """make(model=, soles=, standing=, sole_half_lengths=) with Talos' own is the default walk
+    (same costs and constraints at any trajectory, same options); its scale gives Talos' weights
+    exactly; what a robot of one's own lacks is refused naming it."""
+    model, q0, half = talos_legs()
+    default = make(steps=1, step_knots=3, support_knots=1)
+    own = make(steps=1, step_knots=3, support_knots=1, model=model, soles=SOLES, standing=q0, sole_half_lengths=half)
+    rng = np.random.default_rng(2)
+    us = rng.normal(size=(default.N, default.nu))
+    xs = np.array([np.r_[dyn.integrate(model, q0, 0.05 * rng.normal(size=model.nv)), rng.normal(size=model.nv)]
+                   for _ in range(default.N + 1)])
+    assert own.cost(xs, us) == default.cost(xs, us) and own.name == f"biped:{model.name}"
+    np.testing.assert_array_equal(own.stage_constraint_values(xs[:-1], us), default.stage_constraint_values(xs[:-1], us))
+    assert own.solver_options == default.solver_options and default.solver_options["ilqr"]["rho_init"] == 0.1
+    assert scaled_weights(BIPED_WEIGHTS, TALOS_SCALE, TALOS_SCALE) == BIPED_WEIGHTS
+    kw = dict(model=model, soles=SOLES, standing=q0, sole_half_lengths=half)
+    for bad, match in [(dict(soles=("left_sole_link", "right_foot")),
+                        r"^soles: robot '.*' has no frame 'right_foot'; its frames: .*right_sole_link"),
+                       (dict(sole_half_lengths=None), r"^sole_half_lengths: a model= of one's own needs its soles'"),
+                       (dict(standing=None), r"^standing: a model= of one's own needs"),
+                       (dict(soles=SOLES[:1]), r"^soles: expected 2 distinct frame names")]:
+        with pytest.raises(ValueError, match=match):
+            make(steps=1, **{**kw, **bad})
+    assert not make(steps=1, mu=None, **{**kw, "sole_half_lengths": None}).stage_constraints

@@ -294,3 +294,20 @@ def test_mpc_diverged_plant_fails_after_the_summary_and_outputs(tmp_path, capsys
     assert code == 1 and "(stopped: the plant diverged between" in out
     loop = load_closed_loop(saved)
     assert loop.stopped.startswith("the plant diverged") and loop.us.shape[0] < 20 and html.exists()
+
+
+def test_warmup_of_a_script_warms_the_problems_it_defines(capsys, tmp_path):
+    """`optdyn warmup --script FILE` warms every Problem the script defines at module level,
+    without running its __main__ block; a script without one, or a missing file, is one line."""
+    script = tmp_path / "mine.py"
+    script.write_text("import problems\nswing = problems.get('pendulum')\n"
+                      "if __name__ == '__main__':\n    raise SystemExit('the main block ran')\n")
+    code, out, err = run(capsys, "warmup", "--script", str(script), "--solvers", "ddp,ipopt")
+    assert code == 0, err
+    assert re.search(r"^swing \(ddp\)\s+\d+\.\d s$", out, flags=re.M), out
+    assert re.search(r"^swing \(ipopt\)\s+\d+\.\d s$", out, flags=re.M), out
+    (tmp_path / "none.py").write_text("x = 1\n")
+    for argv, words in [(("--script", str(tmp_path / "none.py")), ("--script", "defines no optdyn.Problem")),
+                        (("--script", str(tmp_path / "gone.py")), ("--script", "no such file")),
+                        (("pendulum", "--script", str(script)), ("--script", "not both"))]:
+        assert_one_line_error(*run(capsys, "warmup", *argv)[::2], *words)

@@ -3,6 +3,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), os.pardir, "examples")
@@ -70,3 +71,13 @@ def test_ur5_tracking_example_follows_its_reference_trajectory(tmp_path):
     costs = [float(line.split("cost ")[1].split(",")[0]) for line in rows]
     assert len(rows) == 2 and all("converged" in line for line in rows), out
     assert max(rms) < 2.0 and abs(costs[0] - costs[1]) < 1e-4 * costs[0], out
+
+
+def test_hyq_trot_example_trots_from_the_srdf_posture(tmp_path):
+    pytest.importorskip("example_robot_data")
+    out = run_example("hyq_trot.py", tmp_path)
+    assert "quadruped:hyq ipopt: converged" in out, out
+    moved = [[float(x) for x in line.split("[")[1].split("]")[0].split()] for line in out.splitlines()
+             if " moved [" in line]
+    assert len(moved) == 4, out
+    np.testing.assert_allclose(moved, [[0.3, 0.0, 0.0]] * 4, atol=5e-3)  # two steps of 0.15 m, on the ground

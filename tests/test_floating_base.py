@@ -209,7 +209,7 @@ def test_unresolved_meshes_warn_once_each_and_fixed_base_keeps_the_old_layout():
 
 
 def _permutations(model, pm):
-    """Index maps taking our q, v to Pinocchio's (joint order may differ, names agree)."""
+    """Index maps taking our q, v to Pinocchio's, joint by name (the identity: the orders agree)."""
     names = list(pm.names)[1:]
     qmap, vmap = np.empty(model.nq, int), np.empty(model.nv, int)
     for i, name in enumerate(model.joint_names):

@@ -1,10 +1,14 @@
-"""Results on disk: exact round trip, and clear errors for anything that is not a result."""
+"""Results on disk: exact round trip, the joint names they record, and clear errors for
+anything that is not a result (or was written before joints followed Pinocchio's order)."""
+import json
 import zipfile
 
 import numpy as np
 import pytest
 
+import problems
 from optdyn.apps.io import load_result, save_result
+from optdyn.ocp.task import problem_of
 from optdyn.solvers.result import Result
 
 
@@ -111,3 +115,42 @@ def test_corrupt_truncated_foreign_files_raise_value_error(tmp_path):
             load_result(path)
         message = str(e.value)
         assert str(path) in message and "\n" not in message, (what, message)
+
+
+def _rewrite_meta(path, **changes) -> None:
+    """Rewrite the archive at ``path`` with its meta's entries ``changes`` replaced."""
+    with np.load(path) as f:
+        arrays = {k: f[k] for k in f.files}
+    meta = {**json.loads(str(arrays["meta"][()])), **changes}
+    np.savez(path, **{**arrays, "meta": np.array(json.dumps(meta))})
+
+
+def test_version_1_files_are_refused_saying_why(tmp_path):
+    """Version 1 results and closed loops were written when joints followed the URDF's
+    declarations (HyQ's legs lf, rf, lh, rh; Pinocchio's lf, lh, rf, rh) and hold no joint
+    names: refused, never read with two legs swapped."""
+    path = tmp_path / "old.npz"
+    save_result(make_result(), path)
+    _rewrite_meta(path, version=1)
+    with pytest.raises(ValueError, match=r"old.npz: result file version 1, written when joints followed the order "
+                                         r"of the URDF's declarations; .* Pinocchio .*solve again"):
+        load_result(path)
+
+
+def test_the_joint_names_are_saved_and_a_rebuilt_problem_must_have_them(tmp_path):
+    prob = problems.get("ur5-reach")
+    r = Result(xs=np.tile(prob.x0, (prob.N + 1, 1)), us=prob.us_init, cost=0.0, converged=False, iterations=0,
+               status="max_iter", problem="ur5-reach", params={})
+    r.source = prob
+    path = tmp_path / "r.npz"
+    save_result(r, path)
+    back = load_result(path)
+    assert back.extra["joint_names"] == list(prob.model.joint_names)
+    named = lambda name, params: problems.get(name, **params)  # noqa: E731
+    assert problem_of(back, make=named).model.joint_names == prob.model.joint_names
+    back.extra["joint_names"] = back.extra["joint_names"][::-1]
+    with pytest.raises(ValueError, match=r"cannot rebuild problem 'ur5-reach' \(the result's joints \['wrist_3_joint'"):
+        problem_of(back, make=named)
+    del back.extra["problem_record"]
+    with pytest.raises(ValueError, match="the result's joints"):
+        problem_of(back, make=named)

@@ -182,30 +182,35 @@ def hand_model_built_directly() -> dyn.Model:
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_fixed_joints_and_rotated_inertial_frames_match_direct_build(seed):
+    """(l1's children by name, as Pinocchio orders them: j3 before the fixed l1_extra_joint
+    that carries j2; built directly, j2 and j3 both hang from l1.)"""
     loaded, direct = load_urdf(HAND_URDF), hand_model_built_directly()
-    assert loaded.joint_names == direct.joint_names == ("j1", "j2", "j3")
+    assert loaded.joint_names == ("j1", "j3", "j2") and direct.joint_names == ("j1", "j2", "j3")
+    p = [direct.joint_index(name) for name in loaded.joint_names]
     q, v, a = random_state(direct, seed)
-    np.testing.assert_allclose(dyn.rnea(loaded, q, v, a), dyn.rnea(direct, q, v, a), rtol=1e-13, atol=1e-13)
-    np.testing.assert_allclose(dyn.crba(loaded, q), dyn.crba(direct, q), rtol=1e-13, atol=1e-14)
-    np.testing.assert_allclose(dyn.aba(loaded, q, v, a), dyn.aba(direct, q, v, a), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(dyn.rnea(loaded, q[p], v[p], a[p]), dyn.rnea(direct, q, v, a)[p], rtol=1e-13,
+                               atol=1e-13)
+    np.testing.assert_allclose(dyn.crba(loaded, q[p]), dyn.crba(direct, q)[np.ix_(p, p)], rtol=1e-13, atol=1e-14)
+    np.testing.assert_allclose(dyn.aba(loaded, q[p], v[p], a[p]), dyn.aba(direct, q, v, a)[p], rtol=1e-12,
+                               atol=1e-12)
     # frame of the merged link: l1 pose times the fixed joint's origin
     R1, p1 = dyn.frame_placement(direct, q, "l1")
-    R, p = dyn.frame_placement(loaded, q, "l1_extra")
+    R, x = dyn.frame_placement(loaded, q[p], "l1_extra")
     np.testing.assert_allclose(R, R1 @ rot(0, 0.5, 0), atol=1e-14)
-    np.testing.assert_allclose(p, p1 + R1 @ [0.2, 0, 0], atol=1e-14)
+    np.testing.assert_allclose(x, p1 + R1 @ [0.2, 0, 0], atol=1e-14)
 
 
 def test_loaded_hand_model_contents():
     m = load_urdf(HAND_URDF)
     assert m.name == "hand"
-    assert m.frame_names == ("base", "plate", "l1", "l1_extra", "l2", "l3")
-    assert [m.frame(f).body for f in m.frame_names] == [-1, -1, 0, 0, 1, 2]
+    assert m.frame_names == ("base", "plate", "l1", "l3", "l1_extra", "l2")  # l1's children by joint name
+    assert [m.frame(f).body for f in m.frame_names] == [-1, -1, 0, 1, 0, 2]
     np.testing.assert_allclose(m.axis[0], [0, 0.6, 0.8])
-    np.testing.assert_allclose(m.axis[1], [1, 0, 0])  # missing <axis> → (1, 0, 0)
-    np.testing.assert_array_equal(m.lower_limit, [-2, -0.3, -np.inf])
-    np.testing.assert_array_equal(m.upper_limit, [2.5, 0.3, np.inf])
-    np.testing.assert_array_equal(m.velocity_limit, [5, 1, np.inf])
-    np.testing.assert_array_equal(m.effort_limit, [40, 100, np.inf])
+    np.testing.assert_allclose(m.axis[2], [1, 0, 0])  # missing <axis> → (1, 0, 0)
+    np.testing.assert_array_equal(m.lower_limit, [-2, -np.inf, -0.3])
+    np.testing.assert_array_equal(m.upper_limit, [2.5, np.inf, 0.3])
+    np.testing.assert_array_equal(m.velocity_limit, [5, np.inf, 1])
+    np.testing.assert_array_equal(m.effort_limit, [40, np.inf, 100])
     assert m.inertia[0, 0] == pytest.approx(2.7)
     (plate,) = m.visuals
     assert (plate.kind, plate.frame, plate.size) == ("box", "plate", (0.3, 0.3, 0.02))

@@ -13,8 +13,9 @@
                                                   model predictive control in closed loop, with pushes
     optdyn sweep PROBLEM [--scenario S] [--solver S] --grid KEY=V1,V2,... [--grid ...] [--starts K]
                  --out DIR [--param KEY=VALUE ...] [--max-iter N] [--scheduler tcp://HOST:PORT] [--workers N]
-    optdyn warmup [PROBLEM ...] [--solvers ddp,ilqr,ipopt] [--all] [--jobs N]
-                                                  compile ahead of time, one process per solve
+    optdyn warmup [PROBLEM ...] [--solvers ddp,ilqr,ipopt] [--all] [--jobs N] [--script FILE]
+                                                  compile ahead of time, one process per solve, or
+                                                  for the problems a script of one's own defines
 
 ``optdyn --version`` prints the version; ``--quiet`` (solve, sweep) drops the iteration
 log and progress bar. ``--param KEY=VALUE`` reads VALUE as JSON, or a comma-separated
@@ -566,16 +567,24 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 def cmd_warmup(args: argparse.Namespace) -> int:
     """Compile the kernels of the named problems' solves (default: the README's main job),
-    one process per job on every core (:mod:`optdyn.apps.warmup`)."""
-    from .warmup import SOLVERS, CompileJob, warm
+    one process per job on every core, or of the problems a script defines, in this process
+    (:mod:`optdyn.apps.warmup`)."""
+    from .warmup import SOLVERS, CompileJob, script_problems, warm, warmup
 
-    names = problems.names() if args.all else (args.problem or ["arm-obstacle"])
     solvers = SOLVERS if args.all else tuple(s.strip() for s in args.solvers.split(","))
     unknown = [s for s in solvers if s not in SOLVERS]
     if unknown:
         raise CommandError(f"--solvers: unknown solver {unknown[0]!r}; expected some of {', '.join(SOLVERS)}")
     if args.jobs is not None and args.jobs < 1:
         raise CommandError(f"--jobs: expected an integer ≥ 1, got {args.jobs}")
+    if args.script:
+        if args.problem or args.all:
+            raise CommandError("--script: give either problem names (or --all) or a script, not both")
+        for name, problem in script_problems(args.script).items():
+            for solver, s in warmup(problem, solvers).items():
+                print(f"{name} ({solver}){'':<{max(1, 38 - len(name) - len(solver))}} {s:7.1f} s")
+        return 0
+    names = problems.names() if args.all else (args.problem or ["arm-obstacle"])
     jobs = [CompileJob(f"{name} ({solver})", problems.factory(name), solver) for name in names for solver in solvers]
     t0 = time.perf_counter()
     seconds = warm(jobs, processes=args.jobs, progress=not args.quiet)
@@ -712,6 +721,10 @@ def build_parser() -> argparse.ArgumentParser:
     warmup.add_argument("--all", action="store_true", help="every problem with every solver")
     warmup.add_argument("--jobs", type=int, help="processes at once (default: one per core)")
     warmup.add_argument("--quiet", action="store_true", help="no progress bar")
+    warmup.add_argument("--script", metavar="FILE",
+                        help="a Python script defining optdyn.Problem objects at module level (its "
+                             "`if __name__ == \"__main__\":` block is not run): warm each of them in this process "
+                             "for --solvers (default: none)")
 
     from .sweep import PERTURBATION
 

@@ -3,7 +3,7 @@ or :class:`~optdyn.apps.simulate.ClosedLoop`.
 
 Layout of the archive (read with ``np.load(path, allow_pickle=False)``)::
 
-    meta            0-d unicode string: JSON {"format": "optdyn.result", "version": 1,
+    meta            0-d unicode string: JSON {"format": "optdyn.result", "version": 2,
                     cost, converged, iterations, status, message, solver, problem,
                     params, wall_time, extra (JSON-able entries), history (names),
                     extra_arrays (names)}
@@ -15,17 +15,23 @@ Entries of ``extra`` that are neither numeric arrays nor JSON values are stored 
 ``repr`` string. A result that carries its problem (``result.source``, set by
 :func:`optdyn.solve`) also stores ``extra["problem_record"]``: the model's URDF path and
 the task (:func:`optdyn.ocp.task.record`), from which :func:`optdyn.ocp.task.problem_of`
-rebuilds the problem to draw, plot and check a custom problem's result. Anything that is
+rebuilds the problem to draw, plot and check a custom problem's result, and
+``extra["joint_names"]``: the model's joints in the order of q, v and u.
+
+Version 2 is the first whose joints follow Pinocchio's order (by name at every branching
+of the tree); version 1 files followed the order of the URDF's declarations, which swaps
+legs of robots such as HyQ and ANYmal, and record no joint names to map them by: they are
+refused, saying so (solve again to save them anew). Anything else that is
 not such a file — missing, truncated, corrupt, another program's npz — makes
 :func:`load_result` raise ``ValueError`` saying what is wrong.
 
 A closed loop (:func:`save_closed_loop`, :func:`load_closed_loop`) is an archive of the
 same family::
 
-    meta            JSON {"format": "optdyn.closed_loop", "version": 1, dt, stopped, solver,
+    meta            JSON {"format": "optdyn.closed_loop", "version": 2, dt, stopped, solver,
                     iteration_limit, warm_start, horizon, problem, params, status (one per step),
                     disturbances (frame, force, start, duration of each push),
-                    problem_record (or null)}
+                    problem_record (or null), joint_names (or null)}
     t (n+1,), xs (n+1, nx), us (n, nu), gains (n, nu, ndx), solve_time (n,), cost (n,),
     margins (n, m), iterations (n,)
 
@@ -46,7 +52,7 @@ from ..solvers.result import Result
 from ..ocp.task import record
 from .simulate import ClosedLoop, Push
 
-FORMAT, VERSION = "optdyn.result", 1
+FORMAT, VERSION = "optdyn.result", 2
 CLOSED_LOOP_FORMAT = "optdyn.closed_loop"
 _SCALARS = {"cost": float, "converged": bool, "iterations": int, "status": str, "message": str,
             "solver": str, "problem": str, "wall_time": float}
@@ -81,6 +87,13 @@ def _problem_record(problem: Problem | None, extra: dict) -> dict | None:
     return record(problem) if isinstance(problem, Problem) else None
 
 
+def _joint_names(problem: Problem | None, extra: dict) -> list[str] | None:
+    """The joint names to store: those already in ``extra``, else those of ``problem``'s model."""
+    if "joint_names" in extra:
+        return list(extra["joint_names"])
+    return list(problem.model.joint_names) if isinstance(problem, Problem) else None
+
+
 def save_result(result: Result, path) -> None:
     """Write ``result`` to ``path`` (an ``.npz`` archive, written as named; no pickles)."""
     if not isinstance(result, Result):
@@ -92,9 +105,10 @@ def save_result(result: Result, path) -> None:
         arrays[f"history/{name}"] = np.asarray(values)
     extra, extra_arrays = {}, []
     items = dict(result.extra)
-    problem_record = _problem_record(result.source, items)
-    if problem_record is not None:
-        items["problem_record"] = problem_record
+    for name, value in (("problem_record", _problem_record(result.source, items)),
+                        ("joint_names", _joint_names(result.source, items))):
+        if value is not None:
+            items[name] = value
     for name, value in items.items():
         if _is_numeric_array(value):
             arrays[f"extra/{name}"] = value
@@ -129,6 +143,10 @@ def _meta(archive, path, fmt: str = FORMAT, required=(*_SCALARS, "params", "extr
         other = {FORMAT: "; it is a result: optdyn.load_result reads it",
                  CLOSED_LOOP_FORMAT: "; it is a closed loop: optdyn.load_closed_loop reads it"}.get(found, "")
         raise ValueError(f"{path}: not an optdyn {what} file (format {found!r}){other}")
+    if meta.get("version") == 1:
+        raise ValueError(f"{path}: {what} file version 1, written when joints followed the order of the URDF's "
+                         "declarations; this optdyn orders them as Pinocchio does (by name at every branching, "
+                         "version 2) and the file records no joint names to map them: solve again and save anew")
     if meta.get("version") != VERSION:
         raise ValueError(f"{path}: {what} file version {meta.get('version')!r}, this optdyn reads version {VERSION}")
     missing = [k for k in required if k not in meta]
@@ -209,6 +227,7 @@ def save_closed_loop(loop: ClosedLoop, path) -> None:
         raise ValueError(f"loop.params: cannot be saved ({e}); use numbers, strings, lists, arrays") from None
     meta = {"format": CLOSED_LOOP_FORMAT, "version": VERSION, "params": params,
             "status": list(loop.status), "problem_record": _problem_record(loop.source, loop.extra),
+            "joint_names": _joint_names(loop.source, loop.extra),
             "disturbances": [{"frame": d.frame, "force": list(d.force), "start": d.start, "duration": d.duration}
                              for d in loop.disturbances]}
     meta.update({k: _jsonable(getattr(loop, k)) for k in _LOOP_SCALARS})
@@ -243,10 +262,11 @@ def load_closed_loop(path) -> ClosedLoop:
 
 def _closed_loop(archive, path) -> ClosedLoop:
     meta = _meta(archive, path, CLOSED_LOOP_FORMAT,
-                 (*_LOOP_SCALARS, "params", "status", "problem_record", "disturbances"), "closed-loop")
+                 (*_LOOP_SCALARS, "params", "status", "problem_record", "joint_names", "disturbances"),
+                 "closed-loop")
     arrays = _loop_arrays(archive, path)
     pushes = tuple(Push(d["frame"], tuple(d["force"]), d["start"], d["duration"]) for d in meta["disturbances"])
-    extra = {} if meta["problem_record"] is None else {"problem_record": meta["problem_record"]}
+    extra = {k: meta[k] for k in ("problem_record", "joint_names") if meta[k] is not None}
     return ClosedLoop(**arrays, status=[str(s) for s in meta["status"]], disturbances=pushes,
                       params=meta["params"], extra=extra, **{k: meta[k] for k in _LOOP_SCALARS})
 

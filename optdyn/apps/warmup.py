@@ -1,22 +1,32 @@
-"""Compile ahead of time: fill the disk cache of the kernels that a set of solves needs, on
-every core.
+"""Compile ahead of time: the kernels a problem's solves will need, in this process
+(:func:`warmup`), or those of a set of solves on every core, into the disk cache (:func:`warm`).
 
 numba compiles a kernel the first time it is called, in the calling process, one kernel
-at a time. Solves of different problems or solvers need partly different kernels, so
-:func:`warm` runs one short solve (a single iteration) per job, each in its own process,
-as many at once as there are cores; every process writes what it compiled to the shared
-disk cache (:mod:`dynamics._cache`) and later solves, in any process, load it from there.
+at a time, or loads it from the disk cache (:mod:`dynamics._cache`) if an earlier process
+compiled it. :func:`warmup` makes the next solve of a problem — the one a user times —
+compile and load nothing: it runs every path of the solvers' calls into compiled code, a
+short solve per solver and the rollout of the initial controls (a solve of two iterations
+alone leaves the rollout that DDP makes once multiple shooting's gaps close: on a cold
+cache, seconds of compilation inside the timed solve).
 
-The command line's ``optdyn warmup [PROBLEM ...] [--solver S] [--all]`` calls it. The Dask
-sweep's workers warm themselves before their first job (:func:`warm_once`): one worker
-per machine compiles, holding a lock file, while the others wait for it
-and then load, instead of every worker compiling the same kernels at once.
+Solves of different problems or solvers need partly different kernels, so :func:`warm` runs
+:func:`warmup` per job, each in its own process, as many at once as there are cores; every
+process writes what it compiled to the shared disk cache and later solves, in any process,
+load it from there.
+
+The command line's ``optdyn warmup [PROBLEM ...] [--solvers S,...] [--all]`` calls it, and
+``optdyn warmup --script FILE`` calls :func:`warmup` on the problems a script of one's own
+defines at module level (:func:`script_problems`). The Dask sweep's workers warm themselves
+before their first job (:func:`warm_once`): one worker per machine compiles, holding a lock
+file, while the others wait for it and then load, instead of every worker compiling the
+same kernels at once.
 """
 from __future__ import annotations
 
 import fcntl
 import multiprocessing
 import os
+import runpy
 import sys
 import tempfile
 import time
@@ -27,7 +37,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from ..ocp.problem import SOLVERS
+from ..ocp.problem import SOLVERS, Problem
 
 
 @dataclass(frozen=True)
@@ -40,15 +50,66 @@ class CompileJob:
     params: tuple = ()  # (name, value) pairs of the factory's parameters (hashable)
 
 
-def compile_for(job: CompileJob) -> float:
-    """Solve ``job`` for one iteration (compiling what it needs, or loading it from the disk
-    cache); returns the seconds it took."""
+WARMUP_ITERATIONS = 2
+"""Iterations of each solver's warm-up solve (a first one, and one from an accepted step)."""
+
+
+def warmup(problem: Problem, solvers: str | Sequence[str] = SOLVERS, **options) -> dict[str, float]:
+    """Compile, or load from the disk cache, every kernel that solving ``problem`` with each
+    of ``solvers`` ("ddp", "ilqr", "ipopt", or one of them) will call, so that the next
+    :func:`optdyn.solve` of it compiles and loads nothing: a solve of
+    :data:`WARMUP_ITERATIONS` iterations per solver, with ``options`` (those the timed solve
+    will take; the problem's own solver options apply, as in :func:`optdyn.solve`), and the
+    rollout of the problem's initial controls. Returns the seconds each solver's warm-up took.
+    ValueError naming ``problem`` or ``solvers``."""
     from ..solvers.solve import solve
 
+    if not isinstance(problem, Problem):
+        raise ValueError(f"problem: expected an optdyn.Problem, got {type(problem).__name__}")
+    solvers = (solvers,) if isinstance(solvers, str) else tuple(solvers)
+    unknown = [s for s in solvers if s not in SOLVERS]
+    if not solvers or unknown:
+        raise ValueError(f"solvers: expected some of {', '.join(SOLVERS)}, got {solvers!r}")
+    seconds = {}
+    for solver in solvers:
+        t0 = time.perf_counter()
+        solve(problem, solver, **{**options, "max_iter": WARMUP_ITERATIONS, "verbose": False})
+        if solver != "ipopt":
+            _rollout(problem)
+        seconds[solver] = time.perf_counter() - t0
+    return seconds
+
+
+def _rollout(problem: Problem) -> None:
+    """The rollout of ``problem``'s initial controls, which DDP and iLQR make when multiple
+    shooting's gaps close (a state the model refuses on the way compiled it all the same)."""
+    try:
+        problem.rollout(problem.us_init)
+    except ValueError:
+        pass
+
+
+def script_problems(path: str | os.PathLike) -> dict[str, Problem]:
+    """{variable name: problem} of the :class:`Problem` objects the Python script ``path``
+    defines at module level, running it under the module name ``__optdyn_warmup__`` (its
+    ``if __name__ == "__main__":`` block does not run); ValueError naming ``--script`` if the
+    file does not exist or defines none."""
+    if not os.path.isfile(path):
+        raise ValueError(f"--script: no such file {os.fspath(path)!r}")
+    namespace = runpy.run_path(os.fspath(path), run_name="__optdyn_warmup__")
+    found = {name: value for name, value in namespace.items() if isinstance(value, Problem)}
+    if not found:
+        raise ValueError(f"--script: {os.fspath(path)!r} defines no optdyn.Problem at module level")
+    return found
+
+
+def compile_for(job: CompileJob) -> float:
+    """:func:`warmup` of ``job``'s problem for its solver (compiling what it needs, or loading
+    it from the disk cache); returns the seconds it took."""
     if job.solver not in SOLVERS:
         raise ValueError(f"solver: expected one of {', '.join(SOLVERS)}, got {job.solver!r}")
     t0 = time.perf_counter()
-    solve(job.factory(**dict(job.params)), job.solver, max_iter=1, verbose=False)
+    warmup(job.factory(**dict(job.params)), job.solver)
     return time.perf_counter() - t0
 
 

@@ -332,6 +332,16 @@ def _task_part(rec: dict | None) -> dict | None:
     return None if rec is None else {k: v for k, v in rec.items() if k not in ("model", "version")}
 
 
+def _same_joints(problem: Problem, result: Result) -> Problem:
+    """``problem``, if its model's joints are those ``result.extra["joint_names"]`` saved
+    (when it saved them), in the same order; ValueError naming both otherwise."""
+    saved = result.extra.get("joint_names")
+    if saved is not None and list(saved) != list(problem.model.joint_names):
+        raise ValueError(f"the result's joints {list(saved)} are not the rebuilt model's "
+                         f"{list(problem.model.joint_names)}")
+    return problem
+
+
 def problem_of(result: Result, problem: Problem | None = None, *,
                make: Callable[[str, dict], Problem | None] | None = None) -> Problem:
     """The problem ``result`` was solved on, from the first of these that has it:
@@ -348,8 +358,9 @@ def problem_of(result: Result, problem: Problem | None = None, *,
        :func:`optdyn.apps.io.save_result`), rebuilt by :func:`rebuild`.
 
     ValueError naming ``problem`` if none of them gives it ("cannot rebuild problem
-    'name': ..."), if ``make`` or :func:`rebuild` fails (their reason quoted), or if
-    ``problem`` is not a Problem.
+    'name': ..."), if ``make`` or :func:`rebuild` fails (their reason quoted), if the
+    problem found in 3. or 4. has other joints than the result's ``extra["joint_names"]``
+    (saved by :func:`optdyn.apps.io.save_result`), or if ``problem`` is not a Problem.
     """
     if problem is None:
         problem = result.source
@@ -363,9 +374,9 @@ def problem_of(result: Result, problem: Problem | None = None, *,
         if named is not None:
             _require_problem(named)
             if rec is None or _task_part(json.loads(json.dumps(record(named)))) == _task_part(rec):
-                return named
+                return _same_joints(named, result)
         if rec is not None:
-            return rebuild(rec)
+            return _same_joints(rebuild(rec), result)
     except (ValueError, TypeError) as e:
         raise ValueError(f"problem: cannot rebuild problem {name!r} ({e})") from None
     registered = "" if make is None else "it is not registered, "
