@@ -53,20 +53,30 @@ are that fast path and its fallback for the two argument lists of the entry poin
 """
 from __future__ import annotations
 
+import hashlib
 import inspect
+import os
+from contextlib import contextmanager
 
 from llvmlite import ir
-from numba.core import cgutils, imputils, types
+from numba.core import cgutils, imputils, sigutils, types
+from numba.core.compiler_lock import global_compiler_lock
 from numba.core.datamodel import models, register_default
 from numba.core.registry import CPUDispatcher
 from numba.core.runtime.nrtdynmod import _meminfo_struct_type
 from numba.core.typing.templates import AttributeTemplate, infer_getattr
 from numba.extending import NativeValue, box, intrinsic, lower_getattr_generic, overload, typeof_impl, unbox
 
+try:
+    import fcntl
+except ImportError:  # no POSIX file locks (Windows): each process compiles for itself
+    fcntl = None
+
 
 class Kernel(CPUDispatcher):
     """numba's CPU dispatcher, compiling calls from compiled code for the arguments' types
-    with constants widened to their type, but at the positions ``literal`` (module docstring)."""
+    with constants widened to their type, but at the positions ``literal`` (module docstring),
+    and compiling a specialisation in one process at a time (:meth:`compile`)."""
 
     literal: frozenset = frozenset()
 
@@ -74,6 +84,39 @@ class Kernel(CPUDispatcher):
         return super().get_call_template(tuple(a if i in self.literal else types.unliteral(a)
                                                for i, a in enumerate(args)),
                                          {k: types.unliteral(v) for k, v in kws.items()})
+
+    def compile(self, sig):
+        """numba's compile (from memory, the disk cache, or compiling and saving), holding
+        a lock file of the specialisation in the cache directory while not in memory:
+        processes sharing the cache (a solve and the helpers compiling ahead of it,
+        :mod:`optdyn.solvers.compile_ahead`; the workers of a sweep) compile each
+        specialisation once, the others waiting for it and then loading it. Within a
+        process numba's own lock is taken first, so that its threads never wait on each
+        other's lock files."""
+        args = tuple(sigutils.normalize_signature(sig)[0])
+        path = getattr(self._cache, "_cache_path", None)
+        if args in self.overloads or not self._can_compile or path is None or fcntl is None:
+            return super().compile(sig)
+        name = hashlib.sha1(f"{self.py_func.__module__}.{self.py_func.__qualname__}{args}".encode()).hexdigest()
+        with global_compiler_lock, _locked(os.path.join(path, "locks", name)):
+            return super().compile(sig)
+
+
+@contextmanager
+def _locked(path: str):
+    """An exclusive lock on the file ``path`` (made if missing), released on exit — also
+    when the holding process dies; no lock if the directory cannot be written."""
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def njit(fn=None, *, cache: bool = False, literal: tuple[str, ...] = (), **options):

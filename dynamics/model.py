@@ -107,6 +107,11 @@ def as_gravity(g) -> np.ndarray:
     return out
 
 
+ARRAY_FIELDS = ("topology", "joint_placement", "axis", "inertia", "lower_limit", "upper_limit", "velocity_limit",
+                "effort_limit")
+"""The array fields of a :class:`Model` (read-only)."""
+
+
 @dataclass(frozen=True, eq=False)
 class Model:
     """Immutable kinematic tree; see the module docstring for the array layout.
@@ -135,11 +140,19 @@ class Model:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "gravity", as_gravity(self.gravity))
-        for name in ("topology", "joint_placement", "axis", "inertia", "lower_limit", "upper_limit",
-                     "velocity_limit", "effort_limit"):
+        for name in ARRAY_FIELDS:
             array = np.array(getattr(self, name))  # a copy: the caller's array stays writable
             array.setflags(write=False)
             object.__setattr__(self, name, array)
+
+    def __setstate__(self, state: dict) -> None:
+        """Unpickled: its arrays read-only again (numpy's pickles drop the flag). They are
+        the arrays the unpickled records of the model (:attr:`arrays`, held by a problem)
+        hold too, so the kernels see the types they were compiled for, not a second
+        specialisation for writable ones."""
+        self.__dict__.update(state)
+        for name in ARRAY_FIELDS + ("gravity",):
+            state[name].setflags(write=False)
 
     def with_gravity(self, gravity) -> Model:
         """A copy of this model under ``gravity`` (3 finite numbers, m/s² in the world

@@ -131,3 +131,53 @@ def test_an_unwritable_cache_warns_and_runs_uncached(tmp_path):
     assert "no writable directory for the kernel cache" in out.stderr
     reference = _run(_tree_copy(tmp_path / "plain"), ENERGY)
     assert float(out.stdout) == float(reference.stdout) > 0
+
+
+SLOW_KERNEL = '''
+import numpy as np
+from dynamics._compile import njit
+
+@njit(cache=True)
+def leaf(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += np.sin(x[i]) * np.cos(x[i]) + np.exp(-x[i] * x[i]) + np.arctan2(x[i], 1.0 + s * s)
+    return s
+''' + "".join(f'''
+@njit(cache=True)
+def step{i}(x):
+    return leaf(x) + {"step%d(x)" % (i - 1) if i else "0.0"} + np.linalg.norm(x) * {i}
+''' for i in range(12))
+COMPILE = """
+import sys, numpy as np
+from numba.core import event
+count = []
+class Listener(event.Listener):
+    def on_start(self, ev): count.append(ev.data["dispatcher"].py_func.__name__)
+    def on_end(self, ev): pass
+event.register("numba:compile", Listener())
+import slow
+slow.step11(np.linspace(0.0, 1.0, 5))
+print(len([n for n in count if n == "leaf" or n.startswith("step")]))
+"""
+
+
+def test_processes_sharing_the_cache_compile_each_kernel_once(tmp_path):
+    """Two processes started together on an empty cache, both needing the same kernels: each
+    kernel is compiled by one of them (under its lock file in the cache) and loaded by the
+    other, so the two together compile what one alone does (without the locks each compiles
+    them all)."""
+    (tmp_path / "slow.py").write_text(SLOW_KERNEL)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join((str(tmp_path), str(ROOT))),
+               NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    both = [subprocess.Popen([sys.executable, "-c", COMPILE], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    counts = []
+    for p in both:
+        out, err = p.communicate(timeout=600)
+        assert p.returncode == 0, err[-2000:]
+        counts.append(int(out.split()[-1]))
+    assert sum(counts) == 13, counts  # leaf and step0 … step11, once
+    again = subprocess.run([sys.executable, "-c", COMPILE], cwd=tmp_path, env=env, capture_output=True, text=True,
+                           timeout=600)
+    assert again.returncode == 0 and int(again.stdout.split()[-1]) == 0, again.stderr[-2000:]

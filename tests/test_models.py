@@ -186,3 +186,20 @@ def test_double_pendulum_rejects_bad_parameters(kwargs, name):
         dyn.models.double_pendulum(**kwargs)
     with pytest.raises(ValueError, match=r"^l: expected a positive"):
         dyn.models.pendulum(l=0.0)
+
+
+def test_an_unpickled_model_and_the_records_holding_its_arrays_are_read_only():
+    """numpy's pickles drop the read-only flag; the model's arrays, and the records of it a
+    pickled problem holds, come back read-only: the kernels see the types they were
+    compiled for (a second specialisation for writable arrays otherwise)."""
+    import pickle
+
+    import numba
+
+    import problems
+
+    prob = problems.get("ur5-reach")
+    back = pickle.loads(pickle.dumps(prob))
+    assert all(not a.flags.writeable for a in back.model.arrays)
+    assert numba.typeof(back.dynamics) == numba.typeof(prob.dynamics)
+    assert not back.model.gravity.flags.writeable and not back.model.lower_limit.flags.writeable

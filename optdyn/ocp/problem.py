@@ -358,7 +358,11 @@ class Problem:
     def no_stages(self) -> integrators.StageRecords:
         """Stage records with no rows, for the entry points that take records and are not
         to use them (:mod:`optdyn.ocp.shooting`)."""
-        return self._batch.stage_records_for(self.dynamics, 0, self.nx, self.ndx + self.nu)
+        return self.stage_records(0)
+
+    def stage_records(self, K: int) -> integrators.StageRecords:
+        """Stage records for K knots, for :meth:`step_stages` to write into (unset)."""
+        return self._batch.stage_records_for(self.dynamics, K, self.nx, self.ndx + self.nu)
 
     def _dynamics(self, K: int, start: int) -> integrators.IntervalDynamics:
         """:attr:`dynamics` for K knots that are intervals start … start + K − 1."""
@@ -539,7 +543,7 @@ class Problem:
         """
         xs, us = self._xu(xs, us)
         if stages is None or stages.y.shape[0] != xs.shape[0] * self.substeps * self.dynamics.b.shape[0]:
-            stages = self._batch.stage_records_for(self.dynamics, xs.shape[0], self.nx, self.ndx + self.nu)
+            stages = self.stage_records(xs.shape[0])
         y, Fz, A, B = _arrays_of(out, self._linearization_shapes(xs.shape[0]), np.empty)
         self._batch.step_stages_batch(self._dynamics(xs.shape[0], start), xs, us, stages, y, Fz)
         A[:], B[:] = Fz[:, :, : self.ndx], Fz[:, :, self.ndx:]

@@ -13,6 +13,7 @@ from dataclasses import fields
 import numpy as np
 
 from .augmented_lagrangian import solve_al
+from .compile_ahead import Ahead
 from .ddp import Options, Workspace, solve_ddp
 from ..ocp.problem import SOLVERS, Problem
 from ..ocp.state import check_state
@@ -114,7 +115,8 @@ def solve(problem: Problem, solver: str = "ddp", *, init: Result | None = None, 
         raise ValueError(f"workspace: expected an optdyn.solvers.ddp.Workspace of the problem's size (N, nx, nu, "
                          f"ndx) = {(problem.N, problem.nx, problem.nu, problem.ndx)} for DDP or iLQR, got "
                          f"{getattr(workspace, 'size', type(workspace).__name__)} for {solver!r}")
-    result = _dispatch(problem, solver, options, workspace)
+    with Ahead(problem, solver):  # on a cold cache, helpers compile the later kernels meanwhile
+        result = _dispatch(problem, solver, options, workspace)
     result.source = problem
     differenced = problem.differenced_hessians
     if differenced:
