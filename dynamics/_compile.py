@@ -119,6 +119,9 @@ def _locked(path: str):
         os.close(fd)
 
 
+_KERNELS: list[Kernel] = []  # every kernel made by njit, for specialisations()
+
+
 def njit(fn=None, *, cache: bool = False, literal: tuple[str, ...] = (), **options):
     """``numba.njit`` with the :class:`Kernel` dispatcher (same options); the parameters
     named in ``literal`` are compiled per constant value."""
@@ -128,8 +131,17 @@ def njit(fn=None, *, cache: bool = False, literal: tuple[str, ...] = (), **optio
         kernel.literal = frozenset(names.index(name) for name in literal)
         if cache:
             kernel.enable_caching()
+        _KERNELS.append(kernel)
         return kernel
     return decorate if fn is None else decorate(fn)
+
+
+def specialisations() -> dict[str, list[str]]:
+    """The specialisations of every kernel this process compiled or loaded so far, by the
+    kernel's dotted name: what a workload costs to compile (the suite holds the main job to
+    a budget of them)."""
+    return {f"{k.py_func.__module__}.{k.py_func.__qualname__}": [str(args) for args in k.overloads]
+            for k in _KERNELS if k.overloads}
 
 
 def allocation_free(fn=None, *, inline: str = "never", literal: tuple[str, ...] = ()):
