@@ -72,12 +72,6 @@ from .robot_data import load_robot
 CONES = ("constraint", "cost")
 """How the friction pyramid enters the problem (:func:`make`)."""
 
-SOLVER_OPTIONS = {"ilqr": {"cost_hessian": "gauss_newton"}}
-"""Over the defaults of a problem with contacts (multiple shooting; DDP regularised on the
-controls too): measured on the trot, iLQR converges in 29 iterations with Gauss–Newton cost
-Hessians, and crawls with the exact ones."""
-
-
 def solo12() -> Model:
     """Solo-12 on a free-flyer, from example-robot-data (ValueError if it is not installed)."""
     return load_robot("solo_description/robots/solo12.urdf", "quadruped")
@@ -128,4 +122,4 @@ def make(scenario: str = "trot", cycles: int = 2, step_length: float = 0.15, ste
     params = {"scenario": scenario, "cycles": cycles, "step_length": step_length, "step_height": step_height,
               "step_knots": step_knots, "support_knots": support_knots, "dt": dt, "mu": mu, "cone": cone}
     return Problem(model, x0, N, dt, running, terminal, substeps=1, integrator="rk4", contacts=contacts,
-                   path_constraints=cones, name="quadruped", params=params, solver_options=SOLVER_OPTIONS)
+                   path_constraints=cones, name="quadruped", params=params)
