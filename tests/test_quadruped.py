@@ -128,12 +128,13 @@ def test_the_plan_replayed_with_ten_times_finer_steps_stays_near_it(trot):
 
 def test_ddp_through_stance_needs_the_control_regularisation(trot):
     """Tassa's μBᵀB regularises nothing on the torques that only change contact forces: with
-    it alone DDP crawls from the standing guess; with μ(BᵀB + I) it converged (fixture)."""
+    it alone the feasibility-driven DDP has not converged, and is 14 % above the optimum, after
+    the iterations in which it converges with μ(BᵀB + I) (fixture)."""
     prob, res = trot
     state_only = dataclass(type("StateOnlyFDDP", (FDDP,), {"controls_regularized": False}))
     assert res["ddp"].solver == "fddp"
     crawl = optdyn.solve(prob, solver=state_only(max_iter=res["ddp"].iterations))
-    assert not crawl.converged and crawl.cost > 2 * res["ddp"].cost
+    assert not crawl.converged and crawl.cost > 1.1 * res["ddp"].cost  # measured: 12.47 against 10.95
 
 
 def test_the_jump_flies_on_a_parabola_with_constant_angular_momentum():
