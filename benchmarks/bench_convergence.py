@@ -1,34 +1,29 @@
-"""Iterations, cost reached and wall time of every solver on the reference arms.
+"""Iterations, cost and wall time of DDP, iLQR and IPOPT with their default options and guesses,
+on arms the solvers were never tuned on and on every shipped task.
 
-    .venv/bin/python benchmarks/bench_convergence.py
-
-Solvers: DDP and iLQR, each in single and multiple shooting (feasibility-driven, from the
-problem's own guess: its xs_init and us_init), and IPOPT (exact Hessian), all from the
-problem's default guess, at most 1000 iterations; DDP also with ``indefinite="gauss_newton"``
-(with and without the box phase) and IPOPT also with three ``perturb_dec_fact`` of the
-Panda's grid in BENCHMARKS.md (RUNS). Tasks:
-
-* Panda reach (example-robot-data's Franka Panda, 9 joints with the two fingers; the task of
-  the issue "Converge like the best on real robots"): x0 = 0 at rest, N = 40, dt = 0.05, one
-  RK4 step per interval, running cost ½·1e-2‖x − x0‖² + ½·1e-3‖u − g(q0)‖² +
-  ½·10‖p_hand − (0.4, 0.2, 0.5)‖², terminal ½·1e4‖p_hand − p*‖², torques within the
-  effort limits (:func:`arm_reach`);
-* Z1 reach (example-robot-data's Unitree Z1, 6 joints and the gripper), the same costs with
-  the target (0.4, 0.1, 0.3) for ``gripperStator``;
-* ur5-reach, arm-obstacle (both scenarios: DDP/iLQR through the augmented Lagrangian) and
-  the space manipulator, as shipped.
-
-Writes the section "convergence" of BENCHMARKS.md; iterations and costs do not depend on the
-machine, wall times do (NUMBA_NUM_THREADS=1 recommended on a shared machine). If
-``benchmarks/crocoddyl_panda.json`` exists (written by ``bench_crocoddyl.py`` in its own
-environment) its rows are added beside ours.
-
+    NUMBA_NUM_THREADS=1 .venv/bin/python benchmarks/bench_convergence.py            # about 25 min
+    .venv/bin/python benchmarks/bench_convergence.py --export                       # benchmarks/arm_tasks.json
+    OMP_NUM_THREADS=1 .crocoddyl-venv/bin/python benchmarks/bench_crocoddyl_arms.py   # Crocoddyl beside ours
+    NUMBA_NUM_THREADS=1 .venv/bin/python benchmarks/bench_convergence.py --per-iteration
     .venv/bin/python benchmarks/bench_convergence.py --family
 
-IPOPT's option sets (FAMILY_SETS) on a family of Panda reaches (:func:`panda_family`: 30
-targets and horizons drawn with a fixed seed), so that an option is judged by its effect on
-the task class rather than on one task, where the iteration count jumps between
-neighbouring settings; writes the section "convergence-family".
+**Arms** (``ARMS``): the ``arm-pose`` task (:mod:`problems.arm_pose`) on every robot it knows —
+ten arms of example-robot-data — with the targets of seeds 0, 1 and 2: a seeded 6D pose reached
+at rest, the torque box at the URDF's effort limits, the same weights for every robot. Each
+solver runs ``optdyn.solve(problem, solver, max_iter=500)``, nothing tuned; the targets: DDP and
+iLQR converged within 150 iterations to within 1 % of the lowest cost any of the three reached,
+IPOPT within 200. Crocoddyl's BoxFDDP on the same tasks (our cost discretisation, the same guess)
+comes from ``benchmarks/crocoddyl_arms.json`` when ``bench_crocoddyl_arms.py`` has written it
+(``--export`` writes the tasks it reads, so that it needs neither optdyn nor numba).
+
+**Shipped tasks**: every task of :mod:`problems` but ``arm-pose`` (each scenario), solved the
+same way with the options it ships; the figures before the solver types (the commit in
+``BEFORE``, the same calls) beside them from ``benchmarks/convergence_before.json``.
+
+Wall times are warm (a one-iteration solve first compiles or loads the kernels); iterations
+and costs do not depend on the machine. ``--per-iteration``: DDP ÷ iLQR wall time per iteration
+on ur5-reach, whole solves interleaved over ``ROUNDS`` rounds (section "convergence-per-iteration").
+``--family``: IPOPT's option sets on a family of Panda reaches (section "convergence-family").
 """
 from __future__ import annotations
 
@@ -38,70 +33,169 @@ import os
 import time
 from pathlib import Path
 
-import example_robot_data
 import numpy as np
 from _common import machine, table, write_section
 
-import dynamics as dyn
 import optdyn
 import problems
-from optdyn.costs import ControlCost, FramePositionCost, StateCost
-from problems import panda_reach
+from problems import arm_pose, panda_reach
 
-ROBOTS = Path(example_robot_data.getModelPath("panda_description/urdf/panda.urdf"))
-CROCODDYL = Path(__file__).with_name("crocoddyl_panda.json")
-
-
-def arm_reach(urdf: str, frame: str, target, name: str) -> optdyn.Problem:
-    """The reach of the module docstring for the robot ``urdf`` (relative to example-robot-data's
-    robots directory): ``frame`` to ``target`` from q = 0 at rest."""
-    model = dyn.load_urdf(str(ROBOTS / urdf))
-    x0 = np.zeros(model.nq + model.nv)
-    g0 = dyn.gravity_torques(model, x0[:model.nq])
-    target = np.asarray(target, dtype=float)
-    return optdyn.Problem(model, x0, N=40, dt=0.05, substeps=1,
-                          running_cost=StateCost(1e-2, x0) + ControlCost(1e-3, g0)
-                          + FramePositionCost(model, frame, target, 10.0),
-                          terminal_cost=FramePositionCost(model, frame, target, 1e4),
-                          u_lower=-model.effort_limit, u_upper=model.effort_limit, name=name)
+ARMS = tuple(arm_pose.ROBOTS)
+SEEDS = (0, 1, 2)
+SOLVERS = ("ddp", "ilqr", "ipopt")
+MAX_ITER = 500
+LIMITS = {"ddp": 150, "ilqr": 150, "ipopt": 200}
+"""The targets' iteration limits (arms: within 1 % of the lowest cost of the three)."""
+HERE = Path(__file__).parent
+TASKS_JSON, CROCODDYL_JSON = HERE / "arm_tasks.json", HERE / "crocoddyl_arms.json"
+CROCODDYL_PANDA = HERE / "crocoddyl_panda.json"
+BEFORE_JSON = HERE / "convergence_before.json"
+BEFORE = "0885a2d"
+ROUNDS = 9
 
 
-def tasks():
-    yield "Panda reach", arm_reach("panda_description/urdf/panda.urdf", "panda_hand", (0.4, 0.2, 0.5), "panda-reach")
-    yield "Z1 reach", arm_reach("z1_description/urdf/z1.urdf", "gripperStator", (0.4, 0.1, 0.3), "z1-reach")
-    yield "ur5-reach", problems.get("ur5-reach")
-    for scenario in ("bent", "straight"):
-        yield f"arm-obstacle {scenario}", problems.get("arm-obstacle", scenario=scenario)
-    yield "space-manipulator", problems.get("space-manipulator")
+def shipped_tasks():
+    """(label, problem) of every shipped task but the arm poses, each scenario."""
+    for name in problems.names():
+        if name == "arm-pose":
+            continue
+        for scenario in problems.entry(name).scenarios or (None,):
+            yield (f"{name} {scenario}" if scenario else name,
+                   problems.get(name, **({"scenario": scenario} if scenario else {})))
 
 
-RUNS = (("ddp", {"shooting": "single"}), ("ddp", {"shooting": "multiple"}),
-        ("ddp", {"shooting": "single", "cost_hessian": "gauss_newton"}),
-        ("ilqr", {"shooting": "single"}), ("ilqr", {"shooting": "multiple"}),
-        ("ilqr", {"shooting": "single", "cost_hessian": "gauss_newton"}),
-        ("ilqr", {"shooting": "multiple", "cost_hessian": "gauss_newton"}),
-        ("ddp", {"shooting": "single", "box": "after_full_step"}),
-        ("ilqr", {"shooting": "single", "box": "after_full_step"}),
-        ("ilqr", {"shooting": "single", "cost_hessian": "gauss_newton", "box": "after_full_step"}),
-        ("ddp", {"shooting": "single", "indefinite": "gauss_newton"}),
-        ("ddp", {"shooting": "single", "indefinite": "gauss_newton", "box": "after_full_step"}),
-        ("ipopt", {}), ("ipopt", {"nlp_scaling_method": "none"}), ("ipopt", {"mu_strategy": "adaptive"}),
-        ("ipopt", {"nlp_scaling_method": "none", "mu_strategy": "adaptive"}),
-        ("ipopt", {"nlp_scaling_method": "none", "perturb_dec_fact": 0.01}),
-        ("ipopt", {"nlp_scaling_method": "none", "perturb_dec_fact": 0.02}), ("ipopt", {"perturb_dec_fact": 0.05}))
-"""Every solver × option set measured; a problem's own ``solver_options`` are overridden by
-none of these unless named (the table shows the options in effect)."""
+def arm_tasks():
+    """(robot, seed, problem) of the arms' table."""
+    for robot in ARMS:
+        for seed in SEEDS:
+            yield robot, seed, problems.get("arm-pose", scenario=robot, seed=seed)
 
 
-def crocoddyl_rows() -> list[list]:
-    """Crocoddyl's solvers on the Panda reach with our cost (variant "exact"), to th_stop 1e-10."""
-    if not CROCODDYL.exists():
+def run(problem, solver: str) -> dict:
+    """One warm solve: status, iterations, cost, wall time."""
+    optdyn.solve(problem, solver, max_iter=1)  # compiled or loaded before timing
+    t0 = time.perf_counter()
+    res = optdyn.solve(problem, solver, max_iter=MAX_ITER)
+    return {"status": res.status, "iterations": int(res.iterations), "cost": float(res.cost),
+            "wall": time.perf_counter() - t0}
+
+
+def crocoddyl_arms() -> dict:
+    """Crocoddyl's runs by (robot, seed), if its script has written them."""
+    if not CROCODDYL_JSON.exists():
+        return {}
+    data = json.loads(CROCODDYL_JSON.read_text())
+    return {(r["robot"], r["seed"]): r for r in data["results"]}
+
+
+def met(r: dict, best: float, limit: int) -> bool:
+    return r["status"] == "converged" and r["iterations"] <= limit and r["cost"] <= 1.01 * best
+
+
+def arm_section() -> str:
+    rows, runs, croc = [], {}, crocoddyl_arms()
+    for robot, seed, prob in arm_tasks():
+        out = {s: run(prob, s) for s in SOLVERS}
+        best = min(r["cost"] for r in out.values())
+        runs[robot, seed] = out, best
+        row = [robot, seed, prob.nu]
+        for s in SOLVERS:
+            r = out[s]
+            row += [f"{r['iterations']}{'' if r['status'] == 'converged' else ' (' + r['status'] + ')'}",
+                    f"{r['cost'] / best - 1:+.2%}", f"{r['wall']:.2f}"]
+        c = croc.get((robot, seed))
+        row += ([f"{c['iterations']}{'' if c['converged'] else ' (not converged)'}", f"{c['cost'] / best - 1:+.2%}",
+                 f"{c['wall_s']:.2f}"] if c else ["–"] * 3)
+        rows.append(row)
+        print(row, flush=True)
+    summary = []
+    for s in SOLVERS:
+        ok = [met(out[s], best, LIMITS[s]) for out, best in runs.values()]
+        its = [out[s]["iterations"] for out, _ in runs.values()]
+        summary.append([s, f"{sum(ok)}/{len(ok)}", f"{np.median(its):g}", max(its),
+                        f"{np.median([out[s]['wall'] for out, _ in runs.values()]):.2f}"])
+    cols = [f"{s} {c}" for s in ("DDP", "iLQR", "IPOPT", "Crocoddyl BoxFDDP") for c in ("iterations", "cost", "s")]
+    return ("### Arms never tuned for (`arm-pose`, seeds " + ", ".join(map(str, SEEDS)) + ")\n\n"
+            "Iterations (status if not converged), cost relative to the lowest of DDP, iLQR and IPOPT, wall s.\n\n"
+            + table(["robot", "seed", "nu", *cols], rows) + "\n\n"
+            + table(["solver", f"targets met (≤ {LIMITS['ddp']} / {LIMITS['ipopt']} iterations, within 1 %)",
+                     "median iterations", "most", "median wall s"], summary))
+
+
+def task_section() -> str:
+    before = json.loads(BEFORE_JSON.read_text())["runs"] if BEFORE_JSON.exists() else {}
+    rows = []
+    for label, prob in shipped_tasks():
+        for s in SOLVERS:
+            r = run(prob, s)
+            b = before.get(f"{label} {s}")
+            rows.append([label, s, r["status"], r["iterations"], f"{r['cost']:.7f}", f"{r['wall']:.2f}",
+                         *((b["iterations"], f"{b['cost']:.7f}") if b else ("–", "–"))])
+            print(rows[-1], flush=True)
+    rows += crocoddyl_panda_rows()
+    return (f"### Shipped tasks (the options each ships; before: `{BEFORE}`)\n\n"
+            + table(["task", "solver", "status", "iterations", "cost", "wall s", "iterations before", "cost before"],
+                    rows))
+
+
+def crocoddyl_panda_rows() -> list[list]:
+    """Crocoddyl's BoxFDDP on the Panda reach (``bench_crocoddyl.py``, our cost, th_stop 1e-10)."""
+    if not CROCODDYL_PANDA.exists():
         return []
-    data = json.loads(CROCODDYL.read_text())
-    return [["Panda reach", f"Crocoddyl {data['crocoddyl']} {r['solver']}",
-             "converged" if r["converged"] else "max_iter", r["iterations"], f"{r['cost']:.7f}", f"{r['wall_s']:.2f}"]
+    data = json.loads(CROCODDYL_PANDA.read_text())
+    return [["panda-reach", f"Crocoddyl {data['crocoddyl']} {r['solver']}",
+             "converged" if r["converged"] else "max_iter", r["iterations"], f"{r['cost']:.7f}", f"{r['wall_s']:.2f}",
+             "–", "–"]
             for r in data["results"]
-            if r["frame"] == "panda_hand" and r["variant"] == "exact" and r["th_stop"] == 1e-10]
+            if r["frame"] == "panda_hand" and r["variant"] == "exact" and r["th_stop"] == 1e-10
+            and r["solver"] == "BoxFDDP"]
+
+
+def export() -> None:
+    """The arms' tasks as plain data for ``bench_crocoddyl_arms.py``: URDF, locked joints, tool,
+    x0, target placement, effort limits, horizon and weights."""
+    tasks = []
+    for robot, seed, prob in arm_tasks():
+        urdf, tool, locked = arm_pose.ROBOTS[robot]
+        target = arm_pose.target_placement(prob.model, tool, prob.x0[:prob.model.nq], seed)
+        tasks.append({"robot": robot, "seed": seed, "urdf": urdf, "tool": tool, "locked": list(locked),
+                      "joints": list(prob.model.joint_names), "x0": prob.x0.tolist(), "target": target.tolist(),
+                      "effort": np.where(np.isfinite(prob.u_upper), prob.u_upper, 1e10).tolist(),
+                      "N": prob.N, "dt": prob.dt, "weights": arm_pose.WEIGHTS})
+    TASKS_JSON.write_text(json.dumps({"tasks": tasks}, indent=1) + "\n")
+    print(f"wrote {TASKS_JSON} ({len(tasks)} tasks)")
+
+
+def per_iteration_section(task: str = "ur5-reach") -> str:
+    """DDP ÷ iLQR wall time per iteration on ``task``: whole solves, DDP and iLQR in turn in each
+    of ``ROUNDS`` rounds (a shared machine drifts: alternating keeps both under the same load),
+    the first round dropped (compilation); the ratio of the two solves of each round."""
+    prob = problems.get(task)
+    per = {"ddp": [], "ilqr": []}
+    last = {}
+    for rnd in range(ROUNDS + 1):
+        for s in per:
+            last[s] = r = optdyn.solve(prob, s)
+            if rnd:
+                per[s].append(r.wall_time / max(r.iterations, 1) * 1e3)
+    ratio = np.array(per["ddp"]) / np.array(per["ilqr"])
+    rows = [[task, s, last[s].iterations, f"{min(per[s]):.2f}", f"{np.median(per[s]):.2f}"] for s in per]
+    threads = os.environ.get("NUMBA_NUM_THREADS", "all")
+    return (f"## DDP ÷ iLQR per iteration\n\n{machine()}, NUMBA_NUM_THREADS={threads}, load average "
+            f"{os.getloadavg()[0]:.1f} at the end. `benchmarks/bench_convergence.py --per-iteration`: {ROUNDS} "
+            "interleaved rounds of whole solves (wall time ÷ iterations, ms).\n\n"
+            + table(["task", "solver", "iterations", "fastest ms / iteration", "median"], rows)
+            + f"\n\nDDP ÷ iLQR per iteration, the two solves of each round: median {np.median(ratio):.2f}, "
+              f"range {ratio.min():.2f}–{ratio.max():.2f} (target ≤ 1.5).")
+
+
+def main() -> None:
+    threads = os.environ.get("NUMBA_NUM_THREADS", "all")
+    body = (f"## Convergence with the defaults\n\n{machine()}, NUMBA_NUM_THREADS={threads}. "
+            "`benchmarks/bench_convergence.py` (tasks, guesses and targets in its docstring). Iterations of DDP/iLQR "
+            "are backward passes; inside the augmented Lagrangian (arm-obstacle, the legged tasks) they are summed "
+            "over its outer iterations.\n\n" + arm_section() + "\n\n" + task_section())
+    write_section("convergence", body)
 
 
 IPOPT_DEFAULTS = {"nlp_scaling_method": "gradient-based", "mu_strategy": "monotone", "perturb_dec_fact": 1 / 3}
@@ -126,7 +220,7 @@ def panda_family(n: int = 30, seed: int = 0):
 
 def family_main() -> None:
     """IPOPT's iterations on the Panda family under each of FAMILY_SETS: median, worst, how
-    many within the issue's 120, how often the lowest cost any set found, total wall time."""
+    many within 120, how often the lowest cost any set found, total wall time."""
     runs = {label: [] for label, _ in FAMILY_SETS}
     for prob in panda_family():
         for label, options in FAMILY_SETS:
@@ -150,27 +244,18 @@ def family_main() -> None:
     write_section("convergence-family", body)
 
 
-def main() -> None:
-    rows = []
-    for task, prob in tasks():
-        for solver, options in RUNS:
-            optdyn.solve(prob, solver, max_iter=1, **options)  # compiled or loaded before timing
-            t0 = time.perf_counter()
-            res = optdyn.solve(prob, solver, max_iter=1000, **options)
-            label = " ".join([solver] + [f"{k}={v}" for k, v in options.items()])
-            rows.append([task, label, res.status, res.iterations, f"{res.cost:.7f}",
-                         f"{time.perf_counter() - t0:.2f}"])
-            print(rows[-1], flush=True)
-    rows += crocoddyl_rows()
-    threads = os.environ.get("NUMBA_NUM_THREADS", "all")
-    body = (f"## Convergence on the reference arms\n\n{machine()}, NUMBA_NUM_THREADS={threads}. "
-            "`benchmarks/bench_convergence.py` (tasks and guesses in its docstring). Iterations of DDP/iLQR are "
-            "backward passes; inside the augmented Lagrangian (arm-obstacle) they are summed over its outer "
-            "iterations.\n\n" + table(["task", "solver", "status", "iterations", "cost", "wall s"], rows))
-    write_section("convergence", body)
-
-
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--family", action="store_true", help="IPOPT's option sets on the Panda family instead")
-    family_main() if parser.parse_args().family else main()
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--export", action="store_true", help="write the arms' tasks for bench_crocoddyl_arms.py")
+    group.add_argument("--per-iteration", action="store_true", help="DDP ÷ iLQR per iteration on ur5-reach")
+    group.add_argument("--family", action="store_true", help="IPOPT's option sets on the Panda family instead")
+    args = parser.parse_args()
+    if args.export:
+        export()
+    elif args.per_iteration:
+        write_section("convergence-per-iteration", per_iteration_section())
+    elif args.family:
+        family_main()
+    else:
+        main()

@@ -63,6 +63,11 @@ REGISTRY: dict[str, Entry] = {
         "panda_reach", "make",
         "Franka Panda (example-robot-data) brings its hand to a Cartesian target from rest within its torque "
         "box: several local optima; ships the solver options that reach the best known to DDP and iLQR."),
+    "arm-pose": Entry(
+        "arm_pose", "make",
+        "An arm of example-robot-data (the scenario) brings its tool to a seeded 6D pose and stops there, within "
+        "its torque box: the same weights for every robot (the solvers' convergence benchmark).",
+        ("panda", "ur3", "ur5", "ur10", "kinova", "xarm7", "z1", "bravo7", "so101", "tiago")),
     "pendulum": Entry(
         "pendulum", "make_pendulum", "Single pendulum swing-up."),
     "double-pendulum": Entry(

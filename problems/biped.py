@@ -64,15 +64,15 @@ from .robot_data import load_robot, robot_files
 URDF = "talos_data/robots/talos_reduced.urdf"
 SRDF = "talos_data/srdf/talos.srdf"
 
-SOLVER_OPTIONS = {"ilqr": {"cost_hessian": "gauss_newton", "rho_init": 0.1}, "ipopt": {"mu_strategy": "adaptive"}}
-"""Over the defaults of a problem with contacts (multiple shooting; DDP regularised on the
-controls too), measured on Talos' default walk (55 intervals) and on one step (14): iLQR with
-Gauss–Newton cost Hessians and the augmented Lagrangian's first penalty ρ = 0.1 converges in
-79 and 44 iterations (ρ = 1: 181 and none in 300, ρ = 10: 200 and 224, ρ = 30 diverges; the
-exact Hessians: none in 300); DDP with the defaults in 188 and 110 (ρ = 0.1 diverges on the
-walk); IPOPT's adaptive barrier in 36 and 27 — its monotone default stops 1.5e-6 (relative)
-above the optimum on the step, the barrier still pushing the active wrench cones inside.
-Another robot's ρ is scaled by (m₀/m)² (:func:`problems.legged.solver_options`)."""
+SOLVER_OPTIONS = {"ddp": {"rho_init": 0.1}, "ilqr": {"rho_init": 0.1}, "ipopt": {"mu_strategy": "adaptive"}}
+"""Over the defaults of a problem with contacts (the feasibility-driven solvers), measured on the
+default walk (55 intervals) and on one step (14): with the augmented Lagrangian's first penalty
+ρ = 0.1, iLQR converges in 79 and 44 iterations (ρ = 1: 181 and none in 300, ρ = 10: 200 and
+224, ρ = 30 diverges) and DDP in 87 and 60 (ρ = 1: 128 and none in 400: its steps from iLQR's
+model where its own is indefinite need the smaller penalty as iLQR's do); IPOPT's adaptive
+barrier in 36 and 27 — its monotone default stops 1.5e-6 (relative) above the optimum on the
+step, the barrier still pushing the active wrench cones inside. Another robot's ρ is scaled by
+(m₀/m)² (:func:`problems.legged.solver_options`)."""
 
 
 def talos_legs() -> tuple[Model, np.ndarray, tuple[float, float]]:

@@ -9,15 +9,15 @@ each; torques boxed at the URDF's effort limits:
 
 with p_hand the origin of ``panda_hand`` and p* = ``target``. A hard task for Newton-type
 solvers from the default guess (the gravity torques at rest): it has several local optima
-(1.0853247, 1.0024794, 0.9454068, …), and far from them DDP's exact Q_uu is indefinite while
-the fingers' tiny inertias make Tassa's regularisation μ·BᵀB huge. The solver options it
-ships (measured: BENCHMARKS.md, "convergence") reach the optimum 1.0024794 that IPOPT and
-Crocoddyl's BoxFDDP reach:
+(1.0853247, 1.0024794, 0.9454068, …), and which one a solver ends in depends on the model of
+its early steps. The solvers it ships (measured: BENCHMARKS.md, "convergence") reach the
+optimum 1.0024794 that IPOPT and Crocoddyl's BoxFDDP reach:
 
-- DDP: ``indefinite="gauss_newton"``, ``box="after_full_step"`` — 56 iterations (plain DDP:
-  216 to 1.0853247);
-- iLQR: ``cost_hessian="gauss_newton"``, ``box="after_full_step"`` — 66 (plain iLQR: no
-  convergence in 1000, at 1.0853);
+- DDP: the feasibility-driven form (:class:`optdyn.solvers.FDDP`: the costs' Gauss–Newton
+  Hessians where DDP's exact model is not convex, the box once a full step is taken) — 56
+  iterations (the default DDP: 152 to 1.0853247, whose exact cost Hessians lead there);
+- iLQR: the feasibility-driven form (:class:`optdyn.solvers.FILQR`) — 66 (the default iLQR:
+  no convergence in 300, at 1.0853);
 - IPOPT: ``nlp_scaling_method="none"``, ``perturb_dec_fact=0.02`` — 111 (default options:
   276). After an iteration whose Hessian needed an inertia correction δ_w, IPOPT first tries
   κ_w⁻·δ_w at the next one (Wächter & Biegler 2006, Algorithm IC; κ_w⁻ = 1/3 by default): a
@@ -36,8 +36,7 @@ from optdyn.ocp.problem import Problem
 from .robot_data import load_robot
 
 TARGET = (0.4, 0.2, 0.5)
-SOLVER_OPTIONS = {"ddp": {"indefinite": "gauss_newton", "box": "after_full_step"},
-                  "ilqr": {"cost_hessian": "gauss_newton", "box": "after_full_step"},
+SOLVER_OPTIONS = {"ddp": {"solver": "fddp"}, "ilqr": {"solver": "filqr"},
                   "ipopt": {"nlp_scaling_method": "none", "perturb_dec_fact": 0.02}}
 
 

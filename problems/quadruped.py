@@ -93,12 +93,10 @@ SRDF = "solo_description/srdf/solo.srdf"
 CONES = ("constraint", "cost")
 """How the friction pyramid enters the problem (:func:`make`)."""
 
-SOLVER_OPTIONS = {"ilqr": {"cost_hessian": "gauss_newton"}}
-"""Over the defaults of a problem with contacts (multiple shooting; DDP regularised on the
-controls too), for Solo-12: measured on the trot, iLQR converges with Gauss–Newton cost
-Hessians, and crawls with the exact ones. A problem states the augmented Lagrangian's first
-penalty ρ too: 1 (the default) for Solo-12, scaled by (m₀/m)² for another robot
-(:func:`problems.legged.solver_options`)."""
+SOLVER_OPTIONS: dict = {}
+"""Over the defaults of a problem with contacts (the feasibility-driven solvers), for Solo-12:
+none. A problem states the augmented Lagrangian's first penalty ρ: 1 (the default) for
+Solo-12, scaled by (m₀/m)² for another robot (:func:`problems.legged.solver_options`)."""
 
 
 def solo12() -> Model:

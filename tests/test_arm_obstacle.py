@@ -14,7 +14,7 @@ import dynamics as dyn
 import problems
 from optdyn.apps.clearance import clearances, point_clearances
 from optdyn.ocp.constraints import StateEquality
-from optdyn.solvers.ipopt import solve_ipopt
+from optdyn.solvers.ipopt import IPOPT
 from optdyn.ocp.problem import Problem
 from optdyn.solvers.solve import solve
 from problems import arm_obstacle
@@ -33,7 +33,7 @@ def ipopt_solutions():
     out = {}
     for sc in SCENARIOS:
         prob = arm_obstacle.make(sc)
-        out[sc] = (prob, solve_ipopt(prob, hessian="exact"))
+        out[sc] = (prob, IPOPT(hessian="exact").solve(prob))
     return out
 
 
@@ -160,7 +160,7 @@ def test_ipopt_reaches_the_goal_without_collision(ipopt_solutions, scenario):
 
 def test_exact_and_lbfgs_hessians_reach_the_same_optimum(ipopt_solutions):
     prob, exact = ipopt_solutions["bent"]
-    lbfgs = solve_ipopt(prob, hessian="lbfgs", max_iter=3000)
+    lbfgs = IPOPT(hessian="lbfgs", max_iter=3000).solve(prob)
     assert lbfgs.status in ("converged", "acceptable"), lbfgs.message
     assert lbfgs.cost == pytest.approx(exact.cost, rel=1e-5)
     assert np.abs(lbfgs.xs - exact.xs).max() < 1e-3
@@ -195,8 +195,8 @@ def test_fixed_base_optimum_is_the_one_recorded_before_the_manifold_state(ipopt_
 
 # ----------------------------------------------------------------------- registry
 def test_registry_names_and_lookup():
-    assert problems.names() == ["arm-obstacle", "biped", "double-pendulum", "panda-reach", "pendulum", "quadruped",
-                               "space-manipulator", "ur5-reach"]
+    assert problems.names() == ["arm-obstacle", "arm-pose", "biped", "double-pendulum", "panda-reach", "pendulum",
+                               "quadruped", "space-manipulator", "ur5-reach"]
     assert problems.entry("arm-obstacle").scenarios == ("bent", "straight")
     assert "bent" in problems.describe("arm_obstacle")
     p = problems.get("arm_obstacle", scenario="straight")
@@ -207,7 +207,7 @@ def test_registry_names_and_lookup():
 
 
 def test_registry_rejects_unknown_names():
-    with pytest.raises(ValueError, match="known problems: arm-obstacle, biped, double-pendulum"):
+    with pytest.raises(ValueError, match="known problems: arm-obstacle, arm-pose, biped, double-pendulum"):
         problems.get("triple-pendulum")
     with pytest.raises(ValueError, match="scenario"):
         problems.get("arm-obstacle", scenario="zigzag")

@@ -21,7 +21,8 @@ from optdyn.costs import ControlCost, StateCost
 from optdyn.ocp.contact_phases import PhasedDynamics, knot_contact_forces, knot_forces_batch
 from optdyn.ocp.integrators import IntervalDynamics
 from optdyn.ocp.shooting import transition_work
-from optdyn.solvers.ddp import SECOND_ORDER, dynamics_hessian, linearize
+from optdyn.solvers.ddp import linearize
+from optdyn.solvers.riccati import SECOND_ORDER, dynamics_hessian
 
 MODEL = legged()
 NQ, NV = MODEL.nq, MODEL.nv

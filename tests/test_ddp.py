@@ -1,4 +1,4 @@
-"""DDP / iLQR (one solver, one flag), the augmented-Lagrangian loop and ``solve``."""
+"""DDP / iLQR (solver types on one iteration), the augmented-Lagrangian loop and ``solve``."""
 import numpy as np
 import pytest
 from scipy.optimize import lsq_linear
@@ -8,7 +8,8 @@ from dynamics.models import double_pendulum
 from optdyn.ocp.constraints import SphereClearance, StateEquality
 from optdyn.costs import ControlCost, StateCost
 from optdyn.ocp.shooting import transition_work
-from optdyn.solvers.ddp import SECOND_ORDER, Expansion, Value, backward_pass, dynamics_hessian, forward_pass, linearize
+from optdyn.solvers.ddp import forward_pass, linearize
+from optdyn.solvers.riccati import SECOND_ORDER, Expansion, Value, backward_pass, dynamics_hessian
 from optdyn.solvers.linalg import box_qp
 from optdyn.ocp.problem import Problem
 from optdyn.solvers.solve import solve
@@ -142,11 +143,12 @@ def test_ur5_reach_optimum_is_the_one_recorded_before_the_manifold_state(reach):
 
 
 def test_gauss_newton_cost_hessians_reach_the_same_optimum(reach):
-    """cost_hessian="gauss_newton" changes the model, not the fixed points: DDP and iLQR
-    reach the optimum of the exact Hessians (the frame-position cost's residual is curved)."""
+    """The feasibility-driven forms model the costs by their Gauss–Newton Hessians: another
+    model, the same fixed points — they reach the optimum of the exact Hessians (the
+    frame-position cost's residual is curved)."""
     prob, ddp, _ = reach
-    for solver in ("ddp", "ilqr"):
-        res = solve(prob, solver, cost_hessian="gauss_newton")
+    for solver in ("fddp", "filqr"):
+        res = solve(prob, solver)
         assert res.converged and res.cost == pytest.approx(ddp.cost, rel=1e-9)
         assert np.allclose(res.us, ddp.us, atol=1e-4 * np.abs(ddp.us).max())
 
@@ -263,6 +265,12 @@ def test_constrained_double_pendulum_ends_collision_free_at_the_goal():
     (dict(solver="ddp", second_order="full"), "second_order"),
     (dict(solver="ilqr", cost_hessian="bfgs"), "cost_hessian"),
     (dict(solver="ilqr", box="never"), "box"),
+    (dict(solver="ilqr", short_step=0.8), "short_step"),
+    (dict(solver="ddp", alphas=(1.0, 2.0)), "alphas"),
+    (dict(solver="fddp", delta0=1.0), "delta0"),
+    (dict(solver="ipopt", hessian="bfgs"), "hessian"),
+    (dict(solver="ilqr", max_outer=-1), "max_outer"),
+    (dict(solver="newton"), "solver"),
     (dict(solver="ipopt", second_order="full"), "second_order"),
     (dict(solver="ddp", callback=3), "callback"),
     (dict(solver="ilqr", us_init=np.zeros((3, 1))), "us_init"),
@@ -330,23 +338,9 @@ def panda_reach():
     """The ``panda-reach`` task: the Franka Panda (9 joints, the fingers' tiny inertias
     included) from q = 0 at rest to p_hand = (0.4, 0.2, 0.5), torque box at the effort limits;
     IPOPT and Crocoddyl's BoxFDDP end at the optimum 1.0024794 (a lower one, 0.9454068,
-    exists: BENCHMARKS.md, "convergence"). The tests below give every option they compare:
-    the task's own (its solver_options) are those that converge."""
+    exists: BENCHMARKS.md, "convergence")."""
     pytest.importorskip("example_robot_data")
     return problems.get("panda-reach")
-
-
-def test_the_box_after_a_full_step_frees_ilqr_on_the_panda():
-    """With the box QP from the first iteration, Gauss–Newton iLQR crawls on the Panda reach
-    (zero feedback on the clamped controls of the last knots); with the box left out of the
-    backward pass until a full step (Crocoddyl's BoxFDDP from a guess not marked feasible)
-    it reaches IPOPT's optimum in under 100 iterations, within the box."""
-    prob = panda_reach()
-    boxed = solve(prob, "ilqr", cost_hessian="gauss_newton", box="always", max_iter=100)
-    later = solve(prob, "ilqr", cost_hessian="gauss_newton", box="after_full_step", max_iter=100)
-    assert not boxed.converged and boxed.cost > 1.1
-    assert later.converged and later.cost == pytest.approx(1.0024794, rel=1e-6)
-    assert np.all(later.us >= prob.u_lower) and np.all(later.us <= prob.u_upper)
 
 
 @pytest.mark.parametrize("bounded", [True, False])
@@ -368,45 +362,17 @@ def test_the_forward_pass_fails_on_a_plan_with_non_finite_states(bounded):
     assert forward_pass(prob.dynamics, xs, us, k, K, 0.0, lower, upper, xs_new, us_new, none) is True
 
 
-def test_the_gauss_newton_fallback_gets_ddp_to_the_best_panda_optimum():
-    """DDP on the Panda reach: with the exact model the regularisation μ·BᵀB that makes Q_uu
-    positive definite far from the optimum steers it into the local optimum 1.0853; taking
-    those iterations' steps from the Gauss–Newton model instead (and the box after a full
-    step) reaches IPOPT's optimum within 60 iterations, ending on exact DDP steps."""
-    prob = panda_reach()
-    plain = solve(prob, "ddp", box="after_full_step", indefinite="regularize", max_iter=60)
-    mixed = solve(prob, "ddp", box="after_full_step", indefinite="gauss_newton", max_iter=60)
-    assert plain.cost > 1.005 * 1.0024794
-    assert mixed.converged and mixed.cost == pytest.approx(1.0024794, rel=1e-6)
-    assert 0 < mixed.extra["gauss_newton_steps"] < mixed.iterations  # the last steps are DDP's own
-    assert np.all(mixed.us >= prob.u_lower) and np.all(mixed.us <= prob.u_upper)
-
-
-def test_the_panda_reach_converges_with_the_options_it_ships():
-    """``optdyn.solve`` on the task as shipped (its solver_options): DDP within 60 iterations,
-    iLQR within 100 and IPOPT within 120 reach 1.0024794 (measured: 56, 66, 111)."""
+def test_the_panda_reach_converges_with_the_solvers_it_ships():
+    """``optdyn.solve`` on the task as shipped: the feasibility-driven DDP within 60 iterations
+    (its first steps from iLQR's Gauss–Newton model, the last ones DDP's own), the
+    feasibility-driven iLQR within 100 and IPOPT within 120 reach 1.0024794 (measured: 56, 66,
+    111), within the box."""
     prob = panda_reach()
     runs = {s: solve(prob, s) for s in ("ddp", "ilqr", "ipopt")}
+    assert (runs["ddp"].solver, runs["ilqr"].solver) == ("fddp", "filqr")
     for s, limit in (("ddp", 60), ("ilqr", 100), ("ipopt", 120)):
         r = runs[s]
         assert r.converged and r.iterations <= limit and r.cost == pytest.approx(1.0024794, rel=1e-6), \
             (s, r.iterations, r.cost)
-
-
-def test_the_gauss_newton_fallback_leaves_positive_definite_iterations_alone():
-    """On the unbounded pendulum swing-up with a terminal cost every backward pass of DDP is
-    positive definite at μ = 0: with ``indefinite="gauss_newton"`` the iterates are DDP's
-    bit for bit (iLQR, the Gauss–Newton model here, takes four times as many iterations)."""
-    prob = pendulum.make_pendulum(terminal="cost", u_max=np.inf)
-    exact = solve(prob, "ddp")
-    mixed = solve(prob, "ddp", indefinite="gauss_newton")
-    assert np.all(exact.history["regularization"] == 0.0) and mixed.extra["gauss_newton_steps"] == 0
-    for key in ("cost", "step", "expected_decrease", "gradient"):
-        np.testing.assert_array_equal(mixed.history[key], exact.history[key])
-    np.testing.assert_array_equal(mixed.us, exact.us)
-    assert solve(prob, "ilqr").iterations > 2 * exact.iterations
-
-
-def test_the_indefinite_option_is_checked():
-    with pytest.raises(ValueError, match="indefinite"):
-        solve(pendulum.make_pendulum(terminal="cost"), "ddp", indefinite="saddle_free")
+        assert np.all(r.us >= prob.u_lower - 1e-9) and np.all(r.us <= prob.u_upper + 1e-9)
+    assert 0 < runs["ddp"].extra["first_order_steps"] < runs["ddp"].iterations

@@ -14,8 +14,13 @@ import scipy.sparse as sp
 
 import problems
 from optdyn.ocp.constraints import StateEquality
-from optdyn.solvers.ipopt import MultipleShootingNLP, solve_ipopt
+from optdyn.solvers.ipopt import IPOPT, MultipleShootingNLP
 from optdyn.ocp.problem import Problem
+
+
+def solve_ipopt(problem, us_init=None, xs_init=None, **options):
+    """The IPOPT type with ``options`` (its own, or IPOPT's by name) on ``problem``."""
+    return IPOPT.with_options(**options).solve(problem, us_init, xs_init)
 
 
 def small_arm(**kw):

@@ -288,7 +288,7 @@ def test_a_plant_on_contacts_that_diverges_ends_the_loop_with_what_was_recorded(
 def test_real_time_steps_reuse_their_arrays_and_compiled_kernels(reach, monkeypatch):
     """After two warm-up steps, each real-time step (one DDP iteration from the feedback-policy
     warm start, ur5-reach over 40 intervals) solves in the arrays of the step before (one
-    :class:`~optdyn.solvers.ddp.Workspace`, kept), rolls nothing out besides the warm start's
+    :class:`~optdyn.solvers.workspace.Workspace`, kept), rolls nothing out besides the warm start's
     policy rollout, compiles no new kernel specialisation and holds at most 0.25 MB at once.
     Measured 2026-11-27 (tracemalloc's peak above the level before the step): 2.08 MB per step
     before the workspace (DDP's stage records, the solver's arrays and two more rollouts of the
@@ -298,7 +298,7 @@ def test_real_time_steps_reuse_their_arrays_and_compiled_kernels(reach, monkeypa
     costs), the position-block curvatures and the result's own xs, us and gains (29 kB)."""
     import tracemalloc
 
-    from optdyn.solvers import ddp
+    from optdyn.solvers import ddp, riccati
 
     mpc = optdyn.MPC(reach, "ddp", iterations=1)
     x, u = reach.x0.copy(), mpc.step(reach.x0, 0.0)[0]
@@ -306,7 +306,7 @@ def test_real_time_steps_reuse_their_arrays_and_compiled_kernels(reach, monkeypa
         x = reach.step(x[None], u[None])[0]
         u = mpc.step(x)[0]
     workspace = mpc._workspace
-    kernels = (ddp.backward_pass, ddp.forward_pass, ddp.projected_gradient, integrators._step_stages_chunk)
+    kernels = (riccati.backward_pass, ddp.forward_pass, riccati.projected_gradient, integrators._step_stages_chunk)
     signatures = [len(k.signatures) for k in kernels]
     rollouts = []
     rollout = optdyn.Problem.rollout
@@ -352,7 +352,7 @@ def test_kept_arrays_give_the_controls_of_fresh_ones(monkeypatch, task, solver, 
 
 
 def test_solve_refuses_a_workspace_it_cannot_use(reach):
-    from optdyn.solvers.ddp import Workspace
+    from optdyn.solvers.workspace import Workspace
 
     with pytest.raises(ValueError, match="workspace"):
         optdyn.solve(reach, "ilqr", workspace=Workspace(problems.get("ur5-reach", N=10)))

@@ -300,7 +300,7 @@ def _sweep_allocations(task: str, names=None) -> dict:
     import problems
     from optdyn.ocp import integrators as rk
     from optdyn.ocp import shooting
-    from optdyn.solvers import ddp
+    from optdyn.solvers import ddp, riccati
 
     prob = problems.get(task)
     d, nz = prob.dynamics, prob.ndx + prob.nu
@@ -316,16 +316,16 @@ def _sweep_allocations(task: str, names=None) -> dict:
         k, K = np.zeros((N, prob.nu)), np.zeros((N, prob.nu, prob.ndx))
         zeros = (np.zeros((N, prob.ndx)), np.zeros((N, prob.nu)), np.zeros((N, prob.ndx, prob.ndx)),
                  np.zeros((N, prob.nu, prob.ndx)), np.eye(prob.nu)[None].repeat(N, 0))
-        lq = ddp.Expansion(Fz[:, :, :prob.ndx].copy(), Fz[:, :, prob.ndx:].copy(), *zeros)
-        terminal = ddp.Value(np.zeros(prob.ndx), np.eye(prob.ndx))
+        lq = riccati.Expansion(Fz[:, :, :prob.ndx].copy(), Fz[:, :, prob.ndx:].copy(), *zeros)
+        terminal = riccati.Value(np.zeros(prob.ndx), np.eye(prob.ndx))
         calls = {
             "rollout": lambda: shooting.rollout(d, prob.x0, us),
             "first order": lambda: rk._step_derivatives_chunk(d, X, us, 1, y, Fz, np.empty((N, 0, 0, 0)), claims_for(N)),
             "recorded stages": lambda: rk._step_stages_chunk(d, X, us, stages, y, Fz, claims_for(N)),
             "contracted Hessians": lambda: rk._interval_hessians_chunk(d, us, stages, lams, Hz, claims_for(N)),
             "DDP backward pass": functools.partial(
-                ddp.backward_pass, lq, terminal, us, prob.u_lower, prob.u_upper, 1.0,
-                ddp.SecondOrder(1, np.empty((N, 0, 0, 0)), d, stages), k, K, np.zeros((0, prob.ndx))),
+                riccati.backward_pass, lq, terminal, us, prob.u_lower, prob.u_upper, 1.0,
+                riccati.SecondOrder(1, np.empty((N, 0, 0, 0)), d, stages), k, K, np.zeros((0, prob.ndx))),
             "DDP forward pass": lambda: ddp.forward_pass(d, xs, us, np.zeros_like(k), np.zeros_like(K), 0.5,
                                                          prob.u_lower, prob.u_upper,
                                                          np.empty_like(xs), np.empty_like(us), np.zeros((0, prob.ndx))),

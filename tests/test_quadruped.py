@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -18,6 +19,7 @@ import optdyn
 from optdyn import Problem
 from optdyn.apps.clearance import constraint_margins
 from optdyn.ocp.residuals import CoMPositionResidual
+from optdyn.solvers import FDDP, ILQR
 from problems.gaits import SOLO_SCALE, WEIGHTS, scaled_weights
 from problems.quadruped import FEET, gait, make
 
@@ -136,10 +138,13 @@ def test_the_plan_replayed_with_ten_times_finer_steps_stays_near_it(trot):
 
 def test_ddp_through_stance_needs_the_control_regularisation(trot):
     """Tassa's μBᵀB regularises nothing on the torques that only change contact forces: with
-    it alone DDP crawls from the standing guess; with μ(BᵀB + I) it converged (fixture)."""
+    it alone the feasibility-driven DDP has not converged, and is 14 % above the optimum, after
+    the iterations in which it converges with μ(BᵀB + I) (fixture)."""
     prob, res = trot
-    state_only = optdyn.solve(prob, solver="ddp", regularization="state", max_iter=res["ddp"].iterations)
-    assert not state_only.converged and state_only.cost > 2 * res["ddp"].cost
+    state_only = dataclass(type("StateOnlyFDDP", (FDDP,), {"controls_regularized": False}))
+    assert res["ddp"].solver == "fddp"
+    crawl = optdyn.solve(prob, solver=state_only(max_iter=res["ddp"].iterations))
+    assert not crawl.converged and crawl.cost > 1.1 * res["ddp"].cost  # measured: 12.47 against 10.95
 
 
 def test_the_jump_flies_on_a_parabola_with_constant_angular_momentum():
@@ -166,15 +171,15 @@ def test_the_jump_flies_on_a_parabola_with_constant_angular_momentum():
 
 
 def test_a_problem_with_contacts_starts_by_multiple_shooting_unless_told_otherwise():
+    """DDP and iLQR by name solve a problem with contacts in their feasibility-driven forms,
+    from its states; an instance is taken as it is."""
     prob = make("jump")
-    assert prob.solver_options["ddp"] == {"shooting": "multiple", "regularization": "state_and_controls",
-                                          "rho_init": 1.0}
-    assert prob.solver_options["ilqr"] == {"shooting": "multiple", "regularization": "state_and_controls",
-                                           "cost_hessian": "gauss_newton", "rho_init": 1.0}
-    contacts = [prob.contacts_at(k) for k in range(prob.N)]
-    own = Problem(prob.model, prob.x0, prob.N, prob.dt, contacts=contacts, solver_options={"ddp": {"shooting": "single"}})
-    assert own.solver_options["ddp"] == {"shooting": "single", "regularization": "state_and_controls"}
-    assert Problem(prob.model, prob.x0, prob.N, prob.dt).solver_options == {}
+    assert prob.solver_options == {"ddp": {"rho_init": 1.0}, "ilqr": {"rho_init": 1.0}}  # Solo's rho, stated
+    assert [optdyn.solve(prob, s, max_iter=0).solver for s in ("ddp", "ilqr")] == ["fddp", "filqr"]
+    plain = optdyn.solve(prob, ILQR(max_iter=0))
+    assert plain.solver == "ilqr" and plain.extra["initial_guess"] in ("problem", "rest")
+    fd = optdyn.solve(prob, "ilqr", max_iter=0)
+    np.testing.assert_array_equal(fd.xs, prob.xs_init)  # the task's states, not a rollout
 
 
 def test_the_trot_under_mpc_keeps_trotting_through_a_push():

@@ -133,9 +133,9 @@ def test_every_status_is_documented():
 
 
 def test_an_initial_rollout_that_cannot_be_finite_is_a_status(reach):
-    from optdyn.solvers.ddp import Log, Objective, Options, iterate
+    from optdyn.solvers.ddp import ILQR, Log, Objective
 
-    res = iterate(reach, Objective(reach), np.full((reach.N, reach.nu), 1e8), Options(), False, Log("ilqr"))
+    res = ILQR().iterate(reach, Objective(reach), np.full((reach.N, reach.nu), 1e8), Log("ilqr"))
     assert res.status == "rollout_failed" and res.iterations == 0 and not res.converged
     assert np.array_equal(res.xs[0], reach.x0) and not np.all(np.isfinite(res.xs))
 

@@ -310,18 +310,20 @@ def cmd_solve(args: argparse.Namespace) -> int:
     """Build PROBLEM, solve it with live progress, print a summary, write outputs."""
     _check_outputs(args)
     problem = _make_problem(args.problem, args.scenario, args.param)
-    from ..solvers.solve import solve
+    from ..solvers.solve import solve, solver_name, solver_of
 
     options = {"callback": None if args.quiet else Progress(), "max_time": args.max_time}
     if args.max_iter is not None:
         options["max_iter"] = args.max_iter
+    solver = args.solver
     if args.shooting is not None:
         if args.solver == "ipopt":
             raise CommandError("--shooting: only for ddp and ilqr (IPOPT's transcription is multiple shooting)")
-        options["shooting"] = args.shooting
+        solver = solver_of(solver_name(problem, solver, feasibility_driven=args.shooting == "multiple"), {})
     if not args.quiet:
-        print(f"solving {args.problem} ({problem.N} intervals, T = {problem.T:g} s) with {args.solver}", flush=True)
-    result = solve(problem, solver=args.solver, **options)
+        print(f"solving {args.problem} ({problem.N} intervals, T = {problem.T:g} s) with "
+              f"{getattr(solver, 'name', solver)}", flush=True)
+    result = solve(problem, solver=solver, **options)
     print("\n".join(_summary(result, problem)), flush=True)
     if result.status == "interrupted":
         return _interrupted(result, problem, args, f"optdyn solve: interrupted (Ctrl-C) after {result.iterations} "
@@ -661,8 +663,9 @@ def build_parser() -> argparse.ArgumentParser:
     solve.add_argument("--solver", choices=("ddp", "ilqr", "ipopt"), default="ddp", help="the solver")
     limits(solve, "the solver")
     solve.add_argument("--shooting", choices=("single", "multiple"),
-                       help="ddp/ilqr: start from the rollout of the controls (single, the default) or from the "
-                            "problem's states and controls, closing the gaps as they go (multiple)")
+                       help="ddp/ilqr: start from the rollout of the controls (single, the default without contacts) "
+                            "or from the problem's states and controls, closing the gaps as they go (multiple: the "
+                            "feasibility-driven fddp/filqr, the default with contacts)")
     solve.add_argument("--max-time", type=float, metavar="SECONDS",
                        help="wall-clock limit of the solve (status time_limit, last iterate kept; default: none)")
     solve.add_argument("--save", help="write the result to this .npz file (default: not saved)")

@@ -78,7 +78,7 @@ from dynamics.parallel import set_num_threads
 from .io import load_result, save_result
 from .warmup import CompileJob, warm_once
 from ..ocp.problem import Problem
-from ..solvers.ddp import SECOND_ORDER, Expansion, SecondOrder, Value, backward_pass
+from ..solvers.riccati import Expansion, Value, lqr
 from ..solvers.result import Result
 from ..solvers.solve import SOLVERS
 
@@ -193,24 +193,18 @@ def _lqr_gains(A: np.ndarray, B: np.ndarray, Q: np.ndarray, R: np.ndarray, QN: n
 
         min ½ Σ_k (δx_kᵀ Q δx_k + δu_kᵀ R δu_k) + ½ δx_Nᵀ QN δx_N,  δx_k+1 = A_k δx_k + B_k δu_k,
 
-    whose optimal policy is δu_k = K_k δx_k: the DDP backward pass (Tassa, Erez & Todorov
-    2012) with ℓ_x = ℓ_u = 0, ℓ_xx = Q, ℓ_ux = 0, ℓ_uu = R, V_N = (0, QN), no control
-    bounds, no regularisation and no second-order dynamics terms, which is then the Riccati
-    recursion K_k = −(R + B_kᵀP_k+1 B_k)⁻¹ B_kᵀP_k+1 A_k. A (N, ndx, ndx), B (N, ndx, nu);
-    ``problem``: whose interval dynamics A and B linearise (the backward pass sizes its
-    workspace from it).
+    whose optimal policy is δu_k = K_k δx_k: the Riccati recursion
+    K_k = −(R + B_kᵀP_k+1 B_k)⁻¹ B_kᵀP_k+1 A_k (:func:`optdyn.solvers.riccati.lqr`).
+    A (N, ndx, ndx), B (N, ndx, nu); ``problem``: whose interval dynamics A and B linearise.
     """
     N, ndx, nu = B.shape
-    k, K, free = np.zeros((N, nu)), np.empty((N, nu, ndx)), np.full(nu, np.inf)
     lq = Expansion(A, B, np.zeros((N, ndx)), np.zeros((N, nu)), np.repeat(Q[None], N, axis=0), np.zeros((N, nu, ndx)),
                    np.repeat(R[None], N, axis=0))
-    first_order = SecondOrder(SECOND_ORDER["none"], np.empty((N, 0, 0, 0)), problem.dynamics, problem.no_stages)
-    failed, _, _ = backward_pass(lq, Value(np.zeros(ndx), QN), np.zeros((N, nu)), -free, free, 0.0, first_order, k, K,
-                                 np.zeros((0, ndx)), False)
-    if failed >= 0:
-        raise ValueError(f"problem: the tracking LQR of the perturbed guess has R + BᵀPB not positive definite at "
-                         f"knot {failed} (non-finite dynamics along the reference?)")
-    return K
+    try:
+        return lqr(problem, lq, Value(np.zeros(ndx), QN)).K
+    except ValueError as e:
+        raise ValueError(f"problem: the tracking LQR of the perturbed guess fails ({e}; non-finite dynamics along "
+                         "the reference?)") from None
 
 
 def _worker_address() -> str:

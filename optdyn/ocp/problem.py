@@ -136,26 +136,15 @@ SOLVERS = ("ddp", "ilqr", "ipopt")
 """The solvers' names (:func:`optdyn.solve`), the keys of a problem's ``solver_options``."""
 
 
-CONTACT_DEFAULTS = {"ddp": {"shooting": "multiple", "regularization": "state_and_controls"},
-                    "ilqr": {"shooting": "multiple", "regularization": "state_and_controls"}}
-"""The solver options of a problem with contacts, unless it gives its own: multiple shooting
-(a legged robot's guess is a standing state at every knot, not a rollout) and the
-regularisation that also acts on the torques that only change contact forces (measured on
-the quadruped's trot with the friction cone: iLQR 86 iterations with it, no convergence in
-228 without)."""
-
-
-def _solver_options(options, contacts: bool) -> dict[str, dict]:
-    """``options`` as {solver: {name: value}} with known solver names, over
-    :data:`CONTACT_DEFAULTS` if ``contacts``; ValueError otherwise."""
+def _solver_options(options) -> dict[str, dict]:
+    """``options`` as {solver: {name: value}} with known solver names; ValueError otherwise."""
     options = {} if options is None else options
     if not isinstance(options, dict) or not all(isinstance(v, dict) for v in options.values()):
         raise ValueError(f"solver_options: expected {{solver: {{option: value}}}}, got {options!r}")
     unknown = sorted(set(options) - set(SOLVERS))
     if unknown:
         raise ValueError(f"solver_options: unknown solver(s) {', '.join(unknown)}; known: {', '.join(SOLVERS)}")
-    defaults = CONTACT_DEFAULTS if contacts else {}
-    return {solver: {**defaults.get(solver, {}), **options.get(solver, {})} for solver in set(options) | set(defaults)}
+    return {solver: dict(values) for solver, values in options.items()}
 
 
 class Problem:
@@ -191,8 +180,8 @@ class Problem:
             wrenches at frames). Default: none. The default ``us_init`` holds q0 against them.
         solver_options: the options this problem is best solved with, per solver
             ({"ddp": {...}, "ilqr": {...}, "ipopt": {...}}); :func:`optdyn.solve` starts from
-            them, and options given to it take precedence. With ``contacts`` they extend
-            :data:`CONTACT_DEFAULTS` (multiple shooting for DDP and iLQR).
+            them, and options given to it take precedence (a problem with contacts is solved by
+            the feasibility-driven forms of DDP and iLQR: :func:`optdyn.solve`).
         contacts: the contact sequence, one list of :class:`dynamics.Contact` per interval
             (N lists; an empty list: no contact, flight). Interval k integrates the contact
             dynamics of ``contacts[k]``; where it gains contacts over interval k−1, the impulse
@@ -281,7 +270,7 @@ class Problem:
             raise ValueError(f"name: expected a string, got {name!r}")
         self.name = name
         self.params = dict(params or {})
-        self.solver_options = _solver_options(solver_options, contacts is not None)
+        self.solver_options = _solver_options(solver_options)
         a, b = integrators.METHODS[integrator]
         ode = integrators.robot_ode(model, self.actuated)
         if self.contacts is None:

@@ -26,16 +26,17 @@ inner solve at full tolerance converged with the largest violation ≤ ``constra
 """
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, fields
 
 import numpy as np
 
 from dynamics._compile import njit
 
-from .ddp import Log, Objective, Options, Workspace, initial_guess, iterate, stopped_by_exception
+from .ddp import Log, Objective, RiccatiSolver, stopped_by_exception
 from ..ocp.problem import Problem
 from .result import Result, multiplier_arrays
 from .runtime import Run, is_interrupt
+from .workspace import Workspace
 
 
 def _phr(c, lam, rho, equality=False):
@@ -184,83 +185,109 @@ def initial_multipliers(problem: Problem, multipliers, rho_init: float
     return (*arrays.values(), rho)
 
 
-def solve_al(problem: Problem, ddp: bool = True, us_init=None, xs_init=None, constraint_tol: float = 1e-6,
-             rho_init: float = 1.0, rho_factor: float = 10.0, rho_max: float = 1e10, decrease: float = 0.25,
-             max_outer: int = 30, inner_tol0: float = 1e-4, inner_tol_factor: float = 1e-2, *,
-             multipliers=None, workspace: Workspace | None = None, **options) -> Result:
-    """Constrained DDP (``ddp``) or iLQR by the augmented-Lagrangian outer loop.
+@dataclass
+class AugmentedLagrangian:
+    """The outer loop of the module docstring around an inner :class:`~optdyn.solvers.ddp.RiccatiSolver`.
 
-    ``options`` are those of :class:`optdyn.solvers.ddp.Options`; ``max_iter`` bounds the total
-    number of inner iterations, ``max_time`` the wall time; Ctrl-C stops with the last
-    accepted iterate (:mod:`optdyn.solvers.runtime`). The result's cost is the true objective J;
-    its extra holds the multipliers updated once more at the returned trajectory (the last
-    inner solve's stationarity ∇J + Σ ψ'∇c = 0 is then the KKT condition with them):
-    ("lambda" (N, nc) of the path rows at nodes 1..N,
-    "lambda_stage" (N, ng) of the stage rows at knots 0..N−1, "mu" (nh,)), the final penalty
-    "rho", "outer_iterations", "violation" and "compile_time". ``multipliers`` (such an extra,
-    e.g. a previous solve's, shifted by :class:`optdyn.MPC`) starts the multipliers and the
-    penalty there instead of at zero and ``rho_init``, and the inner solves at full tolerance
-    from the first (the loose early solves serve multipliers still far off). The inner solves
-    work in the arrays of ``workspace`` (:class:`~optdyn.solvers.ddp.Workspace`; None: new ones).
+    Settings: ``constraint_tol`` (1e-6, the largest violation accepted), ``rho_init`` (1),
+    ``rho_factor`` (10), ``rho_max`` (1e10), ``decrease`` (0.25), ``max_outer`` (30),
+    ``inner_tol0`` (1e-4) and ``inner_tol_factor`` (1e-2); a bad value raises ValueError
+    naming it.
     """
-    o = Options(**options)
-    name = "ddp" if ddp else "ilqr"
-    lam, lam_stage, mu, rho = initial_multipliers(problem, multipliers, rho_init)
-    objective = ALObjective(problem, lam, mu, rho, lam_stage, gauss_newton=o.cost_hessian == "gauss_newton")
-    steps, previous, outer, origin, rejected, updated = 0, np.inf, 0, "", [], False
-    status, message, converged = "max_iter", f"iteration limit {o.max_iter} reached", False
-    inner_tol = o.tol if multipliers is not None else max(o.tol, inner_tol0)  # warm: no loose early solves
-    ws = Workspace(problem) if workspace is None else workspace
-    with Run(o.max_time) as run:
-        log = Log(name, o.callback, o.verbose, run=run)
-        try:
-            us, start, origin, rejected = initial_guess(problem, o, ws, us_init, xs_init)
-            for outer in range(1, max_outer + 1):
-                log.outer = outer
-                out = iterate(problem, objective, us, replace(o, tol=inner_tol), ddp, log,
-                              max_iter=o.max_iter - steps, xs=start, workspace=ws)
-                steps += out.iterations
-                us, xs, updated = out.us, out.xs, False
-                # gaps left open stay open; a converged inner solve closed them, and its states are a
-                # rollout of us but for round-off, which as gaps would keep the next one from converging
-                start = xs if o.shooting == "multiple" and not out.converged else None
-                if o.shooting == "single" and np.all(np.isfinite(xs)):  # xs is the rollout of us, bit for bit:
-                    ws.remember(problem, us, xs)  # the next inner solve starts from it, not from another rollout
-                violation = _cost_and_violation(problem, xs, us)[1]
-                if out.converged and violation <= constraint_tol and inner_tol <= o.tol:
-                    status, converged = "converged", True
-                    message = f"inner solve converged with constraint violation {violation:.2e} ≤ {constraint_tol:g}"
-                    break
-                if out.status in STOPS or np.isnan(violation) or (out.status in FAILURES
-                                                                  and violation <= constraint_tol):
-                    status, message = out.status, out.message
-                    break
-                if steps >= o.max_iter:
-                    break
-                inner_tol = max(o.tol, inner_tol * inner_tol_factor)
-                if violation <= constraint_tol:  # feasible: only the inner solve needs tightening
-                    continue
-                objective.update(xs, us)
-                updated = True
-                if violation > decrease * previous:
-                    objective.rho = min(objective.rho * rho_factor, rho_max)
-                previous = violation
-            else:
-                status, message = "max_outer", f"{max_outer} outer iterations without meeting constraint_tol"
-        except (KeyboardInterrupt, SystemError) as e:
-            if not is_interrupt(e) and not run.interrupted:
-                raise
-            out = stopped_by_exception(problem, log, (problem.N, problem.nu, problem.ndx))
-            status, message, converged = out.status, out.message, False
-    cost, violation = _cost_and_violation(problem, out.xs, out.us)
-    if np.isfinite(violation) and not updated:  # the multipliers of the returned trajectory (eq. 8–9)
-        objective.update(out.xs, out.us)
-    return Result(xs=out.xs, us=out.us, cost=cost, converged=converged,
-                  iterations=steps, status=status, message=message, history=log.history(), solver=name,
-                  problem=problem.name, params=problem.params, wall_time=run.elapsed(),
-                  gains=out.K, extra={"lambda": objective.lam, "lambda_stage": objective.lam_stage,
-                                      "mu": objective.mu, "rho": objective.rho,
-                                      "outer_iterations": outer, "violation": violation,
-                                      "rejected_rollouts": log.rejected, "invalid_rollouts": log.invalid,
-                                      "initial_guess": origin,
-                                      "rejected_guesses": rejected, "compile_time": run.compile_time()})
+
+    constraint_tol: float = 1e-6
+    rho_init: float = 1.0
+    rho_factor: float = 10.0
+    rho_max: float = 1e10
+    decrease: float = 0.25
+    max_outer: int = 30
+    inner_tol0: float = 1e-4
+    inner_tol_factor: float = 1e-2
+
+    def __post_init__(self) -> None:
+        if isinstance(self.max_outer, bool) or not isinstance(self.max_outer, (int, np.integer)) or self.max_outer < 0:
+            raise ValueError(f"max_outer: expected an integer ≥ 0, got {self.max_outer!r}")
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name != "max_outer" and not (isinstance(value, (int, float, np.integer, np.floating))
+                                              and np.isfinite(value) and value > 0):
+                raise ValueError(f"{f.name}: expected a finite number > 0, got {value!r}")
+
+    def solve(self, problem: Problem, inner: RiccatiSolver, us_init=None, xs_init=None, *, multipliers=None,
+              workspace: Workspace | None = None) -> Result:
+        """Constrained ``inner`` (DDP, iLQR or their feasibility-driven forms) by the
+        augmented-Lagrangian outer loop.
+
+        ``inner.max_iter`` bounds the total number of inner iterations, ``inner.max_time`` the
+        wall time; Ctrl-C stops with the last accepted iterate (:mod:`optdyn.solvers.runtime`).
+        The result's cost is the true objective J; its extra holds the multipliers updated once
+        more at the returned trajectory (the last inner solve's stationarity ∇J + Σ ψ'∇c = 0 is
+        then the KKT condition with them): ("lambda" (N, nc) of the path rows at nodes 1..N,
+        "lambda_stage" (N, ng) of the stage rows at knots 0..N−1, "mu" (nh,)), the final penalty
+        "rho", "outer_iterations", "violation" and "compile_time". ``multipliers`` (such an
+        extra, e.g. a previous solve's, shifted by :class:`optdyn.MPC`) starts the multipliers
+        and the penalty there instead of at zero and ``rho_init``, and the inner solves at full
+        tolerance from the first (the loose early solves serve multipliers still far off). The
+        inner solves work in the arrays of ``workspace`` (:class:`~optdyn.solvers.workspace.Workspace`;
+        None: new ones).
+        """
+        lam, lam_stage, mu, rho = initial_multipliers(problem, multipliers, self.rho_init)
+        objective = ALObjective(problem, lam, mu, rho, lam_stage, gauss_newton=inner.objective(problem).gauss_newton)
+        steps, previous, outer, origin, rejected, updated = 0, np.inf, 0, "", [], False
+        status, message, converged = "max_iter", f"iteration limit {inner.max_iter} reached", False
+        inner_tol = inner.tol if multipliers is not None else max(inner.tol, self.inner_tol0)  # warm: no loose early solves
+        ws = Workspace(problem) if workspace is None else workspace
+        with Run(inner.max_time) as run:
+            log = Log(inner.name, inner.callback, inner.verbose, run=run)
+            try:
+                us, start, origin, rejected = inner.initial_guess(problem, ws, us_init, xs_init)
+                for outer in range(1, self.max_outer + 1):
+                    log.outer = outer
+                    out = inner.iterate(problem, objective, us, log, max_iter=inner.max_iter - steps, xs=start,
+                                        workspace=ws, tol=inner_tol)
+                    steps += out.iterations
+                    us, xs, updated = out.us, out.xs, False
+                    # gaps left open stay open; a converged inner solve closed them, and its states are a
+                    # rollout of us but for round-off, which as gaps would keep the next one from converging
+                    start = xs if inner.feasibility_driven and not out.converged else None
+                    if not inner.feasibility_driven and np.all(np.isfinite(xs)):  # xs is the rollout of us, bit for bit:
+                        ws.remember(problem, us, xs)  # the next inner solve starts from it, not from another rollout
+                    violation = _cost_and_violation(problem, xs, us)[1]
+                    if out.converged and violation <= self.constraint_tol and inner_tol <= inner.tol:
+                        status, converged = "converged", True
+                        message = (f"inner solve converged with constraint violation {violation:.2e} ≤ "
+                                   f"{self.constraint_tol:g}")
+                        break
+                    if out.status in STOPS or np.isnan(violation) or (out.status in FAILURES
+                                                                      and violation <= self.constraint_tol):
+                        status, message = out.status, out.message
+                        break
+                    if steps >= inner.max_iter:
+                        break
+                    inner_tol = max(inner.tol, inner_tol * self.inner_tol_factor)
+                    if violation <= self.constraint_tol:  # feasible: only the inner solve needs tightening
+                        continue
+                    objective.update(xs, us)
+                    updated = True
+                    if violation > self.decrease * previous:
+                        objective.rho = min(objective.rho * self.rho_factor, self.rho_max)
+                    previous = violation
+                else:
+                    status, message = "max_outer", f"{self.max_outer} outer iterations without meeting constraint_tol"
+            except (KeyboardInterrupt, SystemError) as e:
+                if not is_interrupt(e) and not run.interrupted:
+                    raise
+                out = stopped_by_exception(problem, log, (problem.N, problem.nu, problem.ndx))
+                status, message, converged = out.status, out.message, False
+        cost, violation = _cost_and_violation(problem, out.xs, out.us)
+        if np.isfinite(violation) and not updated:  # the multipliers of the returned trajectory (eq. 8–9)
+            objective.update(out.xs, out.us)
+        return Result(xs=out.xs, us=out.us, cost=cost, converged=converged,
+                      iterations=steps, status=status, message=message, history=log.history(), solver=inner.name,
+                      problem=problem.name, params=problem.params, wall_time=run.elapsed(),
+                      gains=out.K, extra={"lambda": objective.lam, "lambda_stage": objective.lam_stage,
+                                          "mu": objective.mu, "rho": objective.rho,
+                                          "outer_iterations": outer, "violation": violation,
+                                          "rejected_rollouts": log.rejected, "invalid_rollouts": log.invalid,
+                                          "initial_guess": origin,
+                                          "rejected_guesses": rejected, "compile_time": run.compile_time()})

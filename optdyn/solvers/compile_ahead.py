@@ -54,7 +54,8 @@ def _first_order(problem: Problem) -> list:
     return [lambda: problem.step_derivatives(*_guess(problem))]
 
 
-PARTS = {"ddp": ("second order",), "ipopt": ("second order",), "ilqr": ("first order",)}
+PARTS = {"ddp": ("second order",), "fddp": ("second order",), "ipopt": ("second order",),
+         "ilqr": ("first order",), "filqr": ("first order",)}
 """What the helpers compile ahead of a solve, by solver: a part per spare core, in order.
 "second order": the interval sensitivities with their stage records and the contracted
 Hessians λᵀF_zz (DDP's backward pass and IPOPT's Hessian share them); "first order": the

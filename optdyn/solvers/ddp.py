@@ -1,380 +1,85 @@
-"""Differential dynamic programming (DDP) and iLQR: one solver, one flag.
+"""DDP, iLQR and their feasibility-driven variants: small solver types on one iteration.
 
-Notation of Y. Tassa, T. Erez, E. Todorov, "Synthesis and Stabilization of Complex
-Behaviors through Online Trajectory Optimization", IROS 2012 ("Tassa 2012") and Y. Tassa,
-N. Mansard, E. Todorov, "Control-Limited Differential Dynamic Programming", ICRA 2014
-("Tassa 2014"); the contracted second-order terms follow J. N. Nganga, P. M. Wensing,
-"Accelerating Second-Order Differential Dynamic Programming for Rigid-Body Systems",
-IEEE RA-L 2021.
-For the discrete problem of :class:`optdyn.ocp.problem.Problem` with dynamics
-x_{k+1} = F(x_k, u_k) (A = F_x, B = F_u) and stage cost ℓ_k (already weighted by dt),
-the backward pass forms at every knot, with V' = V_{k+1}:
+Every solver here minimises the cost of :class:`optdyn.ocp.problem.Problem` over its controls
+(and, feasibility-driven, its states) by the same iteration (:class:`RiccatiSolver`):
 
-    Q_x  = ℓ_x + Aᵀ V'_x                 Q_u  = ℓ_u + Bᵀ V'_x
-    Q_xx = ℓ_xx + Aᵀ V'_xx A  [+ V'_x·F_xx]
-    Q_ux = ℓ_ux + Bᵀ V'_xx A  [+ V'_x·F_ux]
-    Q_uu = ℓ_uu + Bᵀ V'_xx B  [+ V'_x·F_uu]
+1. **expansion** — the dynamics linearised and the costs quadratised along the iterate
+   (:meth:`RiccatiSolver.expand`);
+2. **direction** — the Riccati backward pass of :mod:`optdyn.solvers.riccati` on that model,
+   regularised until Q̃_uu is positive definite (:meth:`RiccatiSolver.direction`);
+3. **trial step** — the closed-loop forward pass x̂_0 = x_0,
+   û_k = clamp(u_k + α k_k + K_k (x̂_k ⊖ x_k)), x̂_{k+1} = F(x̂_k, û_k) (:func:`forward_pass`),
+   for α = 1, ½, ¼, … (:meth:`RiccatiSolver.search`);
+4. **acceptance** — of the first trial whose actual decrease is at least c1 times the decrease
+   −ΔV(α) = −(α·dV1 + α²·dV2) the model predicts (:meth:`RiccatiSolver.accept`), and the
+   regularisation μ adapted to the step (:meth:`RiccatiSolver.adapt`);
+5. **stopping test** — the model's decrease for a full step, or the projected gradient,
+   below tolerance (:meth:`RiccatiSolver.converged`).
 
-where the bracketed second-order dynamics terms are DDP's and are dropped by iLQR
-(``ddp=False``). DDP gets V'_x·F_zz — the Hessian of V'_xᵀF(x, u) — contracted, by a
-second-order adjoint through the integrator stages with contracted FDSVA-SO
-(:func:`optdyn.ocp.integrators.interval_hessian`; the idea of Nganga & Wensing, RA-L 2021),
-at about the cost of one more first-order sweep (serial over knots, on the calling thread).
-``second_order="tensor"`` contracts the full tensors instead, to validate it. Levenberg–Marquardt regularisation acts on V'_xx (Tassa 2012
-eq. 10): Q̃_uu = Q_uu + μ BᵀB, Q̃_ux = Q_ux + μ BᵀA, with the adaptive schedule of
-Sec. II-F. The control step comes from the box-constrained QP
+The types differ in one or two of these steps:
 
-    k = argmin_{u_lo − u ≤ δu ≤ u_hi − u} ½ δuᵀ Q̃_uu δu + Q_uᵀ δu
-
-solved by projected Newton (Tassa 2014, Alg. 3); the gain is K_f = −Q̃_uu,ff⁻¹ Q̃_ux,f on the
-free controls and 0 on the clamped ones. The value function follows eq. 11:
-
-    ΔV   = α kᵀQ_u + ½ α² kᵀQ_uu k
-    V_x  = Q_x + KᵀQ_uu k + KᵀQ_u + Q_uxᵀ k
-    V_xx = Q_xx + KᵀQ_uu K + KᵀQ_ux + Q_uxᵀ K
-
-The forward pass x̂_0 = x_0, û_k = clamp(u_k + α k_k + K_k (x̂_k ⊖ x_k)),
-x̂_{k+1} = F(x̂_k, û_k) is accepted by backtracking on the ratio of actual to expected
-decrease. With ``box="after_full_step"`` the backward pass leaves the box out (the
-unconstrained gains, clamped in the forward pass) until a full step α = 1 has been
-accepted: what Crocoddyl's BoxFDDP does from a guess not marked feasible (Mastalli et
-al., "A Feasibility-Driven Approach to Control-Limited DDP", Autonomous Robots 2022). Far
-from the optimum the box QP clamps the controls that the model asks too much of, and their
-zero feedback can trap the iterates (the Panda reach: see BENCHMARKS.md, "convergence").
-
-Indefinite models (``indefinite="gauss_newton"``). Far from a minimum DDP's Q_uu — with
-V'_x·F_uu and the residual costs' curvature — is often indefinite, and the μ·BᵀB that makes it
-positive definite is not invariant to the units of u: on the Panda reach (fingers of tiny
-inertia, B huge) it keeps μ at 0.03–4 and the steps small, and DDP ends in a worse local
-optimum. With this option an iteration whose exact Q̃_uu is not positive definite at some knot
-at the current μ takes its step from the Gauss–Newton model instead (iLQR's backward pass, with
-the Gauss–Newton Hessians of the residual costs, terminal one included: positive semidefinite
-blocks when every cost is a residual under a convex penalty); μ is raised only if that one
-fails too. Near a strict
-minimum the exact model is convex, every pass is DDP's own and DDP converges quadratically;
-where the exact pass succeeds at every knot the iterates are plain DDP's. Falling back at the
-failing knot alone is not enough: V'_xx, carrying V'_x·F_xx and the residuals' curvature from
-the knots after it, is itself indefinite, and so is BᵀV'_xx B (BENCHMARKS.md, "convergence").
-The switch is per iteration, driven by positive definiteness, in the spirit of the hybrid
-methods for nonlinear least squares that switch between the Gauss–Newton and the exact model
-(Nocedal & Wright, "Numerical Optimization", 2nd ed. 2006, Sec. 10.3).
-
-Multiple shooting (``shooting="multiple"``: the feasibility-driven DDP of M. Mastalli et
-al., "Crocoddyl: An Efficient and Versatile Framework for Multi-Contact Optimal Control",
-ICRA 2020) iterates on states and controls (x̄_k, ū_k) together, with gaps
-f̄_{k+1} = F(x̄_k, ū_k) ⊖ x̄_{k+1} between the intervals. The backward pass sees V' from the
-end of interval k, which misses x̄_{k+1} by f̄: V'_x⁺ = V'_x + V'_xx f̄ replaces V'_x in Q_x,
-Q_u and in DDP's V'_x·F_zz, and the model's value of the step gains V'_x·f̄ + ½ f̄ᵀV'_xx f̄
-per gap. The forward pass leaves a fraction 1 − α of every gap open,
-x̂_{k+1} = F(x̂_k, û_k) ⊕ (α − 1) f̄_{k+1}, so that to first order the trial is α·Δz along the
-linear model's step Δz, whose change is α·g·Δz + α²·(m(1) − g·Δz) (g the cost gradient,
-m(1) the model's change for the full step; :func:`model_slope`). A full step closes every
-gap, and the iterations are then single shooting's. On a floating base the shift ignores
-the transport between the tangent spaces at F(x̄_k, ū_k) and at x̄_{k+1}, as Crocoddyl
-does; it vanishes with the gaps.
+- :class:`ILQR` models the dynamics to first order and the costs to second (W. Li, E. Todorov
+  2004), from the rollout of the guess, the control box in every backward pass (Tassa,
+  Mansard & Todorov 2014);
+- :class:`DDP` adds V'_x·F_zz (Tassa, Erez & Todorov 2012; contracted as in Nganga & Wensing
+  2021) and takes that exact model's step wherever it is convex, iLQR's elsewhere
+  (:meth:`DDP.direction`): it converges quadratically near a strict minimum;
+- both adapt μ to the step taken (:meth:`RiccatiSolver.adapt`): a trust region on the step,
+  which keeps a model that overshoots (light links driven at speed) from crawling at μ = 0;
+  this default was chosen by measurement on arms never tuned for (BENCHMARKS.md,
+  "convergence");
+- :class:`FDDP` and :class:`FILQR` are their feasibility-driven forms (Mastalli et al.,
+  "Crocoddyl: An Efficient and Versatile Framework for Multi-Contact Optimal Control", ICRA
+  2020; "A Feasibility-Driven Approach to Control-Limited DDP", Autonomous Robots 2022): they
+  start from states and controls (x̄, ū) with gaps f̄_{k+1} = F(x̄_k, ū_k) ⊖ x̄_{k+1} between the
+  intervals, which the backward pass carries and the forward pass closes,
+  x̂_{k+1} = F(x̂_k, û_k) ⊕ (α − 1) f̄_{k+1}, so that to first order the trial is α·Δz along the
+  linear model's step Δz, whose change is α·g·Δz + α²·(m(1) − g·Δz) (g the cost gradient,
+  m(1) the model's change for the full step; :func:`~optdyn.solvers.riccati.model_slope`). A
+  full step closes every gap, and the iterations are then the single-shooting ones. Until then
+  the control box stays out of the backward pass (the unconstrained gains, clamped in the
+  forward pass), as Crocoddyl's BoxFDDP does from a guess not marked feasible, and a step may
+  raise the cost by up to :data:`NEGATIVE_STEP` times the rise its model predicts. Like
+  Crocoddyl's they model the costs by their Gauss–Newton Hessians and regularise the controls
+  too (:class:`FeasibilityDriven`). On a floating base the gap shift ignores the transport
+  between the tangent spaces at F(x̄_k, ū_k) and at x̄_{k+1}, as Crocoddyl does; it vanishes
+  with the gaps.
 
 On a floating base the state lives on a manifold (:mod:`optdyn.ocp.state`) and the backward
-pass works in its tangent spaces, as Crocoddyl does (Mastalli et al. 2020): every
-quantity at knot k (ℓ_x, V_x, the rows and columns of A = F_x) is in the chart
-δx ↦ x̄_k ⊕ δx of the current trajectory, A maps the tangent at x̄_k to the one at x̄_{k+1},
-and the feedback acts on x̂_k ⊖ x̄_k. Expanding Q(δx, δu) = ℓ(x̄ ⊕ δx, ū + δu) +
-V'(F(x̄ ⊕ δx, ū + δu) ⊖ x̄') to second order in these charts gives the formulas above
-unchanged, with V'_x·F_zz the Hessian of V'_xᵀ(F ⊖ x̄') — which includes the curvature of
-the group compositions inside the RK stages (:func:`optdyn.ocp.integrators.interval_hessian`).
-So DDP's quadratic model is the exact second-order one in the charts; what is not
-modelled is that the charts move with x̄ from one iteration to the next (as in
-Crocoddyl), which does not change the fixed points.
-
-Backward and forward passes loop over knots inside compiled code; the backward pass is
-assembled from the named steps :func:`q_expansion`, :func:`dynamics_hessian`,
-:func:`regularize`, :func:`gains`, :func:`expected_decrease` and :func:`value_update`.
+pass works in its tangent spaces, as Crocoddyl does: the feedback acts on x̂_k ⊖ x̄_k, and DDP's
+model is the exact second-order one in the charts δx ↦ x̄_k ⊕ δx of the current trajectory;
+what is not modelled is that the charts move with x̄ between iterations, which does not change
+the fixed points.
 """
 from __future__ import annotations
 
 import time
 from collections import namedtuple
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from typing import ClassVar
 
 import numpy as np
 
-from dynamics._compile import allocation_free, njit
-from dynamics.spatial import copy_into, symmetrize
+from dynamics._compile import njit
 
 from ..ocp.problem import Problem
-from ..ocp.shooting import state_error, state_retract, transition, transition_hessian, transition_work
-from .linalg import box_qp, cholesky_solve, gemm_nn, gemm_tn, gemv_t
+from ..ocp.shooting import state_error, state_retract, transition, transition_work
+from ..ocp.state import check_state
 from .result import Result
-from .runtime import Run, is_interrupt, stop_message
+from .riccati import SECOND_ORDER, Expansion, SecondOrder, Value, backward_pass, model_slope, projected_gradient
+from .runtime import Run, check_max_time, is_interrupt, stop_message
+from .workspace import Workspace
 
-# ---------------------------------------------------------------------------------------
-# compiled building blocks
-# ---------------------------------------------------------------------------------------
+Step = namedtuple("Step", ["k", "K", "dV1", "dV2", "gaps", "mu", "first_order"])
+"""A direction: feed-forward k (N, nu), feedback K (N, nu, ndx), the model's change
+ΔV(α) = α·dV1 + α²·dV2 along it, the multiple-shooting gaps (N, ndx) it closes ((0, ndx)
+for a rollout), the regularisation μ of its backward pass and whether it came from iLQR's
+model where the solver prefers another (DDP)."""
 
-SECOND_ORDER = {"none": 0, "contracted": 1, "tensor": 2}
-"""How the backward pass gets V'_x·F_zz: not at all (iLQR), contracted through the
-integrator stages (:func:`optdyn.ocp.shooting.transition_hessian`, the default) or from the
-full second-order tensors (kept to validate the contracted path)."""
-
-Expansion = namedtuple("Expansion", ["A", "B", "lx", "lu", "lxx", "lux", "luu"])
-"""The problem's first- and second-order model along a trajectory, one row per knot
-(N, …): A = F_x (N,ndx,ndx), B = F_u (N,ndx,nu), and the dt-weighted cost terms
-ℓ_x (N,ndx), ℓ_u (N,nu), ℓ_xx (N,ndx,ndx), ℓ_ux (N,nu,ndx), ℓ_uu (N,nu,nu)."""
-
-Value = namedtuple("Value", ["Vx", "Vxx"])
-"""A quadratic value function's gradient V_x (ndx,) and Hessian V_xx (ndx, ndx)."""
-
-QTerms = namedtuple("QTerms", ["Qx", "Qu", "Qxx", "Qux", "Quu"])
-"""The expansion of Q(δx, δu) at one knot (Tassa 2012 eq. 5)."""
-
-Step = namedtuple("Step", ["k", "K", "dV1", "dV2", "gaps"])
-"""A backward pass's result: feed-forward k (N, nu), feedback K (N, nu, ndx), the model's
-change ΔV(α) = α·dV1 + α²·dV2 along the step and the multiple-shooting gaps (N, ndx) it
-closes ((0, ndx) for a rollout)."""
-
-SecondOrder = namedtuple("SecondOrder", ["mode", "Fzz", "dynamics", "stages"])
-"""Where the backward pass gets V'_x·F_zz: ``mode`` (:data:`SECOND_ORDER`); mode 1 from the
-problem's interval ``dynamics`` and the ``stages`` it recorded along the trajectory; mode 2
-from the full tensors ``Fzz`` (N, ndx, nz, nz)."""
-
-
-@allocation_free
-def q_expansion(lq, t, V, Q, VA, VB):
-    """Q_x = ℓ_x + AᵀV'_x, Q_u = ℓ_u + BᵀV'_x, Q_xx = ℓ_xx + AᵀV'_xx A, Q_ux = ℓ_ux + BᵀV'_xx A,
-    Q_uu = ℓ_uu + BᵀV'_xx B (Tassa 2012 eq. 5) into ``Q`` (:data:`QTerms`) at knot t of the
-    :data:`Expansion` ``lq``, V' = ``V`` (:data:`Value`); VA, VB are workspace."""
-    A, B = lq.A[t], lq.B[t]
-    gemm_nn(V.Vxx, A, VA)
-    gemm_nn(V.Vxx, B, VB)
-    copy_into(Q.Qx, lq.lx[t])
-    copy_into(Q.Qu, lq.lu[t])
-    copy_into(Q.Qxx, lq.lxx[t])
-    copy_into(Q.Qux, lq.lux[t])
-    copy_into(Q.Quu, lq.luu[t])
-    gemv_t(A, V.Vx, Q.Qx, True)
-    gemv_t(B, V.Vx, Q.Qu, True)
-    gemm_tn(A, VA, Q.Qxx, True)
-    gemm_tn(B, VA, Q.Qux, True)
-    gemm_tn(B, VB, Q.Quu, True)
-
-
-@allocation_free(inline="always")
-def dynamics_hessian(second, t, us, Vx, Hz, work):
-    """Hz (nz, nz) = V'_x·F_zz at knot t: the Hessian of V'_xᵀF(x_t, u_t), as ``second``
-    (:data:`SecondOrder`) says: mode 1 by the problem's
-    :func:`~optdyn.ocp.shooting.transition_hessian` (``work`` of
-    :func:`~optdyn.ocp.shooting.transition_work`), mode 2 by contracting the full tensors.
-    """
-    if second.mode == 1:
-        transition_hessian(second.dynamics, t, us[t], second.stages, Vx, Hz, work)
-        return
-    Fzz = second.Fzz
-    Hz[:] = 0.0
-    for p in range(Fzz.shape[1]):
-        w = Vx[p]
-        if w != 0.0:
-            for i in range(Hz.shape[0]):
-                for j in range(Hz.shape[1]):
-                    Hz[i, j] += w * Fzz[t, p, i, j]
-
-
-@allocation_free
-def add_dynamics_terms(Hz, Q):
-    """Q_xx += [V'_x·F]_xx, Q_ux += [V'_x·F]_ux, Q_uu += [V'_x·F]_uu (DDP's terms)."""
-    Qxx, Qux, Quu = Q.Qxx, Q.Qux, Q.Quu
-    ndx = Qxx.shape[0]
-    for i in range(Hz.shape[0]):
-        for j in range(Hz.shape[1]):
-            if i < ndx and j < ndx:
-                Qxx[i, j] += Hz[i, j]
-            elif i >= ndx and j < ndx:
-                Qux[i - ndx, j] += Hz[i, j]
-            elif i >= ndx:
-                Quu[i - ndx, j - ndx] += Hz[i, j]
-
-
-@allocation_free
-def regularize(A, B, Qux, Quu, mu, on_controls, Qux_r, Quu_r):
-    """Q̃_ux = Q_ux + μ BᵀA, Q̃_uu = Q_uu + μ BᵀB (symmetrised): μ acts on V'_xx (Tassa 2012
-    eq. 10); with ``on_controls`` also + μ I on Q̃_uu (the Levenberg–Marquardt term on the
-    controls, which Tassa 2012 Sec. II-F contrasts with eq. 10): it acts where B has a null
-    space, on the controls that do not move the state."""
-    nu = Quu.shape[0]
-    gemm_tn(B, A, Qux_r, False)
-    gemm_tn(B, B, Quu_r, False)
-    if on_controls:
-        for i in range(nu):
-            Quu_r[i, i] += 1.0
-    for i in range(nu):
-        for j in range(Qux.shape[1]):
-            Qux_r[i, j] = Qux[i, j] + mu * Qux_r[i, j]
-    for i in range(nu):
-        for j in range(nu):
-            Quu_r[i, j] = 0.5 * (Quu[i, j] + Quu[j, i]) + mu * Quu_r[i, j]
-
-
-@allocation_free
-def gains(Quu_r, Qux_r, Qu, lo, hi, k, K, idx, L, work):
-    """Feed-forward k (box QP, warm-started from its input) and feedback K (nu, ndx):
-    K_f = −Q̃_uu,ff⁻¹ Q̃_ux,f on the free controls, 0 on the clamped ones (Tassa 2014).
-    ``work`` (5, nu) is scratch. Returns the number of free controls, or −1 if Q̃_uu is not
-    positive definite."""
-    nf = box_qp(Quu_r, Qu, lo, hi, k, idx, L, work[:4])
-    rhs = work[4]
-    if nf < 0:
-        return nf
-    K[:] = 0.0
-    for j in range(K.shape[1]):
-        for a in range(nf):
-            rhs[a] = Qux_r[idx[a], j]
-        cholesky_solve(L, nf, rhs)
-        for a in range(nf):
-            K[idx[a], j] = -rhs[a]
-    return nf
-
-
-@allocation_free
-def value_update(Q, k, K, V, QuuK, Quuk):
-    """V_x = Q_x + KᵀQ_uu k + KᵀQ_u + Q_uxᵀk, V_xx = Q_xx + KᵀQ_uu K + KᵀQ_ux + Q_uxᵀK
-    (Tassa 2012 eq. 11, symmetrised) into ``V`` (:data:`Value`) from ``Q``
-    (:data:`QTerms`); QuuK (nu, ndx), Quuk (nu,) are workspace."""
-    Qu, Quu, Qux = Q.Qu, Q.Quu, Q.Qux
-    gemm_nn(Quu, K, QuuK)
-    for a in range(Qu.shape[0]):
-        s = Qu[a]
-        for p in range(Qu.shape[0]):
-            s += Quu[a, p] * k[p]
-        Quuk[a] = s  # Q_uu k + Q_u
-    copy_into(V.Vx, Q.Qx)
-    gemv_t(K, Quuk, V.Vx, True)
-    gemv_t(Qux, k, V.Vx, True)
-    copy_into(V.Vxx, Q.Qxx)
-    gemm_tn(K, QuuK, V.Vxx, True)
-    gemm_tn(K, Qux, V.Vxx, True)
-    gemm_tn(Qux, K, V.Vxx, True)
-    symmetrize(V.Vxx)
-
-
-@allocation_free
-def expected_decrease(k, Qu, Quu):
-    """(kᵀQ_u, ½kᵀQ_uu k): ΔV(α) = α·first + α²·second."""
-    d1 = d2 = 0.0
-    for i in range(k.shape[0]):
-        d1 += k[i] * Qu[i]
-        for j in range(k.shape[0]):
-            d2 += 0.5 * k[i] * Quu[i, j] * k[j]
-    return d1, d2
-
-
-@allocation_free
-def shift_by_gap(V, f, Vp):
-    """V'_x⁺ = V'_x + V'_xx f̄ into ``Vp.Vx`` — the gradient of V' at the end of an interval
-    that misses the next node by the gap f̄ (Mastalli et al. 2020) — and returns
-    the model's change of V' across the gap, V'_x·f̄ + ½ f̄ᵀV'_xx f̄."""
-    d = 0.0
-    for i in range(f.shape[0]):
-        s = V.Vx[i]
-        h = 0.0
-        for j in range(f.shape[0]):
-            h += V.Vxx[i, j] * f[j]
-        Vp.Vx[i] = s + h
-        d += f[i] * (s + 0.5 * h)
-    return d
-
-
-@njit(cache=True)
-def backward_pass(lq, terminal, us, lower, upper, mu, second, k, K, gaps, on_controls=False):
-    """Riccati-like sweep N−1 … 0 built from the steps above (module docstring).
-
-    ``lq``: the :data:`Expansion` along the trajectory (us (N, nu)); ``terminal``: the
-    :data:`Value` V_N = ℓ_N; the dynamics' second-order terms per ``second``
-    (:data:`SecondOrder`, see :func:`dynamics_hessian`); control bounds lower, upper (nu,);
-    regularisation μ = ``mu`` (on the controls too if ``on_controls``: :func:`regularize`);
-    ``gaps`` (N, ndx): f̄_{t+1} = F(x_t, u_t) ⊖ x_{t+1} of
-    multiple shooting (module docstring), or (0, ndx) for a rollout. Writes k (N,nu) (its
-    input is the box-QP warm start) and K (N,nu,ndx). Returns (failed knot or −1, kᵀQ_u
-    summed, ½kᵀQ_uu k summed plus the model's change across the gaps): the two sum to
-    the quadratic model's change for the full step.
-    """
-    N, ndx, nu = lq.B.shape
-    V = Value(terminal.Vx.copy(), terminal.Vxx.copy())
-    Vp = Value(np.empty(ndx), V.Vxx)  # V' seen from the end of the interval: shifted by its gap
-    Q = QTerms(np.empty(ndx), np.empty(nu), np.empty((ndx, ndx)), np.empty((nu, ndx)), np.empty((nu, nu)))
-    Quuk, Qux_r, Quu_r, QuuK = np.empty(nu), np.empty((nu, ndx)), np.empty((nu, nu)), np.empty((nu, ndx))
-    VA, VB, Hz = np.empty((ndx, ndx)), np.empty((ndx, nu)), np.empty((ndx + nu, ndx + nu))
-    lo, hi = np.empty(nu), np.empty(nu)
-    idx, L, qp = np.empty(nu, np.int64), np.empty((nu, nu)), np.empty((5, nu))
-    work = transition_work(second.dynamics, second.stages.y.shape[1], nu, 1)
-    dV1 = dV2 = 0.0
-    for t in range(N - 1, -1, -1):
-        if gaps.shape[0] > 0:
-            dV2 += shift_by_gap(V, gaps[t], Vp)
-        else:
-            copy_into(Vp.Vx, V.Vx)
-        q_expansion(lq, t, Vp, Q, VA, VB)
-        if second.mode > 0:
-            dynamics_hessian(second, t, us, Vp.Vx, Hz, work)
-            add_dynamics_terms(Hz, Q)
-        regularize(lq.A[t], lq.B[t], Q.Qux, Q.Quu, mu, on_controls, Qux_r, Quu_r)
-        for i in range(nu):
-            lo[i], hi[i] = lower[i] - us[t, i], upper[i] - us[t, i]
-        if gains(Quu_r, Qux_r, Q.Qu, lo, hi, k[t], K[t], idx, L, qp) < 0:
-            return t, 0.0, 0.0
-        d1, d2 = expected_decrease(k[t], Q.Qu, Q.Quu)
-        dV1 += d1
-        dV2 += d2
-        value_update(Q, k[t], K[t], V, QuuK, Quuk)
-    return -1, dV1, dV2
-
-
-@njit(cache=True)
-def model_slope(lq, Vx_N, k, K, gaps):
-    """d/dα at α = 0 of the cost's first-order model along the step of a multiple-shooting
-    backward pass: g·Δz for the linear path Δx_0 = 0, Δu_t = k_t + K_t Δx_t,
-    Δx_{t+1} = A_t Δx_t + B_t Δu_t + f̄_{t+1} (the forward pass follows αΔz to first order,
-    so the model's change is α·g·Δz + α²·(the rest))."""
-    N, ndx, nu = lq.B.shape
-    dx, nxt, du = np.zeros(ndx), np.empty(ndx), np.empty(nu)
-    g = 0.0
-    for t in range(N):
-        for i in range(nu):
-            s = k[t, i]
-            for j in range(ndx):
-                s += K[t, i, j] * dx[j]
-            du[i] = s
-            g += lq.lu[t, i] * s
-        for i in range(ndx):
-            g += lq.lx[t, i] * dx[i]
-            s = gaps[t, i]
-            for j in range(ndx):
-                s += lq.A[t, i, j] * dx[j]
-            for j in range(nu):
-                s += lq.B[t, i, j] * du[j]
-            nxt[i] = s
-        dx[:] = nxt
-    for i in range(ndx):
-        g += Vx_N[i] * dx[i]
-    return g
-
-
-@njit(cache=True)
-def projected_gradient(lq, Vx_N, us, lower, upper):
-    """‖∇_u J‖∞ of the shooting objective J(u_0..u_{N−1}) by the adjoint recursion
-    λ_N = ℓ_N,x, g_k = ℓ_u + B_kᵀλ_{k+1}, λ_k = ℓ_x + A_kᵀλ_{k+1} along the
-    :data:`Expansion` ``lq``, with the components pushing a control against its active bound
-    removed (KKT residual of the box)."""
-    N, ndx, nu = lq.B.shape
-    lam, new, g = Vx_N.copy(), np.empty(ndx), np.empty(nu)
-    gmax = 0.0
-    for t in range(N - 1, -1, -1):
-        g[:] = lq.lu[t]
-        gemv_t(lq.B[t], lam, g, True)
-        for i in range(nu):
-            if not ((us[t, i] <= lower[i] and g[i] > 0.0) or (us[t, i] >= upper[i] and g[i] < 0.0)):
-                gmax = max(gmax, abs(g[i]))
-        new[:] = lq.lx[t]
-        gemv_t(lq.A[t], lam, new, True)
-        lam[:] = new
-    return gmax
+Model = namedtuple("Model", ["lq", "terminal", "second"])
+"""A quadratic model of the problem along the iterate: the :data:`~optdyn.solvers.riccati.Expansion`,
+the terminal :data:`~optdyn.solvers.riccati.Value` and the dynamics' second-order terms
+(:data:`~optdyn.solvers.riccati.SecondOrder`)."""
 
 
 @njit(cache=True)
@@ -413,13 +118,8 @@ def forward_pass(dyn, xs, us, k, K, alpha, lower, upper, xs_new, us_new, gaps):
     return True
 
 
-# ---------------------------------------------------------------------------------------
-# objective seen by the solver and the iteration loop
-# ---------------------------------------------------------------------------------------
-
-
 class Objective:
-    """The cost DDP minimises: the problem's own (the augmented Lagrangian adds terms).
+    """The cost the solvers minimise: the problem's own (the augmented Lagrangian adds terms).
 
     ``running(xs (N,nx), us (N,nu))`` returns the dt-weighted stage terms
     (l, lx, lu, lxx, lux, luu) of knots 0..N−1, ``terminal(x)`` returns (l, lx, lxx)
@@ -443,119 +143,9 @@ class Objective:
         return self.problem.cost(xs, us)
 
 
-class Workspace:
-    """The arrays of DDP/iLQR iterations on a problem of N intervals, written in place by
-    every solve given this workspace instead of allocated afresh: the feed-forward k (N, nu)
-    and feedback K (N, nu, ndx) of the backward pass, the iterate and
-    the forward pass's trial trajectory (``xs``, ``us``: two of each, swapped when a step is
-    accepted), the contracted second-order terms' stage records (``stages``: megabytes for
-    long horizons, made by DDP's first expansion), the dynamics' and the cost's expansions
-    (``linearization``, :meth:`expansion`) and the last finite rollout of a problem's
-    x0 (:meth:`rollout_of`), so that controls rolled out once — to check the initial guess, or
-    by the caller (:class:`optdyn.MPC`'s feedback-policy warm start) — are not rolled out
-    again. A solve's result has arrays of its own. A controller solving one horizon after
-    another of the same size keeps one (:class:`optdyn.MPC`); :meth:`fits` says whether it
-    serves a problem."""
-
-    def __init__(self, problem: Problem) -> None:
-        if not isinstance(problem, Problem):
-            raise ValueError(f"problem: expected an optdyn.Problem, got {type(problem).__name__}")
-        N, nx, nu, ndx = self.size = (problem.N, problem.nx, problem.nu, problem.ndx)
-        self.k, self.K = np.zeros((N, nu)), np.zeros((N, nu, ndx))
-        self.xs, self.us = (np.empty((N + 1, nx)), np.empty((N + 1, nx))), (np.empty((N, nu)), np.empty((N, nu)))
-        self.free, self.no_gaps = (np.full(nu, -np.inf), np.full(nu, np.inf)), np.zeros((0, ndx))
-        self.stages = problem.no_stages
-        self._rolled = (None, np.empty(nx), np.empty((N, nu)), np.empty((N + 1, nx)))  # dynamics, x0, us, xs
-        self._expansions = [problem.expansion_arrays(N), None]
-        self.linearization = problem.linearization_arrays(N)
-
-    def expansion(self, i: int) -> tuple[np.ndarray, ...]:
-        """The cost expansion's arrays (:meth:`optdyn.Problem.running_cost_terms`): the exact
-        model's (``i`` = 0) or the Gauss–Newton fallback's (1, made when first asked for)."""
-        if self._expansions[i] is None:
-            self._expansions[i] = tuple(np.zeros_like(a) for a in self._expansions[0])
-        return self._expansions[i]
-
-    def fits(self, problem: Problem) -> bool:
-        """Whether ``problem`` has this workspace's N, nx, nu and ndx."""
-        return self.size == (problem.N, problem.nx, problem.nu, problem.ndx)
-
-    def remember(self, problem: Problem, us: np.ndarray, xs: np.ndarray) -> None:
-        """Note that ``xs`` (N+1, nx), all finite, are the states of ``us`` (N, nu) from the
-        problem's x0 under its dynamics (a copy is kept)."""
-        _, x0, rolled_us, rolled_xs = self._rolled
-        x0[:], rolled_us[:], rolled_xs[:] = problem.x0, us, xs
-        self._rolled = (problem.dynamics, x0, rolled_us, rolled_xs)
-
-    def rollout_of(self, problem: Problem, us: np.ndarray) -> np.ndarray | None:
-        """The remembered states of ``us`` if they are those of :meth:`remember` (the same
-        dynamics object, x0 and controls, bit for bit), else None."""
-        dynamics, x0, rolled_us, rolled_xs = self._rolled
-        if dynamics is problem.dynamics and np.array_equal(x0, problem.x0) and np.array_equal(rolled_us, us):
-            return rolled_xs
-        return None
-
-
-@dataclass
-class Options:
-    """DDP/iLQR settings (defaults follow Tassa 2012 Sec. II-F).
-
-    ``second_order`` ("contracted" or "tensor", DDP only) selects how V'_x·F_zz is
-    computed (:data:`SECOND_ORDER`); both give the same iterates to rounding.
-    Converged when the expected decrease of a full step −ΔV(1) (the Newton decrement,
-    insensitive to the scaling of u) is ≤ tol·(1 + |J|), or the projected gradient
-    ‖∇_u J‖∞ ≤ gtol·(1 + |J|). ``max_time`` (s, None = no limit) bounds the wall time:
-    it is checked between iterations and between line-search trials (status "time_limit").
-    ``cost_hessian``: "exact", or "gauss_newton" to leave the residuals' curvature out of
-    the costs' Hessians (w r_xᵀ a_rr r_x, as Crocoddyl; the fixed points are the same).
-    ``box``: "always" bounds the backward pass's step by the control box from the first
-    iteration (Tassa 2014); "after_full_step" only once a full step has been accepted, the
-    forward pass clamping the controls before (module docstring).
-    ``regularization``: "state" adds μ·BᵀB to Q_uu (μ on V'_xx, Tassa 2012 eq. 10);
-    "state_and_controls" adds μ·(BᵀB + I) (:func:`regularize`), which also acts on the
-    controls that do not move the state (B's null space: in stance, the torques that only
-    change contact forces), where DDP's V'_x·F_uu can make Q_uu indefinite.
-    ``indefinite``: what an iteration does when Q̃_uu is not positive definite at some knot at
-    the current μ: "regularize" raises μ and repeats the backward pass (Tassa 2012 Sec. II-F);
-    "gauss_newton" takes this iteration's step from the Gauss–Newton model instead (iLQR's
-    backward pass with the residual costs' Gauss–Newton Hessians, terminal cost included; μ is
-    raised only if that one fails too), so that exact steps are taken wherever the exact model is
-    convex — near a strict minimum, with DDP's quadratic convergence — and never bound by a large
-    μ·BᵀB far from it (module docstring, "Indefinite models").
-    ``shooting``: "single" starts from the rollout of ``us_init``; "multiple" from the states
-    ``xs_init`` as well, with the gaps between intervals closed by the steps (feasibility-driven
-    DDP, Mastalli et al. 2020; module docstring).
-    ``final_expansion``: False returns as soon as the step that reaches ``max_iter`` is taken,
-    with the gains K of the backward pass that made it, instead of expanding the problem again at
-    the new iterate for its gains and convergence test (the real-time iterations of
-    :class:`optdyn.MPC`, Diehl et al. 2005: one expansion per step); the history then ends
-    with the iterate before that step.
-    """
-
-    max_iter: int = 500
-    tol: float = 1e-10
-    gtol: float = 1e-8
-    mu_init: float = 0.0
-    mu_min: float = 1e-6
-    mu_max: float = 1e10
-    delta0: float = 2.0
-    c1: float = 1e-4
-    alphas: tuple = tuple(0.5 ** i for i in range(11))
-    second_order: str = "contracted"
-    shooting: str = "single"
-    cost_hessian: str = "exact"
-    box: str = "always"
-    regularization: str = "state"
-    indefinite: str = "regularize"
-    verbose: bool = False
-    callback: object = None
-    max_time: float | None = None
-    final_expansion: bool = True
-
-
 @dataclass
 class Log:
-    """Per-iteration history shared by the DDP loop and the augmented-Lagrangian loop.
+    """Per-iteration history shared by the solvers and the augmented-Lagrangian loop.
 
     Row i describes the trajectory after i steps: objective "cost", minimised function
     "merit" (the augmented Lagrangian when constrained, else = cost), "gradient" (projected
@@ -575,7 +165,7 @@ class Log:
     outer: int = 0  # set by the augmented-Lagrangian loop before each inner solve
 
     stopped: bool = False  # set when the callback returned False
-    fallbacks: int = 0  # steps taken from the Gauss–Newton model (Options.indefinite)
+    first_order: int = 0  # DDP: directions taken from iLQR's model
     rejected: int = 0  # forward passes rejected because the rollout diverged or the model was invalid
     invalid: int = 0  # of which the dynamics or the cost raised an exception (state invalid for the model)
     run: Run = field(default_factory=Run)  # time limit and Ctrl-C (optdyn.solvers.runtime)
@@ -614,7 +204,7 @@ class Log:
 
 @dataclass
 class Outcome:
-    """State of the DDP loop when it stopped."""
+    """State of the iteration when it stopped."""
 
     xs: np.ndarray
     us: np.ndarray
@@ -628,29 +218,515 @@ class Outcome:
     mu: float = 0.0
 
 
+@dataclass
+class Iterate:
+    """The iteration's state between steps: the trajectory (xs, us) and its objective J, the
+    arrays of the next trial (xs, us), the open gaps ((0, ndx) once closed), the control
+    bounds (lower, upper), the regularisation μ and its growth factor Δ (Tassa 2012 Sec.
+    II-F), the last step length α, the steps taken, whether the control box is in the
+    backward pass yet, the projected gradient at (xs, us) and whether the last search found no
+    step."""
+
+    xs: np.ndarray
+    us: np.ndarray
+    trial: tuple
+    gaps: np.ndarray
+    bounds: tuple
+    J: float
+    mu: float
+    delta: float = 1.0
+    alpha: float = 0.0
+    steps: int = 0
+    boxed: bool = True
+    gradient: float = np.inf
+    rejected: bool = False
+
+
 NEGATIVE_STEP = 2.0
 """While multiple-shooting gaps are open, a step whose model predicts a cost increase is
 accepted if the cost rises by less than this multiple of the prediction."""
 
 
-def _increase(mu: float, delta: float, o: Options) -> tuple[float, float]:
-    delta = max(o.delta0, delta * o.delta0)
-    return max(o.mu_min, mu * delta), delta
+def _count(name: str, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise ValueError(f"{name}: expected an integer ≥ 0, got {value!r}")
 
 
-def _decrease(mu: float, delta: float, o: Options) -> tuple[float, float]:
-    delta = min(1.0 / o.delta0, delta / o.delta0)
-    mu = mu * delta
-    return (mu if mu > o.mu_min else 0.0), delta
+def _number(name: str, value, zero: bool = False) -> None:
+    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool) \
+        and np.isfinite(value) and (value >= 0 if zero else value > 0)
+    if not ok:
+        raise ValueError(f"{name}: expected a finite number {'≥' if zero else '>'} 0, got {value!r}")
 
 
-def _trial(problem: Problem, objective: Objective, trajectory: tuple, step: Step, alpha: float, trial: tuple,
-           log: Log) -> float:
-    """Forward pass from ``trajectory`` (xs, us) with ``step`` scaled by α into ``trial``
+@dataclass
+class RiccatiSolver:
+    """The iteration shared by DDP, iLQR and their feasibility-driven forms (module docstring).
+
+    Options (each type adds its own; a bad value raises ValueError naming it):
+
+    - ``max_iter`` (500): backward passes at most; ``max_time`` (s, None = no limit): wall
+      time, checked between iterations and between trials (status "time_limit");
+    - ``tol`` (1e-10), ``gtol`` (1e-8): converged when the model's decrease for a full step
+      −ΔV(1) (the Newton decrement, insensitive to the scaling of u) is ≤ tol·(1 + |J|), or
+      the projected gradient ‖∇_u J‖∞ ≤ gtol·(1 + |J|);
+    - ``mu_init`` (0), ``mu_min`` (1e-6), ``mu_max`` (1e10), ``delta0`` (2): the
+      regularisation μ and its growth factors (Tassa 2012 Sec. II-F); ``short_step`` (0.01)
+      and ``long_step`` (0.5): an accepted step no longer than ``short_step`` raises μ, one
+      longer than ``long_step`` lowers it (:meth:`adapt`);
+    - ``c1`` (1e-4): the sufficient decrease, ``alphas``: the step lengths tried, longest first;
+    - ``verbose``, ``callback`` (called with each history row as a dict; returning False stops
+      the solve, status "user_stop");
+    - ``final_expansion`` (True): False returns as soon as the step that reaches ``max_iter``
+      is taken, with the gains K of the backward pass that made it, instead of expanding the
+      problem again at the new iterate for its gains and convergence test (the real-time
+      iterations of :class:`optdyn.MPC`, Diehl et al. 2005: one expansion per step); the
+      history then ends with the iterate before that step.
+    """
+
+    name: ClassVar[str] = ""
+    gauss_newton_costs: ClassVar[bool] = False  # the costs' Gauss–Newton Hessians in iLQR's model
+    feasibility_driven: ClassVar[bool] = False  # starts from states too, the box once feasible
+    controls_regularized: ClassVar[bool] = False  # μ·I on Q̃_uu as well as μ·BᵀB (riccati.regularize)
+
+    max_iter: int = 500
+    tol: float = 1e-10
+    gtol: float = 1e-8
+    mu_init: float = 0.0
+    mu_min: float = 1e-6
+    mu_max: float = 1e10
+    delta0: float = 2.0
+    short_step: float = 0.01
+    long_step: float = 0.5
+    c1: float = 1e-4
+    alphas: tuple = tuple(0.5 ** i for i in range(11))
+    verbose: bool = False
+    callback: object = None
+    max_time: float | None = None
+    final_expansion: bool = True
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    @classmethod
+    def with_options(cls, **options) -> RiccatiSolver:
+        """An instance with ``options``; ValueError naming any this type does not have."""
+        known = [f.name for f in fields(cls)]
+        unknown = sorted(set(options) - set(known))
+        if unknown:
+            raise ValueError(f"options: unknown option(s) {', '.join(unknown)} for {cls.__name__}; "
+                             f"known: {', '.join(known)}")
+        return cls(**options)
+
+    def validate(self) -> None:
+        """ValueError naming the first option with a value it cannot take."""
+        _count("max_iter", self.max_iter)
+        for name in ("tol", "gtol", "mu_max", "delta0", "c1"):
+            _number(name, getattr(self, name))
+        for name in ("mu_init", "mu_min"):
+            _number(name, getattr(self, name), zero=True)
+        if self.delta0 <= 1.0:
+            raise ValueError(f"delta0: expected a growth factor > 1, got {self.delta0!r}")
+        for name in ("short_step", "long_step"):
+            _number(name, getattr(self, name), zero=True)
+            if getattr(self, name) > 1.0:
+                raise ValueError(f"{name}: expected a step length in [0, 1], got {getattr(self, name)!r}")
+        if self.short_step > self.long_step:
+            raise ValueError(f"short_step: expected at most long_step = {self.long_step!r}, got {self.short_step!r}")
+        alphas = np.asarray(self.alphas, dtype=float) if np.ndim(self.alphas) == 1 else np.array([np.nan])
+        if alphas.size == 0 or not np.all((alphas > 0) & (alphas <= 1)):
+            raise ValueError(f"alphas: expected a sequence of step lengths in (0, 1], got {self.alphas!r}")
+        if self.callback is not None and not callable(self.callback):
+            raise ValueError(f"callback: expected a callable taking a dict, or None, got {self.callback!r}")
+        self.max_time = check_max_time(self.max_time)
+
+    # -- the public entry points --------------------------------------------------------
+
+    def solve(self, problem: Problem, us_init=None, xs_init=None, *, workspace: Workspace | None = None) -> Result:
+        """Solve ``problem`` (without path/terminal constraints: :func:`optdyn.solve` wraps
+        those in the augmented Lagrangian) from :meth:`initial_guess`, in the arrays of
+        ``workspace`` (a :class:`~optdyn.solvers.workspace.Workspace` of the problem's size, kept
+        between solves; None: new ones).
+
+        Ctrl-C and ``max_time`` stop the solve with the last accepted iterate (statuses
+        "interrupted", "time_limit"; see :mod:`optdyn.solvers.runtime`). Returns a
+        :class:`Result` with the feedback gains K (N, nu, ndx) of the last backward pass;
+        ``extra`` has "regularization", "gradient", "first_order_steps" (DDP: directions taken
+        from iLQR's model), "rejected_rollouts" (trials that diverged or were invalid for the
+        model), "invalid_rollouts" (of which an exception of the model/costs),
+        "initial_guess", "rejected_guesses" (:meth:`initial_guess`) and "compile_time".
+        """
+        origin, rejected = "", []
+        ws = Workspace(problem) if workspace is None else workspace
+        with Run(self.max_time) as run:
+            log = Log(self.name, self.callback, self.verbose, run=run)
+            try:
+                us0, xs0, origin, rejected = self.initial_guess(problem, ws, us_init, xs_init)
+                out = self.iterate(problem, self.objective(problem), us0, log, xs=xs0, workspace=ws)
+            except (KeyboardInterrupt, SystemError) as e:
+                if not is_interrupt(e) and not run.interrupted:
+                    raise
+                out = stopped_by_exception(problem, log, (problem.N, problem.nu, problem.ndx))
+        return Result(xs=out.xs, us=out.us, cost=out.cost, converged=out.converged, iterations=out.iterations,
+                      status=out.status, message=out.message, history=log.history(), solver=self.name,
+                      problem=problem.name, params=problem.params, wall_time=run.elapsed(),
+                      gains=out.K, extra={"regularization": out.mu, "gradient": out.gradient,
+                                          "rejected_rollouts": log.rejected, "invalid_rollouts": log.invalid,
+                                          "first_order_steps": log.first_order, "initial_guess": origin,
+                                          "rejected_guesses": rejected, "compile_time": run.compile_time()})
+
+    def objective(self, problem: Problem) -> Objective:
+        """The problem's cost with the Hessians this type's models start from."""
+        return Objective(problem, self.gauss_newton_costs)
+
+    def iterate(self, problem: Problem, objective: Objective, us: np.ndarray, log: Log, max_iter: int | None = None,
+                xs: np.ndarray | None = None, workspace: Workspace | None = None, tol: float | None = None
+                ) -> Outcome:
+        """Iterations from controls us (N, nu) — and with ``xs`` (N+1, nx) from those states too
+        (feasibility-driven) — on ``objective``, in the arrays of ``workspace`` (a new one if
+        None), at most ``max_iter`` (default the option) to ``tol`` (default the option); the
+        outcome's arrays are its own. If the rollout of ``us`` (or a gap) is not finite,
+        returns at once with status "rollout_failed"."""
+        ws = Workspace(problem) if workspace is None else workspace
+        it = self.start(problem, objective, us, xs, ws)
+        if it is None:
+            return Outcome(ws.xs[0].copy(), ws.us[0].copy(), ws.K.copy(), np.nan, False, "rollout_failed",
+                           "the rollout of the initial controls (or a gap of the initial states) is not finite "
+                           "or the model rejects a state", 0)
+        log.keep(it.xs, it.us)
+        max_iter = self.max_iter if max_iter is None else max_iter
+        tol = self.tol if tol is None else tol
+
+        def outcome(converged: bool, status: str, message: str) -> Outcome:
+            return Outcome(it.xs.copy(), it.us.copy(), ws.K.copy(), it.J, converged, status, message, it.steps,
+                           it.gradient, it.mu)
+
+        moved = True
+        while True:
+            if moved:  # after a rejected step the trajectory, hence its expansion, is unchanged
+                models = self.expand(problem, objective, it, ws)
+            step, failed = self.direction(models, it, ws)
+            log.first_order += failed < 0 and step.first_order
+            log.record(cost=it.J if objective.exact else problem.cost(it.xs, it.us), merit=it.J,
+                       expected_decrease=-(step.dV1 + step.dV2), step=it.alpha, regularization=step.mu,
+                       violation=problem.violation(it.xs, it.us), gradient=it.gradient)
+            if failed >= 0:
+                return outcome(False, "regularization_failed",
+                               f"Q_uu stayed indefinite up to mu = {self.mu_max:g} (knot {failed})")
+            if log.stopped:
+                return outcome(False, "user_stop", "the callback returned False")
+            if self.converged(it, step, tol):
+                return outcome(True, "converged", f"expected decrease {-(step.dV1 + step.dV2):.2e} or gradient "
+                                                  f"{it.gradient:.2e} below tolerance")
+            reason = log.stop_reason()
+            if reason:
+                return outcome(False, reason, stop_message(reason, log.run))
+            if it.steps == max_iter:
+                gap = f"; gaps still open (largest {np.abs(it.gaps).max():.2e})" if it.gaps.shape[0] else ""
+                return outcome(False, "max_iter", f"iteration limit {max_iter} reached{gap}")
+            it.steps += 1
+            alpha, J_new = self.search(problem, objective, it, step, log)
+            moved = alpha > 0.0
+            it.rejected = not moved
+            if moved:
+                self.take(it, alpha, J_new, ws)
+                log.keep(it.xs, it.us)
+                if it.steps == max_iter and not self.final_expansion:
+                    return outcome(False, "max_iter", f"iteration limit {max_iter} reached (not expanded at the "
+                                                      "last step)")
+            elif log.stop_reason():
+                continue  # the search was cut short: report the stop at the next check
+            else:
+                it.mu, it.delta = self.increase(it.mu, it.delta)
+                if it.mu > self.mu_max and log.all_diverged:
+                    return outcome(False, "rollout_failed", "every trial rollout diverged or was invalid for the "
+                                                            f"model up to mu = {self.mu_max:g}")
+                if it.mu > self.mu_max:
+                    return outcome(False, "line_search_failed", f"no step decreased the cost up to mu = "
+                                                                f"{self.mu_max:g}")
+
+    # -- the steps of an iteration (module docstring) ------------------------------------
+
+    def start(self, problem: Problem, objective: Objective, us: np.ndarray, xs: np.ndarray | None,
+              ws: Workspace) -> Iterate | None:
+        """The first iterate in the workspace's arrays: the rollout of ``us`` (clipped to the
+        bounds) or, given ``xs``, those states and their gaps; None if it is not finite."""
+        us = clipped_controls(problem, us, ws.us[0])
+        ws.K[:] = 0.0
+        out, gaps = ws.xs[0], ws.no_gaps
+        if xs is None:
+            rolled, finite = safe_rollout(problem, us, ws)
+            out[:] = rolled
+        else:
+            out[:] = xs
+            out[0] = problem.x0
+            try:
+                found = gaps_of(problem, out, us)
+            except Exception:  # noqa: BLE001 — a node the model rejects cannot start the solve
+                return None
+            finite = bool(np.all(np.isfinite(found)))
+            gaps = found if finite and np.any(found) else gaps
+        if not finite:
+            return None
+        bounds = (problem.u_lower, problem.u_upper)
+        bounded = np.any(np.isfinite(bounds[0]) | np.isfinite(bounds[1]))
+        return Iterate(out, us, (ws.xs[1], ws.us[1]), gaps, bounds, objective.value(out, us), self.mu_init,
+                       boxed=not (bounded and self.feasibility_driven))
+
+    def expand(self, problem: Problem, objective: Objective, it: Iterate, ws: Workspace) -> tuple[Model, ...]:
+        """The models to take a direction from (:meth:`direction`): here iLQR's, the
+        dynamics linearised and the costs quadratised along ``it``. Sets ``it.gradient``."""
+        A, B, second = linearize(problem, it.xs, it.us, SECOND_ORDER["none"], None, ws.linearization)
+        return (self._model(problem, objective, it, ws, A, B, second),)
+
+    def _model(self, problem: Problem, objective: Objective, it: Iterate, ws: Workspace, A, B, second) -> Model:
+        """The :data:`Model` of the linearisation (A, B, second) and the objective's
+        expansion along ``it``; sets ``it.gradient`` (the projected gradient there)."""
+        lq = Expansion(A, B, *objective.running(it.xs[:-1], it.us, ws.expansion(0))[1:])
+        terminal = Value(*objective.terminal(it.xs[-1])[1:])
+        it.gradient = projected_gradient(lq, terminal.Vx, it.us, problem.u_lower, problem.u_upper)
+        return Model(lq, terminal, second)
+
+    def direction(self, models: tuple[Model, ...], it: Iterate, ws: Workspace) -> tuple[Step, int]:
+        """The backward pass on the last of ``models`` (iLQR's), μ raised by Tassa's increase
+        (Tassa 2012 Sec. II-F) until its Q̃_uu is positive definite or μ passes ``mu_max``.
+        Returns (the step, the knot where it failed or −1)."""
+        model = models[-1]
+        while True:
+            step, failed = self._pass(model, it, ws, it.mu, len(models) > 1)
+            if failed < 0 or it.mu > self.mu_max:
+                return step, failed
+            it.mu, it.delta = self.increase(it.mu, it.delta)
+
+    def _pass(self, model: Model, it: Iterate, ws: Workspace, mu: float, first_order: bool) -> tuple[Step, int]:
+        """One backward pass of :func:`~optdyn.solvers.riccati.backward_pass` on ``model`` at
+        regularisation ``mu``, the box in it once ``it.boxed``; with gaps, the model's change is
+        split into its α and α² parts (module docstring)."""
+        k, K = ws.k, ws.K
+        k[:] = 0.0
+        bounds = it.bounds if it.boxed else ws.free
+        failed, dV1, dV2 = backward_pass(model.lq, model.terminal, it.us, *bounds, mu, model.second, k, K, it.gaps,
+                                         self.controls_regularized)
+        if it.gaps.shape[0] and failed < 0:
+            slope = model_slope(model.lq, model.terminal.Vx, k, K, it.gaps)
+            dV1, dV2 = slope, dV1 + dV2 - slope
+        return Step(k, K, dV1, dV2, it.gaps, mu, first_order), failed
+
+    def converged(self, it: Iterate, step: Step, tol: float) -> bool:
+        """The stopping test, once the gaps are closed: the model's decrease for a full step
+        (while the box is in the backward pass) or the projected gradient below tolerance."""
+        scale = 1.0 + abs(it.J)
+        return not it.gaps.shape[0] and ((it.boxed and -(step.dV1 + step.dV2) <= tol * scale)
+                                         or it.gradient <= self.gtol * scale)
+
+    def search(self, problem: Problem, objective: Objective, it: Iterate, step: Step, log: Log
+               ) -> tuple[float, float]:
+        """Backtracking on α along ``step``: the first trial :meth:`accept` takes; diverged or
+        model-invalid rollouts (:func:`trial`) are rejected. Stops early (no step) when
+        ``log.stop_reason()``. Returns (α, J_new) with the trial in ``it.trial``, or (0, J) if
+        none was accepted; ``log.all_diverged`` tells whether every trial was rejected as
+        diverged/invalid."""
+        log.all_diverged = True
+        for alpha in self.alphas:
+            if log.stop_reason():
+                log.all_diverged = False
+                break
+            J_new = trial(problem, objective, (it.xs, it.us), step, alpha, it.trial, log)
+            if np.isnan(J_new):
+                log.rejected += 1  # diverged or invalid for the model: try a shorter step
+                continue
+            log.all_diverged = False
+            if self.accept(it.J, J_new, -(alpha * step.dV1 + alpha * alpha * step.dV2), step.gaps.shape[0] > 0):
+                return alpha, J_new
+        return 0.0, it.J
+
+    def accept(self, J: float, J_new: float, expected: float, gaps: bool) -> bool:
+        """Armijo's test on the model: the actual decrease exceeds c1 × the ``expected`` one
+        (and is a decrease where the model expects none); while ``gaps`` are open, also a rise
+        below :data:`NEGATIVE_STEP` × the one the model expects (Crocoddyl's FDDP)."""
+        if (J - J_new) > self.c1 * expected and (expected > 0 or J_new < J):
+            return True
+        return gaps and expected <= 0 and J_new - J < -NEGATIVE_STEP * expected
+
+    def take(self, it: Iterate, alpha: float, J_new: float, ws: Workspace) -> None:
+        """Move to the accepted trial (the iterate's arrays become the next trial's), adapt μ
+        to the step (:meth:`adapt`), and shrink the gaps: a full step closes them, a partial
+        one leaves (1 − α) of each (:func:`forward_pass`); a full step also brings the box into
+        the backward pass."""
+        (it.xs, it.us), it.trial = it.trial, (it.xs, it.us)
+        it.J, it.alpha = J_new, alpha
+        it.boxed = it.boxed or alpha == 1.0
+        it.mu, it.delta = self.adapt(it.mu, it.delta, alpha)
+        if it.gaps.shape[0]:
+            it.gaps = ws.no_gaps if alpha == 1.0 else (1.0 - alpha) * it.gaps
+
+    def adapt(self, mu: float, delta: float, alpha: float) -> tuple[float, float]:
+        """μ after an accepted step of length α: lowered after a step longer than
+        ``long_step``, raised after one no longer than ``short_step`` — the model was trusted
+        too far —, kept otherwise (Crocoddyl's rule, Mastalli et al. 2020, with its thresholds
+        ``th_stepdec`` and ``th_stepinc``). Tassa 2012 lowers μ after every accepted step;
+        then a model that overshoots by orders of magnitude (a wrist of tiny inertia, torques
+        that spin it up within one interval) keeps μ at 0 and is followed by steps of
+        α ≈ 1e-3 for hundreds of iterations. The rule is that of a trust region (Nocedal &
+        Wright, "Numerical Optimization", 2nd ed. 2006, Algorithm 4.1) with the accepted step
+        length for the ratio of actual to predicted reduction, μ for the radius."""
+        if alpha > self.long_step:
+            return self.decrease(mu, delta)
+        if alpha <= self.short_step:
+            return self.increase(mu, delta)
+        return mu, delta
+
+    def increase(self, mu: float, delta: float) -> tuple[float, float]:
+        """Tassa 2012's increase: Δ ← max(Δ0, Δ·Δ0), μ ← max(μ_min, μ·Δ)."""
+        delta = max(self.delta0, delta * self.delta0)
+        return max(self.mu_min, mu * delta), delta
+
+    def decrease(self, mu: float, delta: float) -> tuple[float, float]:
+        """Tassa 2012's decrease: Δ ← min(1/Δ0, Δ/Δ0), μ ← μ·Δ (0 below μ_min)."""
+        delta = min(1.0 / self.delta0, delta / self.delta0)
+        mu = mu * delta
+        return (mu if mu > self.mu_min else 0.0), delta
+
+    # -- the starting point -------------------------------------------------------------
+
+    def initial_guess(self, problem: Problem, workspace: Workspace, us_init=None, xs_init=None
+                      ) -> tuple[np.ndarray, np.ndarray | None, str, list[str]]:
+        """(us, xs, origin, rejected): what :meth:`iterate` starts from, ``us_init`` and
+        ``xs_init`` checked. A rollout: the controls of :func:`initial_controls` and no states;
+        feasibility-driven: ``us_init`` and ``xs_init`` (default: the problem's guesses), the
+        controls clipped to the bounds."""
+        us_init, xs_init = checked_guess(problem, us_init, xs_init)
+        if not self.feasibility_driven:
+            us, origin, rejected = initial_controls(problem, workspace, us_init)
+            return us, None, origin, rejected
+        us = clipped_controls(problem, problem.us_init if us_init is None else us_init)
+        xs = problem.xs_init if xs_init is None else xs_init
+        return us, xs, "us_init" if us_init is not None else "problem", []
+
+
+@dataclass
+class ILQR(RiccatiSolver):
+    """iLQR (W. Li, E. Todorov, "Iterative Linear Quadratic Regulator Design for Nonlinear
+    Biological Movement Systems", ICINCO 2004): the iteration of :class:`RiccatiSolver` on the
+    dynamics linearised and the costs quadratised, from the rollout of the guess, the control
+    box in every backward pass (Tassa, Mansard & Todorov 2014)."""
+
+    name: ClassVar[str] = "ilqr"
+
+
+@dataclass
+class DDP(RiccatiSolver):
+    """DDP (Tassa, Erez & Todorov 2012): each direction from the exact second-order model —
+    V'_x·F_zz added to Q (eq. 5), contracted through the integrator stages
+    (``second_order="contracted"``, Nganga & Wensing 2021) or, to validate that, from the full
+    tensors (``"tensor"``: the same iterates to rounding) — where that model is convex, from
+    iLQR's where it is not (:meth:`direction`).
+
+    Far from a minimum DDP's Q_uu is often indefinite: V'_x·F_uu is large where the controls
+    act on light links at speed, and regularising it to positive definiteness (μ·BᵀB, huge
+    where B is) bends the steps toward other local optima or binds them for hundreds of
+    iterations (BENCHMARKS.md, "convergence"). iLQR's model (no V'_x·F_zz) is convex far more
+    often and needs smaller μ. Near a strict minimum the exact model is convex at μ = 0 and
+    every step is DDP's own, so DDP keeps its quadratic convergence: the switch between the
+    two models, per iteration and driven by positive definiteness, follows the hybrid methods
+    for nonlinear least squares that switch between the Gauss–Newton and the exact model
+    (Nocedal & Wright 2006, Sec. 10.3).
+    """
+
+    name: ClassVar[str] = "ddp"
+    second_order: str = "contracted"
+
+    def validate(self) -> None:
+        super().validate()
+        if self.second_order not in ("contracted", "tensor"):
+            raise ValueError(f"second_order: expected 'contracted' or 'tensor', got {self.second_order!r}")
+
+    def expand(self, problem: Problem, objective: Objective, it: Iterate, ws: Workspace) -> tuple[Model, ...]:
+        """The exact model (exact cost Hessians and V'_x·F_zz) and iLQR's (no V'_x·F_zz, the
+        costs' Gauss–Newton Hessians if this type's iLQR uses them)."""
+        A, B, second = linearize(problem, it.xs, it.us, SECOND_ORDER[self.second_order], ws.stages,
+                                 ws.linearization)
+        ws.stages = second.stages
+        exact = self._model(problem, objective, it, ws, A, B, second)
+        first = exact._replace(second=second._replace(mode=SECOND_ORDER["none"]))
+        if self.gauss_newton_costs:
+            first = gauss_newton_model(objective, first, it, ws)
+        return exact, first
+
+    def objective(self, problem: Problem) -> Objective:
+        """The problem's cost with its exact Hessians (iLQR's model takes its Gauss–Newton part
+        from it if need be)."""
+        return Objective(problem, False)
+
+    def direction(self, models: tuple[Model, ...], it: Iterate, ws: Workspace) -> tuple[Step, int]:
+        """The exact model's step at μ = 0 if its Q_uu is positive definite at every knot, else
+        — or when the search rejected that step at this iterate — iLQR's
+        (:meth:`RiccatiSolver.direction`, μ raised as need be)."""
+        if not it.rejected:
+            step, failed = self._pass(models[0], it, ws, 0.0, False)
+            if failed < 0:
+                return step, failed
+        return super().direction(models, it, ws)
+
+
+@dataclass
+class FeasibilityDriven:
+    """The feasibility-driven form of a solver, Crocoddyl's box-FDDP (Mastalli et al. 2020,
+    2022; module docstring): from states and controls, the gaps closed by the steps, the box in
+    the backward pass from the first full step on; iLQR's model with the costs' Gauss–Newton
+    Hessians, μ on the controls as well as on the state (μ·(BᵀB + I): it acts on the torques
+    that move no state, those that only change contact forces in stance), and μ lowered after
+    every accepted step (Tassa 2012's schedule: ``short_step`` = ``long_step`` = 0)."""
+
+    feasibility_driven: ClassVar[bool] = True
+    gauss_newton_costs: ClassVar[bool] = True
+    controls_regularized: ClassVar[bool] = True
+    short_step: float = 0.0
+    long_step: float = 0.0
+
+
+@dataclass
+class FDDP(FeasibilityDriven, DDP):
+    """Feasibility-driven DDP (:class:`FeasibilityDriven`): DDP's exact steps where its model
+    is convex, those of the feasibility-driven iLQR's model elsewhere."""
+
+    name: ClassVar[str] = "fddp"
+
+
+@dataclass
+class FILQR(FeasibilityDriven, ILQR):
+    """Feasibility-driven iLQR (:class:`FeasibilityDriven`)."""
+
+    name: ClassVar[str] = "filqr"
+
+
+# ---------------------------------------------------------------------------------------
+# helpers of the iteration
+# ---------------------------------------------------------------------------------------
+
+
+def gauss_newton_model(objective: Objective, model: Model, it: Iterate, ws: Workspace) -> Model:
+    """``model`` with iLQR's dynamics (no V'_x·F_zz) and the residual costs' Gauss–Newton
+    Hessians at every knot and at the end."""
+    lq, terminal, second = model
+    if not objective.gauss_newton:
+        saved, objective.gauss_newton = objective.gauss_newton, True
+        try:
+            hessians = objective.running(it.xs[:-1], it.us, ws.expansion(1))[3:]
+            lq = lq._replace(**dict(zip(("lxx", "lux", "luu"), hessians)))
+            terminal = Value(terminal.Vx, objective.terminal(it.xs[-1])[2])
+        finally:
+            objective.gauss_newton = saved
+    return Model(lq, terminal, second._replace(mode=SECOND_ORDER["none"]))
+
+
+def trial(problem: Problem, objective: Objective, trajectory: tuple, step: Step, alpha: float, out: tuple,
+          log: Log) -> float:
+    """Forward pass from ``trajectory`` (xs, us) with ``step`` scaled by α into ``out``
     (xs_new, us_new) and its objective; NaN if the rollout diverged (non-finite states) or
     the model rejected a state (any exception of the dynamics or the costs, e.g. a
     non-positive articulated inertia far from the data; counted in ``log.invalid``)."""
-    (xs, us), (xs_new, us_new) = trajectory, trial
+    (xs, us), (xs_new, us_new) = trajectory, out
     try:
         if not forward_pass(problem.dynamics, xs, us, step.k, step.K, alpha, problem.u_lower, problem.u_upper,
                             xs_new, us_new, step.gaps):
@@ -663,41 +739,10 @@ def _trial(problem: Problem, objective: Objective, trajectory: tuple, step: Step
     return J_new if np.isfinite(J_new) else np.nan
 
 
-def line_search(problem: Problem, objective: Objective, o: Options, trajectory: tuple, step: Step, J: float,
-                trial: tuple, log: Log) -> tuple[float, float]:
-    """Backtracking on α from ``trajectory`` (xs, us) of objective J along ``step``: accept
-    the first forward pass whose actual decrease exceeds c1 × the expected one
-    −(αΔV₁ + α²ΔV₂); while gaps are open, also one whose cost rises by less than
-    :data:`NEGATIVE_STEP` × the rise the model expects (as Crocoddyl's FDDP); diverged or
-    model-invalid rollouts (see :func:`_trial`) are rejected.
-    Stops early (returning no step) when ``log.stop_reason()``.
-
-    Returns (α, J_new) with the new trajectory in ``trial`` (xs_new, us_new), or (0, J) if
-    none was accepted; ``log.all_diverged`` tells whether every trial was rejected as
-    diverged/invalid.
-    """
-    log.all_diverged = True
-    for alpha in o.alphas:
-        if log.stop_reason():
-            log.all_diverged = False
-            break
-        J_new = _trial(problem, objective, trajectory, step, alpha, trial, log)
-        if np.isnan(J_new):
-            log.rejected += 1  # diverged or invalid for the model: try a shorter step
-            continue
-        log.all_diverged = False
-        expected = -(alpha * step.dV1 + alpha * alpha * step.dV2)
-        if (J - J_new) > o.c1 * expected and (expected > 0 or J_new < J):
-            return alpha, J_new
-        if step.gaps.shape[0] and expected <= 0 and J_new - J < -NEGATIVE_STEP * expected:
-            return alpha, J_new  # closing gaps may cost: an increase up to twice the model's is taken
-    return 0.0, J
-
-
 def linearize(problem: Problem, xs: np.ndarray, us: np.ndarray, mode: int, stages=None, out: tuple | None = None
               ) -> tuple[np.ndarray, np.ndarray, SecondOrder]:
-    """(A (N,ndx,ndx), B (N,ndx,nu), the :data:`SecondOrder` terms) along (xs, us) for
-    :func:`backward_pass`.
+    """(A (N,ndx,ndx), B (N,ndx,nu), the :data:`~optdyn.solvers.riccati.SecondOrder` terms)
+    along (xs, us) for :func:`~optdyn.solvers.riccati.backward_pass`.
 
     Mode 1 (contracted) records the interval stages (into ``stages`` from the previous call
     when given), mode 2 forms the full tensors Fzz (N, ndx, nz, nz); what a mode does not use
@@ -739,158 +784,33 @@ def gaps_of(problem: Problem, xs: np.ndarray, us: np.ndarray) -> np.ndarray:
     return problem.state_difference(xs[1:], problem.step(xs[:-1], us))
 
 
-def start(problem: Problem, us: np.ndarray, xs: np.ndarray | None, workspace: Workspace
-          ) -> tuple[np.ndarray, np.ndarray, bool]:
-    """The first iterate, in ``workspace.xs[0]``: (xs, gaps, finite). Single shooting (``xs``
-    None): the rollout of ``us`` and no gaps ((0, ndx)); multiple shooting: ``xs`` with x_0
-    set to the problem's, and its gaps (none if it is a rollout of ``us``)."""
-    out, none = workspace.xs[0], workspace.no_gaps
-    if xs is None:
-        rolled, finite = safe_rollout(problem, us, workspace)
-        out[:] = rolled
-        return out, none, finite
-    out[:] = xs
-    out[0] = problem.x0
-    try:
-        gaps = gaps_of(problem, out, us)
-    except Exception:  # noqa: BLE001 — a node the model rejects cannot start the solve
-        return out, none, False
-    finite = bool(np.all(np.isfinite(gaps)))
-    return out, (gaps if finite and np.any(gaps) else none), finite
-
-
-def gauss_newton_model(objective: Objective, o: Options, ddp: bool, model: tuple, xs: np.ndarray, us: np.ndarray,
-                       workspace: Workspace) -> tuple | None:
-    """The model an iteration falls back to when ``model`` = (lq, terminal, second) has a
-    Q̃_uu that is not positive definite at the current μ (``o.indefinite == "gauss_newton"``):
-    iLQR's (no V'_x·F_zz) with the residual costs' Gauss–Newton Hessians at every knot and at
-    the end; None if there is none to fall back to (``"regularize"``, or iLQR already on
-    Gauss–Newton Hessians)."""
-    if o.indefinite != "gauss_newton" or (not ddp and objective.gauss_newton):
-        return None
-    lq, terminal, second = model
-    if not objective.gauss_newton:
-        saved, objective.gauss_newton = objective.gauss_newton, True
-        try:
-            hessians = objective.running(xs[:-1], us, workspace.expansion(1))[3:]
-            lq = lq._replace(**dict(zip(("lxx", "lux", "luu"), hessians)))
-            terminal = Value(terminal.Vx, objective.terminal(xs[-1])[2])
-        finally:
-            objective.gauss_newton = saved
-    return lq, terminal, second._replace(mode=SECOND_ORDER["none"])
-
-
-def iterate(problem: Problem, objective: Objective, us: np.ndarray, o: Options, ddp: bool,
-            log: Log, max_iter: int | None = None, xs: np.ndarray | None = None,
-            workspace: Workspace | None = None) -> Outcome:
-    """DDP (``ddp``) or iLQR iterations from controls us (N, nu), and with ``xs`` (N+1, nx)
-    from those states too (multiple shooting, module docstring), in the arrays of
-    ``workspace`` (a new :class:`Workspace` if None); the outcome's arrays are its own.
-
-    Each iteration: linearise (and quadratise) along the trajectory, run the backward
-    pass (raising μ until Q̃_uu is positive definite), record the history row, test
-    convergence (only once the gaps are closed) and the stop conditions (callback,
-    ``log.stop_reason()``), then line-search the forward pass and adapt μ. A full step
-    closes every gap; from then on the iterations are single shooting's. If the rollout of
-    ``us`` (or a gap) is not finite, returns at once with status "rollout_failed".
-    """
-    lower, upper = problem.u_lower, problem.u_upper
-    ws = Workspace(problem) if workspace is None else workspace
-    (_, xs_new), (clipped, us_new), k, K = ws.xs, ws.us, ws.k, ws.K
-    us = clipped_controls(problem, us, clipped)
-    K[:] = 0.0
-    xs, gaps, finite = start(problem, us, xs, ws)
-    if not finite:
-        return Outcome(xs.copy(), us.copy(), K.copy(), np.nan, False, "rollout_failed",
-                       "the rollout of the initial controls (or a gap of the initial states) is not finite "
-                       "or the model rejects a state", 0)
-    J = objective.value(xs, us)
-    log.keep(xs, us)
-    mu, delta = o.mu_init, 1.0
-    max_iter = o.max_iter if max_iter is None else max_iter
-    mode = SECOND_ORDER[o.second_order] if ddp else 0
-    alpha, steps = 0.0, 0
-    box = (lower, upper)
-    boxed = o.box == "always" or not np.any(np.isfinite(lower) | np.isfinite(upper))  # in the backward pass yet
-
-    def outcome(converged: bool, status: str, message: str) -> Outcome:
-        return Outcome(xs.copy(), us.copy(), K.copy(), J, converged, status, message, steps, gnorm, mu)
-
-    moved = True
-    while True:
-        if moved:  # after a rejected step the trajectory, hence its expansion, is unchanged
-            A, B, second = linearize(problem, xs, us, mode, ws.stages, ws.linearization)
-            ws.stages = second.stages
-            lq = Expansion(A, B, *objective.running(xs[:-1], us, ws.expansion(0))[1:])
-            terminal = Value(*objective.terminal(xs[-1])[1:])
-            gnorm = projected_gradient(lq, terminal.Vx, us, lower, upper)
-            fallback = gauss_newton_model(objective, o, ddp, (lq, terminal, second), xs, us, ws)
-        while True:
-            models = ((lq, terminal, second),) + ((fallback,) if fallback is not None else ())
-            for model in models:  # the exact model, then (o.indefinite) the Gauss–Newton one
-                k[:] = 0.0
-                failed, dV1, dV2 = backward_pass(*model[:2], us, *(box if boxed else ws.free), mu, model[2], k, K, gaps,
-                                                 o.regularization == "state_and_controls")
-                if failed < 0:
-                    break
-            if failed < 0 or mu > o.mu_max:
-                break
-            mu, delta = _increase(mu, delta, o)
-        log.fallbacks += failed < 0 and model is not models[0]
-        if gaps.shape[0] and failed < 0:  # split the model's change into its α and α² parts
-            slope = model_slope(lq, terminal.Vx, k, K, gaps)
-            dV1, dV2 = slope, dV1 + dV2 - slope
-        log.record(cost=J if objective.exact else problem.cost(xs, us), merit=J, expected_decrease=-(dV1 + dV2),
-                   step=alpha, regularization=mu, violation=problem.violation(xs, us), gradient=gnorm)
-        if failed >= 0:
-            return outcome(False, "regularization_failed",
-                           f"Q_uu stayed indefinite up to mu = {o.mu_max:g} (knot {failed})")
-        if log.stopped:
-            return outcome(False, "user_stop", "the callback returned False")
-        scale = 1.0 + abs(J)
-        if not gaps.shape[0] and ((boxed and -(dV1 + dV2) <= o.tol * scale) or gnorm <= o.gtol * scale):
-            return outcome(True, "converged",
-                           f"expected decrease {-(dV1 + dV2):.2e} or gradient {gnorm:.2e} below tolerance")
-        reason = log.stop_reason()
-        if reason:
-            return outcome(False, reason, stop_message(reason, log.run))
-        if steps == max_iter:
-            gap = f"; gaps still open (largest {np.abs(gaps).max():.2e})" if gaps.shape[0] else ""
-            return outcome(False, "max_iter", f"iteration limit {max_iter} reached{gap}")
-        steps += 1
-        alpha, J_new = line_search(problem, objective, o, (xs, us), Step(k, K, dV1, dV2, gaps), J,
-                                   (xs_new, us_new), log)
-        moved = alpha > 0.0
-        if moved:
-            xs, xs_new, us, us_new, J = xs_new, xs, us_new, us, J_new
-            log.keep(xs, us)
-            boxed = boxed or alpha == 1.0
-            mu, delta = _decrease(mu, delta, o)
-            if gaps.shape[0]:  # a full step closes them; a partial one leaves (1 − α) of each (forward_pass)
-                gaps = ws.no_gaps if alpha == 1.0 else (1.0 - alpha) * gaps
-            if steps == max_iter and not o.final_expansion:
-                return outcome(False, "max_iter", f"iteration limit {max_iter} reached (not expanded at the last step)")
-        elif log.stop_reason():
-            continue  # the line search was cut short: report the stop at the next check
-        else:
-            mu, delta = _increase(mu, delta, o)
-            if mu > o.mu_max and log.all_diverged:
-                return outcome(False, "rollout_failed", "every trial rollout diverged or was invalid for the "
-                                                        f"model up to mu = {o.mu_max:g}")
-            if mu > o.mu_max:
-                return outcome(False, "line_search_failed", f"no step decreased the cost up to mu = {o.mu_max:g}")
+def checked_guess(problem: Problem, us_init=None, xs_init=None) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """``us_init`` (N, nu) and ``xs_init`` (N+1, nx) as C-ordered float arrays (or None);
+    ValueError naming the one that is not finite, of the wrong shape or (states) not on the
+    state's manifold."""
+    out = []
+    for name, a, shape in (("us_init", us_init, (problem.N, problem.nu)),
+                           ("xs_init", xs_init, (problem.N + 1, problem.nx))):
+        if a is not None:
+            a = np.array(a, dtype=float, order="C")
+            if a.shape != shape or not np.all(np.isfinite(a)):
+                raise ValueError(f"{name}: expected finite values of shape {shape}, got shape {a.shape}")
+            if name == "xs_init":
+                check_state(problem.model, a, name)
+        out.append(a)
+    return out[0], out[1]
 
 
 def initial_controls(problem: Problem, workspace: Workspace, us_init=None) -> tuple[np.ndarray, str, list[str]]:
-    """Controls (N, nu) to start single shooting from, where they came from, and the
-    candidates rejected on the way.
+    """Controls (N, nu) to start a rollout from, where they came from, and the candidates
+    rejected on the way.
 
     Candidates in order: ``us_init`` (if given), the problem's guess, rest (the
     torques holding q0 at rest, :meth:`~optdyn.ocp.problem.Problem.rest_controls`), each
     clipped to the bounds; the first whose
     rollout is finite and valid for the model is returned ("us_init", "problem" or
     "rest"), its rollout remembered in ``workspace``. An open-loop guess made for multiple
-    shooting may diverge in a rollout. If none works, rest is returned and :func:`iterate`
+    shooting may diverge in a rollout. If none works, rest is returned and the iteration
     reports "rollout_failed".
     """
     candidates = ([("us_init", lambda: us_init)] if us_init is not None else []) + \
@@ -902,19 +822,6 @@ def initial_controls(problem: Problem, workspace: Workspace, us_init=None) -> tu
             return us, origin, rejected
         rejected.append(origin)
     return us, "rest", rejected
-
-
-def initial_guess(problem: Problem, o: Options, workspace: Workspace, us_init=None, xs_init=None
-                  ) -> tuple[np.ndarray, np.ndarray | None, str, list[str]]:
-    """(us, xs, origin, rejected): what :func:`iterate` starts from. Single shooting: the
-    controls of :func:`initial_controls` and no states; multiple shooting: ``us_init`` and
-    ``xs_init`` (default: the problem's guesses), controls clipped to the bounds."""
-    if o.shooting == "single":
-        us, origin, rejected = initial_controls(problem, workspace, us_init)
-        return us, None, origin, rejected
-    us = clipped_controls(problem, problem.us_init if us_init is None else us_init)
-    xs = problem.xs_init if xs_init is None else np.array(xs_init, dtype=float, order="C")
-    return us, xs, "us_init" if us_init is not None else "problem", []
 
 
 def clipped_controls(problem: Problem, us, out: np.ndarray | None = None) -> np.ndarray:
@@ -938,43 +845,3 @@ def stopped_by_exception(problem: Problem, log: Log, K_shape: tuple[int, int, in
         message = "stopped by Ctrl-C (SIGINT) before the first iterate; the problem's initial guess is returned"
     iterations = max(len(log.rows["cost"]) - 1, 0)
     return Outcome(xs, us, np.zeros(K_shape), cost, False, "interrupted", message, iterations)
-
-
-def solve_ddp(problem: Problem, ddp: bool = True, us_init=None, xs_init=None, *, workspace: Workspace | None = None,
-              **options) -> Result:
-    """Solve ``problem`` (without path/terminal constraints) by DDP or iLQR, from
-    :func:`initial_guess` (``xs_init`` is used by multiple shooting only), in the arrays of
-    ``workspace`` (a :class:`Workspace` of the problem's size, kept between solves; None: new ones).
-
-    ``options`` are the fields of :class:`Options`. Ctrl-C and ``max_time`` stop the solve
-    with the last accepted iterate (statuses "interrupted", "time_limit"; see
-    :mod:`optdyn.solvers.runtime`). Returns a :class:`Result` with the feedback gains
-    K (N, nu, ndx) of the last backward pass; ``extra`` has "regularization", "gradient",
-    "gauss_newton_steps" (backward passes whose step came from the Gauss–Newton model,
-    ``indefinite="gauss_newton"``), "rejected_rollouts" (line-search trials that diverged or were
-    invalid for the model),
-    "invalid_rollouts" (of which an exception of the model/costs), "initial_guess",
-    "rejected_guesses" (see :func:`initial_controls`) and "compile_time".
-    """
-    o = Options(**options)
-    name = "ddp" if ddp else "ilqr"
-    origin, rejected = "", []
-    ws = Workspace(problem) if workspace is None else workspace
-    with Run(o.max_time) as run:
-        log = Log(name, o.callback, o.verbose, run=run)
-        try:
-            us0, xs0, origin, rejected = initial_guess(problem, o, ws, us_init, xs_init)
-            out = iterate(problem, Objective(problem, o.cost_hessian == "gauss_newton"), us0, o, ddp, log, xs=xs0,
-                          workspace=ws)
-        except (KeyboardInterrupt, SystemError) as e:
-            if not is_interrupt(e) and not run.interrupted:
-                raise
-            out = stopped_by_exception(problem, log, (problem.N, problem.nu, problem.ndx))
-    return Result(xs=out.xs, us=out.us, cost=out.cost, converged=out.converged, iterations=out.iterations,
-                  status=out.status, message=out.message, history=log.history(), solver=name,
-                  problem=problem.name, params=problem.params, wall_time=run.elapsed(),
-                  gains=out.K, extra={"regularization": out.mu, "gradient": out.gradient,
-                                      "rejected_rollouts": log.rejected, "invalid_rollouts": log.invalid,
-                                      "gauss_newton_steps": log.fallbacks,
-                                      "initial_guess": origin,
-                                      "rejected_guesses": rejected, "compile_time": run.compile_time()})

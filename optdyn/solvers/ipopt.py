@@ -61,7 +61,9 @@ import tempfile
 import time
 from collections import namedtuple
 from contextlib import contextmanager
+from dataclasses import dataclass, field, fields
 from functools import lru_cache
+from typing import ClassVar
 
 import cyipopt
 import numpy as np
@@ -625,7 +627,7 @@ WARM_START = {"warm_start_init_point": "yes", "mu_init": 1e-6, "warm_start_bound
               "warm_start_slack_bound_frac": 1e-9, "warm_start_mult_bound_push": 1e-9}
 """IPOPT's options for a start from given multipliers: the point is taken as it is, close to
 the bounds, with a small barrier parameter (the settings IPOPT's documentation gives for warm
-starts); options passed to :func:`solve_ipopt` take precedence."""
+starts); the solver's own ``options`` take precedence."""
 
 
 def initial_duals(nlp: MultipleShootingNLP, multipliers) -> dict | None:
@@ -643,37 +645,66 @@ def initial_duals(nlp: MultipleShootingNLP, multipliers) -> dict | None:
                              "duals ")
 
 
-def solve_ipopt(problem: Problem, hessian: str = "exact", max_iter: int = 500, tol: float = 1e-8,
-                print_level: int | None = None, verbose: bool = False, callback=None,
-                second_order: str = "contracted",
-                xs_init: np.ndarray | None = None, us_init: np.ndarray | None = None,
-                max_time: float | None = None, multipliers=None, **ipopt_options) -> Result:
-    """Solve ``problem`` by direct multiple shooting with IPOPT.
+@dataclass
+class IPOPT:
+    """Direct multiple shooting solved by IPOPT (module docstring), with its options.
 
-    Args:
-        problem: an ``optdyn.ocp.problem.Problem``.
-        hessian: "exact" (second-order RK4 tensors) or "lbfgs" (IPOPT's limited-memory
-            quasi-Newton, ``hessian_approximation=limited-memory``).
-        second_order: how the exact Hessian gets the dynamics terms: "contracted"
-            (second-order adjoint, default) or "tensor" (full tensors, for validation).
-        max_iter, tol: IPOPT's iteration cap and convergence tolerance.
-        print_level: IPOPT's console verbosity (0 = silent, the default unless ``verbose``
-            which selects 5).
-        callback: called once per iteration with a dict (the ``LOG_FIELDS`` and the
-            current ``xs``, ``us``); returning False stops the solve ("user_stop").
-        xs_init (N+1, nx), us_init (N, nu): initial guess (default: the problem's); on a
-            floating base also the reference x̃ of the state variables (module docstring).
-        max_time: wall-clock limit, s (IPOPT's ``max_wall_time``, also polled every
-            iteration): status "time_limit". Ctrl-C stops with status "interrupted"
-            (:mod:`optdyn.solvers.runtime`); both return IPOPT's current iterate.
-        multipliers: the extra of an IPOPT result of the same problem (or one shifted by
-            :func:`optdyn.solvers.mpc.shift_duals`): IPOPT starts from its multipliers
-            ("duals") too, with the options of :data:`WARM_START`.
-        **ipopt_options: any further IPOPT option (e.g. ``max_cpu_time=10``,
-            ``mu_strategy="adaptive"``); unknown names raise ValueError.
+    Options: ``hessian`` — "exact" (the Hessian of the Lagrangian, the default) or "lbfgs"
+    (IPOPT's limited-memory quasi-Newton, ``hessian_approximation=limited-memory``);
+    ``second_order`` — how the exact Hessian gets the dynamics terms: "contracted"
+    (second-order adjoint, default) or "tensor" (full tensors, for validation); ``max_iter``,
+    ``tol``: IPOPT's iteration cap and convergence tolerance; ``print_level``: IPOPT's console
+    verbosity (0 = silent, the default unless ``verbose``, which selects 5); ``callback``:
+    called once per iteration with a dict (the ``LOG_FIELDS`` and the current ``xs``, ``us``),
+    returning False stops the solve ("user_stop"); ``max_time``: wall-clock limit, s (IPOPT's
+    ``max_wall_time``, also polled every iteration), status "time_limit" — Ctrl-C stops with
+    status "interrupted" (:mod:`optdyn.solvers.runtime`), both with IPOPT's current iterate;
+    ``options``: any further IPOPT option by its IPOPT name (e.g. ``{"mu_strategy":
+    "adaptive"}``; unknown names raise ValueError when the solve starts).
+    """
 
-    Returns:
-        Result with solver="ipopt"; ``history`` has "cost", "violation" (inf_pr),
+    name: ClassVar[str] = "ipopt"
+    hessian: str = "exact"
+    second_order: str = "contracted"
+    max_iter: int = 500
+    tol: float = 1e-8
+    print_level: int | None = None
+    verbose: bool = False
+    callback: object = None
+    max_time: float | None = None
+    options: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.hessian not in ("exact", "lbfgs"):
+            raise ValueError(f"hessian: expected 'exact' or 'lbfgs', got {self.hessian!r}")
+        if self.second_order not in ("contracted", "tensor"):
+            raise ValueError(f"second_order: expected 'contracted' or 'tensor', got {self.second_order!r}")
+        if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, (int, np.integer)) or self.max_iter < 0:
+            raise ValueError(f"max_iter: expected an integer ≥ 0, got {self.max_iter!r}")
+        if self.callback is not None and not callable(self.callback):
+            raise ValueError(f"callback: expected a callable or None, got {self.callback!r}")
+        if not isinstance(self.options, dict):
+            raise ValueError(f"options: expected a dict of IPOPT options, got {self.options!r}")
+        self.max_time = check_max_time(self.max_time)
+
+    @classmethod
+    def with_options(cls, options: dict | None = None, **settings) -> IPOPT:
+        """An instance with ``settings``: this type's own, any other an IPOPT option added to
+        ``options``."""
+        own = {f.name for f in fields(cls)} - {"options"}
+        if options is not None and not isinstance(options, dict):
+            raise ValueError(f"options: expected a dict of IPOPT options, got {options!r}")
+        return cls(**{k: v for k, v in settings.items() if k in own},
+                   options={**(options or {}), **{k: v for k, v in settings.items() if k not in own}})
+
+    def solve(self, problem: Problem, us_init=None, xs_init=None, *, multipliers=None) -> Result:
+        """Solve ``problem`` from ``xs_init`` (N+1, nx) and ``us_init`` (N, nu) (default: the
+        problem's guess; on a floating base ``xs_init`` is also the reference x̃ of the state
+        variables, module docstring) and, given ``multipliers`` (the extra of an IPOPT result
+        of the same problem, or one shifted by :func:`optdyn.solvers.mpc.shift_duals`), from its
+        multipliers ("duals") too, with the options of :data:`WARM_START`.
+
+        Returns a Result with solver="ipopt"; ``history`` has "cost", "violation" (inf_pr),
         "gradient" (inf_du), "mu", "step" (alpha_pr), "time"; ``extra`` has
         "status_code", "status_message", "log" (per-iteration dict of arrays),
         "evaluation_errors" (points IPOPT had to step back from), "compile_time",
@@ -682,43 +713,37 @@ def solve_ipopt(problem: Problem, hessian: str = "exact", max_iter: int = 500, t
         "terminal" (nh,); IPOPT's sign: L = f + Σ multiplier · row), "duals" (IPOPT's own
         vectors, what ``multipliers`` takes: "constraints" (m,), "lower" and "upper" (n,)) and
         "nlp_size" (n, m).
-    """
-    if not isinstance(problem, Problem):
-        raise ValueError(f"problem: expected an optdyn.Problem, got {type(problem).__name__}")
-    if hessian not in ("exact", "lbfgs"):
-        raise ValueError(f"hessian: expected 'exact' or 'lbfgs', got {hessian!r}")
-    if second_order not in ("contracted", "tensor"):
-        raise ValueError(f"second_order: expected 'contracted' or 'tensor', got {second_order!r}")
-    if callback is not None and not callable(callback):
-        raise ValueError(f"callback: expected a callable or None, got {callback!r}")
-    xs0 = _guess(problem.xs_init if xs_init is None else xs_init, (problem.N + 1, problem.nx), "xs_init")
-    check_state(problem.model, xs0, "xs_init")
-    us0 = _guess(problem.us_init if us_init is None else us_init, (problem.N, problem.nu), "us_init")
-    run = Run(check_max_time(max_time))
-    nlp = MultipleShootingNLP(problem, hessian == "exact", callback, second_order, reference=xs0)
-    duals = initial_duals(nlp, multipliers)
-    ipopt = cyipopt.Problem(n=nlp.n, m=nlp.m, problem_obj=nlp, lb=nlp.lb, ub=nlp.ub, cl=nlp.cl, cu=nlp.cu)
-    nlp.nlp = ipopt
-    options = {"sb": "yes", "print_level": (5 if verbose else 0) if print_level is None else print_level,
-               "max_iter": max_iter, "tol": tol}
-    if hessian == "lbfgs":
-        options["hessian_approximation"] = "limited-memory"
-    if run.max_time is not None:
-        options["max_wall_time"] = run.max_time
-    _add_options(ipopt, {**options, **(WARM_START if duals else {}), **ipopt_options})
-    z0 = nlp.pack(xs0, us0)
-    start = {} if duals is None else {"lagrange": duals["constraints"], "zl": duals["lower"], "zu": duals["upper"]}
-    with run:
-        nlp.run, nlp.t0 = run, time.perf_counter()
-        try:
-            z, info = ipopt.solve(z0, **start)
-        except (KeyboardInterrupt, SystemError) as e:  # raised during compilation or by a second Ctrl-C
-            if not is_interrupt(e) and not run.interrupted:
-                raise
-            z = z0 if nlp.current is None else nlp.current
-            info = {"status": 5, "status_msg": "interrupted", "mult_g": np.zeros(nlp.m)}
-            nlp.stopped = "interrupted"
-    return _result(problem, nlp, z, info, hessian, run)
+        """
+        if not isinstance(problem, Problem):
+            raise ValueError(f"problem: expected an optdyn.Problem, got {type(problem).__name__}")
+        xs0 = _guess(problem.xs_init if xs_init is None else xs_init, (problem.N + 1, problem.nx), "xs_init")
+        check_state(problem.model, xs0, "xs_init")
+        us0 = _guess(problem.us_init if us_init is None else us_init, (problem.N, problem.nu), "us_init")
+        run = Run(self.max_time)
+        nlp = MultipleShootingNLP(problem, self.hessian == "exact", self.callback, self.second_order, reference=xs0)
+        duals = initial_duals(nlp, multipliers)
+        ipopt = cyipopt.Problem(n=nlp.n, m=nlp.m, problem_obj=nlp, lb=nlp.lb, ub=nlp.ub, cl=nlp.cl, cu=nlp.cu)
+        nlp.nlp = ipopt
+        options = {"sb": "yes", "max_iter": self.max_iter, "tol": self.tol,
+                   "print_level": (5 if self.verbose else 0) if self.print_level is None else self.print_level}
+        if self.hessian == "lbfgs":
+            options["hessian_approximation"] = "limited-memory"
+        if run.max_time is not None:
+            options["max_wall_time"] = run.max_time
+        _add_options(ipopt, {**options, **(WARM_START if duals else {}), **self.options})
+        z0 = nlp.pack(xs0, us0)
+        start = {} if duals is None else {"lagrange": duals["constraints"], "zl": duals["lower"], "zu": duals["upper"]}
+        with run:
+            nlp.run, nlp.t0 = run, time.perf_counter()
+            try:
+                z, info = ipopt.solve(z0, **start)
+            except (KeyboardInterrupt, SystemError) as e:  # raised during compilation or by a second Ctrl-C
+                if not is_interrupt(e) and not run.interrupted:
+                    raise
+                z = z0 if nlp.current is None else nlp.current
+                info = {"status": 5, "status_msg": "interrupted", "mult_g": np.zeros(nlp.m)}
+                nlp.stopped = "interrupted"
+        return _result(problem, nlp, z, info, self.hessian, run)
 
 
 def _guess(a, shape: tuple[int, int], name: str) -> np.ndarray:

@@ -8,7 +8,7 @@ With ``iterations=1`` each instant spends one solver iteration on a warm start t
 already near optimal — the real-time iteration of Diehl, Bock & Schlöder 2005 ("A
 real-time iteration scheme for nonlinear optimization in optimal feedback control"): DDP
 and iLQR expand the problem once per iteration, at the warm start, and the gains K returned
-are those of that expansion (``final_expansion=False`` of :class:`optdyn.solvers.ddp.Options`);
+are those of that expansion (``final_expansion=False`` of :class:`optdyn.solvers.ddp.RiccatiSolver`);
 a larger number, or None, solves each horizon to convergence.
 
 The horizon (``horizon``) is "receding": the problem's N intervals from every t, for a task
@@ -37,21 +37,22 @@ made to start from the measured x (``warm_start``):
   the plan instead of following the open-loop controls ū away from it.
 - "rollout": the shifted controls ū rolled out open loop from x (single shooting), kept to
   measure the two above against: it does not work (below).
-- "shift": the shifted (x̄, ū) with x̄_0 replaced by x, solved by multiple shooting
-  (``shooting="multiple"``: the gap at the first node is closed by the step,
-  Mastalli et al. 2020); IPOPT, a multiple-shooting NLP, always starts this way.
+- "shift": the shifted (x̄, ū) with x̄_0 replaced by x, solved by the solver's
+  feasibility-driven form (:class:`~optdyn.solvers.ddp.FDDP`, :class:`~optdyn.solvers.ddp.FILQR`:
+  the gap at the first node is closed by the step, Mastalli et al. 2020); IPOPT, a
+  multiple-shooting NLP, always starts this way.
 
 The multipliers move with the horizon too (``multipliers`` of :func:`optdyn.solve`). With
 constraints, DDP and iLQR solve by the augmented Lagrangian, and each horizon starts from the
 previous one's multipliers and penalty, shifted as the controls are
-(:func:`optdyn.solvers.augmented_lagrangian.solve_al`), so that a real-time iteration sees the
+(:class:`optdyn.solvers.augmented_lagrangian.AugmentedLagrangian`), so that a real-time iteration sees the
 constraint forces of the last solution instead of zero multipliers, which one iteration never
 updates. IPOPT starts from its previous multipliers of every constraint and bound, shifted
 (:func:`shift_duals`), with its warm-start options (a small barrier
 parameter, the point kept close to its bounds).
 
 DDP and iLQR solve each horizon in the arrays of the one before (a
-:class:`~optdyn.solvers.ddp.Workspace`, kept while the horizon keeps its length: the gains,
+:class:`~optdyn.solvers.workspace.Workspace`, kept while the horizon keeps its length: the gains,
 the iterate and trial trajectories, DDP's stage records), and start from the warm start's
 own rollout instead of rolling its controls out again; the compiled kernels see the same
 types at every step, so nothing is compiled after the first. What a step still allocates is
@@ -76,9 +77,10 @@ import numpy as np
 
 from ..ocp.problem import SOLVERS, Problem
 from ..ocp.state import check_state
-from .ddp import Workspace, forward_pass
+from .ddp import forward_pass
 from .result import Result
-from .solve import solve
+from .solve import solve, solver_name
+from .workspace import Workspace
 
 WARM_STARTS = ("policy", "shift", "rollout")
 """How a shifted solution is brought to the measured state (module docstring)."""
@@ -86,7 +88,7 @@ WARM_STARTS = ("policy", "shift", "rollout")
 HORIZONS = ("receding", "shrinking")
 """Whether the horizon keeps its N intervals or ends where the problem's does (module docstring)."""
 
-_SET_BY_MPC = ("max_iter", "us_init", "xs_init", "init", "shooting", "final_expansion", "multipliers")
+_SET_BY_MPC = ("max_iter", "us_init", "xs_init", "init", "final_expansion", "multipliers")
 
 DUALS = ("lambda", "lambda_stage")
 """The augmented Lagrangian's per-knot multipliers in a result's extra, shifted with the horizon."""
@@ -107,7 +109,7 @@ class MPC:
             end, then its last interval) or a number of intervals H ≤ N (a receding horizon of
             H intervals moving along the problem's; module docstring).
         **options: further options of :func:`optdyn.solve` (not ``max_iter``, ``init``,
-            ``us_init``, ``xs_init``, ``shooting``, ``final_expansion``, ``multipliers``, which
+            ``us_init``, ``xs_init``, ``final_expansion``, ``multipliers``, which
             the controller sets).
 
     Each horizon is a window of the problem (:meth:`optdyn.Problem.window`): its per-knot
@@ -184,11 +186,11 @@ class MPC:
             reused = self._reused(p)
             warm = self._warm(x, n)
             limit = {} if self.iterations is None else {"max_iter": self.iterations}
-            if limit and self.solver != "ipopt":  # one expansion per iteration (Options.final_expansion)
+            if limit and self.solver != "ipopt":  # one expansion per iteration (RiccatiSolver.final_expansion)
                 limit["final_expansion"] = False
             if self._duals is not None:
                 warm["multipliers"] = self._shifted_duals(shift, n)
-            result = solve(p, self.solver, **limit, **warm, **reused, **self.options)
+            result = solve(p, self._warm_solver(p), **limit, **warm, **reused, **self.options)
         self.result = result
         if result.status in ("converged", "acceptable", "max_iter"):  # not the multipliers of a failed solve
             if "duals" in result.extra:  # IPOPT's
@@ -202,6 +204,13 @@ class MPC:
         else:
             raise ValueError(f"problem: the first solve failed ({result.status}: {result.message})")
         return self._plan[1][0].copy(), self._plan[2][0].copy()
+
+    def _warm_solver(self, p: Problem) -> str:
+        """The solver of a warm solve of ``p``: ``solver``, or for DDP/iLQR's "shift" its
+        feasibility-driven form."""
+        if self.warm_start != "shift" or self.solver == "ipopt":
+            return self.solver
+        return solver_name(p, self.solver, feasibility_driven=True)
 
     def _reused(self, p: Problem) -> dict:
         """The ``workspace`` option of :func:`optdyn.solve` for DDP/iLQR: the arrays of the last
@@ -288,7 +297,7 @@ class MPC:
                 xs[:] = x
             if self.solver == "ipopt":
                 return {"xs_init": xs, "us_init": us}
-            return {"xs_init": xs, "us_init": us, "shooting": "multiple"}
+            return {"xs_init": xs, "us_init": us}
         if self.warm_start == "rollout":
             return {"us_init": us}
         # the policy ū + K (x ⊖ x̄) rolled out from x: knot 0 here, the others in the compiled forward pass
@@ -326,7 +335,7 @@ def shift_duals(problem: Problem, multipliers, s: int) -> dict:
     multipliers (defects, path, stage rows) and of the variables' bound multipliers (ξ_k, u_k),
     laid out as :class:`optdyn.solvers.ipopt.MultipleShootingNLP` orders them, by
     :func:`knots_shifted`; the terminal rows' and x_N's as they were. Returns
-    ``{"duals": ...}``, which :func:`optdyn.solvers.ipopt.solve_ipopt` takes as ``multipliers``."""
+    ``{"duals": ...}``, which :meth:`optdyn.solvers.ipopt.IPOPT.solve` takes as ``multipliers``."""
     N, ndx, nw = problem.N, problem.ndx, problem.ndx + problem.nu
     widths = (ndx, problem.nc_general, problem.ng)
     d = multipliers["duals"]

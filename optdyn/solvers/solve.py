@@ -1,10 +1,13 @@
 """One entry point for every solver: ``solve(problem, solver="ddp"|"ilqr"|"ipopt")``.
 
-DDP and iLQR (:mod:`optdyn.solvers.ddp`) handle control bounds in their box-QP backward pass and,
-when the problem has path, stage or terminal constraints, run inside the augmented-Lagrangian
-outer loop (:mod:`optdyn.solvers.augmented_lagrangian`), so all three solvers solve the same
-constrained discrete-time problem. IPOPT (:mod:`optdyn.solvers.ipopt`, direct multiple shooting)
-is imported only when asked for.
+A solver is a type that owns its options (:mod:`optdyn.solvers.ddp`: :class:`DDP`,
+:class:`ILQR` and their feasibility-driven forms :class:`FDDP`, :class:`FILQR`;
+:class:`~optdyn.solvers.ipopt.IPOPT`); ``solve`` takes one by name, with its default options,
+or an instance. DDP and iLQR handle control bounds in their box-QP backward pass and, when the
+problem has path, stage or terminal constraints, run inside the augmented-Lagrangian outer loop
+(:class:`~optdyn.solvers.augmented_lagrangian.AugmentedLagrangian`), so all solvers solve the
+same constrained discrete-time problem. IPOPT (direct multiple shooting) is imported only when
+asked for.
 """
 from __future__ import annotations
 
@@ -12,21 +15,23 @@ from dataclasses import fields
 
 import numpy as np
 
-from .augmented_lagrangian import solve_al
-from .compile_ahead import Ahead
-from .ddp import Options, Workspace, solve_ddp
 from ..ocp.problem import SOLVERS, Problem
-from ..ocp.state import check_state
+from .augmented_lagrangian import AugmentedLagrangian
+from .compile_ahead import Ahead
+from .ddp import DDP, FDDP, FILQR, ILQR, RiccatiSolver
 from .result import Result
-from .runtime import check_max_time
+from .workspace import Workspace
 
-AL_OPTIONS = ("constraint_tol", "rho_init", "rho_factor", "rho_max", "decrease", "max_outer", "inner_tol0",
-              "inner_tol_factor", "multipliers")
-DDP_OPTIONS = tuple(f.name for f in fields(Options)) + ("xs_init", "us_init") + AL_OPTIONS
-CHOICES = {"shooting": ("single", "multiple"), "cost_hessian": ("exact", "gauss_newton"),
-           "box": ("always", "after_full_step"), "regularization": ("state", "state_and_controls"),
-           "second_order": ("contracted", "tensor"), "indefinite": ("regularize", "gauss_newton")}
-"""The DDP/iLQR options that take one of a few names (:class:`~optdyn.solvers.ddp.Options`)."""
+RICCATI_SOLVERS = {"ddp": DDP, "ilqr": ILQR, "fddp": FDDP, "filqr": FILQR}
+"""The DDP-type solvers :func:`solve` knows by name."""
+FEASIBILITY_DRIVEN = {"ddp": "fddp", "ilqr": "filqr"}
+"""The feasibility-driven form of each solver name: what a problem with contacts is solved by
+(its guess is a standing state at every knot, not a rollout), and the warm start "shift" of
+:class:`optdyn.MPC`."""
+FAMILY = {"fddp": "ddp", "filqr": "ilqr"}
+"""The name whose ``solver_options`` a problem ships for a feasibility-driven form."""
+AL_SETTINGS = tuple(f.name for f in fields(AugmentedLagrangian))
+NAMES = (*SOLVERS, *FAMILY)
 
 
 def _warm_start(problem: Problem, init, options: dict) -> None:
@@ -42,107 +47,97 @@ def _warm_start(problem: Problem, init, options: dict) -> None:
     if not np.all(np.isfinite(us)):
         raise ValueError("init: the result's controls are not finite")
     options["us_init"] = us
-    if np.all(np.isfinite(xs)):  # IPOPT and multiple-shooting DDP/iLQR use it
+    if np.all(np.isfinite(xs)):  # IPOPT and the feasibility-driven solvers use it
         options["xs_init"] = xs
 
 
-def _check_ddp_options(problem: Problem, options: dict) -> None:
-    unknown = sorted(set(options) - set(DDP_OPTIONS))
-    if unknown:
-        raise ValueError(f"options: unknown option(s) {', '.join(unknown)} for DDP/iLQR; "
-                         f"known: {', '.join(DDP_OPTIONS)}")
-    for name in ("max_iter", "max_outer"):
-        n = options.get(name, 1)
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-            raise ValueError(f"{name}: expected an integer ≥ 0, got {n!r}")
-    for name in ("tol", "gtol", "constraint_tol", "rho_init", "rho_max", "mu_max", "delta0", "rho_factor",
-                 "inner_tol0", "inner_tol_factor"):
-        if name in options and not (np.isfinite(options[name]) and options[name] > 0):
-            raise ValueError(f"{name}: expected a finite number > 0, got {options[name]!r}")
-    for name, choices in CHOICES.items():  # the first choice is the default
-        if options.get(name, choices[0]) not in choices:
-            raise ValueError(f"{name}: expected {' or '.join(map(repr, choices))}, got {options[name]!r}")
-    cb = options.get("callback")
-    if cb is not None and not callable(cb):
-        raise ValueError(f"callback: expected a callable taking a dict, or None, got {cb!r}")
-    for name, shape in (("us_init", (problem.N, problem.nu)), ("xs_init", (problem.N + 1, problem.nx))):
-        if options.get(name) is not None:
-            a = np.asarray(options[name], dtype=float)
-            if a.shape != shape or not np.all(np.isfinite(a)):
-                raise ValueError(f"{name}: expected finite values of shape {shape}, got shape {a.shape}")
-            if name == "xs_init":
-                check_state(problem.model, a, name)
+def solver_name(problem: Problem, solver: str, feasibility_driven: bool | None = None) -> str:
+    """The name of the type that solves ``problem`` as ``solver``: its feasibility-driven form
+    (:data:`FEASIBILITY_DRIVEN`) if ``feasibility_driven`` or, when that is None, if the problem
+    has contacts; ValueError naming ``solver`` if it is no solver's name."""
+    if not isinstance(solver, str) or solver not in NAMES:
+        raise ValueError(f"solver: expected one of {', '.join(NAMES)} or a solver instance, got {solver!r}")
+    family = FAMILY.get(solver, solver)
+    if feasibility_driven is None:
+        feasibility_driven = solver in FAMILY or problem.contacts is not None
+    return FEASIBILITY_DRIVEN.get(family, family) if feasibility_driven else family
 
 
-def solve(problem: Problem, solver: str = "ddp", *, init: Result | None = None, max_time: float | None = None,
+def solver_of(solver, options: dict):
+    """The solver instance ``solver`` names (:data:`NAMES`) with ``options``, or the instance
+    ``solver`` (a :class:`~optdyn.solvers.ddp.RiccatiSolver` or an
+    :class:`~optdyn.solvers.ipopt.IPOPT`) with ``options`` replacing its own; ValueError naming
+    ``solver`` or the option it does not know or cannot take."""
+    if isinstance(solver, str):
+        if solver not in NAMES:
+            raise ValueError(f"solver: expected one of {', '.join(NAMES)} or a solver instance, got {solver!r}")
+        if solver == "ipopt":
+            from .ipopt import IPOPT
+            return IPOPT.with_options(**options)
+        return RICCATI_SOLVERS[solver].with_options(**options)
+    from .ipopt import IPOPT
+    if not isinstance(solver, (RiccatiSolver, IPOPT)):
+        raise ValueError(f"solver: expected one of {', '.join(SOLVERS)} or a solver instance (optdyn.solvers.DDP, "
+                         f"ILQR, FDDP, FILQR, IPOPT), got {type(solver).__name__}")
+    own = {f.name: getattr(solver, f.name) for f in fields(solver)}
+    return type(solver).with_options(**{**own, **options})
+
+
+def solve(problem: Problem, solver="ddp", *, init: Result | None = None, max_time: float | None = None,
           workspace: Workspace | None = None, **options) -> Result:
-    """Solve ``problem`` with ``solver`` ("ddp", "ilqr" or "ipopt").
+    """Solve ``problem`` with ``solver``: "ddp", "ilqr" or "ipopt" (that type with its default
+    options, :mod:`optdyn.solvers`; "fddp", "filqr" name the feasibility-driven forms, which a
+    problem with contacts gets for "ddp" and "ilqr"), or a solver instance.
 
-    Common options: ``max_iter``, ``tol``, ``us_init``/``xs_init`` (warm start),
-    ``init`` (a previous :class:`Result` to warm-start from: DDP/iLQR take its ``us``,
-    IPOPT its ``xs`` and ``us``), ``max_time`` (wall-clock limit in s: status
-    "time_limit" with the last iterate), ``verbose``, ``callback`` (called with a dict
-    once per iteration; returning False stops the solve). Ctrl-C during a solve returns
-    the last iterate with status "interrupted" (:mod:`optdyn.solvers.runtime`). DDP/iLQR
-    shoot singly by default: their states are the rollout of ``us_init`` from x0, so they
-    check ``xs_init`` but do not use it; with ``shooting="multiple"`` they start from
-    ``xs_init`` and ``us_init`` and close the gaps between the intervals as they go
-    (feasibility-driven DDP).
-    DDP/iLQR accept the fields of :class:`optdyn.solvers.ddp.Options` and the augmented-Lagrangian
-    settings ``constraint_tol`` (1e-6), ``rho_init``, ``rho_factor``, ``rho_max``,
-    ``decrease``, ``max_outer``, ``inner_tol0``, ``inner_tol_factor`` and ``multipliers`` (the
-    multipliers and penalty to start from: :func:`optdyn.solvers.augmented_lagrangian.solve_al`); IPOPT accepts
-    ``hessian`` ("exact"|"lbfgs"), ``multipliers`` (an IPOPT result's extra: its multipliers
-    to start from) and IPOPT options (:func:`optdyn.solvers.ipopt.solve_ipopt`).
-    DDP and IPOPT's exact Hessian take ``second_order``: "contracted" (default: the
-    dynamics' second-order terms by a second-order adjoint, no tensor formed) or "tensor"
-    (the full second-order tensors, same result, for validation).
-    ``workspace`` (DDP/iLQR): a :class:`optdyn.solvers.ddp.Workspace` of the problem's size
-    whose arrays the solve writes into instead of allocating its own (the same result), kept by
-    a caller that solves one problem after another of that size (:class:`optdyn.MPC`).
-    A problem's own ``solver_options`` for ``solver`` apply first; ``options`` override them.
-    Unknown solvers or options raise ValueError. The result carries the problem as
-    ``source`` (for plotting and visualisation).
+    ``options``: the solver's own (e.g. ``max_iter``, ``tol``, ``verbose``, ``callback``:
+    called with a dict once per iteration, returning False stops the solve; see each type),
+    replacing those of an instance; a problem's own ``solver_options`` for a solver named
+    apply first (their ``"solver"``, if any, names the type the task is solved by, e.g.
+    ``{"ddp": {"solver": "fddp"}}``). Besides them: ``us_init``/``xs_init`` (the guess; DDP and iLQR start from the
+    rollout of ``us_init`` and check ``xs_init`` without using it, their feasibility-driven
+    forms and IPOPT start from both), ``init`` (a previous :class:`Result` to warm-start from:
+    its ``us`` and ``xs``), ``max_time`` (wall-clock limit in s: status "time_limit" with the
+    last iterate) and ``multipliers`` (a constrained result's extra: the multipliers to start
+    from). Ctrl-C during a solve returns the last iterate with status "interrupted"
+    (:mod:`optdyn.solvers.runtime`). DDP-type solvers of a constrained problem take the
+    settings of :class:`~optdyn.solvers.augmented_lagrangian.AugmentedLagrangian` too
+    (``constraint_tol``, ``rho_init``, …). ``workspace`` (DDP-type): a
+    :class:`~optdyn.solvers.workspace.Workspace` of the problem's size whose arrays the solve
+    writes into instead of allocating its own (the same result), kept by a caller that solves
+    one problem after another of that size (:class:`optdyn.MPC`). Unknown solvers or options
+    raise ValueError. The result carries the problem as ``source`` (for plotting and
+    visualisation).
     """
     if not isinstance(problem, Problem):
         raise ValueError(f"problem: expected an optdyn.Problem, got {type(problem).__name__}")
-    options = {**(problem.solver_options.get(solver, {}) if isinstance(solver, str) else {}), **options}
+    if isinstance(solver, str):
+        shipped = dict(problem.solver_options.get(FAMILY.get(solver, solver), {}))
+        solver = solver_name(problem, shipped.pop("solver", solver))
+        options = {**shipped, **options}
     if init is not None:
         _warm_start(problem, init, options)
-    options["max_time"] = check_max_time(max_time)
-    if workspace is not None and not (isinstance(workspace, Workspace) and solver in ("ddp", "ilqr")
+    if max_time is not None:
+        options["max_time"] = max_time
+    guess = {k: options.pop(k, None) for k in ("us_init", "xs_init")}
+    multipliers = options.pop("multipliers", None)
+    settings = {k: options.pop(k) for k in AL_SETTINGS if k in options}
+    instance = solver_of(solver, options)
+    outer = AugmentedLagrangian(**settings) if isinstance(instance, RiccatiSolver) else None
+    if workspace is not None and not (isinstance(workspace, Workspace) and isinstance(instance, RiccatiSolver)
                                       and workspace.fits(problem)):
-        raise ValueError(f"workspace: expected an optdyn.solvers.ddp.Workspace of the problem's size (N, nx, nu, "
-                         f"ndx) = {(problem.N, problem.nx, problem.nu, problem.ndx)} for DDP or iLQR, got "
-                         f"{getattr(workspace, 'size', type(workspace).__name__)} for {solver!r}")
-    with Ahead(problem, solver):  # on a cold cache, helpers compile the later kernels meanwhile
-        result = _dispatch(problem, solver, options, workspace)
+        raise ValueError(f"workspace: expected an optdyn.solvers.workspace.Workspace of the problem's size (N, nx, "
+                         f"nu, ndx) = {(problem.N, problem.nx, problem.nu, problem.ndx)} for DDP or iLQR, got "
+                         f"{getattr(workspace, 'size', type(workspace).__name__)} for {instance.name!r}")
+    with Ahead(problem, instance.name):  # on a cold cache, helpers compile the later kernels meanwhile
+        if not isinstance(instance, RiccatiSolver):
+            result = instance.solve(problem, **guess, multipliers=multipliers)
+        elif problem.nc or problem.ng or problem.nh:
+            result = outer.solve(problem, instance, **guess, multipliers=multipliers, workspace=workspace)
+        else:
+            result = instance.solve(problem, **guess, workspace=workspace)
     result.source = problem
     differenced = problem.differenced_hessians
     if differenced:
         result.extra["differenced_hessians"] = differenced
         result.message += f" (Hessians of {', '.join(differenced)} by differences of their Jacobians)"
     return result
-
-
-def _dispatch(problem: Problem, solver: str, options: dict, workspace: Workspace | None = None) -> Result:
-    """Run the solver of :func:`solve` (DDP/iLQR in the arrays of ``workspace``)."""
-    if not isinstance(problem, Problem):
-        raise ValueError(f"problem: expected an optdyn.Problem, got {type(problem).__name__}")
-    if solver not in SOLVERS:
-        raise ValueError(f"solver: expected one of {', '.join(SOLVERS)}, got {solver!r}")
-    if solver == "ipopt":
-        if isinstance(options.get("max_iter", 0), (int, np.integer)) and options.get("max_iter", 0) < 0:
-            raise ValueError(f"max_iter: expected an integer ≥ 0, got {options['max_iter']!r}")
-        from .ipopt import solve_ipopt
-        return solve_ipopt(problem, **options)
-    _check_ddp_options(problem, options)
-    if options.get("shooting", "single") == "single":
-        options.pop("xs_init", None)
-    ddp = solver == "ddp"
-    if problem.nc or problem.ng or problem.nh:
-        return solve_al(problem, ddp, workspace=workspace, **options)
-    al = sorted(set(options) & set(AL_OPTIONS))
-    for name in al:
-        options.pop(name)
-    return solve_ddp(problem, ddp, workspace=workspace, **options)

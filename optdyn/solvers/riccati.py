@@ -1,0 +1,363 @@
+"""The linear-quadratic subproblem and its Riccati recursion: the one backward pass of DDP,
+iLQR, model predictive control and any finite-horizon LQR.
+
+Notation of Y. Tassa, T. Erez, E. Todorov, "Synthesis and Stabilization of Complex
+Behaviors through Online Trajectory Optimization", IROS 2012 ("Tassa 2012") and Y. Tassa,
+N. Mansard, E. Todorov, "Control-Limited Differential Dynamic Programming", ICRA 2014
+("Tassa 2014"). Along a trajectory of N intervals the problem is modelled by the
+:data:`Expansion` (A = F_x, B = F_u and the dt-weighted cost terms per knot) and a terminal
+quadratic :data:`Value` V_N. The backward pass forms at every knot, with V' = V_{k+1}:
+
+    Q_x  = ℓ_x + Aᵀ V'_x                 Q_u  = ℓ_u + Bᵀ V'_x
+    Q_xx = ℓ_xx + Aᵀ V'_xx A  [+ V'_x·F_xx]
+    Q_ux = ℓ_ux + Bᵀ V'_xx A  [+ V'_x·F_ux]
+    Q_uu = ℓ_uu + Bᵀ V'_xx B  [+ V'_x·F_uu]
+
+(Tassa 2012 eq. 5) where the bracketed second-order dynamics terms are DDP's
+(:data:`SecondOrder`): V'_x·F_zz, the Hessian of V'_xᵀF(x, u), is contracted by a
+second-order adjoint through the integrator stages
+(:func:`optdyn.ocp.integrators.interval_hessian`; J. N. Nganga, P. M. Wensing,
+"Accelerating Second-Order Differential Dynamic Programming for Rigid-Body Systems", IEEE
+RA-L 2021) or, to validate it, from the full tensors. Levenberg–Marquardt regularisation
+acts on V'_xx (Tassa 2012 eq. 10): Q̃_uu = Q_uu + μ BᵀB, Q̃_ux = Q_ux + μ BᵀA, optionally
+with μ I on Q̃_uu as well (:func:`regularize`). The control step comes from the
+box-constrained QP
+
+    k = argmin_{lo ≤ δu ≤ hi} ½ δuᵀ Q̃_uu δu + Q_uᵀ δu
+
+solved by projected Newton (Tassa 2014, Alg. 3; :func:`optdyn.solvers.linalg.box_qp`); the
+gain is K_f = −Q̃_uu,ff⁻¹ Q̃_ux,f on the free controls and 0 on the clamped ones. The value
+function follows Tassa 2012 eq. 11:
+
+    ΔV   = α kᵀQ_u + ½ α² kᵀQ_uu k
+    V_x  = Q_x + KᵀQ_uu k + KᵀQ_u + Q_uxᵀ k
+    V_xx = Q_xx + KᵀQ_uu K + KᵀQ_ux + Q_uxᵀ K
+
+Without the bracketed terms, the bounds and μ this is the discrete Riccati recursion of the
+finite-horizon LQR (:func:`lqr`).
+
+With multiple-shooting gaps f̄_{k+1} = F(x̄_k, ū_k) ⊖ x̄_{k+1} (the feasibility-driven DDP of
+C. Mastalli et al., "Crocoddyl: An Efficient and Versatile Framework for Multi-Contact
+Optimal Control", ICRA 2020) V' is seen from the end of interval k, which misses x̄_{k+1} by
+f̄: V'_x⁺ = V'_x + V'_xx f̄ replaces V'_x in Q_x, Q_u and in V'_x·F_zz, and the model's value
+of the step gains V'_x·f̄ + ½ f̄ᵀV'_xx f̄ per gap (:func:`shift_by_gap`).
+
+On a floating base every quantity at knot k is in the chart δx ↦ x̄_k ⊕ δx of the current
+trajectory (Mastalli et al. 2020): A maps the tangent at x̄_k to the one at x̄_{k+1} and the
+formulas above are unchanged, V'_x·F_zz being the Hessian of V'_xᵀ(F ⊖ x̄').
+
+The recursion is assembled from the named steps :func:`q_expansion`, :func:`dynamics_hessian`,
+:func:`regularize`, :func:`gains`, :func:`expected_decrease` and :func:`value_update`, and
+loops over the knots inside compiled code (:func:`backward_pass`).
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from dynamics._compile import allocation_free, njit
+from dynamics.spatial import copy_into, symmetrize
+
+from ..ocp.problem import Problem
+from ..ocp.shooting import transition_hessian, transition_work
+from .linalg import box_qp, cholesky_solve, gemm_nn, gemm_tn, gemv_t
+
+SECOND_ORDER = {"none": 0, "contracted": 1, "tensor": 2}
+"""How the backward pass gets V'_x·F_zz: not at all (iLQR), contracted through the
+integrator stages (:func:`optdyn.ocp.shooting.transition_hessian`, the default) or from the
+full second-order tensors (kept to validate the contracted path)."""
+
+Expansion = namedtuple("Expansion", ["A", "B", "lx", "lu", "lxx", "lux", "luu"])
+"""The problem's first- and second-order model along a trajectory, one row per knot
+(N, …): A = F_x (N,ndx,ndx), B = F_u (N,ndx,nu), and the dt-weighted cost terms
+ℓ_x (N,ndx), ℓ_u (N,nu), ℓ_xx (N,ndx,ndx), ℓ_ux (N,nu,ndx), ℓ_uu (N,nu,nu)."""
+
+Value = namedtuple("Value", ["Vx", "Vxx"])
+"""A quadratic value function's gradient V_x (ndx,) and Hessian V_xx (ndx, ndx)."""
+
+QTerms = namedtuple("QTerms", ["Qx", "Qu", "Qxx", "Qux", "Quu"])
+"""The expansion of Q(δx, δu) at one knot (Tassa 2012 eq. 5)."""
+
+SecondOrder = namedtuple("SecondOrder", ["mode", "Fzz", "dynamics", "stages"])
+"""Where the backward pass gets V'_x·F_zz: ``mode`` (:data:`SECOND_ORDER`); mode 1 from the
+problem's interval ``dynamics`` and the ``stages`` it recorded along the trajectory; mode 2
+from the full tensors ``Fzz`` (N, ndx, nz, nz)."""
+
+
+@allocation_free
+def q_expansion(lq, t, V, Q, VA, VB):
+    """Q_x = ℓ_x + AᵀV'_x, Q_u = ℓ_u + BᵀV'_x, Q_xx = ℓ_xx + AᵀV'_xx A, Q_ux = ℓ_ux + BᵀV'_xx A,
+    Q_uu = ℓ_uu + BᵀV'_xx B (Tassa 2012 eq. 5) into ``Q`` (:data:`QTerms`) at knot t of the
+    :data:`Expansion` ``lq``, V' = ``V`` (:data:`Value`); VA, VB are workspace."""
+    A, B = lq.A[t], lq.B[t]
+    gemm_nn(V.Vxx, A, VA)
+    gemm_nn(V.Vxx, B, VB)
+    copy_into(Q.Qx, lq.lx[t])
+    copy_into(Q.Qu, lq.lu[t])
+    copy_into(Q.Qxx, lq.lxx[t])
+    copy_into(Q.Qux, lq.lux[t])
+    copy_into(Q.Quu, lq.luu[t])
+    gemv_t(A, V.Vx, Q.Qx, True)
+    gemv_t(B, V.Vx, Q.Qu, True)
+    gemm_tn(A, VA, Q.Qxx, True)
+    gemm_tn(B, VA, Q.Qux, True)
+    gemm_tn(B, VB, Q.Quu, True)
+
+
+@allocation_free(inline="always")
+def dynamics_hessian(second, t, us, Vx, Hz, work):
+    """Hz (nz, nz) = V'_x·F_zz at knot t: the Hessian of V'_xᵀF(x_t, u_t), as ``second``
+    (:data:`SecondOrder`) says: mode 1 by the problem's
+    :func:`~optdyn.ocp.shooting.transition_hessian` (``work`` of
+    :func:`~optdyn.ocp.shooting.transition_work`), mode 2 by contracting the full tensors.
+    """
+    if second.mode == 1:
+        transition_hessian(second.dynamics, t, us[t], second.stages, Vx, Hz, work)
+        return
+    Fzz = second.Fzz
+    Hz[:] = 0.0
+    for p in range(Fzz.shape[1]):
+        w = Vx[p]
+        if w != 0.0:
+            for i in range(Hz.shape[0]):
+                for j in range(Hz.shape[1]):
+                    Hz[i, j] += w * Fzz[t, p, i, j]
+
+
+@allocation_free
+def add_dynamics_terms(Hz, Q):
+    """Q_xx += [V'_x·F]_xx, Q_ux += [V'_x·F]_ux, Q_uu += [V'_x·F]_uu (DDP's terms)."""
+    Qxx, Qux, Quu = Q.Qxx, Q.Qux, Q.Quu
+    ndx = Qxx.shape[0]
+    for i in range(Hz.shape[0]):
+        for j in range(Hz.shape[1]):
+            if i < ndx and j < ndx:
+                Qxx[i, j] += Hz[i, j]
+            elif i >= ndx and j < ndx:
+                Qux[i - ndx, j] += Hz[i, j]
+            elif i >= ndx:
+                Quu[i - ndx, j - ndx] += Hz[i, j]
+
+
+@allocation_free
+def regularize(A, B, Qux, Quu, mu, on_controls, Qux_r, Quu_r):
+    """Q̃_ux = Q_ux + μ BᵀA, Q̃_uu = Q_uu + μ BᵀB (symmetrised): μ acts on V'_xx (Tassa 2012
+    eq. 10); with ``on_controls`` also + μ I on Q̃_uu (the Levenberg–Marquardt term on the
+    controls, which Tassa 2012 Sec. II-F contrasts with eq. 10): it acts where B has a null
+    space, on the controls that do not move the state."""
+    nu = Quu.shape[0]
+    gemm_tn(B, A, Qux_r, False)
+    gemm_tn(B, B, Quu_r, False)
+    if on_controls:
+        for i in range(nu):
+            Quu_r[i, i] += 1.0
+    for i in range(nu):
+        for j in range(Qux.shape[1]):
+            Qux_r[i, j] = Qux[i, j] + mu * Qux_r[i, j]
+    for i in range(nu):
+        for j in range(nu):
+            Quu_r[i, j] = 0.5 * (Quu[i, j] + Quu[j, i]) + mu * Quu_r[i, j]
+
+
+@allocation_free
+def gains(Quu_r, Qux_r, Qu, lo, hi, k, K, idx, L, work):
+    """Feed-forward k (box QP, warm-started from its input) and feedback K (nu, ndx):
+    K_f = −Q̃_uu,ff⁻¹ Q̃_ux,f on the free controls, 0 on the clamped ones (Tassa 2014).
+    ``work`` (5, nu) is scratch. Returns the number of free controls, or −1 if Q̃_uu is not
+    positive definite."""
+    nf = box_qp(Quu_r, Qu, lo, hi, k, idx, L, work[:4])
+    rhs = work[4]
+    if nf < 0:
+        return nf
+    K[:] = 0.0
+    for j in range(K.shape[1]):
+        for a in range(nf):
+            rhs[a] = Qux_r[idx[a], j]
+        cholesky_solve(L, nf, rhs)
+        for a in range(nf):
+            K[idx[a], j] = -rhs[a]
+    return nf
+
+
+@allocation_free
+def value_update(Q, k, K, V, QuuK, Quuk):
+    """V_x = Q_x + KᵀQ_uu k + KᵀQ_u + Q_uxᵀk, V_xx = Q_xx + KᵀQ_uu K + KᵀQ_ux + Q_uxᵀK
+    (Tassa 2012 eq. 11, symmetrised) into ``V`` (:data:`Value`) from ``Q``
+    (:data:`QTerms`); QuuK (nu, ndx), Quuk (nu,) are workspace."""
+    Qu, Quu, Qux = Q.Qu, Q.Quu, Q.Qux
+    gemm_nn(Quu, K, QuuK)
+    for a in range(Qu.shape[0]):
+        s = Qu[a]
+        for p in range(Qu.shape[0]):
+            s += Quu[a, p] * k[p]
+        Quuk[a] = s  # Q_uu k + Q_u
+    copy_into(V.Vx, Q.Qx)
+    gemv_t(K, Quuk, V.Vx, True)
+    gemv_t(Qux, k, V.Vx, True)
+    copy_into(V.Vxx, Q.Qxx)
+    gemm_tn(K, QuuK, V.Vxx, True)
+    gemm_tn(K, Qux, V.Vxx, True)
+    gemm_tn(Qux, K, V.Vxx, True)
+    symmetrize(V.Vxx)
+
+
+@allocation_free
+def expected_decrease(k, Qu, Quu):
+    """(kᵀQ_u, ½kᵀQ_uu k): ΔV(α) = α·first + α²·second."""
+    d1 = d2 = 0.0
+    for i in range(k.shape[0]):
+        d1 += k[i] * Qu[i]
+        for j in range(k.shape[0]):
+            d2 += 0.5 * k[i] * Quu[i, j] * k[j]
+    return d1, d2
+
+
+@allocation_free
+def shift_by_gap(V, f, Vp):
+    """V'_x⁺ = V'_x + V'_xx f̄ into ``Vp.Vx`` — the gradient of V' at the end of an interval
+    that misses the next node by the gap f̄ (Mastalli et al. 2020) — and returns
+    the model's change of V' across the gap, V'_x·f̄ + ½ f̄ᵀV'_xx f̄."""
+    d = 0.0
+    for i in range(f.shape[0]):
+        s = V.Vx[i]
+        h = 0.0
+        for j in range(f.shape[0]):
+            h += V.Vxx[i, j] * f[j]
+        Vp.Vx[i] = s + h
+        d += f[i] * (s + 0.5 * h)
+    return d
+
+
+@njit(cache=True)
+def backward_pass(lq, terminal, us, lower, upper, mu, second, k, K, gaps, on_controls=False):
+    """Riccati-like sweep N−1 … 0 built from the steps above (module docstring).
+
+    ``lq``: the :data:`Expansion` along the trajectory (us (N, nu)); ``terminal``: the
+    :data:`Value` V_N = ℓ_N; the dynamics' second-order terms per ``second``
+    (:data:`SecondOrder`, see :func:`dynamics_hessian`); control bounds lower, upper (nu,);
+    regularisation μ = ``mu`` (on the controls too if ``on_controls``: :func:`regularize`);
+    ``gaps`` (N, ndx): f̄_{t+1} = F(x_t, u_t) ⊖ x_{t+1} of
+    multiple shooting (module docstring), or (0, ndx) for a rollout. Writes k (N,nu) (its
+    input is the box-QP warm start) and K (N,nu,ndx). Returns (failed knot or −1, kᵀQ_u
+    summed, ½kᵀQ_uu k summed plus the model's change across the gaps): the two sum to
+    the quadratic model's change for the full step.
+    """
+    N, ndx, nu = lq.B.shape
+    V = Value(terminal.Vx.copy(), terminal.Vxx.copy())
+    Vp = Value(np.empty(ndx), V.Vxx)  # V' seen from the end of the interval: shifted by its gap
+    Q = QTerms(np.empty(ndx), np.empty(nu), np.empty((ndx, ndx)), np.empty((nu, ndx)), np.empty((nu, nu)))
+    Quuk, Qux_r, Quu_r, QuuK = np.empty(nu), np.empty((nu, ndx)), np.empty((nu, nu)), np.empty((nu, ndx))
+    VA, VB, Hz = np.empty((ndx, ndx)), np.empty((ndx, nu)), np.empty((ndx + nu, ndx + nu))
+    lo, hi = np.empty(nu), np.empty(nu)
+    idx, L, qp = np.empty(nu, np.int64), np.empty((nu, nu)), np.empty((5, nu))
+    work = transition_work(second.dynamics, second.stages.y.shape[1], nu, 1)
+    dV1 = dV2 = 0.0
+    for t in range(N - 1, -1, -1):
+        if gaps.shape[0] > 0:
+            dV2 += shift_by_gap(V, gaps[t], Vp)
+        else:
+            copy_into(Vp.Vx, V.Vx)
+        q_expansion(lq, t, Vp, Q, VA, VB)
+        if second.mode > 0:
+            dynamics_hessian(second, t, us, Vp.Vx, Hz, work)
+            add_dynamics_terms(Hz, Q)
+        regularize(lq.A[t], lq.B[t], Q.Qux, Q.Quu, mu, on_controls, Qux_r, Quu_r)
+        for i in range(nu):
+            lo[i], hi[i] = lower[i] - us[t, i], upper[i] - us[t, i]
+        if gains(Quu_r, Qux_r, Q.Qu, lo, hi, k[t], K[t], idx, L, qp) < 0:
+            return t, 0.0, 0.0
+        d1, d2 = expected_decrease(k[t], Q.Qu, Q.Quu)
+        dV1 += d1
+        dV2 += d2
+        value_update(Q, k[t], K[t], V, QuuK, Quuk)
+    return -1, dV1, dV2
+
+
+@njit(cache=True)
+def model_slope(lq, Vx_N, k, K, gaps):
+    """d/dα at α = 0 of the cost's first-order model along the step of a multiple-shooting
+    backward pass: g·Δz for the linear path Δx_0 = 0, Δu_t = k_t + K_t Δx_t,
+    Δx_{t+1} = A_t Δx_t + B_t Δu_t + f̄_{t+1} (the forward pass follows αΔz to first order,
+    so the model's change is α·g·Δz + α²·(the rest))."""
+    N, ndx, nu = lq.B.shape
+    dx, nxt, du = np.zeros(ndx), np.empty(ndx), np.empty(nu)
+    g = 0.0
+    for t in range(N):
+        for i in range(nu):
+            s = k[t, i]
+            for j in range(ndx):
+                s += K[t, i, j] * dx[j]
+            du[i] = s
+            g += lq.lu[t, i] * s
+        for i in range(ndx):
+            g += lq.lx[t, i] * dx[i]
+            s = gaps[t, i]
+            for j in range(ndx):
+                s += lq.A[t, i, j] * dx[j]
+            for j in range(nu):
+                s += lq.B[t, i, j] * du[j]
+            nxt[i] = s
+        dx[:] = nxt
+    for i in range(ndx):
+        g += Vx_N[i] * dx[i]
+    return g
+
+
+@njit(cache=True)
+def projected_gradient(lq, Vx_N, us, lower, upper):
+    """‖∇_u J‖∞ of the shooting objective J(u_0..u_{N−1}) by the adjoint recursion
+    λ_N = ℓ_N,x, g_k = ℓ_u + B_kᵀλ_{k+1}, λ_k = ℓ_x + A_kᵀλ_{k+1} along the
+    :data:`Expansion` ``lq``, with the components pushing a control against its active bound
+    removed (KKT residual of the box)."""
+    N, ndx, nu = lq.B.shape
+    lam, new, g = Vx_N.copy(), np.empty(ndx), np.empty(nu)
+    gmax = 0.0
+    for t in range(N - 1, -1, -1):
+        g[:] = lq.lu[t]
+        gemv_t(lq.B[t], lam, g, True)
+        for i in range(nu):
+            if not ((us[t, i] <= lower[i] and g[i] > 0.0) or (us[t, i] >= upper[i] and g[i] < 0.0)):
+                gmax = max(gmax, abs(g[i]))
+        new[:] = lq.lx[t]
+        gemv_t(lq.A[t], lam, new, True)
+        lam[:] = new
+    return gmax
+
+
+Gains = namedtuple("Gains", ["k", "K", "dV1", "dV2"])
+"""The solution of an LQ problem: feed-forward k (N, nu), feedback K (N, nu, ndx) and the
+model's change ΔV(α) = α·dV1 + α²·dV2 along δu = α k + K δx."""
+
+
+def first_order(problem: Problem, N: int) -> SecondOrder:
+    """The :data:`SecondOrder` record of a backward pass over N knots without the dynamics'
+    second-order terms (iLQR, an LQR) along ``problem``'s interval dynamics."""
+    return SecondOrder(SECOND_ORDER["none"], np.empty((N, 0, 0, 0)), problem.dynamics, problem.no_stages)
+
+
+def lqr(problem: Problem, lq: Expansion, terminal: Value, lower=None, upper=None) -> Gains:
+    """The optimal affine policy δu_k = k_k + K_k δx_k of the LQ problem
+
+        min Σ_k [ℓ_xᵀδx_k + ℓ_uᵀδu_k + ½ δx_kᵀℓ_xx δx_k + δu_kᵀℓ_ux δx_k + ½ δu_kᵀℓ_uu δu_k]
+            + V_xᵀδx_N + ½ δx_NᵀV_xx δx_N,   δx_{k+1} = A_k δx_k + B_k δu_k,  δx_0 given,
+
+    with the terms of ``lq`` (:data:`Expansion`, any number N of knots of ``problem``'s ndx and nu) and
+    ``terminal`` (:data:`Value`), the controls within ``lower`` ≤ δu ≤ ``upper`` (nu,) (default
+    unbounded; with bounds the policy is Tassa 2014's: the box QP for k, zero feedback on the
+    clamped controls), by :func:`backward_pass` without regularisation or second-order terms.
+    ``problem`` supplies the interval dynamics the compiled pass is typed on. ValueError naming
+    ``lq`` if Q_uu is not positive definite at some knot (the knot is given).
+    """
+    N, ndx, nu = lq.B.shape
+    if (ndx, nu) != (problem.ndx, problem.nu):
+        raise ValueError(f"lq: expected B of shape (N, {problem.ndx}, {problem.nu}) for the problem, got {lq.B.shape}")
+    free = np.full(nu, np.inf)
+    lower = -free if lower is None else np.asarray(lower, dtype=float)
+    upper = free if upper is None else np.asarray(upper, dtype=float)
+    k, K = np.zeros((N, nu)), np.zeros((N, nu, ndx))
+    failed, dV1, dV2 = backward_pass(lq, terminal, np.zeros((N, nu)), lower, upper, 0.0, first_order(problem, N), k, K,
+                                     np.zeros((0, ndx)), False)
+    if failed >= 0:
+        raise ValueError(f"lq: Q_uu = ℓ_uu + BᵀV'_xx B is not positive definite at knot {failed}")
+    return Gains(k, K, dV1, dV2)

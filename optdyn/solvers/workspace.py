@@ -1,0 +1,59 @@
+"""The arrays of DDP/iLQR iterations, kept between solves of problems of one size."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ocp.problem import Problem
+
+
+class Workspace:
+    """The arrays of DDP/iLQR iterations on a problem of N intervals, written in place by
+    every solve given this workspace instead of allocated afresh: the feed-forward k (N, nu)
+    and feedback K (N, nu, ndx) of the backward pass, the iterate and
+    the forward pass's trial trajectory (``xs``, ``us``: two of each, swapped when a step is
+    accepted), the contracted second-order terms' stage records (``stages``: megabytes for
+    long horizons, made by DDP's first expansion), the dynamics' and the cost's expansions
+    (``linearization``, :meth:`expansion`) and the last finite rollout of a problem's
+    x0 (:meth:`rollout_of`), so that controls rolled out once — to check the initial guess, or
+    by the caller (:class:`optdyn.MPC`'s feedback-policy warm start) — are not rolled out
+    again. A solve's result has arrays of its own. A controller solving one horizon after
+    another of the same size keeps one (:class:`optdyn.MPC`); :meth:`fits` says whether it
+    serves a problem."""
+
+    def __init__(self, problem: Problem) -> None:
+        if not isinstance(problem, Problem):
+            raise ValueError(f"problem: expected an optdyn.Problem, got {type(problem).__name__}")
+        N, nx, nu, ndx = self.size = (problem.N, problem.nx, problem.nu, problem.ndx)
+        self.k, self.K = np.zeros((N, nu)), np.zeros((N, nu, ndx))
+        self.xs, self.us = (np.empty((N + 1, nx)), np.empty((N + 1, nx))), (np.empty((N, nu)), np.empty((N, nu)))
+        self.free, self.no_gaps = (np.full(nu, -np.inf), np.full(nu, np.inf)), np.zeros((0, ndx))
+        self.stages = problem.no_stages
+        self._rolled = (None, np.empty(nx), np.empty((N, nu)), np.empty((N + 1, nx)))  # dynamics, x0, us, xs
+        self._expansions = [problem.expansion_arrays(N), None]
+        self.linearization = problem.linearization_arrays(N)
+
+    def expansion(self, i: int) -> tuple[np.ndarray, ...]:
+        """The cost expansion's arrays (:meth:`optdyn.Problem.running_cost_terms`): the exact
+        model's (``i`` = 0) or the Gauss–Newton fallback's (1, made when first asked for)."""
+        if self._expansions[i] is None:
+            self._expansions[i] = tuple(np.zeros_like(a) for a in self._expansions[0])
+        return self._expansions[i]
+
+    def fits(self, problem: Problem) -> bool:
+        """Whether ``problem`` has this workspace's N, nx, nu and ndx."""
+        return self.size == (problem.N, problem.nx, problem.nu, problem.ndx)
+
+    def remember(self, problem: Problem, us: np.ndarray, xs: np.ndarray) -> None:
+        """Note that ``xs`` (N+1, nx), all finite, are the states of ``us`` (N, nu) from the
+        problem's x0 under its dynamics (a copy is kept)."""
+        _, x0, rolled_us, rolled_xs = self._rolled
+        x0[:], rolled_us[:], rolled_xs[:] = problem.x0, us, xs
+        self._rolled = (problem.dynamics, x0, rolled_us, rolled_xs)
+
+    def rollout_of(self, problem: Problem, us: np.ndarray) -> np.ndarray | None:
+        """The remembered states of ``us`` if they are those of :meth:`remember` (the same
+        dynamics object, x0 and controls, bit for bit), else None."""
+        dynamics, x0, rolled_us, rolled_xs = self._rolled
+        if dynamics is problem.dynamics and np.array_equal(x0, problem.x0) and np.array_equal(rolled_us, us):
+            return rolled_xs
+        return None
