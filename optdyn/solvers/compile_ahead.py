@@ -13,9 +13,10 @@ loading from the disk cache, what that part needs. Processes that meet the same 
 compile it once: each specialisation is compiled under a lock file of the cache
 (:meth:`dynamics._compile.Kernel.compile`), and the others load it when it is written.
 
-A helper runs one thread and starts no helper of its own; it is stopped when the process
-that started it exits (what it compiled by then stays in the cache). ``OPTDYN_COMPILE_AHEAD=0``
-turns helpers off.
+A helper runs one thread at a lower priority and starts no helper of its own; it is stopped
+when the process that started it exits (what it compiled by then stays in the cache). A
+process starts a part's helper once per type of problem dynamics (the kernels it compiles
+depend on the types only). ``OPTDYN_COMPILE_AHEAD=0`` turns helpers off.
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 
+import numba
 import numpy as np
 from numba.core import event
 
@@ -78,6 +80,9 @@ def helpers(solver: str) -> list[str]:
     return list(PARTS.get(solver, ()))[:max(0, max_threads() - 1)] if enabled() else []
 
 
+_STARTED: set[tuple[str, str]] = set()  # (the dynamics' type, part) of the helpers this process started
+
+
 class Ahead(event.Listener):
     """Around a solve of ``problem`` by ``solver``: on the solve's first compilation, start
     the helpers (:func:`helpers`) that compile ahead of it (module docstring)."""
@@ -98,8 +103,11 @@ class Ahead(event.Listener):
     def on_start(self, ev) -> None:
         if not self.started:
             self.started = True
+            key = str(numba.typeof(self.problem.dynamics))  # what the helpers' kernels are compiled for
             for part in self.parts:
-                start(self.problem, part)
+                if (key, part) not in _STARTED:
+                    _STARTED.add((key, part))
+                    start(self.problem, part)
 
     def on_end(self, ev) -> None:
         pass
@@ -123,7 +131,10 @@ def _stop(helper: subprocess.Popen) -> None:
 
 
 def main(path: str, part: str) -> None:
-    """A helper: load the pickled problem at ``path`` (and remove the file), compile ``part``."""
+    """A helper: load the pickled problem at ``path`` (and remove the file), compile ``part``
+    at a lower priority than the solve it works for."""
+    if hasattr(os, "nice"):
+        os.nice(10)
     with open(path, "rb") as f:
         problem = pickle.load(f)
     os.unlink(path)
