@@ -180,6 +180,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tests", action="store_true", help="also profile the whole test suite")
     parser.add_argument("--label", default="after", help="name of this run in compile_results.json")
+    parser.add_argument("--section", default="cold start",
+                        help="the BENCHMARKS.md section the saved runs are written to (one per era of the code)")
     parser.add_argument("--warm", action="store_true", help="instead: the warm main job and first iteration")
     parser.add_argument("--records", action="store_true", help="instead: compile time against a record's size")
     args = parser.parse_args()
@@ -193,7 +195,7 @@ def main() -> None:
     saved = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     saved[args.label] = {"machine": machine(), "runs": runs}
     RESULTS.write_text(json.dumps(saved))
-    write_section("cold start", "\n\n".join(
+    write_section(args.section, "\n\n".join(
         f"### {label} ({entry['machine']})\n\n{summarise(entry['runs'])}" for label, entry in saved.items()))
 
 
