@@ -170,7 +170,7 @@ def _copies_chunk(copies, claims):
     while k0 < k1:
         for c in range(k0, k1):
             dyn, xs, us, y, Fz, Fzz = copies[c]
-            _step_derivatives_chunk(dyn, xs, us, 1, y, Fz, Fzz, claims_for(xs.shape[0]))
+            _step_derivatives_chunk(dyn, xs, us, y, Fz, Fzz, claims_for(xs.shape[0]))
         k0, k1 = next_chunk(claims)
 
 

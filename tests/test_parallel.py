@@ -312,7 +312,7 @@ def _sweep_allocations(task: str, names=None) -> dict:
         y, Fz = np.empty((N, prob.nx)), np.empty((N, prob.ndx, nz))
         stages = rk.stage_records(d.ode, N * d.substeps * d.b.shape[0], prob.nx, nz, d.b.shape[0])
         lams, Hz = np.ones((N, prob.ndx)), np.empty((N, nz, nz))
-        rk._step_derivatives_chunk(d, X, us, 1, y, Fz, np.empty((N, 0, 0, 0)), claims_for(N))
+        rk._step_derivatives_chunk(d, X, us, y, Fz, np.empty((N, 0, 0, 0)), claims_for(N))
         k, K = np.zeros((N, prob.nu)), np.zeros((N, prob.nu, prob.ndx))
         zeros = (np.zeros((N, prob.ndx)), np.zeros((N, prob.nu)), np.zeros((N, prob.ndx, prob.ndx)),
                  np.zeros((N, prob.nu, prob.ndx)), np.eye(prob.nu)[None].repeat(N, 0))
@@ -320,7 +320,7 @@ def _sweep_allocations(task: str, names=None) -> dict:
         terminal = riccati.Value(np.zeros(prob.ndx), np.eye(prob.ndx))
         calls = {
             "rollout": lambda: shooting.rollout(d, prob.x0, us),
-            "first order": lambda: rk._step_derivatives_chunk(d, X, us, 1, y, Fz, np.empty((N, 0, 0, 0)), claims_for(N)),
+            "first order": lambda: rk._step_derivatives_chunk(d, X, us, y, Fz, np.empty((N, 0, 0, 0)), claims_for(N)),
             "recorded stages": lambda: rk._step_stages_chunk(d, X, us, stages, y, Fz, claims_for(N)),
             "contracted Hessians": lambda: rk._interval_hessians_chunk(d, us, stages, lams, Hz, claims_for(N)),
             "DDP backward pass": functools.partial(

@@ -877,12 +877,26 @@ def step_derivatives_batch(dyn, xs, us, order, y, Fz) -> tuple[np.ndarray, ...]:
     ndx = tangent_dim(dyn.ode, nx)
     nz = ndx + us.shape[1]
     Fzz = np.empty((K, ndx, nz, nz)) if order >= 2 else np.empty((K, 0, 0, 0))
-    run_chunks(_step_derivatives_chunk, K, dyn, xs, us, order, y, Fz, Fzz)
+    chunk = _step_second_derivatives_chunk if order >= 2 else _step_derivatives_chunk
+    run_chunks(chunk, K, dyn, xs, us, y, Fz, Fzz)
     return y, Fz, Fzz
 
 
 @njit(cache=True, nogil=True)
-def _step_derivatives_chunk(dyn, xs, us, order, y, Fz, Fzz, claims):
+def _step_derivatives_chunk(dyn, xs, us, y, Fz, Fzz, claims):
+    _derivatives_of_chunks(dyn, xs, us, 1, y, Fz, Fzz, claims)
+
+
+@njit(cache=True, nogil=True)
+def _step_second_derivatives_chunk(dyn, xs, us, y, Fz, Fzz, claims):
+    _derivatives_of_chunks(dyn, xs, us, 2, y, Fz, Fzz, claims)
+
+
+@njit(cache=True, nogil=True, literal=("order",))
+def _derivatives_of_chunks(dyn, xs, us, order, y, Fz, Fzz, claims):
+    """The intervals of the chunks claimed from ``claims`` to derivative order ``order``,
+    a constant: each order is compiled on its own, so that order 1 shares the interval's
+    specialisation with the stage-recording pass and compiles no second-order code."""
     k0, k1 = first_chunk(claims)
     if k0 == k1:
         return
