@@ -58,7 +58,7 @@ from collections.abc import Sequence
 import numpy as np
 
 import dynamics as dyn_pkg
-from dynamics._compile import njit
+from dynamics._compile import at_order, njit
 from dynamics.contact import Contact, contact_rows, pack_contacts
 from dynamics.contact_dynamics import OK, contact_dynamics_passes
 from dynamics.contact_dynamics_derivatives import contact_dynamics_derivative_passes
@@ -345,12 +345,25 @@ def step_derivatives_batch(dyn, xs, us, order, y, Fz) -> tuple[np.ndarray, np.nd
     tensor Γ_xx from nv contractions with unit weights)."""
     K, ndx, nz = Fz.shape
     Fzz = np.empty((K, ndx, nz, nz)) if order >= 2 else np.empty((K, 0, 0, 0))
-    run_chunks(_step_derivatives_chunk, K, dyn, xs, us, order, y, Fz, Fzz)
+    chunk = _step_second_derivatives_chunk if order >= 2 else _step_derivatives_chunk
+    run_chunks(chunk, K, dyn, xs, us, y, Fz, Fzz)
     return y, Fz, Fzz
 
 
 @njit(cache=True, nogil=True, _nrt=True)
-def _step_derivatives_chunk(dyn, xs, us, order, y, Fz, Fzz, claims):
+def _step_derivatives_chunk(dyn, xs, us, y, Fz, Fzz, claims):
+    _derivatives_of_chunks(dyn, xs, us, 1, y, Fz, Fzz, claims)
+
+
+@njit(cache=True, nogil=True, _nrt=True)
+def _step_second_derivatives_chunk(dyn, xs, us, y, Fz, Fzz, claims):
+    _derivatives_of_chunks(dyn, xs, us, 2, y, Fz, Fzz, claims)
+
+
+@njit(cache=True, _nrt=True, literal=("order",))
+def _derivatives_of_chunks(dyn, xs, us, order, y, Fz, Fzz, claims):
+    """The knots of the chunks claimed from ``claims`` to derivative order ``order``, a
+    constant: compiled per order, so that order 1 compiles no second-order code."""
     k0, k1 = first_chunk(claims)
     if k0 == k1:
         return
@@ -363,12 +376,11 @@ def _step_derivatives_chunk(dyn, xs, us, order, y, Fz, Fzz, claims):
         k0, k1 = next_chunk(claims)
 
 
-@njit(cache=True, _nrt=True)
+@njit(cache=True, _nrt=True, literal=("order",))
 def _knot_derivatives(dyn, k, x, u, order, y, Fz, Fzz, P, work):
     """x⁺ into y, F_z into Fz and for order 2 F_zz into Fzz at knot k, through the impulse map
     where the interval starts with one (P (ndx, ndx) its Jacobian, scratch)."""
     ndx = Fz.shape[0]
-    n = ndx // 2
     kd = knot_dynamics(dyn, k)
     xt, jump = _start(dyn, k, x, 1, P)
     interval(kd, k, xt, u, order, y, Fz, Fzz, work.no_stages, 0, work)
@@ -376,8 +388,15 @@ def _knot_derivatives(dyn, k, x, u, order, y, Fz, Fzz, P, work):
         return
     Rx = np.ascontiguousarray(Fz[:, :ndx])
     Fz[:, :ndx] = Rx @ P
-    if order < 2:
-        return
+    at_order(order, 2, _impulse_second_order, (kd, x, Rx, P, Fzz))
+
+
+@njit(cache=True, _nrt=True)
+def _impulse_second_order(kd, x, Rx, P, Fzz):
+    """F_zz of an interval that starts with an impulse, from R's (in Fzz, overwritten):
+    Gᵀ R_zz G with the impulse's own second order added through R_v (module docstring)."""
+    ndx = Rx.shape[1]
+    n = ndx // 2
     Gxx = np.zeros((n, ndx, ndx))  # ∂²v⁺_i/∂x²
     e = np.zeros(n)
     for i in range(n):
