@@ -112,7 +112,7 @@ def main(cpu: bool) -> None:
             ["algorithm", "optdyn µs", f"Pinocchio {pin.__version__} µs", "ratio (median)", "range over rounds"], rows))
     clock = ("in CPU time of the process (a loaded machine's waits for a core not counted)" if cpu
              else "by the wall clock")
-    text = f"""## Contact dynamics against Pinocchio (issue 37)
+    text = f"""## Contact dynamics against Pinocchio
 
 {machine()}. `python benchmarks/bench_contact.py{" --cpu" if cpu else ""}`: per call from Python, warm,
 {clock}; each pair timed side by side (best of 3) in each of {ROUNDS} interleaved rounds; fastest time over the

@@ -140,7 +140,7 @@ def compare_section() -> str:
 
 def main() -> None:
     body = "\n\n".join([
-        "## Contracted second order (issue 9)",
+        "## Contracted second order",
         f"Machine: {machine()}. Script: `benchmarks/bench_contracted.py`. Warm per-call times, best of "
         "several repeats; solver times warm (a first solve compiles), best of 3.",
         ur5_table(), scaling_table(), solver_table(), compare_section(),

@@ -92,7 +92,7 @@ def main() -> None:
     scaling = scaling_rows()
     cold, warm = startup_seconds()
     body = "\n\n".join([
-        "## Core dynamics (issue 2)",
+        "## Core dynamics",
         f"Machine: {machine()}. Script: `benchmarks/bench_dynamics.py`. Warm, per call from Python "
         "(validation included), best of 5 repeats.",
         "### UR5\n\n" + table(header, rows),

@@ -162,7 +162,7 @@ def main() -> None:
     sizes = [f"n={n}" for n in SIZES]
     ratios = ["16 ÷ nbrs", "32 ÷ nbrs", "64 ÷ nbrs"]
     body = [
-        "## Memory layouts at power-of-two sizes (issue 15)",
+        "## Memory layouts at power-of-two sizes",
         f"Machine: {machine()}. Script: `benchmarks/bench_layout.py`. One thread, warm, fastest of {ROUNDS} "
         "rounds, each in a fresh process; \"÷ nbrs\" is t(n) ÷ √(t(n−1)·t(n+1)), about 1 when n itself is not "
         "slow.",

@@ -86,7 +86,7 @@ def cli_times() -> str:
 
 def main() -> None:
     body = "\n\n".join([
-        "## Optimal control (issues 4–6)",
+        "## Optimal control",
         f"Machine: {machine()}. Script: `benchmarks/bench_ocp.py`. Warm (a first solve compiles), best of 3.",
         reach_table(), comparison_tables(), arm_table(), cli_times(),
     ])

@@ -244,7 +244,7 @@ def compare_section() -> str:
 
 def main() -> None:
     body = "\n\n".join([
-        "## Space manipulator: optimal control with a floating base (issue 11)",
+        "## Space manipulator: optimal control with a floating base",
         f"Machine: {machine()}. Script: `benchmarks/bench_space_manipulator.py`. Solver times warm (a first "
         "solve compiles), best of 3. The state is on the manifold (nx = 25, ndx = 24, nu = 6): RK4 "
         "sensitivities with the group compositions, DDP/iLQR in the tangent spaces, IPOPT in the chart of "

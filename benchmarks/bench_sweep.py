@@ -142,7 +142,7 @@ def main() -> None:
             cluster.close()
 
     load_after = os.getloadavg()[0]
-    body = f"""## Sweeps (Dask) (issue 14)
+    body = f"""## Sweeps (Dask)
 
 {machine()}; `lscpu`: {cpu_model.replace("Model name:", "").strip()}. 1-minute load average {load_before:.1f} at the
 start and {load_after:.1f} at the end of the run (the machine was shared with other work: above 2 on 2 cores the
