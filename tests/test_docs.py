@@ -7,6 +7,8 @@
   blocks of a page in order in one namespace (a page reads top to bottom as one script), in a
   temporary working directory so that the files a tutorial writes land there. A block that
   raises fails its page's test, naming the block's first line.
+* README.md stays within 150 lines and its links into docs/ resolve; BENCHMARKS.md opens with
+  its summary and lists exactly the sections the benchmark pages hold.
 """
 from __future__ import annotations
 
@@ -60,3 +62,19 @@ def test_page_code_runs(page, tmp_path, monkeypatch):
             import matplotlib.pyplot as plt
             plt.close("all")
     assert os.getcwd() == str(tmp_path)
+
+
+def test_readme_is_short_and_links_into_the_docs():
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 150
+    links = re.findall(r"\]\(((?:docs/|BENCHMARKS)[^)#]*)", readme)
+    assert links and all((ROOT / link).is_file() for link in links), [l for l in links if not (ROOT / l).is_file()]
+
+
+def test_benchmarks_open_with_the_summary_and_name_every_section():
+    text = (ROOT / "BENCHMARKS.md").read_text()
+    assert re.findall(r"^## .*", text, re.M)[0] == "## Summary"
+    pages = "".join(p.read_text() for p in (DOCS / "benchmarks").glob("*.md"))
+    listed = re.findall(r"`([^`]+)`", "".join(re.findall(r"\(sections ([^)]*)\)", text)))
+    written = re.findall(r"<!-- ([^:]+):start -->", pages)
+    assert listed and sorted(listed) == sorted(written)
