@@ -8,7 +8,7 @@ fastest time of each over the rounds and the median and range of the per-round r
 
 Run: ``python benchmarks/bench_contact.py [--cpu]`` (``--cpu``: the CPU time of the process
 instead of the wall clock, for a loaded machine; needs the ``dev`` extra: pin and
-example-robot-data). Writes the "contact dynamics" section of BENCHMARKS.md.
+example-robot-data). Writes the "contact dynamics" section of docs/benchmarks/.
 """
 from __future__ import annotations
 
@@ -140,7 +140,7 @@ which Pinocchio's bindings spend in about 1 µs.
 The contracted second order starts from the data the first-order pass leaves in the workspace: the
 contracted IDSVA-SO from its RNEA-derivative quantities (the contact forces taken back out of its
 joint vectors), as FDSVA-SO does, where it used to redo the kinematics, RNEA and derivative passes
-(before/after: BENCHMARKS.md, "cold start contacts"). The contact Hessians
+(before/after: docs/benchmarks/, "cold start contacts"). The contact Hessians
 (`dynamics.contact_hessians`) take the derivative of each first-order column formula g_k along a
 column j as S_jᵀ Y_k: one reverse sweep through g_k per contact and column gives the adjoints of the
 quantities it reads, Y_k depends on j only through j's body (the free-flyer's six columns share

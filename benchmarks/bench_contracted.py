@@ -1,4 +1,4 @@
-"""Contracted second order (issue 9) → BENCHMARKS.md, section "contracted".
+"""Contracted second order → docs/benchmarks/, section "contracted".
 
 What is measured, every ratio against a baseline timed in the same run:
 

@@ -31,7 +31,7 @@ default, th_stop 5e-5 (the default) and 1e-10; iterations counted by a callback.
 Writes benchmarks/crocoddyl_panda.json (results), benchmarks/crocoddyl_panda.npz (random
 trajectories with Crocoddyl's costs and one-interval steps, and the solutions of the exact
 variant: not committed), benchmarks/crocoddyl_panda_optima.npz (xs_<frame>, us_<frame> of BoxFDDP at th_stop
-1e-10, our objective: warm starts) and the section "crocoddyl" of BENCHMARKS.md.
+1e-10, our objective: warm starts) and the section "crocoddyl" of docs/benchmarks/.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Speed and accuracy of the analytical derivatives (issue 3) → BENCHMARKS.md, section "derivatives".
+"""Speed and accuracy of the analytical derivatives → docs/benchmarks/, section "derivatives".
 
 What is measured (all warm per-call times from Python, best of several repeats):
 

@@ -1,4 +1,4 @@
-"""Per-call times of the core algorithms (issue 2 targets) → BENCHMARKS.md, section "dynamics".
+"""Per-call times of the core algorithms → docs/benchmarks/, section "dynamics".
 
 UR5 per call from Python (warm), with Pinocchio in the same run where `pin` is installed;
 serial chains and binary trees n = 2…40 with log-log slopes; cold start (numba

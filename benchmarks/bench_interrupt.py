@@ -6,7 +6,7 @@
 * max_time: ``optdyn.solve(problem, solver, max_time=T)`` in process (kernels warm);
   overshoot = wall_time − T of the runs that stopped with status "time_limit".
 
-Writes the section "interrupt" of BENCHMARKS.md.
+Writes the section "interrupt" of docs/benchmarks/.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Memory layouts at power-of-two sizes → BENCHMARKS.md, section "layout".
+"""Memory layouts at power-of-two sizes → docs/benchmarks/, section "layout".
 
 A loop that strides by n (or n²) doubles over a power-of-two n touches addresses that
 map to a few cache sets and evicts its own data: the cost per call then jumps at

@@ -1,4 +1,4 @@
-"""Solver benchmarks (issues 4–6) → BENCHMARKS.md, section "ocp".
+"""Solver benchmarks → docs/benchmarks/, section "ocp".
 
 * ur5-reach (the reaching benchmark): iLQR and DDP iterations, time per
   iteration and total, warm (a first solve compiles); DDP/iLQR cost per iteration as the

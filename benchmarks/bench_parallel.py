@@ -1,4 +1,4 @@
-"""Whole trajectories: batched kernels in parallel over knots → BENCHMARKS.md, section "parallel".
+"""Whole trajectories: batched kernels in parallel over knots → docs/benchmarks/, section "parallel".
 
 * µs per state of the batched kernels (1000 random states) against a plain Python loop
   over Pinocchio's C++ functions, on the UR5 and on Solo-12 with its base fixed (a

@@ -1,4 +1,4 @@
-"""Optimal control with a floating base (issue 11) → BENCHMARKS.md, section "space".
+"""Optimal control with a floating base → docs/benchmarks/, section "space".
 
 The task ``space-manipulator`` (UR5 on a free-floating satellite, 30 RK4 intervals of
 0.1 s, base unactuated), free and with the attitude bound: iterations, ms per iteration and

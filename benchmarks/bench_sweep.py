@@ -1,4 +1,4 @@
-"""Sweep benchmarks (issue 14) → BENCHMARKS.md, section "sweep".
+"""Sweep benchmarks → docs/benchmarks/, section "sweep".
 
 * Throughput: one pendulum sweep (6 grid points × 4 starts = 24 DDP jobs) on a warm
   LocalCluster of 1 worker and of 2 workers (1 thread each); jobs per second and the
