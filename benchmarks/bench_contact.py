@@ -121,7 +121,7 @@ rounds, and the median and range of the per-round ratios. Pinocchio's calls are
 `+ computeConstraintDynamicsDerivatives`, `impulseDynamics` (e = 0) and
 `+ computeImpulseDynamicsDerivatives`; ours the functions of the same names in `dynamics`.
 Pinocchio has no second order: the contracted second-order rows are compared with its
-first-order derivatives (forward pass included), as the issue's target is stated.
+first-order derivatives (forward pass included), as the target is stated.
 
 {(chr(10) * 2).join(blocks)}
 

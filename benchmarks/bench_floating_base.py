@@ -122,7 +122,7 @@ next call: about 0.2 ms more per call on Talos.)
 
 {(chr(10) * 2).join(blocks)}
 
-**Targets of the multi-DoF issue**
+**Targets of the multi-DoF joints**
 
 {table(["target", "measured", ""], targets)}
 """

@@ -190,8 +190,8 @@ def _verdict(what: str, ratio: dict, settings: dict, bound: float) -> str:
         worst = max(ratio[key, name] for name in TASKS[1:])
         parts.append(f"{label}: {space:.2f} ({'within' if space <= worst else 'above'} the fixed base's: "
                      f"{others}; {'meets' if space <= bound else 'above'} the bound {bound})")
-    return (f"{what} (medians) on the floating base, against the fixed base in the same run and the contracted "
-            "second-order issue's bound: " + "; ".join(parts) + ".")
+    return (f"{what} (medians) on the floating base, against the fixed base in the same run and the bound set "
+            "for the contracted second order: " + "; ".join(parts) + ".")
 
 
 def before_after_table(rounds: int = 8, thread_counts: tuple = (1, 2)) -> str:
