@@ -73,7 +73,7 @@ def test_readme_is_short_and_links_into_the_docs():
 
 def test_benchmarks_open_with_the_summary_and_name_every_section():
     text = (ROOT / "BENCHMARKS.md").read_text()
-    assert re.findall(r"^## .*", text, re.M)[0] == "## Summary"
+    assert re.findall(r"^## .*", text, re.M)[0].startswith("## Summary")
     pages = "".join(p.read_text() for p in (DOCS / "benchmarks").glob("*.md"))
     listed = re.findall(r"`([^`]+)`", "".join(re.findall(r"\(sections ([^)]*)\)", text)))
     written = re.findall(r"<!-- ([^:]+):start -->", pages)
