@@ -1,7 +1,9 @@
-"""Shared helpers of the benchmark scripts: timing, machine description, BENCHMARKS.md sections.
+"""Shared helpers of the benchmark scripts: timing, machine description, benchmark sections.
 
-Each script owns one section of BENCHMARKS.md delimited by ``<!-- name:start -->`` and
-``<!-- name:end -->`` and rewrites only that section, so scripts can run independently.
+Each script owns one section delimited by ``<!-- name:start -->`` and ``<!-- name:end -->``
+and rewrites only that section, so scripts can run independently. The sections live in the
+topic pages of the documentation site, ``docs/benchmarks/*.md`` (BENCHMARKS.md holds the
+summary and lists them); a section found in none of them is appended to BENCHMARKS.md.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCHMARKS_MD = ROOT / "BENCHMARKS.md"
+BENCHMARK_PAGES = ROOT / "docs" / "benchmarks"
 
 
 def per_call_us(f, min_time: float = 0.2, repeat: int = 5, clock=time.perf_counter) -> float:
@@ -74,14 +77,25 @@ def table(header: list[str], rows: list[list]) -> str:
     return "\n".join(lines)
 
 
+def section_file(name: str) -> Path:
+    """The file that holds the section ``name``: a topic page of docs/benchmarks/ or
+    BENCHMARKS.md (where a new section is appended)."""
+    start = f"<!-- {name}:start -->"
+    for path in sorted(BENCHMARK_PAGES.glob("*.md")) + [BENCHMARKS_MD]:
+        if path.exists() and start in path.read_text():
+            return path
+    return BENCHMARKS_MD
+
+
 def write_section(name: str, body: str) -> None:
-    """Replace (or append) the section ``name`` of BENCHMARKS.md with ``body``."""
+    """Replace (or append) the section ``name`` with ``body`` in the file that holds it."""
     start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
     block = f"{start}\n{body.strip()}\n{end}"
-    text = BENCHMARKS_MD.read_text() if BENCHMARKS_MD.exists() else "# Benchmarks\n"
+    path = section_file(name)
+    text = path.read_text() if path.exists() else "# Benchmarks\n"
     pattern = re.compile(re.escape(start) + ".*?" + re.escape(end), re.S)
     text = pattern.sub(lambda _: block, text) if pattern.search(text) else text.rstrip() + "\n\n" + block + "\n"
-    BENCHMARKS_MD.write_text(text)
+    path.write_text(text)
     print(body)
 
 

@@ -1,5 +1,5 @@
 """Before/after of the architecture change (named records, solvers that see only the
-problem, optdyn in rooms) → BENCHMARKS.md, section "architecture".
+problem, optdyn in rooms) → docs/benchmarks/, section "architecture".
 
 Everything is measured through the public API, which both trees share, each tree in its own
 process with its own numba cache, the two trees in turn over several rounds (the machine is

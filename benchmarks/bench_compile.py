@@ -1,4 +1,4 @@
-"""Cold start: where numba's compile time goes, command by command → BENCHMARKS.md, section
+"""Cold start: where numba's compile time goes, command by command → docs/benchmarks/, section
 "cold start".
 
 Runs, in a fresh numba cache directory and in this order, the README's main job and every

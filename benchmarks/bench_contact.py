@@ -8,7 +8,7 @@ fastest time of each over the rounds and the median and range of the per-round r
 
 Run: ``python benchmarks/bench_contact.py [--cpu]`` (``--cpu``: the CPU time of the process
 instead of the wall clock, for a loaded machine; needs the ``dev`` extra: pin and
-example-robot-data). Writes the "contact dynamics" section of BENCHMARKS.md.
+example-robot-data). Writes the "contact dynamics" section of docs/benchmarks/.
 """
 from __future__ import annotations
 
@@ -112,7 +112,7 @@ def main(cpu: bool) -> None:
             ["algorithm", "optdyn µs", f"Pinocchio {pin.__version__} µs", "ratio (median)", "range over rounds"], rows))
     clock = ("in CPU time of the process (a loaded machine's waits for a core not counted)" if cpu
              else "by the wall clock")
-    text = f"""## Contact dynamics against Pinocchio (issue 37)
+    text = f"""## Contact dynamics against Pinocchio
 
 {machine()}. `python benchmarks/bench_contact.py{" --cpu" if cpu else ""}`: per call from Python, warm,
 {clock}; each pair timed side by side (best of 3) in each of {ROUNDS} interleaved rounds; fastest time over the
@@ -121,7 +121,7 @@ rounds, and the median and range of the per-round ratios. Pinocchio's calls are
 `+ computeConstraintDynamicsDerivatives`, `impulseDynamics` (e = 0) and
 `+ computeImpulseDynamicsDerivatives`; ours the functions of the same names in `dynamics`.
 Pinocchio has no second order: the contracted second-order rows are compared with its
-first-order derivatives (forward pass included), as the issue's target is stated.
+first-order derivatives (forward pass included), as the target is stated.
 
 {(chr(10) * 2).join(blocks)}
 
@@ -140,7 +140,7 @@ which Pinocchio's bindings spend in about 1 µs.
 The contracted second order starts from the data the first-order pass leaves in the workspace: the
 contracted IDSVA-SO from its RNEA-derivative quantities (the contact forces taken back out of its
 joint vectors), as FDSVA-SO does, where it used to redo the kinematics, RNEA and derivative passes
-(before/after: BENCHMARKS.md, "cold start contacts"). The contact Hessians
+(before/after: docs/benchmarks/, "cold start contacts"). The contact Hessians
 (`dynamics.contact_hessians`) take the derivative of each first-order column formula g_k along a
 column j as S_jᵀ Y_k: one reverse sweep through g_k per contact and column gives the adjoints of the
 quantities it reads, Y_k depends on j only through j's body (the free-flyer's six columns share

@@ -1,4 +1,4 @@
-"""Contracted second order (issue 9) → BENCHMARKS.md, section "contracted".
+"""Contracted second order → docs/benchmarks/, section "contracted".
 
 What is measured, every ratio against a baseline timed in the same run:
 
@@ -44,7 +44,7 @@ WHY_DDP = (
     "other half), so a DDP backward pass costs about one more first-order linearisation, and DDP "
     "needs ~1.2 such passes per iteration (a failed pass at a high μ is redone). An iLQR iteration "
     "is itself ~60 % linearisation, hence ~1.6–1.9×. Closing the gap needs the knots evaluated in "
-    "parallel and allocation-free stage kernels (the batched-kernels issue) or a congruence that "
+    "parallel and allocation-free stage kernels (batched kernels) or a congruence that "
     "exploits the RK stage structure. Crocoddyl's per-iteration time (target: our DDP ≤ 1.5× it) is "
     "not measured: the crocoddyl 3.2.1 wheel from PyPI crashed beside pin 4.1.0 here (segfault, "
     "'index of the Joint is outside the bounds') as soon as a frame cost was used.")
@@ -77,7 +77,7 @@ def ur5_table() -> str:
             f"{t['rnea SO contracted'] / t['rnea SO full']:.2f}× the full IDSVA-SO tensors and the contracted "
             f"FD {t['aba SO contracted'] / t['aba SO full']:.2f}× the full FDSVA-SO. On a 6-DoF arm a call from "
             "Python is mostly fixed cost: `rnea_derivatives` and `aba_derivatives` run an allocation-free entry "
-            "kernel on the caller's arrays (the multi-DoF joints issue), while the second-order functions still "
+            "kernel on the caller's arrays (the multi-DoF joints work), while the second-order functions still "
             "convert and check their arguments in Python and allocate their workspace on every call (in the "
             "solvers the contracted FD is called from compiled code, without either).")
 
@@ -140,7 +140,7 @@ def compare_section() -> str:
 
 def main() -> None:
     body = "\n\n".join([
-        "## Contracted second order (issue 9)",
+        "## Contracted second order",
         f"Machine: {machine()}. Script: `benchmarks/bench_contracted.py`. Warm per-call times, best of "
         "several repeats; solver times warm (a first solve compiles), best of 3.",
         ur5_table(), scaling_table(), solver_table(), compare_section(),

@@ -31,7 +31,7 @@ default, th_stop 5e-5 (the default) and 1e-10; iterations counted by a callback.
 Writes benchmarks/crocoddyl_panda.json (results), benchmarks/crocoddyl_panda.npz (random
 trajectories with Crocoddyl's costs and one-interval steps, and the solutions of the exact
 variant: not committed), benchmarks/crocoddyl_panda_optima.npz (xs_<frame>, us_<frame> of BoxFDDP at th_stop
-1e-10, our objective: warm starts) and the section "crocoddyl" of BENCHMARKS.md.
+1e-10, our objective: warm starts) and the section "crocoddyl" of docs/benchmarks/.
 """
 from __future__ import annotations
 
@@ -191,7 +191,7 @@ def report(out: dict) -> str:
             row += [r["iterations"] if r["converged"] else f"{r['iterations']} (not converged)",
                     f"{r['cost']:.7f}", f"{r['wall_s']:.2f}"]
         rows.append(row)
-    return (f"## Crocoddyl on the Panda reach (optional anchor, issue 39)\n\n{out['machine']}; Crocoddyl "
+    return (f"## Crocoddyl on the Panda reach (optional anchor)\n\n{out['machine']}; Crocoddyl "
             f"{out['crocoddyl']}, Pinocchio {out['pinocchio']}, in a separate venv "
             f"(pins in the script's docstring), one thread, load average {out['load_average_1min']:.1f} at the start "
             "(other jobs shared the 2 cores: wall times are rough). `benchmarks/bench_crocoddyl.py` "

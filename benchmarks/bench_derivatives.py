@@ -1,4 +1,4 @@
-"""Speed and accuracy of the analytical derivatives (issue 3) → BENCHMARKS.md, section "derivatives".
+"""Speed and accuracy of the analytical derivatives → docs/benchmarks/, section "derivatives".
 
 What is measured (all warm per-call times from Python, best of several repeats):
 
@@ -345,7 +345,7 @@ def main() -> None:
     allocator = allocator_table()
     accuracy = accuracy_table()
     body = "\n\n".join([
-        "## Analytical derivatives (issue 3)",
+        "## Analytical derivatives",
         f"Machine: {machine()}. Script: `benchmarks/bench_derivatives.py`. Warm, per call from "
         f"Python (input validation included), best of {TIMING['repeat']} repeats of "
         f"≥ {TIMING['min_time']:g} s; random q, v, a (or τ) in [−1, 1].",

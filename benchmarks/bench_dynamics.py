@@ -1,4 +1,4 @@
-"""Per-call times of the core algorithms (issue 2 targets) → BENCHMARKS.md, section "dynamics".
+"""Per-call times of the core algorithms → docs/benchmarks/, section "dynamics".
 
 UR5 per call from Python (warm), with Pinocchio in the same run where `pin` is installed;
 serial chains and binary trees n = 2…40 with log-log slopes; cold start (numba
@@ -92,7 +92,7 @@ def main() -> None:
     scaling = scaling_rows()
     cold, warm = startup_seconds()
     body = "\n\n".join([
-        "## Core dynamics (issue 2)",
+        "## Core dynamics",
         f"Machine: {machine()}. Script: `benchmarks/bench_dynamics.py`. Warm, per call from Python "
         "(validation included), best of 5 repeats.",
         "### UR5\n\n" + table(header, rows),

@@ -1,4 +1,4 @@
-"""Per-call cost of external forces (issue 16) → BENCHMARKS.md, section "external forces".
+"""Per-call cost of external forces → docs/benchmarks/, section "external forces".
 
 UR5, warm, from Python: rnea, aba and their first derivatives without forces and with
 f_ext (one nonzero wrench per joint: the worst case, every body pays the transform),

@@ -8,7 +8,7 @@ Pinocchio's first-order RNEA derivatives, and quote the C++ figures Singh, Russe
 Wensing 2023 report for ATLAS (36 DoF): ID second order ≈ 200 µs, FD second order ≈ 2.1 ms.
 
 Run: ``python benchmarks/bench_floating_base.py`` (needs the ``dev`` extra: pin and
-example-robot-data). Writes the "floating base" section of BENCHMARKS.md.
+example-robot-data). Writes the "floating base" section of docs/benchmarks/.
 """
 from __future__ import annotations
 
@@ -122,7 +122,7 @@ next call: about 0.2 ms more per call on Talos.)
 
 {(chr(10) * 2).join(blocks)}
 
-**Targets of the multi-DoF issue**
+**Targets of the multi-DoF joints**
 
 {table(["target", "measured", ""], targets)}
 """

@@ -6,7 +6,7 @@
 * max_time: ``optdyn.solve(problem, solver, max_time=T)`` in process (kernels warm);
   overshoot = wall_time − T of the runs that stopped with status "time_limit".
 
-Writes the section "interrupt" of BENCHMARKS.md.
+Writes the section "interrupt" of docs/benchmarks/.
 """
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def main() -> None:
                 over.append([name, solver, limit, len(o), float(np.median(o)) if o else "–",
                              float(np.max(o)) if o else "–"])
     body = "\n".join([
-        "## Stopping a solve (issue 12)", "", machine(), "",
+        "## Stopping a solve", "", machine(), "",
         f"### Ctrl-C to exit of `optdyn solve` (SIGINT at iteration 3, {REPEAT} runs; s)", "",
         table(["problem", "solver", "median", "max"], rows), "",
         "Includes printing the summary (task errors, clearance) and the interpreter's exit.", "",

@@ -1,4 +1,4 @@
-"""Where an IPOPT iteration spends its time → BENCHMARKS.md, section "ipopt-callbacks".
+"""Where an IPOPT iteration spends its time → docs/benchmarks/, section "ipopt-callbacks".
 
 For the floating base (space-manipulator) and the contracted second-order issue's
 fixed-base tasks (ur5-reach, arm-obstacle), exact Hessian and L-BFGS: IPOPT's own timing

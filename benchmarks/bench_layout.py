@@ -1,4 +1,4 @@
-"""Memory layouts at power-of-two sizes → BENCHMARKS.md, section "layout".
+"""Memory layouts at power-of-two sizes → docs/benchmarks/, section "layout".
 
 A loop that strides by n (or n²) doubles over a power-of-two n touches addresses that
 map to a few cache sets and evicts its own data: the cost per call then jumps at
@@ -162,7 +162,7 @@ def main() -> None:
     sizes = [f"n={n}" for n in SIZES]
     ratios = ["16 ÷ nbrs", "32 ÷ nbrs", "64 ÷ nbrs"]
     body = [
-        "## Memory layouts at power-of-two sizes (issue 15)",
+        "## Memory layouts at power-of-two sizes",
         f"Machine: {machine()}. Script: `benchmarks/bench_layout.py`. One thread, warm, fastest of {ROUNDS} "
         "rounds, each in a fresh process; \"÷ nbrs\" is t(n) ÷ √(t(n−1)·t(n+1)), about 1 when n itself is not "
         "slow.",

@@ -9,7 +9,7 @@ DDP and iLQR) to its default tolerance, at most MAX_ITER = 200 iterations, after
 (compilation apart). Wall times are the best of ``--rounds`` interleaved solves; the time per
 iteration is the wall time over the iterations (line searches included). "Optimum apart" is
 the largest state difference from DDP's trajectory (tangent space, any knot). Writes the
-section "locomotion" of BENCHMARKS.md, with the issue's target: a DDP iteration ≤ 1.7× an
+section "locomotion" of docs/benchmarks/, with the issue's target: a DDP iteration ≤ 1.7× an
 iLQR iteration; with ``benchmarks/crocoddyl_trot.json`` (bench_crocoddyl_locomotion.py, in
 Crocoddyl's own environment, on the trot without the friction cone) Crocoddyl's FDDP rows
 beside ours.

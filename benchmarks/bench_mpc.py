@@ -239,7 +239,7 @@ def main() -> None:
               "peak kB / step", "tool mm before push", "tool mm max after", "tool mm 2 s after push",
               f"tool mm at {DURATION:g} s"]
     load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
-    body = (f"## Model predictive control in closed loop (issue 41)\n\n{machine()}, one thread "
+    body = (f"## Model predictive control in closed loop\n\n{machine()}, one thread "
             f"(`NUMBA_NUM_THREADS=1`), load average at the end {load} (other jobs shared the cores), "
             f"{ROUNDS} interleaved rounds. `benchmarks/bench_mpc.py` (tasks, pushes and columns in its "
             "docstring); the first step (a converged cold solve) is left out of the step times.\n\n"

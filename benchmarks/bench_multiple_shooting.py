@@ -6,7 +6,7 @@ Tasks: ur5-reach from its own guess and from states moved off the rollout (rando
 displacements, 0.3 rad / rad s⁻¹, seed 0: gaps between every interval), and the Panda reach
 of ``bench_convergence.py`` (frame panda_hand) from its own guess (g(q0), at rest: a
 rollout, no gaps) and from zero torques with the states at x0 (the arm falls: large gaps).
-Writes the section "multiple shooting" of BENCHMARKS.md.
+Writes the section "multiple shooting" of docs/benchmarks/.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Solver benchmarks (issues 4–6) → BENCHMARKS.md, section "ocp".
+"""Solver benchmarks → docs/benchmarks/, section "ocp".
 
 * ur5-reach (the reaching benchmark): iLQR and DDP iterations, time per
   iteration and total, warm (a first solve compiles); DDP/iLQR cost per iteration as the
@@ -86,7 +86,7 @@ def cli_times() -> str:
 
 def main() -> None:
     body = "\n\n".join([
-        "## Optimal control (issues 4–6)",
+        "## Optimal control",
         f"Machine: {machine()}. Script: `benchmarks/bench_ocp.py`. Warm (a first solve compiles), best of 3.",
         reach_table(), comparison_tables(), arm_table(), cli_times(),
     ])

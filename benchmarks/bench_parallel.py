@@ -1,4 +1,4 @@
-"""Whole trajectories: batched kernels in parallel over knots → BENCHMARKS.md, section "parallel".
+"""Whole trajectories: batched kernels in parallel over knots → docs/benchmarks/, section "parallel".
 
 * µs per state of the batched kernels (1000 random states) against a plain Python loop
   over Pinocchio's C++ functions, on the UR5 and on Solo-12 with its base fixed (a
@@ -252,7 +252,7 @@ def main() -> None:
     traj = trajectory_rows()
     solvers = solver_rows()
     body = [
-        "## Whole trajectories in parallel (issue 15)",
+        "## Whole trajectories in parallel",
         f"Machine: {machine()}. Script: `benchmarks/bench_parallel.py`. Warm; the Pinocchio loop and our "
         f"kernel on 1 and 2 threads are timed in turn over {ROUNDS} rounds, fastest round kept; threads set with "
         "`optdyn.set_num_threads`; numba threading layer: OpenMP (GNU).",

@@ -1,4 +1,4 @@
-"""Optimal control with a floating base (issue 11) → BENCHMARKS.md, section "space".
+"""Optimal control with a floating base → docs/benchmarks/, section "space".
 
 The task ``space-manipulator`` (UR5 on a free-floating satellite, 30 RK4 intervals of
 0.1 s, base unactuated), free and with the attitude bound: iterations, ms per iteration and
@@ -190,8 +190,8 @@ def _verdict(what: str, ratio: dict, settings: dict, bound: float) -> str:
         worst = max(ratio[key, name] for name in TASKS[1:])
         parts.append(f"{label}: {space:.2f} ({'within' if space <= worst else 'above'} the fixed base's: "
                      f"{others}; {'meets' if space <= bound else 'above'} the bound {bound})")
-    return (f"{what} (medians) on the floating base, against the fixed base in the same run and the contracted "
-            "second-order issue's bound: " + "; ".join(parts) + ".")
+    return (f"{what} (medians) on the floating base, against the fixed base in the same run and the bound set "
+            "for the contracted second order: " + "; ".join(parts) + ".")
 
 
 def before_after_table(rounds: int = 8, thread_counts: tuple = (1, 2)) -> str:
@@ -244,7 +244,7 @@ def compare_section() -> str:
 
 def main() -> None:
     body = "\n\n".join([
-        "## Space manipulator: optimal control with a floating base (issue 11)",
+        "## Space manipulator: optimal control with a floating base",
         f"Machine: {machine()}. Script: `benchmarks/bench_space_manipulator.py`. Solver times warm (a first "
         "solve compiles), best of 3. The state is on the manifold (nx = 25, ndx = 24, nu = 6): RK4 "
         "sensitivities with the group compositions, DDP/iLQR in the tangent spaces, IPOPT in the chart of "

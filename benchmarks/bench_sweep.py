@@ -1,4 +1,4 @@
-"""Sweep benchmarks (issue 14) → BENCHMARKS.md, section "sweep".
+"""Sweep benchmarks → docs/benchmarks/, section "sweep".
 
 * Throughput: one pendulum sweep (6 grid points × 4 starts = 24 DDP jobs) on a warm
   LocalCluster of 1 worker and of 2 workers (1 thread each); jobs per second and the
@@ -142,7 +142,7 @@ def main() -> None:
             cluster.close()
 
     load_after = os.getloadavg()[0]
-    body = f"""## Sweeps (Dask) (issue 14)
+    body = f"""## Sweeps (Dask)
 
 {machine()}; `lscpu`: {cpu_model.replace("Model name:", "").strip()}. 1-minute load average {load_before:.1f} at the
 start and {load_after:.1f} at the end of the run (the machine was shared with other work: above 2 on 2 cores the

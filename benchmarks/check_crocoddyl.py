@@ -8,7 +8,7 @@ frames "panda_hand_tcp" and "panda_hand": our Problem.cost with Crocoddyl's tota
 one interval of ours against theirs from the random knots and along the solutions; our rollout of
 their controls against their states. The
 problem is ``arm_reach`` of bench_convergence.py (the convergence benchmark's Panda reach) with the
-frame as a parameter. Writes the section "crocoddyl check" of BENCHMARKS.md.
+frame as a parameter. Writes the section "crocoddyl check" of docs/benchmarks/.
 """
 from __future__ import annotations
 

@@ -65,14 +65,12 @@ URDF = "talos_data/robots/talos_reduced.urdf"
 SRDF = "talos_data/srdf/talos.srdf"
 
 SOLVER_OPTIONS = {"ddp": {"rho_init": 0.1}, "ilqr": {"rho_init": 0.1}, "ipopt": {"mu_strategy": "adaptive"}}
-"""Over the defaults of a problem with contacts (the feasibility-driven solvers), measured on the
-default walk (55 intervals) and on one step (14): with the augmented Lagrangian's first penalty
-ρ = 0.1, iLQR converges in 79 and 44 iterations (ρ = 1: 181 and none in 300, ρ = 10: 200 and
-224, ρ = 30 diverges) and DDP in 87 and 60 (ρ = 1: 128 and none in 400: its steps from iLQR's
-model where its own is indefinite need the smaller penalty as iLQR's do); IPOPT's adaptive
-barrier in 36 and 27 — its monotone default stops 1.5e-6 (relative) above the optimum on the
-step, the barrier still pushing the active wrench cones inside. Another robot's ρ is scaled by
-(m₀/m)² (:func:`problems.legged.solver_options`)."""
+"""Over the defaults of a problem with contacts (the feasibility-driven solvers): the augmented
+Lagrangian's first penalty ρ = 0.1 for DDP and iLQR (DDP's steps from iLQR's model, where its
+own is indefinite, need the smaller penalty as iLQR's do) and IPOPT's adaptive barrier (its
+monotone default stops short of the optimum with the active wrench cones pushed inside).
+Another robot's ρ is scaled by (m₀/m)² (:func:`problems.legged.solver_options`). The
+measurements behind them: docs/benchmarks/solvers.md, "The options the tasks ship"."""
 
 
 def talos_legs() -> tuple[Model, np.ndarray, tuple[float, float]]:

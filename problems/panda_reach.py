@@ -10,7 +10,7 @@ each; torques boxed at the URDF's effort limits:
 with p_hand the origin of ``panda_hand`` and p* = ``target``. A hard task for Newton-type
 solvers from the default guess (the gravity torques at rest): it has several local optima
 (1.0853247, 1.0024794, 0.9454068, …), and which one a solver ends in depends on the model of
-its early steps. The solvers it ships (measured: BENCHMARKS.md, "convergence") reach the
+its early steps. The solvers it ships (measured: docs/benchmarks/solvers.md, "convergence") reach the
 optimum 1.0024794 that IPOPT and Crocoddyl's BoxFDDP reach:
 
 - DDP: the feasibility-driven form (:class:`optdyn.solvers.FDDP`: the costs' Gauss–Newton
@@ -22,8 +22,8 @@ optimum 1.0024794 that IPOPT and Crocoddyl's BoxFDDP reach:
   276). After an iteration whose Hessian needed an inertia correction δ_w, IPOPT first tries
   κ_w⁻·δ_w at the next one (Wächter & Biegler 2006, Algorithm IC; κ_w⁻ = 1/3 by default): a
   smaller κ_w⁻ drops the correction faster once the iterates leave the nonconvex stretch.
-  Chosen on 30 Panda reaches (targets and horizons drawn at random), not on this one alone,
-  where the count jumps between neighbouring values (0.01: 103, 0.015: 172, 0.03: 136).
+  Chosen on 30 Panda reaches (targets and horizons drawn at random), not on this one alone
+  (docs/benchmarks/solvers.md, "The options the tasks ship").
 """
 from __future__ import annotations
 

@@ -48,7 +48,7 @@ from optdyn.ocp.relative_residuals import RelativeMotion
 Q_ARM = (0.0, -1.2, 1.5, -0.3, 1.57, 0.0)
 TARGET = (0.3, 0.5, 1.0)
 SOLVER_OPTIONS = {"ilqr": {"solver": "filqr"}, "ipopt": {"nlp_scaling_method": "none"}}
-"""Measured without the attitude bound (BENCHMARKS.md, "convergence"): the feasibility-driven iLQR
+"""Measured without the attitude bound (docs/benchmarks/solvers.md, "convergence"): the feasibility-driven iLQR
 (the costs' Gauss–Newton Hessians) 9 iterations instead of the default iLQR's 18, IPOPT 15
 instead of 73 (its gradient-based NLP scaling hurts here), the same optimum."""
 Q_STATION = (0.9511, -1.4336, 1.3125, -0.3254, 1.4839, -0.0223)
