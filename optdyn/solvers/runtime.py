@@ -35,7 +35,7 @@ import numpy as np
 from numba.core import event
 from tqdm import tqdm
 
-COMPILE_NOTICE = ("optdyn: compiling numba kernels (cold cache: the first solve takes about five minutes on 2 "
+COMPILE_NOTICE = ("optdyn: compiling numba kernels (cold cache: the first solve takes one to two minutes on 2 "
                   "cores, once; `optdyn warmup` compiles ahead); they are cached on disk for later runs")
 PACKAGES = ("dynamics", "optdyn", "problems")
 
