@@ -105,6 +105,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="ur5-reach and the MPC only")
+    parser.add_argument("--machine-state", default="otherwise idle",
+                        help="what else ran on the machine (written beside the table)")
     args = parser.parse_args()
     cases = [c for c in CASES if not args.quick or c[0] == "ur5-reach"]
     results = {(c, k): [] for c in cases for k in CONDITIONS}
@@ -136,7 +138,8 @@ def main() -> None:
         f"{machine()}; default threads here: {threads}. `benchmarks/bench_threads.py --rounds {args.rounds}`: "
         "each value from a fresh process (warm kernel cache), the three conditions interleaved in every round; "
         "medians over the rounds, the range in parentheses. The neighbour is a plain busy loop "
-        "(`python -c 'while True: pass'`) at normal priority.",
+        "(`python -c 'while True: pass'`) at normal priority. "
+        f"The machine: {args.machine_state} (\"idle\" below means no neighbour of ours).",
         "",
         table(["task", "solver", "iterations", "one thread, idle (ms/iter)", "default, idle",
                "default + neighbour", "default idle / one thread", "default + neighbour / one thread idle"],
