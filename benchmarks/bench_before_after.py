@@ -4,7 +4,7 @@
         --contact-batches [--cpu] | --costs [--cpu] | --mpc [--cpu] | --legged [--cpu]]
 
 Each round runs, in a new process per tree (its own numba cache, one thread), the rollout,
-the first-order sensitivities and the stage records of the whole trajectory (fastest of 20
+the first-order sensitivities, the stage records and the contracted Hessians of the whole trajectory (fastest of 20
 calls) and, without ``--kernels``, DDP, iLQR and IPOPT per iteration (fastest of 3 solves) on
 ur5-reach, arm-obstacle and space-manipulator; prints, per measurement, the fastest time of
 each tree over the rounds, their ratio, and each round's ratio (the spread is the noise).
@@ -35,6 +35,7 @@ from _common import run_in_tree
 
 SNIPPET = r'''
 import json, time
+import numpy as np
 import optdyn, problems
 out = {}
 
@@ -59,6 +60,8 @@ for task in TASKS:
     if KERNELS:
         calls += (("rollout", lambda: prob.rollout(us)), ("step_derivatives", lambda: prob.step_derivatives(xs[:-1], us)),
                   ("step_stages", lambda: prob.step_stages(xs[:-1], us)))
+        stages, lams = prob.step_stages(xs[:-1], us)[2], np.ones((prob.N, prob.ndx))
+        calls += (("step_hessians", lambda: prob.step_hessians(xs[:-1], us, lams, stages)),)
     for name, fn in calls:
         fn()
         times = []
