@@ -139,6 +139,8 @@ class MujocoPlant:
         floor: height of the contact frames when they touch the floor, m.
         foot_radius: the point feet's spheres, m; sole_half_lengths: the 6D soles' boxes (X, Y), m.
         joint_dynamics: apply the URDF's joint damping and friction.
+        effort: the torque clamp (N·m or N) of every actuated joint instead of the URDF's
+            ``<limit effort>`` (None: the URDF's; Solo-12's 1000 N·m is a placeholder).
 
     ``mj_model``, ``mj_data``: MuJoCo's model and data; ``model``: the library's model.
     """
@@ -146,7 +148,7 @@ class MujocoPlant:
     def __init__(self, model_or_urdf: Model | str | os.PathLike, timestep: float = 1e-3, friction: float = 1.0,
                  contact="stiff", feet: Sequence = (), floor: float = 0.0, foot_radius: float = 0.01,
                  sole_half_lengths: Sequence[float] = (0.1, 0.05), package_dirs=None,
-                 joint_dynamics: bool = True) -> None:
+                 joint_dynamics: bool = True, effort: float | None = None) -> None:
         mujoco = mujoco_module()
         if isinstance(model_or_urdf, Model):
             model = model_or_urdf
@@ -168,6 +170,7 @@ class MujocoPlant:
             raise ValueError(f"sole_half_lengths: expected (X, Y) > 0 in m, got {sole_half_lengths!r}")
         solref, solimp = _contact_parameters(contact, self.timestep)
         self.contact = contact
+        self.effort = None if effort is None else _positive(effort, "effort")
         spec = self._spec(mujoco, half, solref, solimp, joint_dynamics)
         self.mj_model = spec.compile()
         self.mj_data = mujoco.MjData(self.mj_model)
@@ -229,6 +232,8 @@ class MujocoPlant:
             if types[i] == FREE_FLYER:
                 continue
             effort = model.effort_limit[model.idx_vs[i]: model.idx_vs[i] + model.nvs[i]]
+            if self.effort is not None:
+                effort = np.full_like(effort, self.effort)
             act = spec.add_actuator(name=name, target=name, trntype=mujoco.mjtTrn.mjTRN_JOINT)
             act.set_to_motor()
             if types[i] == SPHERICAL:

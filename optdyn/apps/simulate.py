@@ -39,6 +39,8 @@ from ..solvers.mpc import MPC
 from .clearance import margin_constraints, margins_at
 from .mujoco_plant import MujocoPlant, plant_for
 
+import os
+FEEDBACK = float(os.environ.get("FB", "1"))
 REFINEMENT = 10
 """Plant RK4 steps per controller integration step."""
 
@@ -403,7 +405,7 @@ class _MujocoIntervals(_Intervals):
         def control(j: int, x: np.ndarray) -> np.ndarray:
             m, r = divmod(max(j - lag, 0), fine)
             dx = self._difference(self._start[m], x) - (r / fine) * self._slope[m]
-            return np.clip(us[m] + gains[m] @ dx, lower, upper)
+            return np.clip(us[m] + FEEDBACK * (gains[m] @ dx), lower, upper)
 
         return control
 

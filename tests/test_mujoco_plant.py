@@ -1,0 +1,138 @@
+"""The MuJoCo plant (optdyn.MujocoPlant): its dynamics are the library's, its state maps
+round-trip, its floor holds the robot where the task stands, bad input raises ValueError."""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+import dynamics as dyn
+import optdyn
+import problems
+
+mujoco = pytest.importorskip("mujoco")
+
+from optdyn.apps.mujoco_plant import MujocoPlant, plant_for  # noqa: E402
+from optdyn.apps.report import world_contact_forces  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def solo():
+    return problems.quadruped.solo12()
+
+
+def _library_acceleration(plant: MujocoPlant, v: np.ndarray) -> np.ndarray:
+    """MuJoCo's qacc of the current data as the library's a = dv/dt (local base twist: the linear
+    part is R^T p̈ − ω × v_lin)."""
+    d = plant.mj_data
+    a = d.qacc[plant._v_to_qvel].copy()
+    if plant._free is not None:
+        b = plant._free[1]
+        a[:3] = plant._rotation(d.qpos).T @ d.qacc[b: b + 3] - np.cross(v[3:6], v[:3])
+    return a
+
+
+def _random_state(model, rng):
+    q = dyn.integrate(model, dyn.neutral(model), rng.standard_normal(model.nv))
+    if model.joint_types[0] == "free-flyer":
+        q[2] += 2.0  # far from the floor: no contact
+    return q, rng.standard_normal(model.nv)
+
+
+@pytest.mark.parametrize("robot", ["solo", "ur5"])
+def test_forward_dynamics_agree_with_the_library(robot, solo):
+    model = solo if robot == "solo" else dyn.models.ur5()
+    feet = ["FL_FOOT", "HR_FOOT"] if robot == "solo" else []
+    plant = MujocoPlant(model, feet=feet)
+    nu = model.nv - (6 if robot == "solo" else 0)
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        q, v = _random_state(model, rng)
+        tau = np.r_[np.zeros(model.nv - nu), rng.standard_normal(nu)]
+        plant.reset(np.r_[q, v])
+        plant.mj_data.ctrl[plant._u_to_ctrl] = tau[model.nv - nu:]
+        mujoco.mj_forward(plant.mj_model, plant.mj_data)
+        assert plant.mj_data.ncon == 0
+        expected = dyn.aba(model, q, v, tau)
+        assert np.max(np.abs(_library_acceleration(plant, v) - expected)) <= 1e-9 * (1 + np.max(np.abs(expected)))
+
+
+def test_push_at_a_frame_is_the_librarys_external_force(solo):
+    plant = MujocoPlant(solo)
+    q, v = _random_state(solo, np.random.default_rng(5))
+    force = np.array([3.0, -12.0, 5.0])
+    plant.reset(np.r_[q, v])
+    plant.push("FL_FOOT", force)
+    mujoco.mj_forward(plant.mj_model, plant.mj_data)
+    f_ext = dyn.frame_force(solo, q, "FL_FOOT", np.r_[force, np.zeros(3)])
+    expected = dyn.aba(solo, q, v, np.zeros(solo.nv), f_ext)
+    assert np.max(np.abs(_library_acceleration(plant, v) - expected)) <= 1e-9 * (1 + np.max(np.abs(expected)))
+    plant.clear_pushes()
+    assert not plant.mj_data.xfrc_applied.any()
+
+
+def test_state_maps_round_trip_by_joint_name(solo):
+    plant = MujocoPlant(solo)
+    q, v = _random_state(solo, np.random.default_rng(7))
+    qpos, qvel = plant.to_mujoco(np.r_[q, v])
+    np.testing.assert_array_equal(qpos[3:7], q[[6, 3, 4, 5]])  # (qx, qy, qz, qw) → (qw, qx, qy, qz)
+    R = dyn.frame_placement(solo, q, solo.body_names[0])[0]
+    np.testing.assert_allclose(qvel[:3], R @ v[:3], atol=1e-14)  # local → world linear velocity
+    np.testing.assert_array_equal(qvel[3:6], v[3:6])  # angular: local in both
+    for i, name in enumerate(solo.joint_names[1:], start=1):
+        jid = mujoco.mj_name2id(plant.mj_model, mujoco.mjtObj.mjOBJ_JOINT, name)
+        assert qpos[plant.mj_model.jnt_qposadr[jid]] == q[solo.idx_qs[i]]
+        assert qvel[plant.mj_model.jnt_dofadr[jid]] == v[solo.idx_vs[i]]
+    np.testing.assert_allclose(plant.from_mujoco(qpos, qvel), np.r_[q, v], atol=1e-15)
+    plant.reset(np.r_[q, v])
+    np.testing.assert_allclose(plant.state(), np.r_[q, v], atol=1e-15)
+    for frame in ("FL_FOOT", "base_link"):
+        np.testing.assert_allclose(plant.frame_position(frame), dyn.frame_placement(solo, q, frame)[1], atol=1e-12)
+
+
+def test_the_floor_holds_the_task_standing():
+    """Solo-12 standing where the trot starts, under the task's standing torques: after 10 ms
+    MuJoCo's measured contact forces are the library's rigid-contact forces within 3 % of a
+    foot's share of the weight (the sphere touches the floor a radius below the foot frame),
+    and the base has not moved by 0.1 mm."""
+    prob = problems.get("quadruped", scenario="trot", cone="cost", cycles=1)
+    assert len(prob.contacts[0]) == 4
+    expected = world_contact_forces(prob.window(0, 1), np.vstack([prob.x0, prob.x0]), prob.us_init[:1])
+    plant = plant_for(prob)
+    plant.bind(prob.model, prob.actuated)
+    plant.reset(prob.x0)
+    for _ in range(10):
+        plant.step(prob.us_init[0])
+    share = -prob.model.inertia[:, 0].sum() * prob.model.gravity[2] / 4
+    measured = plant.contact_forces()
+    assert set(measured) == set(expected)
+    for frame, f in measured.items():
+        assert np.max(np.abs(f - expected[frame][0])) < 0.03 * share, frame
+    assert np.linalg.norm(plant.state()[:3] - prob.x0[:3]) < 1e-4
+
+
+def test_bad_input_raises_value_errors(solo):
+    with pytest.raises(ValueError, match="feet: robot 'solo' has no frame 'NOSE'"):
+        MujocoPlant(solo, feet=["NOSE"])
+    with pytest.raises(ValueError, match="contact: expected"):
+        MujocoPlant(solo, contact="rubber")
+    with pytest.raises(ValueError, match="model_or_urdf: expected"):
+        MujocoPlant(42)
+    plant = MujocoPlant(solo)
+    with pytest.raises(ValueError, match="plant: its joints"):
+        plant.bind(dyn.models.ur5())
+    with pytest.raises(ValueError, match="frame: robot 'solo' has no frame 'NOSE'"):
+        plant.push("NOSE", (1.0, 0.0, 0.0))
+    with pytest.raises(ValueError, match="force: expected 3 finite numbers"):
+        plant.push("base_link", (np.nan, 0.0, 0.0))
+    prob = problems.get("quadruped", scenario="trot", cone="cost", cycles=1)
+    with pytest.raises(ValueError, match="timestep 0.003 s must divide the control period"):
+        optdyn.simulate(optdyn.MPC(prob, "ilqr", horizon=5), 0.1, plant=plant_for(prob, timestep=0.003))
+
+
+def test_without_mujoco_the_plant_says_how_to_install_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "mujoco", None)  # import mujoco now raises ImportError
+    prob = problems.get("quadruped", scenario="trot", cone="cost", cycles=1)
+    with pytest.raises(ValueError, match=r"pip install optdyn\[sim\]"):
+        optdyn.simulate(optdyn.MPC(prob, "ilqr", horizon=5), 0.1, plant="mujoco")
