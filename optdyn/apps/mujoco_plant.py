@@ -26,13 +26,14 @@ meshes resolved as :func:`dynamics.load_urdf` resolves them):
   The robot's other bodies have no collision geometry.
 
 Contact (MuJoCo's soft constraints, ``solref`` = (time constant, damping ratio) and
-``solimp``): ``contact="stiff"`` (default) — a time constant of 2 plant steps (the least MuJoCo
-integrates stably) critically damped, and an impedance of 0.99 → 0.999 over 1 mm, so that a
-Solo-12 standing sinks about 0.1 mm and its feet hardly slip under the tangential forces
-the controller plans; "soft" keeps MuJoCo's defaults ((0.02, 1), (0.9, 0.95, 1 mm)), under
-which the trot falls (the feet sink and slide, measured); or a pair (solref, solimp).
-Friction ``friction`` (μ, sliding) on elliptic cones, the implicit-in-velocity integrator
-("implicitfast") at ``timestep``.
+``solimp``): ``contact="stiff"`` (default) — a time constant of 10 ms (at least two plant
+steps) critically damped and an impedance of 0.99 → 0.999 over 1 mm: Solo-12 standing
+penetrates the floor by 0.05 mm (0.78 mm with MuJoCo's defaults), and its feet take the
+forces the controller plans (within 3 % at the first steps). "soft" keeps MuJoCo's defaults
+((0.02, 1), (0.9, 0.95, 1 mm)), under which the trot falls; a pair (solref, solimp) sets
+them. A 2 ms time constant (harder still) makes the trot diverge in MuJoCo after a push
+more often than 10 ms does, measured. Friction ``friction`` (μ, sliding) on elliptic cones,
+the implicit-in-velocity integrator ("implicitfast") at ``timestep``.
 
 States map both ways by joint name (:meth:`MujocoPlant.to_mujoco`, :meth:`MujocoPlant.state`):
 a free-flyer's q [p, (qx, qy, qz, qw)] is MuJoCo's qpos [p, (qw, qx, qy, qz)], its local
@@ -72,7 +73,7 @@ def _contact_parameters(contact, timestep: float) -> tuple[list[float], list[flo
     """(solref, solimp) of ``contact`` (module docstring)."""
     if isinstance(contact, str):
         if contact == "stiff":
-            return [2.0 * timestep, 1.0], [0.99, 0.999, 0.001, 0.5, 2.0]
+            return [max(0.01, 2.0 * timestep), 1.0], [0.99, 0.999, 0.001, 0.5, 2.0]
         if contact == "soft":
             return [0.02, 1.0], [0.9, 0.95, 0.001, 0.5, 2.0]
     elif isinstance(contact, Sequence) and len(contact) == 2:

@@ -39,8 +39,6 @@ from ..solvers.mpc import MPC
 from .clearance import margin_constraints, margins_at
 from .mujoco_plant import MujocoPlant, plant_for
 
-import os
-FEEDBACK = float(os.environ.get("FB", "1"))
 REFINEMENT = 10
 """Plant RK4 steps per controller integration step."""
 
@@ -110,7 +108,8 @@ class ClosedLoop:
             :func:`simulate`; not saved to disk.
         plant: "optdyn" (the library's own dynamics) or "mujoco" (:class:`optdyn.MujocoPlant`).
         contact_forces: the world-frame forces the plant's floor exerted on each foot, mean over
-            each control interval, {frame: (n, 3)} N — MuJoCo's measured contact forces (empty
+            each control interval (NaN where the foot never touched it), {frame: (n, 3)} N —
+            MuJoCo's measured contact forces (empty
             for the library's plant, whose forces follow from the plan: :func:`optdyn.apps.report.loop_contact_forces`).
     """
 
@@ -157,7 +156,8 @@ def _plant(mpc: MPC, plant):
     task = mpc.task
     if isinstance(plant, str):
         if plant != "mujoco":
-            raise ValueError(f"plant: expected None, a dynamics.Model, 'mujoco' or an optdyn.MujocoPlant, got {plant!r}")
+            raise ValueError(f"plant: expected None, a dynamics.Model, 'mujoco' or an optdyn.MujocoPlant, "
+                             f"got {plant!r}")
         return _MujocoIntervals(task, plant_for(task))
     if isinstance(plant, MujocoPlant):
         return _MujocoIntervals(task, plant)
@@ -405,7 +405,7 @@ class _MujocoIntervals(_Intervals):
         def control(j: int, x: np.ndarray) -> np.ndarray:
             m, r = divmod(max(j - lag, 0), fine)
             dx = self._difference(self._start[m], x) - (r / fine) * self._slope[m]
-            return np.clip(us[m] + FEEDBACK * (gains[m] @ dx), lower, upper)
+            return np.clip(us[m] + gains[m] @ dx, lower, upper)
 
         return control
 
@@ -435,4 +435,8 @@ class _MujocoIntervals(_Intervals):
         return x, self.margins(i)
 
     def contact_forces(self, n: int) -> dict:
-        return {frame: f[:n].copy() for frame, f in self._forces.items()}
+        """{foot: (n, 3)} the mean floor force of each interval, NaN where the foot never touched."""
+        out = {frame: f[:n].copy() for frame, f in self._forces.items()}
+        for f in out.values():
+            f[np.all(f == 0.0, axis=1)] = np.nan
+        return out
