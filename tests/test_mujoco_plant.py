@@ -2,6 +2,7 @@
 round-trip, its floor holds the robot where the task stands, bad input raises ValueError."""
 from __future__ import annotations
 
+import re
 import sys
 
 import numpy as np
@@ -164,3 +165,29 @@ def test_trot_in_mujoco_stays_up_through_a_side_push(tmp_path):
     assert back.plant == "mujoco"
     for frame, f in loop.contact_forces.items():
         np.testing.assert_array_equal(back.contact_forces[frame], f)
+
+
+def test_the_command_line_trots_in_mujoco(tmp_path, capsys):
+    """`optdyn mpc quadruped --scenario trot --plant mujoco`, shortened: the scenario's push and
+    horizon, gait cycles for the duration, the replay drawing MuJoCo's measured forces."""
+    import matplotlib.pyplot
+
+    from optdyn.apps.cli import main
+    from optdyn.apps.io import load_closed_loop
+
+    saved, html, png = tmp_path / "loop.npz", tmp_path / "loop.html", tmp_path / "loop.png"
+    code = main(["mpc", "quadruped", "--scenario", "trot", "--plant", "mujoco", "--duration", "1.4",
+                 "--save", str(saved), "--html", str(html), "--plot", str(png)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "push        base_link: (0, 12, 0) N from 1 s for 0.2 s" in out
+    assert "horizon     25 intervals of 0.02 s" in out and "plant: MuJoCo, steps of 1 ms" in out
+    loop = load_closed_loop(saved)
+    assert loop.plant == "mujoco" and loop.params["cone"] == "cost" and loop.params["cycles"] == 4
+    lowest, tilt = (float(v) for v in re.search(r"base\s+lowest (\S+) m, largest tilt (\S+)°", out).groups())
+    assert lowest == pytest.approx(loop.xs[:, 2].min(), abs=1e-3) and lowest > 0.15 and tilt < 20
+    assert "MeshCat.Viewer" in html.read_text()
+    figure = optdyn.viz.plots.closed_loop_figure(loop, problems.get("quadruped", **loop.params))
+    assert figure.axes[4].get_ylabel().startswith("mujoco: measured normal force")
+    matplotlib.pyplot.close(figure)
+    assert png.stat().st_size > 0
