@@ -191,3 +191,32 @@ def test_the_command_line_trots_in_mujoco(tmp_path, capsys):
     assert figure.axes[4].get_ylabel().startswith("mujoco: measured normal force")
     matplotlib.pyplot.close(figure)
     assert png.stat().st_size > 0
+
+
+URDF = """<robot name="hopper">
+  <link name="base"><inertial><mass value="2.0"/><origin xyz="0.01 0.02 -0.03"/>
+    <inertia ixx="0.01" iyy="0.02" izz="0.015" ixy="0.001" ixz="0.0" iyz="0.002"/></inertial></link>
+  <link name="leg"><inertial><mass value="0.3"/><origin xyz="0 0 -0.1"/>
+    <inertia ixx="0.002" iyy="0.002" izz="0.0005" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="foot"/>
+  <joint name="hip" type="revolute"><parent link="base"/><child link="leg"/><origin xyz="0.1 0 0" rpy="0.1 0 0"/>
+    <axis xyz="0 1 0"/><limit effort="7" lower="-3" upper="3" velocity="10"/>
+    <dynamics damping="0.3" friction="0.1"/></joint>
+  <joint name="ankle" type="fixed"><parent link="leg"/><child link="foot"/><origin xyz="0 0 -0.2"/></joint>
+</robot>"""
+
+
+def test_a_urdf_path_brings_its_effort_damping_and_friction(tmp_path):
+    path = tmp_path / "hopper.urdf"
+    path.write_text(URDF)
+    plant = MujocoPlant(path, feet=["foot"], floor=-0.5)
+    m = plant.mj_model
+    hip = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, "hip")
+    assert m.dof_damping[m.jnt_dofadr[hip]] == 0.3 and m.dof_frictionloss[m.jnt_dofadr[hip]] == 0.1
+    np.testing.assert_array_equal(m.actuator_ctrlrange[0], [-7.0, 7.0])
+    assert m.actuator_ctrllimited[0] and m.nu == 1
+    floor = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, "floor")
+    assert m.geom_pos[floor][2] == pytest.approx(-0.5 - plant.foot_radius)
+    without = MujocoPlant(path, joint_dynamics=False, effort=2.0)
+    assert not without.mj_model.dof_damping.any() and not without.mj_model.dof_frictionloss.any()
+    np.testing.assert_array_equal(without.mj_model.actuator_ctrlrange[0], [-2.0, 2.0])

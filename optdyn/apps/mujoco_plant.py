@@ -3,8 +3,9 @@
 A :class:`MujocoPlant` builds the MuJoCo model (Todorov, Erez & Tassa 2012, "MuJoCo: a physics
 engine for model-based control") of the library's :class:`dynamics.Model` through MuJoCo's
 model-editing API (``MjSpec``), body by body, so that both see the same tree, placements and
-inertias (the URDF's, with its fixed joints and locked joints folded in, its ``package://``
-meshes resolved as :func:`dynamics.load_urdf` resolves them):
+inertias (the URDF's, with its fixed joints and locked joints folded in; a URDF path is loaded
+by :func:`dynamics.load_urdf`, whose ``package_dirs`` resolve its ``package://`` meshes as
+everywhere else; the plant itself loads no mesh: its only collision shapes are the feet's):
 
 * body i of the model is a MuJoCo body placed by the joint placement of joint i in its parent
   (Pinocchio's convention: the body frame is the joint frame), with the model's mass, centre
