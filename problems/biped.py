@@ -27,7 +27,8 @@ Costs (× dt on the running knots; :data:`problems.gaits.BIPED_WEIGHTS`, Talos';
 scaled by its mass and height as the quadruped's, :func:`problems.gaits.scaled_weights`):
 
     running  ℓ_k = ½ Σ_i w_i (x ⊖ x̄_k)_i² + ½·1e-3‖u‖² + ½·1e7 Σ_swing ‖log₆(T_s,k⁻¹ M_s(q))‖²
-    terminal ℓ_N = 10 · ½ Σ_i w_i (x ⊖ x̄_N)_i²
+    terminal ℓ_N = 10 · ½ Σ_i w_i (x ⊖ x̄_N)_i²   (x̄_N given per node: a controller's window
+                                               ends on its last node's, not the task's end)
 
 with x̄_k the half-sitting state whose base has advanced with the walk (linearly over each
 single support), weights w = 1e2 on the base's position, 5e2 on its orientation, 1e-2 on
@@ -122,7 +123,7 @@ def make(scenario: str = "walk", steps: int = 2, step_length: float = 0.2, step_
         targets = np.tile(np.eye(4), (N, 1, 1))
         targets[:, :3, :3], targets[:, :3, 3] = R0, path
         running = running + FramePlacementCost(model, sole, targets, weight)
-    terminal = StateCost(w["terminal"] * weights, refs[-1], model=model)
+    terminal = StateCost(w["terminal"] * weights, refs, model=model)  # node N's; a window's at its end
     contacts = [[Contact(s, kind="6d", reference="local") for s in robot.feet if s not in swing] for swing in swings]
     cones = [] if mu is None else [
         ResidualConstraint(WrenchConeResidual(model, contacts, s, mu=mu, half_lengths=half_lengths), upper=0.0)
