@@ -33,14 +33,15 @@ Writes the section "mpc" of BENCHMARKS.md.
 writes the section "mpc in MuJoCo" instead (issue 56): Solo-12's trot (one iLQR iteration per
 step, a 25-interval horizon, the friction pyramid as a barrier cost) in MuJoCo
 (:class:`optdyn.MujocoPlant` built by :func:`optdyn.apps.mujoco_plant.plant_for`: stiff contact,
-its torques clamped at 5 N·m as `optdyn mpc quadruped --scenario trot --plant mujoco` does) for
+its torques clamped at 5 N·m, the task's friction pyramid 0.7× the floor's friction, as
+`optdyn mpc quadruped --scenario trot --plant mujoco` does) for
 ``MUJOCO_DURATION`` s, undisturbed and pushed sideways on the base, at friction 1 and 0.7:
 per run the median and worst step time over the control period (the first, converged, step
 left out), the real-time factor (the loop's wall time, controller and MuJoCo together, over
 the simulated time), whether it fell (base below 0.15 m or tilted past 20°) or MuJoCo
 diverged, the lowest base, the largest tilt and how far it advanced against the task's
 commanded distance. Then the pushes of ``PUSH_LADDER`` at ``PUSH_STARTS``, each run for
-``PUSH_DURATION`` s: the largest push survived at every start.
+``PUSH_DURATION`` s, stronger until the first fall: the largest push survived at each start.
 """
 from __future__ import annotations
 
@@ -268,12 +269,13 @@ MUJOCO_DURATION, PUSH_DURATION = 10.0, 4.0
 MUJOCO_CASES = [(1.0, None), (1.0, 12.0), (0.7, None), (0.7, 12.0)]  # (friction, side push N at 1 s)
 PUSH_LADDER, PUSH_STARTS = (4.0, 8.0, 10.0, 12.0, 15.0, 20.0), (1.0, 1.1, 1.2, 1.3)
 FALL_HEIGHT, FALL_TILT = 0.15, 20.0
+TASK_MU = 0.7  # the controller's friction pyramid, × the floor's friction (as `optdyn mpc --plant mujoco`)
 
 
 def mujoco_run(friction: float, force: float | None, start: float, duration: float) -> dict:
     """One closed loop of the trot in MuJoCo (module docstring): its figures."""
     cycles = int(np.ceil(duration / 0.48)) + 1  # a trot cycle: 2 × (10 + 2) intervals of 20 ms
-    prob = problems.get("quadruped", scenario="trot", cone="cost", cycles=cycles)
+    prob = problems.get("quadruped", scenario="trot", cone="cost", cycles=cycles, mu=TASK_MU * friction)
     plant = optdyn.apps.mujoco_plant.plant_for(prob, friction=friction, effort=5.0)
     pushes = [] if force is None else [optdyn.Push("base_link", (0.0, force, 0.0), start, 0.2)]
     mpc = optdyn.MPC(prob, "ilqr", 1, horizon=25)
@@ -282,7 +284,8 @@ def mujoco_run(friction: float, force: float | None, start: float, duration: flo
     wall = time.perf_counter() - t0 - loop.solve_time[0]  # the first (converged) solve left out
     motion = optdyn.report.base_motion(prob, loop.xs, loop.t)
     ratio = loop.solve_time[1:] / prob.dt
-    return {"median": float(np.median(ratio)), "worst": float(ratio.max()), "rtf": wall / max(loop.t[-1] - prob.dt, 1e-9),
+    simulated = max(loop.t[-1] - prob.dt, 1e-9)
+    return {"median": float(np.median(ratio)), "worst": float(ratio.max()), "rtf": wall / simulated,
             "fell": bool(loop.stopped) or motion.fell(FALL_HEIGHT, FALL_TILT), "stopped": loop.stopped,
             "motion": motion, "plant_ms": 1e3 * (wall - loop.solve_time[1:].sum()) / max(len(loop.us) - 1, 1)}
 
@@ -293,34 +296,36 @@ def mujoco_main() -> None:
         r = mujoco_run(friction, force, 1.0, MUJOCO_DURATION)
         m = r["motion"]
         print(friction, force, r, flush=True)
-        rows.append([friction, "none" if force is None else f"{force:g} N at 1 s for 0.2 s", r["median"], r["worst"],
-                     r["plant_ms"], r["rtf"], "yes" if r["fell"] else "no", r["stopped"] or "—", f"{m.lowest:.3f}",
-                     f"{m.largest_tilt:.1f}", f"{m.advanced:.2f}", f"{m.commanded:.2f}",
-                     f"{m.advanced / m.commanded:.0%}"])
+        push = "none" if force is None else f"{force:g} N at 1 s for 0.2 s"
+        rows.append([friction, f"{TASK_MU * friction:.2g}", push, r["median"], r["worst"], r["plant_ms"], r["rtf"],
+                     "yes" if r["fell"] else "no", r["stopped"] or "—", f"{m.lowest:.3f}", f"{m.largest_tilt:.1f}",
+                     f"{m.advanced:.2f}", f"{m.commanded:.2f}", f"{m.advanced / m.commanded:.0%}"])
     ladder = []
-    for start in PUSH_STARTS:
-        survived = []
-        for force in PUSH_LADDER:
-            r = mujoco_run(1.0, force, start, PUSH_DURATION)
-            print(start, force, r["fell"], r["stopped"], flush=True)
-            survived.append(not r["fell"])
-        largest = max((f for k, f in enumerate(PUSH_LADDER) if all(survived[: k + 1])), default=0.0)
-        ladder.append([f"{start:g}", " ".join(f"{f:g}:{'ok' if ok else 'fell'}" for f, ok in zip(PUSH_LADDER, survived)),
-                       f"{largest:g}"])
+    for friction in (1.0, 0.7):
+        for start in PUSH_STARTS:
+            outcomes = []
+            for force in PUSH_LADDER:  # up to the first fall
+                r = mujoco_run(friction, force, start, PUSH_DURATION)
+                print(friction, start, force, r["fell"], r["stopped"], flush=True)
+                outcomes.append(f"{force:g}:{'fell' if r['fell'] else 'ok'}")
+                if r["fell"]:
+                    break
+            survived = [f for f, o in zip(PUSH_LADDER, outcomes) if o.endswith("ok")]
+            ladder.append([friction, f"{start:g}", " ".join(outcomes), f"{max(survived, default=0.0):g}"])
     load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
-    header = ["friction", "push (base_link, +y)", "median step / period", "worst step / period",
+    header = ["friction", "task's μ", "push (base_link, +y)", "median step / period", "worst step / period",
               "MuJoCo + policy ms / step", "real-time factor", "fell", "stopped", "lowest base m", "largest tilt °",
               "advanced m", "commanded m", "advanced / commanded"]
     body = (f"## MPC in MuJoCo (issue 56)\n\n{machine()}, load average at the end {load} (other jobs shared the "
             f"cores). `benchmarks/bench_mpc.py mujoco`: Solo-12's trot, one iLQR iteration per 20 ms step over a "
             f"25-interval horizon, in MuJoCo (1 ms steps under the solver's feedback policy, stiff contact, torques "
-            f"clamped at 5 N·m) for {MUJOCO_DURATION:g} s. Fell: base below {FALL_HEIGHT} m, tilt past {FALL_TILT:g}°, "
-            "or MuJoCo diverged. Targets: never falls, advances ≥ 80 % of the commanded distance, with a 12 N "
-            "push and at friction 0.7; median step ≤ 0.5× and worst ≤ 1.0× the period.\n\n"
+            f"clamped at 5 N·m) for {MUJOCO_DURATION:g} s. Fell: base below {FALL_HEIGHT} m, tilt past "
+            f"{FALL_TILT:g}°, or MuJoCo diverged. Targets: never falls, advances ≥ 80 % of the commanded distance, "
+            "with a 12 N push and at friction 0.7; median step ≤ 0.5× and worst ≤ 1.0× the period.\n\n"
             + table(header, rows)
-            + f"\n\nSide pushes of 0.2 s at friction 1, each a {PUSH_DURATION:g} s run, by the time the push starts "
-              "(the phase of the gait): the largest survived with every smaller one.\n\n"
-            + table(["push starts at s", "force N: outcome", "largest survived N"], ladder))
+            + f"\n\nSide pushes of 0.2 s, each a {PUSH_DURATION:g} s run, by the time the push starts (the phase "
+              "of the gait), stronger until the first fall: the largest survived.\n\n"
+            + table(["friction", "push starts at s", "force N: outcome", "largest survived N"], ladder))
     write_section("mpc-mujoco", body)
 
 

@@ -139,17 +139,19 @@ def test_without_mujoco_the_plant_says_how_to_install_it(monkeypatch):
         optdyn.simulate(optdyn.MPC(prob, "ilqr", horizon=5), 0.1, plant="mujoco")
 
 
-def test_trot_in_mujoco_stays_up_through_a_side_push(tmp_path):
+@pytest.mark.parametrize("friction, force", [(1.0, 12.0), (0.7, 0.0)])
+def test_trot_in_mujoco_stays_up(tmp_path, friction, force):
     """A short Solo-12 trot in MuJoCo (the `optdyn mpc quadruped --scenario trot --plant mujoco`
-    scenario, 1.6 s instead of 10): pushed sideways by 12 N for 0.2 s it never falls (base above
+    scenario, 1.6 s instead of 10): pushed sideways by 12 N for 0.2 s on a floor of friction 1,
+    and undisturbed on one of 0.7 (the task's pyramid 0.7× that), it never falls (base above
     0.15 m, tilt under 20°) and advances 80 % of the commanded distance; the loop records the
     plant's states in the library's convention and MuJoCo's measured contact forces, whose
     vertical sum over the run carries the robot's weight (it ends at the height it started),
     and they survive a save and load."""
-    prob = problems.get("quadruped", scenario="trot", cone="cost", cycles=4)
-    plant = plant_for(prob, effort=5.0)
-    push = optdyn.Push("base_link", (0.0, 12.0, 0.0), 0.6, 0.2)
-    loop = optdyn.simulate(optdyn.MPC(prob, "ilqr", 1, horizon=25), 1.6, plant=plant, disturbances=[push])
+    prob = problems.get("quadruped", scenario="trot", cone="cost", cycles=4, mu=0.7 * friction)
+    plant = plant_for(prob, effort=5.0, friction=friction)
+    pushes = [optdyn.Push("base_link", (0.0, force, 0.0), 0.6, 0.2)] if force else []
+    loop = optdyn.simulate(optdyn.MPC(prob, "ilqr", 1, horizon=25), 1.6, plant=plant, disturbances=pushes)
     assert loop.stopped == "" and loop.plant == "mujoco"
     np.testing.assert_array_equal(loop.xs[0], prob.x0)
     np.testing.assert_allclose(np.linalg.norm(loop.xs[:, 3:7], axis=1), 1.0, atol=1e-9)

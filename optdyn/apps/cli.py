@@ -511,10 +511,14 @@ def _loop_summary(loop: ClosedLoop, problem=None, plant=None) -> list[str]:
 
 
 MUJOCO_SCENARIOS = {
-    "quadruped": {"params": {"cone": "cost"}, "horizon": "25", "push": "base_link:0,12,0@1.0+0.2", "effort": 5.0},
+    "quadruped": {"params": {"cone": "cost", "mu": 0.7}, "horizon": "25", "push": "base_link:0,12,0@1.0+0.2",
+                  "effort": 5.0},
 }
 """What ``optdyn mpc PROBLEM --plant mujoco`` sets unless given on the command line: the task's
-parameters, the horizon, a push (when no --push is given) and the plant's torque clamp. Solo-12:
+parameters, the horizon, a push (when no --push is given) and the plant's torque clamp; a
+``mu`` here is scaled by --friction (the controller's pyramid 0.7× the floor's friction: with
+the task's μ = 0.7 on a floor of 0.7 the trot's touchdowns, planned at the pyramid's edge, slip
+and it falls within 0.5 s; at 0.49 it trots 10 s, measured). Solo-12:
 the friction pyramid as a barrier cost (one iLQR iteration per step keeps the forces inside
 it), a 0.5 s horizon, a 12 N side push on the base for 0.2 s, and its joints' torques clamped
 at 5 N·m (its URDF's 1000 N·m is a placeholder: unclamped, a leg that the plan holds in stance
@@ -525,9 +529,14 @@ at its motors' 2.7 N·m peak (Grimminger et al. 2020) the trot's touchdowns satu
 def _mujoco_setup(args: argparse.Namespace) -> tuple[list, str, list[str], float | None]:
     """(--param pairs, --horizon, --push texts, torque clamp) of ``optdyn mpc --plant mujoco``:
     :data:`MUJOCO_SCENARIOS`' where the command line gives none."""
+    if not (np.isfinite(args.friction) and args.friction > 0):
+        raise CommandError(f"--friction: expected a friction coefficient > 0, got {args.friction:g}")
     recipe = MUJOCO_SCENARIOS.get(args.problem, {})
     given = dict(args.param)
-    pairs = [(k, v) for k, v in recipe.get("params", {}).items() if k not in given] + list(args.param)
+    params = dict(recipe.get("params", {}))
+    if "mu" in params:  # the controller's friction pyramid inside the floor's
+        params["mu"] = round(params["mu"] * args.friction, 6)
+    pairs = [(k, v) for k, v in params.items() if k not in given] + list(args.param)
     horizon = args.horizon if args.horizon is not None else recipe.get("horizon", "receding")
     pushes = args.push or ([recipe["push"]] if "push" in recipe else [])
     return pairs, horizon, pushes, args.effort if args.effort is not None else recipe.get("effort")
