@@ -42,6 +42,7 @@ the simulated time), whether it fell (base below 0.15 m or tilted past 20°) or 
 diverged, the lowest base, the largest tilt and how far it advanced against the task's
 commanded distance. Then the pushes of ``PUSH_LADDER`` at ``PUSH_STARTS``, each run for
 ``PUSH_DURATION`` s, stronger until the first fall: the largest push survived at each start.
+``bench_mpc.py mujoco-biped`` writes "mpc in MuJoCo: Talos' legs pushed" (:func:`biped_main`).
 """
 from __future__ import annotations
 
@@ -329,7 +330,45 @@ def mujoco_main() -> None:
     write_section("mpc-mujoco", body)
 
 
+BIPED_PUSHES, BIPED_DURATION = (40.0, 80.0, 120.0, 160.0, 200.0), 3.0
+
+
+def biped_main() -> None:
+    """Talos' legs standing in MuJoCo (the biped's "stand", one iLQR iteration per 30 ms step
+    over its 25 intervals, the wrench cones as constraints, its URDF's torque limits) pushed
+    sideways at the pelvis (base_link) from 0.5 s for 0.2 s, stronger until the first fall."""
+    rows = []
+    for force in BIPED_PUSHES:
+        prob = problems.get("biped", scenario="stand")
+        plant = optdyn.apps.mujoco_plant.plant_for(prob)
+        push = optdyn.Push("base_link", (0.0, force, 0.0), 0.5, 0.2)
+        t0 = time.perf_counter()
+        loop = optdyn.simulate(optdyn.MPC(prob, "ilqr", 1), BIPED_DURATION, plant=plant, disturbances=[push])
+        wall = time.perf_counter() - t0 - loop.solve_time[0]
+        motion = optdyn.report.base_motion(prob, loop.xs, loop.t)
+        fell = bool(loop.stopped) or motion.fell(0.8 * prob.x0[2], FALL_TILT)
+        ratio = loop.solve_time[1:] / prob.dt
+        print(force, fell, loop.stopped, motion, flush=True)
+        rows.append([f"{force:g}", float(np.median(ratio)), float(ratio.max()), wall / (loop.t[-1] - prob.dt),
+                     "yes" if fell else "no", loop.stopped or "—", f"{motion.lowest:.3f}",
+                     f"{motion.largest_tilt:.1f}", f"{1e3 * np.abs(loop.xs[:, 1]).max():.0f}",
+                     f"{1e3 * abs(loop.xs[-1, 1]):.1f}"])
+        if fell:
+            break
+    load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
+    body = (f"## MPC in MuJoCo: Talos' legs pushed (issue 56)\n\n{machine()}, load average at the end {load}. "
+            "`benchmarks/bench_mpc.py mujoco-biped`: the biped's \"stand\" (Talos' legs at half-sitting on both "
+            "soles, 6D sole boxes of its SRDF's size), one iLQR iteration per 30 ms step over 25 intervals, in "
+            f"MuJoCo for {BIPED_DURATION:g} s, pushed sideways at the pelvis (base_link) from 0.5 s for 0.2 s, "
+            "stronger until the first fall (base below 0.8× its standing height, tilt past 20°, or MuJoCo "
+            "diverged). Target: 40 N survived.\n\n"
+            + table(["push N", "median step / period", "worst step / period", "real-time factor", "fell", "stopped",
+                     "lowest base m", "largest tilt °", "largest sideways excursion mm", "sideways at the end mm"],
+                    rows))
+    write_section("mpc-mujoco-biped", body)
+
+
 if __name__ == "__main__":
     import sys
 
-    mujoco_main() if sys.argv[1:] == ["mujoco"] else main()
+    {"mujoco": mujoco_main, "mujoco-biped": biped_main}.get(" ".join(sys.argv[1:]), main)()

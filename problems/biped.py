@@ -102,8 +102,9 @@ def make(scenario: str = "walk", steps: int = 2, step_length: float = 0.2, step_
          sole_half_lengths: Sequence[float] | None = None) -> Problem:
     """``model`` (a robot on a free-flyer root, standing at ``standing`` on its ``soles``
     (left, right); by default Talos' legs at half-sitting) takes ``steps`` steps (``scenario``
-    "walk"; "stand": on both soles, :data:`SCENARIOS`), each sole landing ``step_length`` (m) further forward after an arc of
-    apex ``step_height`` (m) in ``step_knots`` intervals of ``dt``, ``support_knots`` on both
+    "walk"; "stand": on both soles, :data:`SCENARIOS`), each sole landing ``step_length`` (m)
+    further forward after an arc of apex ``step_height`` (m) in ``step_knots`` intervals of
+    ``dt``, ``support_knots`` on both
     soles around every step, the stance soles' wrenches in the contact wrench cone of ``mu``
     (None: no cone) over soles of ``sole_half_lengths`` (X, Y) (module docstring)."""
     if scenario not in SCENARIOS:

@@ -222,3 +222,18 @@ def test_a_urdf_path_brings_its_effort_damping_and_friction(tmp_path):
     without = MujocoPlant(path, joint_dynamics=False, effort=2.0)
     assert not without.mj_model.dof_damping.any() and not without.mj_model.dof_frictionloss.any()
     np.testing.assert_array_equal(without.mj_model.actuator_ctrlrange[0], [-2.0, 2.0])
+
+
+def test_talos_legs_balance_through_a_push_at_the_pelvis():
+    """Talos' legs standing in MuJoCo (6D soles as boxes), pushed sideways at the pelvis by 40 N
+    for 0.2 s: the base stays within 5 cm of where it stood and upright."""
+    prob = problems.get("biped", scenario="stand")
+    plant = plant_for(prob)
+    assert plant.feet == [("left_sole_link", "6d"), ("right_sole_link", "6d")]
+    push = optdyn.Push("base_link", (0.0, 40.0, 0.0), 0.3, 0.2)
+    loop = optdyn.simulate(optdyn.MPC(prob, "ilqr", 1), 1.2, plant=plant, disturbances=[push])
+    assert loop.stopped == ""
+    motion = optdyn.report.base_motion(prob, loop.xs, loop.t)
+    assert motion.largest_tilt < 5.0 and np.abs(loop.xs[:, :2] - prob.x0[:2]).max() < 0.05, motion
+    moved = np.abs(loop.xs[:, 1] - prob.x0[1]).max()
+    assert moved > 1e-3  # the push acted

@@ -513,6 +513,7 @@ def _loop_summary(loop: ClosedLoop, problem=None, plant=None) -> list[str]:
 MUJOCO_SCENARIOS = {
     "quadruped": {"params": {"cone": "cost", "mu": 0.7}, "horizon": "25", "push": "base_link:0,12,0@1.0+0.2",
                   "effort": 5.0},
+    "biped": {"params": {"mu": 0.7}, "push": "base_link:0,40,0@0.5+0.2"},
 }
 """What ``optdyn mpc PROBLEM --plant mujoco`` sets unless given on the command line: the task's
 parameters, the horizon, a push (when no --push is given) and the plant's torque clamp; a
@@ -523,7 +524,9 @@ the friction pyramid as a barrier cost (one iLQR iteration per step keeps the fo
 it), a 0.5 s horizon, a 12 N side push on the base for 0.2 s, and its joints' torques clamped
 at 5 N·m (its URDF's 1000 N·m is a placeholder: unclamped, a leg that the plan holds in stance
 while it is in the air spins up under the feedback policy until MuJoCo diverges, measured;
-at its motors' 2.7 N·m peak (Grimminger et al. 2020) the trot's touchdowns saturate and it falls)."""
+at its motors' 2.7 N·m peak (Grimminger et al. 2020) the trot's touchdowns saturate and it falls).
+Talos' legs (``--scenario stand``): a 40 N side push at the pelvis for 0.2 s, its URDF's torque
+limits; its soles' boxes take the size of the task's wrench cones (its SRDF's)."""
 
 
 def _mujoco_setup(args: argparse.Namespace) -> tuple[list, str, list[str], float | None]:

@@ -259,7 +259,7 @@ class MujocoPlant:
             if kind == "3d":
                 options = {"type": mujoco.mjtGeom.mjGEOM_SPHERE, "size": [r, 0, 0], "pos": T[:3, 3]}
             else:
-                centre = T[:3, 3] - thickness * T[:3, 2]
+                centre = T[:3, 3] + thickness * T[:3, 2]  # the lower face on the sole frame
                 options = {"type": mujoco.mjtGeom.mjGEOM_BOX, "size": [half[0], half[1], thickness], "pos": centre,
                            "quat": _quat_wxyz(T[:3, :3])}
             bodies[f.body + 1].add_geom(name=f"{frame}_contact", friction=[self.friction, 0.005, 0.0001],
