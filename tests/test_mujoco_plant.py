@@ -139,16 +139,17 @@ def test_without_mujoco_the_plant_says_how_to_install_it(monkeypatch):
         optdyn.simulate(optdyn.MPC(prob, "ilqr", horizon=5), 0.1, plant="mujoco")
 
 
-@pytest.mark.parametrize("friction, force", [(1.0, 12.0), (0.7, 0.0)])
-def test_trot_in_mujoco_stays_up(tmp_path, friction, force):
+@pytest.mark.parametrize("scenario, friction, force", [("trot", 1.0, 12.0), ("trot", 0.7, 0.0), ("walk", 1.0, 5.0)])
+def test_gaits_in_mujoco_stay_up(tmp_path, scenario, friction, force):
     """A short Solo-12 trot in MuJoCo (the `optdyn mpc quadruped --scenario trot --plant mujoco`
     scenario, 1.6 s instead of 10): pushed sideways by 12 N for 0.2 s on a floor of friction 1,
-    and undisturbed on one of 0.7 (the task's pyramid 0.7× that), it never falls (base above
+    and undisturbed on one of 0.7 (the task's pyramid 0.7× that); and the walk pushed by 5 N
+    (its scenario's push): it never falls (base above
     0.15 m, tilt under 20°) and advances 80 % of the commanded distance; the loop records the
     plant's states in the library's convention and MuJoCo's measured contact forces, whose
     vertical sum over the run carries the robot's weight (it ends at the height it started),
     and they survive a save and load."""
-    prob = problems.get("quadruped", scenario="trot", cone="cost", cycles=4, mu=0.7 * friction)
+    prob = problems.get("quadruped", scenario=scenario, cone="cost", cycles=4, mu=0.7 * friction)
     plant = plant_for(prob, effort=5.0, friction=friction)
     pushes = [optdyn.Push("base_link", (0.0, force, 0.0), 0.6, 0.2)] if force else []
     loop = optdyn.simulate(optdyn.MPC(prob, "ilqr", 1, horizon=25), 1.6, plant=plant, disturbances=pushes)

@@ -511,17 +511,18 @@ def _loop_summary(loop: ClosedLoop, problem=None, plant=None) -> list[str]:
 
 
 MUJOCO_SCENARIOS = {
-    "quadruped": {"params": {"cone": "cost", "mu": 0.7}, "horizon": "25", "push": "base_link:0,12,0@1.0+0.2",
-                  "effort": 5.0},
-    "biped": {"params": {"mu": 0.7}, "push": "base_link:0,40,0@0.5+0.2"},
+    "quadruped": {"params": {"cone": "cost", "mu": 0.7}, "horizon": "25", "effort": 5.0,
+                  "push": {"trot": "base_link:0,12,0@1.0+0.2", "walk": "base_link:0,5,0@1.0+0.2"}},
+    "biped": {"params": {"mu": 0.7}, "push": {"stand": "base_link:0,40,0@0.5+0.2"}},
 }
 """What ``optdyn mpc PROBLEM --plant mujoco`` sets unless given on the command line: the task's
-parameters, the horizon, a push (when no --push is given) and the plant's torque clamp; a
+parameters, the horizon, a push by scenario (when no --push is given) and the plant's torque clamp; a
 ``mu`` here is scaled by --friction (the controller's pyramid 0.7× the floor's friction: with
 the task's μ = 0.7 on a floor of 0.7 the trot's touchdowns, planned at the pyramid's edge, slip
 and it falls within 0.5 s; at 0.49 it trots 10 s, measured). Solo-12:
 the friction pyramid as a barrier cost (one iLQR iteration per step keeps the forces inside
-it), a 0.5 s horizon, a 12 N side push on the base for 0.2 s, and its joints' torques clamped
+it), a 0.5 s horizon, a 12 N side push on the base for 0.2 s (5 N walking: 10 N makes the walk
+fall, measured), and its joints' torques clamped
 at 5 N·m (its URDF's 1000 N·m is a placeholder: unclamped, a leg that the plan holds in stance
 while it is in the air spins up under the feedback policy until MuJoCo diverges, measured;
 at its motors' 2.7 N·m peak (Grimminger et al. 2020) the trot's touchdowns saturate and it falls).
@@ -529,8 +530,8 @@ Talos' legs (``--scenario stand``): a 40 N side push at the pelvis for 0.2 s, it
 limits; its soles' boxes take the size of the task's wrench cones (its SRDF's)."""
 
 
-def _mujoco_setup(args: argparse.Namespace) -> tuple[list, str, list[str], float | None]:
-    """(--param pairs, --horizon, --push texts, torque clamp) of ``optdyn mpc --plant mujoco``:
+def _mujoco_setup(args: argparse.Namespace) -> tuple[list, str, float | None]:
+    """(--param pairs, --horizon, torque clamp) of ``optdyn mpc --plant mujoco``:
     :data:`MUJOCO_SCENARIOS`' where the command line gives none."""
     if not (np.isfinite(args.friction) and args.friction > 0):
         raise CommandError(f"--friction: expected a friction coefficient > 0, got {args.friction:g}")
@@ -541,8 +542,14 @@ def _mujoco_setup(args: argparse.Namespace) -> tuple[list, str, list[str], float
         params["mu"] = round(params["mu"] * args.friction, 6)
     pairs = [(k, v) for k, v in params.items() if k not in given] + list(args.param)
     horizon = args.horizon if args.horizon is not None else recipe.get("horizon", "receding")
-    pushes = args.push or ([recipe["push"]] if "push" in recipe else [])
-    return pairs, horizon, pushes, args.effort if args.effort is not None else recipe.get("effort")
+    return pairs, horizon, args.effort if args.effort is not None else recipe.get("effort")
+
+
+def _scenario_push(args: argparse.Namespace, problem) -> list[str]:
+    """The --push texts of ``optdyn mpc --plant mujoco``: the given ones, else the push of the
+    problem's scenario in :data:`MUJOCO_SCENARIOS` (none if it has none)."""
+    push = MUJOCO_SCENARIOS.get(args.problem, {}).get("push", {}).get(problem.params.get("scenario"))
+    return args.push or ([] if push is None else [push])
 
 
 def _long_enough(args: argparse.Namespace, pairs: list, problem):
@@ -560,19 +567,21 @@ def cmd_mpc(args: argparse.Namespace) -> int:
     """Run PROBLEM's receding-horizon controller against the finer plant with the --push es;
     print the summary (with the real-time factor), write the outputs."""
     _check_outputs(args)
-    pairs, horizon, texts, effort = (_mujoco_setup(args) if args.plant == "mujoco" else
-                                     (args.param, args.horizon or "receding", args.push, None))
-    pushes = [parse_push(text) for text in texts]
+    pairs, horizon, effort = (_mujoco_setup(args) if args.plant == "mujoco" else
+                              (args.param, args.horizon or "receding", None))
+    pushes = [parse_push(text) for text in args.push]
     iterations = _iterations(args.iterations)
     if not (np.isfinite(args.duration) and args.duration > 0):
         raise CommandError(f"--duration: expected a time > 0 s, got {args.duration:g}")
     problem = _make_problem(args.problem, args.scenario, pairs)
-    plant = None
+    plant, texts = None, args.push
     if args.plant == "mujoco":
         from .mujoco_plant import plant_for
 
         problem = _long_enough(args, pairs, problem)
         plant = plant_for(problem, friction=args.friction, contact=args.contact, effort=effort)
+        texts = _scenario_push(args, problem)
+        pushes = [parse_push(text) for text in texts]
     for text, push in zip(texts, pushes):
         try:
             check_push(problem.model, push)
