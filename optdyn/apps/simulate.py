@@ -18,6 +18,15 @@ in contact, pulls as well as pushes, and never catches a foot early or late). Wh
 i gains contacts, the plant passes the impulse map (restitution 0) at t_i, after the
 controller measured: the state measured at a touchdown is the one before the impulse, as
 the task's node i is (:mod:`optdyn.ocp.windows`). Past the task's end its last interval's hold.
+
+With ``plant="mujoco"`` (or an :class:`optdyn.MujocoPlant`) the plant is MuJoCo instead: the
+robot on a floor, its contacts wherever its feet meet it — a touchdown early or late, a foot
+that slips or leaves the ground, are the plant's business, while the controller's windows go
+on with the task's contact sequence. Between control updates it applies, at each of its own
+steps, the solver's feedback policy ū_0 + K_0 (x ⊖ x̄(s)) from the plan's state a fraction s
+into the interval (to first order, x̄_0 ⊕ s (x̄_1 ⊖ x̄_0)), clipped to the task's control
+bounds; a push is MuJoCo's ``xfrc_applied`` at the frame, and the loop records the contact
+forces MuJoCo measured on each foot (``ClosedLoop.contact_forces``).
 """
 from __future__ import annotations
 
