@@ -267,19 +267,22 @@ def main() -> None:
 
 
 MUJOCO_DURATION, PUSH_DURATION = 10.0, 4.0
-MUJOCO_CASES = [(1.0, None), (1.0, 12.0), (0.7, None), (0.7, 12.0)]  # (friction, side push N at 1 s)
+MUJOCO_CASES = [  # (friction, side push N at 1 s, iLQR iterations per step, torque clamp N·m or None: the URDF's)
+    (1.0, None, 1, 5.0), (1.0, 12.0, 1, 5.0), (0.7, None, 1, 5.0), (0.7, 12.0, 1, 5.0),
+    (0.7, 12.0, 2, 5.0), (1.0, 12.0, 1, None), (1.0, 12.0, 2, None)]
 PUSH_LADDER, PUSH_STARTS = (4.0, 8.0, 10.0, 12.0, 15.0, 20.0), (1.0, 1.1, 1.2, 1.3)
 FALL_HEIGHT, FALL_TILT = 0.15, 20.0
 TASK_MU = 0.7  # the controller's friction pyramid, × the floor's friction (as `optdyn mpc --plant mujoco`)
 
 
-def mujoco_run(friction: float, force: float | None, start: float, duration: float) -> dict:
+def mujoco_run(friction: float, force: float | None, start: float, duration: float, iterations: int = 1,
+               effort: float | None = 5.0) -> dict:
     """One closed loop of the trot in MuJoCo (module docstring): its figures."""
     cycles = int(np.ceil(duration / 0.48)) + 1  # a trot cycle: 2 × (10 + 2) intervals of 20 ms
     prob = problems.get("quadruped", scenario="trot", cone="cost", cycles=cycles, mu=TASK_MU * friction)
-    plant = optdyn.apps.mujoco_plant.plant_for(prob, friction=friction, effort=5.0)
+    plant = optdyn.apps.mujoco_plant.plant_for(prob, friction=friction, effort=effort)
     pushes = [] if force is None else [optdyn.Push("base_link", (0.0, force, 0.0), start, 0.2)]
-    mpc = optdyn.MPC(prob, "ilqr", 1, horizon=25)
+    mpc = optdyn.MPC(prob, "ilqr", iterations, horizon=25)
     t0 = time.perf_counter()
     loop = optdyn.simulate(mpc, duration, plant=plant, disturbances=pushes)
     wall = time.perf_counter() - t0 - loop.solve_time[0]  # the first (converged) solve left out
@@ -293,12 +296,14 @@ def mujoco_run(friction: float, force: float | None, start: float, duration: flo
 
 def mujoco_main() -> None:
     rows = []
-    for friction, force in MUJOCO_CASES:
-        r = mujoco_run(friction, force, 1.0, MUJOCO_DURATION)
+    for friction, force, iterations, effort in MUJOCO_CASES:
+        r = mujoco_run(friction, force, 1.0, MUJOCO_DURATION, iterations, effort)
         m = r["motion"]
-        print(friction, force, r, flush=True)
+        print(friction, force, iterations, effort, r, flush=True)
         push = "none" if force is None else f"{force:g} N at 1 s for 0.2 s"
-        rows.append([friction, f"{TASK_MU * friction:.2g}", push, r["median"], r["worst"], r["plant_ms"], r["rtf"],
+        rows.append([friction, f"{TASK_MU * friction:.2g}", push, iterations,
+                     "URDF's (1000)" if effort is None else f"{effort:g}", r["median"], r["worst"], r["plant_ms"],
+                     r["rtf"],
                      "yes" if r["fell"] else "no", r["stopped"] or "—", f"{m.lowest:.3f}", f"{m.largest_tilt:.1f}",
                      f"{m.advanced:.2f}", f"{m.commanded:.2f}", f"{m.advanced / m.commanded:.0%}"])
     ladder = []
@@ -314,15 +319,16 @@ def mujoco_main() -> None:
             survived = [f for f, o in zip(PUSH_LADDER, outcomes) if o.endswith("ok")]
             ladder.append([friction, f"{start:g}", " ".join(outcomes), f"{max(survived, default=0.0):g}"])
     load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
-    header = ["friction", "task's μ", "push (base_link, +y)", "median step / period", "worst step / period",
+    header = ["friction", "task's μ", "push (base_link, +y)", "iLQR iterations / step", "torque clamp N·m",
+              "median step / period", "worst step / period",
               "MuJoCo + policy ms / step", "real-time factor", "fell", "stopped", "lowest base m", "largest tilt °",
               "advanced m", "commanded m", "advanced / commanded"]
     body = (f"## MPC in MuJoCo (issue 56)\n\n{machine()}, load average at the end {load} (other jobs shared the "
-            f"cores). `benchmarks/bench_mpc.py mujoco`: Solo-12's trot, one iLQR iteration per 20 ms step over a "
-            f"25-interval horizon, in MuJoCo (1 ms steps under the solver's feedback policy, stiff contact, torques "
-            f"clamped at 5 N·m) for {MUJOCO_DURATION:g} s. Fell: base below {FALL_HEIGHT} m, tilt past "
-            f"{FALL_TILT:g}°, or MuJoCo diverged. Targets: never falls, advances ≥ 80 % of the commanded distance, "
-            "with a 12 N push and at friction 0.7; median step ≤ 0.5× and worst ≤ 1.0× the period.\n\n"
+            f"cores). `benchmarks/bench_mpc.py mujoco`: Solo-12's trot, one iLQR iteration (or two) per 20 ms step "
+            f"over a 25-interval horizon, in MuJoCo (1 ms steps under the solver's feedback policy, stiff contact, "
+            f"torques clamped at 5 N·m unless said) for {MUJOCO_DURATION:g} s. Fell: base below {FALL_HEIGHT} m, "
+            f"tilt past {FALL_TILT:g}°, or MuJoCo diverged. Targets: never falls, advances ≥ 80 % of the commanded "
+            "distance, with a 12 N push and at friction 0.7; median step ≤ 0.5× and worst ≤ 1.0× the period.\n\n"
             + table(header, rows)
             + f"\n\nSide pushes of 0.2 s, each a {PUSH_DURATION:g} s run, by the time the push starts (the phase "
               "of the gait), stronger until the first fall: the largest survived.\n\n"

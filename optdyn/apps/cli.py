@@ -523,9 +523,10 @@ and it falls within 0.5 s; at 0.49 it trots 10 s, measured). Solo-12:
 the friction pyramid as a barrier cost (one iLQR iteration per step keeps the forces inside
 it), a 0.5 s horizon, a 12 N side push on the base for 0.2 s (5 N walking: 10 N makes the walk
 fall, measured), and its joints' torques clamped
-at 5 N·m (its URDF's 1000 N·m is a placeholder: unclamped, a leg that the plan holds in stance
-while it is in the air spins up under the feedback policy until MuJoCo diverges, measured;
-at its motors' 2.7 N·m peak (Grimminger et al. 2020) the trot's touchdowns saturate and it falls).
+at 5 N·m (its URDF's 1000 N·m is a placeholder: unclamped, with one iLQR iteration per step, a
+leg that the plan holds in stance while it is in the air after the push spins up under the
+feedback policy until MuJoCo diverges, measured; at its motors' 2.7 N·m peak (Grimminger et al.
+2020) the trot's touchdowns saturate and it falls).
 Talos' legs (``--scenario stand``): a 40 N side push at the pelvis for 0.2 s, its URDF's torque
 limits; its soles' boxes take the size of the task's wrench cones (its SRDF's)."""
 
