@@ -41,12 +41,14 @@ def _random_state(model, rng):
     return q, rng.standard_normal(model.nv)
 
 
-@pytest.mark.parametrize("robot", ["solo", "ur5"])
+@pytest.mark.parametrize("robot", ["solo", "ur5", "talos-legs"])
 def test_forward_dynamics_agree_with_the_library(robot, solo):
-    model = solo if robot == "solo" else dyn.models.ur5()
-    feet = ["FL_FOOT", "HR_FOOT"] if robot == "solo" else []
+    """Solo-12, the UR5 (a fixed base) and Talos' legs (its upper body locked: inertias folded
+    into the pelvis), with contact shapes but away from the floor."""
+    model, feet = {"solo": (solo, ["FL_FOOT", "HR_FOOT"]), "ur5": (dyn.models.ur5(), []),
+                   "talos-legs": (problems.biped.talos_legs()[0], [dyn.Contact("left_sole_link", kind="6d")])}[robot]
     plant = MujocoPlant(model, feet=feet)
-    nu = model.nv - (6 if robot == "solo" else 0)
+    nu = model.nv - (6 if model.joint_types[0] == "free-flyer" else 0)
     rng = np.random.default_rng(3)
     for _ in range(5):
         q, v = _random_state(model, rng)
@@ -120,6 +122,8 @@ def test_bad_input_raises_value_errors(solo):
         MujocoPlant(solo, contact="rubber")
     with pytest.raises(ValueError, match="model_or_urdf: expected"):
         MujocoPlant(42)
+    with pytest.raises(ValueError, match="model_or_urdf: joint 'root_joint' is spherical"):
+        MujocoPlant(dyn.load_urdf(URDF, root_joint="spherical"))
     plant = MujocoPlant(solo)
     with pytest.raises(ValueError, match="plant: its joints"):
         plant.bind(dyn.models.ur5())

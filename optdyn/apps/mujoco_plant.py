@@ -9,8 +9,9 @@ everywhere else; the plant itself loads no mesh: its only collision shapes are t
 
 * body i of the model is a MuJoCo body placed by the joint placement of joint i in its parent
   (Pinocchio's convention: the body frame is the joint frame), with the model's mass, centre
-  of mass and inertia about it; a free-flyer root is a MuJoCo free joint, a spherical joint a
-  ball joint, revolute and prismatic joints hinges and slides along the model's axes; every
+  of mass and inertia about it; a free-flyer root is a MuJoCo free joint, revolute and
+  prismatic joints hinges and slides along the model's axes (a spherical or planar joint, which
+  one motor cannot drive, raises ValueError); every
   frame of the model is a site of that name (pushes and foot positions are read there);
 * every joint but a free-flyer root is driven by a torque actuator (a motor of gear 1), its
   torque clamped to the URDF's ``<limit effort>`` where that is finite (the actuator's
@@ -38,9 +39,9 @@ the implicit-in-velocity integrator ("implicitfast") at ``timestep``.
 
 States map both ways by joint name (:meth:`MujocoPlant.to_mujoco`, :meth:`MujocoPlant.state`):
 a free-flyer's q [p, (qx, qy, qz, qw)] is MuJoCo's qpos [p, (qw, qx, qy, qz)], its local
-twist v = (R^T ṗ, ω_local) MuJoCo's qvel (ṗ in the world frame, ω in the body frame); a ball
-joint's quaternion is reordered the same way; the other joints' entries are moved to their
-addresses, so that a plant whose joints come in another order still maps.
+twist v = (R^T ṗ, ω_local) MuJoCo's qvel (ṗ in the world frame, ω in the body frame); the
+other joints' entries are moved to their addresses, so that a plant whose joints come in
+another order still maps.
 """
 from __future__ import annotations
 
@@ -51,7 +52,7 @@ from collections.abc import Sequence
 import numpy as np
 
 import dynamics
-from dynamics.model import FREE_FLYER, JTYPE, PRISMATIC, REVOLUTE, SPHERICAL, Model
+from dynamics.model import FREE_FLYER, JTYPE, PRISMATIC, REVOLUTE, Model
 
 CONTACTS = ("stiff", "soft")
 """Named contact parameters (module docstring)."""
@@ -220,11 +221,10 @@ class MujocoPlant:
                                  f"joint {name!r} is not")
             body.add_freejoint(name=name)
             return
-        types = {REVOLUTE: mujoco.mjtJoint.mjJNT_HINGE, PRISMATIC: mujoco.mjtJoint.mjJNT_SLIDE,
-                 SPHERICAL: mujoco.mjtJoint.mjJNT_BALL}
+        types = {REVOLUTE: mujoco.mjtJoint.mjJNT_HINGE, PRISMATIC: mujoco.mjtJoint.mjJNT_SLIDE}
         if kind not in types:
             raise ValueError(f"model_or_urdf: joint {name!r} is {self.model.joint_types[i]}, which the MuJoCo plant "
-                             f"does not model (revolute, prismatic, spherical and a free-flyer root)")
+                             f"does not drive (revolute and prismatic joints, and a free-flyer root)")
         body.add_joint(name=name, type=types[kind], axis=axis, limited=mujoco.mjtLimited.mjLIMITED_FALSE,
                        damping=friction[0], frictionloss=friction[1])
 
@@ -238,8 +238,6 @@ class MujocoPlant:
                 effort = np.full_like(effort, self.effort)
             act = spec.add_actuator(name=name, target=name, trntype=mujoco.mjtTrn.mjTRN_JOINT)
             act.set_to_motor()
-            if types[i] == SPHERICAL:
-                raise ValueError(f"model_or_urdf: joint {name!r} is spherical; the plant drives 1-DoF joints only")
             if np.isfinite(effort[0]):
                 act.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE
                 act.ctrlrange = [-effort[0], effort[0]]
@@ -287,7 +285,7 @@ class MujocoPlant:
             a, b = int(m.jnt_qposadr[jid]), int(m.jnt_dofadr[jid])
             iq, iv, nq, nv = model.idx_qs[i], model.idx_vs[i], model.nqs[i], model.nvs[i]
             order = np.arange(nq)
-            if types[i] in (FREE_FLYER, SPHERICAL):  # (…, x, y, z, w) → (…, w, x, y, z)
+            if types[i] == FREE_FLYER:  # (…, x, y, z, w) → (…, w, x, y, z)
                 order[-4:] = [nq - 3, nq - 2, nq - 1, nq - 4]
             q_map[iq: iq + nq], v_map[iv: iv + nv], joint_of_v[iv: iv + nv] = a + order, b + np.arange(nv), i
             if types[i] == FREE_FLYER:
