@@ -1,4 +1,4 @@
-"""Model predictive control in closed loop (issue 41): step time against the control period.
+"""Model predictive control in closed loop: step time against the control period.
 
     NUMBA_NUM_THREADS=1 .venv/bin/python benchmarks/bench_mpc.py
 
@@ -12,7 +12,7 @@ left out) as a ratio to the period, the median time the solver itself reported
 distance to the target before the push, at its largest after it, and 2 s after the push
 began. As a baseline measured in the same run (the machine is shared), each case also times
 20 one-iteration ``optdyn.solve`` calls of the same solver with default options on the
-horizon one interval after the task's optimum, from that optimum shifted (the issue quotes
+horizon one interval after the task's optimum, from that optimum shifted (the targets quote
 a warm one-iteration solve at 8.2 ms DDP, 5.6 ms iLQR): the ratio of the median step to
 that median says what the MPC's step costs against a plain solve (MPC expands the problem
 once per real-time iteration, ``optdyn.solve`` twice).
@@ -24,9 +24,25 @@ of an undisturbed loop after ``WARM_STEPS``: numpy arrays (their number and byte
 a numpy memory handler, NEP 49) and numba's compiled-code allocations (NRT, which numpy
 does not see: ``NUMBA_NRT_STATS``), per step; and tracemalloc's peak above the level before
 the step (the memory a step holds at once, both kinds).
-The issue's targets: the median step ≤ 0.2× the period with one DDP iteration and
+The targets: the median step ≤ 0.2× the period with one DDP iteration and
 ≤ 0.1× with one iLQR iteration, the worst ≤ 0.5×; the tool back within 1 cm within 2 s.
 Writes the section "mpc" of BENCHMARKS.md.
+
+    .venv/bin/python benchmarks/bench_mpc.py mujoco
+
+writes the section "mpc in MuJoCo" instead: Solo-12's trot (one iLQR iteration per
+step, a 25-interval horizon, the friction pyramid as a barrier cost) in MuJoCo
+(:class:`optdyn.MujocoPlant` built by :func:`optdyn.apps.mujoco_plant.plant_for`: stiff contact,
+its torques clamped at 5 N·m, the task's friction pyramid 0.7× the floor's friction, as
+`optdyn mpc quadruped --scenario trot --plant mujoco` does) for
+``MUJOCO_DURATION`` s, undisturbed and pushed sideways on the base, at friction 1 and 0.7:
+per run the median and worst step time over the control period (the first, converged, step
+left out), the real-time factor (the loop's wall time, controller and MuJoCo together, over
+the simulated time), whether it fell (base below 0.15 m or tilted past 20°) or MuJoCo
+diverged, the lowest base, the largest tilt and how far it advanced against the task's
+commanded distance. Then the pushes of ``PUSH_LADDER`` at ``PUSH_STARTS``, each run for
+``PUSH_DURATION`` s, stronger until the first fall: the largest push survived at each start.
+``bench_mpc.py mujoco-biped`` writes "mpc in MuJoCo: Talos' legs pushed" (:func:`biped_main`).
 """
 from __future__ import annotations
 
@@ -250,5 +266,115 @@ def main() -> None:
     write_section("mpc", body)
 
 
+MUJOCO_DURATION, PUSH_DURATION = 10.0, 4.0
+MUJOCO_CASES = [  # (friction, side push N at 1 s, iLQR iterations per step, torque clamp N·m or None: the URDF's)
+    (1.0, None, 1, 5.0), (1.0, 12.0, 1, 5.0), (0.7, None, 1, 5.0), (0.7, 12.0, 1, 5.0),
+    (0.7, 12.0, 2, 5.0), (1.0, 12.0, 1, None), (1.0, 12.0, 2, None)]
+PUSH_LADDER, PUSH_STARTS = (4.0, 8.0, 10.0, 12.0, 15.0, 20.0), (1.0, 1.1, 1.2, 1.3)
+FALL_HEIGHT, FALL_TILT = 0.15, 20.0
+TASK_MU = 0.7  # the controller's friction pyramid, × the floor's friction (as `optdyn mpc --plant mujoco`)
+
+
+def mujoco_run(friction: float, force: float | None, start: float, duration: float, iterations: int = 1,
+               effort: float | None = 5.0) -> dict:
+    """One closed loop of the trot in MuJoCo (module docstring): its figures."""
+    cycles = int(np.ceil(duration / 0.48)) + 1  # a trot cycle: 2 × (10 + 2) intervals of 20 ms
+    prob = problems.get("quadruped", scenario="trot", cone="cost", cycles=cycles, mu=TASK_MU * friction)
+    plant = optdyn.apps.mujoco_plant.plant_for(prob, friction=friction, effort=effort)
+    pushes = [] if force is None else [optdyn.Push("base_link", (0.0, force, 0.0), start, 0.2)]
+    mpc = optdyn.MPC(prob, "ilqr", iterations, horizon=25)
+    t0 = time.perf_counter()
+    loop = optdyn.simulate(mpc, duration, plant=plant, disturbances=pushes)
+    wall = time.perf_counter() - t0 - loop.solve_time[0]  # the first (converged) solve left out
+    motion = optdyn.report.base_motion(prob, loop.xs, loop.t)
+    ratio = loop.solve_time[1:] / prob.dt
+    simulated = max(loop.t[-1] - prob.dt, 1e-9)
+    return {"median": float(np.median(ratio)), "worst": float(ratio.max()), "rtf": wall / simulated,
+            "fell": bool(loop.stopped) or motion.fell(FALL_HEIGHT, FALL_TILT), "stopped": loop.stopped,
+            "motion": motion, "plant_ms": 1e3 * (wall - loop.solve_time[1:].sum()) / max(len(loop.us) - 1, 1)}
+
+
+def mujoco_main() -> None:
+    rows = []
+    for friction, force, iterations, effort in MUJOCO_CASES:
+        r = mujoco_run(friction, force, 1.0, MUJOCO_DURATION, iterations, effort)
+        m = r["motion"]
+        print(friction, force, iterations, effort, r, flush=True)
+        push = "none" if force is None else f"{force:g} N at 1 s for 0.2 s"
+        rows.append([friction, f"{TASK_MU * friction:.2g}", push, iterations,
+                     "URDF's (1000)" if effort is None else f"{effort:g}", r["median"], r["worst"], r["plant_ms"],
+                     r["rtf"],
+                     "yes" if r["fell"] else "no", r["stopped"] or "—", f"{m.lowest:.3f}", f"{m.largest_tilt:.1f}",
+                     f"{m.advanced:.2f}", f"{m.commanded:.2f}", f"{m.advanced / m.commanded:.0%}"])
+    ladder = []
+    for friction in (1.0, 0.7):
+        for start in PUSH_STARTS:
+            outcomes = []
+            for force in PUSH_LADDER:  # up to the first fall
+                r = mujoco_run(friction, force, start, PUSH_DURATION)
+                print(friction, start, force, r["fell"], r["stopped"], flush=True)
+                outcomes.append(f"{force:g}:{'fell' if r['fell'] else 'ok'}")
+                if r["fell"]:
+                    break
+            survived = [f for f, o in zip(PUSH_LADDER, outcomes) if o.endswith("ok")]
+            ladder.append([friction, f"{start:g}", " ".join(outcomes), f"{max(survived, default=0.0):g}"])
+    load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
+    header = ["friction", "task's μ", "push (base_link, +y)", "iLQR iterations / step", "torque clamp N·m",
+              "median step / period", "worst step / period",
+              "MuJoCo + policy ms / step", "real-time factor", "fell", "stopped", "lowest base m", "largest tilt °",
+              "advanced m", "commanded m", "advanced / commanded"]
+    body = (f"## MPC in MuJoCo\n\n{machine()}, load average at the end {load} (other jobs shared the "
+            f"cores). `benchmarks/bench_mpc.py mujoco`: Solo-12's trot, one iLQR iteration (or two) per 20 ms step "
+            f"over a 25-interval horizon, in MuJoCo (1 ms steps under the solver's feedback policy, stiff contact, "
+            f"torques clamped at 5 N·m unless said) for {MUJOCO_DURATION:g} s. Fell: base below {FALL_HEIGHT} m, "
+            f"tilt past {FALL_TILT:g}°, or MuJoCo diverged. Targets: never falls, advances ≥ 80 % of the commanded "
+            "distance, with a 12 N push and at friction 0.7; median step ≤ 0.5× and worst ≤ 1.0× the period.\n\n"
+            + table(header, rows)
+            + f"\n\nSide pushes of 0.2 s, each a {PUSH_DURATION:g} s run, by the time the push starts (the phase "
+              "of the gait), stronger until the first fall: the largest survived.\n\n"
+            + table(["friction", "push starts at s", "force N: outcome", "largest survived N"], ladder))
+    write_section("mpc-mujoco", body)
+
+
+BIPED_PUSHES, BIPED_DURATION = (40.0, 80.0, 120.0, 160.0, 200.0), 3.0
+
+
+def biped_main() -> None:
+    """Talos' legs standing in MuJoCo (the biped's "stand", one iLQR iteration per 30 ms step
+    over its 25 intervals, the wrench cones as constraints, its URDF's torque limits) pushed
+    sideways at the pelvis (base_link) from 0.5 s for 0.2 s, stronger until the first fall."""
+    rows = []
+    for force in BIPED_PUSHES:
+        prob = problems.get("biped", scenario="stand")
+        plant = optdyn.apps.mujoco_plant.plant_for(prob)
+        push = optdyn.Push("base_link", (0.0, force, 0.0), 0.5, 0.2)
+        t0 = time.perf_counter()
+        loop = optdyn.simulate(optdyn.MPC(prob, "ilqr", 1), BIPED_DURATION, plant=plant, disturbances=[push])
+        wall = time.perf_counter() - t0 - loop.solve_time[0]
+        motion = optdyn.report.base_motion(prob, loop.xs, loop.t)
+        fell = bool(loop.stopped) or motion.fell(0.8 * prob.x0[2], FALL_TILT)
+        ratio = loop.solve_time[1:] / prob.dt
+        print(force, fell, loop.stopped, motion, flush=True)
+        rows.append([f"{force:g}", float(np.median(ratio)), float(ratio.max()), wall / (loop.t[-1] - prob.dt),
+                     "yes" if fell else "no", loop.stopped or "—", f"{motion.lowest:.3f}",
+                     f"{motion.largest_tilt:.1f}", f"{1e3 * np.abs(loop.xs[:, 1]).max():.0f}",
+                     f"{1e3 * abs(loop.xs[-1, 1]):.1f}"])
+        if fell:
+            break
+    load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
+    body = (f"## MPC in MuJoCo: Talos' legs pushed\n\n{machine()}, load average at the end {load}. "
+            "`benchmarks/bench_mpc.py mujoco-biped`: the biped's \"stand\" (Talos' legs at half-sitting on both "
+            "soles, 6D sole boxes of its SRDF's size), one iLQR iteration per 30 ms step over 25 intervals, in "
+            f"MuJoCo for {BIPED_DURATION:g} s, pushed sideways at the pelvis (base_link) from 0.5 s for 0.2 s, "
+            "stronger until the first fall (base below 0.8× its standing height, tilt past 20°, or MuJoCo "
+            "diverged). Target: 40 N survived.\n\n"
+            + table(["push N", "median step / period", "worst step / period", "real-time factor", "fell", "stopped",
+                     "lowest base m", "largest tilt °", "largest sideways excursion mm", "sideways at the end mm"],
+                    rows))
+    write_section("mpc-mujoco-biped", body)
+
+
 if __name__ == "__main__":
-    main()
+    import sys
+
+    {"mujoco": mujoco_main, "mujoco-biped": biped_main}.get(" ".join(sys.argv[1:]), main)()

@@ -1,4 +1,4 @@
-"""Windows of a task under MPC (issue 41: the references move with time): a moving target and
+"""Windows of a task under MPC (the references move with time): a moving target and
 the quadruped's trot.
 
     NUMBA_NUM_THREADS=1 .venv/bin/python benchmarks/bench_mpc_windows.py [--converged]

@@ -29,6 +29,7 @@ from .ocp.user_residual import UserResidual
 from .solvers.result import STATUSES, Result
 from .solvers.solve import solve
 from .solvers.mpc import MPC
+from .apps.mujoco_plant import MujocoPlant
 from .apps.simulate import ClosedLoop, Push, simulate
 from .apps.sweep import sweep
 from .apps.warmup import warmup
@@ -36,7 +37,7 @@ from .apps.warmup import warmup
 __all__ = [
     "Problem", "Result", "STATUSES", "solve", "compare", "costs", "constraints", "clearances", "report",
     "save_result", "load_result", "view", "save_html", "plot_trajectory", "sweep",
-    "set_num_threads", "get_num_threads", "check_derivatives", "UserResidual", "MPC", "simulate", "Push",
+    "set_num_threads", "get_num_threads", "check_derivatives", "UserResidual", "MPC", "simulate", "Push", "MujocoPlant",
     "ClosedLoop", "save_closed_loop", "load_closed_loop", "load", "plot_closed_loop", "warmup",
 ]
 

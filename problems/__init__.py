@@ -57,8 +57,8 @@ REGISTRY: dict[str, Entry] = {
         "biped", "make",
         "Talos' legs (example-robot-data, upper body locked at half-sitting; or any robot: model=, soles=, "
         "standing=, sole_half_lengths=) walk forward on two 6D soles: single and double supports, impulses at "
-        "touchdown, each sole's wrench in its contact wrench cone.",
-        ("walk",)),
+        "touchdown, each sole's wrench in its contact wrench cone; or stand on both.",
+        ("walk", "stand")),
     "panda-reach": Entry(
         "panda_reach", "make",
         "Franka Panda (example-robot-data) brings its hand to a Cartesian target from rest within its torque "

@@ -27,7 +27,8 @@ Costs (× dt on the running knots; :data:`problems.gaits.BIPED_WEIGHTS`, Talos';
 scaled by its mass and height as the quadruped's, :func:`problems.gaits.scaled_weights`):
 
     running  ℓ_k = ½ Σ_i w_i (x ⊖ x̄_k)_i² + ½·1e-3‖u‖² + ½·1e7 Σ_swing ‖log₆(T_s,k⁻¹ M_s(q))‖²
-    terminal ℓ_N = 10 · ½ Σ_i w_i (x ⊖ x̄_N)_i²
+    terminal ℓ_N = 10 · ½ Σ_i w_i (x ⊖ x̄_N)_i²   (x̄_N given per node: a controller's window
+                                               ends on its last node's, not the task's end)
 
 with x̄_k the half-sitting state whose base has advanced with the walk (linearly over each
 single support), weights w = 1e2 on the base's position, 5e2 on its orientation, 1e-2 on
@@ -62,6 +63,10 @@ from .legged import Stance, solver_options, stance, state_weights
 from .robot_data import load_robot, robot_files
 
 URDF = "talos_data/robots/talos_reduced.urdf"
+
+SCENARIOS = ("walk", "stand")
+"""The walk, or standing on both soles for ``step_knots + support_knots`` intervals (its last
+held past its end by a controller: balance, e.g. against a push)."""
 SRDF = "talos_data/srdf/talos.srdf"
 
 SOLVER_OPTIONS = {"ddp": {"rho_init": 0.1}, "ilqr": {"rho_init": 0.1}, "ipopt": {"mu_strategy": "adaptive"}}
@@ -95,12 +100,13 @@ def make(scenario: str = "walk", steps: int = 2, step_length: float = 0.2, step_
          sole_half_lengths: Sequence[float] | None = None) -> Problem:
     """``model`` (a robot on a free-flyer root, standing at ``standing`` on its ``soles``
     (left, right); by default Talos' legs at half-sitting) takes ``steps`` steps (``scenario``
-    "walk", the only one), each sole landing ``step_length`` (m) further forward after an arc of
-    apex ``step_height`` (m) in ``step_knots`` intervals of ``dt``, ``support_knots`` on both
+    "walk"; "stand": on both soles, :data:`SCENARIOS`), each sole landing ``step_length`` (m)
+    further forward after an arc of apex ``step_height`` (m) in ``step_knots`` intervals of
+    ``dt``, ``support_knots`` on both
     soles around every step, the stance soles' wrenches in the contact wrench cone of ``mu``
     (None: no cone) over soles of ``sole_half_lengths`` (X, Y) (module docstring)."""
-    if scenario != "walk":
-        raise ValueError(f"scenario: expected walk, got {scenario!r}")
+    if scenario not in SCENARIOS:
+        raise ValueError(f"scenario: expected one of {', '.join(SCENARIOS)}, got {scenario!r}")
     positive(step_length, "step_length")
     positive(step_height, "step_height")
     positive(dt, "dt")
@@ -108,7 +114,10 @@ def make(scenario: str = "walk", steps: int = 2, step_length: float = 0.2, step_
         positive(mu, "mu")
     robot, half_lengths = _robot(model, soles, standing, sole_half_lengths, mu)
     name = "biped" if model is None else f"biped:{robot.model.name}"
-    swings, progress = biped_gait(steps, step_knots, support_knots, robot.feet)
+    if scenario == "stand":  # both soles down, the base held at the standing posture
+        swings, progress = [()] * (step_knots + support_knots), [0.0] * (step_knots + support_knots + 1)
+    else:
+        swings, progress = biped_gait(steps, step_knots, support_knots, robot.feet)
     model, N, w = robot.model, len(swings), scaled_weights(BIPED_WEIGHTS, robot.scale, TALOS_SCALE)
     x0 = np.r_[robot.q, np.zeros(model.nv)]
     refs = np.tile(x0, (N + 1, 1))
@@ -117,10 +126,12 @@ def make(scenario: str = "walk", steps: int = 2, step_length: float = 0.2, step_
     running = StateCost(weights, refs[:-1], model=model) + ControlCost(w["control"], nu=model.nv - 6)
     for sole, (R0, p0) in zip(robot.feet, robot.placements):
         path, weight = swing_references(p0, sole, swings, step_length, step_height, w["swing"])
+        if not weight.any():
+            continue
         targets = np.tile(np.eye(4), (N, 1, 1))
         targets[:, :3, :3], targets[:, :3, 3] = R0, path
         running = running + FramePlacementCost(model, sole, targets, weight)
-    terminal = StateCost(w["terminal"] * weights, refs[-1], model=model)
+    terminal = StateCost(w["terminal"] * weights, refs, model=model)  # node N's; a window's at its end
     contacts = [[Contact(s, kind="6d", reference="local") for s in robot.feet if s not in swing] for swing in swings]
     cones = [] if mu is None else [
         ResidualConstraint(WrenchConeResidual(model, contacts, s, mu=mu, half_lengths=half_lengths), upper=0.0)

@@ -37,7 +37,8 @@ Scenarios (timing in intervals of ``dt``):
 Costs (× dt on the running knots):
 
     running  ℓ_k = ½ Σ_i w_i (x ⊖ x̄_k)_i² + ½·1e-1‖u‖² + ½·1e6 Σ_swing ‖p_f(q) − p_f,k‖²
-    terminal ℓ_N = 10 · ½ Σ_i w_i (x ⊖ x̄_N)_i²
+    terminal ℓ_N = 10 · ½ Σ_i w_i (x ⊖ x̄_N)_i²   (x̄_N given per node: a controller's window
+                                               ends on its last node's, not the task's end)
 
 with x̄_k the standing state whose base has advanced with the gait (linearly within each
 moving phase; in the jump's flight it also rises on the arc 4 h s (1 − s)), weights w = 0 on
@@ -140,7 +141,7 @@ def make(scenario: str = "trot", cycles: int = 2, step_length: float = 0.15, ste
         target, weight = swing_references(p0, foot, swings, step_length, step_height, w["swing"])
         if weight.any():
             running = running + FramePositionCost(model, foot, target, weight)
-    terminal = StateCost(w["terminal"] * weights, refs[-1], model=model)
+    terminal = StateCost(w["terminal"] * weights, refs, model=model)  # node N's; a window's at its end
     contacts = [[Contact(f) for f in robot.feet if f not in swing] for swing in swings]
     pyramids = [] if mu is None else [FrictionConeResidual(model, contacts, f, mu=mu) for f in robot.feet]
     cones = [ResidualConstraint(r, upper=0.0) for r in pyramids] if cone == "constraint" else []

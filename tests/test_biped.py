@@ -26,7 +26,8 @@ def test_the_gait_builder_alternates_the_soles_from_the_right():
 
 
 @pytest.mark.parametrize("kw, match", [
-    (dict(scenario="run"), "^scenario: expected walk"), (dict(steps=0), "^steps: expected an integer > 0"),
+    (dict(scenario="run"), "^scenario: expected one of walk, stand"),
+    (dict(steps=0), "^steps: expected an integer > 0"),
     (dict(steps=1.5), "^steps: expected an integer > 0"), (dict(step_height=0.0), "^step_height: expected a number > 0"),
     (dict(support_knots=-1), "^support_knots: expected an integer ≥ 0"), (dict(mu=0.0), "^mu: expected a number > 0"),
 ])

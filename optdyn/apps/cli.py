@@ -9,6 +9,7 @@
     optdyn plot result.npz --out traj.png [--mu MU]   q, v, u with limits, clearance, convergence (or a closed loop's)
     optdyn mpc PROBLEM [--scenario S] [--param KEY=VALUE ...] [--duration S] [--push FRAME:FX,FY,FZ@START+DURATION ...]
                [--solver ilqr|ddp|ipopt] [--iterations N|converge] [--warm-start W] [--horizon receding|shrinking|H]
+               [--plant optdyn|mujoco] [--friction MU] [--contact stiff|soft] [--effort N·M]
                [--save loop.npz] [--html out.html] [--plot out.png] [--view]
                                                   model predictive control in closed loop, with pushes
     optdyn sweep PROBLEM [--scenario S] [--solver S] --grid KEY=V1,V2,... [--grid ...] [--starts K]
@@ -50,7 +51,7 @@ import problems
 
 from .clearance import clearances, constraint_margins, margin_constraints
 from .io import load, save_closed_loop, save_result
-from .report import task_errors, task_lines, tracking_errors
+from .report import base_motion, task_errors, task_lines, tracking_errors
 from .simulate import REFINEMENT, ClosedLoop, Push, check_push
 from ..solvers.result import Result
 from ..ocp.task import clearance_constraints, problem_of
@@ -444,9 +445,20 @@ def _ms(seconds: float) -> str:
     return f"{1e3 * seconds:.3g} ms"
 
 
-def _loop_summary(loop: ClosedLoop, problem=None) -> list[str]:
+def _plant_line(loop: ClosedLoop, plant=None) -> str:
+    """What the plant of ``loop`` was (its MujocoPlant ``plant`` for the details)."""
+    if loop.plant != "mujoco":
+        return f"{REFINEMENT}× finer RK4 of the controller's model"
+    if plant is None:
+        return "MuJoCo"
+    clamp = "the URDF's torque limits" if plant.effort is None else f"torques clamped at {plant.effort:g}"
+    return (f"MuJoCo, steps of {plant.timestep * 1e3:g} ms under the feedback policy, friction {plant.friction:g}, "
+            f"{plant.contact} contact, {clamp}")
+
+
+def _loop_summary(loop: ClosedLoop, problem=None, plant=None) -> list[str]:
     """Summary lines of a closed loop: controller, pushes, real-time figures, and with its
-    problem the horizon and the task errors."""
+    problem the horizon, the task errors and, for a floating base, how it moved."""
     limit = ("to convergence" if loop.iteration_limit is None else
              f"{loop.iteration_limit} iteration{'s' if loop.iteration_limit > 1 else ''} per step"
              + (" (real-time iteration)" if loop.iteration_limit == 1 else ""))
@@ -460,7 +472,7 @@ def _loop_summary(loop: ClosedLoop, problem=None) -> list[str]:
     if problem is not None:
         H = problem.N if isinstance(loop.horizon, str) else loop.horizon
         lines.append(f"horizon     {H} intervals of {problem.dt:g} s ({H * problem.dt:g} s; the task {problem.T:g} s), "
-                     f"re-planned every {loop.dt:g} s; plant: {REFINEMENT}× finer RK4")
+                     f"re-planned every {loop.dt:g} s; plant: {_plant_line(loop, plant)}")
     lines.append(f"simulated   {loop.t[-1]:g} s, {n} steps" + (f" (stopped: {loop.stopped})" if loop.stopped else ""))
     lines += [f"push        {d.frame}: ({', '.join(f'{f:g}' for f in d.force)}) N from {d.start:g} s for "
               f"{d.duration:g} s" for d in loop.disturbances]
@@ -486,6 +498,10 @@ def _loop_summary(loop: ClosedLoop, problem=None) -> list[str]:
         worst = int(np.argmax(np.where(after, e, -np.inf))) if after.any() else len(e) - 1
         lines.append(f"tracking    {label}: {e[-1]:.4g} at t = {loop.t[-1]:g} s; {largest} {e[worst]:.4g} at "
                      f"t = {loop.t[worst]:g} s")
+    if problem.model.joint_types[0] == "free-flyer" and n:
+        b = base_motion(problem, loop.xs, loop.t)
+        lines.append(f"base        lowest {b.lowest:.3f} m, largest tilt {b.largest_tilt:.1f}°, advanced "
+                     f"{b.advanced:.3f} m along x (the task: {b.commanded:.3f} m)")
     if loop.margins.size:
         i, j = np.unravel_index(np.argmin(loop.margins), loop.margins.shape)
         which = type(margin_constraints(problem)[j]).__name__
@@ -494,16 +510,80 @@ def _loop_summary(loop: ClosedLoop, problem=None) -> list[str]:
     return lines
 
 
+MUJOCO_SCENARIOS = {
+    "quadruped": {"params": {"cone": "cost", "mu": 0.7}, "horizon": "25", "effort": 5.0,
+                  "push": {"trot": "base_link:0,12,0@1.0+0.2", "walk": "base_link:0,5,0@1.0+0.2"}},
+    "biped": {"params": {"mu": 0.7}, "push": {"stand": "base_link:0,40,0@0.5+0.2"}},
+}
+"""What ``optdyn mpc PROBLEM --plant mujoco`` sets unless given on the command line: the task's
+parameters, the horizon, a push by scenario (when no --push is given) and the plant's torque clamp; a
+``mu`` here is scaled by --friction (the controller's pyramid 0.7× the floor's friction: with
+the task's μ = 0.7 on a floor of 0.7 the trot's touchdowns, planned at the pyramid's edge, slip
+and it falls within 0.5 s; at 0.49 it trots 10 s, measured). Solo-12:
+the friction pyramid as a barrier cost (one iLQR iteration per step keeps the forces inside
+it), a 0.5 s horizon, a 12 N side push on the base for 0.2 s (5 N walking: 10 N makes the walk
+fall, measured), and its joints' torques clamped
+at 5 N·m (its URDF's 1000 N·m is a placeholder: unclamped, with one iLQR iteration per step, a
+leg that the plan holds in stance while it is in the air after the push spins up under the
+feedback policy until MuJoCo diverges, measured; at its motors' 2.7 N·m peak (Grimminger et al.
+2020) the trot's touchdowns saturate and it falls).
+Talos' legs (``--scenario stand``): a 40 N side push at the pelvis for 0.2 s, its URDF's torque
+limits; its soles' boxes take the size of the task's wrench cones (its SRDF's)."""
+
+
+def _mujoco_setup(args: argparse.Namespace) -> tuple[list, str, float | None]:
+    """(--param pairs, --horizon, torque clamp) of ``optdyn mpc --plant mujoco``:
+    :data:`MUJOCO_SCENARIOS`' where the command line gives none."""
+    if not (np.isfinite(args.friction) and args.friction > 0):
+        raise CommandError(f"--friction: expected a friction coefficient > 0, got {args.friction:g}")
+    recipe = MUJOCO_SCENARIOS.get(args.problem, {})
+    given = dict(args.param)
+    params = dict(recipe.get("params", {}))
+    if "mu" in params:  # the controller's friction pyramid inside the floor's
+        params["mu"] = round(params["mu"] * args.friction, 6)
+    pairs = [(k, v) for k, v in params.items() if k not in given] + list(args.param)
+    horizon = args.horizon if args.horizon is not None else recipe.get("horizon", "receding")
+    return pairs, horizon, args.effort if args.effort is not None else recipe.get("effort")
+
+
+def _scenario_push(args: argparse.Namespace, problem) -> list[str]:
+    """The --push texts of ``optdyn mpc --plant mujoco``: the given ones, else the push of the
+    problem's scenario in :data:`MUJOCO_SCENARIOS` (none if it has none)."""
+    push = MUJOCO_SCENARIOS.get(args.problem, {}).get("push", {}).get(problem.params.get("scenario"))
+    return args.push or ([] if push is None else [push])
+
+
+def _long_enough(args: argparse.Namespace, pairs: list, problem):
+    """The problem again with gait cycles enough for --duration (a task with a ``cycles``
+    parameter not given on the command line, shorter than the run), else ``problem``: the
+    controller's window slides along the task, which holds its last interval past its end."""
+    cycles = problem.params.get("cycles")
+    if cycles is None or "cycles" in dict(pairs) or problem.T >= args.duration:
+        return problem
+    return _make_problem(args.problem, args.scenario, [*pairs, ("cycles", int(np.ceil(args.duration * cycles
+                                                                                       / problem.T)) + 1)])
+
+
 def cmd_mpc(args: argparse.Namespace) -> int:
     """Run PROBLEM's receding-horizon controller against the finer plant with the --push es;
     print the summary (with the real-time factor), write the outputs."""
     _check_outputs(args)
+    pairs, horizon, effort = (_mujoco_setup(args) if args.plant == "mujoco" else
+                              (args.param, args.horizon or "receding", None))
     pushes = [parse_push(text) for text in args.push]
     iterations = _iterations(args.iterations)
     if not (np.isfinite(args.duration) and args.duration > 0):
         raise CommandError(f"--duration: expected a time > 0 s, got {args.duration:g}")
-    problem = _make_problem(args.problem, args.scenario, args.param)
-    for text, push in zip(args.push, pushes):
+    problem = _make_problem(args.problem, args.scenario, pairs)
+    plant, texts = None, args.push
+    if args.plant == "mujoco":
+        from .mujoco_plant import plant_for
+
+        problem = _long_enough(args, pairs, problem)
+        plant = plant_for(problem, friction=args.friction, contact=args.contact, effort=effort)
+        texts = _scenario_push(args, problem)
+        pushes = [parse_push(text) for text in texts]
+    for text, push in zip(texts, pushes):
         try:
             check_push(problem.model, push)
         except ValueError as e:
@@ -511,11 +591,11 @@ def cmd_mpc(args: argparse.Namespace) -> int:
     from ..solvers.mpc import MPC
     from .simulate import simulate
 
-    mpc = MPC(problem, args.solver, iterations, warm_start=args.warm_start, horizon=_horizon(args.horizon))
+    mpc = MPC(problem, args.solver, iterations, warm_start=args.warm_start, horizon=_horizon(horizon))
     print(f"simulating {args.problem} for {args.duration:g} s: MPC with {args.solver}, horizon {mpc.problem.N} × "
           f"{problem.dt:g} s", flush=True)
-    loop = simulate(mpc, args.duration, disturbances=pushes)
-    print("\n".join(_loop_summary(loop, problem)), flush=True)
+    loop = simulate(mpc, args.duration, plant=plant, disturbances=pushes)
+    print("\n".join(_loop_summary(loop, problem, plant)), flush=True)
     if loop.interrupted:
         return _interrupted(loop, problem, args, f"optdyn mpc: {loop.stopped} after {len(loop.us)} steps; the "
                                                  "summary above is of those")
@@ -709,10 +789,20 @@ def build_parser() -> argparse.ArgumentParser:
                      help="solver iterations per step (1: real-time iteration), or converge")
     mpc.add_argument("--warm-start", choices=WARM_STARTS,
                      help="how a step starts from the last plan (default: policy for ddp/ilqr, shift for ipopt)")
-    mpc.add_argument("--horizon", default="receding", metavar="receding|shrinking|H",
+    mpc.add_argument("--horizon", metavar="receding|shrinking|H",
                      help="receding: N intervals from every step; shrinking: up to the problem's end, for a task "
                           "that must be done at T; H: a receding horizon of H ≤ N intervals moving along the task "
-                          "(its references, weights and contacts move with time) (default: receding)")
+                          "(its references, weights and contacts move with time) (default: receding; with "
+                          "--plant mujoco the problem's MuJoCo scenario's)")
+    mpc.add_argument("--plant", choices=("optdyn", "mujoco"), default="optdyn",
+                     help="optdyn: the controller's model, 10× finer RK4, the task's contacts; mujoco: MuJoCo on a "
+                          "floor (pip install optdyn[sim]), with the problem's MuJoCo scenario (a push, a horizon, "
+                          "gait cycles enough for --duration) where not given (default: optdyn)")
+    mpc.add_argument("--friction", type=float, default=1.0, metavar="MU", help="MuJoCo's floor friction (default 1)")
+    mpc.add_argument("--contact", choices=("stiff", "soft"), default="stiff",
+                     help="MuJoCo's contact parameters (optdyn.MujocoPlant; default stiff)")
+    mpc.add_argument("--effort", type=float, metavar="N·M",
+                     help="MuJoCo's torque clamp on every joint (default: the scenario's, else the URDF's limits)")
     mpc.add_argument("--save", help="write the closed loop to this .npz file (default: not saved)")
     mpc.add_argument("--plot", help="write the tracking error, torques and solve times to this PNG file "
                                     "(default: none)")

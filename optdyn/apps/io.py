@@ -31,7 +31,9 @@ same family::
     meta            JSON {"format": "optdyn.closed_loop", "version": 2, dt, stopped, solver,
                     iteration_limit, warm_start, horizon, problem, params, status (one per step),
                     disturbances (frame, force, start, duration of each push),
-                    problem_record (or null), joint_names (or null)}
+                    problem_record (or null), joint_names (or null), plant ("optdyn" or
+                    "mujoco"), contact_frames (the feet whose measured forces follow)}
+    contact_forces/<frame> (n, 3)   the plant's measured contact forces (MuJoCo's), if any
     t (n+1,), xs (n+1, nx), us (n, nu), gains (n, nu, ndx), solve_time (n,), cost (n,),
     margins (n, m), iterations (n,)
 
@@ -231,6 +233,8 @@ def save_closed_loop(loop: ClosedLoop, path) -> None:
             "disturbances": [{"frame": d.frame, "force": list(d.force), "start": d.start, "duration": d.duration}
                              for d in loop.disturbances]}
     meta.update({k: _jsonable(getattr(loop, k)) for k in _LOOP_SCALARS})
+    meta["plant"], meta["contact_frames"] = loop.plant, list(loop.contact_forces)
+    arrays.update({f"contact_forces/{frame}": np.asarray(f, dtype=float) for frame, f in loop.contact_forces.items()})
     arrays["meta"] = np.array(json.dumps(meta, allow_nan=True))
     with open(path, "wb") as f:
         np.savez_compressed(f, **arrays)
@@ -267,8 +271,14 @@ def _closed_loop(archive, path) -> ClosedLoop:
     arrays = _loop_arrays(archive, path)
     pushes = tuple(Push(d["frame"], tuple(d["force"]), d["start"], d["duration"]) for d in meta["disturbances"])
     extra = {k: meta[k] for k in ("problem_record", "joint_names") if meta[k] is not None}
+    frames = meta.get("contact_frames", [])  # (files before the MuJoCo plant have none)
+    missing = [f for f in frames if f"contact_forces/{f}" not in archive.files]
+    if missing:
+        raise ValueError(f"{path}: corrupt closed-loop file, missing the contact forces of {missing}")
+    forces = {f: archive[f"contact_forces/{f}"] for f in frames}
     return ClosedLoop(**arrays, status=[str(s) for s in meta["status"]], disturbances=pushes,
-                      params=meta["params"], extra=extra, **{k: meta[k] for k in _LOOP_SCALARS})
+                      params=meta["params"], extra=extra, plant=str(meta.get("plant", "optdyn")),
+                      contact_forces=forces, **{k: meta[k] for k in _LOOP_SCALARS})
 
 
 def load(path) -> Result | ClosedLoop:

@@ -30,7 +30,7 @@ from ..ocp.costs import PointSet, cost_terms
 from ..ocp.problem import Problem, _array
 from ..ocp.relative_residuals import RelativeMotion
 from ..ocp.residuals import (CoMPositionResidual, FrameOrientationResidual, FramePlacementResidual,
-                             FramePositionResidual, FrameVelocityResidual)
+                             FramePositionResidual, FrameVelocityResidual, StateResidual)
 from ..ocp.task import frame_targets
 
 TARGET_RESIDUALS = (FramePositionResidual, FramePlacementResidual, FrameOrientationResidual, FrameVelocityResidual,
@@ -266,3 +266,42 @@ def friction_margins(forces: dict[str, np.ndarray], mu: float = MU,
         fn = f @ n
         out[frame] = mu * fn - np.linalg.norm(f - fn[:, None] * n, axis=1)
     return out
+
+
+@dataclass(frozen=True)
+class BaseMotion:
+    """How a floating base moved along states: its ``lowest`` height (m), its ``largest_tilt``
+    (degrees between its z axis and the vertical), how far it ``advanced`` along world x (m,
+    first state to last) and how far the task ``commanded`` it to over those times (m; the
+    base reference of its per-knot state cost at the last time minus at the first, NaN if it
+    has none)."""
+
+    lowest: float
+    largest_tilt: float
+    advanced: float
+    commanded: float
+
+    def fell(self, height: float, tilt: float) -> bool:
+        """Whether the base went below ``height`` (m) or tilted past ``tilt`` (degrees)."""
+        return bool(self.lowest < height or self.largest_tilt > tilt)
+
+
+def base_motion(problem: Problem, xs, t) -> BaseMotion:
+    """The :class:`BaseMotion` of the free-flyer root of ``problem``'s robot along the states
+    ``xs`` (K, nx) at the times ``t`` (K,) s; ValueError for a robot without one."""
+    model = problem.model
+    if not model.joint_types or model.joint_types[0] != "free-flyer":
+        raise ValueError(f"problem: expected a robot on a free-flyer root, got joints {list(model.joint_types)}")
+    xs, t = np.asarray(xs, dtype=float), np.asarray(t, dtype=float)
+    if xs.ndim != 2 or xs.shape[1] != problem.nx or t.shape != (xs.shape[0],) or not len(t):
+        raise ValueError(f"xs, t: expected (K, {problem.nx}) states at K times, got {xs.shape} and {t.shape}")
+    qx, qy = xs[:, 3], xs[:, 4]
+    tilt = np.degrees(np.arccos(np.clip(1.0 - 2.0 * (qx ** 2 + qy ** 2), -1.0, 1.0)))
+    commanded = np.nan
+    for term in cost_terms(problem.running_cost):
+        reference = getattr(getattr(term, "residual", None), "reference", None)
+        if isinstance(term.residual, StateResidual) and reference is not None and reference.ndim == 2:
+            knots = np.arange(reference.shape[0]) * problem.dt
+            commanded = float(np.interp(t[-1], knots, reference[:, 0]) - np.interp(t[0], knots, reference[:, 0]))
+            break
+    return BaseMotion(float(xs[:, 2].min()), float(tilt.max()), float(xs[-1, 0] - xs[0, 0]), commanded)

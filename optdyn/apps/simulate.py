@@ -18,6 +18,15 @@ in contact, pulls as well as pushes, and never catches a foot early or late). Wh
 i gains contacts, the plant passes the impulse map (restitution 0) at t_i, after the
 controller measured: the state measured at a touchdown is the one before the impulse, as
 the task's node i is (:mod:`optdyn.ocp.windows`). Past the task's end its last interval's hold.
+
+With ``plant="mujoco"`` (or an :class:`optdyn.MujocoPlant`) the plant is MuJoCo instead: the
+robot on a floor, its contacts wherever its feet meet it — a touchdown early or late, a foot
+that slips or leaves the ground, are the plant's business, while the controller's windows go
+on with the task's contact sequence. Between control updates it applies, at each of its own
+steps, the solver's feedback policy ū_0 + K_0 (x ⊖ x̄(s)) from the plan's state a fraction s
+into the interval (to first order, x̄_0 ⊕ s (x̄_1 ⊖ x̄_0)), clipped to the task's control
+bounds; a push is MuJoCo's ``xfrc_applied`` at the frame, and the loop records the contact
+forces MuJoCo measured on each foot (``ClosedLoop.contact_forces``).
 """
 from __future__ import annotations
 
@@ -37,6 +46,7 @@ from ..ocp import contact_phases, integrators, windows
 from ..ocp.problem import Problem
 from ..solvers.mpc import MPC
 from .clearance import margin_constraints, margins_at
+from .mujoco_plant import MujocoPlant, plant_for
 
 REFINEMENT = 10
 """Plant RK4 steps per controller integration step."""
@@ -105,6 +115,11 @@ class ClosedLoop:
         extra: ``problem_record`` of a reopened loop (:func:`optdyn.apps.io.save_closed_loop`).
         source: the problem as the controller started it (x0 the loop's first state), set by
             :func:`simulate`; not saved to disk.
+        plant: "optdyn" (the library's own dynamics) or "mujoco" (:class:`optdyn.MujocoPlant`).
+        contact_forces: the world-frame forces the plant's floor exerted on each foot, mean over
+            each control interval (NaN where the foot never touched it), {frame: (n, 3)} N —
+            MuJoCo's measured contact forces (empty
+            for the library's plant, whose forces follow from the plan: :func:`optdyn.apps.report.loop_contact_forces`).
     """
 
     t: np.ndarray
@@ -127,6 +142,8 @@ class ClosedLoop:
     params: dict = field(default_factory=dict)
     extra: dict = field(default_factory=dict)
     source: Problem | None = field(default=None, repr=False, compare=False)
+    plant: str = "optdyn"
+    contact_forces: dict = field(default_factory=dict)
 
     @property
     def interrupted(self) -> bool:
@@ -142,17 +159,28 @@ def check_push(model: Model, push: Push) -> None:
         raise ValueError(f"frame: {push.frame!r} is fixed on the base; a push needs a moving body")
 
 
-def _plant(mpc: MPC, plant: Model | None) -> Model:
-    model = mpc.problem.model
+def _plant(mpc: MPC, plant):
+    """The plant's integrator of control intervals: the library's (``plant`` None or a Model)
+    or MuJoCo's ("mujoco" or a :class:`MujocoPlant`); ValueError naming ``plant`` otherwise."""
+    task = mpc.task
+    if isinstance(plant, str):
+        if plant != "mujoco":
+            raise ValueError(f"plant: expected None, a dynamics.Model, 'mujoco' or an optdyn.MujocoPlant, "
+                             f"got {plant!r}")
+        return _MujocoIntervals(task, plant_for(task))
+    if isinstance(plant, MujocoPlant):
+        return _MujocoIntervals(task, plant)
+    model = task.model
     if plant is None:
-        return model
+        plant = model
     if not isinstance(plant, Model):
-        raise ValueError(f"plant: expected a dynamics.Model or None, got {type(plant).__name__}")
+        raise ValueError(f"plant: expected None, a dynamics.Model, 'mujoco' or an optdyn.MujocoPlant, "
+                         f"got {type(plant).__name__}")
     if list(plant.joint_names) != list(model.joint_names) or (plant.nq, plant.nv) != (model.nq, model.nv) \
             or not np.array_equal(plant.nvs, model.nvs):
         raise ValueError(f"plant: its joints {list(plant.joint_names)} (nq {plant.nq}, nv {plant.nv}) differ from "
                          f"the controller's {list(model.joint_names)} (nq {model.nq}, nv {model.nv})")
-    return plant
+    return _PlantIntervals(task, plant, task.dt / (REFINEMENT * task.substeps))
 
 
 def _noise(noise, ndx: int) -> np.ndarray | None:
@@ -165,15 +193,16 @@ def _noise(noise, ndx: int) -> np.ndarray | None:
     return s
 
 
-def simulate(mpc: MPC, duration: float, plant: Model | None = None, disturbances: Sequence[Push] = (),
+def simulate(mpc: MPC, duration: float, plant=None, disturbances: Sequence[Push] = (),
              noise=None, delay: float = 0.0, seed: int = 0) -> ClosedLoop:
     """Run the fresh controller ``mpc`` in closed loop for ``duration`` s (rounded to whole
     control periods) from its problem's x0 (module docstring). Ctrl-C or a diverging plant
     end the loop early with what was recorded (``ClosedLoop.stopped`` says why).
 
     Args:
-        plant: the simulated robot (default: the controller's model); its joints must be the
-            controller's.
+        plant: the simulated robot: None (the controller's model), a :class:`dynamics.Model`
+            with the controller's joints, "mujoco" (:func:`optdyn.apps.mujoco_plant.plant_for`
+            the task: its feet, its floor, stiff contact) or an :class:`optdyn.MujocoPlant`.
         disturbances: :class:`Push` es.
         noise: standard deviation of Gaussian measurement noise added to the state in the
             tangent space (scalar or (ndx,)), or None; ``seed`` seeds it.
@@ -189,26 +218,24 @@ def simulate(mpc: MPC, duration: float, plant: Model | None = None, disturbances
         if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not np.isfinite(v) \
                 or v < 0:
             raise ValueError(f"{name}: expected a finite time ≥ 0 s, got {v!r}")
-    model = _plant(mpc, plant)
+    plant_at = _plant(mpc, plant)
     pushes = tuple(disturbances)
     for d in pushes:
-        check_push(model, d)
+        check_push(plant_at.model, d)
     sigma = _noise(noise, p.ndx)
     rng = np.random.default_rng(seed)
-    fine = REFINEMENT * p.substeps  # plant steps per control interval
-    h = p.dt / fine
-    task = mpc.task
-    plant_at = _PlantIntervals(task, model, h)
-    lag = int(round(delay / h))
+    fine = plant_at.fine  # plant steps per control interval
+    lag = int(round(delay / (p.dt / fine)))
     n = int(round(duration / p.dt))
     xs, us = np.empty((n + 1, p.nx)), np.empty((n, p.nu))
     gains, solve_time, cost = np.empty((n, p.nu, p.ndx)), np.empty(n), np.empty(n)
     margins = np.empty((n, len(margin_constraints(p))))
-    states, held = np.empty((fine + 1, p.nx)), np.empty((fine + 1, p.nu))  # one control interval's
     iterations, status = np.empty(n, dtype=np.int64), []
-    source = copy.copy(task)  # the record keeps the task as the loop began, whatever the caller rebinds later
+    source = copy.copy(mpc.task)  # the record keeps the task as the loop began, whatever the caller rebinds later
+    policy = plant_at.policy(n, lag, us, gains)
     x = p.x0.copy()
     xs[0] = x
+    plant_at.reset(x, n)
     done, stopped = 0, ""
     try:
         for i in range(n):
@@ -221,56 +248,84 @@ def simulate(mpc: MPC, duration: float, plant: Model | None = None, disturbances
             us[i], gains[i], cost[i] = u, K, mpc.result.cost
             iterations[i] = mpc.result.iterations
             status.append(mpc.result.status)
-            x = states[0] = plant_at.touchdown(i, x)
-            dyn, known, step_batch = plant_at.dynamics(i)
-            for j in range(i * fine, (i + 1) * fine):
-                u_j = us[max(j - lag, 0) // fine]  # computed at step m, it acts from plant step m·fine + lag
-                held[j - i * fine] = u_j
-                tj = j * h
-                active = [d for d in pushes if d.active(tj)]
-                step = dyn
-                if active:
-                    q = x[: model.nq]
-                    step = dyn._replace(f_ext=(known + sum(d.f_ext(model, q) for d in active))[None])
-                try:
-                    x = step_batch(step, x[None], u_j[None])[0]
-                except ValueError:  # the contact dynamics at a state the plant diverged to
-                    x = np.full_like(x, np.nan)
-                if not np.all(np.isfinite(x)):
-                    break
-                states[j - i * fine + 1] = x
+            plant_at.planned(i, mpc.result.xs[:2], p)
+            x, least = plant_at.interval(i, x, policy, pushes)
             if not np.all(np.isfinite(x)):
                 stopped = f"the plant diverged between t = {i * p.dt:g} and {(i + 1) * p.dt:g} s"
                 break
-            held[fine] = u_j
-            margins[i] = margins_at(plant_at.constraints(i, fine + 1), states, held).min(axis=0)
+            margins[i] = least
             xs[i + 1] = x
             done = i + 1
     except KeyboardInterrupt:
         stopped = f"{INTERRUPTED} at t = {done * p.dt:g} s"
+    task = mpc.task
     return ClosedLoop(t=np.arange(done + 1) * p.dt, xs=xs[: done + 1], us=us[:done], gains=gains[:done],
                       solve_time=solve_time[:done], cost=cost[:done], margins=margins[:done],
                       iterations=iterations[:done],
                       status=status[:done], dt=p.dt, disturbances=pushes, stopped=stopped, solver=mpc.solver,
                       iteration_limit=mpc.iterations, warm_start=mpc.warm_start, horizon=mpc.horizon,
-                      problem=task.name, params=dict(task.params), source=source)
+                      problem=task.name, params=dict(task.params), source=source, plant=plant_at.name,
+                      contact_forces=plant_at.contact_forces(done))
 
 
-class _PlantIntervals:
-    """What the plant integrates during each control interval i of ``task`` (module
-    docstring): its dynamics by RK4 steps of ``h`` with the task's forces and contacts of
-    interval i (the last one's past the end), and the task's constraints there."""
+class _Intervals:
+    """What both plants share: the task's constraints held over an interval (margins), the
+    controls in force at each plant step."""
 
-    def __init__(self, task: Problem, model: Model, h: float) -> None:
-        self.task, self.model = task, model
-        a, b = integrators.METHODS["rk4"]
-        self.ode = integrators.robot_ode(model, task.actuated)
-        self.free = integrators.IntervalDynamics(self.ode, a, b, h, 1, task.f_ext[:1])  # f_ext set per interval
-        self.phases: dict[int, contact_phases.PhasedDynamics] = {}  # by interval, with contacts
+    name = ""
+    fine = 1
+
+    def __init__(self, task: Problem) -> None:
+        self.task = task
         self.held: dict[int, Problem] = {}  # by interval: the task held there (constraints)
 
     def _row(self, i: int) -> int:
         return min(i, self.task.N - 1)
+
+    def constraints(self, i: int, K: int) -> Problem:
+        """The task at K knots all in interval i, for the margins of its constraints there
+        (made once per interval)."""
+        k = self._row(i)
+        if k not in self.held or self.held[k].N != K:
+            self.held[k] = windows.window(self.task, np.full(K, k))  # the task's own terms if none vary
+        return self.held[k]
+
+    def reset(self, x: np.ndarray, n: int) -> None:
+        """Start the plant at ``x`` for n control intervals."""
+        self.states = np.empty((self.fine + 1, self.task.nx))  # one control interval's
+        self.applied = np.empty((self.fine + 1, self.task.nu))
+
+    def planned(self, i: int, xs: np.ndarray, problem: Problem) -> None:
+        """The controller's plan of step i: its first two states ``xs`` (2, nx) on ``problem``."""
+
+    def contact_forces(self, n: int) -> dict:
+        """The plant's measured contact forces of the first n intervals ({} if it measures none)."""
+        return {}
+
+    def margins(self, i: int) -> np.ndarray:
+        """The least margins of the task's constraints over the states and controls of interval i."""
+        return margins_at(self.constraints(i, self.fine + 1), self.states, self.applied).min(axis=0)
+
+
+class _PlantIntervals(_Intervals):
+    """What the library's plant integrates during each control interval i of ``task`` (module
+    docstring): its dynamics by RK4 steps of ``h`` with the task's forces and contacts of
+    interval i (the last one's past the end), the control held."""
+
+    name = "optdyn"
+
+    def __init__(self, task: Problem, model: Model, h: float) -> None:
+        super().__init__(task)
+        self.model, self.fine = model, REFINEMENT * task.substeps
+        a, b = integrators.METHODS["rk4"]
+        self.ode = integrators.robot_ode(model, task.actuated)
+        self.free = integrators.IntervalDynamics(self.ode, a, b, h, 1, task.f_ext[:1])  # f_ext set per interval
+        self.phases: dict[int, contact_phases.PhasedDynamics] = {}  # by interval, with contacts
+
+    def policy(self, n: int, lag: int, us: np.ndarray, gains: np.ndarray):
+        """The control of plant step j at state x: the one computed ``lag`` steps before, held."""
+        fine = self.fine
+        return lambda j, x: us[max(j - lag, 0) // fine]
 
     def dynamics(self, i: int) -> tuple:
         """(the plant's interval dynamics, the task's own forces (njoints, 6), its step_batch) of interval i."""
@@ -285,6 +340,29 @@ class _PlantIntervals:
                                                             forces, [t.contacts[k]])
         return self.phases[k], known, contact_phases.step_batch
 
+    def interval(self, i: int, x: np.ndarray, policy, pushes: tuple) -> tuple[np.ndarray, np.ndarray]:
+        """(the state at the end of control interval i from ``x``, the least margins of the
+        task's constraints over it); a non-finite state if the plant diverged."""
+        fine, model, h = self.fine, self.model, self.free.dt
+        x = self.states[0] = self.touchdown(i, x)
+        dyn, known, step_batch = self.dynamics(i)
+        for j in range(i * fine, (i + 1) * fine):
+            u_j = self.applied[j - i * fine] = policy(j, x)
+            active = [d for d in pushes if d.active(j * h)]
+            step = dyn
+            if active:
+                q = x[: model.nq]
+                step = dyn._replace(f_ext=(known + sum(d.f_ext(model, q) for d in active))[None])
+            try:
+                x = step_batch(step, x[None], u_j[None])[0]
+            except ValueError:  # the contact dynamics at a state the plant diverged to
+                x = np.full_like(x, np.nan)
+            if not np.all(np.isfinite(x)):
+                return x, None
+            self.states[j - i * fine + 1] = x
+        self.applied[fine] = u_j
+        return x, self.margins(i)
+
     def touchdown(self, i: int, x: np.ndarray) -> np.ndarray:
         """``x`` after the impulse map of the contacts that interval i gains (x itself if none)."""
         t = self.task
@@ -294,10 +372,80 @@ class _PlantIntervals:
         v = dynamics.impulse_dynamics(self.model, x[:nq], x[nq:], t.contacts[i])[0]
         return np.concatenate([x[:nq], v])
 
-    def constraints(self, i: int, K: int) -> Problem:
-        """The task at K knots all in interval i, for the margins of its constraints there
-        (made once per interval)."""
-        k = self._row(i)
-        if k not in self.held or self.held[k].N != K:
-            self.held[k] = windows.window(self.task, np.full(K, k))  # the task's own terms if none vary
-        return self.held[k]
+
+class _MujocoIntervals(_Intervals):
+    """The MuJoCo plant (:class:`MujocoPlant`) during each control interval of ``task``: its
+    own steps of ``plant.timestep`` under the solver's feedback policy (module docstring), the
+    pushes through ``xfrc_applied``, the contacts wherever its floor meets the feet."""
+
+    name = "mujoco"
+
+    def __init__(self, task: Problem, plant: MujocoPlant) -> None:
+        super().__init__(task)
+        if task.f_ext.shape[1] and np.any(task.f_ext):
+            raise ValueError("plant: the MuJoCo plant does not apply a task's own external forces (f_ext); "
+                             "give them as pushes")
+        plant.bind(task.model, task.actuated)
+        self.plant, self.model = plant, plant.model
+        fine = task.dt / plant.timestep
+        if abs(fine - round(fine)) > 1e-9 * fine or round(fine) < 1:
+            raise ValueError(f"plant: its timestep {plant.timestep:g} s must divide the control period "
+                             f"{task.dt:g} s")
+        self.fine = int(round(fine))
+
+    def reset(self, x: np.ndarray, n: int) -> None:
+        super().reset(x, n)
+        self.plant.reset(x)
+        self._start = np.empty((n, self.task.nx))  # the plan's x̄_0 of each step
+        self._slope = np.empty((n, self.task.ndx))  # x̄_1 ⊖ x̄_0
+        self._forces = {frame: np.zeros((n, 3)) for frame, _ in self.plant.feet}
+        self._difference = self.task.state_difference
+
+    def planned(self, i: int, xs: np.ndarray, problem: Problem) -> None:
+        self._start[i] = xs[0]
+        self._slope[i] = problem.state_difference(xs[0], xs[1])
+
+    def policy(self, n: int, lag: int, us: np.ndarray, gains: np.ndarray):
+        """The control of plant step j at state x: the feedback policy ū + K (x ⊖ x̄(s)) of the
+        step computed ``lag`` steps before, x̄(s) the plan's state a fraction s into its first
+        interval, to first order (x ⊖ x̄(s) ≈ x ⊖ x̄_0 − s (x̄_1 ⊖ x̄_0)); clipped to the bounds."""
+        fine, lower, upper = self.fine, self.task.u_lower, self.task.u_upper
+
+        def control(j: int, x: np.ndarray) -> np.ndarray:
+            m, r = divmod(max(j - lag, 0), fine)
+            dx = self._difference(self._start[m], x) - (r / fine) * self._slope[m]
+            return np.clip(us[m] + gains[m] @ dx, lower, upper)
+
+        return control
+
+    def interval(self, i: int, x: np.ndarray, policy, pushes: tuple) -> tuple[np.ndarray, np.ndarray]:
+        """(the state at the end of control interval i from ``x``, the least margins of the
+        task's constraints over it); a non-finite state if MuJoCo diverged."""
+        plant, fine = self.plant, self.fine
+        self.states[0] = x
+        pushed = False
+        for j in range(i * fine, (i + 1) * fine):
+            active = [d for d in pushes if d.active(j * plant.timestep)]
+            if active or pushed:
+                plant.clear_pushes()
+                for d in active:
+                    plant.push(d.frame, d.force)
+            pushed = bool(active)
+            u_j = self.applied[j - i * fine] = policy(j, x)
+            plant.step(u_j)
+            x = plant.state()
+            if plant.diverged():
+                return np.full_like(x, np.nan), None
+            self.states[j - i * fine + 1] = x
+            for frame, f in plant.contact_forces().items():
+                self._forces[frame][i] += f / fine
+        plant.clear_pushes()
+        self.applied[fine] = u_j
+        return x, self.margins(i)
+
+    def contact_forces(self, n: int) -> dict:
+        """{foot: (n, 3)} the mean floor force of each interval, NaN where the foot never touched."""
+        out = {frame: f[:n].copy() for frame, f in self._forces.items()}
+        for f in out.values():
+            f[np.all(f == 0.0, axis=1)] = np.nan
+        return out

@@ -237,9 +237,29 @@ def _pushes(ax, loop: ClosedLoop) -> None:
                    label=f"push {d.frame} {np.linalg.norm(d.force):g} N" if k == 0 else None)
 
 
+def _measured_force_panels(axes, loop: ClosedLoop, problem: Problem) -> None:
+    """The plant's measured contact forces (MuJoCo's) of ``loop``: each foot's normal force
+    on axes[0], its friction use |f_t| / f_n on axes[1] with the task's μ."""
+    t = np.asarray(loop.t, dtype=float)
+    for frame, f in loop.contact_forces.items():
+        f = np.asarray(f, dtype=float)
+        axes[0].step(t, _held(f[:, 2]), where="post", lw=1.0, label=frame)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            axes[1].step(t, _held(np.hypot(f[:, 0], f[:, 1]) / f[:, 2]), where="post", lw=1.0, label=frame)
+    mu = problem.params.get("mu")
+    if mu is not None:
+        axes[1].axhline(mu, color="tab:red", ls="--", lw=1.0, label=f"μ of the task {mu:g}")
+    axes[0].set_ylabel(f"{loop.plant}: measured normal force [N]")
+    axes[1].set_ylabel("measured |f_t| / f_n")
+    for ax in axes:
+        ax.legend(fontsize=7)
+
+
 def closed_loop_figure(loop: ClosedLoop, problem: Problem | None = None):
     """The matplotlib figure of :func:`plot_closed_loop` (axes[0, 0] tracking error, [0, 1]
-    torques, [1, 0] positions, [1, 1] solve time per step), for further editing; close it when done."""
+    torques, [1, 0] positions, [1, 1] solve time per step; with a plant's measured contact
+    forces, [2, 0] the normal forces and [2, 1] the friction they use), for further editing;
+    close it when done."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -252,7 +272,8 @@ def closed_loop_figure(loop: ClosedLoop, problem: Problem | None = None):
         raise ValueError(f"loop: xs {np.shape(loop.xs)}, us {np.shape(loop.us)} do not fit the problem "
                          f"(nx {problem.nx}, nu {problem.nu})")
     model, t = problem.model, np.asarray(loop.t, dtype=float)
-    fig, axes = plt.subplots(2, 2, figsize=(13, 8), sharex=True)
+    measured = bool(loop.contact_forces)
+    fig, axes = plt.subplots(3 if measured else 2, 2, figsize=(13, 11 if measured else 8), sharex=True)
     errors = tracking_errors(problem, loop.xs, t)
     ax = axes[0, 0]
     for label, e in errors.items():
@@ -275,6 +296,8 @@ def closed_loop_figure(loop: ClosedLoop, problem: Problem | None = None):
     ax.axhline(1e3 * loop.dt, color="tab:red", ls="--", lw=1.0, label=f"control period {1e3 * loop.dt:g} ms")
     ax.set_yscale("log")  # the first solve (to convergence, maybe compiling) dwarfs the others
     ax.set_ylabel("solve time [ms]")
+    if measured:
+        _measured_force_panels(axes[2], loop, problem)
     for ax in axes.ravel():
         _pushes(ax, loop)
         ax.set_xlabel("time [s]")

@@ -646,7 +646,10 @@ def scene_of(result: Result | ClosedLoop, problem: Problem | None = None, fps: f
         qs = np.array([normalize_kernel(model.topology, q) for q in qs])
     if contacts:
         scale = contact_force_scale(problem) if force_scale is None else force_scale
-        forces = (loop_contact_forces if loop else world_contact_forces)(problem, result.xs, result.us)
+        if loop and result.contact_forces:  # what the plant measured (MuJoCo's)
+            forces = result.contact_forces
+        else:
+            forces = (loop_contact_forces if loop else world_contact_forces)(problem, result.xs, result.us)
         scene.add_contacts(result.dt if loop else problem.dt, forces, scale, mu)
         if len(qs) >= 2:
             scene.add_com(CoMPositionResidual(model).point(qs))

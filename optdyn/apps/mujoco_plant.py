@@ -1,0 +1,425 @@
+"""MuJoCo as the plant of a closed loop: the controller's robot on a floor, in a physics engine.
+
+A :class:`MujocoPlant` builds the MuJoCo model (Todorov, Erez & Tassa 2012, "MuJoCo: a physics
+engine for model-based control") of the library's :class:`dynamics.Model` through MuJoCo's
+model-editing API (``MjSpec``), body by body, so that both see the same tree, placements and
+inertias (the URDF's, with its fixed joints and locked joints folded in; a URDF path is loaded
+by :func:`dynamics.load_urdf`, whose ``package_dirs`` resolve its ``package://`` meshes as
+everywhere else; the plant itself loads no mesh: its only collision shapes are the feet's):
+
+* body i of the model is a MuJoCo body placed by the joint placement of joint i in its parent
+  (Pinocchio's convention: the body frame is the joint frame), with the model's mass, centre
+  of mass and inertia about it; a free-flyer root is a MuJoCo free joint, revolute and
+  prismatic joints hinges and slides along the model's axes (a spherical or planar joint, which
+  one motor cannot drive, raises ValueError); every
+  frame of the model is a site of that name (pushes and foot positions are read there);
+* every joint but a free-flyer root is driven by a torque actuator (a motor of gear 1), its
+  torque clamped to the URDF's ``<limit effort>`` where that is finite (the actuator's
+  control range) — the controller's own bounds are its business;
+* the URDF's ``<dynamics damping friction>`` become the joint's viscous damping and dry
+  friction (``frictionloss``) with ``joint_dynamics=True`` (default) — a model mismatch, since
+  the library's dynamics have neither (Solo-12's and Talos' URDFs give zeros); position limits
+  are not enforced (no joint-limit constraints) and there is no armature;
+* a floor plane, and a collision shape on each contact frame ``feet``: a sphere of
+  ``foot_radius`` centred on a point foot (``Contact(kind="3d")`` or a frame name), a thin box of
+  ``sole_half_lengths`` whose lower face holds a 6D sole (``kind="6d"``). The floor lies where
+  the frames touch it: ``floor`` is the height of the contact frames standing (a sphere's
+  plane ``foot_radius`` lower), so that the plant stands where the controller's task stands.
+  The robot's other bodies have no collision geometry.
+
+Contact (MuJoCo's soft constraints, ``solref`` = (time constant, damping ratio) and
+``solimp``): ``contact="stiff"`` (default) — a time constant of 10 ms (at least two plant
+steps) critically damped and an impedance of 0.99 → 0.999 over 1 mm: Solo-12 standing
+penetrates the floor by 0.05 mm (0.78 mm with MuJoCo's defaults), and its feet take the
+forces the controller plans (within 3 % at the first steps). "soft" keeps MuJoCo's defaults
+((0.02, 1), (0.9, 0.95, 1 mm)), under which Solo-12's trot (one iLQR iteration per step)
+falls within 0.44 s; a pair (solref, solimp) sets them. With time constants of 2 or 5 ms
+(harder still) that trot diverges after a 12 N side push that it survives at 10 ms, measured. Friction ``friction`` (μ, sliding) on elliptic cones,
+the implicit-in-velocity integrator ("implicitfast") at ``timestep``.
+
+States map both ways by joint name (:meth:`MujocoPlant.to_mujoco`, :meth:`MujocoPlant.state`):
+a free-flyer's q [p, (qx, qy, qz, qw)] is MuJoCo's qpos [p, (qw, qx, qy, qz)], its local
+twist v = (R^T ṗ, ω_local) MuJoCo's qvel (ṗ in the world frame, ω in the body frame); the
+other joints' entries are moved to their addresses, so that a plant whose joints come in
+another order still maps.
+"""
+from __future__ import annotations
+
+import os
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+
+import numpy as np
+
+import dynamics
+from dynamics.model import FREE_FLYER, JTYPE, PRISMATIC, REVOLUTE, Model
+
+CONTACTS = ("stiff", "soft")
+"""Named contact parameters (module docstring)."""
+
+INSTALL = "pip install optdyn[sim]"
+"""How to install MuJoCo for the plant."""
+
+
+def mujoco_module():
+    """The ``mujoco`` package, imported on first use (ValueError saying how to install it)."""
+    try:
+        import mujoco
+    except ImportError:
+        raise ValueError(f"plant: 'mujoco' needs the MuJoCo package ({INSTALL}, or "
+                         "pip install mujoco)") from None
+    return mujoco
+
+
+def _contact_parameters(contact, timestep: float) -> tuple[list[float], list[float]]:
+    """(solref, solimp) of ``contact`` (module docstring)."""
+    if isinstance(contact, str):
+        if contact == "stiff":
+            return [max(0.01, 2.0 * timestep), 1.0], [0.99, 0.999, 0.001, 0.5, 2.0]
+        if contact == "soft":
+            return [0.02, 1.0], [0.9, 0.95, 0.001, 0.5, 2.0]
+    elif isinstance(contact, Sequence) and len(contact) == 2:
+        solref, solimp = (np.asarray(c, dtype=float).ravel() for c in contact)
+        if solref.size == 2 and solimp.size in (3, 5) and np.all(np.isfinite(solref)) \
+                and np.all(np.isfinite(solimp)):
+            return list(solref), list(solimp)
+    raise ValueError(f"contact: expected one of {', '.join(CONTACTS)} or a pair (solref (2,), solimp (3 or 5,)), "
+                     f"got {contact!r}")
+
+
+def _positive(value, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not np.isfinite(value) or value <= 0:
+        raise ValueError(f"{name}: expected a finite number > 0, got {value!r}")
+    return float(value)
+
+
+def urdf_joint_dynamics(source: str | None) -> dict[str, tuple[float, float]]:
+    """{joint: (damping, friction)} of the URDF file ``source``'s ``<dynamics>`` elements (none
+    without a file)."""
+    if source is None or not os.path.isfile(source):
+        return {}
+    out = {}
+    for joint in ET.parse(source).getroot().iter("joint"):
+        el = joint.find("dynamics")
+        if el is not None:
+            out[joint.get("name")] = (float(el.get("damping", 0.0)), float(el.get("friction", 0.0)))
+    return out
+
+
+def _quat_wxyz(R: np.ndarray) -> np.ndarray:
+    """MuJoCo's (w, x, y, z) quaternion of the rotation ``R``."""
+    mujoco = mujoco_module()
+    q = np.empty(4)
+    mujoco.mju_mat2Quat(q, np.ascontiguousarray(R, dtype=float).ravel())
+    return q
+
+
+def _feet(model: Model, feet) -> list[tuple[str, str]]:
+    """``feet`` as (frame, "3d" | "6d"); ValueError naming an unknown frame."""
+    out = []
+    for f in feet:
+        frame, kind = (f, "3d") if isinstance(f, str) else (getattr(f, "frame", None), getattr(f, "kind", None))
+        if not isinstance(frame, str) or kind not in ("3d", "6d"):
+            raise ValueError(f"feet: expected frame names or dynamics.Contact objects, got {f!r}")
+        if frame not in model.frame_names:
+            raise ValueError(f"feet: robot {model.name!r} has no frame {frame!r}; its frames: "
+                             f"{', '.join(model.frame_names)}")
+        if model.frame(frame).body < 0:
+            raise ValueError(f"feet: frame {frame!r} is fixed on the world; a foot must move")
+        out.append((frame, kind))
+    return out
+
+
+class MujocoPlant:
+    """The robot of ``model_or_urdf`` (a :class:`dynamics.Model`, or a URDF path loaded on a
+    free-flyer with ``package_dirs``) as a MuJoCo model on a floor (module docstring).
+
+    Args:
+        timestep: the plant's step, s. friction: μ of the feet on the floor.
+        contact: "stiff", "soft" or (solref, solimp) (module docstring).
+        feet: contact frames: names (point feet) or :class:`dynamics.Contact` (kind "3d" or "6d").
+        floor: height of the contact frames when they touch the floor, m.
+        foot_radius: the point feet's spheres, m; sole_half_lengths: the 6D soles' boxes (X, Y), m.
+        joint_dynamics: apply the URDF's joint damping and friction.
+        effort: the torque clamp (N·m or N) of every actuated joint instead of the URDF's
+            ``<limit effort>`` (None: the URDF's; Solo-12's 1000 N·m is a placeholder).
+
+    ``mj_model``, ``mj_data``: MuJoCo's model and data; ``model``: the library's model.
+    """
+
+    def __init__(self, model_or_urdf: Model | str | os.PathLike, timestep: float = 1e-3, friction: float = 1.0,
+                 contact="stiff", feet: Sequence = (), floor: float = 0.0, foot_radius: float = 0.01,
+                 sole_half_lengths: Sequence[float] = (0.1, 0.05), package_dirs=None,
+                 joint_dynamics: bool = True, effort: float | None = None) -> None:
+        mujoco = mujoco_module()
+        if isinstance(model_or_urdf, Model):
+            model = model_or_urdf
+        elif isinstance(model_or_urdf, (str, os.PathLike)):
+            model = dynamics.load_urdf(model_or_urdf, root_joint="free-flyer", package_dirs=package_dirs)
+        else:
+            raise ValueError(f"model_or_urdf: expected a dynamics.Model or a URDF path, got "
+                             f"{type(model_or_urdf).__name__}")
+        self.timestep = _positive(timestep, "timestep")
+        self.friction = _positive(friction, "friction")
+        if isinstance(floor, bool) or not isinstance(floor, (int, float, np.integer, np.floating)) \
+                or not np.isfinite(floor):
+            raise ValueError(f"floor: expected a finite height in m, got {floor!r}")
+        self.model, self.feet = model, _feet(model, feet)
+        self.floor = float(floor)
+        self.foot_radius = _positive(foot_radius, "foot_radius")
+        half = np.asarray(sole_half_lengths, dtype=float)
+        if half.shape != (2,) or not np.all(np.isfinite(half)) or np.any(half <= 0):
+            raise ValueError(f"sole_half_lengths: expected (X, Y) > 0 in m, got {sole_half_lengths!r}")
+        solref, solimp = _contact_parameters(contact, self.timestep)
+        self.contact = contact
+        self.effort = None if effort is None else _positive(effort, "effort")
+        spec = self._spec(mujoco, half, solref, solimp, joint_dynamics)
+        self.mj_model = spec.compile()
+        self.mj_data = mujoco.MjData(self.mj_model)
+        self._forces = np.zeros(6)
+        self.bind(model)
+
+    # ---------------------------------------------------------------- the MuJoCo model
+    def _spec(self, mujoco, half: np.ndarray, solref, solimp, joint_dynamics: bool):
+        model = self.model
+        spec = mujoco.MjSpec()
+        spec.modelname = model.name
+        spec.option.timestep = self.timestep
+        spec.option.gravity = np.asarray(model.gravity, dtype=float)
+        spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
+        spec.option.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
+        friction = urdf_joint_dynamics(model.source) if joint_dynamics else {}
+        bodies = [spec.worldbody]
+        types = model.topology[:, JTYPE]
+        for i, name in enumerate(model.joint_names):
+            parent = bodies[model.parent[i] + 1]
+            T = model.joint_placement[i]
+            body = parent.add_body(name=model.body_names[i], pos=T[:3, 3], quat=_quat_wxyz(T[:3, :3]))
+            self._inertia(body, model.inertia[i])
+            self._joint(mujoco, body, name, int(types[i]), model.axis[i], friction.get(name, (0.0, 0.0)), i)
+            bodies.append(body)
+        for frame in model.frames:
+            T = frame.placement
+            bodies[frame.body + 1].add_site(name=frame.name, pos=T[:3, 3], quat=_quat_wxyz(T[:3, :3]))
+        self._actuators(mujoco, spec, types)
+        self._contacts(mujoco, spec, bodies, half, solref, solimp)
+        return spec
+
+    @staticmethod
+    def _inertia(body, row: np.ndarray) -> None:
+        I = row[4:13].reshape(3, 3)
+        body.explicitinertial = True
+        body.mass = float(row[0])
+        body.ipos = row[1:4]
+        body.fullinertia = [I[0, 0], I[1, 1], I[2, 2], I[0, 1], I[0, 2], I[1, 2]]
+
+    def _joint(self, mujoco, body, name: str, kind: int, axis: np.ndarray, friction: tuple, i: int) -> None:
+        if kind == FREE_FLYER:
+            if i != 0 or not np.allclose(self.model.joint_placement[0], np.eye(4)):
+                raise ValueError(f"model_or_urdf: a free-flyer must be the root joint at the world's origin; "
+                                 f"joint {name!r} is not")
+            body.add_freejoint(name=name)
+            return
+        types = {REVOLUTE: mujoco.mjtJoint.mjJNT_HINGE, PRISMATIC: mujoco.mjtJoint.mjJNT_SLIDE}
+        if kind not in types:
+            raise ValueError(f"model_or_urdf: joint {name!r} is {self.model.joint_types[i]}, which the MuJoCo plant "
+                             f"does not drive (revolute and prismatic joints, and a free-flyer root)")
+        body.add_joint(name=name, type=types[kind], axis=axis, limited=mujoco.mjtLimited.mjLIMITED_FALSE,
+                       damping=friction[0], frictionloss=friction[1])
+
+    def _actuators(self, mujoco, spec, types: np.ndarray) -> None:
+        model = self.model
+        for i, name in enumerate(model.joint_names):
+            if types[i] == FREE_FLYER:
+                continue
+            effort = model.effort_limit[model.idx_vs[i]: model.idx_vs[i] + model.nvs[i]]
+            if self.effort is not None:
+                effort = np.full_like(effort, self.effort)
+            act = spec.add_actuator(name=name, target=name, trntype=mujoco.mjtTrn.mjTRN_JOINT)
+            act.set_to_motor()
+            if np.isfinite(effort[0]):
+                act.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE
+                act.ctrlrange = [-effort[0], effort[0]]
+
+    def _contacts(self, mujoco, spec, bodies, half: np.ndarray, solref, solimp) -> None:
+        model, r = self.model, self.foot_radius
+        spheres = any(kind == "3d" for _, kind in self.feet)
+        if spheres and any(kind == "6d" for _, kind in self.feet):
+            raise ValueError("feet: expected point feet or 6D soles, not both (the floor's height is set by either)")
+        plane = self.floor - (r if spheres else 0.0)
+        spec.worldbody.add_geom(name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 1], pos=[0, 0, plane],
+                                friction=[self.friction, 0.005, 0.0001], solref=solref, solimp=solimp)
+        thickness = 0.005
+        for frame, kind in self.feet:
+            f = model.frame(frame)
+            T = f.placement
+            if kind == "3d":
+                options = {"type": mujoco.mjtGeom.mjGEOM_SPHERE, "size": [r, 0, 0], "pos": T[:3, 3]}
+            else:
+                centre = T[:3, 3] + thickness * T[:3, 2]  # the lower face on the sole frame
+                options = {"type": mujoco.mjtGeom.mjGEOM_BOX, "size": [half[0], half[1], thickness], "pos": centre,
+                           "quat": _quat_wxyz(T[:3, :3])}
+            bodies[f.body + 1].add_geom(name=f"{frame}_contact", friction=[self.friction, 0.005, 0.0001],
+                                        solref=solref, solimp=solimp, condim=3 if kind == "3d" else 6, **options)
+
+    # ---------------------------------------------------------------- state maps
+    def bind(self, model: Model, actuated=None) -> None:
+        """Map states and controls between MuJoCo and the controller's ``model`` by joint name
+        (its joints must be this plant's, in any order; ValueError otherwise): x = [q; v] in
+        ``model``'s order, u the torques of its velocity entries ``actuated`` (default: all but
+        a free-flyer root's)."""
+        mujoco, m = mujoco_module(), self.mj_model
+        if not isinstance(model, Model):
+            raise ValueError(f"model: expected a dynamics.Model, got {type(model).__name__}")
+        mine = dict(zip(self.model.joint_names, self.model.joint_types))
+        theirs = dict(zip(model.joint_names, model.joint_types))
+        if mine != theirs:
+            raise ValueError(f"plant: its joints {mine} differ from the controller's {theirs}")
+        types = model.topology[:, JTYPE]
+        q_map, v_map = np.empty(model.nq, dtype=np.int64), np.empty(model.nv, dtype=np.int64)
+        joint_of_v = np.empty(model.nv, dtype=np.int64)
+        self._free: tuple[int, int] | None = None  # the free-flyer root's (qpos, qvel) addresses
+        for i, name in enumerate(model.joint_names):
+            jid = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, name)
+            a, b = int(m.jnt_qposadr[jid]), int(m.jnt_dofadr[jid])
+            iq, iv, nq, nv = model.idx_qs[i], model.idx_vs[i], model.nqs[i], model.nvs[i]
+            order = np.arange(nq)
+            if types[i] == FREE_FLYER:  # (…, x, y, z, w) → (…, w, x, y, z)
+                order[-4:] = [nq - 3, nq - 2, nq - 1, nq - 4]
+            q_map[iq: iq + nq], v_map[iv: iv + nv], joint_of_v[iv: iv + nv] = a + order, b + np.arange(nv), i
+            if types[i] == FREE_FLYER:
+                self._free = (a, b)
+        if actuated is None:
+            actuated = [k for k in range(model.nv) if types[joint_of_v[k]] != FREE_FLYER]
+        names = [model.joint_names[joint_of_v[k]] for k in np.asarray(actuated, dtype=np.int64)]
+        self._q_to_qpos, self._v_to_qvel, self.controller = q_map, v_map, model
+        self._u_to_ctrl = np.array([mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_ACTUATOR, n) for n in names],
+                                   dtype=np.int64)
+        if np.any(self._u_to_ctrl < 0):
+            raise ValueError(f"actuated: the plant drives {list(mine)[1:]}, not all of {names}")
+        self._sites = {f.name: mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_SITE, f.name) for f in self.model.frames}
+        self._foot_geoms = {frame: mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, f"{frame}_contact")
+                            for frame, _ in self.feet}
+
+    def to_mujoco(self, x) -> tuple[np.ndarray, np.ndarray]:
+        """(qpos, qvel) of the library's state x = [q; v] (module docstring)."""
+        model = self.controller
+        x = np.asarray(x, dtype=float)
+        if x.shape != (model.nq + model.nv,):
+            raise ValueError(f"x: expected a state of shape ({model.nq + model.nv},), got {x.shape}")
+        q, v = x[: model.nq], x[model.nq:]
+        qpos, qvel = np.empty(self.mj_model.nq), np.empty(self.mj_model.nv)
+        qpos[self._q_to_qpos], qvel[self._v_to_qvel] = q, v
+        if self._free is not None:
+            b = self._free[1]
+            qvel[b: b + 3] = self._rotation(qpos) @ qvel[b: b + 3]  # local → world linear velocity
+        return qpos, qvel
+
+    def from_mujoco(self, qpos, qvel) -> np.ndarray:
+        """The library's state x = [q; v] of MuJoCo's (qpos, qvel)."""
+        qvel = np.array(qvel, dtype=float)
+        if self._free is not None:
+            b = self._free[1]
+            qvel[b: b + 3] = self._rotation(qpos).T @ qvel[b: b + 3]  # world → local linear velocity
+        return np.concatenate([np.asarray(qpos, dtype=float)[self._q_to_qpos], qvel[self._v_to_qvel]])
+
+    def _rotation(self, qpos: np.ndarray) -> np.ndarray:
+        """The free-flyer's world rotation in ``qpos``."""
+        mujoco = mujoco_module()
+        R = np.empty(9)
+        a = self._free[0] + 3  # the quaternion (w, x, y, z)
+        quat = np.asarray(qpos[a: a + 4], dtype=float)
+        mujoco.mju_quat2Mat(R, quat / np.linalg.norm(quat))
+        return R.reshape(3, 3)
+
+    def reset(self, x) -> None:
+        """Put the plant at the library's state ``x``, no force applied, at time 0."""
+        mujoco = mujoco_module()
+        mujoco.mj_resetData(self.mj_model, self.mj_data)
+        self.mj_data.qpos[:], self.mj_data.qvel[:] = self.to_mujoco(x)
+        mujoco.mj_forward(self.mj_model, self.mj_data)
+
+    def state(self) -> np.ndarray:
+        """The plant's state in the library's convention."""
+        return self.from_mujoco(self.mj_data.qpos, self.mj_data.qvel)
+
+    # ---------------------------------------------------------------- stepping
+    def push(self, frame: str, force) -> None:
+        """Apply the world-frame ``force`` (3,) N at the origin of ``frame`` from the next step
+        on (MuJoCo's ``xfrc_applied``: the force at the body's centre of mass and the moment
+        of its offset); ``force`` zero removes it."""
+        if frame not in self._sites:
+            raise ValueError(f"frame: robot {self.model.name!r} has no frame {frame!r}; its frames: "
+                             f"{', '.join(self._sites)}")
+        f = np.asarray(force, dtype=float)
+        if f.shape != (3,) or not np.all(np.isfinite(f)):
+            raise ValueError(f"force: expected 3 finite numbers (N, world frame), got {force!r}")
+        d = self.mj_data
+        body = int(self.mj_model.site_bodyid[self._sites[frame]])
+        if body == 0:
+            raise ValueError(f"frame: {frame!r} is fixed on the world; a push needs a moving body")
+        arm = d.site_xpos[self._sites[frame]] - d.xipos[body]
+        d.xfrc_applied[body, :3] += f
+        d.xfrc_applied[body, 3:] += np.cross(arm, f)
+
+    def clear_pushes(self) -> None:
+        """Remove every applied force."""
+        self.mj_data.xfrc_applied[:] = 0.0
+
+    def step(self, u) -> None:
+        """One MuJoCo step of ``timestep`` under the joint torques ``u`` (nu,) in the library's
+        order of the actuated joints."""
+        mujoco = mujoco_module()
+        self.mj_data.ctrl[self._u_to_ctrl] = u
+        mujoco.mj_step(self.mj_model, self.mj_data)
+
+    def diverged(self) -> bool:
+        """Whether MuJoCo met a non-finite state or acceleration (its warnings)."""
+        mujoco = mujoco_module()
+        w = self.mj_data.warning
+        bad = (mujoco.mjtWarning.mjWARN_BADQACC, mujoco.mjtWarning.mjWARN_BADQPOS, mujoco.mjtWarning.mjWARN_BADQVEL)
+        return any(w[int(k)].number > 0 for k in bad) or not np.all(np.isfinite(self.mj_data.qpos))
+
+    def contact_forces(self) -> dict[str, np.ndarray]:
+        """{foot frame: the world-frame force (3,) N the floor exerts on it now}."""
+        mujoco = mujoco_module()
+        m, d = self.mj_model, self.mj_data
+        out = {frame: np.zeros(3) for frame in self._foot_geoms}
+        by_geom = {g: frame for frame, g in self._foot_geoms.items()}
+        for k in range(d.ncon):
+            c = d.contact[k]
+            frame = by_geom.get(int(c.geom1), by_geom.get(int(c.geom2)))
+            if frame is None:
+                continue
+            mujoco.mj_contactForce(m, d, k, self._forces)
+            f = c.frame.reshape(3, 3).T @ self._forces[:3]  # on geom2, from geom1
+            out[frame] += f if by_geom.get(int(c.geom2)) == frame else -f
+        return out
+
+    def frame_position(self, frame: str) -> np.ndarray:
+        """World position (3,) of ``frame`` in the plant now."""
+        if frame not in self._sites:
+            raise ValueError(f"frame: robot {self.model.name!r} has no frame {frame!r}")
+        return self.mj_data.site_xpos[self._sites[frame]].copy()
+
+
+def plant_for(problem, **options) -> MujocoPlant:
+    """The MuJoCo plant of a task ``problem`` (an :class:`optdyn.Problem`): its model, its
+    contact frames (of every interval, kinds as the task's), the floor at the height of the
+    frames in contact at its first interval standing at x0, 6D soles of the task's wrench
+    cones' half-lengths (if it has any); ``options`` go to :class:`MujocoPlant`."""
+    model = problem.model
+    feet = {}
+    for contacts in problem.contacts or ():
+        for c in contacts:
+            feet.setdefault(c.frame, c)
+    first = (problem.contacts or [[]])[0]
+    if first and "floor" not in options:
+        q = problem.x0[: model.nq]
+        options["floor"] = float(np.mean([dynamics.frame_placement(model, q, c.frame)[1][2] for c in first]))
+    for c in problem.path_constraints:
+        half = getattr(getattr(c, "residual", None), "half_lengths", None)
+        if half is not None:
+            options.setdefault("sole_half_lengths", half)
+    return MujocoPlant(model, feet=list(feet.values()), **options)

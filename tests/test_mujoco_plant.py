@@ -1,0 +1,244 @@
+"""The MuJoCo plant (optdyn.MujocoPlant): its dynamics are the library's, its state maps
+round-trip, its floor holds the robot where the task stands, bad input raises ValueError."""
+from __future__ import annotations
+
+import re
+import sys
+
+import numpy as np
+import pytest
+
+import dynamics as dyn
+import optdyn
+import problems
+
+mujoco = pytest.importorskip("mujoco")
+
+from optdyn.apps.mujoco_plant import MujocoPlant, plant_for  # noqa: E402
+from optdyn.apps.report import world_contact_forces  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def solo():
+    return problems.quadruped.solo12()
+
+
+def _library_acceleration(plant: MujocoPlant, v: np.ndarray) -> np.ndarray:
+    """MuJoCo's qacc of the current data as the library's a = dv/dt (local base twist: the linear
+    part is R^T p̈ − ω × v_lin)."""
+    d = plant.mj_data
+    a = d.qacc[plant._v_to_qvel].copy()
+    if plant._free is not None:
+        b = plant._free[1]
+        a[:3] = plant._rotation(d.qpos).T @ d.qacc[b: b + 3] - np.cross(v[3:6], v[:3])
+    return a
+
+
+def _random_state(model, rng):
+    q = dyn.integrate(model, dyn.neutral(model), rng.standard_normal(model.nv))
+    if model.joint_types[0] == "free-flyer":
+        q[2] += 2.0  # far from the floor: no contact
+    return q, rng.standard_normal(model.nv)
+
+
+@pytest.mark.parametrize("robot", ["solo", "ur5", "talos-legs"])
+def test_forward_dynamics_agree_with_the_library(robot, solo):
+    """Solo-12, the UR5 (a fixed base) and Talos' legs (its upper body locked: inertias folded
+    into the pelvis), with contact shapes but away from the floor."""
+    model, feet = {"solo": (solo, ["FL_FOOT", "HR_FOOT"]), "ur5": (dyn.models.ur5(), []),
+                   "talos-legs": (problems.biped.talos_legs()[0], [dyn.Contact("left_sole_link", kind="6d")])}[robot]
+    plant = MujocoPlant(model, feet=feet)
+    nu = model.nv - (6 if model.joint_types[0] == "free-flyer" else 0)
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        q, v = _random_state(model, rng)
+        tau = np.r_[np.zeros(model.nv - nu), rng.standard_normal(nu)]
+        plant.reset(np.r_[q, v])
+        plant.mj_data.ctrl[plant._u_to_ctrl] = tau[model.nv - nu:]
+        mujoco.mj_forward(plant.mj_model, plant.mj_data)
+        assert plant.mj_data.ncon == 0
+        expected = dyn.aba(model, q, v, tau)
+        assert np.max(np.abs(_library_acceleration(plant, v) - expected)) <= 1e-9 * (1 + np.max(np.abs(expected)))
+
+
+def test_push_at_a_frame_is_the_librarys_external_force(solo):
+    plant = MujocoPlant(solo)
+    q, v = _random_state(solo, np.random.default_rng(5))
+    force = np.array([3.0, -12.0, 5.0])
+    plant.reset(np.r_[q, v])
+    plant.push("FL_FOOT", force)
+    mujoco.mj_forward(plant.mj_model, plant.mj_data)
+    f_ext = dyn.frame_force(solo, q, "FL_FOOT", np.r_[force, np.zeros(3)])
+    expected = dyn.aba(solo, q, v, np.zeros(solo.nv), f_ext)
+    assert np.max(np.abs(_library_acceleration(plant, v) - expected)) <= 1e-9 * (1 + np.max(np.abs(expected)))
+    plant.clear_pushes()
+    assert not plant.mj_data.xfrc_applied.any()
+
+
+def test_state_maps_round_trip_by_joint_name(solo):
+    plant = MujocoPlant(solo)
+    q, v = _random_state(solo, np.random.default_rng(7))
+    qpos, qvel = plant.to_mujoco(np.r_[q, v])
+    np.testing.assert_array_equal(qpos[3:7], q[[6, 3, 4, 5]])  # (qx, qy, qz, qw) → (qw, qx, qy, qz)
+    R = dyn.frame_placement(solo, q, solo.body_names[0])[0]
+    np.testing.assert_allclose(qvel[:3], R @ v[:3], atol=1e-14)  # local → world linear velocity
+    np.testing.assert_array_equal(qvel[3:6], v[3:6])  # angular: local in both
+    for i, name in enumerate(solo.joint_names[1:], start=1):
+        jid = mujoco.mj_name2id(plant.mj_model, mujoco.mjtObj.mjOBJ_JOINT, name)
+        assert qpos[plant.mj_model.jnt_qposadr[jid]] == q[solo.idx_qs[i]]
+        assert qvel[plant.mj_model.jnt_dofadr[jid]] == v[solo.idx_vs[i]]
+    np.testing.assert_allclose(plant.from_mujoco(qpos, qvel), np.r_[q, v], atol=1e-15)
+    plant.reset(np.r_[q, v])
+    np.testing.assert_allclose(plant.state(), np.r_[q, v], atol=1e-15)
+    for frame in ("FL_FOOT", "base_link"):
+        np.testing.assert_allclose(plant.frame_position(frame), dyn.frame_placement(solo, q, frame)[1], atol=1e-12)
+
+
+def test_the_floor_holds_the_task_standing():
+    """Solo-12 standing where the trot starts, under the task's standing torques: after 10 ms
+    MuJoCo's measured contact forces are the library's rigid-contact forces within 3 % of a
+    foot's share of the weight (the sphere touches the floor a radius below the foot frame),
+    and the base has not moved by 0.1 mm."""
+    prob = problems.get("quadruped", scenario="trot", cone="cost", cycles=1)
+    assert len(prob.contacts[0]) == 4
+    expected = world_contact_forces(prob.window(0, 1), np.vstack([prob.x0, prob.x0]), prob.us_init[:1])
+    plant = plant_for(prob)
+    plant.bind(prob.model, prob.actuated)
+    plant.reset(prob.x0)
+    for _ in range(10):
+        plant.step(prob.us_init[0])
+    share = -prob.model.inertia[:, 0].sum() * prob.model.gravity[2] / 4
+    measured = plant.contact_forces()
+    assert set(measured) == set(expected)
+    for frame, f in measured.items():
+        assert np.max(np.abs(f - expected[frame][0])) < 0.03 * share, frame
+    assert np.linalg.norm(plant.state()[:3] - prob.x0[:3]) < 1e-4
+
+
+def test_bad_input_raises_value_errors(solo):
+    with pytest.raises(ValueError, match="feet: robot 'solo' has no frame 'NOSE'"):
+        MujocoPlant(solo, feet=["NOSE"])
+    with pytest.raises(ValueError, match="contact: expected"):
+        MujocoPlant(solo, contact="rubber")
+    with pytest.raises(ValueError, match="model_or_urdf: expected"):
+        MujocoPlant(42)
+    with pytest.raises(ValueError, match="model_or_urdf: joint 'root_joint' is spherical"):
+        MujocoPlant(dyn.load_urdf(URDF, root_joint="spherical"))
+    plant = MujocoPlant(solo)
+    with pytest.raises(ValueError, match="plant: its joints"):
+        plant.bind(dyn.models.ur5())
+    with pytest.raises(ValueError, match="frame: robot 'solo' has no frame 'NOSE'"):
+        plant.push("NOSE", (1.0, 0.0, 0.0))
+    with pytest.raises(ValueError, match="force: expected 3 finite numbers"):
+        plant.push("base_link", (np.nan, 0.0, 0.0))
+    prob = problems.get("quadruped", scenario="trot", cone="cost", cycles=1)
+    with pytest.raises(ValueError, match="timestep 0.003 s must divide the control period"):
+        optdyn.simulate(optdyn.MPC(prob, "ilqr", horizon=5), 0.1, plant=plant_for(prob, timestep=0.003))
+
+
+def test_without_mujoco_the_plant_says_how_to_install_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "mujoco", None)  # import mujoco now raises ImportError
+    prob = problems.get("quadruped", scenario="trot", cone="cost", cycles=1)
+    with pytest.raises(ValueError, match=r"pip install optdyn\[sim\]"):
+        optdyn.simulate(optdyn.MPC(prob, "ilqr", horizon=5), 0.1, plant="mujoco")
+
+
+@pytest.mark.parametrize("scenario, friction, force", [("trot", 1.0, 12.0), ("trot", 0.7, 0.0), ("walk", 1.0, 5.0)])
+def test_gaits_in_mujoco_stay_up(tmp_path, scenario, friction, force):
+    """A short Solo-12 trot in MuJoCo (the `optdyn mpc quadruped --scenario trot --plant mujoco`
+    scenario, 1.6 s instead of 10): pushed sideways by 12 N for 0.2 s on a floor of friction 1,
+    and undisturbed on one of 0.7 (the task's pyramid 0.7× that); and the walk pushed by 5 N
+    (its scenario's push): it never falls (base above
+    0.15 m, tilt under 20°) and advances 80 % of the commanded distance; the loop records the
+    plant's states in the library's convention and MuJoCo's measured contact forces, whose
+    vertical sum over the run carries the robot's weight (it ends at the height it started),
+    and they survive a save and load."""
+    prob = problems.get("quadruped", scenario=scenario, cone="cost", cycles=4, mu=0.7 * friction)
+    plant = plant_for(prob, effort=5.0, friction=friction)
+    pushes = [optdyn.Push("base_link", (0.0, force, 0.0), 0.6, 0.2)] if force else []
+    loop = optdyn.simulate(optdyn.MPC(prob, "ilqr", 1, horizon=25), 1.6, plant=plant, disturbances=pushes)
+    assert loop.stopped == "" and loop.plant == "mujoco"
+    np.testing.assert_array_equal(loop.xs[0], prob.x0)
+    np.testing.assert_allclose(np.linalg.norm(loop.xs[:, 3:7], axis=1), 1.0, atol=1e-9)
+    motion = optdyn.report.base_motion(prob, loop.xs, loop.t)
+    assert not motion.fell(0.15, 20.0), motion
+    assert motion.advanced >= 0.8 * motion.commanded > 0, motion
+    assert set(loop.contact_forces) == {"FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"}
+    total = np.nansum(np.stack(list(loop.contact_forces.values())), axis=0)  # (n, 3)
+    weight = -prob.model.inertia[:, 0].sum() * prob.model.gravity[2]
+    assert abs(total[:, 2].mean() - weight) < 0.1 * weight
+    optdyn.save_closed_loop(loop, tmp_path / "loop.npz")
+    back = optdyn.load_closed_loop(tmp_path / "loop.npz")
+    assert back.plant == "mujoco"
+    for frame, f in loop.contact_forces.items():
+        np.testing.assert_array_equal(back.contact_forces[frame], f)
+
+
+def test_the_command_line_trots_in_mujoco(tmp_path, capsys):
+    """`optdyn mpc quadruped --scenario trot --plant mujoco`, shortened: the scenario's push and
+    horizon, gait cycles for the duration, the replay drawing MuJoCo's measured forces."""
+    import matplotlib.pyplot
+
+    from optdyn.apps.cli import main
+    from optdyn.apps.io import load_closed_loop
+
+    saved, html, png = tmp_path / "loop.npz", tmp_path / "loop.html", tmp_path / "loop.png"
+    code = main(["mpc", "quadruped", "--scenario", "trot", "--plant", "mujoco", "--duration", "1.4",
+                 "--save", str(saved), "--html", str(html), "--plot", str(png)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "push        base_link: (0, 12, 0) N from 1 s for 0.2 s" in out
+    assert "horizon     25 intervals of 0.02 s" in out and "plant: MuJoCo, steps of 1 ms" in out
+    loop = load_closed_loop(saved)
+    assert loop.plant == "mujoco" and loop.params["cone"] == "cost" and loop.params["cycles"] == 4
+    lowest, tilt = (float(v) for v in re.search(r"base\s+lowest (\S+) m, largest tilt (\S+)°", out).groups())
+    assert lowest == pytest.approx(loop.xs[:, 2].min(), abs=1e-3) and lowest > 0.15 and tilt < 20
+    assert "MeshCat.Viewer" in html.read_text()
+    figure = optdyn.viz.plots.closed_loop_figure(loop, problems.get("quadruped", **loop.params))
+    assert figure.axes[4].get_ylabel().startswith("mujoco: measured normal force")
+    matplotlib.pyplot.close(figure)
+    assert png.stat().st_size > 0
+
+
+URDF = """<robot name="hopper">
+  <link name="base"><inertial><mass value="2.0"/><origin xyz="0.01 0.02 -0.03"/>
+    <inertia ixx="0.01" iyy="0.02" izz="0.015" ixy="0.001" ixz="0.0" iyz="0.002"/></inertial></link>
+  <link name="leg"><inertial><mass value="0.3"/><origin xyz="0 0 -0.1"/>
+    <inertia ixx="0.002" iyy="0.002" izz="0.0005" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="foot"/>
+  <joint name="hip" type="revolute"><parent link="base"/><child link="leg"/><origin xyz="0.1 0 0" rpy="0.1 0 0"/>
+    <axis xyz="0 1 0"/><limit effort="7" lower="-3" upper="3" velocity="10"/>
+    <dynamics damping="0.3" friction="0.1"/></joint>
+  <joint name="ankle" type="fixed"><parent link="leg"/><child link="foot"/><origin xyz="0 0 -0.2"/></joint>
+</robot>"""
+
+
+def test_a_urdf_path_brings_its_effort_damping_and_friction(tmp_path):
+    path = tmp_path / "hopper.urdf"
+    path.write_text(URDF)
+    plant = MujocoPlant(path, feet=["foot"], floor=-0.5)
+    m = plant.mj_model
+    hip = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, "hip")
+    assert m.dof_damping[m.jnt_dofadr[hip]] == 0.3 and m.dof_frictionloss[m.jnt_dofadr[hip]] == 0.1
+    np.testing.assert_array_equal(m.actuator_ctrlrange[0], [-7.0, 7.0])
+    assert m.actuator_ctrllimited[0] and m.nu == 1
+    floor = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, "floor")
+    assert m.geom_pos[floor][2] == pytest.approx(-0.5 - plant.foot_radius)
+    without = MujocoPlant(path, joint_dynamics=False, effort=2.0)
+    assert not without.mj_model.dof_damping.any() and not without.mj_model.dof_frictionloss.any()
+    np.testing.assert_array_equal(without.mj_model.actuator_ctrlrange[0], [-2.0, 2.0])
+
+
+def test_talos_legs_balance_through_a_push_at_the_pelvis():
+    """Talos' legs standing in MuJoCo (6D soles as boxes), pushed sideways at the pelvis by 40 N
+    for 0.2 s: the base stays within 5 cm of where it stood and upright."""
+    prob = problems.get("biped", scenario="stand")
+    plant = plant_for(prob)
+    assert plant.feet == [("left_sole_link", "6d"), ("right_sole_link", "6d")]
+    push = optdyn.Push("base_link", (0.0, 40.0, 0.0), 0.3, 0.2)
+    loop = optdyn.simulate(optdyn.MPC(prob, "ilqr", 1), 1.2, plant=plant, disturbances=[push])
+    assert loop.stopped == ""
+    motion = optdyn.report.base_motion(prob, loop.xs, loop.t)
+    assert motion.largest_tilt < 5.0 and np.abs(loop.xs[:, :2] - prob.x0[:2]).max() < 0.05, motion
+    moved = np.abs(loop.xs[:, 1] - prob.x0[1]).max()
+    assert moved > 1e-3  # the push acted
