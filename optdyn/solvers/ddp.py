@@ -142,6 +142,18 @@ class Objective:
     def value(self, xs, us) -> float:
         return self.problem.cost(xs, us)
 
+    def revise(self, xs: np.ndarray, us: np.ndarray, stationary) -> bool:
+        """Change the objective between two steps of the iteration at the iterate (xs, us),
+        given ``stationary(ω)``: whether the iterate is stationary to the tolerance ω
+        (:meth:`RiccatiSolver.converged`); True if it changed (the iteration then evaluates and
+        expands it again). The problem's own cost never changes; the augmented Lagrangian whose
+        multipliers move inside the iteration does (:mod:`optdyn.solvers.bcl`)."""
+        return False
+
+    def satisfied(self, xs: np.ndarray, us: np.ndarray) -> bool:
+        """Whether a stationary iterate (xs, us) solves the problem: always for the cost alone."""
+        return True
+
 
 @dataclass
 class Log:
@@ -406,6 +418,10 @@ class RiccatiSolver:
             if moved:  # after a rejected step the trajectory, hence its expansion, is unchanged
                 models = self.expand(problem, objective, it, ws)
             step, failed = self.direction(models, it, ws)
+            if moved and failed < 0 and objective.revise(it.xs, it.us, lambda w: self.converged(it, step, w)):
+                it.J = objective.value(it.xs, it.us)  # new multipliers or penalty: a new merit at the same iterate
+                models = self.expand(problem, objective, it, ws)
+                step, failed = self.direction(models, it, ws)
             log.first_order += failed < 0 and step.first_order
             log.record(cost=it.J if objective.exact else problem.cost(it.xs, it.us), merit=it.J,
                        expected_decrease=-(step.dV1 + step.dV2), step=it.alpha, regularization=step.mu,
@@ -415,7 +431,7 @@ class RiccatiSolver:
                                f"Q_uu stayed indefinite up to mu = {self.mu_max:g} (knot {failed})")
             if log.stopped:
                 return outcome(False, "user_stop", "the callback returned False")
-            if self.converged(it, step, tol):
+            if self.converged(it, step, tol) and objective.satisfied(it.xs, it.us):
                 return outcome(True, "converged", f"expected decrease {-(step.dV1 + step.dV2):.2e} or gradient "
                                                   f"{it.gradient:.2e} below tolerance")
             reason = log.stop_reason()
