@@ -100,7 +100,7 @@ class BCL:
     inside the iteration (module docstring). Settings beside the solver's own:
     ``constraint_tol`` (1e-6, the largest violation accepted), ``rho_init`` (1, the first
     penalty), ``rho_factor`` (φ = 10), ``rho_max`` (1e10), ``omega0`` (1e-4: the first
-    stationarity tolerance, relative as ``tol``) and ``eta0`` (0.1: the first violation
+    stationarity tolerance, relative as ``tol``) and ``eta0`` (1: the first violation
     tolerance); a bad value raises ValueError naming it. Without constraints the solve is the
     plain solver's."""
 
@@ -111,7 +111,7 @@ class BCL:
     rho_factor: float = 10.0
     rho_max: float = 1e10
     omega0: float = 1e-4
-    eta0: float = 0.1
+    eta0: float = 1.0
 
     def validate(self) -> None:
         super().validate()
