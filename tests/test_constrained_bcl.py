@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from test_path_constraints import U_MAX, _locked_double_pendulum
 
+import optdyn
 import problems
 from optdyn import solve
 from optdyn.ocp.constraints import JointLimits
@@ -115,3 +116,15 @@ def test_bad_options_raise_a_value_error_naming_them(name, value):
             cls(**{name: value})
     with pytest.raises(ValueError, match=f"^{name}: "):
         solve(_locked_double_pendulum()[1], "al-ilqr", **{name: value})
+
+
+def test_mpc_warm_starts_the_multipliers_inside_the_iteration():
+    """arm-obstacle under al-iLQR MPC, one iteration per step: each step starts from the last
+    one's shifted multipliers, and the clearance (5 cm from the sphere) holds over every plant
+    step within the tolerance of the outer loop's real-time iterations (3 mm)."""
+    prob = problems.get("arm-obstacle", scenario="bent")
+    mpc = optdyn.MPC(prob, "al-ilqr", 1)
+    loop = optdyn.simulate(mpc, 3.0)
+    assert not loop.stopped and mpc.result.solver == "al-ilqr"
+    assert mpc._duals is not None and np.abs(mpc._duals["mu"]).max() > 0  # the terminal equality's, carried on
+    assert -3e-3 <= loop.margins.min() < 0.01

@@ -83,7 +83,7 @@ def solver_of(solver, options: dict):
     from .ipopt import IPOPT
     if not isinstance(solver, (RiccatiSolver, IPOPT)):
         raise ValueError(f"solver: expected one of {', '.join(SOLVERS)} or a solver instance (optdyn.solvers.DDP, "
-                         f"ILQR, FDDP, FILQR, IPOPT), got {type(solver).__name__}")
+                         f"ILQR, FDDP, FILQR, ALDDP, ALILQR, ALFDDP, ALFILQR, IPOPT), got {type(solver).__name__}")
     own = {f.name: getattr(solver, f.name) for f in fields(solver)}
     return type(solver).with_options(**{**own, **options})
 
@@ -92,7 +92,9 @@ def solve(problem: Problem, solver="ddp", *, init: Result | None = None, max_tim
           workspace: Workspace | None = None, **options) -> Result:
     """Solve ``problem`` with ``solver``: "ddp", "ilqr" or "ipopt" (that type with its default
     options, :mod:`optdyn.solvers`; "fddp", "filqr" name the feasibility-driven forms, which a
-    problem with contacts gets for "ddp" and "ilqr"), or a solver instance.
+    problem with contacts gets for "ddp" and "ilqr"; "al-ddp", "al-ilqr" the types that revise
+    the multipliers inside the iteration, :mod:`optdyn.solvers.bcl`, with the task's options of
+    "ddp" and "ilqr"), or a solver instance.
 
     ``options``: the solver's own (e.g. ``max_iter``, ``tol``, ``verbose``, ``callback``:
     called with a dict once per iteration, returning False stops the solve; see each type),
@@ -104,9 +106,10 @@ def solve(problem: Problem, solver="ddp", *, init: Result | None = None, max_tim
     its ``us`` and ``xs``), ``max_time`` (wall-clock limit in s: status "time_limit" with the
     last iterate) and ``multipliers`` (a constrained result's extra: the multipliers to start
     from). Ctrl-C during a solve returns the last iterate with status "interrupted"
-    (:mod:`optdyn.solvers.runtime`). DDP-type solvers of a constrained problem take the
+    (:mod:`optdyn.solvers.runtime`). The other DDP-type solvers of a constrained problem take the
     settings of :class:`~optdyn.solvers.augmented_lagrangian.AugmentedLagrangian` too
-    (``constraint_tol``, ``rho_init``, …). ``workspace`` (DDP-type): a
+    (``constraint_tol``, ``rho_init``, …); the al- types have theirs
+    (:class:`~optdyn.solvers.bcl.BCL`). ``workspace`` (DDP-type): a
     :class:`~optdyn.solvers.workspace.Workspace` of the problem's size whose arrays the solve
     writes into instead of allocating its own (the same result), kept by a caller that solves
     one problem after another of that size (:class:`optdyn.MPC`). Unknown solvers or options

@@ -1,0 +1,83 @@
+"""Constraints inside the DDP/iLQR iteration (al-ddp, al-ilqr: the multipliers revised between
+steps by the BCL rule) against the outer augmented-Lagrangian loop (ddp, ilqr) and IPOPT.
+
+    .venv/bin/python benchmarks/bench_constraints.py [--quick]
+
+Tasks: the 6D pose reach of example-robot-data arms (problems.arm_pose) with their joint limits
+(``JointLimits``: position and velocity) as path constraints; arm-obstacle (its clearances and
+terminal equality); the Solo-12 trot with the friction pyramid as stage constraints, and without
+it for reference. Every solver from the task's initial guess with its default options (the
+task's own ones), plus the al- solvers with a first penalty ρ = 0.01 on the trot. Per row:
+status, iterations, wall time (s, without the kernels' loading/compilation), the cost relative
+to IPOPT's, the largest violation. ``--quick``: two arms. Writes the section "constraints" of
+BENCHMARKS.md.
+"""
+from __future__ import annotations
+
+import sys
+
+from _common import machine, table, write_section
+
+import optdyn
+import problems
+from optdyn.ocp.constraints import JointLimits
+from optdyn.ocp.problem import Problem
+
+SOLVERS = ("ipopt", "ddp", "ilqr", "al-ddp", "al-ilqr")
+ARMS = ("xarm7", "panda", "z1", "so101", "ur5", "kinova")
+
+
+def pose_with_limits(robot: str) -> Problem:
+    """problems.arm_pose's reach of ``robot`` (seed 0) with the arm's joint limits."""
+    p = problems.arm_pose.make(robot)
+    return Problem(p.model, p.x0, p.N, p.dt, p.running_cost, p.terminal_cost, u_lower=p.u_lower, u_upper=p.u_upper,
+                   path_constraints=[JointLimits(p.model)], name="arm-pose-limits")
+
+
+def tasks(quick: bool) -> list[tuple[str, Problem, list[tuple[str, dict]]]]:
+    """(label, problem, [(solver, options)]) of the benchmark."""
+    plain = [(s, {}) for s in SOLVERS]
+    out = [(f"pose + limits, {r}", pose_with_limits(r), plain) for r in (ARMS[:2] if quick else ARMS)]
+    out.append(("arm-obstacle", problems.arm_obstacle.make(), plain))
+    out.append(("Solo-12 trot, no cone", problems.quadruped.make("trot", mu=None), plain[:3]))
+    out.append(("Solo-12 trot, cone μ = 0.7", problems.quadruped.make("trot", mu=0.7),
+                plain + [("al-ddp", {"rho_init": 0.01}), ("al-ilqr", {"rho_init": 0.01})]))
+    return out
+
+
+def run(quick: bool) -> list[list]:
+    rows = []
+    for label, p, solvers in tasks(quick):
+        ipopt_cost = None
+        for solver, options in solvers:
+            r = optdyn.solve(p, solver, **options)
+            if solver == "ipopt":
+                ipopt_cost = r.cost
+            seconds = r.wall_time - r.extra.get("compile_time", 0.0)
+            name = solver + "".join(f" {k}={v:g}" for k, v in options.items())
+            rows.append([label, name, r.status, r.iterations, f"{seconds:.2f}",
+                         f"{(r.cost - ipopt_cost) / abs(ipopt_cost):+.1e}", f"{p.violation(r.xs, r.us):.1e}"])
+            print(*rows[-1], flush=True)
+    return rows
+
+
+def main() -> None:
+    quick = "--quick" in sys.argv[1:]
+    rows = run(quick)
+    body = "\n\n".join([
+        "## Constraints inside the iteration",
+        f"Machine: {machine()}; shared with other jobs (2 cores, two other agents running), so the wall "
+        "times are indicative only; one run each.",
+        "ddp, ilqr: the outer augmented-Lagrangian loop around whole inner solves (ALTRO). al-ddp, al-ilqr: one "
+        "DDP/iLQR iteration on the augmented Lagrangian whose multipliers and penalty are revised between two "
+        "steps by the BCL rule (Conn, Gould & Toint 1991, as in Jallet et al. 2022). Cost relative to IPOPT's "
+        "(negative: below it, by a violation within the 1e-6 tolerance); violation: the largest, in the "
+        "constraint's units.",
+        table(["task", "solver", "status", "iterations", "time (s)", "cost vs IPOPT", "violation"], rows),
+        "Produced by `benchmarks/bench_constraints.py`.",
+    ])
+    write_section("constraints", body)
+
+
+if __name__ == "__main__":
+    main()
