@@ -7,19 +7,22 @@ Tasks: the 6D pose reach of example-robot-data arms (problems.arm_pose) with the
 (``JointLimits``: position and velocity) as path constraints; arm-obstacle (its clearances and
 terminal equality); the Solo-12 trot with the friction pyramid as stage constraints, and without
 it for reference. Every solver from the task's initial guess with its default options (the
-task's own ones), plus the al- solvers with a first penalty ρ = 0.01 on the trot. Per row:
+task's own ones), plus DDP and iLQR with a first penalty ρ = 0.01 on the trot (the task ships 1). Per row:
 status, iterations, wall time (s, without the kernels' loading/compilation), the cost relative
 to IPOPT's, the largest violation. ``--quick``: two arms. Writes the section "constraints" of
 BENCHMARKS.md.
 """
 from __future__ import annotations
 
+import os
 import sys
 
 from _common import machine, table, write_section
 
+import dynamics as dyn
 import optdyn
 import problems
+from problems.robot_data import load_robot, robot_files
 from optdyn.ocp.constraints import JointLimits
 from optdyn.ocp.problem import Problem
 
@@ -41,8 +44,27 @@ def tasks(quick: bool) -> list[tuple[str, Problem, list[tuple[str, dict]]]]:
     out.append(("arm-obstacle", problems.arm_obstacle.make(), plain))
     out.append(("Solo-12 trot, no cone", problems.quadruped.make("trot", mu=None), plain[:3]))
     out.append(("Solo-12 trot, cone μ = 0.7", problems.quadruped.make("trot", mu=0.7),
-                plain + [("al-ddp", {"rho_init": 0.01}), ("al-ilqr", {"rho_init": 0.01})]))
+                plain + [(s, {"rho_init": 0.01}) for s in SOLVERS[1:]]))
+    if quick:
+        return out
+    for scenario in ("walk", "jump"):
+        out.append((f"Solo-12 {scenario}, cone μ = 0.7", problems.quadruped.make(scenario), plain))
+    hyq = hyq_trot(None)
+    out.append(("HyQ trot (1 cycle), no cone", hyq, plain[:3]))
+    hyq = hyq_trot(0.7)
+    out.append(("HyQ trot (1 cycle), cone μ = 0.7", hyq,
+                plain + [(s, {"rho_init": 0.01 * hyq.solver_options["ddp"]["rho_init"]}) for s in SOLVERS[1:]]))
     return out
+
+
+def hyq_trot(mu: float | None) -> Problem:
+    """The README's HyQ trot, one cycle, with the friction pyramid of ``mu`` (None: none)."""
+    model = load_robot("hyq_description/robots/hyq_no_sensors.urdf", "bench-constraints")
+    robots, _ = robot_files("hyq_description/srdf/hyq.srdf", "bench-constraints")
+    standing = dyn.load_srdf(model, os.path.join(robots, "hyq_description/srdf/hyq.srdf")) \
+        .reference_configurations["standing"]
+    return problems.quadruped.make("trot", cycles=1, mu=mu, model=model,
+                                   feet=("lf_foot", "rf_foot", "lh_foot", "rh_foot"), standing=standing)
 
 
 def run(quick: bool) -> list[list]:

@@ -418,7 +418,7 @@ class RiccatiSolver:
             if moved:  # after a rejected step the trajectory, hence its expansion, is unchanged
                 models = self.expand(problem, objective, it, ws)
             step, failed = self.direction(models, it, ws)
-            if moved and failed < 0 and objective.revise(it.xs, it.us, lambda w: self.converged(it, step, w)):
+            if failed < 0 and objective.revise(it.xs, it.us, lambda w: self.converged(it, step, w)):
                 it.J = objective.value(it.xs, it.us)  # new multipliers or penalty: a new merit at the same iterate
                 models = self.expand(problem, objective, it, ws)
                 step, failed = self.direction(models, it, ws)
