@@ -164,8 +164,9 @@ class Log:
     ‖∇_u merit‖∞), "expected_decrease" −ΔV(1) of the next step, "step" α that led here,
     "regularization" μ, "violation" (max constraint violation), "outer" (the
     augmented-Lagrangian outer iteration, 0 without constraints: the first row of each
-    later outer iteration is the same trajectory after a multiplier update, not a step)
-    and wall "time" (s).
+    later outer iteration is the same trajectory after a multiplier update, not a step; for
+    the solvers that revise the multipliers inside the iteration, :mod:`optdyn.solvers.bcl`,
+    the revisions made so far, every row a step) and wall "time" (s).
     """
 
     solver: str
