@@ -89,16 +89,19 @@ def _pose_with_limits(robot):
 
 @pytest.mark.parametrize("robot", ["xarm7", "z1"])
 def test_pose_with_joint_limits_reaches_ipopts_optimum(robot):
-    """The issue's reach: the 6D pose at rest within the joint limits, by DDP and iLQR with the
-    multipliers inside, in ≤ 150 iterations, to IPOPT's optimum within 1e-4 (relative)."""
+    """The 6D pose at rest within the joint limits, by DDP and iLQR with the multipliers
+    inside, in ≤ 150 iterations, to IPOPT's optimum within 1e-4 (relative); the multipliers of
+    the limits are IPOPT's bound multipliers (κ = −λ, to 2e-3 of their largest)."""
     p = _pose_with_limits(robot)
     ip = solve(p, "ipopt")
     assert ip.converged
+    bounds = ip.extra["multipliers"]["path"]
     for s in INSIDE:
         r = solve(p, s, max_iter=150)
         assert r.converged, (robot, s, r.status, r.message)
         assert p.violation(r.xs, r.us) <= 1e-6
         assert abs(r.cost - ip.cost) <= 1e-4 * ip.cost, (robot, s, r.cost, ip.cost)
+        assert np.abs(bounds).max() > 1e-2 and np.abs(bounds + r.extra["lambda"]).max() <= 2e-3 * np.abs(bounds).max()
 
 
 def test_without_constraints_the_types_are_the_plain_solvers():
