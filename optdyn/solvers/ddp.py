@@ -421,6 +421,8 @@ class RiccatiSolver:
             step, failed = self.direction(models, it, ws)
             if failed < 0 and objective.revise(it.xs, it.us, lambda w: self.converged(it, step, w)):
                 it.J = objective.value(it.xs, it.us)  # new multipliers or penalty: a new merit at the same iterate
+                if it.rejected:  # μ grew on the old merit's failed searches; the new one's model starts afresh
+                    it.mu, it.delta = self.mu_init, 1.0
                 models = self.expand(problem, objective, it, ws)
                 step, failed = self.direction(models, it, ws)
             log.first_order += failed < 0 and step.first_order
