@@ -131,3 +131,10 @@ def test_mpc_warm_starts_the_multipliers_inside_the_iteration():
     assert not loop.stopped and mpc.result.solver == "al-ilqr"
     assert mpc._duals is not None and np.abs(mpc._duals["mu"]).max() > 0  # the terminal equality's, carried on
     assert -3e-3 <= loop.margins.min() < 0.01
+
+
+def test_the_al_forms_compile_ahead_what_their_solvers_do():
+    from optdyn.solvers.compile_ahead import PARTS, helpers
+    for name in ("ddp", "ilqr", "fddp", "filqr"):
+        assert helpers("al-" + name) == helpers(name)
+    assert PARTS["ddp"] != PARTS["ilqr"]
