@@ -87,6 +87,19 @@ def run(quick: bool) -> list[list]:
     return rows
 
 
+def summary(rows: list[list]) -> list[list]:
+    """Per task and solver pair (al-X against X, the same options): iterations of each and whether
+    both converged."""
+    runs = {(r[0], r[1]): r for r in rows}
+    out = []
+    for (task, name), r in runs.items():
+        if name.startswith("al-") and (task, name[3:]) in runs:
+            o = runs[(task, name[3:])]
+            out.append([task, f"{name[3:]} → {name}", f"{o[3]} → {r[3]}",
+                        f"{r[3] / max(o[3], 1):.2f}", f"{o[2]} → {r[2]}"])
+    return out
+
+
 def main() -> None:
     quick = "--quick" in sys.argv[1:]
     rows = run(quick)
@@ -101,6 +114,8 @@ def main() -> None:
         "constraint's units.",
         table(["task", "solver", "status", "iterations", "time (s)", "ms / iteration", "cost vs IPOPT", "violation"],
               rows),
+        "Iterations inside the iteration against the outer loop (same options):",
+        table(["task", "solvers", "iterations", "ratio", "status"], summary(rows)),
         "Produced by `benchmarks/bench_constraints.py`.",
     ])
     write_section("constraints", body)
