@@ -521,3 +521,31 @@ def test_contracted_row_hessians_equal_the_weighted_sum_of_the_rows(name, monkey
     np.testing.assert_allclose(hessian(w), want, rtol=0, atol=1e-10 * np.abs(want).max())
     with pytest.raises(ValueError, match=r"^weights: expected shape \(4, "):
         hessian(w[:, 1:])
+
+
+@pytest.mark.parametrize("name", list(RESIDUALS))
+def test_knots_without_weight_are_skipped_and_the_others_unchanged(name, monkeypatch):
+    """Weights ρ zero at a knot in contact (an inequality's inactive rows in an augmented
+    Lagrangian): the compiled pass skips that knot, whose Hessians are zero, and the other
+    knots' Hessians are those of the full weights, bit for bit."""
+    xs, us = _knots(13)
+    residual = RESIDUALS[name]()
+    rho = np.random.default_rng(14).normal(size=(len(SEQUENCE), residual.size))
+    t = residual.evaluate(xs, us)
+    full = t.hessians(rho)
+    stance = [k for k in range(len(SEQUENCE)) if np.any(full[0][k])]  # the knots in contact
+    assert stance
+    zero = rho.copy()
+    zero[stance[0]] = 0.0
+    calls, compiled = [], cr.knot_force_hessians
+
+    def recording(dyn_, xs_, us_, knots, *rest):
+        calls.append(knots.copy())
+        return compiled(dyn_, xs_, us_, knots, *rest)
+    monkeypatch.setattr(cr, "knot_force_hessians", recording)
+    part = t.hessians(zero)
+    assert all(stance[0] not in knots for knots in calls) and (len(calls) > 0) == (len(stance) > 1)
+    for a, b in zip(full, part):
+        assert not np.any(b[stance[0]])
+        keep = [k for k in range(len(SEQUENCE)) if k != stance[0]]
+        np.testing.assert_array_equal(a[keep], b[keep])

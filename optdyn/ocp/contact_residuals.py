@@ -274,15 +274,21 @@ class _ContactForceFunction(Residual):
     def _hessians(self, K: int, stance: tuple, rho: np.ndarray) -> Hessians:
         """(H_xx, H_ux, H_uu) of ρᵀr (module docstring) at the knots of :meth:`evaluate`: the
         contact forces' second order contracted with ρ̂ = φ_fᵀρ at every knot in contact, in
-        one compiled pass (:func:`~optdyn.ocp.contact_phases.knot_force_hessians`), plus
-        (S λ_z)ᵀ Φ (S λ_z) where φ is not linear."""
+        one compiled pass (:func:`~optdyn.ocp.contact_phases.knot_force_hessians`) over the
+        knots where ρ̂ is not zero (an inequality's inactive rows weigh nothing in an augmented
+        Lagrangian's contraction: most knots of a friction cone), plus (S λ_z)ᵀ Φ (S λ_z) where
+        φ is not linear."""
         xs, us, F, Fz, phi_f = stance
         S, ndx, nu = self._stance, self.ndx, self.nu
         Hxx, Hux, Huu = np.zeros((K, ndx, ndx)), np.zeros((K, nu, ndx)), np.zeros((K, nu, nu))
         if not S.size:
             return Hxx, Hux, Huu
-        rho_f = np.ascontiguousarray(np.einsum("sij,si->sj", phi_f, rho[S]))  # ρ̂ on the frame's rows
-        H = knot_force_hessians(self.dynamics, xs, us, S, self._row[S], rho_f)
+        rho_f = np.einsum("sij,si->sj", phi_f, rho[S])  # ρ̂ on the frame's rows
+        H = np.zeros((S.size, ndx + nu, ndx + nu))
+        weighted = np.flatnonzero(np.any(rho_f != 0.0, axis=1))
+        if weighted.size:
+            H[weighted] = knot_force_hessians(self.dynamics, xs, us, S[weighted], self._row[S[weighted]],
+                                              np.ascontiguousarray(rho_f[weighted]))
         C = self._outer_curvature(F, rho[S])
         if C is not None:  # Fz already through the impulse map
             H += np.matmul(Fz.transpose(0, 2, 1), np.matmul(C, Fz))

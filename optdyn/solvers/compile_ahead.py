@@ -77,7 +77,8 @@ def helpers(solver: str) -> list[str]:
     :data:`PARTS`' (none with one core, or when helpers are off)."""
     from dynamics.parallel import max_threads
 
-    return list(PARTS.get(solver, ()))[:max(0, max_threads() - 1)] if enabled() else []
+    own = PARTS.get(solver.removeprefix("al-"), ())  # the al- forms (constraints inside) compile what theirs do
+    return list(own)[:max(0, max_threads() - 1)] if enabled() else []
 
 
 _STARTED: set[tuple[str, str]] = set()  # (the dynamics' type, part) of the helpers this process started

@@ -142,6 +142,18 @@ class Objective:
     def value(self, xs, us) -> float:
         return self.problem.cost(xs, us)
 
+    def revise(self, xs: np.ndarray, us: np.ndarray, stationary) -> bool:
+        """Change the objective between two steps of the iteration at the iterate (xs, us),
+        given ``stationary(ω)``: whether the iterate is stationary to the tolerance ω
+        (:meth:`RiccatiSolver.converged`); True if it changed (the iteration then evaluates and
+        expands it again). The problem's own cost never changes; the augmented Lagrangian whose
+        multipliers move inside the iteration does (:mod:`optdyn.solvers.bcl`)."""
+        return False
+
+    def satisfied(self, xs: np.ndarray, us: np.ndarray) -> bool:
+        """Whether a stationary iterate (xs, us) solves the problem: always for the cost alone."""
+        return True
+
 
 @dataclass
 class Log:
@@ -152,8 +164,9 @@ class Log:
     ‖∇_u merit‖∞), "expected_decrease" −ΔV(1) of the next step, "step" α that led here,
     "regularization" μ, "violation" (max constraint violation), "outer" (the
     augmented-Lagrangian outer iteration, 0 without constraints: the first row of each
-    later outer iteration is the same trajectory after a multiplier update, not a step)
-    and wall "time" (s).
+    later outer iteration is the same trajectory after a multiplier update, not a step; for
+    the solvers that revise the multipliers inside the iteration, :mod:`optdyn.solvers.bcl`,
+    the revisions made so far, every row a step) and wall "time" (s).
     """
 
     solver: str
@@ -406,6 +419,12 @@ class RiccatiSolver:
             if moved:  # after a rejected step the trajectory, hence its expansion, is unchanged
                 models = self.expand(problem, objective, it, ws)
             step, failed = self.direction(models, it, ws)
+            if failed < 0 and objective.revise(it.xs, it.us, lambda w: self.converged(it, step, w)):
+                it.J = objective.value(it.xs, it.us)  # new multipliers or penalty: a new merit at the same iterate
+                if it.rejected:  # μ grew on the old merit's failed searches; the new one's model starts afresh
+                    it.mu, it.delta = self.mu_init, 1.0
+                models = self.expand(problem, objective, it, ws)
+                step, failed = self.direction(models, it, ws)
             log.first_order += failed < 0 and step.first_order
             log.record(cost=it.J if objective.exact else problem.cost(it.xs, it.us), merit=it.J,
                        expected_decrease=-(step.dV1 + step.dV2), step=it.alpha, regularization=step.mu,
@@ -415,7 +434,7 @@ class RiccatiSolver:
                                f"Q_uu stayed indefinite up to mu = {self.mu_max:g} (knot {failed})")
             if log.stopped:
                 return outcome(False, "user_stop", "the callback returned False")
-            if self.converged(it, step, tol):
+            if self.converged(it, step, tol) and objective.satisfied(it.xs, it.us):
                 return outcome(True, "converged", f"expected decrease {-(step.dV1 + step.dV2):.2e} or gradient "
                                                   f"{it.gradient:.2e} below tolerance")
             reason = log.stop_reason()

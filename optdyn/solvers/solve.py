@@ -17,21 +17,26 @@ import numpy as np
 
 from ..ocp.problem import SOLVERS, Problem
 from .augmented_lagrangian import AugmentedLagrangian
+from .bcl import ALDDP, ALFDDP, ALFILQR, ALILQR, BCL
 from .compile_ahead import Ahead
 from .ddp import DDP, FDDP, FILQR, ILQR, RiccatiSolver
 from .result import Result
 from .workspace import Workspace
 
-RICCATI_SOLVERS = {"ddp": DDP, "ilqr": ILQR, "fddp": FDDP, "filqr": FILQR}
-"""The DDP-type solvers :func:`solve` knows by name."""
-FEASIBILITY_DRIVEN = {"ddp": "fddp", "ilqr": "filqr"}
+RICCATI_SOLVERS = {"ddp": DDP, "ilqr": ILQR, "fddp": FDDP, "filqr": FILQR,
+                   "al-ddp": ALDDP, "al-ilqr": ALILQR, "al-fddp": ALFDDP, "al-filqr": ALFILQR}
+"""The DDP-type solvers :func:`solve` knows by name ("al-…": the constraints inside the
+iteration, :mod:`optdyn.solvers.bcl`)."""
+INSIDE = "al-"
+"""The prefix of the names of the solvers that revise the multipliers inside the iteration."""
+FEASIBILITY_DRIVEN = {"ddp": "fddp", "ilqr": "filqr", "al-ddp": "al-fddp", "al-ilqr": "al-filqr"}
 """The feasibility-driven form of each solver name: what a problem with contacts is solved by
 (its guess is a standing state at every knot, not a rollout), and the warm start "shift" of
 :class:`optdyn.MPC`."""
-FAMILY = {"fddp": "ddp", "filqr": "ilqr"}
+FAMILY = {"fddp": "ddp", "filqr": "ilqr", "al-fddp": "al-ddp", "al-filqr": "al-ilqr"}
 """The name whose ``solver_options`` a problem ships for a feasibility-driven form."""
 AL_SETTINGS = tuple(f.name for f in fields(AugmentedLagrangian))
-NAMES = (*SOLVERS, *FAMILY)
+NAMES = (*SOLVERS, "al-ddp", "al-ilqr", *FAMILY)
 
 
 def _warm_start(problem: Problem, init, options: dict) -> None:
@@ -78,7 +83,7 @@ def solver_of(solver, options: dict):
     from .ipopt import IPOPT
     if not isinstance(solver, (RiccatiSolver, IPOPT)):
         raise ValueError(f"solver: expected one of {', '.join(SOLVERS)} or a solver instance (optdyn.solvers.DDP, "
-                         f"ILQR, FDDP, FILQR, IPOPT), got {type(solver).__name__}")
+                         f"ILQR, FDDP, FILQR, ALDDP, ALILQR, ALFDDP, ALFILQR, IPOPT), got {type(solver).__name__}")
     own = {f.name: getattr(solver, f.name) for f in fields(solver)}
     return type(solver).with_options(**{**own, **options})
 
@@ -87,7 +92,9 @@ def solve(problem: Problem, solver="ddp", *, init: Result | None = None, max_tim
           workspace: Workspace | None = None, **options) -> Result:
     """Solve ``problem`` with ``solver``: "ddp", "ilqr" or "ipopt" (that type with its default
     options, :mod:`optdyn.solvers`; "fddp", "filqr" name the feasibility-driven forms, which a
-    problem with contacts gets for "ddp" and "ilqr"), or a solver instance.
+    problem with contacts gets for "ddp" and "ilqr"; "al-ddp", "al-ilqr" the types that revise
+    the multipliers inside the iteration, :mod:`optdyn.solvers.bcl`, with the task's options of
+    "ddp" and "ilqr"), or a solver instance.
 
     ``options``: the solver's own (e.g. ``max_iter``, ``tol``, ``verbose``, ``callback``:
     called with a dict once per iteration, returning False stops the solve; see each type),
@@ -99,9 +106,10 @@ def solve(problem: Problem, solver="ddp", *, init: Result | None = None, max_tim
     its ``us`` and ``xs``), ``max_time`` (wall-clock limit in s: status "time_limit" with the
     last iterate) and ``multipliers`` (a constrained result's extra: the multipliers to start
     from). Ctrl-C during a solve returns the last iterate with status "interrupted"
-    (:mod:`optdyn.solvers.runtime`). DDP-type solvers of a constrained problem take the
+    (:mod:`optdyn.solvers.runtime`). The other DDP-type solvers of a constrained problem take the
     settings of :class:`~optdyn.solvers.augmented_lagrangian.AugmentedLagrangian` too
-    (``constraint_tol``, ``rho_init``, …). ``workspace`` (DDP-type): a
+    (``constraint_tol``, ``rho_init``, …); the al- types have theirs
+    (:class:`~optdyn.solvers.bcl.BCL`). ``workspace`` (DDP-type): a
     :class:`~optdyn.solvers.workspace.Workspace` of the problem's size whose arrays the solve
     writes into instead of allocating its own (the same result), kept by a caller that solves
     one problem after another of that size (:class:`optdyn.MPC`). Unknown solvers or options
@@ -111,8 +119,11 @@ def solve(problem: Problem, solver="ddp", *, init: Result | None = None, max_tim
     if not isinstance(problem, Problem):
         raise ValueError(f"problem: expected an optdyn.Problem, got {type(problem).__name__}")
     if isinstance(solver, str):
-        shipped = dict(problem.solver_options.get(FAMILY.get(solver, solver), {}))
-        solver = solver_name(problem, shipped.pop("solver", solver))
+        family = FAMILY.get(solver, solver)
+        inside = INSIDE if family.startswith(INSIDE) else ""  # the al- forms take the task's options of their family
+        shipped = dict(problem.solver_options.get(family.removeprefix(INSIDE), {}))
+        named = shipped.pop("solver", None)
+        solver = solver_name(problem, solver if named is None else inside + named)
         options = {**shipped, **options}
     if init is not None:
         _warm_start(problem, init, options)
@@ -120,7 +131,8 @@ def solve(problem: Problem, solver="ddp", *, init: Result | None = None, max_tim
         options["max_time"] = max_time
     guess = {k: options.pop(k, None) for k in ("us_init", "xs_init")}
     multipliers = options.pop("multipliers", None)
-    settings = {k: options.pop(k) for k in AL_SETTINGS if k in options}
+    inside = isinstance(solver, BCL) or (isinstance(solver, str) and solver.startswith(INSIDE))
+    settings = {} if inside else {k: options.pop(k) for k in AL_SETTINGS if k in options}
     instance = solver_of(solver, options)
     outer = AugmentedLagrangian(**settings) if isinstance(instance, RiccatiSolver) else None
     if workspace is not None and not (isinstance(workspace, Workspace) and isinstance(instance, RiccatiSolver)
@@ -129,7 +141,9 @@ def solve(problem: Problem, solver="ddp", *, init: Result | None = None, max_tim
                          f"nu, ndx) = {(problem.N, problem.nx, problem.nu, problem.ndx)} for DDP or iLQR, got "
                          f"{getattr(workspace, 'size', type(workspace).__name__)} for {instance.name!r}")
     with Ahead(problem, instance.name):  # on a cold cache, helpers compile the later kernels meanwhile
-        if not isinstance(instance, RiccatiSolver):
+        if isinstance(instance, BCL):  # constrained or not, the type solves it
+            result = instance.solve(problem, **guess, multipliers=multipliers, workspace=workspace)
+        elif not isinstance(instance, RiccatiSolver):
             result = instance.solve(problem, **guess, multipliers=multipliers)
         elif problem.nc or problem.ng or problem.nh:
             result = outer.solve(problem, instance, **guess, multipliers=multipliers, workspace=workspace)

@@ -1,0 +1,125 @@
+"""Constraints inside the DDP/iLQR iteration (al-ddp, al-ilqr: the multipliers revised between
+steps by the BCL rule) against the outer augmented-Lagrangian loop (ddp, ilqr) and IPOPT.
+
+    .venv/bin/python benchmarks/bench_constraints.py [--quick]
+
+Tasks: the 6D pose reach of example-robot-data arms (problems.arm_pose) with their joint limits
+(``JointLimits``: position and velocity) as path constraints; arm-obstacle (its clearances and
+terminal equality); the Solo-12 trot with the friction pyramid as stage constraints, and without
+it for reference; Solo-12's walk and jump, Talos' walk (wrench cones) and a HyQ trot with and
+without the pyramid. Every solver from the task's initial guess with its default options (the
+task's own ones), plus the DDP-type solvers with a first penalty ρ 0.01 times the task's on the
+trots with the pyramid (Solo-12 ships ρ = 1, HyQ that scaled by the robots' masses). Per row:
+status, iterations, wall time (s, without the kernels' loading/compilation) and per iteration,
+the cost relative to IPOPT's, the largest violation. ``--quick``: two arms. Writes the section "constraints" of
+BENCHMARKS.md.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+from _common import machine, table, write_section
+
+import dynamics as dyn
+import optdyn
+import problems
+from problems.robot_data import load_robot, robot_files
+from optdyn.ocp.constraints import JointLimits
+from optdyn.ocp.problem import Problem
+
+SOLVERS = ("ipopt", "ddp", "ilqr", "al-ddp", "al-ilqr")
+ARMS = ("xarm7", "panda", "z1", "so101", "ur5", "kinova")
+
+
+def pose_with_limits(robot: str) -> Problem:
+    """problems.arm_pose's reach of ``robot`` (seed 0) with the arm's joint limits."""
+    p = problems.arm_pose.make(robot)
+    return Problem(p.model, p.x0, p.N, p.dt, p.running_cost, p.terminal_cost, u_lower=p.u_lower, u_upper=p.u_upper,
+                   path_constraints=[JointLimits(p.model)], name="arm-pose-limits")
+
+
+def tasks(quick: bool) -> list[tuple[str, Problem, list[tuple[str, dict]]]]:
+    """(label, problem, [(solver, options)]) of the benchmark."""
+    plain = [(s, {}) for s in SOLVERS]
+    out = [(f"pose + limits, {r}", pose_with_limits(r), plain) for r in (ARMS[:2] if quick else ARMS)]
+    out.append(("arm-obstacle", problems.arm_obstacle.make(), plain))
+    out.append(("Solo-12 trot, no cone", problems.quadruped.make("trot", mu=None), plain[:3]))
+    out.append(("Solo-12 trot, cone μ = 0.7", problems.quadruped.make("trot", mu=0.7),
+                plain + [(s, {"rho_init": 0.01}) for s in SOLVERS[1:]]))
+    if quick:
+        return out
+    for scenario in ("walk", "jump"):
+        out.append((f"Solo-12 {scenario}, cone μ = 0.7", problems.quadruped.make(scenario), plain))
+    out.append(("Talos walk, wrench cones", problems.get("biped"), plain))
+    hyq = hyq_trot(None)
+    out.append(("HyQ trot (1 cycle), no cone", hyq, plain[:3]))
+    hyq = hyq_trot(0.7)
+    out.append(("HyQ trot (1 cycle), cone μ = 0.7", hyq,
+                plain + [(s, {"rho_init": 0.01 * hyq.solver_options["ddp"]["rho_init"]}) for s in SOLVERS[1:]]))
+    return out
+
+
+def hyq_trot(mu: float | None) -> Problem:
+    """The README's HyQ trot, one cycle, with the friction pyramid of ``mu`` (None: none)."""
+    model = load_robot("hyq_description/robots/hyq_no_sensors.urdf", "bench-constraints")
+    robots, _ = robot_files("hyq_description/srdf/hyq.srdf", "bench-constraints")
+    standing = dyn.load_srdf(model, os.path.join(robots, "hyq_description/srdf/hyq.srdf")) \
+        .reference_configurations["standing"]
+    return problems.quadruped.make("trot", cycles=1, mu=mu, model=model,
+                                   feet=("lf_foot", "rf_foot", "lh_foot", "rh_foot"), standing=standing)
+
+
+def run(quick: bool) -> list[list]:
+    rows = []
+    for label, p, solvers in tasks(quick):
+        ipopt_cost = None
+        for solver, options in solvers:
+            r = optdyn.solve(p, solver, **options)
+            if solver == "ipopt":
+                ipopt_cost = r.cost
+            seconds = r.wall_time - r.extra.get("compile_time", 0.0)
+            name = solver + "".join(f" {k}={v:g}" for k, v in options.items())
+            rows.append([label, name, r.status, r.iterations, f"{seconds:.2f}",
+                         f"{1e3 * seconds / max(r.iterations, 1):.1f}",
+                         f"{(r.cost - ipopt_cost) / abs(ipopt_cost):+.1e}", f"{p.violation(r.xs, r.us):.1e}"])
+            print(*rows[-1], flush=True)
+    return rows
+
+
+def summary(rows: list[list]) -> list[list]:
+    """Per task and solver pair (al-X against X, the same options): iterations of each and whether
+    both converged."""
+    runs = {(r[0], r[1]): r for r in rows}
+    out = []
+    for (task, name), r in runs.items():
+        if name.startswith("al-") and (task, name[3:]) in runs:
+            o = runs[(task, name[3:])]
+            out.append([task, f"{name[3:]} → {name}", f"{o[3]} → {r[3]}",
+                        f"{r[3] / max(o[3], 1):.2f}", f"{o[2]} → {r[2]}"])
+    return out
+
+
+def main() -> None:
+    quick = "--quick" in sys.argv[1:]
+    rows = run(quick)
+    body = "\n\n".join([
+        "## Constraints inside the iteration",
+        f"Machine: {machine()}; shared with other jobs (2 cores, two other agents running), so the wall "
+        "times are indicative only; one run each.",
+        "ddp, ilqr: the outer augmented-Lagrangian loop around whole inner solves (ALTRO). al-ddp, al-ilqr: one "
+        "DDP/iLQR iteration on the augmented Lagrangian whose multipliers and penalty are revised between two "
+        "steps by the BCL rule (Conn, Gould & Toint 1991, as in Jallet et al. 2022). Cost relative to IPOPT's "
+        "(negative: below it, by a violation within the 1e-6 tolerance); violation: the largest, in the "
+        "constraint's units.",
+        table(["task", "solver", "status", "iterations", "time (s)", "ms / iteration", "cost vs IPOPT", "violation"],
+              rows),
+        "Iterations inside the iteration against the outer loop (same options):",
+        table(["task", "solvers", "iterations", "ratio", "status"], summary(rows)),
+        "Produced by `benchmarks/bench_constraints.py`.",
+    ])
+    write_section("constraints", body)
+
+
+if __name__ == "__main__":
+    main()
