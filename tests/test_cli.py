@@ -120,6 +120,17 @@ def test_solve_progress_summary_and_outputs(tmp_path, capsys, solver):
     assert out.count(COMPILE_NOTICE) == 0 and err.count(COMPILE_NOTICE) <= 1  # stderr, once at most
 
 
+def test_solve_progress_of_a_solver_that_revises_the_multipliers_inside_the_iteration(tmp_path, capsys):
+    saved = tmp_path / "arm.npz"
+    code, out, err = run(capsys, "solve", "arm-obstacle", "--solver", "al-ddp", "--save", str(saved))
+    assert code == 0, err
+    res = load_result(saved)
+    progress = [line for line in out.splitlines() if re.match(r"^\s+\d+\s+cost ", line)]
+    assert len(progress) == len(res.history["cost"])  # every row a step, none taken for an update
+    revisions = int(res.history["outer"][-1])
+    assert revisions > 0 and out.count("multipliers updated: revision") == revisions
+
+
 def test_solve_not_converged_is_a_failure_but_writes_outputs(tmp_path, capsys):
     saved, plot = tmp_path / "short.npz", tmp_path / "short.png"
     code, out, err = run(capsys, "solve", "ur5-reach", "--param", "N=20", "--max-iter", "1", "--save", str(saved),

@@ -2,7 +2,7 @@
 
     optdyn info                                   dynamics demo on the UR5, warm timings
     optdyn list                                   problems and their scenarios
-    optdyn solve PROBLEM [--scenario S] [--solver ddp|ilqr|ipopt] [--max-iter N] [--max-time S]
+    optdyn solve PROBLEM [--scenario S] [--solver ddp|ilqr|ipopt|al-ddp|al-ilqr] [--max-iter N] [--max-time S]
                  [--param KEY=VALUE ...] [--save result.npz] [--html out.html] [--plot out.png] [--view] [--mu MU]
     optdyn compare PROBLEM [--scenario S] [--solvers ddp,ilqr,ipopt] [--plot out.png]
     optdyn show result.npz [--html out.html] [--view] [--mu MU]      (a closed loop's file too)
@@ -200,22 +200,27 @@ def _progress_line(row: dict) -> str:
 
 class Progress:
     """Live iteration log: one line per iteration, numbered as ``Result.iterations`` counts;
-    an augmented-Lagrangian multiplier update (the first row of a later outer iteration,
-    the same trajectory) is a marked line, not an iteration."""
+    an augmented-Lagrangian multiplier update is a marked line: in the outer loop (the first
+    row of a later outer iteration, the same trajectory) instead of an iteration, for the
+    solvers that revise the multipliers inside the iteration ("al-…", every row a step) after
+    the iteration that made it."""
 
     def __init__(self) -> None:
-        self.outer, self.count = 0, 0
+        from ..solvers.solve import INSIDE
+
+        self.outer, self.count, self.prefix = 0, 0, INSIDE
 
     def __call__(self, row: dict) -> None:
         outer = int(row.get("outer", 0))
-        if outer != self.outer and self.outer > 0:
-            self.outer = outer
-            print(f"      -- multipliers updated: outer iteration {outer}, "
-                  f"viol {row.get('violation', np.nan):.2e}", flush=True)
-            return
+        inside = str(row.get("solver", "")).startswith(self.prefix)
+        updated = outer != self.outer and (self.outer > 0 or inside)
         self.outer = outer
-        print(_progress_line(dict(row, iteration=self.count)), flush=True)
-        self.count += 1
+        if not (updated and not inside):
+            print(_progress_line(dict(row, iteration=self.count)), flush=True)
+            self.count += 1
+        if updated:
+            print(f"      -- multipliers updated: {'revision' if inside else 'outer iteration'} {outer}, "
+                  f"viol {row.get('violation', np.nan):.2e}", flush=True)
 
 
 def _summary(result: Result, problem=None) -> list[str]:
@@ -740,7 +745,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     solve = command("solve", "solve a problem with live progress", cmd_solve)
     problem_args(solve)
-    solve.add_argument("--solver", choices=("ddp", "ilqr", "ipopt"), default="ddp", help="the solver")
+    solve.add_argument("--solver", choices=("ddp", "ilqr", "ipopt", "al-ddp", "al-ilqr"), default="ddp",
+                       help="the solver (al-ddp, al-ilqr: the constraints' multipliers revised inside the iteration)")
     limits(solve, "the solver")
     solve.add_argument("--shooting", choices=("single", "multiple"),
                        help="ddp/ilqr: start from the rollout of the controls (single, the default without contacts) "
