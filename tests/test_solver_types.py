@@ -141,3 +141,18 @@ def test_the_types_reproduce_the_iterates_of_the_algorithms_they_keep(run):
     assert res.iterations == before["iterations"]
     for key in ("cost", "step", "regularization", "expected_decrease"):
         np.testing.assert_allclose(res.history[key], before[key], rtol=1e-9, atol=1e-14, err_msg=key)
+
+
+def test_the_shooting_form_asked_for_keeps_the_problems_shipped_options():
+    prob = pendulum.make_pendulum(terminal="cost", u_max=np.inf)
+    prob.solver_options = {"ddp": {"max_iter": 2}}
+    for form, expected in ((True, "fddp"), (False, "ddp")):
+        res = optdyn.solve(prob, "ddp", feasibility_driven=form)
+        assert res.solver == expected and res.iterations == 2 and res.status == "max_iter"
+    with pytest.raises(ValueError, match="^feasibility_driven: "):
+        optdyn.solve(prob, DDP(), feasibility_driven=True)
+
+
+def test_the_augmented_lagrangians_settings_are_refused_by_ipopt():
+    with pytest.raises(ValueError, match="^rho_init: a setting of DDP's and iLQR's augmented Lagrangian, not of ipopt"):
+        optdyn.solve(problems.get("arm-obstacle"), "ipopt", rho_init=10.0)

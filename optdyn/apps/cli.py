@@ -206,16 +206,16 @@ class Progress:
     the iteration that made it."""
 
     def __init__(self) -> None:
-        from ..solvers.solve import INSIDE
-
-        self.outer, self.count, self.prefix = 0, 0, INSIDE
+        self.outer, self.count = 0, 0
 
     def __call__(self, row: dict) -> None:
+        from ..solvers.solve import INSIDE
+
         outer = int(row.get("outer", 0))
-        inside = str(row.get("solver", "")).startswith(self.prefix)
+        inside = str(row.get("solver", "")).startswith(INSIDE)
         updated = outer != self.outer and (self.outer > 0 or inside)
         self.outer = outer
-        if not (updated and not inside):
+        if inside or not updated:
             print(_progress_line(dict(row, iteration=self.count)), flush=True)
             self.count += 1
         if updated:
@@ -316,20 +316,18 @@ def cmd_solve(args: argparse.Namespace) -> int:
     """Build PROBLEM, solve it with live progress, print a summary, write outputs."""
     _check_outputs(args)
     problem = _make_problem(args.problem, args.scenario, args.param)
-    from ..solvers.solve import solve, solver_name, solver_of
+    from ..solvers.solve import solve
 
     options = {"callback": None if args.quiet else Progress(), "max_time": args.max_time}
     if args.max_iter is not None:
         options["max_iter"] = args.max_iter
-    solver = args.solver
     if args.shooting is not None:
         if args.solver == "ipopt":
             raise CommandError("--shooting: only for ddp and ilqr (IPOPT's transcription is multiple shooting)")
-        solver = solver_of(solver_name(problem, solver, feasibility_driven=args.shooting == "multiple"), {})
+        options["feasibility_driven"] = args.shooting == "multiple"
     if not args.quiet:
-        print(f"solving {args.problem} ({problem.N} intervals, T = {problem.T:g} s) with "
-              f"{getattr(solver, 'name', solver)}", flush=True)
-    result = solve(problem, solver=solver, **options)
+        print(f"solving {args.problem} ({problem.N} intervals, T = {problem.T:g} s) with {args.solver}", flush=True)
+    result = solve(problem, solver=args.solver, **options)
     print("\n".join(_summary(result, problem)), flush=True)
     if result.status == "interrupted":
         return _interrupted(result, problem, args, f"optdyn solve: interrupted (Ctrl-C) after {result.iterations} "

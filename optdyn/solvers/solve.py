@@ -89,7 +89,7 @@ def solver_of(solver, options: dict):
 
 
 def solve(problem: Problem, solver="ddp", *, init: Result | None = None, max_time: float | None = None,
-          workspace: Workspace | None = None, **options) -> Result:
+          workspace: Workspace | None = None, feasibility_driven: bool | None = None, **options) -> Result:
     """Solve ``problem`` with ``solver``: "ddp", "ilqr" or "ipopt" (that type with its default
     options, :mod:`optdyn.solvers`; "fddp", "filqr" name the feasibility-driven forms, which a
     problem with contacts gets for "ddp" and "ilqr"; "al-ddp", "al-ilqr" the types that revise
@@ -112,7 +112,10 @@ def solve(problem: Problem, solver="ddp", *, init: Result | None = None, max_tim
     (:class:`~optdyn.solvers.bcl.BCL`). ``workspace`` (DDP-type): a
     :class:`~optdyn.solvers.workspace.Workspace` of the problem's size whose arrays the solve
     writes into instead of allocating its own (the same result), kept by a caller that solves
-    one problem after another of that size (:class:`optdyn.MPC`). Unknown solvers or options
+    one problem after another of that size (:class:`optdyn.MPC`). ``feasibility_driven`` (a
+    solver given by name): True for its feasibility-driven (multiple-shooting) form, False for
+    its single-shooting one, None (default) for the form the problem takes (:func:`solver_name`),
+    the problem's shipped options applying either way. Unknown solvers or options
     raise ValueError. The result carries the problem as ``source`` (for plotting and
     visualisation).
     """
@@ -120,11 +123,13 @@ def solve(problem: Problem, solver="ddp", *, init: Result | None = None, max_tim
         raise ValueError(f"problem: expected an optdyn.Problem, got {type(problem).__name__}")
     if isinstance(solver, str):
         family = FAMILY.get(solver, solver)
-        inside = INSIDE if family.startswith(INSIDE) else ""  # the al- forms take the task's options of their family
+        prefix = INSIDE if family.startswith(INSIDE) else ""  # the al- forms take the task's options of their family
         shipped = dict(problem.solver_options.get(family.removeprefix(INSIDE), {}))
         named = shipped.pop("solver", None)
-        solver = solver_name(problem, solver if named is None else inside + named)
+        solver = solver_name(problem, solver if named is None else prefix + named, feasibility_driven)
         options = {**shipped, **options}
+    elif feasibility_driven is not None:
+        raise ValueError("feasibility_driven: only with a solver given by name (an instance is the form it is)")
     if init is not None:
         _warm_start(problem, init, options)
     if max_time is not None:
@@ -134,6 +139,9 @@ def solve(problem: Problem, solver="ddp", *, init: Result | None = None, max_tim
     inside = isinstance(solver, BCL) or (isinstance(solver, str) and solver.startswith(INSIDE))
     settings = {} if inside else {k: options.pop(k) for k in AL_SETTINGS if k in options}
     instance = solver_of(solver, options)
+    if settings and not isinstance(instance, RiccatiSolver):
+        raise ValueError(f"{next(iter(settings))}: a setting of DDP's and iLQR's augmented Lagrangian, not of "
+                         f"{instance.name}")
     outer = AugmentedLagrangian(**settings) if isinstance(instance, RiccatiSolver) else None
     if workspace is not None and not (isinstance(workspace, Workspace) and isinstance(instance, RiccatiSolver)
                                       and workspace.fits(problem)):
