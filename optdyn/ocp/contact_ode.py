@@ -125,11 +125,11 @@ def _contact_dynamics_tensors(ode, q, v, tau, f_ext, d, Fzz):
                                         w) != OK:
             raise ValueError(DEPENDENT)
         w[i] = 0.0
-        _place(cw2.out, act, n, Fzz[n + i])
+        place_blocks(cw2.out, act, n, Fzz[n + i])
 
 
 @njit(cache=True, inline="always")
-def _place(H, act, n, W):
+def place_blocks(H, act, n, W):
     """W (nz, nz) = the Hessian of a q̈ row from its blocks H = (Hqq, Hvv, Hqv, Hqτ) (the
     Hessians in (v, τ) and (τ, τ) vanish), τ = B u."""
     for j in range(n):
@@ -162,4 +162,4 @@ def contact_dynamics_ode_hessian(ode, x, u, f, Fz, records, idx, w, W, blocks, s
     W[:] = 0.0
     if contact_so_contracted_passes(m, d, cw, sow, q, v, tau, cw.no_force, ode.ci, ode.cf, ode.damping, wz) != OK:
         raise ValueError(DEPENDENT)
-    _place(cw.out, ode.actuated, n, W)
+    place_blocks(cw.out, ode.actuated, n, W)

@@ -73,7 +73,7 @@ from dynamics.parallel import first_chunk, next_chunk, run_chunks
 from dynamics.rnea_second_derivatives_contracted import new_so_work
 from dynamics.workspace import new_data
 
-from .contact_ode import DEPENDENT, ContactODE, actuated_torques
+from .contact_ode import DEPENDENT, ContactODE, actuated_torques, place_blocks
 from .integrators import IntervalDynamics, interval, interval_hessian, interval_work, stage_records, tangent_dim
 
 PhasedDynamics = namedtuple("PhasedDynamics", ["ode", "a", "b", "dt", "substeps", "f_ext", "ci", "cf", "bounds",
@@ -581,14 +581,8 @@ def _knot_force_hessian(dyn, k, x, u, row, w, H, P, d, sow):
     if contact_so_contracted_passes(m, d, cw, sow, xt[:nq], xt[nq:], actuated_torques(act, u, n), cw.no_force,
                                     phase.ci, phase.cf, phase.damping, weights) != OK:
         raise ValueError(DEPENDENT)
-    Hqq, Hvv, Hqv, Hqt = cw.out[0], cw.out[1], cw.out[2], cw.out[3]
     H[:] = 0.0
-    for i in range(n):
-        for j in range(n):
-            H[i, j], H[n + i, n + j] = Hqq[i, j], Hvv[i, j]
-            H[i, n + j] = H[n + j, i] = Hqv[i, j]
-        for c in range(act.shape[0]):
-            H[i, ndx + c] = H[ndx + c, i] = Hqt[i, act[c]]
+    place_blocks(cw.out, act, n, H)
     if jump:
         _chain_hessian(phase, x, P, cw.Z[n + row: n + row + w.shape[0], :ndx], w, H)
 
