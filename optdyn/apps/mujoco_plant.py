@@ -301,6 +301,7 @@ class MujocoPlant:
         self._sites = {f.name: mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_SITE, f.name) for f in self.model.frames}
         self._foot_geoms = {frame: mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, f"{frame}_contact")
                             for frame, _ in self.feet}
+        self._foot_of_geom = {g: frame for frame, g in self._foot_geoms.items()}
 
     def to_mujoco(self, x) -> tuple[np.ndarray, np.ndarray]:
         """(qpos, qvel) of the library's state x = [q; v] (module docstring)."""
@@ -386,7 +387,7 @@ class MujocoPlant:
         mujoco = mujoco_module()
         m, d = self.mj_model, self.mj_data
         out = {frame: np.zeros(3) for frame in self._foot_geoms}
-        by_geom = {g: frame for frame, g in self._foot_geoms.items()}
+        by_geom = self._foot_of_geom
         for k in range(d.ncon):
             c = d.contact[k]
             frame = by_geom.get(int(c.geom1), by_geom.get(int(c.geom2)))

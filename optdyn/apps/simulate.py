@@ -44,6 +44,7 @@ from dynamics.model import Model
 
 from ..ocp import contact_phases, integrators, windows
 from ..ocp.problem import Problem
+from ..ocp.state import state_difference_batch
 from ..solvers.mpc import MPC
 from .clearance import margin_constraints, margins_at
 from .mujoco_plant import MujocoPlant, plant_for
@@ -399,7 +400,6 @@ class _MujocoIntervals(_Intervals):
         self._start = np.empty((n, self.task.nx))  # the plan's x̄_0 of each step
         self._slope = np.empty((n, self.task.ndx))  # x̄_1 ⊖ x̄_0
         self._forces = {frame: np.zeros((n, 3)) for frame, _ in self.plant.feet}
-        self._difference = self.task.state_difference
 
     def planned(self, i: int, xs: np.ndarray, problem: Problem) -> None:
         self._start[i] = xs[0]
@@ -410,10 +410,11 @@ class _MujocoIntervals(_Intervals):
         step computed ``lag`` steps before, x̄(s) the plan's state a fraction s into its first
         interval, to first order (x ⊖ x̄(s) ≈ x ⊖ x̄_0 − s (x̄_1 ⊖ x̄_0)); clipped to the bounds."""
         fine, lower, upper = self.fine, self.task.u_lower, self.task.u_upper
+        topology, nq = self.task.model.topology, self.task.model.nq
 
-        def control(j: int, x: np.ndarray) -> np.ndarray:
+        def control(j: int, x: np.ndarray) -> np.ndarray:  # at the plant's rate: the kernel, no checks
             m, r = divmod(max(j - lag, 0), fine)
-            dx = self._difference(self._start[m], x) - (r / fine) * self._slope[m]
+            dx = state_difference_batch(topology, nq, self._start[m: m + 1], x[None])[0] - (r / fine) * self._slope[m]
             return np.clip(us[m] + gains[m] @ dx, lower, upper)
 
         return control

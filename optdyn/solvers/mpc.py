@@ -295,8 +295,6 @@ class MPC:
             xs[0] = x
             if not np.all(np.isfinite(xs)):  # the last state's rollout diverged: start from x at rest
                 xs[:] = x
-            if self.solver == "ipopt":
-                return {"xs_init": xs, "us_init": us}
             return {"xs_init": xs, "us_init": us}
         if self.warm_start == "rollout":
             return {"us_init": us}
