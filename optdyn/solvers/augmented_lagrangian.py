@@ -35,7 +35,7 @@ from dynamics._compile import njit
 from .ddp import Log, Objective, RiccatiSolver, stopped_by_exception
 from ..ocp.problem import Problem
 from .result import Result, multiplier_arrays
-from .runtime import Run, is_interrupt
+from .runtime import Run, check_count, check_number, is_interrupt
 from .workspace import Workspace
 
 
@@ -205,13 +205,10 @@ class AugmentedLagrangian:
     inner_tol_factor: float = 1e-2
 
     def __post_init__(self) -> None:
-        if isinstance(self.max_outer, bool) or not isinstance(self.max_outer, (int, np.integer)) or self.max_outer < 0:
-            raise ValueError(f"max_outer: expected an integer ≥ 0, got {self.max_outer!r}")
+        check_count("max_outer", self.max_outer)
         for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name != "max_outer" and not (isinstance(value, (int, float, np.integer, np.floating))
-                                              and np.isfinite(value) and value > 0):
-                raise ValueError(f"{f.name}: expected a finite number > 0, got {value!r}")
+            if f.name != "max_outer":
+                check_number(f.name, getattr(self, f.name))
 
     def solve(self, problem: Problem, inner: RiccatiSolver, us_init=None, xs_init=None, *, multipliers=None,
               workspace: Workspace | None = None) -> Result:

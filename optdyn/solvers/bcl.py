@@ -39,9 +39,9 @@ import numpy as np
 
 from ..ocp.problem import Problem
 from .augmented_lagrangian import ALObjective, initial_multipliers
-from .ddp import DDP, FDDP, FILQR, ILQR, Log, RiccatiSolver, _number, stopped_by_exception
+from .ddp import DDP, FDDP, FILQR, ILQR, Log, RiccatiSolver, stopped_by_exception
 from .result import Result
-from .runtime import Run, is_interrupt
+from .runtime import Run, check_number, is_interrupt
 from .workspace import Workspace
 
 
@@ -114,9 +114,8 @@ class BCL:
 
     def validate(self) -> None:
         super().validate()
-        for name in ("constraint_tol", "rho_init", "rho_max", "omega0", "eta0"):
-            _number(name, getattr(self, name))
-        _number("rho_factor", self.rho_factor)
+        for name in ("constraint_tol", "rho_init", "rho_factor", "rho_max", "omega0", "eta0"):
+            check_number(name, getattr(self, name))
         if self.rho_factor <= 1.0:
             raise ValueError(f"rho_factor: expected a growth factor > 1, got {self.rho_factor!r}")
         if self.rho_max < self.rho_init:

@@ -67,7 +67,7 @@ from ..ocp.shooting import state_error, state_retract, transition, transition_wo
 from ..ocp.state import check_state
 from .result import Result
 from .riccati import SECOND_ORDER, Expansion, SecondOrder, Value, backward_pass, model_slope, projected_gradient
-from .runtime import Run, check_max_time, is_interrupt, stop_message
+from .runtime import Run, check_count, check_max_time, check_number, is_interrupt, stop_message
 from .workspace import Workspace
 
 Step = namedtuple("Step", ["k", "K", "dV1", "dV2", "gaps", "mu", "first_order"])
@@ -260,18 +260,6 @@ NEGATIVE_STEP = 2.0
 accepted if the cost rises by less than this multiple of the prediction."""
 
 
-def _count(name: str, value) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-        raise ValueError(f"{name}: expected an integer ≥ 0, got {value!r}")
-
-
-def _number(name: str, value, zero: bool = False) -> None:
-    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool) \
-        and np.isfinite(value) and (value >= 0 if zero else value > 0)
-    if not ok:
-        raise ValueError(f"{name}: expected a finite number {'≥' if zero else '>'} 0, got {value!r}")
-
-
 @dataclass
 class RiccatiSolver:
     """The iteration shared by DDP, iLQR and their feasibility-driven forms (module docstring).
@@ -333,15 +321,15 @@ class RiccatiSolver:
 
     def validate(self) -> None:
         """ValueError naming the first option with a value it cannot take."""
-        _count("max_iter", self.max_iter)
+        check_count("max_iter", self.max_iter)
         for name in ("tol", "gtol", "mu_max", "delta0", "c1"):
-            _number(name, getattr(self, name))
+            check_number(name, getattr(self, name))
         for name in ("mu_init", "mu_min"):
-            _number(name, getattr(self, name), zero=True)
+            check_number(name, getattr(self, name), zero=True)
         if self.delta0 <= 1.0:
             raise ValueError(f"delta0: expected a growth factor > 1, got {self.delta0!r}")
         for name in ("short_step", "long_step"):
-            _number(name, getattr(self, name), zero=True)
+            check_number(name, getattr(self, name), zero=True)
             if getattr(self, name) > 1.0:
                 raise ValueError(f"{name}: expected a step length in [0, 1], got {getattr(self, name)!r}")
         if self.short_step > self.long_step:

@@ -74,7 +74,7 @@ from dynamics.parallel import claims_for, first_chunk, next_chunk, run_chunks
 
 from ..ocp.problem import Problem
 from .result import Result, multiplier_arrays
-from .runtime import Run, check_max_time, is_interrupt, stop_message
+from .runtime import Run, check_count, check_max_time, is_interrupt, stop_message
 from ..ocp.state import StateChart, check_state, exp_curvature, lie_scratch, log_curvature
 
 INF = 2e19  # IPOPT treats |bound| ≥ 1e19 as "no bound"
@@ -679,8 +679,7 @@ class IPOPT:
             raise ValueError(f"hessian: expected 'exact' or 'lbfgs', got {self.hessian!r}")
         if self.second_order not in ("contracted", "tensor"):
             raise ValueError(f"second_order: expected 'contracted' or 'tensor', got {self.second_order!r}")
-        if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, (int, np.integer)) or self.max_iter < 0:
-            raise ValueError(f"max_iter: expected an integer ≥ 0, got {self.max_iter!r}")
+        check_count("max_iter", self.max_iter)
         if self.callback is not None and not callable(self.callback):
             raise ValueError(f"callback: expected a callable or None, got {self.callback!r}")
         if not isinstance(self.options, dict):

@@ -94,6 +94,21 @@ COMPILATION = _CompileWatch()
 event.register("numba:compile", COMPILATION)
 
 
+def check_count(name: str, value) -> None:
+    """ValueError naming ``name`` unless ``value`` is an integer ≥ 0 (not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise ValueError(f"{name}: expected an integer ≥ 0, got {value!r}")
+
+
+def check_number(name: str, value, zero: bool = False) -> None:
+    """ValueError naming ``name`` unless ``value`` is a finite number > 0 (≥ 0 with ``zero``;
+    not a bool)."""
+    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool) \
+        and np.isfinite(value) and (value >= 0 if zero else value > 0)
+    if not ok:
+        raise ValueError(f"{name}: expected a finite number {'≥' if zero else '>'} 0, got {value!r}")
+
+
 def check_max_time(max_time) -> float | None:
     """``max_time`` (s) as a float > 0, or None for no limit (None or inf); ValueError naming it otherwise."""
     if max_time is None:

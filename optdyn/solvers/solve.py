@@ -33,7 +33,7 @@ FEASIBILITY_DRIVEN = {"ddp": "fddp", "ilqr": "filqr", "al-ddp": "al-fddp", "al-i
 """The feasibility-driven form of each solver name: what a problem with contacts is solved by
 (its guess is a standing state at every knot, not a rollout), and the warm start "shift" of
 :class:`optdyn.MPC`."""
-FAMILY = {"fddp": "ddp", "filqr": "ilqr", "al-fddp": "al-ddp", "al-filqr": "al-ilqr"}
+FAMILY = {form: name for name, form in FEASIBILITY_DRIVEN.items()}
 """The name whose ``solver_options`` a problem ships for a feasibility-driven form."""
 AL_SETTINGS = tuple(f.name for f in fields(AugmentedLagrangian))
 NAMES = (*SOLVERS, "al-ddp", "al-ilqr", *FAMILY)
