@@ -17,9 +17,17 @@ never slower than one thread, on an idle machine or beside other programs:
   finished, blocked on a condition (the operating system's futex): a waiting thread gives
   its core to the thread it waits for instead of burning it. Pool threads sleep between
   evaluations.
-- **One mechanism.** Every parallel evaluation goes through :func:`run_chunks`; there
-  are no OpenMP (numba ``prange``) loops and no parallel work inside a knot (DDP's
-  backward pass, whose knots depend on each other, runs on the calling thread).
+- **Parallel only where it pays.** Handing chunks to a pool thread (waking it, waiting for
+  its last chunk) costs some 50 µs. :func:`run_chunks` records each kernel's work per knot
+  (the seconds its threads spent inside it) at every call; a call whose work is below
+  :data:`MIN_PARALLEL_SECONDS` runs on the calling thread alone (the point kinematics of a
+  few feet at 50 knots: 35 µs on one thread, 70 µs on two before this rule).
+- **One mechanism.** Every parallel evaluation over knots goes through :func:`run_chunks`;
+  there are no OpenMP (numba ``prange``) loops and no parallel work inside a knot (DDP's
+  backward pass, whose knots depend on each other, runs on the calling thread). The one
+  other use of the pool threads is :class:`Ahead`: a whole call begun on a pool thread
+  before the caller knows it will need it (the line search's next rollout), which the
+  caller runs itself if no pool thread has started it.
 - **Bitwise identical results for any number of threads.** Each knot is computed by the
   same compiled code from its own inputs whichever thread claims it, with a workspace the
   thread made for its chunks (nothing carried from one knot to the next, tests hold it),
@@ -35,9 +43,11 @@ writes into the outputs after :func:`run_chunks` returns or raises.
 """
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import os
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -51,6 +61,10 @@ ENVIRONMENT_VARIABLE = "OPTDYN_NUM_THREADS"
 CHUNKS_PER_THREAD = 4
 """Chunks per participating thread: enough that a thread the scheduler holds back leaves
 little for the others to wait on, few enough that a chunk amortises its workspace."""
+
+MIN_PARALLEL_SECONDS = 2e-4
+"""Work (seconds on one thread) below which a kernel call runs on the calling thread alone:
+with a hand-off of some 50 µs, lighter work is no faster on two threads than on one."""
 
 NEXT, DONE, CHUNKS, KNOTS = range(4)
 """Slots of a claims array (int64 (4,)): the next chunk to claim, the chunks finished,
@@ -106,6 +120,20 @@ def chunk_count(K: int, threads: int) -> int:
     return 1 if threads <= 1 else max(1, min(int(K), CHUNKS_PER_THREAD * threads))
 
 
+def team_size(K: int, threads: int, seconds_per_knot: float | None) -> int:
+    """Threads for a call over K knots: one where its work, K × the kernel's
+    ``seconds_per_knot`` at its last call (None: never called), is below
+    :data:`MIN_PARALLEL_SECONDS`, else ``threads``, at most one per knot."""
+    if seconds_per_knot is not None and K * seconds_per_knot < MIN_PARALLEL_SECONDS:
+        return 1
+    return min(threads, max(int(K), 1))
+
+
+_seconds_per_knot: dict = {}
+"""kernel → its seconds per knot at its last :func:`run_chunks` call: the time the threads
+spent inside it, summed, over the knots."""
+
+
 @njit(cache=True)
 def claims_for(K, chunks=1):
     """A fresh claims array for K knots in ``chunks`` chunks (one by default: a chunk kernel
@@ -153,11 +181,11 @@ def next_chunk(claims):
 
 
 class _Team:
-    """One :func:`run_chunks` call: its claims, the pool threads inside its kernel, their
-    errors, and the condition the caller waits on."""
+    """One :func:`run_chunks` call: its claims, the pool threads inside its kernel, the
+    seconds they spent there, their errors, and the condition the caller waits on."""
 
     def __init__(self, claims: np.ndarray) -> None:
-        self.claims, self.active, self.errors = claims, 0, []
+        self.claims, self.active, self.busy, self.errors = claims, 0, 0.0, []
         self.condition = threading.Condition()
 
     def stop(self) -> None:
@@ -169,6 +197,7 @@ class _Team:
         """A pool thread's part: claim and run chunks until none is left."""
         with self.condition:
             self.active += 1
+        start = time.perf_counter()
         try:
             kernel(*args, self.claims)
         except BaseException as error:  # noqa: BLE001 — re-raised in the caller
@@ -177,6 +206,7 @@ class _Team:
         finally:
             with self.condition:
                 self.active -= 1
+                self.busy += time.perf_counter() - start
                 self.condition.notify_all()
 
     def finished(self) -> bool:
@@ -208,24 +238,63 @@ def run_chunks(kernel, K: int, *args) -> None:
     threads, which claim the chunks of the K knots (:func:`first_chunk`,
     :func:`next_chunk`) until none is left (module docstring). ``kernel`` is compiled with
     ``nogil=True``. Returns when every chunk is written; an exception of any chunk is
-    raised here."""
-    threads = min(get_num_threads(), max(int(K), 1))
+    raised here. Runs on the caller alone where the kernel's work is too light to share
+    (:func:`team_size`)."""
+    threads = team_size(K, get_num_threads(), _seconds_per_knot.get(kernel))
     claims = claims_for(K, chunk_count(K, threads))
     if threads == 1:
+        start = time.perf_counter()
         kernel(*args, claims)
-        return
+        work = time.perf_counter() - start
+    else:
+        work = _run_team(kernel, threads, claims, args)
+    _seconds_per_knot[kernel] = work / max(int(K), 1)
+
+
+def _run_team(kernel, threads: int, claims: np.ndarray, args: tuple) -> float:
+    """:func:`run_chunks` on the caller and ``threads - 1`` pool threads; the seconds the
+    threads spent in the kernel (its work, whichever thread did it)."""
     team = _Team(claims)
     pool = _pool(os.getpid())
     for _ in range(threads - 1):
         pool.submit(team.work, kernel, args)
+    start = time.perf_counter()
     try:
         kernel(*args, claims)
     except BaseException as error:
         team.stop()
         team.errors.insert(0, error)
+    work = time.perf_counter() - start
     team.wait()
     if team.errors:
         raise team.errors[0]
+    return work + team.busy
+
+
+class Ahead:
+    """``fn(*args)`` begun on a pool thread before the caller knows it will need the result:
+    :meth:`result` takes the result, running the call on the caller if no pool thread has
+    started it yet (the caller never waits for a thread the scheduler holds back, and does
+    no more work than without it), and waiting for it if one has. With one thread (this
+    thread's setting) nothing is begun ahead: :meth:`result` runs the call. ``fn`` must
+    release the GIL for the two to overlap (compiled with ``nogil=True``), and writes only
+    into arrays nothing else uses until :meth:`result` or :meth:`settle`."""
+
+    def __init__(self, fn, *args) -> None:
+        self.call = functools.partial(fn, *args)
+        self.future = _pool(os.getpid()).submit(self.call) if get_num_threads() > 1 else None
+
+    def result(self):
+        """The call's result (its exception raised here)."""
+        if self.future is None or self.future.cancel():
+            return self.call()
+        return self.future.result()
+
+    def settle(self) -> None:
+        """Return once the call is not running and never will (so that its outputs may be
+        written afresh); its result or exception is dropped."""
+        if self.future is not None and not self.future.cancel():
+            concurrent.futures.wait([self.future])
 
 
 _from_environment()

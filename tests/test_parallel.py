@@ -348,3 +348,110 @@ def test_floating_base_sweeps_allocate_nothing_per_knot(threads):
     allocates per knot either."""
     counts = _sweep_allocations("space-manipulator")
     assert counts[6] == counts[12]
+
+
+@pytest.mark.parametrize("K, threads_, seconds_per_knot, team", [
+    (50, 2, None, 2),  # never called: shared
+    (50, 2, 0.7e-6, 1),  # a few feet's positions: 35 µs of work, below the hand-off's worth
+    (50, 2, 20e-6, 2),  # 1 ms of work
+    (1, 2, 1.0, 1),  # one knot, one thread
+    (50, 1, 1.0, 1)])
+def test_light_calls_run_on_the_caller_alone(K, threads_, seconds_per_knot, team):
+    assert parallel.team_size(K, threads_, seconds_per_knot) == team
+
+
+def test_run_chunks_learns_which_kernels_are_too_light_to_share(threads):
+    """A kernel's first call is shared; once it has been measured, a light kernel is run as
+    one chunk on the caller, a heavy one is still split between the threads."""
+    dyn.set_num_threads(2)
+
+    def kernel(spans, seconds, claims):
+        k0, k1 = first_chunk(claims)
+        while k0 < k1:
+            if seconds:  # (a sleep, even of 0 s, hands the GIL over and waits to take it back)
+                time.sleep(seconds * (k1 - k0))
+            spans.append((k0, k1))
+            k0, k1 = next_chunk(claims)
+
+    run_chunks(functools.partial(kernel), 16, [], 0.0)  # first_chunk's dispatch from Python, typed once
+    light, heavy = functools.partial(kernel), functools.partial(kernel)  # two kernels, measured apart
+    for kernel_, seconds in ((light, 0.0), (heavy, 2e-3)):
+        for call in range(2):
+            spans = []
+            run_chunks(kernel_, 16, spans, seconds)
+            assert sorted(k for a, b in spans for k in range(a, b)) == list(range(16))
+            if call == 0 or kernel_ is heavy:
+                assert len(spans) == 2 * parallel.CHUNKS_PER_THREAD
+            else:
+                assert spans == [(0, 16)]
+
+
+def test_a_call_begun_ahead_runs_on_a_pool_thread_or_on_the_caller(threads):
+    """Ahead: with a pool thread free the call runs there and the caller takes its result;
+    with every pool thread held back the caller runs it itself (it never waits for a thread
+    that does not run), and the pool thread that comes free later does not run it again;
+    with one thread nothing runs before the result is asked for. An exception of the call
+    reaches the caller, and settle() returns only once a running call has finished."""
+    ran = []
+
+    def call(x):
+        ran.append(threading.current_thread() is threading.main_thread())
+        if x < 0:
+            raise ValueError("negative")
+        time.sleep(0.05)
+        return 2 * x
+
+    dyn.set_num_threads(2)
+    ahead = parallel.Ahead(call, 3)
+    ahead.future.result(timeout=60)
+    assert ahead.result() == 6 and ran == [False]
+    pool, release = parallel._pool(os.getpid()), threading.Event()
+    held = [pool.submit(release.wait) for _ in range(parallel.max_threads())]
+    try:
+        ahead = parallel.Ahead(call, 4)
+        assert ahead.result() == 8 and ran == [False, True]
+    finally:
+        release.set()
+    for f in held:
+        f.result(timeout=60)
+    ahead.settle()
+    assert ran == [False, True]
+    with pytest.raises(ValueError, match="negative"):
+        parallel.Ahead(call, -1).result()
+    running = parallel.Ahead(call, 5)
+    while not running.future.running() and not running.future.done():
+        time.sleep(0.001)
+    running.settle()
+    assert running.future.done()
+    dyn.set_num_threads(1)
+    ran.clear()
+    lazy = parallel.Ahead(call, 1)
+    assert ran == [] and lazy.future is None and lazy.result() == 2 and ran == [True]
+
+
+def test_line_search_begun_ahead_takes_the_same_steps_on_any_thread_count(threads):
+    """The trot's iLQR backtracks (steps shorter than 1, searches that fail), so that
+    rollouts are begun ahead on a pool thread with two threads: every iterate, step length
+    and cost is bitwise the one of one thread, and a second solve in the same workspace
+    (after a rollout begun ahead was abandoned) too; each result's cost is that of its own
+    trajectory, whose states are the rollout of its controls (the spare arrays changed roles
+    rightly)."""
+    import problems
+    from optdyn.solvers.workspace import Workspace
+
+    prob = problems.get("quadruped", scenario="trot")
+    runs = {}
+    for n in (1, 2):
+        dyn.set_num_threads(n)
+        ws = Workspace(prob)
+        first = optdyn.solve(prob, "ilqr", max_iter=14, workspace=ws)
+        again = optdyn.solve(prob, "ilqr", max_iter=3, init=first, workspace=ws)
+        runs[n] = (first, again)
+    steps = runs[1][0].history["step"]
+    assert np.any((steps > 0) & (steps < 0.5))  # rollouts begun ahead were taken, others abandoned
+    for a, b in zip(runs[1], runs[2]):
+        assert a.cost == pytest.approx(prob.cost(a.xs, a.us), rel=1e-12)
+        assert np.allclose(prob.rollout(a.us), a.xs, rtol=0, atol=1e-9)
+        assert np.array_equal(a.xs, b.xs) and np.array_equal(a.us, b.us)
+        for key in ("cost", "step", "regularization"):
+            assert np.array_equal(a.history[key], b.history[key]), key

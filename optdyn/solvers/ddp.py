@@ -61,6 +61,7 @@ from typing import ClassVar
 import numpy as np
 
 from dynamics._compile import njit
+from dynamics.parallel import Ahead
 
 from ..ocp.problem import Problem
 from ..ocp.shooting import state_error, state_retract, transition, transition_work
@@ -82,7 +83,7 @@ the terminal :data:`~optdyn.solvers.riccati.Value` and the dynamics' second-orde
 (:data:`~optdyn.solvers.riccati.SecondOrder`)."""
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def forward_pass(dyn, xs, us, k, K, alpha, lower, upper, xs_new, us_new, gaps):
     """Closed-loop rollout of the module docstring through the problem's interval dynamics
     ``dyn``; with multiple-shooting ``gaps`` (N, ndx) (else (0, ndx)) each interval ends a
@@ -234,7 +235,7 @@ class Outcome:
 @dataclass
 class Iterate:
     """The iteration's state between steps: the trajectory (xs, us) and its objective J, the
-    arrays of the next trial (xs, us), the open gaps ((0, ndx) once closed), the control
+    arrays of the next trial (xs, us) and spare ones (the rollout begun ahead of it), the open gaps ((0, ndx) once closed), the control
     bounds (lower, upper), the regularisation μ and its growth factor Δ (Tassa 2012 Sec.
     II-F), the last step length α, the steps taken, whether the control box is in the
     backward pass yet, the projected gradient at (xs, us) and whether the last search found no
@@ -243,6 +244,7 @@ class Iterate:
     xs: np.ndarray
     us: np.ndarray
     trial: tuple
+    spare: tuple
     gaps: np.ndarray
     bounds: tuple
     J: float
@@ -432,7 +434,7 @@ class RiccatiSolver:
                 gap = f"; gaps still open (largest {np.abs(it.gaps).max():.2e})" if it.gaps.shape[0] else ""
                 return outcome(False, "max_iter", f"iteration limit {max_iter} reached{gap}")
             it.steps += 1
-            alpha, J_new = self.search(problem, objective, it, step, log)
+            alpha, J_new = self.search(problem, objective, it, step, log, ws)
             moved = alpha > 0.0
             it.rejected = not moved
             if moved:
@@ -458,6 +460,7 @@ class RiccatiSolver:
               ws: Workspace) -> Iterate | None:
         """The first iterate in the workspace's arrays: the rollout of ``us`` (clipped to the
         bounds) or, given ``xs``, those states and their gaps; None if it is not finite."""
+        ws.settle()
         us = clipped_controls(problem, us, ws.us[0])
         ws.K[:] = 0.0
         out, gaps = ws.xs[0], ws.no_gaps
@@ -477,7 +480,8 @@ class RiccatiSolver:
             return None
         bounds = (problem.u_lower, problem.u_upper)
         bounded = np.any(np.isfinite(bounds[0]) | np.isfinite(bounds[1]))
-        return Iterate(out, us, (ws.xs[1], ws.us[1]), gaps, bounds, objective.value(out, us), self.mu_init,
+        return Iterate(out, us, (ws.xs[1], ws.us[1]), (ws.xs[2], ws.us[2]), gaps, bounds, objective.value(out, us),
+                       self.mu_init,
                        boxed=not (bounded and self.feasibility_driven))
 
     def expand(self, problem: Problem, objective: Objective, it: Iterate, ws: Workspace) -> tuple[Model, ...]:
@@ -526,19 +530,36 @@ class RiccatiSolver:
         return not it.gaps.shape[0] and ((it.boxed and -(step.dV1 + step.dV2) <= tol * scale)
                                          or it.gradient <= self.gtol * scale)
 
-    def search(self, problem: Problem, objective: Objective, it: Iterate, step: Step, log: Log
+    def search(self, problem: Problem, objective: Objective, it: Iterate, step: Step, log: Log, ws: Workspace
                ) -> tuple[float, float]:
         """Backtracking on α along ``step``: the first trial :meth:`accept` takes; diverged or
-        model-invalid rollouts (:func:`trial`) are rejected. Stops early (no step) when
-        ``log.stop_reason()``. Returns (α, J_new) with the trial in ``it.trial``, or (0, J) if
-        none was accepted; ``log.all_diverged`` tells whether every trial was rejected as
-        diverged/invalid."""
+        model-invalid rollouts (:func:`rollout`, :func:`evaluate`) are rejected. Stops early
+        (no step) when ``log.stop_reason()``. Returns (α, J_new) with the trial in
+        ``it.trial``, or (0, J) if none was accepted; ``log.all_diverged`` tells whether every
+        trial was rejected as diverged/invalid.
+
+        Once a trial is rejected, each trial's rollout is begun on a pool thread while the
+        previous trial's cost is evaluated (:class:`dynamics.parallel.Ahead`, into
+        ``it.spare``): the same rollouts in the same order on any number of threads, so that
+        the step taken is the same. One begun for a trial never tried is left running,
+        :meth:`Workspace.settle`'d before its arrays are written again; it may read the
+        iterate's arrays as the next iteration rewrites them, and nothing reads what it
+        writes."""
         log.all_diverged = True
-        for alpha in self.alphas:
+        ahead = None
+        for i, alpha in enumerate(self.alphas):
             if log.stop_reason():
                 log.all_diverged = False
                 break
-            J_new = trial(problem, objective, (it.xs, it.us), step, alpha, it.trial, log)
+            if ahead is not None:  # this rollout was begun ahead into the spare arrays
+                it.trial, it.spare = it.spare, it.trial
+            this, ahead = ahead, None
+            if 0 < i < len(self.alphas) - 1:
+                if this is None:
+                    ws.settle()
+                ahead = ws.ahead = Ahead(rollout, problem, (it.xs, it.us), step, self.alphas[i + 1], it.spare)
+            rolled = this.result() if this is not None else rollout(problem, (it.xs, it.us), step, alpha, it.trial)
+            J_new = evaluate(objective, rolled, it.trial, log)
             if np.isnan(J_new):
                 log.rejected += 1  # diverged or invalid for the model: try a shorter step
                 continue
@@ -727,19 +748,36 @@ def gauss_newton_model(objective: Objective, model: Model, it: Iterate, ws: Work
     return Model(lq, terminal, second._replace(mode=SECOND_ORDER["none"]))
 
 
-def trial(problem: Problem, objective: Objective, trajectory: tuple, step: Step, alpha: float, out: tuple,
-          log: Log) -> float:
+ROLLED, DIVERGED, INVALID = range(3)
+"""Outcomes of :func:`rollout`."""
+
+
+def rollout(problem: Problem, trajectory: tuple, step: Step, alpha: float, out: tuple) -> int:
     """Forward pass from ``trajectory`` (xs, us) with ``step`` scaled by α into ``out``
-    (xs_new, us_new) and its objective; NaN if the rollout diverged (non-finite states) or
-    the model rejected a state (any exception of the dynamics or the costs, e.g. a
-    non-positive articulated inertia far from the data; counted in ``log.invalid``)."""
+    (xs_new, us_new): ROLLED, DIVERGED (non-finite states) or INVALID (the model rejected a
+    state: any exception of the dynamics, e.g. a non-positive articulated inertia far from
+    the data)."""
     (xs, us), (xs_new, us_new) = trajectory, out
     try:
-        if not forward_pass(problem.dynamics, xs, us, step.k, step.K, alpha, problem.u_lower, problem.u_upper,
-                            xs_new, us_new, step.gaps):
-            return np.nan
+        rolled = forward_pass(problem.dynamics, xs, us, step.k, step.K, alpha, problem.u_lower, problem.u_upper,
+                              xs_new, us_new, step.gaps)
+    except Exception:  # noqa: BLE001 — a trial the model cannot evaluate is a rejected step
+        return INVALID
+    return ROLLED if rolled else DIVERGED
+
+
+def evaluate(objective: Objective, rolled: int, out: tuple, log: Log) -> float:
+    """The objective of the trial ``out`` (xs_new, us_new) whose :func:`rollout` ended
+    ``rolled``; NaN if it diverged, or was invalid for the dynamics or the costs (any
+    exception of theirs, counted in ``log.invalid``), or the cost is not finite."""
+    if rolled == DIVERGED:
+        return np.nan
+    if rolled == INVALID:
+        log.invalid += 1
+        return np.nan
+    try:
         with np.errstate(over="ignore", invalid="ignore"):  # an overflowing cost is a rejected trial
-            J_new = objective.value(xs_new, us_new)
+            J_new = objective.value(*out)
     except Exception:  # noqa: BLE001 — a trial the model cannot evaluate is a rejected step
         log.invalid += 1
         return np.nan

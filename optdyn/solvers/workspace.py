@@ -10,8 +10,9 @@ class Workspace:
     """The arrays of DDP/iLQR iterations on a problem of N intervals, written in place by
     every solve given this workspace instead of allocated afresh: the feed-forward k (N, nu)
     and feedback K (N, nu, ndx) of the backward pass, the iterate and
-    the forward pass's trial trajectory (``xs``, ``us``: two of each, swapped when a step is
-    accepted), the contracted second-order terms' stage records (``stages``: megabytes for
+    the forward pass's trial trajectories (``xs``, ``us``: three of each, for the iterate, the
+    trial and the rollout begun ahead of it, which change roles as steps are tried and
+    accepted; ``ahead``: the last rollout begun ahead, :meth:`settle`), the contracted second-order terms' stage records (``stages``: megabytes for
     long horizons, made by DDP's first expansion), the dynamics' and the cost's expansions
     (``linearization``, :meth:`expansion`) and the last finite rollout of a problem's
     x0 (:meth:`rollout_of`), so that controls rolled out once — to check the initial guess, or
@@ -25,12 +26,21 @@ class Workspace:
             raise ValueError(f"problem: expected an optdyn.Problem, got {type(problem).__name__}")
         N, nx, nu, ndx = self.size = (problem.N, problem.nx, problem.nu, problem.ndx)
         self.k, self.K = np.zeros((N, nu)), np.zeros((N, nu, ndx))
-        self.xs, self.us = (np.empty((N + 1, nx)), np.empty((N + 1, nx))), (np.empty((N, nu)), np.empty((N, nu)))
+        self.xs = tuple(np.empty((N + 1, nx)) for _ in range(3))
+        self.us = tuple(np.empty((N, nu)) for _ in range(3))
+        self.ahead = None
         self.free, self.no_gaps = (np.full(nu, -np.inf), np.full(nu, np.inf)), np.zeros((0, ndx))
         self.stages = problem.no_stages
         self._rolled = (None, np.empty(nx), np.empty((N, nu)), np.empty((N + 1, nx)))  # dynamics, x0, us, xs
         self._expansions = [problem.expansion_arrays(N), None]
         self.linearization = problem.linearization_arrays(N)
+
+    def settle(self) -> None:
+        """Return once no rollout begun ahead (:meth:`optdyn.solvers.ddp.RiccatiSolver.search`)
+        writes into these arrays any more."""
+        if self.ahead is not None:
+            self.ahead.settle()
+            self.ahead = None
 
     def expansion(self, i: int) -> tuple[np.ndarray, ...]:
         """The cost expansion's arrays (:meth:`optdyn.Problem.running_cost_terms`): the exact
