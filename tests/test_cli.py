@@ -322,3 +322,16 @@ def test_warmup_of_a_script_warms_the_problems_it_defines(capsys, tmp_path):
                         (("--script", str(tmp_path / "gone.py")), ("--script", "no such file")),
                         (("pendulum", "--script", str(script)), ("--script", "not both"))]:
         assert_one_line_error(*run(capsys, "warmup", *argv)[::2], *words)
+
+
+def test_mpc_takes_the_augmented_lagrangian_solvers(tmp_path, capsys):
+    """`optdyn mpc --solver al-ilqr` runs the loop with the multipliers revised inside the
+    iteration (the choices are those of `optdyn solve`)."""
+    from optdyn.apps.io import load_closed_loop
+
+    saved = tmp_path / "loop.npz"
+    code, _, err = run(capsys, "mpc", "ur5-reach", "--param", "N=20", "--duration", "0.3", "--solver", "al-ilqr",
+                       "--save", str(saved))
+    assert code == 0, err
+    loop = load_closed_loop(saved)
+    assert loop.solver == "al-ilqr" and loop.us.shape == (6, 6) and np.all(np.isfinite(loop.xs))

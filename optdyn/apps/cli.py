@@ -708,6 +708,8 @@ def _version() -> str:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="optdyn", description="Trajectory optimisation for articulated robots.",
                                      formatter_class=HelpFormatter)
+    from ..solvers.solve import CHOICES
+
     parser.add_argument("--version", action="version", version=f"optdyn {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -743,7 +745,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     solve = command("solve", "solve a problem with live progress", cmd_solve)
     problem_args(solve)
-    solve.add_argument("--solver", choices=("ddp", "ilqr", "ipopt", "al-ddp", "al-ilqr"), default="ddp",
+    solve.add_argument("--solver", choices=CHOICES, default="ddp",
                        help="the solver (al-ddp, al-ilqr: the constraints' multipliers revised inside the iteration)")
     limits(solve, "the solver")
     solve.add_argument("--shooting", choices=("single", "multiple"),
@@ -786,7 +788,7 @@ def build_parser() -> argparse.ArgumentParser:
     mpc.add_argument("--push", action="append", default=[], metavar="FRAME:FX,FY,FZ@START+DURATION",
                      help="a world-frame force (N) on a frame's body from START for DURATION s (repeatable), e.g. "
                           "tool0:0,30,0@1.0+0.2 (default: no push)")
-    mpc.add_argument("--solver", choices=("ilqr", "ddp", "ipopt"), default="ilqr",
+    mpc.add_argument("--solver", choices=CHOICES, default="ilqr",
                      help="the controller's solver (one DDP iteration per step drifts: use ilqr, or ddp with "
                           "--iterations converge)")
     mpc.add_argument("--iterations", default="1", metavar="N|converge",
@@ -827,7 +829,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sweep = command("sweep", "parameter sweep and multi-start on Dask (local or a cluster)", cmd_sweep)
     problem_args(sweep)
-    sweep.add_argument("--solver", choices=("ddp", "ilqr", "ipopt"), default="ddp", help="the solver")
+    sweep.add_argument("--solver", choices=CHOICES, default="ddp", help="the solver")
     sweep.add_argument("--grid", action="append", default=[], type=_parse_grid, metavar="KEY=V1,V2,...",
                        help="factory parameter and its values (repeatable; the grid is their product; default: "
                             "a single point)")

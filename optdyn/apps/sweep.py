@@ -80,7 +80,7 @@ from .warmup import CompileJob, warm_once
 from ..ocp.problem import Problem
 from ..solvers.riccati import Expansion, Value, lqr
 from ..solvers.result import Result
-from ..solvers.solve import SOLVERS
+from ..solvers.solve import CHOICES
 
 FORMAT, VERSION = "optdyn.sweep", 1
 MANIFEST, SUMMARY, PLOT = "sweep.json", "summary.csv", "cost.png"
@@ -360,8 +360,8 @@ def _check_arguments(factory, grid, starts, solver, out, scenario, params, optio
         raise ValueError(f"factory: expected a callable params → Problem, got {type(factory).__name__}")
     if isinstance(starts, bool) or not isinstance(starts, (int, np.integer)) or starts < 1:
         raise ValueError(f"starts: expected an integer ≥ 1, got {starts!r}")
-    if solver not in SOLVERS:
-        raise ValueError(f"solver: expected one of {', '.join(SOLVERS)}, got {solver!r}")
+    if solver not in CHOICES:
+        raise ValueError(f"solver: expected one of {', '.join(CHOICES)}, got {solver!r}")
     if not isinstance(out, (str, os.PathLike)) or not str(out):
         raise ValueError(f"out: expected a directory path, got {out!r}")
     if Path(out).exists() and not Path(out).is_dir():

@@ -75,11 +75,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ocp.problem import SOLVERS, Problem
+from ..ocp.problem import Problem
 from ..ocp.state import check_state
 from .ddp import forward_pass
 from .result import Result
-from .solve import solve, solver_name
+from .solve import CHOICES, solve, solver_name
 from .workspace import Workspace
 
 WARM_STARTS = ("policy", "shift", "rollout")
@@ -123,8 +123,8 @@ class MPC:
                  warm_start: str | None = None, horizon: str | int = "receding", **options) -> None:
         if not isinstance(problem, Problem):
             raise ValueError(f"problem: expected an optdyn.Problem, got {type(problem).__name__}")
-        if solver not in (*SOLVERS, "al-ddp", "al-ilqr"):
-            raise ValueError(f"solver: expected one of {', '.join(SOLVERS)}, al-ddp, al-ilqr, got {solver!r}")
+        if solver not in CHOICES:
+            raise ValueError(f"solver: expected one of {', '.join(CHOICES)}, got {solver!r}")
         if iterations is not None and (isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer))
                                        or iterations < 1):
             raise ValueError(f"iterations: expected an integer ≥ 1 or None (solve to convergence), got {iterations!r}")

@@ -36,7 +36,10 @@ FEASIBILITY_DRIVEN = {"ddp": "fddp", "ilqr": "filqr", "al-ddp": "al-fddp", "al-i
 FAMILY = {form: name for name, form in FEASIBILITY_DRIVEN.items()}
 """The name whose ``solver_options`` a problem ships for a feasibility-driven form."""
 AL_SETTINGS = tuple(f.name for f in fields(AugmentedLagrangian))
-NAMES = (*SOLVERS, "al-ddp", "al-ilqr", *FAMILY)
+CHOICES = (*SOLVERS, "al-ddp", "al-ilqr")
+"""The names a user picks a solver by (the command line's choices): a problem with contacts is
+solved by each one's feasibility-driven form (:func:`solver_name`)."""
+NAMES = (*CHOICES, *FAMILY)
 
 
 def _warm_start(problem: Problem, init, options: dict) -> None:
