@@ -21,8 +21,8 @@ from numdiff import richardson, second_differences
 import dynamics as dyn
 import optdyn
 from optdyn import Problem
-from optdyn.constraints import ResidualConstraint
-from optdyn.costs import (ContactForceResidual, ControlCost, FrictionConeResidual, ResidualCost,
+from optdyn.constraints import ResidualConstraint, ResidualEquality
+from optdyn.costs import (ContactForceResidual, ControlCost, ControlResidual, FrictionConeResidual, ResidualCost,
                           SmoothFrictionConeResidual, StateCost, WrenchConeResidual)
 from optdyn.ocp import contact_residuals as cr
 from optdyn.ocp.contact_residuals import ContactKnots, friction_pyramid, wrench_cone
@@ -549,3 +549,88 @@ def test_knots_without_weight_are_skipped_and_the_others_unchanged(name, monkeyp
         assert not np.any(b[stance[0]])
         keep = [k for k in range(len(SEQUENCE)) if k != stance[0]]
         np.testing.assert_array_equal(a[keep], b[keep])
+
+
+def _all_residuals() -> list:
+    """Every kind of contact-force residual on SEQUENCE, sharing their knots as a problem's
+    do: two on foot 0, one on foot 1, three on foot 2 (a frame contact at the last knot)."""
+    return _sharing([make() for make in RESIDUALS.values()])
+
+
+def test_the_summed_second_order_is_one_pass_and_the_sum_of_the_parts(monkeypatch):
+    """The contact-force residuals of one sequence contract their second orders together: one
+    compiled pass over the knots for the sum Σ_j ρ_jᵀ r_j of six residuals on three frames
+    (two and three on one frame, a point and a frame contact, a touchdown through the impulse
+    map, the smooth cone's curvature), equal to the sum of each residual's own Hessians to
+    rounding; a residual of another sequence has another key."""
+    xs, us = _knots(21)
+    residuals = _all_residuals()
+    assert len({r.pool_key for r in residuals}) == 1
+    assert ContactForceResidual(MODEL, [FEET[:2]] * len(SEQUENCE), "foot0").pool_key != residuals[0].pool_key
+    rng = np.random.default_rng(22)
+    parts = [(r.evaluate(xs, us), rng.normal(size=(len(SEQUENCE), r.size))) for r in residuals]
+    passes = _counted(monkeypatch, cr, "knot_force_hessians")
+    pooled = parts[0][0].pooled.contract([(t.pooled.part, rho) for t, rho in parts])
+    assert len(passes) == 1
+    alone = [t.hessians(rho) for t, rho in parts]
+    assert len(passes) == 1 + len(parts)
+    want = tuple(sum(h[i] for h in alone) for i in range(3))
+    for got, ref in zip(pooled, want):
+        assert np.abs(ref).max() > 0
+        np.testing.assert_allclose(got, ref, rtol=0, atol=1e-10 * np.abs(ref).max())
+    assert not any(np.any(h[0]) for h in pooled)  # the flight knot
+
+
+def test_the_summed_second_order_equals_differences_of_the_summed_gradient():
+    """At a touchdown (through the impulse map) and at a stance knot, the pooled Hessian of
+    Σ_j ρ_jᵀ r_j in z = (δx, u) equals the symmetric part of the central differences of its
+    gradient Σ_j ρ_jᵀ [r_x r_u](x ⊕ δx, u + δu) (a gradient in the chart at x ⊕ δx: the
+    chart's change adds −½ gᵀ[d, e] to the differences, antisymmetric in the directions)."""
+    residuals = _all_residuals()
+    nz = 2 * NV + NU
+    for k, seed in ((1, 23), (2, 24), (3, 25)):
+        xs, us = _knots(seed)
+        rhos = [np.random.default_rng(seed + 100 + j).normal(size=(len(SEQUENCE), r.size))
+                for j, r in enumerate(residuals)]
+        terms = [r.evaluate(xs, us) for r in residuals]
+        Hxx, Hux, Huu = (h[k] for h in terms[0].pooled.contract([(t.pooled.part, rho)
+                                                                 for t, rho in zip(terms, rhos)]))
+        H = np.block([[Hxx, Hux.T], [Hux, Huu]])
+        prob = Problem(MODEL, X0, N=1, dt=0.05)
+
+        def gradient(dz):
+            x, u = xs.copy(), us.copy()
+            x[k] = prob.state_integrate(xs[k], dz[: 2 * NV])
+            u[k] = us[k] + dz[2 * NV:]
+            return sum(rho[k] @ np.hstack([t.rx[k], t.ru[k]])
+                       for rho, t in zip(rhos, (r.evaluate(x, u) for r in residuals)))
+        D = richardson(gradient, np.zeros(nz), 1e-3)  # D[i, j] = ∂g_i/∂z_j
+        H_fd = 0.5 * (D + D.T)
+        assert np.abs(H_fd).max() > 0
+        np.testing.assert_allclose(H, H_fd, rtol=0, atol=1e-6 * np.abs(H_fd).max())
+
+
+def test_the_problems_contact_constraints_contract_in_one_pass(monkeypatch):
+    """A problem's stage constraints on contact forces (every kind, lower and upper bounds,
+    an equality, beside a constraint on another residual) give their contracted Hessian with
+    one compiled pass over the knots, equal to the weighted sum of the per-row Hessians and to
+    the sum of each constraint's own contracted Hessian, to rounding."""
+    xs, us = _knots(26)
+    residuals = [make() for make in RESIDUALS.values()]
+    constraints = [ResidualConstraint(r, lower=np.full(r.size, -1e3), upper=np.full(r.size, 1e3))
+                   for r in residuals[1:]]
+    constraints += [ResidualEquality(residuals[0]), ResidualConstraint(ControlResidual(NU), upper=5.0)]
+    prob = Problem(MODEL, X0, len(SEQUENCE), 0.02, ControlCost(1.0, nu=NU), contacts=SEQUENCE,
+                   path_constraints=constraints)
+    w = np.random.default_rng(27).normal(size=(len(SEQUENCE), prob.ng))
+    _, _, gzz = prob.stage_constraint_terms(xs, us)
+    rows = np.einsum("kr,krab->kab", w, gzz)
+    ends = np.cumsum([0] + [c.size for c in constraints])
+    each = sum(c.contracted_knots(xs, us, prob.ndx)[2](w[:, a:b]) for c, a, b in zip(constraints, ends[:-1], ends[1:]))
+    _, _, hessian = prob.stage_constraint_contracted(xs, us)
+    passes = _counted(monkeypatch, cr, "knot_force_hessians")
+    got = hessian(w)
+    assert len(passes) == 1
+    for want in (rows, each):
+        assert np.abs(want).max() > 0
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-10 * np.abs(want).max())

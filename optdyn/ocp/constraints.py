@@ -315,6 +315,51 @@ def _row_hessians(t: Terms, size: int, rows: np.ndarray, signs: np.ndarray) -> H
     return tuple(np.stack(h, axis=1) for h in zip(*per_row))
 
 
+class RowsHessian:
+    """``hessian(w)`` (K, n + nu, n + nu) of a residual constraint's rows s_i r_i
+    (:meth:`_ResidualRows.contracted_knots`) at the knots its residual was evaluated at (``terms``):
+    ∇²_z(ρᵀr), ρ = :meth:`weights` (w), in z = (δx, u), n the width of the x-part (its blocks
+    zero unless ``own``: :func:`_z_hessians`)."""
+
+    def __init__(self, constraint: _ResidualRows, terms: Terms, n: int, nu: int, own: bool) -> None:
+        self.constraint, self.terms, self.n, self.nu, self.own = constraint, terms, n, nu, own
+
+    def weights(self, w: np.ndarray) -> np.ndarray:
+        """ρ (K, size of the residual): ρ_j = Σ_{i: row i is entry j} s_i w_i for weights w (K, rows)."""
+        c = self.constraint
+        rho = np.zeros((w.shape[0], c.residual.size))
+        np.add.at(rho.T, c.rows, (c.signs * w).T)
+        return rho
+
+    def in_z(self, hessians: Hessians) -> np.ndarray:
+        """(K, n + nu, n + nu) of the residual's (H_xx, H_ux, H_uu)."""
+        return _z_hessians(hessians, self.n, self.nu, self.own)
+
+    def __call__(self, w: np.ndarray) -> np.ndarray:
+        return self.in_z(self.terms.hessians(self.weights(w)))
+
+
+def summed_hessian(hessians: Sequence[Callable[[np.ndarray], np.ndarray]], weights: Sequence[np.ndarray],
+                   shape: tuple[int, int, int]) -> np.ndarray:
+    """Σ_j hessian_j(w_j) (``shape``: K, nz, nz) of several constraints' contracted Hessians
+    (:meth:`Constraint.contracted_knots`) at the same knots, with their weights w_j (K, size_j):
+    the rows of residual constraints whose residuals pool their second order
+    (:class:`~optdyn.ocp.residuals.Pooled`, same key and layout in z) are contracted together,
+    in one computation for all (∇²(ρᵀr) is linear in ρ: the contact-force residuals of a
+    problem, one compiled pass per knot for every foot's cone), the others one by one."""
+    out, pools = np.zeros(shape), {}
+    for hessian, w in zip(hessians, weights):
+        pooled = hessian.terms.pooled if isinstance(hessian, RowsHessian) else None
+        if pooled is None:
+            out += hessian(w)
+        else:
+            key = (pooled.key, hessian.n, hessian.nu, hessian.own)
+            pools.setdefault(key, (hessian, []))[1].append((pooled.part, hessian.weights(w)))
+    for hessian, parts in pools.values():
+        out += hessian.in_z(hessian.terms.pooled.contract(parts))
+    return out
+
+
 class _ResidualRows(Constraint):
     """Constraint rows s_i r_i(x, u) + o_i of a residual's entries ``rows`` (signs s, offsets o)."""
 
@@ -339,16 +384,12 @@ class _ResidualRows(Constraint):
 
     def contracted_knots(self, xs, us, ndx=None):
         """The Hessian ∇²(ρᵀr) with ρ_j = Σ_{i: row i is entry j} s_i w_i: one contracted second
-        order of the residual (a lower and an upper bound on one entry share it)."""
+        order of the residual (a lower and an upper bound on one entry share it), as a
+        :class:`RowsHessian`."""
         t = self.residual.evaluate(xs, us)
         c, cz = _row_gradients(self.residual, t, us.shape[1], self.rows, self.signs, ndx)
-
-        def hessian(w):
-            rho = np.zeros((xs.shape[0], self.residual.size))
-            np.add.at(rho.T, self.rows, (self.signs * w).T)
-            return _z_hessians(t.hessians(rho), cz.shape[2] - us.shape[1], us.shape[1],
-                               self.residual.depends_on_x or ndx is None)
-        return c + self.offsets, cz, hessian
+        return c + self.offsets, cz, RowsHessian(self, t, cz.shape[2] - us.shape[1], us.shape[1],
+                                                 self.residual.depends_on_x or ndx is None)
 
     def value(self, xs):
         self._states_only("xs")

@@ -533,22 +533,23 @@ def _knot_forces(dyn, k, x, u, order, lam, lam_z, P, d):
             lam_z[k, i, ndx + c] = Z[n + i, 2 * n + act[c]]
 
 
-def knot_force_hessians(dyn, xs, us, knots, rows, W) -> np.ndarray:
-    """(S, nz, nz), nz = ndx + nu: H_s = ∇²_z(W_sᵀ λ_k[rows_s : rows_s + d]) at the knots
-    k = ``knots[s]`` (S,) of the trajectory (xs, us) (K, ·), z = (δx, u): the contact forces'
-    second order contracted with the weights W (S, d) on d consecutive rows of λ_k from row
-    ``rows[s]`` — a frame's force — through the impulse map where interval k starts with one
-    (:mod:`optdyn.ocp.contact_residuals`). ``dyn`` a :data:`PhasedDynamics` (its robot,
-    contacts and impulses are read). ValueError for dependent contacts."""
+def knot_force_hessians(dyn, xs, us, knots, W) -> np.ndarray:
+    """(S, nz, nz), nz = ndx + nu: H_s = ∇²_z(W_s[:nc_k]ᵀ λ_k) at the knots k = ``knots[s]``
+    (S,) of the trajectory (xs, us) (K, ·), z = (δx, u): the contact forces' second order
+    contracted with the weights W (S, nc_max) on the nc_k rows of λ_k (the rest of a row of W
+    unread) through the impulse map where interval k starts with one — the weights of every
+    contact-force residual of a knot at once (:func:`optdyn.ocp.contact_residuals.contact_force_hessians`:
+    the contraction is linear in W). ``dyn`` a :data:`PhasedDynamics` (its robot, contacts
+    and impulses are read). ValueError for dependent contacts."""
     xs, us, W = np.ascontiguousarray(xs), np.ascontiguousarray(us), np.ascontiguousarray(W)
     nz = tangent_dim(dyn.ode, xs.shape[1]) + us.shape[1]
     H = np.empty((knots.shape[0], nz, nz))
-    run_chunks(_knot_force_hessians_chunk, knots.shape[0], dyn, xs, us, knots, rows, W, H)
+    run_chunks(_knot_force_hessians_chunk, knots.shape[0], dyn, xs, us, knots, W, H)
     return H
 
 
 @njit(cache=True, nogil=True, _nrt=True)
-def _knot_force_hessians_chunk(dyn, xs, us, knots, rows, W, H, claims):
+def _knot_force_hessians_chunk(dyn, xs, us, knots, W, H, claims):
     k0, k1 = first_chunk(claims)
     if k0 == k1:
         return
@@ -558,33 +559,34 @@ def _knot_force_hessians_chunk(dyn, xs, us, knots, rows, W, H, claims):
     while k0 < k1:
         for s in range(k0, k1):
             k = knots[s]
-            _knot_force_hessian(dyn, k, xs[k], us[k], rows[s], W[s], H[s], P, d, sow)
+            _knot_force_hessian(dyn, k, xs[k], us[k], W[s], H[s], P, d, sow)
         k0, k1 = next_chunk(claims)
 
 
 @njit(cache=True, _nrt=True)
-def _knot_force_hessian(dyn, k, x, u, row, w, H, P, d, sow):
-    """H (nz, nz) = ∇²_z(wᵀ λ_k[row : row + w.size]) at knot k (:func:`knot_force_hessians`):
-    the contracted second order of the contact dynamics in z̃ = (δq, δṽ, u) at (Γ_k(x), B u),
-    with weights [0; w] on [q̈; λ] (λ is affine in τ: its (v, τ) and (τ, τ) blocks vanish),
-    then through the impulse map (:func:`_chain_hessian`, with the forces' Jacobian λ_x̃ in
-    place of the interval's). P (ndx, ndx), the Data d and the second-order scratch sow are
-    scratch."""
+def _knot_force_hessian(dyn, k, x, u, w, H, P, d, sow):
+    """H (nz, nz) = ∇²_z(w[:nc]ᵀ λ_k) at knot k, nc the rows of interval k's contacts
+    (:func:`knot_force_hessians`): the contracted second order of the contact dynamics in
+    z̃ = (δq, δṽ, u) at (Γ_k(x), B u), with weights [0; w[:nc]] on [q̈; λ] (λ is affine in τ:
+    its (v, τ) and (τ, τ) blocks vanish), then through the impulse map
+    (:func:`_chain_hessian`, with the forces' Jacobian λ_x̃ in place of the interval's).
+    P (ndx, ndx), the Data d and the second-order scratch sow are scratch."""
     m, act = dyn.ode.model, dyn.ode.actuated
     ndx = P.shape[0]
     n, nq = ndx // 2, x.shape[0] - ndx // 2
     phase = knot_dynamics(dyn, k).ode
+    nc = contact_rows(phase.ci)
     xt, jump = _start(dyn, k, x, 1, P)
     cw = new_contact_work(m.topology, phase.ci, 2, False)
-    weights = np.zeros(n + contact_rows(phase.ci))
-    weights[n + row: n + row + w.shape[0]] = w
+    weights = np.zeros(n + nc)
+    weights[n:] = w[:nc]
     if contact_so_contracted_passes(m, d, cw, sow, xt[:nq], xt[nq:], actuated_torques(act, u, n), cw.no_force,
                                     phase.ci, phase.cf, phase.damping, weights) != OK:
         raise ValueError(DEPENDENT)
     H[:] = 0.0
     place_blocks(cw.out, act, n, H)
     if jump:
-        _chain_hessian(phase, x, P, cw.Z[n + row: n + row + w.shape[0], :ndx], w, H)
+        _chain_hessian(phase, x, P, cw.Z[n:, :ndx], weights[n:], H)
 
 
 # ---- from Python: the controls holding a pose, the forces at the knots ----------------------------

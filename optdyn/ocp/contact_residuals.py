@@ -48,7 +48,13 @@ from one compiled pass over the knots
 to all the knots in contact at once; the second order, which the constraint form and exact
 Hessians ask for (not the Gauss–Newton model of a barrier cost), from one compiled pass over
 the knots in contact (:func:`~optdyn.ocp.contact_phases.knot_force_hessians`), with the
-weights ρ̂ of every knot at once. Both passes run on the threads of
+weights ρ̂ of every knot at once. ∇²_z̃(ρ̂ᵀλ) and μ are linear in ρ̂, so the contact-force
+residuals of one sequence summed in a Lagrangian or a penalty (Σ_j ρ_jᵀ r_j, one residual per
+foot and kind) need one pass for all: :func:`contact_force_hessians` places every residual's
+ρ̂_j on its frame's rows of one weight vector per knot, Σ_j S_jᵀ ρ̂_j, and runs the contact
+dynamics' contracted second order once per knot (a residual's own Hessians are that
+computation with one part; its Terms offer it as :class:`~optdyn.ocp.residuals.Pooled`, which
+:func:`optdyn.ocp.constraints.summed_hessian` uses). Both passes run on the threads of
 :func:`dynamics.parallel.run_chunks`. A problem gives all its contact-force residuals (one
 per foot) one :class:`ContactKnots` (``shared``), so that each knot's contact dynamics and
 their derivatives through the impulse map are computed once, not once per frame, nor once
@@ -69,7 +75,7 @@ from .contact_phases import (PhasedDynamics, at_rows, check_contact_sequence, kn
                              phased_dynamics)
 from .integrators import METHODS, robot_ode
 from .problem import NO_FORCES, actuated_dofs
-from .residuals import Hessians, Residual, Terms, at_knots, kept_array, references
+from .residuals import Hessians, Pooled, Residual, Terms, at_knots, kept_array, references
 
 
 class ContactKnots:
@@ -265,35 +271,49 @@ class _ContactForceFunction(Residual):
             r[S], phi_f = self._outer(F, S)
             phi_f = np.broadcast_to(phi_f, (S.size, self.size, self.dim))
             rx[S], ru[S] = phi_f @ Fz[:, :, :ndx], phi_f @ Fz[:, :, ndx:]
-        stance = (xs, us, F, Fz, phi_f)  # what the second order needs
+        part = (self, xs, us, F, Fz, phi_f)  # what the second order needs
+        pooled = Pooled(self.pool_key, contact_force_hessians, part)
+        return Terms(r, rx, ru, pooled.hessians, pooled=pooled)
 
-        def hessians(rho):
-            return self._hessians(K, stance, np.asarray(rho, dtype=float))
-        return Terms(r, rx, ru, hessians)
+    @property
+    def pool_key(self) -> tuple:
+        """Equal for the residuals whose second orders :func:`contact_force_hessians` contracts
+        in one pass: those of the same model, contact sequence, impulses and actuation."""
+        return (id(self.model),) + self.sequence_key
 
-    def _hessians(self, K: int, stance: tuple, rho: np.ndarray) -> Hessians:
-        """(H_xx, H_ux, H_uu) of ρᵀr (module docstring) at the knots of :meth:`evaluate`: the
-        contact forces' second order contracted with ρ̂ = φ_fᵀρ at every knot in contact, in
-        one compiled pass (:func:`~optdyn.ocp.contact_phases.knot_force_hessians`) over the
-        knots where ρ̂ is not zero (an inequality's inactive rows weigh nothing in an augmented
-        Lagrangian's contraction: most knots of a friction cone), plus (S λ_z)ᵀ Φ (S λ_z) where
-        φ is not linear."""
-        xs, us, F, Fz, phi_f = stance
-        S, ndx, nu = self._stance, self.ndx, self.nu
-        Hxx, Hux, Huu = np.zeros((K, ndx, ndx)), np.zeros((K, nu, ndx)), np.zeros((K, nu, nu))
+
+def contact_force_hessians(parts: list[tuple[tuple, np.ndarray]]) -> Hessians:
+    """(H_xx (K, ndx, ndx), H_ux (K, nu, ndx), H_uu (K, nu, nu)) of Σ_j ρ_jᵀ r_j for contact-force
+    residuals r_j of one contact sequence (one :attr:`_ContactForceFunction.pool_key`) evaluated
+    at the same knots: ``parts`` [(part, ρ_j (K, size_j)), …], a part the residual and its
+    evaluation (residual, xs, us, F, F_z, φ_f) (:meth:`_ContactForceFunction.evaluate`).
+
+    By the module docstring's chain rule with ρ̂_j = φ_fᵀρ_j on the rows S_j of frame j,
+
+        ∇²_z(Σ_j ρ_jᵀ r_j) = Gᵀ ∇²_z̃(wᵀλ) G + [μᵀΓ_xx 0; 0 0] + Σ_j (S_j λ_z)ᵀ Φ_j (S_j λ_z),
+        w = Σ_j S_jᵀ ρ̂_j,   μ = λ_ṽᵀ w,
+
+    both first terms linear in w: one compiled pass
+    (:func:`~optdyn.ocp.contact_phases.knot_force_hessians`) over the knots where w is not zero
+    (an inequality's inactive rows weigh nothing in an augmented Lagrangian's contraction: most
+    knots of a friction cone) gives them for every residual at once; the curvature of a
+    nonlinear φ (:meth:`_ContactForceFunction._outer_curvature`) is added residual by residual."""
+    first, xs, us = parts[0][0][:3]
+    K, ndx, nu = xs.shape[0], first.ndx, first.nu
+    w, H = np.zeros((K, first.nc_max)), np.zeros((K, ndx + nu, ndx + nu))
+    for (residual, _, _, F, Fz, phi_f), rho in parts:
+        S = residual._stance
         if not S.size:
-            return Hxx, Hux, Huu
-        rho_f = np.einsum("sij,si->sj", phi_f, rho[S])  # ρ̂ on the frame's rows
-        H = np.zeros((S.size, ndx + nu, ndx + nu))
-        weighted = np.flatnonzero(np.any(rho_f != 0.0, axis=1))
-        if weighted.size:
-            H[weighted] = knot_force_hessians(self.dynamics, xs, us, S[weighted], self._row[S[weighted]],
-                                              np.ascontiguousarray(rho_f[weighted]))
-        C = self._outer_curvature(F, rho[S])
+            continue
+        rho = np.asarray(rho, dtype=float)[S]
+        w[S[:, None], residual._rows] += np.einsum("sij,si->sj", phi_f, rho)  # ρ̂_j on frame j's rows
+        C = residual._outer_curvature(F, rho)
         if C is not None:  # Fz already through the impulse map
-            H += np.matmul(Fz.transpose(0, 2, 1), np.matmul(C, Fz))
-        Hxx[S], Hux[S], Huu[S] = H[:, :ndx, :ndx], H[:, ndx:, :ndx], H[:, ndx:, ndx:]
-        return Hxx, Hux, Huu
+            H[S] += np.matmul(Fz.transpose(0, 2, 1), np.matmul(C, Fz))
+    weighted = np.flatnonzero(np.any(w != 0.0, axis=1))
+    if weighted.size:
+        H[weighted] += knot_force_hessians(first.dynamics, xs, us, weighted, w[weighted])
+    return H[:, :ndx, :ndx], H[:, ndx:, :ndx], H[:, ndx:, ndx:]
 
 
 class ContactForceResidual(_ContactForceFunction):

@@ -62,7 +62,7 @@ from dynamics.rnea import rnea
 
 from . import contact_phases, integrators, shooting, windows
 from .state import check_state, state_difference_batch, state_integrate_batch
-from .constraints import Constraint, JointLimits, StateEquality, equality_rows, stack_constraints
+from .constraints import Constraint, JointLimits, StateEquality, equality_rows, stack_constraints, summed_hessian
 from .costs import Cost
 
 
@@ -664,7 +664,10 @@ class Problem:
         """(g, g_z, hessian) of :meth:`stage_constraint_terms` from one evaluation of each
         constraint, the rows' Hessians left contracted: ``hessian(w)`` = Σ_r w_r g_zz,r (K, nz,
         nz) for weights w (K, ng) (multipliers, or a penalty's ψ'), never forming the per-row
-        Hessians where a constraint can (:meth:`optdyn.ocp.constraints.Constraint.contracted_knots`)."""
+        Hessians where a constraint can (:meth:`optdyn.ocp.constraints.Constraint.contracted_knots`),
+        and contracting together the residuals that pool their second order
+        (:func:`optdyn.ocp.constraints.summed_hessian`: one compiled pass per knot for all the
+        contact-force constraints)."""
         xs, us = self._xu(xs, us)
         K, nz = xs.shape[0], self.ndx + self.nu
         parts = [c.contracted_knots(xs, us, self.ndx) for c in self.stage_constraints]
@@ -674,10 +677,8 @@ class Problem:
             weights = np.asarray(weights, dtype=float)  # not checked for NaN: a solver's diverged multipliers
             if weights.shape != (K, self.ng):
                 raise ValueError(f"weights: expected shape {(K, self.ng)}, got shape {weights.shape}")
-            out = np.zeros((K, nz, nz))
-            for (_, _, h), a, b in zip(parts, ends[:-1], ends[1:]):
-                out += h(weights[:, a:b])
-            return out
+            return summed_hessian([p[2] for p in parts], [weights[:, a:b] for a, b in zip(ends[:-1], ends[1:])],
+                                  (K, nz, nz))
         g = np.concatenate([p[0] for p in parts] + [np.zeros((K, 0))], axis=1)
         gz = np.concatenate([p[1] for p in parts] + [np.zeros((K, 0, nz))], axis=1)
         return g, gz, hessian

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import copy
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 import numpy as np
@@ -59,18 +59,41 @@ from .state import check_state, state_difference_batch
 Hessians = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
+@dataclass(frozen=True)
+class Pooled:
+    """A residual's second order as one part of a computation it shares with other residuals
+    evaluated at the same knots: ``contract([(part, ρ), …])`` gives the Hessians (H_xx, H_ux,
+    H_uu) of Σ_j ρ_jᵀr_j of all the parts at once (∇²(ρᵀr) is linear in ρ, so the parts' weights
+    can be summed before the one contraction), ``part`` is this residual's, and residuals
+    whose ``key`` is equal may be contracted together. The contact-force residuals of one
+    contact sequence so share one compiled pass per knot
+    (:func:`optdyn.ocp.contact_residuals.contact_force_hessians`); a sum of residuals' Hessians
+    uses it through :func:`optdyn.ocp.constraints.summed_hessian`."""
+
+    key: Hashable
+    contract: Callable[[list[tuple[object, np.ndarray]]], Hessians]
+    part: object
+
+    def hessians(self, rho: np.ndarray) -> Hessians:
+        """(H_xx, H_ux, H_uu) of ρᵀr of this residual alone: the computation with one part."""
+        return self.contract([(self.part, rho)])
+
+
 @dataclass
 class Terms:
     """A residual's value r (K, nr), Jacobians rx (K, nr, ndx), ru (K, nr, nu), and
     ``hessians(rho)`` → (H_xx, H_ux, H_uu) of ρᵀr for ρ (K, nr), from the same evaluation;
     ``added(rho, H_xx, H_ux, H_uu)``, if given, adds them into the arrays (H_xx, H_ux None:
-    left out) without making the zero blocks (:func:`position_curvature`)."""
+    left out) without making the zero blocks (:func:`position_curvature`); ``pooled``, if
+    given, the second order as a part of one computation shared with other residuals
+    (:class:`Pooled`; ``hessians`` is then its computation with this part alone)."""
 
     r: np.ndarray
     rx: np.ndarray
     ru: np.ndarray
     hessians: Callable[[np.ndarray], Hessians]
     added: Callable[..., None] | None = None
+    pooled: Pooled | None = None
 
     def add_hessians(self, rho: np.ndarray, Hxx: np.ndarray | None, Hux: np.ndarray | None,
                      Huu: np.ndarray) -> None:
