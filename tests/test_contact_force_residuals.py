@@ -22,8 +22,8 @@ import dynamics as dyn
 import optdyn
 from optdyn import Problem
 from optdyn.constraints import ResidualConstraint, ResidualEquality
-from optdyn.costs import (ContactForceResidual, ControlCost, ControlResidual, FrictionConeResidual, ResidualCost,
-                          SmoothFrictionConeResidual, StateCost, WrenchConeResidual)
+from optdyn.costs import (ContactForceResidual, ControlCost, ControlResidual, FrictionConeResidual, QuadraticBarrier,
+                          RelaxedLogBarrier, ResidualCost, SmoothFrictionConeResidual, StateCost, WrenchConeResidual)
 from optdyn.ocp import contact_residuals as cr
 from optdyn.ocp.contact_residuals import ContactKnots, friction_pyramid, wrench_cone
 
@@ -634,3 +634,28 @@ def test_the_problems_contact_constraints_contract_in_one_pass(monkeypatch):
     for want in (rows, each):
         assert np.abs(want).max() > 0
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-10 * np.abs(want).max())
+
+
+def test_the_problems_contact_costs_contract_in_one_pass(monkeypatch):
+    """A problem's running costs on contact forces (barriers on the cones, a quadratic on a
+    force, beside a control cost) add their exact Hessians with one compiled pass over the
+    knots, equal to the sum of each cost's own terms (each residual's second order alone) to
+    rounding; their Gauss–Newton terms need none."""
+    xs, us = _knots(28)
+    residuals = [make() for make in RESIDUALS.values()]
+    costs = [ResidualCost(residuals[0], weight=0.3), ControlCost(1.0, nu=NU)]
+    costs += [ResidualCost(r, RelaxedLogBarrier(-np.inf, 0.0, 0.5, size=r.size), 2.0) for r in residuals[2:4]]
+    costs += [ResidualCost(r, QuadraticBarrier(-1.0, 1.0, size=r.size)) for r in (residuals[1], *residuals[4:])]
+    total = costs[0]
+    for c in costs[1:]:
+        total = total + c
+    prob = Problem(MODEL, X0, len(SEQUENCE), 0.02, total, contacts=SEQUENCE)
+    want = [prob.dt * t for t in total.evaluate(xs, us)]  # the first term's own terms, then each other's added
+    passes = _counted(monkeypatch, cr, "knot_force_hessians")
+    got = prob.running_cost_terms(xs, us)
+    assert len(passes) == 1
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-10 * max(np.abs(b).max(), 1e-300))
+    assert np.abs(want[3]).max() > 0 and np.abs(want[4]).max() > 0
+    prob.running_cost_terms(xs, us, gauss_newton=True)
+    assert len(passes) == 1

@@ -38,6 +38,7 @@ from dynamics.model import FREE_FLYER, JTYPE, PRISMATIC, REVOLUTE, SPHERICAL, Mo
 
 from .activations import as_bounds
 from .costs import PointSet, _vector
+from .pooled import Pools
 from .residuals import Hessians, KeptArrays, Residual, StateResidual, Terms, kept_array
 from .state import check_state, state_difference_batch
 
@@ -331,12 +332,8 @@ class RowsHessian:
         np.add.at(rho.T, c.rows, (c.signs * w).T)
         return rho
 
-    def in_z(self, hessians: Hessians) -> np.ndarray:
-        """(K, n + nu, n + nu) of the residual's (H_xx, H_ux, H_uu)."""
-        return _z_hessians(hessians, self.n, self.nu, self.own)
-
     def __call__(self, w: np.ndarray) -> np.ndarray:
-        return self.in_z(self.terms.hessians(self.weights(w)))
+        return _z_hessians(self.terms.hessians(self.weights(w)), self.n, self.nu, self.own)
 
 
 def summed_hessian(hessians: Sequence[Callable[[np.ndarray], np.ndarray]], weights: Sequence[np.ndarray],
@@ -347,16 +344,15 @@ def summed_hessian(hessians: Sequence[Callable[[np.ndarray], np.ndarray]], weigh
     (:class:`~optdyn.ocp.residuals.Pooled`, same key and layout in z) are contracted together,
     in one computation for all (∇²(ρᵀr) is linear in ρ: the contact-force residuals of a
     problem, one compiled pass per knot for every foot's cone), the others one by one."""
-    out, pools = np.zeros(shape), {}
+    out, pools = np.zeros(shape), Pools()
     for hessian, w in zip(hessians, weights):
         pooled = hessian.terms.pooled if isinstance(hessian, RowsHessian) else None
         if pooled is None:
             out += hessian(w)
         else:
-            key = (pooled.key, hessian.n, hessian.nu, hessian.own)
-            pools.setdefault(key, (hessian, []))[1].append((pooled.part, hessian.weights(w)))
-    for hessian, parts in pools.values():
-        out += hessian.in_z(hessian.terms.pooled.contract(parts))
+            pools.add(pooled, hessian.weights(w), (hessian.n, hessian.nu, hessian.own))
+    for layout, h in pools.contracted():
+        out += _z_hessians(h, *layout)
     return out
 
 

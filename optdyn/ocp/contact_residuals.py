@@ -75,7 +75,8 @@ from .contact_phases import (PhasedDynamics, at_rows, check_contact_sequence, kn
                              phased_dynamics)
 from .integrators import METHODS, robot_ode
 from .problem import NO_FORCES, actuated_dofs
-from .residuals import Hessians, Pooled, Residual, Terms, at_knots, kept_array, references
+from .pooled import Pooled
+from .residuals import Hessians, Residual, Terms, at_knots, kept_array, references
 
 
 class ContactKnots:

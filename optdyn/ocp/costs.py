@@ -26,6 +26,8 @@ from dynamics.batch import point_kinematics_knots
 from dynamics.kinematics_derivatives import body_point
 from dynamics.model import Model
 
+from .pooled import Pools
+
 
 class PointSet:
     """Points fixed on links, given as [(frame name, offset (3,) in that frame), ...].
@@ -139,6 +141,13 @@ class Cost(ABC):
             if self.depends_on_x or i in (0, 2, 5):
                 acc += w * t
 
+    def add_pooled(self, xs: np.ndarray, us: np.ndarray, w: float, out: tuple[np.ndarray, ...], gauss_newton: bool,
+                   pools: Pools) -> None:
+        """:meth:`add_to`, but a residual's second order that pools with others'
+        (:class:`~optdyn.ocp.pooled.Pooled`) added to ``pools`` (layout: whether the cost depends
+        on x), for the caller to contract once for all (:meth:`Sum.add_to`). Here: :meth:`add_to`."""
+        self.add_to(xs, us, w, out, gauss_newton)
+
     def residuals(self) -> list:
         """The residuals (:mod:`optdyn.ocp.residuals`) this cost is built on (none here)."""
         return []
@@ -200,8 +209,21 @@ class Sum(Cost):
         return total
 
     def add_to(self, xs, us, w, out, gauss_newton=False):
+        """out += w·Σ_j w_j ℓ_j's terms, the residual costs whose residuals pool their second
+        order (:class:`~optdyn.ocp.pooled.Pooled`: the contact-force residuals of one
+        sequence) contracted together, once for all."""
+        pools = Pools()
+        self.add_pooled(xs, us, w, out, gauss_newton, pools)
+        lxx, lux, luu = out[3:]
+        for x, (Hxx, Hux, Huu) in pools.contracted():
+            if x:
+                lxx += Hxx
+                lux += Hux
+            luu += Huu
+
+    def add_pooled(self, xs, us, w, out, gauss_newton, pools):
         for wi, c in self.terms:
-            c.add_to(xs, us, w * wi, out, gauss_newton)
+            c.add_pooled(xs, us, w * wi, out, gauss_newton, pools)
 
     def value(self, xs, us):
         return sum(w * c.value(xs, us) for w, c in self.terms)

@@ -90,6 +90,11 @@ class ResidualCost(Cost):
         """out += w·ℓ's terms without new arrays of their size: the chain rule adds
         w_k r_xᵀ a_rr r_x and the gradients, the residual adds its curvature at ρ = w_k a_r
         (∇²(ρᵀr) is linear in ρ) into out's Hessians."""
+        self.add_pooled(xs, us, w, out, gauss_newton, None)
+
+    def add_pooled(self, xs, us, w, out, gauss_newton, pools):
+        """:meth:`add_to`, the curvature of a residual that pools its second order with others'
+        added to ``pools`` (if given) instead (:meth:`optdyn.ocp.costs.Cost.add_pooled`)."""
         l, lx, lu, lxx, lux, luu = out
         t = self.residual.evaluate_shared(xs, us)
         a, ar, arr = self.activation.evaluate(t.r)
@@ -100,7 +105,11 @@ class ResidualCost(Cost):
         # user residual's other layouts are copied here
         c = [np.ascontiguousarray(v, dtype=float) for v in (wk, ar, arr, t.rx, t.ru)]
         chain_rule(*c, x, lx, lu, lxx, lux, luu)
-        if not gauss_newton:
+        if gauss_newton:
+            return
+        if pools is not None and t.pooled is not None:
+            pools.add(t.pooled, wk[:, None] * ar, x)
+        else:
             t.add_hessians(wk[:, None] * ar, lxx if x else None, lux if x else None, luu)
 
 

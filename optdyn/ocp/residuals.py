@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import copy
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,29 +54,9 @@ from dynamics.lie import lie_blocks, log_curvatures
 from dynamics.model import FREE_FLYER, IDX_Q, IDX_V, JTYPE, NQ, NV, PARENT, SPHERICAL, SUBTREE_END, Model
 
 from .costs import PointSet
+from .pooled import Hessians, Pooled
 from .state import check_state, state_difference_batch
 
-Hessians = tuple[np.ndarray, np.ndarray, np.ndarray]
-
-
-@dataclass(frozen=True)
-class Pooled:
-    """A residual's second order as one part of a computation it shares with other residuals
-    evaluated at the same knots: ``contract([(part, ρ), …])`` gives the Hessians (H_xx, H_ux,
-    H_uu) of Σ_j ρ_jᵀr_j of all the parts at once (∇²(ρᵀr) is linear in ρ, so the parts' weights
-    can be summed before the one contraction), ``part`` is this residual's, and residuals
-    whose ``key`` is equal may be contracted together. The contact-force residuals of one
-    contact sequence so share one compiled pass per knot
-    (:func:`optdyn.ocp.contact_residuals.contact_force_hessians`); a sum of residuals' Hessians
-    uses it through :func:`optdyn.ocp.constraints.summed_hessian`."""
-
-    key: Hashable
-    contract: Callable[[list[tuple[object, np.ndarray]]], Hessians]
-    part: object
-
-    def hessians(self, rho: np.ndarray) -> Hessians:
-        """(H_xx, H_ux, H_uu) of ρᵀr of this residual alone: the computation with one part."""
-        return self.contract([(self.part, rho)])
 
 
 @dataclass
