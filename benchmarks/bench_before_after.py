@@ -1,7 +1,7 @@
 """Before/after of the interval kernels and the solvers on two source trees, interleaved.
 
     .venv/bin/python benchmarks/bench_before_after.py BEFORE_TREE AFTER_TREE ROUNDS [--kernels | --contacts [--cpu] |
-        --contact-batches [--cpu] | --costs [--cpu] | --mpc [--cpu] | --legged [--cpu]]
+        --contact-batches [--cpu] | --costs [--cpu] | --mpc [--cpu] | --legged [--cpu] | --cones [--cpu]]
 
 Each round runs, in a new process per tree (its own numba cache, one thread), the rollout,
 the first-order sensitivities, the stage records and the contracted Hessians of the whole trajectory (fastest of 20
@@ -22,7 +22,11 @@ manipulator (iLQR) and arm-obstacle (iLQR, the augmented Lagrangian), the same c
 ``--legged``, the quadruped's trot: the median MPC step of one-iteration iLQR on a 20-interval
 horizon with the friction pyramid as a barrier cost (35 steps after 5, the plant the task's own
 intervals), and with the pyramid as a constraint the time per iteration of a whole solve by
-iLQR and DDP (the augmented Lagrangian) and IPOPT, the same clocks.
+iLQR and DDP (the augmented Lagrangian) and IPOPT, the same clocks. With ``--cones``, the time per
+iteration of whole solves of the trots with the friction pyramid as a stage constraint: Solo-12's
+(two cycles) by iLQR, DDP (the outer augmented-Lagrangian loop) and al-ddp (the multipliers revised
+inside the iteration), HyQ's (one cycle, ``bench_constraints.hyq_trot``) by DDP and al-ddp, the same
+clocks; each solve's iterations and final cost are printed per tree beside the table.
 Each measurement also gets the median and range of its rounds per tree. A tree is a checkout, e.g. ``git worktree add --detach /tmp/before b49c2dc``.
 """
 from __future__ import annotations
@@ -164,10 +168,33 @@ print("RESULT" + json.dumps(out))
 '''
 
 
+CONES = r'''
+import json, time
+import optdyn, problems
+from bench_constraints import hyq_trot
+out = {}
+CASES = (("Solo-12 trot", problems.get("quadruped", scenario="trot"), ("ilqr", "ddp", "al-ddp")),
+         ("HyQ trot", hyq_trot(0.7), ("ddp", "al-ddp")))
+for label, prob, solvers in CASES:
+    for solver in solvers:
+        optdyn.solve(prob, solver, max_iter=2)
+        t0 = TIMER()
+        r = optdyn.solve(prob, solver)
+        key = f"{label}, friction pyramid as a constraint: {solver}"
+        out[key + " per iteration"] = (TIMER() - t0) / r.iterations * 1e3
+        out[key + " iterations"], out[key + " cost"] = r.iterations, r.cost
+print("RESULT" + json.dumps(out))
+'''
+
+OUTCOMES = (" iterations", " cost")
+"""The suffixes of the keys that are a solve's outcome, not a time: printed per tree and round."""
+
+
 def main(before: str, after: str, rounds: int, mode: str, cpu: bool = False) -> None:
     tasks = '("ur5-reach", "arm-obstacle")' if mode == "--costs" else '("ur5-reach", "arm-obstacle", "space-manipulator")'
     timer = "time.process_time" if cpu else "time.perf_counter"
-    snippets = {"--contacts": CONTACTS, "--contact-batches": CONTACT_BATCHES, "--mpc": MPC, "--legged": LEGGED}
+    snippets = {"--contacts": CONTACTS, "--contact-batches": CONTACT_BATCHES, "--mpc": MPC, "--legged": LEGGED,
+                "--cones": CONES}
     contacts = snippets.get(mode, "").replace("TIMER", timer)
     code = contacts if contacts else (
         SNIPPET.replace("SOLVERS", "()" if mode == "--kernels" else '("ddp", "ilqr", "ipopt")')
@@ -182,10 +209,14 @@ def main(before: str, after: str, rounds: int, mode: str, cpu: bool = False) -> 
           "| after ÷ before | per round | before median [range] | after median [range] |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for key in runs["before"][0]:
+        if key.endswith(OUTCOMES):
+            continue
         b, a = [r[key] for r in runs["before"]], [r[key] for r in runs["after"]]
         per_round = ", ".join(f"{x / y:.2f}" for x, y in zip(a, b))
         spread = [f"{np.median(t):.3f} [{min(t):.3f}, {max(t):.3f}]" for t in (b, a)]
         print(f"| {key} | {min(b):.3f} | {min(a):.3f} | {min(a) / min(b):.2f} | {per_round} | {spread[0]} | {spread[1]} |")
+    for key in (k for k in runs["before"][0] if k.endswith(OUTCOMES)):
+        print(key, *(f"{side}: {', '.join(f'{r[key]:.10g}' for r in runs[side])}" for side in trees), sep="; ")
 
 
 if __name__ == "__main__":
