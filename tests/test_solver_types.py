@@ -135,7 +135,10 @@ def test_the_types_reproduce_the_iterates_of_the_algorithms_they_keep(run):
     then (to rounding): DDP where its exact model is convex at every iteration (the unbounded
     pendulum), iLQR where every step is full or μ-free (ur5-reach, arm-obstacle through the
     augmented Lagrangian), the feasibility-driven iLQR that the quadruped's and the space
-    manipulator's options selected then (the jump, the space manipulator: named now)."""
+    manipulator's options selected then (the jump, the space manipulator: named now). The
+    expected decrease, a difference of the model's terms, to rounding on the scale of the cost
+    (1e-11 of the final one): the jump's moves by 4e-11 (of 8.6) since the feet's constraint
+    Hessians sum their weights before one contraction instead of their Hessians after one each."""
     task, solver = run.split()
     if task == "quadruped-jump":
         pytest.importorskip("example_robot_data")
@@ -143,7 +146,8 @@ def test_the_types_reproduce_the_iterates_of_the_algorithms_they_keep(run):
     before = RECORDED[run]
     assert res.solver == NOW.get(run, res.solver) and res.iterations == before["iterations"]
     for key in ("cost", "step", "regularization", "expected_decrease"):
-        np.testing.assert_allclose(res.history[key], before[key], rtol=1e-9, atol=1e-14, err_msg=key)
+        atol = 1e-11 * abs(before["cost"][-1]) if key == "expected_decrease" else 1e-14
+        np.testing.assert_allclose(res.history[key], before[key], rtol=1e-9, atol=atol, err_msg=key)
 
 
 def test_the_shooting_form_asked_for_keeps_the_problems_shipped_options():
