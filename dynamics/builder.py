@@ -59,6 +59,7 @@ class _Joint:
     origin: np.ndarray
     axis: np.ndarray
     limits: tuple[float, float, float, float]
+    dynamics: tuple[float, float] = (0.0, 0.0)
 
 
 class ModelBuilder:
@@ -103,10 +104,16 @@ class ModelBuilder:
         upper: float = np.inf,
         velocity: float = np.inf,
         effort: float = np.inf,
+        damping: float = 0.0,
+        friction: float = 0.0,
     ) -> None:
         """Add a joint of ``kind`` revolute, continuous, prismatic, fixed, floating
         (free-flyer), planar (motion in the x–y plane of the joint frame: ``axis`` must be
-        z) or spherical. Limits apply to 1-DoF joints; multi-DoF joints are unbounded."""
+        z) or spherical. Limits apply to 1-DoF joints; multi-DoF joints are unbounded.
+        ``damping`` (viscous) and ``friction`` (Coulomb), ≥ 0 as URDF's ``<dynamics>``, are
+        recorded on the model (``Model.damping``, ``Model.friction``, per velocity
+        variable, as Pinocchio's) for a simulator (the dynamics here leave them out); 1-DoF
+        joints only."""
         if kind not in JOINT_TYPES and kind != "fixed":
             raise ValueError(
                 f"joint {name!r}: unknown type {kind!r}; expected revolute, continuous, prismatic, fixed, "
@@ -127,11 +134,17 @@ class ModelBuilder:
             raise ValueError(f"joint {name!r}: limits must be numbers, got NaN")
         if lower > upper:
             raise ValueError(f"joint {name!r}: limit lower={lower} > upper={upper}")
+        for value, what in ((damping, "damping"), (friction, "friction")):
+            if not np.isfinite(value) or value < 0:
+                raise ValueError(f"joint {name!r}: {what} must be a finite number ≥ 0, got {value}")
+        if JOINT_SIZES[JOINT_TYPES.get(kind, 0)][1] > 1:
+            damping = friction = 0.0
         origin = np.eye(4) if origin is None else np.array(origin, dtype=float)
         if origin.shape != (4, 4) or not np.all(np.isfinite(origin)):
             raise ValueError(f"joint {name!r}: origin must be a finite 4×4 transform")
         axis = axis / norm if kind != "fixed" else axis
-        self._joints.append(_Joint(name, kind, parent, child, origin, axis, (lower, upper, velocity, effort)))
+        self._joints.append(_Joint(name, kind, parent, child, origin, axis, (lower, upper, velocity, effort),
+                                   (float(damping), float(friction))))
 
     def build(self, root_joint: str | None = None, strict_inertia: bool = False, source: str | None = None,
               gravity=DEFAULT_GRAVITY) -> Model:
@@ -278,8 +291,8 @@ class _Packer:
         inertia = np.array([_combine(p) for p in self.parts]).reshape(n, 13)
         position = np.array([(j.limits[0], j.limits[1]) for i, j in enumerate(self.joints)
                              for _ in range(topology[i, NQ])], dtype=float).reshape(-1, 2)
-        rate = np.array([(j.limits[2], j.limits[3]) for i, j in enumerate(self.joints)
-                         for _ in range(topology[i, NV])], dtype=float).reshape(-1, 2)
+        rate = np.array([(j.limits[2], j.limits[3], *j.dynamics) for i, j in enumerate(self.joints)
+                         for _ in range(topology[i, NV])], dtype=float).reshape(-1, 4)
         return Model(
             name=name,
             joint_names=tuple(j.name for j in self.joints),
@@ -297,6 +310,8 @@ class _Packer:
             collisions=tuple(self.collisions),
             source=source,
             gravity=gravity,
+            damping=rate[:, 2].copy(),
+            friction=rate[:, 3].copy(),
         )
 
 

@@ -108,7 +108,7 @@ def as_gravity(g) -> np.ndarray:
 
 
 ARRAY_FIELDS = ("topology", "joint_placement", "axis", "inertia", "lower_limit", "upper_limit", "velocity_limit",
-                "effort_limit")
+                "effort_limit", "damping", "friction")
 """The array fields of a :class:`Model` (read-only)."""
 
 
@@ -137,9 +137,14 @@ class Model:
     collisions: tuple[Geometry, ...] = ()
     source: str | None = None
     gravity: np.ndarray = field(default=DEFAULT_GRAVITY)
+    damping: np.ndarray | None = None
+    friction: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "gravity", as_gravity(self.gravity))
+        for name in ("damping", "friction"):  # (nv,), N·m·s/rad and N·m (N·s/m and N on a prismatic joint)
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, np.zeros(int(np.asarray(self.topology)[:, NV].sum())))
         for name in ARRAY_FIELDS:
             array = np.array(getattr(self, name))  # a copy: the caller's array stays writable
             array.setflags(write=False)

@@ -13,13 +13,16 @@ Defaults follow the specification:
 * ``<limit>``: missing ``lower``/``upper`` are 0 (as the specification says), missing
   ``velocity``/``effort`` are unbounded (+inf); a revolute or prismatic joint without
   ``<limit>`` is unbounded; continuous joints are always unbounded;
+* ``<dynamics>``: ``damping`` and ``friction`` (missing: 0) are recorded as the model's
+  ``damping`` and ``friction`` (per velocity variable, as Pinocchio's) for a simulator; the
+  dynamics here leave them out;
 * a ``<mesh>`` without ``scale`` has scale (1, 1, 1).
 
 Every link becomes a frame of the model; visual and collision shapes (box, cylinder,
 sphere, mesh) are kept with their colour, which may name a ``<material>`` defined at
 robot level (or earlier in a visual). ``<mimic>`` is ignored: mimic joints are loaded
-as independent joints, as Pinocchio does by default. ``<transmission>``, ``<gazebo>``,
-``<dynamics>`` (damping, friction) and ``<safety_controller>`` are ignored. ``floating``
+as independent joints, as Pinocchio does by default. ``<transmission>``, ``<gazebo>``
+and ``<safety_controller>`` are ignored. ``floating``
 joints load as free-flyers and ``planar`` joints (axis z) as planar joints
 (:mod:`dynamics.joints`); ``root_joint`` attaches the root link to the world by one.
 
@@ -196,6 +199,10 @@ class _RobotParser:
             limits = {"lower": number(limit, "lower", tag, "0"), "upper": number(limit, "upper", tag, "0"),
                       "velocity": number(limit, "velocity", tag, "inf", unbounded=True),
                       "effort": number(limit, "effort", tag, "inf", unbounded=True)}
+        dynamics = el.find("dynamics")
+        if dynamics is not None:
+            tag = f"{where} <dynamics>"
+            limits.update(damping=number(dynamics, "damping", tag, "0"), friction=number(dynamics, "friction", tag, "0"))
         origin = _origin(el.find("origin"), where)
         if name in self.locked:
             kind, origin = "fixed", origin @ _locked_motion(kind, axis, self.locked[name], name)

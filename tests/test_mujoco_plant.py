@@ -224,6 +224,8 @@ def test_a_urdf_path_brings_its_effort_damping_and_friction(tmp_path):
     assert m.actuator_ctrllimited[0] and m.nu == 1
     floor = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, "floor")
     assert m.geom_pos[floor][2] == pytest.approx(-0.5 - plant.foot_radius)
+    given = MujocoPlant(plant.model, feet=["foot"]).mj_model  # a Model carries them (Model.damping, .friction)
+    assert given.dof_damping[given.jnt_dofadr[hip]] == 0.3 and given.dof_frictionloss[given.jnt_dofadr[hip]] == 0.1
     without = MujocoPlant(path, joint_dynamics=False, effort=2.0)
     assert not without.mj_model.dof_damping.any() and not without.mj_model.dof_frictionloss.any()
     np.testing.assert_array_equal(without.mj_model.actuator_ctrlrange[0], [-2.0, 2.0])

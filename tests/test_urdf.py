@@ -507,3 +507,24 @@ def test_inertia_tolerances_for_real_robot_files():
     heavy = dummy.replace('<mass value="0.001"/>', '<mass value="5"/>')
     with pytest.raises(ValueError, match="link 'base'.*triangle inequality"):
         load_urdf(heavy, root_joint="free-flyer")
+
+
+def test_joint_damping_and_friction_are_recorded_per_velocity_variable():
+    """<dynamics damping friction> (missing attributes 0, missing element 0) become the model's
+    damping and friction in v's order, as Pinocchio's model.damping and model.friction; a
+    negative one is refused naming the joint."""
+    text = HAND_URDF.replace('<limit lower="-2" upper="2.5" effort="40" velocity="5"/>',
+                             '<limit lower="-2" upper="2.5" effort="40" velocity="5"/>'
+                             '<dynamics damping="0.5" friction="0.2"/>')
+    text = text.replace('<limit lower="-0.3" upper="0.3" effort="100" velocity="1"/>',
+                        '<limit lower="-0.3" upper="0.3" effort="100" velocity="1"/><dynamics friction="1.5"/>')
+    m = load_urdf(text)
+    np.testing.assert_array_equal(m.effort_limit, [40, np.inf, 100])  # the joints j1, (l3's), j2
+    np.testing.assert_array_equal(m.damping, [0.5, 0, 0])
+    np.testing.assert_array_equal(m.friction, [0.2, 0, 1.5])
+    assert not m.damping.flags.writeable
+    floating = load_urdf(text, root_joint="free-flyer")
+    np.testing.assert_array_equal(floating.damping, [0] * 6 + [0.5, 0, 0])
+    np.testing.assert_array_equal(load_urdf(HAND_URDF).friction, [0, 0, 0])
+    with pytest.raises(ValueError, match="joint 'j1': damping must be a finite number ≥ 0, got -0.5"):
+        load_urdf(text.replace('damping="0.5"', 'damping="-0.5"'))

@@ -16,8 +16,9 @@ everywhere else; the plant itself loads no mesh: its only collision shapes are t
 * every joint but a free-flyer root is driven by a torque actuator (a motor of gear 1), its
   torque clamped to the URDF's ``<limit effort>`` where that is finite (the actuator's
   control range) — the controller's own bounds are its business;
-* the URDF's ``<dynamics damping friction>`` become the joint's viscous damping and dry
-  friction (``frictionloss``) with ``joint_dynamics=True`` (default) — a model mismatch, since
+* the model's joint damping and friction (``Model.damping``, ``Model.friction``: the URDF's
+  ``<dynamics damping friction>``) become the joint's viscous damping and dry friction
+  (``frictionloss``) with ``joint_dynamics=True`` (default) — a model mismatch, since
   the library's dynamics have neither (Solo-12's and Talos' URDFs give zeros); position limits
   are not enforced (no joint-limit constraints) and there is no armature;
 * a floor plane, and a collision shape on each contact frame ``feet``: a sphere of
@@ -46,7 +47,6 @@ another order still maps.
 from __future__ import annotations
 
 import os
-import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
 import numpy as np
@@ -94,19 +94,6 @@ def _positive(value, name: str) -> float:
     return float(value)
 
 
-def urdf_joint_dynamics(source: str | None) -> dict[str, tuple[float, float]]:
-    """{joint: (damping, friction)} of the URDF file ``source``'s ``<dynamics>`` elements (none
-    without a file)."""
-    if source is None or not os.path.isfile(source):
-        return {}
-    out = {}
-    for joint in ET.parse(source).getroot().iter("joint"):
-        el = joint.find("dynamics")
-        if el is not None:
-            out[joint.get("name")] = (float(el.get("damping", 0.0)), float(el.get("friction", 0.0)))
-    return out
-
-
 def _quat_wxyz(R: np.ndarray) -> np.ndarray:
     """MuJoCo's (w, x, y, z) quaternion of the rotation ``R``."""
     mujoco = mujoco_module()
@@ -141,7 +128,7 @@ class MujocoPlant:
         feet: contact frames: names (point feet) or :class:`dynamics.Contact` (kind "3d" or "6d").
         floor: height of the contact frames when they touch the floor, m.
         foot_radius: the point feet's spheres, m; sole_half_lengths: the 6D soles' boxes (X, Y), m.
-        joint_dynamics: apply the URDF's joint damping and friction.
+        joint_dynamics: apply the model's joint damping and friction (the URDF's).
         effort: the torque clamp (N·m or N) of every actuated joint instead of the URDF's
             ``<limit effort>`` (None: the URDF's; Solo-12's 1000 N·m is a placeholder).
 
@@ -189,7 +176,7 @@ class MujocoPlant:
         spec.option.gravity = np.asarray(model.gravity, dtype=float)
         spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
         spec.option.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
-        friction = urdf_joint_dynamics(model.source) if joint_dynamics else {}
+        iv = model.idx_vs
         bodies = [spec.worldbody]
         types = model.topology[:, JTYPE]
         for i, name in enumerate(model.joint_names):
@@ -197,7 +184,8 @@ class MujocoPlant:
             T = model.joint_placement[i]
             body = parent.add_body(name=model.body_names[i], pos=T[:3, 3], quat=_quat_wxyz(T[:3, :3]))
             self._inertia(body, model.inertia[i])
-            self._joint(mujoco, body, name, int(types[i]), model.axis[i], friction.get(name, (0.0, 0.0)), i)
+            friction = (model.damping[iv[i]], model.friction[iv[i]]) if joint_dynamics else (0.0, 0.0)
+            self._joint(mujoco, body, name, int(types[i]), model.axis[i], friction, i)
             bodies.append(body)
         for frame in model.frames:
             T = frame.placement
