@@ -104,6 +104,7 @@ class ModelBuilder:
         upper: float = np.inf,
         velocity: float = np.inf,
         effort: float = np.inf,
+        *,
         damping: float = 0.0,
         friction: float = 0.0,
     ) -> None:
