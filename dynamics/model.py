@@ -137,16 +137,14 @@ class Model:
     collisions: tuple[Geometry, ...] = ()
     source: str | None = None
     gravity: np.ndarray = field(default=DEFAULT_GRAVITY)
-    damping: np.ndarray | None = None
-    friction: np.ndarray | None = None
+    damping: np.ndarray | None = None  # (nv,) viscous, N·m·s/rad (N·s/m prismatic); None: zeros
+    friction: np.ndarray | None = None  # (nv,) Coulomb, N·m (N prismatic); None: zeros
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "gravity", as_gravity(self.gravity))
-        for name in ("damping", "friction"):  # (nv,), N·m·s/rad and N·m (N·s/m and N on a prismatic joint)
-            if getattr(self, name) is None:
-                object.__setattr__(self, name, np.zeros(int(np.asarray(self.topology)[:, NV].sum())))
-        for name in ARRAY_FIELDS:
-            array = np.array(getattr(self, name))  # a copy: the caller's array stays writable
+        for name in ARRAY_FIELDS:  # topology first: damping and friction default to zeros (nv,)
+            value = getattr(self, name)
+            array = np.zeros(self.nv) if value is None else np.array(value)  # a copy: the caller's stays writable
             array.setflags(write=False)
             object.__setattr__(self, name, array)
 

@@ -25,7 +25,7 @@ never slower than one thread, on an idle machine or beside other programs:
 - **One mechanism.** Every parallel evaluation over knots goes through :func:`run_chunks`;
   there are no OpenMP (numba ``prange``) loops and no parallel work inside a knot (DDP's
   backward pass, whose knots depend on each other, runs on the calling thread). The one
-  other use of the pool threads is :class:`Ahead`: a whole call begun on a pool thread
+  other use of the pool threads is :class:`Lookahead`: a whole call begun on a pool thread
   before the caller knows it will need it (the line search's next rollout), which the
   caller runs itself if no pool thread has started it.
 - **Bitwise identical results for any number of threads.** Each knot is computed by the
@@ -271,7 +271,7 @@ def _run_team(kernel, threads: int, claims: np.ndarray, args: tuple) -> float:
     return work + team.busy
 
 
-class Ahead:
+class Lookahead:
     """``fn(*args)`` begun on a pool thread before the caller knows it will need the result:
     :meth:`result` takes the result, running the call on the caller if no pool thread has
     started it yet (the caller never waits for a thread the scheduler holds back, and does

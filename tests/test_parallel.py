@@ -387,7 +387,7 @@ def test_run_chunks_learns_which_kernels_are_too_light_to_share(threads):
 
 
 def test_a_call_begun_ahead_runs_on_a_pool_thread_or_on_the_caller(threads):
-    """Ahead: with a pool thread free the call runs there and the caller takes its result;
+    """Lookahead: with a pool thread free the call runs there and the caller takes its result;
     with every pool thread held back the caller runs it itself (it never waits for a thread
     that does not run), and the pool thread that comes free later does not run it again;
     with one thread nothing runs before the result is asked for. An exception of the call
@@ -402,13 +402,13 @@ def test_a_call_begun_ahead_runs_on_a_pool_thread_or_on_the_caller(threads):
         return 2 * x
 
     dyn.set_num_threads(2)
-    ahead = parallel.Ahead(call, 3)
+    ahead = parallel.Lookahead(call, 3)
     ahead.future.result(timeout=60)
     assert ahead.result() == 6 and ran == [False]
     pool, release = parallel._pool(os.getpid()), threading.Event()
     held = [pool.submit(release.wait) for _ in range(parallel.max_threads())]
     try:
-        ahead = parallel.Ahead(call, 4)
+        ahead = parallel.Lookahead(call, 4)
         assert ahead.result() == 8 and ran == [False, True]
     finally:
         release.set()
@@ -417,15 +417,15 @@ def test_a_call_begun_ahead_runs_on_a_pool_thread_or_on_the_caller(threads):
     ahead.settle()
     assert ran == [False, True]
     with pytest.raises(ValueError, match="negative"):
-        parallel.Ahead(call, -1).result()
-    running = parallel.Ahead(call, 5)
+        parallel.Lookahead(call, -1).result()
+    running = parallel.Lookahead(call, 5)
     while not running.future.running() and not running.future.done():
         time.sleep(0.001)
     running.settle()
     assert running.future.done()
     dyn.set_num_threads(1)
     ran.clear()
-    lazy = parallel.Ahead(call, 1)
+    lazy = parallel.Lookahead(call, 1)
     assert ran == [] and lazy.future is None and lazy.result() == 2 and ran == [True]
 
 

@@ -61,7 +61,7 @@ from typing import ClassVar
 import numpy as np
 
 from dynamics._compile import njit
-from dynamics.parallel import Ahead
+from dynamics.parallel import Lookahead
 
 from ..ocp.problem import Problem
 from ..ocp.shooting import state_error, state_retract, transition, transition_work
@@ -539,7 +539,7 @@ class RiccatiSolver:
         trial was rejected as diverged/invalid.
 
         Once a trial is rejected, each trial's rollout is begun on a pool thread while the
-        previous trial's cost is evaluated (:class:`dynamics.parallel.Ahead`, into
+        previous trial's cost is evaluated (:class:`dynamics.parallel.Lookahead`, into
         ``it.spare``): the same rollouts in the same order on any number of threads, so that
         the step taken is the same. One begun for a trial never tried is left running,
         :meth:`Workspace.settle`'d before its arrays are written again; it may read the
@@ -557,7 +557,7 @@ class RiccatiSolver:
             if 0 < i < len(self.alphas) - 1:
                 if this is None:
                     ws.settle()
-                ahead = ws.ahead = Ahead(rollout, problem, (it.xs, it.us), step, self.alphas[i + 1], it.spare)
+                ahead = ws.ahead = Lookahead(rollout, problem, (it.xs, it.us), step, self.alphas[i + 1], it.spare)
             rolled = this.result() if this is not None else rollout(problem, (it.xs, it.us), step, alpha, it.trial)
             J_new = evaluate(objective, rolled, it.trial, log)
             if np.isnan(J_new):
