@@ -351,6 +351,38 @@ def test_kept_arrays_give_the_controls_of_fresh_ones(monkeypatch, task, solver, 
     assert np.array_equal(kept.us, fresh.us) and np.array_equal(kept.gains, fresh.gains)
 
 
+def test_a_remembered_rollout_starts_the_feasibility_driven_solve_without_gaps(monkeypatch):
+    """States that are the workspace's remembered rollout of the controls (the feedback-policy
+    warm start of the MPC) start the feasibility-driven iLQR of a trot without integrating its
+    intervals again for their gaps, which are zero; its step is that of the solve that computes
+    them (then ~1e-14: round-off) to 1e-9; states one bit off are not taken for the rollout."""
+    from optdyn.solvers import ddp
+    from optdyn.solvers.workspace import Workspace
+
+    trot = problems.get("quadruped", scenario="trot", cone="cost", cycles=1)
+    us = trot.us_init.copy()
+    xs = trot.rollout(us)
+    workspace = Workspace(trot)
+    workspace.remember(trot, us, xs)
+    calls = []
+    gaps_of = ddp.gaps_of
+    monkeypatch.setattr(ddp, "gaps_of", lambda *a: calls.append(1) or gaps_of(*a))
+    kept = optdyn.solve(trot, "ilqr", max_iter=1, us_init=us, xs_init=xs, workspace=workspace)
+    assert kept.solver == "filqr" and calls == []
+    fresh = optdyn.solve(trot, "ilqr", max_iter=1, us_init=us, xs_init=xs)
+    assert calls == [1] and kept.iterations == fresh.iterations == 1
+    np.testing.assert_allclose(kept.us, fresh.us, rtol=0, atol=1e-9 * np.abs(fresh.us).max())
+    np.testing.assert_allclose(kept.xs, fresh.xs, rtol=0, atol=1e-9 * np.abs(fresh.xs).max())
+    assert workspace.is_rollout(trot, us, xs)
+    off = xs.copy()
+    off[5, 7] = np.nextafter(off[5, 7], np.inf)
+    assert not workspace.is_rollout(trot, us, off)
+    workspace.remember(trot, us, xs)
+    assert not workspace.is_rollout(trot, us + np.r_[1e-12, np.zeros(trot.nu - 1)], xs)
+    optdyn.solve(trot, "ilqr", max_iter=1, us_init=us, xs_init=off, workspace=workspace)
+    assert calls == [1, 1]
+
+
 def test_solve_refuses_a_workspace_it_cannot_use(reach):
     from optdyn.solvers.workspace import Workspace
 

@@ -459,7 +459,9 @@ class RiccatiSolver:
     def start(self, problem: Problem, objective: Objective, us: np.ndarray, xs: np.ndarray | None,
               ws: Workspace) -> Iterate | None:
         """The first iterate in the workspace's arrays: the rollout of ``us`` (clipped to the
-        bounds) or, given ``xs``, those states and their gaps; None if it is not finite."""
+        bounds) or, given ``xs``, those states and their gaps (none, without computing them,
+        where ``xs`` is the workspace's remembered rollout of ``us``: :meth:`Workspace.is_rollout`,
+        the feedback-policy warm start of :class:`optdyn.MPC`); None if it is not finite."""
         ws.settle()
         us = clipped_controls(problem, us, ws.us[0])
         ws.K[:] = 0.0
@@ -470,12 +472,15 @@ class RiccatiSolver:
         else:
             out[:] = xs
             out[0] = problem.x0
-            try:
-                found = gaps_of(problem, out, us)
-            except Exception:  # noqa: BLE001 — a node the model rejects cannot start the solve
-                return None
-            finite = bool(np.all(np.isfinite(found)))
-            gaps = found if finite and np.any(found) else gaps
+            if ws.is_rollout(problem, us, out):
+                finite = True
+            else:
+                try:
+                    found = gaps_of(problem, out, us)
+                except Exception:  # noqa: BLE001 — a node the model rejects cannot start the solve
+                    return None
+                finite = bool(np.all(np.isfinite(found)))
+                gaps = found if finite and np.any(found) else gaps
         if not finite:
             return None
         bounds = (problem.u_lower, problem.u_upper)

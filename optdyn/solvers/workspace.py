@@ -60,6 +60,12 @@ class Workspace:
         x0[:], rolled_us[:], rolled_xs[:] = problem.x0, us, xs
         self._rolled = (problem.dynamics, x0, rolled_us, rolled_xs)
 
+    def is_rollout(self, problem: Problem, us: np.ndarray, xs: np.ndarray) -> bool:
+        """Whether ``xs`` are the remembered states of ``us`` (:meth:`rollout_of`, bit for bit):
+        then they close every multiple-shooting gap by construction."""
+        rolled = self.rollout_of(problem, us)
+        return rolled is not None and np.array_equal(rolled, xs)
+
     def rollout_of(self, problem: Problem, us: np.ndarray) -> np.ndarray | None:
         """The remembered states of ``us`` if they are those of :meth:`remember` (the same
         dynamics object, x0 and controls, bit for bit), else None."""
