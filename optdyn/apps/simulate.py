@@ -278,18 +278,20 @@ class _Intervals:
 
     def __init__(self, task: Problem) -> None:
         self.task = task
-        self.held: dict[int, Problem] = {}  # by interval: the task held there (constraints)
+        self.constrained = bool(margin_constraints(task))
+        self.held: tuple[int, Problem] | None = None  # (interval, the task held there): the last one's
 
     def _row(self, i: int) -> int:
         return min(i, self.task.N - 1)
 
     def constraints(self, i: int, K: int) -> Problem:
         """The task at K knots all in interval i, for the margins of its constraints there
-        (made once per interval)."""
+        (made once per interval; only the last interval's is kept: the loop moves on, and a window
+        kept per interval would grow the heap, whose full garbage collections then stall a step)."""
         k = self._row(i)
-        if k not in self.held or self.held[k].N != K:
-            self.held[k] = windows.window(self.task, np.full(K, k))  # the task's own terms if none vary
-        return self.held[k]
+        if self.held is None or self.held[0] != k or self.held[1].N != K:
+            self.held = k, windows.window(self.task, np.full(K, k))  # the task's own terms if none vary
+        return self.held[1]
 
     def reset(self, x: np.ndarray, n: int) -> None:
         """Start the plant at ``x`` for n control intervals."""
@@ -305,6 +307,8 @@ class _Intervals:
 
     def margins(self, i: int) -> np.ndarray:
         """The least margins of the task's constraints over the states and controls of interval i."""
+        if not self.constrained:
+            return np.zeros(0)
         return margins_at(self.constraints(i, self.fine + 1), self.states, self.applied).min(axis=0)
 
 
@@ -321,7 +325,7 @@ class _PlantIntervals(_Intervals):
         a, b = integrators.METHODS["rk4"]
         self.ode = integrators.robot_ode(model, task.actuated)
         self.free = integrators.IntervalDynamics(self.ode, a, b, h, 1, task.f_ext[:1])  # f_ext set per interval
-        self.phases: dict[int, contact_phases.PhasedDynamics] = {}  # by interval, with contacts
+        self.phases: tuple[int, contact_phases.PhasedDynamics] | None = None  # (interval, its), with contacts
 
     def policy(self, n: int, lag: int, us: np.ndarray, gains: np.ndarray):
         """The control of plant step j at state x: the one computed ``lag`` steps before, held."""
@@ -335,11 +339,11 @@ class _PlantIntervals(_Intervals):
         known = forces[0] if forces.shape[1] else np.zeros((self.model.njoints, 6))
         if t.contacts is None:
             return self.free._replace(f_ext=forces), known, integrators.step_batch
-        if k not in self.phases:
+        if self.phases is None or self.phases[0] != k:  # the last interval's only (_Intervals.constraints)
             f = self.free
-            self.phases[k] = contact_phases.phased_dynamics(self.model, t.actuated, self.ode.lie, f.a, f.b, f.dt, 1,
+            self.phases = k, contact_phases.phased_dynamics(self.model, t.actuated, self.ode.lie, f.a, f.b, f.dt, 1,
                                                             forces, [t.contacts[k]])
-        return self.phases[k], known, contact_phases.step_batch
+        return self.phases[1], known, contact_phases.step_batch
 
     def interval(self, i: int, x: np.ndarray, policy, pushes: tuple) -> tuple[np.ndarray, np.ndarray]:
         """(the state at the end of control interval i from ``x``, the least margins of the
