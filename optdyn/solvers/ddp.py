@@ -247,7 +247,7 @@ class Iterate:
     spare: tuple
     gaps: np.ndarray
     bounds: tuple
-    J: float
+    J: float | None  # None until the first expansion (RiccatiSolver.iterate)
     mu: float
     delta: float = 1.0
     alpha: float = 0.0
@@ -408,6 +408,8 @@ class RiccatiSolver:
         while True:
             if moved:  # after a rejected step the trajectory, hence its expansion, is unchanged
                 models = self.expand(problem, objective, it, ws)
+            if it.J is None:  # the first iterate's objective, after its expansion: whatever the costs computed
+                it.J = objective.value(it.xs, it.us)  # for it serves the value (the contact forces at its knots)
             step, failed = self.direction(models, it, ws)
             if failed < 0 and objective.revise(it.xs, it.us, lambda w: self.converged(it, step, w)):
                 it.J = objective.value(it.xs, it.us)  # new multipliers or penalty: a new merit at the same iterate
@@ -485,8 +487,7 @@ class RiccatiSolver:
             return None
         bounds = (problem.u_lower, problem.u_upper)
         bounded = np.any(np.isfinite(bounds[0]) | np.isfinite(bounds[1]))
-        return Iterate(out, us, (ws.xs[1], ws.us[1]), (ws.xs[2], ws.us[2]), gaps, bounds, objective.value(out, us),
-                       self.mu_init,
+        return Iterate(out, us, (ws.xs[1], ws.us[1]), (ws.xs[2], ws.us[2]), gaps, bounds, None, self.mu_init,
                        boxed=not (bounded and self.feasibility_driven))
 
     def expand(self, problem: Problem, objective: Objective, it: Iterate, ws: Workspace) -> tuple[Model, ...]:
