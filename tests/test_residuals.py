@@ -561,3 +561,34 @@ def test_the_report_lists_every_target_term_with_its_error_at_the_final_node():
     lines = task_lines(task_errors(prob, xs, prob.us_init))
     assert sum(line.startswith("target") for line in lines) == 4
     assert any("tool0 pose:" in line and " rad " in line for line in lines)
+
+
+def test_a_problems_point_residuals_are_valued_in_one_pass(monkeypatch):
+    """The frame-position and centre-of-mass residuals of a problem take their values from one
+    pass over the knots for all their points (the trot's four swing feet: one forward
+    kinematics per knot, not four): the values of residuals built alone, bit for bit, and of
+    their own derivative pass."""
+    from dynamics import batch
+
+    model = dyn.models.ur5()
+    alone = [res.FramePositionResidual(model, "tool0", (0.4, 0.3, 0.4)),
+             res.FramePositionResidual(model, "wrist_2_link", (0.3, 0.1, 0.4), offset=(0.0, 0.1, 0.05)),
+             res.CoMPositionResidual(model, (0.1, 0.0, 0.3))]
+    shared = [res.FramePositionResidual(model, "tool0", (0.4, 0.3, 0.4)),
+              res.FramePositionResidual(model, "wrist_2_link", (0.3, 0.1, 0.4), offset=(0.0, 0.1, 0.05)),
+              res.CoMPositionResidual(model, (0.1, 0.0, 0.3))]
+    x0 = np.r_[0.0, -1.2, 1.5, -0.3, 1.57, 0.0, np.zeros(6)]
+    cost = sum((ResidualCost(r, weight=1.0) for r in shared[1:]), ResidualCost(shared[0], weight=1.0))
+    prob = Problem(model, x0, N=7, dt=0.05, running_cost=cost)
+    rng = np.random.default_rng(3)
+    xs, us = x0 + 0.3 * rng.standard_normal((7, 12)), rng.standard_normal((7, 6))
+    passes, kinematics = [], batch.point_kinematics_knots
+    monkeypatch.setattr(res, "point_kinematics_knots", lambda *a: passes.append(a[2].size) or kinematics(*a))
+    values = [r.value(xs, us) for r in shared]
+    assert passes == [2 + model.njoints]
+    for a, b in zip(alone, values):
+        np.testing.assert_array_equal(a.value(xs, us), b)
+        np.testing.assert_allclose(a.evaluate(xs, us).r, b, rtol=0, atol=1e-15)
+    assert len(passes) == 1 + 2 * len(alone)  # then each alone residual's value and derivatives
+    prob.cost(np.vstack([xs, xs[-1:]]), us)
+    assert len(passes) == 1 + 2 * len(alone)  # the problem's costs at the same knots: the pass above serves them

@@ -378,15 +378,60 @@ class VectorStateResidual(_Difference):
 
 
 # ---------------------------------------------------------------- points: frame origin, centre of mass
+class PointPositions:
+    """The world positions of the points of a problem's point residuals (frame positions,
+    centres of mass) of one model at the configurations they were last valued at: one compiled
+    pass over the knots for all of them (:func:`dynamics.batch.point_kinematics_knots`: one
+    forward kinematics per knot serves every point), not one per residual — the values of a
+    line search's trials and of an iterate. A problem gives one to its point residuals
+    (:meth:`_PointsResidual.check_problem`), each of which finds its points at its rows. It
+    keeps the last configurations' positions only; like
+    :class:`~optdyn.ocp.contact_residuals.ContactKnots`, it serves one caller at a time."""
+
+    def __init__(self, model: Model) -> None:
+        self.model, self.bodies, self.local = model, np.empty(0, np.int64), np.empty((0, 3))
+        self._key, self._positions = None, np.empty((0, 0, 3))
+
+    def add(self, bodies: np.ndarray, local: np.ndarray) -> slice:
+        """Take on the points of ``bodies`` (P,) at ``local`` (P, 3); returns their rows."""
+        rows = slice(self.bodies.size, self.bodies.size + bodies.size)
+        self.bodies, self.local = np.concatenate([self.bodies, bodies]), np.concatenate([self.local, local])
+        self._key = None
+        return rows
+
+    def positions(self, qs: np.ndarray, rows: slice) -> np.ndarray:
+        """(K, P, 3) of the points at ``rows`` at the configurations qs (K, nq), C-contiguous."""
+        key = (qs.shape, qs.tobytes())
+        if key != self._key:
+            self._positions = point_kinematics_knots(self.model.arrays, qs, self.bodies, self.local, False)
+            self._key = key
+        return self._positions[:, rows]
+
+
 class _PointsResidual(Residual):
     """r = Σ_i w_i p_i(q) − target for points p_i fixed on bodies (weights w (P,)): shared
-    by the frame position (one point) and the centre of mass (the bodies' CoMs, w = mᵢ/m)."""
+    by the frame position (one point) and the centre of mass (the bodies' CoMs, w = mᵢ/m).
+    Its values take the positions from the :class:`PointPositions` of its problem (one of its
+    own until a problem gives it one: :meth:`check_problem`)."""
 
     def __init__(self, model: Model, bodies, local, weights, target) -> None:
         self.model, self.bodies, self.local = model, np.asarray(bodies, np.int64), np.asarray(local, float)
         self.weights = np.asarray(weights, dtype=float)
         self.target = references(target, (3,), "target")
         self.size, self.ndx = 3, 2 * model.nv
+        self._points = PointPositions(model)
+        self._rows = self._points.add(self.bodies, self.local)
+
+    def check_problem(self, contacts, actuated: np.ndarray, name: str, terminal: bool = False,
+                      shared: dict | None = None) -> None:
+        """As :meth:`Residual.check_problem`; then its values take their positions from the
+        problem's :class:`PointPositions` of its model (in ``shared``), with its other point
+        residuals'."""
+        if shared is None:
+            return
+        points = shared.setdefault((PointPositions, id(self.model)), PointPositions(self.model))
+        if points is not self._points:
+            self._points, self._rows = points, points.add(self.bodies, self.local)
 
     knot_arrays = ("target",)
 
@@ -407,7 +452,7 @@ class _PointsResidual(Residual):
         return np.matmul(self.weights, self._kinematics(xs, derivatives=False))
 
     def value(self, xs, us):
-        return self._residual(self._kinematics(xs, derivatives=False))
+        return self._residual(self._points.positions(np.ascontiguousarray(xs[:, : self.model.nq]), self._rows))
 
     keeps_arrays = True
 
