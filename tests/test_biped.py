@@ -109,7 +109,7 @@ def test_talos_given_explicitly_is_the_default_walk_and_a_robot_of_ones_own_is_c
                    for _ in range(default.N + 1)])
     assert own.cost(xs, us) == default.cost(xs, us) and own.name == f"biped:{model.name}"
     np.testing.assert_array_equal(own.stage_constraint_values(xs[:-1], us), default.stage_constraint_values(xs[:-1], us))
-    assert own.solver_options == default.solver_options and default.solver_options["ilqr"]["rho_init"] == 0.1
+    assert own.solver_options == default.solver_options == {"ipopt": {"mu_strategy": "adaptive"}}
     assert scaled_weights(BIPED_WEIGHTS, TALOS_SCALE, TALOS_SCALE) == BIPED_WEIGHTS
     kw = dict(model=model, soles=SOLES, standing=q0, sole_half_lengths=half)
     for bad, match in [(dict(soles=("left_sole_link", "right_foot")),

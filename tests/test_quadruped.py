@@ -174,7 +174,7 @@ def test_a_problem_with_contacts_starts_by_multiple_shooting_unless_told_otherwi
     """DDP and iLQR by name solve a problem with contacts in their feasibility-driven forms,
     from its states; an instance is taken as it is."""
     prob = make("jump")
-    assert prob.solver_options == {"ddp": {"rho_init": 1.0}, "ilqr": {"rho_init": 1.0}}  # Solo's rho, stated
+    assert prob.solver_options == {}  # the defaults serve it: the pyramids are in units of the weight
     assert [optdyn.solve(prob, s, max_iter=0).solver for s in ("ddp", "ilqr")] == ["fddp", "filqr"]
     plain = optdyn.solve(prob, ILQR(max_iter=0))
     assert plain.solver == "ilqr" and plain.extra["initial_guess"] in ("problem", "rest")
@@ -277,9 +277,9 @@ def test_other_robots_trot_from_their_srdf_posture_and_the_solvers_agree(name):
 
 
 def test_the_weights_are_solos_scaled_by_the_robots_mass_and_height():
-    """Solo-12 by default gets its weights and ρ exactly; a robot 8 times heavier and twice as
-    tall weighs lengths 4 times less, torques 256 times less, widens the barrier 8 times and
-    starts its augmented Lagrangian at ρ/64 (HyQ: its own mass and height)."""
+    """Solo-12 by default gets its weights exactly; a robot 8 times heavier and twice as tall
+    weighs lengths 4 times less, torques 256 times less and widens the barrier 8 times (HyQ: its
+    own mass and height); every robot's friction pyramids are stated in units of its weight."""
     solo = make("trot", cycles=1)
     assert scaled_weights(WEIGHTS, SOLO_SCALE, SOLO_SCALE) == WEIGHTS
     m, h = SOLO_SCALE
@@ -291,12 +291,15 @@ def test_the_weights_are_solos_scaled_by_the_robots_mass_and_height():
     mass = model.inertia[:, 0].sum()
     height = standing[2] - np.mean([dyn.frame_placement(model, standing, f)[1][2] for f in feet])
     assert (mass, height) == pytest.approx((86.774, 0.5775), abs=1e-3)
-    assert hyq.solver_options["ddp"]["rho_init"] == pytest.approx((SOLO_SCALE[0] / mass) ** 2, rel=1e-14)
+    weight = mass * 9.81
+    cones = hyq.stage_constraints  # the pyramids depend on the control
+    assert len(cones) == 4 and hyq.solver_options == {}
+    assert all(np.allclose(c.scale, weight, rtol=1e-14) and np.all(c.signs == -1.0 / c.scale[c.rows]) for c in cones)
     u = np.random.default_rng(0).normal(size=(hyq.N, hyq.nu))
     xs = np.tile(hyq.x0, (hyq.N + 1, 1))
     control = 0.5 * hyq.dt * WEIGHTS["control"] * (m * h / (mass * height)) ** 2 * np.sum(u ** 2)
     assert hyq.cost(xs, u) - hyq.cost(xs, np.zeros_like(u)) == pytest.approx(control, rel=1e-12)
-    assert solo.solver_options["ilqr"]["rho_init"] == 1.0
+    assert np.allclose(solo.stage_constraints[0].scale, SOLO_SCALE[0] * 9.81, rtol=1e-14)
 
 
 def test_solo_given_explicitly_is_the_default_problem():
