@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 from agreement import assert_same_optimum
+from legged_rows import in_newtons
 from momentum import world_momentum
 
 import dynamics as dyn
@@ -136,15 +137,17 @@ def test_the_plan_replayed_with_ten_times_finer_steps_stays_near_it(trot):
     assert err[:, nv:].max() < 0.02 * np.abs(r.xs[:, prob.model.nq:]).max()
 
 
-def test_ddp_through_stance_needs_the_control_regularisation(trot):
+def test_ddp_through_stance_needs_the_control_regularisation():
     """Tassa's μBᵀB regularises nothing on the torques that only change contact forces: with
     it alone the feasibility-driven DDP has not converged, and is 14 % above the optimum, after
-    the iterations in which it converges with μ(BᵀB + I) (fixture)."""
-    prob, res = trot
+    the iterations in which it converges with μ(BᵀB + I) — on the trot with its pyramids' rows in
+    newtons; in units of the weight (the task's) both converge."""
+    prob = in_newtons(make("trot", cycles=1))
     state_only = dataclass(type("StateOnlyFDDP", (FDDP,), {"controls_regularized": False}))
-    assert res["ddp"].solver == "fddp"
-    crawl = optdyn.solve(prob, solver=state_only(max_iter=res["ddp"].iterations))
-    assert not crawl.converged and crawl.cost > 1.1 * res["ddp"].cost  # measured: 12.47 against 10.95
+    ddp = optdyn.solve(prob, "ddp")
+    assert ddp.converged and ddp.solver == "fddp"
+    crawl = optdyn.solve(prob, solver=state_only(max_iter=ddp.iterations))
+    assert not crawl.converged and crawl.cost > 1.1 * ddp.cost  # measured: 12.47 against 10.95
 
 
 def test_the_jump_flies_on_a_parabola_with_constant_angular_momentum():
@@ -206,9 +209,10 @@ def test_the_trot_under_mpc_keeps_trotting_through_a_push():
 def _knot_margins(xs: np.ndarray, us: np.ndarray) -> np.ndarray:
     """The least margin (N, ≥ 0 inside) of the stance feet's forces in the friction pyramid of
     the constrained trot at each knot (xs (K + 1, nx), us (K, nu)): its last interval held past
-    the end, as the plant holds it."""
+    the end, as the plant holds it (the task's rows, in units of the weight, times their unit)."""
     task = make("trot").window(0, len(us))
-    g = task.stage_constraint_values(xs[:-1], us)
+    units = np.concatenate([c.scale[c.rows] for c in task.stage_constraints])
+    g = task.stage_constraint_values(xs[:-1], us) * units
     stance = np.concatenate([np.repeat(c.residual.defined_at()[:, None], c.size, 1) for c in task.stage_constraints], 1)
     return np.where(stance, g, np.inf).min(axis=1)
 

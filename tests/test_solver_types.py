@@ -8,11 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from legged_rows import in_newtons
 
 import optdyn
 import problems
-from optdyn import Problem
-from optdyn.constraints import ResidualConstraint
 from optdyn.solvers import DDP, FDDP, FILQR, ILQR, IPOPT, riccati
 from problems import pendulum, ur5_reach
 
@@ -119,22 +118,12 @@ def test_the_defaults_converge_on_arms_never_tuned_for(robot, seed):
         assert r.converged and r.iterations <= limit and r.cost <= 1.01 * best, (s, r.iterations, r.cost, best)
 
 
-def jump_in_newtons() -> Problem:
-    """The quadruped's jump as it was recorded: its friction pyramids' rows in newtons (the task
-    now states them in units of the robot's weight: a problem of other iterates)."""
-    p = problems.get("quadruped", scenario="jump")
-    cones = [ResidualConstraint(c.residual, upper=0.0) for c in p.stage_constraints]
-    assert len(cones) == 4 and all(np.all(c.scale > 1.0) for c in p.stage_constraints)  # the task's: scaled
-    return Problem(p.model, p.x0, p.N, p.dt, p.running_cost, p.terminal_cost, contacts=p.contacts,
-                   path_constraints=cones, name=p.name)
-
-
 RECORDED = json.loads((Path(__file__).parent / "data" / "iterates_0885a2d.json").read_text())["runs"]
 """Histories recorded before the solver types (the runs' rows: cost, step, regularisation,
 expected decrease)."""
 TASKS = {"pendulum-unbounded": lambda: pendulum.make_pendulum(terminal="cost", u_max=np.inf),
          "ur5-reach": lambda: problems.get("ur5-reach"), "space-manipulator": lambda: problems.get("space-manipulator"),
-         "quadruped-jump": lambda: jump_in_newtons(),
+         "quadruped-jump": lambda: in_newtons(problems.get("quadruped", scenario="jump")),  # as recorded
          "arm-obstacle-bent": lambda: problems.get("arm-obstacle", scenario="bent")}
 NOW = {"space-manipulator ilqr": "filqr"}
 """The type that runs now what a recorded run's shipped options selected then (the space
