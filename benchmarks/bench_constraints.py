@@ -1,23 +1,29 @@
 """Constraints inside the DDP/iLQR iteration (al-ddp, al-ilqr: the multipliers revised between
 steps by the BCL rule) against the outer augmented-Lagrangian loop (ddp, ilqr) and IPOPT.
 
-    .venv/bin/python benchmarks/bench_constraints.py [--quick]
+    .venv/bin/python benchmarks/bench_constraints.py [--quick | --units]
 
 Tasks: the 6D pose reach of example-robot-data arms (problems.arm_pose) with their joint limits
 (``JointLimits``: position and velocity) as path constraints; arm-obstacle (its clearances and
 terminal equality); the Solo-12 trot with the friction pyramid as stage constraints, and without
 it for reference; Solo-12's walk and jump, Talos' walk (wrench cones) and a HyQ trot with and
 without the pyramid. Every solver from the task's initial guess with its default options (the
-task's own ones), plus the DDP-type solvers with a first penalty ρ 0.01 times the task's on the
-trots with the pyramid (Solo-12 ships ρ = 1, HyQ that scaled by the robots' masses). Per row:
+task's own ones), plus the DDP-type solvers with a first penalty ρ = 0.01 on the trots with the
+pyramid (the default is 1; the pyramids' rows are in units of the robot's weight). Per row:
 status, iterations, wall time (s, without the kernels' loading/compilation) and per iteration,
 the cost relative to IPOPT's, the largest violation. ``--quick``: two arms. Writes the section "constraints" of
 BENCHMARKS.md.
+
+``--units``: the legged tasks' contact-force rows in units of the robot's weight (as shipped, the
+solvers' defaults) against the same rows in newtons, with the first penalty the tasks shipped
+before (Solo-12 ρ = 1 and another quadruped's (m₀/m)²; Talos 0.1) and with the default ρ = 1;
+section "constraint units".
 """
 from __future__ import annotations
 
 import os
 import sys
+import time
 
 from _common import machine, table, write_section
 
@@ -25,7 +31,7 @@ import dynamics as dyn
 import optdyn
 import problems
 from problems.robot_data import load_robot, robot_files
-from optdyn.ocp.constraints import JointLimits
+from optdyn.ocp.constraints import JointLimits, ResidualConstraint
 from optdyn.ocp.problem import Problem
 
 SOLVERS = ("ipopt", "ddp", "ilqr", "al-ddp", "al-ilqr")
@@ -55,19 +61,32 @@ def tasks(quick: bool) -> list[tuple[str, Problem, list[tuple[str, dict]]]]:
     hyq = hyq_trot(None)
     out.append(("HyQ trot (1 cycle), no cone", hyq, plain[:3]))
     hyq = hyq_trot(0.7)
-    out.append(("HyQ trot (1 cycle), cone μ = 0.7", hyq,
-                plain + [(s, {"rho_init": 0.01 * hyq.solver_options["ddp"]["rho_init"]}) for s in SOLVERS[1:]]))
+    out.append(("HyQ trot (1 cycle), cone μ = 0.7", hyq, plain + [(s, {"rho_init": 0.01}) for s in SOLVERS[1:]]))
     return out
+
+
+QUADRUPEDS = {"HyQ": ("hyq_description/robots/hyq_no_sensors.urdf", "hyq_description/srdf/hyq.srdf",
+                      ("lf_foot", "rf_foot", "lh_foot", "rh_foot")),
+              "ANYmal": ("anymal_b_simple_description/robots/anymal.urdf",
+                         "anymal_b_simple_description/srdf/anymal.srdf", ("LF_FOOT", "RF_FOOT", "LH_FOOT", "RH_FOOT")),
+              "Go1": ("go1_description/urdf/go1.urdf", "go1_description/srdf/go1.srdf",
+                      ("FL_foot", "FR_foot", "RL_foot", "RR_foot"))}
+"""(URDF, SRDF, feet lf, rf, lh, rh) of example-robot-data's quadrupeds other than Solo-12."""
+
+
+def trot(robot: str, mu: float | None) -> Problem:
+    """``robot``'s trot (:data:`QUADRUPEDS`), one cycle, from its SRDF's standing posture, with the
+    friction pyramid of ``mu`` (None: none), as a user builds it from the README."""
+    urdf, srdf, feet = QUADRUPEDS[robot]
+    model = load_robot(urdf, "bench-constraints")
+    robots, _ = robot_files(srdf, "bench-constraints")
+    standing = dyn.load_srdf(model, os.path.join(robots, srdf)).reference_configurations["standing"]
+    return problems.quadruped.make("trot", cycles=1, mu=mu, model=model, feet=feet, standing=standing)
 
 
 def hyq_trot(mu: float | None) -> Problem:
     """The README's HyQ trot, one cycle, with the friction pyramid of ``mu`` (None: none)."""
-    model = load_robot("hyq_description/robots/hyq_no_sensors.urdf", "bench-constraints")
-    robots, _ = robot_files("hyq_description/srdf/hyq.srdf", "bench-constraints")
-    standing = dyn.load_srdf(model, os.path.join(robots, "hyq_description/srdf/hyq.srdf")) \
-        .reference_configurations["standing"]
-    return problems.quadruped.make("trot", cycles=1, mu=mu, model=model,
-                                   feet=("lf_foot", "rf_foot", "lh_foot", "rh_foot"), standing=standing)
+    return trot("HyQ", mu)
 
 
 def run(quick: bool) -> list[list]:
@@ -100,7 +119,73 @@ def summary(rows: list[list]) -> list[list]:
     return out
 
 
+SOLO_MASS = 2.5000027900000004
+"""Solo-12's mass (kg), on which the former penalty was tuned."""
+
+
+def in_newtons(p: Problem) -> Problem:
+    """``p`` with its contact-force rows in newtons (unscaled): the legged tasks as stated before."""
+    rows = [ResidualConstraint(c.residual, upper=0.0) for c in p.stage_constraints]
+    return Problem(p.model, p.x0, p.N, p.dt, p.running_cost, p.terminal_cost, contacts=p.contacts,
+                   path_constraints=rows, name=p.name, solver_options=p.solver_options)
+
+
+def legged_tasks() -> list[tuple[str, Problem, float]]:
+    """(label, the task as shipped, the first penalty it shipped before in newtons)."""
+    out = [(f"Solo-12 {s}", problems.quadruped.make(s), 1.0) for s in ("trot", "walk", "jump")]
+    for robot in QUADRUPEDS:
+        p = trot(robot, 0.7)
+        out.append((f"{robot} trot (1 cycle)", p, (SOLO_MASS / p.model.inertia[:, 0].sum()) ** 2))
+    out.append(("Talos walk", problems.get("biped"), 0.1))
+    out.append(("Talos step", problems.get("biped", steps=1, step_knots=10, support_knots=2), 0.1))
+    return out
+
+
+def units_rows() -> list[list]:
+    """Per legged task, solver and statement of the rows: status, iterations, CPU s, cost against
+    IPOPT's on the shipped task, the largest violation in newtons."""
+    rows = []
+    for label, p, former in legged_tasks():
+        newtons = in_newtons(p)
+        variants = [("weight, default ρ", p, {}), (f"newtons, former ρ = {former:.3g}", newtons, {"rho_init": former}),
+                    ("newtons, default ρ", newtons, {})]
+        best = None
+        for solver in ("ipopt", "ddp", "ilqr"):
+            for name, q, options in variants[::2] if solver == "ipopt" else variants:
+                t = time.process_time()
+                r = optdyn.solve(q, solver, **({} if solver == "ipopt" else options))
+                seconds = time.process_time() - t
+                best = r.cost if best is None else best
+                rows.append([label, solver, name, r.status, r.iterations, f"{seconds:.2f}",
+                             f"{(r.cost - best) / abs(best):+.1e}", f"{newtons.violation(r.xs, r.us):.1e}"])
+                print(*rows[-1], flush=True)
+    return rows
+
+
+def units() -> None:
+    rows = units_rows()
+    body = "\n\n".join([
+        "## Contact-force rows in units of the robot's weight",
+        f"Machine: {machine()}; CPU time of one thread (`optdyn.set_num_threads(1)`), other jobs sharing the "
+        "cores; one run each (iterations are deterministic).",
+        "The legged tasks state their friction pyramids (quadrupeds) and wrench cones (Talos, the moment rows "
+        "as the weight at the sole's edge) in units of the robot's weight m‖g‖, so that the augmented "
+        "Lagrangian's penalty ρ weighs a violation by its share of the weight. Against the same rows in "
+        "newtons with the first penalty the tasks shipped before (Solo-12's ρ = 1, another quadruped's "
+        "(m₀/m)², Talos' 0.1) and with the default ρ = 1. Cost relative to IPOPT's on the shipped task; "
+        "violation: the largest, in newtons (the tolerance, 1e-6 in the rows' unit, is 1e-6 m‖g‖ N in weight "
+        "units: 2.5e-5 N on Solo-12, 8.9e-4 N on Talos).",
+        table(["task", "solver", "rows, first penalty", "status", "iterations", "CPU s", "cost vs IPOPT",
+               "violation (N)"], rows),
+        "Produced by `benchmarks/bench_constraints.py --units`.",
+    ])
+    write_section("constraint units", body)
+
+
 def main() -> None:
+    if "--units" in sys.argv[1:]:
+        optdyn.set_num_threads(1)
+        return units()
     quick = "--quick" in sys.argv[1:]
     rows = run(quick)
     body = "\n\n".join([

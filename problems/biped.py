@@ -59,7 +59,7 @@ from optdyn.costs import ControlCost, FramePlacementCost, StateCost, WrenchConeR
 from optdyn.ocp.problem import Problem
 
 from .gaits import BIPED_WEIGHTS, SOLES, TALOS_SCALE, biped_gait, positive, scaled_weights, swing_references
-from .legged import Stance, solver_options, stance, state_weights
+from .legged import Stance, stance, state_weights
 from .robot_data import load_robot, robot_files
 
 URDF = "talos_data/robots/talos_reduced.urdf"
@@ -69,16 +69,12 @@ SCENARIOS = ("walk", "stand")
 held past its end by a controller: balance, e.g. against a push)."""
 SRDF = "talos_data/srdf/talos.srdf"
 
-SOLVER_OPTIONS = {"ddp": {"rho_init": 0.1}, "ilqr": {"rho_init": 0.1}, "ipopt": {"mu_strategy": "adaptive"}}
-"""Over the defaults of a problem with contacts (the feasibility-driven solvers), where the
-defaults cannot serve the task (measured 2026-11-28): the augmented Lagrangian's first penalty
-ρ = 0.1 for DDP and iLQR — on one step (``steps=1, step_knots=10, support_knots=2``) the
-default ρ = 1 converges in neither (DDP: not in 500 iterations; iLQR: at 53.5 after 400, the
-optimum 9.488), ρ = 0.1 in 60 and 58; on the walk the default converges, in 121 and 160
-iterations against 48 and 61. IPOPT's adaptive barrier: its monotone default stops short of the
-optimum with the active wrench cones pushed inside. Another robot's ρ is scaled by (m₀/m)²
-(:func:`problems.legged.solver_options`): the penalty weighs squared forces, which grow with
-the robot's weight."""
+SOLVER_OPTIONS = {"ipopt": {"mu_strategy": "adaptive"}}
+"""Over the defaults of a problem with contacts, where the defaults cannot serve the task:
+IPOPT's adaptive barrier — its monotone default stops short of the optimum with the active
+wrench cones pushed inside. DDP and iLQR take their defaults: the wrench cones' rows are
+stated in units of the robot's weight (:mod:`problems.legged`; the moment rows as the weight
+at the sole's edge, :meth:`optdyn.costs.WrenchConeResidual.units`)."""
 
 
 def talos_legs() -> tuple[Model, np.ndarray, tuple[float, float]]:
@@ -137,13 +133,13 @@ def make(scenario: str = "walk", steps: int = 2, step_length: float = 0.2, step_
     terminal = StateCost(w["terminal"] * weights, refs, model=model)  # node N's; a window's at its end
     contacts = [[Contact(s, kind="6d", reference="local") for s in robot.feet if s not in swing] for swing in swings]
     cones = [] if mu is None else [
-        ResidualConstraint(WrenchConeResidual(model, contacts, s, mu=mu, half_lengths=half_lengths), upper=0.0)
-        for s in robot.feet]
+        ResidualConstraint(r, upper=0.0, scale=r.units(robot.weight))  # in units of the weight (problems.legged)
+        for r in (WrenchConeResidual(model, contacts, s, mu=mu, half_lengths=half_lengths) for s in robot.feet)]
     params = {"scenario": scenario, "steps": steps, "step_length": step_length, "step_height": step_height,
               "step_knots": step_knots, "support_knots": support_knots, "dt": dt, "mu": mu}
     return Problem(model, x0, N, dt, running, terminal, substeps=1, integrator="rk4", contacts=contacts,
                    path_constraints=cones, name=name, params=params,
-                   solver_options=solver_options(SOLVER_OPTIONS, robot.scale, TALOS_SCALE))
+                   solver_options=SOLVER_OPTIONS)
 
 
 def _robot(model: Model | None, soles: Sequence[str] | None, standing, sole_half_lengths,

@@ -1,7 +1,12 @@
 """What the legged tasks (:mod:`problems.quadruped`, :mod:`problems.biped`) take from a robot:
 its stance — the standing configuration, the frames it stands on, its mass and the height of
-its base above them — checked, with every error naming the argument; the state weights built
-from it, and the solver options carried from the robot they were tuned on to another."""
+its base above them — checked, with every error naming the argument; and the state weights built from it.
+
+The tasks state their contact-force constraint rows in units of the robot's weight m‖g‖
+(:attr:`Stance.weight`; ``ResidualConstraint(..., scale=)``): the same friction pyramid or
+wrench cone, but the augmented Lagrangian's penalty ρ‖c‖² then weighs a violation by its share
+of the weight, not in newtons, so that one default ρ serves a 2.5 kg quadruped and a 90 kg
+biped, and no task carries a penalty of its own."""
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -30,6 +35,12 @@ class Stance:
     def scale(self) -> tuple[float, float]:
         """(mass, height): what :func:`problems.gaits.scaled_weights` scales weights by."""
         return self.mass, self.height
+
+    @property
+    def weight(self) -> float:
+        """m‖g‖ (N): the unit the tasks state their contact-force constraint rows in (module
+        docstring)."""
+        return self.mass * float(np.linalg.norm(self.model.gravity))
 
 
 def stance(model: Model, feet: Sequence[str], standing, count: int, what: str = "feet") -> Stance:
@@ -78,18 +89,3 @@ def state_weights(model: Model, weights: dict) -> np.ndarray:
     w = weights
     return np.r_[np.full(2, w["base_position"]), w["base_height"], np.full(3, w["base_orientation"]),
                  np.full(model.nv - 6, w["joints"]), np.full(model.nv, w["velocity"])]
-
-
-def solver_options(options: dict, scale: tuple[float, float], reference: tuple[float, float]) -> dict:
-    """``options`` ({solver: options}) tuned on a robot of ``reference`` (mass m₀ in kg, base
-    height in m) for a robot of ``scale`` (m, ...): DDP's and iLQR's first penalty ρ of the
-    augmented Lagrangian (default 1), a cost per squared force of the contact rows, times
-    (m₀/m)² — the forces scale with the robot's weight (HyQ, 87 kg, on a trot of 15 intervals:
-    DDP and iLQR converge in 78 iterations with it, and neither in 500 with Solo-12's ρ).
-    The reference robot itself gets ``options`` with ρ stated."""
-    factor = (reference[0] / scale[0]) ** 2
-    out = dict(options)
-    for solver in ("ddp", "ilqr"):
-        own = options.get(solver, {})
-        out[solver] = {**own, "rho_init": own.get("rho_init", 1.0) * factor}
-    return out

@@ -85,7 +85,7 @@ from optdyn.costs import (ControlCost, FramePositionCost, FrictionConeResidual, 
 from optdyn.ocp.problem import Problem
 
 from .gaits import FEET, SOLO_SCALE, WEIGHTS, gait, positive, scaled_weights, swing_references
-from .legged import Stance, solver_options, stance, state_weights
+from .legged import Stance, stance, state_weights
 from .robot_data import load_robot, robot_files
 
 URDF = "solo_description/robots/solo12.urdf"
@@ -93,11 +93,6 @@ SRDF = "solo_description/srdf/solo.srdf"
 
 CONES = ("constraint", "cost")
 """How the friction pyramid enters the problem (:func:`make`)."""
-
-SOLVER_OPTIONS: dict = {}
-"""Over the defaults of a problem with contacts (the feasibility-driven solvers), for Solo-12:
-none. A problem states the augmented Lagrangian's first penalty ρ: 1 (the default) for
-Solo-12, scaled by (m₀/m)² for another robot (:func:`problems.legged.solver_options`)."""
 
 
 def solo12() -> Model:
@@ -144,14 +139,14 @@ def make(scenario: str = "trot", cycles: int = 2, step_length: float = 0.15, ste
     terminal = StateCost(w["terminal"] * weights, refs, model=model)  # node N's; a window's at its end
     contacts = [[Contact(f) for f in robot.feet if f not in swing] for swing in swings]
     pyramids = [] if mu is None else [FrictionConeResidual(model, contacts, f, mu=mu) for f in robot.feet]
-    cones = [ResidualConstraint(r, upper=0.0) for r in pyramids] if cone == "constraint" else []
+    cones = [ResidualConstraint(r, upper=0.0, scale=robot.weight)  # in units of the weight (problems.legged)
+             for r in pyramids] if cone == "constraint" else []
     for r in pyramids if cone == "cost" else ():
         running = running + ResidualCost(r, RelaxedLogBarrier(-np.inf, 0.0, w["cone_width"], size=r.size), w["cone"])
     params = {"scenario": scenario, "cycles": cycles, "step_length": step_length, "step_height": step_height,
               "step_knots": step_knots, "support_knots": support_knots, "dt": dt, "mu": mu, "cone": cone}
     return Problem(model, x0, N, dt, running, terminal, substeps=1, integrator="rk4", contacts=contacts,
-                   path_constraints=cones, name=name, params=params,
-                   solver_options=solver_options(SOLVER_OPTIONS, robot.scale, SOLO_SCALE))
+                   path_constraints=cones, name=name, params=params)
 
 
 def _robot(model: Model | None, feet: Sequence[str] | None, standing) -> Stance:

@@ -184,6 +184,26 @@ def test_the_wrench_cone_holds_the_wrenches_of_corner_forces_in_their_pyramids()
     assert np.allclose(w, [0, 0, 4, 0, 0, 4 * m * (X + Y)]) and abs(np.max(A @ w)) < 1e-12
 
 
+def test_the_wrench_cones_rows_in_units_of_a_weight_are_its_shares():
+    """Divided by units(W), the rows of a sole carrying the weight W with its centre of
+    pressure at (a X, b Y), a tangential force (t_x, t_y) W and no yaw torque are shares of it:
+    friction ±t − μ̄, centre of pressure ±b − 1 and ±a − 1 (its distance to each edge as a
+    fraction of the half-length), the yaw rows' moments over X + Y, the unilateral −1."""
+    r = WrenchConeResidual(MODEL, SEQUENCE, "foot2", mu=0.6, half_lengths=(0.1, 0.04))
+    (X, Y), m, W = r.half_lengths, 0.6 * np.cos(np.pi / 4), 37.5
+    a, b, tx, ty = 0.3, -0.8, 0.1, -0.2
+    w = W * np.array([tx, ty, 1.0, b * Y, -a * X, 0.0])  # τ = p × f for f_z at p = (a X, b Y): (b Y, −a X) f_z
+    rows = (r.A @ w) / r.units(W)
+    np.testing.assert_allclose(rows[[0, 1, 4, 5]], [tx - m, ty - m, -tx - m, -ty - m], rtol=1e-14)
+    np.testing.assert_allclose(rows[[2, 3, 6, 7]], [b - 1, -a - 1, -b - 1, a - 1], rtol=1e-14)
+    yaw = [(sx * (Y * tx - m * b * Y) + sy * (X * ty + m * a * X) - m * (X + Y)) / (X + Y)
+           for sx in (1, -1) for sy in (1, -1)]  # the rows τ_min ≤ τ_z
+    np.testing.assert_allclose(rows[8:16:2], yaw, rtol=1e-13)
+    assert rows[16] == -1.0 and np.array_equal(r.units(2.0), 2.0 * r.units(1.0))
+    with pytest.raises(ValueError, match=r"^force: "):
+        r.units(0.0)
+
+
 def test_bad_input_is_refused_naming_the_argument():
     with pytest.raises(ValueError, match=r"^mu: expected a finite friction coefficient > 0, got 0"):
         FrictionConeResidual(MODEL, SEQUENCE, "foot0", mu=0)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 from agreement import assert_same_optimum
+from legged_rows import in_newtons
 from momentum import world_momentum
 
 import dynamics as dyn
@@ -136,15 +137,17 @@ def test_the_plan_replayed_with_ten_times_finer_steps_stays_near_it(trot):
     assert err[:, nv:].max() < 0.02 * np.abs(r.xs[:, prob.model.nq:]).max()
 
 
-def test_ddp_through_stance_needs_the_control_regularisation(trot):
+def test_ddp_through_stance_needs_the_control_regularisation():
     """Tassa's μBᵀB regularises nothing on the torques that only change contact forces: with
     it alone the feasibility-driven DDP has not converged, and is 14 % above the optimum, after
-    the iterations in which it converges with μ(BᵀB + I) (fixture)."""
-    prob, res = trot
+    the iterations in which it converges with μ(BᵀB + I) — on the trot with its pyramids' rows in
+    newtons; in units of the weight (the task's) both converge."""
+    prob = in_newtons(make("trot", cycles=1))
     state_only = dataclass(type("StateOnlyFDDP", (FDDP,), {"controls_regularized": False}))
-    assert res["ddp"].solver == "fddp"
-    crawl = optdyn.solve(prob, solver=state_only(max_iter=res["ddp"].iterations))
-    assert not crawl.converged and crawl.cost > 1.1 * res["ddp"].cost  # measured: 12.47 against 10.95
+    ddp = optdyn.solve(prob, "ddp")
+    assert ddp.converged and ddp.solver == "fddp"
+    crawl = optdyn.solve(prob, solver=state_only(max_iter=ddp.iterations))
+    assert not crawl.converged and crawl.cost > 1.1 * ddp.cost  # measured: 12.47 against 10.95
 
 
 def test_the_jump_flies_on_a_parabola_with_constant_angular_momentum():
@@ -174,7 +177,7 @@ def test_a_problem_with_contacts_starts_by_multiple_shooting_unless_told_otherwi
     """DDP and iLQR by name solve a problem with contacts in their feasibility-driven forms,
     from its states; an instance is taken as it is."""
     prob = make("jump")
-    assert prob.solver_options == {"ddp": {"rho_init": 1.0}, "ilqr": {"rho_init": 1.0}}  # Solo's rho, stated
+    assert prob.solver_options == {}  # the defaults serve it: the pyramids are in units of the weight
     assert [optdyn.solve(prob, s, max_iter=0).solver for s in ("ddp", "ilqr")] == ["fddp", "filqr"]
     plain = optdyn.solve(prob, ILQR(max_iter=0))
     assert plain.solver == "ilqr" and plain.extra["initial_guess"] in ("problem", "rest")
@@ -206,9 +209,10 @@ def test_the_trot_under_mpc_keeps_trotting_through_a_push():
 def _knot_margins(xs: np.ndarray, us: np.ndarray) -> np.ndarray:
     """The least margin (N, ≥ 0 inside) of the stance feet's forces in the friction pyramid of
     the constrained trot at each knot (xs (K + 1, nx), us (K, nu)): its last interval held past
-    the end, as the plant holds it."""
+    the end, as the plant holds it (the task's rows, in units of the weight, times their unit)."""
     task = make("trot").window(0, len(us))
-    g = task.stage_constraint_values(xs[:-1], us)
+    units = np.concatenate([c.scale[c.rows] for c in task.stage_constraints])
+    g = task.stage_constraint_values(xs[:-1], us) * units
     stance = np.concatenate([np.repeat(c.residual.defined_at()[:, None], c.size, 1) for c in task.stage_constraints], 1)
     return np.where(stance, g, np.inf).min(axis=1)
 
@@ -277,9 +281,9 @@ def test_other_robots_trot_from_their_srdf_posture_and_the_solvers_agree(name):
 
 
 def test_the_weights_are_solos_scaled_by_the_robots_mass_and_height():
-    """Solo-12 by default gets its weights and ρ exactly; a robot 8 times heavier and twice as
-    tall weighs lengths 4 times less, torques 256 times less, widens the barrier 8 times and
-    starts its augmented Lagrangian at ρ/64 (HyQ: its own mass and height)."""
+    """Solo-12 by default gets its weights exactly; a robot 8 times heavier and twice as tall
+    weighs lengths 4 times less, torques 256 times less and widens the barrier 8 times (HyQ: its
+    own mass and height); every robot's friction pyramids are stated in units of its weight."""
     solo = make("trot", cycles=1)
     assert scaled_weights(WEIGHTS, SOLO_SCALE, SOLO_SCALE) == WEIGHTS
     m, h = SOLO_SCALE
@@ -291,12 +295,15 @@ def test_the_weights_are_solos_scaled_by_the_robots_mass_and_height():
     mass = model.inertia[:, 0].sum()
     height = standing[2] - np.mean([dyn.frame_placement(model, standing, f)[1][2] for f in feet])
     assert (mass, height) == pytest.approx((86.774, 0.5775), abs=1e-3)
-    assert hyq.solver_options["ddp"]["rho_init"] == pytest.approx((SOLO_SCALE[0] / mass) ** 2, rel=1e-14)
+    weight = mass * 9.81
+    cones = hyq.stage_constraints  # the pyramids depend on the control
+    assert len(cones) == 4 and hyq.solver_options == {}
+    assert all(np.allclose(c.scale, weight, rtol=1e-14) and np.all(c.signs == -1.0 / c.scale[c.rows]) for c in cones)
     u = np.random.default_rng(0).normal(size=(hyq.N, hyq.nu))
     xs = np.tile(hyq.x0, (hyq.N + 1, 1))
     control = 0.5 * hyq.dt * WEIGHTS["control"] * (m * h / (mass * height)) ** 2 * np.sum(u ** 2)
     assert hyq.cost(xs, u) - hyq.cost(xs, np.zeros_like(u)) == pytest.approx(control, rel=1e-12)
-    assert solo.solver_options["ilqr"]["rho_init"] == 1.0
+    assert np.allclose(solo.stage_constraints[0].scale, SOLO_SCALE[0] * 9.81, rtol=1e-14)
 
 
 def test_solo_given_explicitly_is_the_default_problem():

@@ -286,12 +286,15 @@ def test_ddp_ilqr_and_ipopt_agree_on_a_pose_task():
 from dataclasses import replace  # noqa: E402
 
 from optdyn.constraints import JointLimits, ResidualConstraint, ResidualEquality  # noqa: E402
+from optdyn.ocp import residual_records  # noqa: E402
 
 
 @pytest.mark.parametrize("model", [UR5, FLOAT], ids=["ur5", "floating"])
 def test_residual_constraint_rows_match_differences(model):
     cons = [ResidualConstraint(res.FramePlacementResidual(model, "tool0", _pose(model, 70)), -0.1, [0.2] * 6),
-            ResidualEquality(res.FrameVelocityResidual(model, "tool0", reference="world")),
+            ResidualConstraint(res.FramePlacementResidual(model, "tool0", _pose(model, 70)), -0.1, [0.2] * 6,
+                               scale=[1.0, 2.0, 0.5, 3.0, 1.0, 0.25]),
+            ResidualEquality(res.FrameVelocityResidual(model, "tool0", reference="world"), scale=9.81),
             JointLimits(model, margin=0.01)]
     x, ndx = _state(model, 71), 2 * model.nv
     for c in cons:
@@ -300,6 +303,26 @@ def test_residual_constraint_rows_match_differences(model):
         assert np.allclose(v, f(np.zeros(ndx)), atol=1e-14)
         assert v.shape == (c.size,) and rel_error(cx, central(f, np.zeros(ndx))) < 1e-7
         assert rel_error(cxx, second_differences(f, ndx)) < 1e-6
+
+
+def test_a_scaled_constraint_states_the_same_rows_in_its_unit():
+    """ResidualConstraint(..., scale=s) has the rows (r − lower)/s and (upper − r)/s of the
+    unscaled one, with their derivatives and contracted Hessians divided by s entry by entry;
+    a saved problem keeps the scale."""
+    r = res.FramePlacementResidual(UR5, "tool0", _pose(UR5, 70))
+    s = np.array([1.0, 2.0, 0.5, 3.0, 1.0, 0.25])
+    plain, scaled = ResidualConstraint(r, -0.1, [0.2] * 6), ResidualConstraint(r, -0.1, [0.2] * 6, scale=s)
+    xs = np.array([_state(UR5, 72 + k) for k in range(3)])
+    per_row = np.r_[s, s]  # the lower bounds' rows, then the upper bounds'
+    for a, b in zip(plain.evaluate(xs), scaled.evaluate(xs)):
+        np.testing.assert_allclose(b, a / per_row.reshape((1, -1) + (1,) * (a.ndim - 2)), rtol=1e-14, atol=1e-15)
+    w = np.random.default_rng(3).normal(size=(3, plain.size))
+    us = np.zeros((3, 0))
+    np.testing.assert_allclose(scaled.contracted_knots(xs, us)[2](w), plain.contracted_knots(xs, us)[2](w / per_row),
+                               rtol=1e-13, atol=1e-14)
+    again = residual_records.make_constraint(UR5, residual_records.constraint_record(scaled))
+    np.testing.assert_array_equal(again.value(xs), scaled.value(xs))
+    assert "scale" not in residual_records.constraint_record(plain)  # the first format where unscaled
 
 
 def test_joint_limits_rows_are_the_models_limits():
@@ -409,6 +432,9 @@ BAD = [
     (lambda: FramePlacementCost(UR5, "tool0", np.diag([1.0, 1.0, -1.0, 1.0]), 1.0), "target"),
     (lambda: FrameOrientationCost(UR5, "tool0", np.ones((3, 3)), 1.0), "rotation"),
     (lambda: ResidualConstraint(object(), 0.0), "residual"),
+    (lambda: ResidualConstraint(res.CoMPositionResidual(UR5), 0.0, scale=0.0), "scale"),
+    (lambda: ResidualEquality(res.CoMPositionResidual(UR5), scale=[1.0, np.nan, 1.0]), "scale"),
+    (lambda: ResidualConstraint(res.CoMPositionResidual(UR5), 0.0, scale=[1.0, 2.0]), "scale"),
     (lambda: JointLimits(UR5, margin=-0.1), "margin"),
     (lambda: _height(shapes=[1, 2]).evaluate(np.zeros((2, 12)), np.zeros((2, 0))), "value"),
 ]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from legged_rows import in_newtons
 
 import optdyn
 import problems
@@ -122,7 +123,7 @@ RECORDED = json.loads((Path(__file__).parent / "data" / "iterates_0885a2d.json")
 expected decrease)."""
 TASKS = {"pendulum-unbounded": lambda: pendulum.make_pendulum(terminal="cost", u_max=np.inf),
          "ur5-reach": lambda: problems.get("ur5-reach"), "space-manipulator": lambda: problems.get("space-manipulator"),
-         "quadruped-jump": lambda: problems.get("quadruped", scenario="jump"),
+         "quadruped-jump": lambda: in_newtons(problems.get("quadruped", scenario="jump")),  # as recorded
          "arm-obstacle-bent": lambda: problems.get("arm-obstacle", scenario="bent")}
 NOW = {"space-manipulator ilqr": "filqr"}
 """The type that runs now what a recorded run's shipped options selected then (the space

@@ -356,11 +356,27 @@ def summed_hessian(hessians: Sequence[Callable[[np.ndarray], np.ndarray]], weigh
     return out
 
 
-class _ResidualRows(Constraint):
-    """Constraint rows s_i r_i(x, u) + o_i of a residual's entries ``rows`` (signs s, offsets o)."""
+def as_scale(scale, n: int) -> np.ndarray:
+    """``scale`` (a number or (n,) numbers, each finite and > 0) as (n,); ValueError otherwise."""
+    try:
+        a = np.array(scale, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"scale: expected a number > 0 or {n} of them, got {scale!r}") from None
+    a = np.full(n, float(a)) if a.ndim == 0 else a
+    if a.shape != (n,) or not np.all(np.isfinite(a) & (a > 0)):
+        raise ValueError(f"scale: expected a finite number > 0 or {n} of them (one per residual entry), got {scale!r}")
+    return a
 
-    def __init__(self, residual: Residual, rows: np.ndarray, signs: np.ndarray, offsets: np.ndarray) -> None:
-        self.residual, self.rows, self.signs, self.offsets = residual, rows, signs, offsets
+
+class _ResidualRows(Constraint):
+    """Constraint rows s_i r_i(x, u) + o_i of a residual's entries ``rows`` (signs s, offsets o),
+    divided by the entries' ``scale`` (n,): the unit each row is stated in (default 1)."""
+
+    def __init__(self, residual: Residual, rows: np.ndarray, signs: np.ndarray, offsets: np.ndarray,
+                 scale=1.0) -> None:
+        self.scale = as_scale(scale, residual.size)
+        self.residual, self.rows = residual, rows
+        self.signs, self.offsets = signs / self.scale[rows], offsets / self.scale[rows]
         self.size, self.ndx, self.nu = rows.size, residual.ndx, residual.nu
         self.depends_on_u = residual.depends_on_u
 
@@ -401,16 +417,23 @@ class ResidualConstraint(_ResidualRows):
     constraint it holds at nodes 1..N, or, if r depends on the control, on (x_k, u_k) at the
     knots 0..N−1; in every solver (IPOPT natively, DDP/iLQR by the augmented Lagrangian).
     Bounds numbers or (size,), ±inf for none, lower ≤ upper (for lower = upper, use
-    :class:`ResidualEquality`)."""
+    :class:`ResidualEquality`).
 
-    def __init__(self, residual: Residual, lower=None, upper=None) -> None:
+    ``scale`` (a number > 0, or one per residual entry): the unit the rows are stated in, the
+    rows being (r_i − lower_i)/scale_i and (upper_i − r_i)/scale_i — the same feasible set, but
+    the solvers' penalty, multipliers and violation tolerance see numbers of order one where
+    the residual's own are not, e.g. contact forces in units of the robot's weight m g: then
+    the augmented Lagrangian's default penalty serves a 2.5 kg quadruped and a 90 kg biped
+    alike."""
+
+    def __init__(self, residual: Residual, lower=None, upper=None, *, scale=1.0) -> None:
         _check_residual(residual)
         self.lower, self.upper = as_bounds(lower, upper, residual.size)
         lo, hi = np.flatnonzero(np.isfinite(self.lower)), np.flatnonzero(np.isfinite(self.upper))
         if lo.size + hi.size == 0:
             raise ValueError("lower: expected at least one finite bound")
         super().__init__(residual, np.concatenate([lo, hi]), np.concatenate([np.ones(lo.size), -np.ones(hi.size)]),
-                         np.concatenate([-self.lower[lo], self.upper[hi]]))
+                         np.concatenate([-self.lower[lo], self.upper[hi]]), scale)
 
 
 class ResidualEquality(_ResidualRows):
@@ -420,17 +443,18 @@ class ResidualEquality(_ResidualRows):
     frame velocity held at a target along the path, a control fixed to a reference).
 
     ``rows``: the residual's entries to hold at zero (default all), e.g. [2] for the vertical
-    velocity of a world-aligned :class:`~optdyn.ocp.residuals.FrameVelocityResidual`."""
+    velocity of a world-aligned :class:`~optdyn.ocp.residuals.FrameVelocityResidual`.
+    ``scale``: the unit the rows are stated in, h_i = r_i/scale_i (as :class:`ResidualConstraint`)."""
 
     equality = True
 
-    def __init__(self, residual: Residual, rows=None) -> None:
+    def __init__(self, residual: Residual, rows=None, *, scale=1.0) -> None:
         _check_residual(residual)
         idx = np.arange(residual.size) if rows is None else np.array(rows).ravel()
         if (idx.size == 0 or idx.dtype.kind not in "iu" or len(set(idx.tolist())) != idx.size
                 or np.any((idx < 0) | (idx >= residual.size))):
             raise ValueError(f"rows: expected distinct entries of the residual in [0, {residual.size}), got {rows!r}")
-        super().__init__(residual, idx.astype(np.int64), np.ones(idx.size), np.zeros(idx.size))
+        super().__init__(residual, idx.astype(np.int64), np.ones(idx.size), np.zeros(idx.size), scale)
 
 
 class JointLimits(ResidualConstraint):

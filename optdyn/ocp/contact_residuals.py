@@ -73,6 +73,7 @@ from dynamics.model import Model
 
 from .contact_phases import (PhasedDynamics, at_rows, check_contact_sequence, knot_force_hessians, knot_forces_batch,
                              phased_dynamics)
+from .activations import positive
 from .integrators import METHODS, robot_ode
 from .problem import NO_FORCES, actuated_dofs
 from .pooled import Pooled
@@ -481,6 +482,17 @@ class WrenchConeResidual(_ContactForceFunction):
             raise ValueError(f"frame: {frame!r} is a point contact (3d); the wrench cone needs a frame "
                              f"contact (kind='6d')")
         self.mu, self.half_lengths = float(mu), tuple(float(h) for h in half_lengths)
+
+    def units(self, force: float) -> np.ndarray:
+        """(17,) a unit for each row of :func:`wrench_cone` from a unit of force (N): ``force``
+        on the friction and unilateral rows, ``force`` · Y and ``force`` · X on the centre of
+        pressure's (the moment of that force at the sole's edge), ``force`` · (X + Y) on the yaw
+        torque's — e.g. ``ResidualConstraint(r, upper=0, scale=r.units(m g))`` states every row
+        as a share of the robot's weight, forces and moments alike."""
+        X, Y = self.half_lengths
+        lengths = np.ones(self.size)
+        lengths[[2, 6]], lengths[[3, 7]], lengths[8:16] = Y, X, X + Y
+        return positive(force, "force") * lengths
 
     def _outer(self, F, knots):
         return F @ self.A.T, self.A

@@ -114,11 +114,13 @@ def constraint_record(c) -> dict | None:
     residual = _record(_RESIDUALS, c.residual)
     if residual is None:
         return None
+    scale = {} if np.all(c.scale == 1.0) else {"scale": c.scale.tolist()}  # unscaled: the first format
     if isinstance(c, ResidualEquality):
         every = np.array_equal(c.rows, np.arange(c.residual.size))  # every row in order: the first format
         rows = {} if every else {"rows": c.rows.tolist()}
-        return {"type": "ResidualEquality", "residual": residual, **rows}
-    return {"type": "ResidualConstraint", "residual": residual, "lower": c.lower.tolist(), "upper": c.upper.tolist()}
+        return {"type": "ResidualEquality", "residual": residual, **rows, **scale}
+    return {"type": "ResidualConstraint", "residual": residual, "lower": c.lower.tolist(), "upper": c.upper.tolist(),
+            **scale}
 
 
 def make_cost(model: Model, d: dict) -> ResidualCost:
@@ -132,5 +134,5 @@ def make_constraint(model: Model, d: dict):
         return JointLimits(model, d["position"], d["velocity"], d["margin"])
     residual = _make(_RESIDUALS, d["residual"], model)
     if d["type"] == "ResidualEquality":
-        return ResidualEquality(residual, d.get("rows"))
-    return ResidualConstraint(residual, d["lower"], d["upper"])
+        return ResidualEquality(residual, d.get("rows"), scale=d.get("scale", 1.0))
+    return ResidualConstraint(residual, d["lower"], d["upper"], scale=d.get("scale", 1.0))
