@@ -333,3 +333,46 @@ BAD = [
 def test_bad_input_raises_a_value_error_naming_the_argument(make, name):
     with pytest.raises(ValueError, match=f"^{name}"):
         make()
+
+
+def test_the_gauss_newton_model_of_the_augmented_lagrangian_leaves_out_the_rows_curvature():
+    """The penalty's Hessian in the exact model (DDP's) is Σ_i ψ''_i c_z,i c_z,iᵀ + ψ'_i c_zz,i,
+    in iLQR's (``gauss_newton``) the first sum alone, as its costs' are their Gauss–Newton parts:
+    checked against the rows' own derivatives for the clearance rows of arm-obstacle (nodes),
+    a nonlinear stage constraint (knots) and the terminal equality, at active multipliers."""
+    from optdyn.solvers.augmented_lagrangian import ALObjective
+    from optdyn.solvers.ddp import Objective
+    task = problems.get("arm-obstacle")
+    stage = ResidualConstraint(_power(UR5, 6), [-1.0, -np.inf, -2.0], [3.0, 0.5, np.inf])
+    p = Problem(UR5, task.x0, task.N, task.dt, task.running_cost, task.terminal_cost,
+                path_constraints=[*task.path_constraints, stage], terminal_constraints=task.terminal_constraints)
+    rng = np.random.default_rng(5)
+    us = task.us_init + rng.normal(scale=0.5, size=(p.N, p.nu))
+    xs = p.x0 + rng.normal(scale=0.3, size=(p.N + 1, p.nx))  # states about x0
+    lam, lam_g, mu, rho = rng.uniform(0, 5, (p.N, p.nc)), rng.uniform(0, 5, (p.N, p.ng)), rng.normal(size=p.nh), 10.0
+
+    def weights(c, lam):  # ψ', ψ'' of inequality rows c ≥ 0
+        t = np.maximum(0.0, lam - rho * c)
+        return -t, rho * (t > 0)
+
+    c, cx, cxx = p.path_constraint_terms(xs[1:-1])
+    g, gz, gzz = p.stage_constraint_terms(xs[:-1], us)
+    h, hx, hxx = p.terminal_constraint_terms(xs[-1])
+    cN, cNx, cNxx = (t[0] for t in p.path_constraint_terms(xs[-1:]))  # node N's rows
+    (c1, c2), (g1, g2), h1 = weights(c, lam[:-1]), weights(g, lam_g), mu + rho * h
+    assert c2.any() and g2.any() and np.any(c1) and np.any(g1)  # active rows of both kinds
+    n = p.ndx
+    for gauss_newton in (False, True):
+        own = np.array(not gauss_newton, dtype=float)
+        al = ALObjective(p, lam, mu, rho, lam_g, gauss_newton=gauss_newton)
+        base = Objective(p, gauss_newton)
+        zz = np.einsum("ki,kia,kib->kab", g2, gz, gz) + own * np.einsum("ki,kiab->kab", g1, gzz)
+        zz[1:, :n, :n] += np.einsum("ki,kia,kib->kab", c2, cx, cx) + own * np.einsum("ki,kiab->kab", c1, cxx)
+        got = [a - b for a, b in zip(al.running(xs[:-1], us)[3:], base.running(xs[:-1], us)[3:])]
+        for block, expected in zip(got, (zz[:, :n, :n], zz[:, n:, :n], zz[:, n:, n:])):
+            np.testing.assert_allclose(block, expected, rtol=1e-10, atol=1e-9)
+        terminal = al.terminal(xs[-1])[2] - base.terminal(xs[-1])[2]
+        n1, n2 = weights(cN, lam[-1])
+        expected = (rho * hx.T @ hx + own * np.einsum("i,iab->ab", h1, hxx) + np.einsum("i,ia,ib->ab", n2, cNx, cNx)
+                    + own * np.einsum("i,iab->ab", n1, cNxx))
+        np.testing.assert_allclose(terminal, expected, rtol=1e-10, atol=1e-9)

@@ -16,7 +16,10 @@ and, for an equality row c = 0 of the path or stage constraints, the same withou
 ψ = −λc + ½ρc², ψ' = −(λ − ρc), ψ'' = ρ (the Lagrangian J − λᵀc of both kinds of rows;
 D. P. Bertsekas, "Constrained Optimization and Lagrange Multiplier Methods", 1982, Sec. 3.1).
 The stage rows g depend on (x_k, u_k): their terms enter ℓ_x, ℓ_u and the three Hessian blocks
-with the Gauss–Newton part ψ'' g_z g_zᵀ and the second-order part ψ' g_zz.
+with the Gauss–Newton part ψ'' g_z g_zᵀ and the second-order part ψ' g_zz. iLQR's model (its
+objective's ``gauss_newton``) takes the Gauss–Newton part alone, of every row as of every
+residual cost: its curvature ψ' c_zz, which the exact model (DDP's) keeps, is left out (the stage
+rows' is not computed).
 It then updates the multipliers λ ← max(0, λ − ρc) (λ ← λ − ρc on equality rows),
 μ ← μ + ρh (ALTRO eq. 8–9) and, when the
 violation did not shrink by ``decrease`` (0.25), the penalty ρ ← φρ. As in ALTRO the early
@@ -47,14 +50,16 @@ def _phr(c, lam, rho, equality=False):
     return (t * t - lam * lam) / (2.0 * rho), -t, rho * ((t > 0.0) | equality)
 
 
-def _add_penalty(terms_x, c, cx, cxx, d1, d2, d0):
+def _add_penalty(terms_x, c, cx, cxx, d1, d2, d0, gauss_newton: bool):
     """Add Σ_i ψ_i to (l, lx, lxx) given ψ (d0), ψ' (d1), ψ'' (d2) per constraint row (at K
-    knots, or at one without the knot axis)."""
+    knots, or at one without the knot axis); with ``gauss_newton`` the Hessian's Gauss–Newton
+    part alone (module docstring)."""
     l, lx, lxx = terms_x
     l += np.sum(d0, axis=-1)
     lx += np.einsum("...i,...ia->...a", d1, cx)
     m, n = cx.shape[-2:]
-    penalty_hessian(d1.reshape(-1, m), d2.reshape(-1, m), cx.reshape(-1, m, n), cxx.reshape(-1, m, n, n),
+    curvature = np.zeros_like(d1) if gauss_newton else d1  # the weights of the rows' c_xx
+    penalty_hessian(curvature.reshape(-1, m), d2.reshape(-1, m), cx.reshape(-1, m, n), cxx.reshape(-1, m, n, n),
                     lxx.reshape(-1, n, n))
 
 
@@ -76,8 +81,8 @@ def penalty_hessian(d1, d2, cx, cxx, lxx):
 def _add_stage_penalty(problem: Problem, terms, gz, psi, Hw) -> None:
     """Add the stage rows' Σ_i ψ_i (``psi`` = (ψ, ψ', ψ'')) to the running terms
     (l, lx, lu, lxx, lux, luu), from their gradients g_z in z = (δx, u) and their Hessians
-    contracted with ψ', Hw = Σ_i ψ'_i g_zz,i (:meth:`optdyn.Problem.stage_constraint_contracted`):
-    the Hessian is Σ_i ψ''_i g_z,i g_z,iᵀ + Hw."""
+    contracted with ψ', Hw = Σ_i ψ'_i g_zz,i (:meth:`optdyn.Problem.stage_constraint_contracted`;
+    0 for the Gauss–Newton part alone): the Hessian is Σ_i ψ''_i g_z,i g_z,iᵀ + Hw."""
     l = terms[0]
     l += np.sum(psi[0], axis=-1)
     lz = np.einsum("ki,kia->ka", psi[1], gz)
@@ -108,11 +113,12 @@ class ALObjective(Objective):
         if self.problem.nc:
             c, cx, cxx = self.problem.path_constraint_terms(xs[1:], shared=True)
             d0, d1, d2 = _phr(c, self.lam[:-1], self.rho, self.path_eq)
-            _add_penalty((l[1:], lx[1:], lxx[1:]), c, cx, cxx, d1, d2, d0)
+            _add_penalty((l[1:], lx[1:], lxx[1:]), c, cx, cxx, d1, d2, d0, self.gauss_newton)
         if self.problem.ng:
             g, gz, hessian = self.problem.stage_constraint_contracted(xs, us)
             psi = _phr(g, self.lam_stage, self.rho, self.stage_eq)
-            _add_stage_penalty(self.problem, (l, lx, lu, lxx, lux, luu), gz, psi, hessian(psi[1]))
+            Hw = 0.0 if self.gauss_newton else hessian(psi[1])  # the rows' curvature: the exact model's
+            _add_stage_penalty(self.problem, (l, lx, lu, lxx, lux, luu), gz, psi, Hw)
         return l, lx, lu, lxx, lux, luu
 
     def terminal(self, x):
@@ -121,12 +127,12 @@ class ALObjective(Objective):
         if self.problem.nc:
             c, cx, cxx = (t[0] for t in self.problem.path_constraint_terms(x[None], shared=True))
             d0, d1, d2 = _phr(c, self.lam[-1], self.rho, self.path_eq)
-            _add_penalty((l, lx, lxx), c, cx, cxx, d1, d2, d0)
+            _add_penalty((l, lx, lxx), c, cx, cxx, d1, d2, d0, self.gauss_newton)
         if self.problem.nh:
             h, hx, hxx = self.problem.terminal_constraint_terms(x, shared=True)
             d1 = self.mu + self.rho * h
             _add_penalty((l, lx, lxx), h, hx, hxx, d1, np.full_like(h, self.rho),
-                         self.mu * h + 0.5 * self.rho * h * h)
+                         self.mu * h + 0.5 * self.rho * h * h, self.gauss_newton)
         return float(l[0]), lx, lxx
 
     def value(self, xs, us) -> float:
