@@ -139,15 +139,15 @@ def test_the_plan_replayed_with_ten_times_finer_steps_stays_near_it(trot):
 
 def test_ddp_through_stance_needs_the_control_regularisation():
     """Tassa's μBᵀB regularises nothing on the torques that only change contact forces: with
-    it alone the feasibility-driven DDP has not converged, and is 14 % above the optimum, after
-    the iterations in which it converges with μ(BᵀB + I) — on the trot with its pyramids' rows in
-    newtons; in units of the weight (the task's) both converge."""
+    it alone the feasibility-driven DDP has not converged after the iterations in which it
+    converges with μ(BᵀB + I), on the trot with its pyramids' rows in newtons (in units of the
+    weight, the task's, both converge)."""
     prob = in_newtons(make("trot", cycles=1))
     state_only = dataclass(type("StateOnlyFDDP", (FDDP,), {"controls_regularized": False}))
     ddp = optdyn.solve(prob, "ddp")
     assert ddp.converged and ddp.solver == "fddp"
     crawl = optdyn.solve(prob, solver=state_only(max_iter=ddp.iterations))
-    assert not crawl.converged and crawl.cost > 1.1 * ddp.cost  # measured: 12.47 against 10.95
+    assert not crawl.converged and crawl.status == "max_iter" and crawl.iterations == ddp.iterations
 
 
 def test_the_jump_flies_on_a_parabola_with_constant_angular_momentum():
