@@ -65,7 +65,7 @@ from numba.core.datamodel import models, register_default
 from numba.core.registry import CPUDispatcher
 from numba.core.runtime.nrtdynmod import _meminfo_struct_type
 from numba.core.typing.templates import AttributeTemplate, infer_getattr
-from numba.extending import NativeValue, box, intrinsic, lower_getattr_generic, overload, typeof_impl, unbox
+from numba.extending import NativeValue, box, intrinsic, lower_getattr_generic, typeof_impl, unbox
 
 try:
     import fcntl
@@ -169,22 +169,33 @@ def call_checked(kernel, *args):
         kernel._can_compile = False
 
 
-def at_order(order, least, kernel, args):
+@intrinsic(prefer_literal=True)
+def at_order(typingctx, order, least, kernel, args):
     """``kernel(*args)`` if the derivative order ``order`` is at least ``least``, for a
     kernel compiled per order (``literal``): decided while typing, so that lower orders do
-    not compile ``kernel`` (module docstring); at run time for a run-time order."""
+    not compile ``kernel`` (module docstring); at run time for a run-time order. The call is
+    emitted in the caller's own code: no compiled unit of its own, whose compilation would
+    optimise ``kernel``'s code once more."""
+    if not isinstance(least, types.IntegerLiteral) or not isinstance(args, types.BaseTuple):
+        return None
+    settled = isinstance(order, types.IntegerLiteral)
+    skip = settled and order.literal_value < least.literal_value
+    call = None if skip else typingctx.resolve_function_type(kernel, tuple(args), {})
 
-
-@overload(at_order, prefer_literal=True, inline="always")
-def _at_order(order, least, kernel, args):
-    if not isinstance(order, types.IntegerLiteral):
-        def at_run_time(order, least, kernel, args):
-            if order >= least:
-                kernel(*args)
-        return at_run_time
-    if order.literal_value >= least.literal_value:
-        return lambda order, least, kernel, args: kernel(*args)
-    return lambda order, least, kernel, args: None
+    def codegen(context, builder, signature, values):
+        if skip:
+            return context.get_dummy_value()
+        arguments = [context.cast(builder, builder.extract_value(values[3], i), args[i], call.args[i])
+                     for i in range(len(args))]
+        run = context.get_function(kernel, call)
+        if settled:
+            run(builder, arguments)
+        else:
+            reached = builder.icmp_signed(">=", values[0], context.get_constant(order, least.literal_value))
+            with builder.if_then(reached):
+                run(builder, arguments)
+        return context.get_dummy_value()
+    return types.none(order, least, kernel, args), codegen
 
 
 # ---- workspaces passed by reference ------------------------------------------------------------

@@ -53,7 +53,7 @@ BUDGET = 112
 
 PER_ORDER = {"optdyn.ocp.integrators.interval", "optdyn.ocp.integrators.free_dynamics",
              "optdyn.ocp.integrators._compose", "optdyn.ocp.integrators._accumulate",
-             "optdyn.ocp.integrators._robot_dynamics.<locals>.impl", "dynamics._compile._at_order.<locals>.<lambda>"}
+             "optdyn.ocp.integrators._robot_dynamics.<locals>.impl"}
 """Compiled per derivative order (``literal``): 0 for the rollouts, 1 for the sensitivities."""
 
 PER_SHAPE = {"optdyn.ocp.integrators._axpy", "dynamics.spatial.matmul_add", "dynamics.spatial.copy_into",
