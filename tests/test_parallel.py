@@ -430,16 +430,18 @@ def test_a_call_begun_ahead_runs_on_a_pool_thread_or_on_the_caller(threads):
 
 
 def test_line_search_begun_ahead_takes_the_same_steps_on_any_thread_count(threads):
-    """The trot's iLQR backtracks (steps shorter than 1, searches that fail), so that
-    rollouts are begun ahead on a pool thread with two threads: every iterate, step length
+    """The trot's iLQR on its pyramids in newtons backtracks (steps shorter than 1, down to
+    0.25 in 14 iterations; in units of the weight, the task's, it takes none shorter than 0.5),
+    so that rollouts are begun ahead on a pool thread with two threads: every iterate, step length
     and cost is bitwise the one of one thread, and a second solve in the same workspace
     (after a rollout begun ahead was abandoned) too; each result's cost is that of its own
     trajectory, whose states are the rollout of its controls (the spare arrays changed roles
     rightly)."""
     import problems
+    from legged_rows import in_newtons
     from optdyn.solvers.workspace import Workspace
 
-    prob = problems.get("quadruped", scenario="trot")
+    prob = in_newtons(problems.get("quadruped", scenario="trot"))
     runs = {}
     for n in (1, 2):
         dyn.set_num_threads(n)
