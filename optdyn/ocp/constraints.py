@@ -356,25 +356,15 @@ def summed_hessian(hessians: Sequence[Callable[[np.ndarray], np.ndarray]], weigh
     return out
 
 
-def as_scale(scale, n: int) -> np.ndarray:
-    """``scale`` (a number or (n,) numbers, each finite and > 0) as (n,); ValueError otherwise."""
-    try:
-        a = np.array(scale, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(f"scale: expected a number > 0 or {n} of them, got {scale!r}") from None
-    a = np.full(n, float(a)) if a.ndim == 0 else a
-    if a.shape != (n,) or not np.all(np.isfinite(a) & (a > 0)):
-        raise ValueError(f"scale: expected a finite number > 0 or {n} of them (one per residual entry), got {scale!r}")
-    return a
-
-
 class _ResidualRows(Constraint):
     """Constraint rows s_i r_i(x, u) + o_i of a residual's entries ``rows`` (signs s, offsets o),
     divided by the entries' ``scale`` (n,): the unit each row is stated in (default 1)."""
 
     def __init__(self, residual: Residual, rows: np.ndarray, signs: np.ndarray, offsets: np.ndarray,
                  scale=1.0) -> None:
-        self.scale = as_scale(scale, residual.size)
+        self.scale = _vector(scale, residual.size, "scale")  # one per residual entry
+        if not np.all(self.scale > 0):
+            raise ValueError(f"scale: expected units > 0, got {scale!r}")
         self.residual, self.rows = residual, rows
         self.signs, self.offsets = signs / self.scale[rows], offsets / self.scale[rows]
         self.size, self.ndx, self.nu = rows.size, residual.ndx, residual.nu
