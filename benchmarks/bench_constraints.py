@@ -190,8 +190,7 @@ def main() -> None:
     rows = run(quick)
     body = "\n\n".join([
         "## Constraints inside the iteration",
-        f"Machine: {machine()}; shared with other jobs (2 cores, two other agents running), so the wall "
-        "times are indicative only; one run each.",
+        f"Machine: {machine()}; one run each, so the wall times are indicative only.",
         "ddp, ilqr: the outer augmented-Lagrangian loop around whole inner solves (ALTRO). al-ddp, al-ilqr: one "
         "DDP/iLQR iteration on the augmented Lagrangian whose multipliers and penalty are revised between two "
         "steps by the BCL rule (Conn, Gould & Toint 1991, as in Jallet et al. 2022). Cost relative to IPOPT's "

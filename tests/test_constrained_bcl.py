@@ -90,19 +90,24 @@ def _pose_with_limits(robot):
 @pytest.mark.parametrize("robot", ["xarm7", "z1", "panda", "so101", "ur5", "kinova"])
 def test_pose_with_joint_limits_reaches_ipopts_optimum(robot):
     """The 6D pose at rest within the joint limits, by DDP and iLQR with the multipliers
-    inside, in ≤ 150 iterations, to IPOPT's optimum within 1e-4 (relative); the multipliers of
-    the limits are IPOPT's bound multipliers (κ = −λ, to 5e-3 of their largest; measured
-    between 3e-4 (UR5) and 3.2e-3 (Panda), our optimum violating the limits by up to 1e-6)."""
+    inside and by the default DDP and iLQR (the outer loop around whole solves), in ≤ 150
+    iterations, to IPOPT's optimum within 1e-4 (relative). With the multipliers inside, those
+    of the limits are IPOPT's bound multipliers (κ = −λ, to 5e-3 of their largest; measured
+    between 3e-4 (UR5) and 3.2e-3 (Panda), our optimum violating the limits by up to 1e-6).
+    The default DDP on the Z1 needs iLQR's steps at a μ that a rejected exact step does not
+    raise (500 iterations without converging when it did, 75 since)."""
     p = _pose_with_limits(robot)
     ip = solve(p, "ipopt")
     assert ip.converged
     bounds = ip.extra["multipliers"]["path"]
-    for s in INSIDE:
+    for s in INSIDE + ("ddp", "ilqr"):
         r = solve(p, s, max_iter=150)
         assert r.converged, (robot, s, r.status, r.message)
         assert p.violation(r.xs, r.us) <= 1e-6
         assert abs(r.cost - ip.cost) <= 1e-4 * ip.cost, (robot, s, r.cost, ip.cost)
-        assert np.abs(bounds).max() > 1e-2 and np.abs(bounds + r.extra["lambda"]).max() <= 5e-3 * np.abs(bounds).max()
+        if s in INSIDE:
+            assert np.abs(bounds).max() > 1e-2
+            assert np.abs(bounds + r.extra["lambda"]).max() <= 5e-3 * np.abs(bounds).max()
 
 
 def test_without_constraints_the_types_are_the_plain_solvers():

@@ -447,7 +447,7 @@ class RiccatiSolver:
                                                       "last step)")
             elif log.stop_reason():
                 continue  # the search was cut short: report the stop at the next check
-            else:
+            elif self.raises_mu(step):
                 it.mu, it.delta = self.increase(it.mu, it.delta)
                 if it.mu > self.mu_max and log.all_diverged:
                     return outcome(False, "rollout_failed", "every trial rollout diverged or was invalid for the "
@@ -594,6 +594,11 @@ class RiccatiSolver:
         if it.gaps.shape[0]:
             it.gaps = ws.no_gaps if alpha == 1.0 else (1.0 - alpha) * it.gaps
 
+    def raises_mu(self, step: Step) -> bool:
+        """Whether a search that rejected every step length along ``step`` raises μ: here
+        always, the step having been taken at μ."""
+        return True
+
     def adapt(self, mu: float, delta: float, alpha: float) -> tuple[float, float]:
         """μ after an accepted step of length α: lowered after a step longer than
         ``long_step``, raised after one no longer than ``short_step`` — the model was trusted
@@ -701,6 +706,13 @@ class DDP(RiccatiSolver):
             if failed < 0:
                 return step, failed
         return super().direction(models, it, ws)
+
+    def raises_mu(self, step: Step) -> bool:
+        """Only iLQR's step, taken at μ, raises μ when its search fails: the exact model's,
+        taken at μ = 0, says nothing of the μ iLQR's model needs, and raising μ for it kept
+        iLQR's steps, which then follow at this iterate, at a μ of 10⁴ on the Z1 arm's joint
+        limits (steps of 1e-7 in the merit, alternating with rejected exact ones)."""
+        return step.first_order
 
 
 @dataclass
