@@ -256,7 +256,7 @@ def main() -> None:
               f"tool mm at {DURATION:g} s"]
     load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
     body = (f"## Model predictive control in closed loop\n\n{machine()}, one thread "
-            f"(`NUMBA_NUM_THREADS=1`), load average at the end {load} (other jobs shared the cores), "
+            f"(`NUMBA_NUM_THREADS=1`), load average at the end {load}, "
             f"{ROUNDS} interleaved rounds. `benchmarks/bench_mpc.py` (tasks, pushes and columns in its "
             "docstring); the first step (a converged cold solve) is left out of the step times.\n\n"
             + table(header, rows))
@@ -323,8 +323,8 @@ def mujoco_main() -> None:
               "median step / period", "worst step / period",
               "MuJoCo + policy ms / step", "real-time factor", "fell", "stopped", "lowest base m", "largest tilt °",
               "advanced m", "commanded m", "advanced / commanded"]
-    body = (f"## MPC in MuJoCo\n\n{machine()}, load average at the end {load} (other jobs shared the "
-            f"cores). `benchmarks/bench_mpc.py mujoco`: Solo-12's trot, one iLQR iteration (or two) per 20 ms step "
+    body = (f"## MPC in MuJoCo\n\n{machine()}, load average at the end {load}. "
+            f"`benchmarks/bench_mpc.py mujoco`: Solo-12's trot, one iLQR iteration (or two) per 20 ms step "
             f"over a 25-interval horizon, in MuJoCo (1 ms steps under the solver's feedback policy, stiff contact, "
             f"torques clamped at 5 N·m unless said) for {MUJOCO_DURATION:g} s. Fell: base below {FALL_HEIGHT} m, "
             f"tilt past {FALL_TILT:g}°, or MuJoCo diverged. Targets: never falls, advances ≥ 80 % of the commanded "
