@@ -376,3 +376,31 @@ def test_the_gauss_newton_model_of_the_augmented_lagrangian_leaves_out_the_rows_
         expected = (rho * hx.T @ hx + own * np.einsum("i,iab->ab", h1, hxx) + np.einsum("i,ia,ib->ab", n2, cNx, cNx)
                     + own * np.einsum("i,iab->ab", n1, cNxx))
         np.testing.assert_allclose(terminal, expected, rtol=1e-10, atol=1e-9)
+
+
+@pytest.mark.parametrize("solver", ["ddp", "ilqr", "al-ddp", "al-ilqr"])
+def test_a_trajectory_is_linearised_once_across_the_multiplier_updates(solver, monkeypatch):
+    """The augmented Lagrangian revises its multipliers and penalty at the iterate an inner
+    solve ended at (the outer loop) or between two steps (the BCL forms): the cost's expansion
+    changes there, the dynamics' does not, and it is not made again — every linearisation of a
+    solve is at a trajectory not linearised before — while the iterates are, bit for bit, those
+    of a solve that linearises at every expansion."""
+    import optdyn.solvers.ddp as ddp
+    from optdyn.solvers.workspace import Workspace
+    prob = _locked_double_pendulum()[1]
+    calls, linearize = [], ddp.linearize
+
+    def counted(problem, xs, us, *args):
+        calls.append((xs.tobytes(), us.tobytes()))
+        return linearize(problem, xs, us, *args)
+
+    monkeypatch.setattr(ddp, "linearize", counted)
+    held = solve(prob, solver, max_iter=1000)
+    assert held.converged and len(calls) == len(set(calls))
+    once = len(calls)
+    calls.clear()
+    monkeypatch.setattr(Workspace, "linearization_at", lambda self, *args: None)
+    every = solve(prob, solver, max_iter=1000)
+    assert len(calls) > once  # the revisions expanded trajectories linearised before
+    assert every.iterations == held.iterations and np.array_equal(every.us, held.us)
+    assert np.array_equal(every.xs, held.xs)

@@ -493,7 +493,7 @@ class RiccatiSolver:
     def expand(self, problem: Problem, objective: Objective, it: Iterate, ws: Workspace) -> tuple[Model, ...]:
         """The models to take a direction from (:meth:`direction`): here iLQR's, the
         dynamics linearised and the costs quadratised along ``it``. Sets ``it.gradient``."""
-        A, B, second = linearize(problem, it.xs, it.us, SECOND_ORDER["none"], None, ws.linearization)
+        A, B, second = linearized(problem, it.xs, it.us, SECOND_ORDER["none"], ws)
         return (self._model(problem, objective, it, ws, A, B, second),)
 
     def _model(self, problem: Problem, objective: Objective, it: Iterate, ws: Workspace, A, B, second) -> Model:
@@ -683,9 +683,7 @@ class DDP(RiccatiSolver):
     def expand(self, problem: Problem, objective: Objective, it: Iterate, ws: Workspace) -> tuple[Model, ...]:
         """The exact model (exact cost Hessians and V'_x·F_zz) and iLQR's (no V'_x·F_zz, the
         costs' Gauss–Newton Hessians if this type's iLQR uses them)."""
-        A, B, second = linearize(problem, it.xs, it.us, SECOND_ORDER[self.second_order], ws.stages,
-                                 ws.linearization)
-        ws.stages = second.stages
+        A, B, second = linearized(problem, it.xs, it.us, SECOND_ORDER[self.second_order], ws)
         exact = self._model(problem, objective, it, ws, A, B, second)
         first = exact._replace(second=second._replace(mode=SECOND_ORDER["none"]))
         if self.gauss_newton_costs:
@@ -821,6 +819,23 @@ def linearize(problem: Problem, xs: np.ndarray, us: np.ndarray, mode: int, stage
     else:
         A, B = problem.step_derivatives(xs[:-1], us, out=out)
     return A, B, SecondOrder(mode, Fzz, problem.dynamics, problem.no_stages if stages is None else stages)
+
+
+def linearized(problem: Problem, xs: np.ndarray, us: np.ndarray, mode: int, ws: Workspace
+               ) -> tuple[np.ndarray, np.ndarray, SecondOrder]:
+    """:func:`linearize` into the arrays of ``ws`` (its stage records in mode 1) — or the
+    linearization ``ws`` holds if it was made at (xs, us) in this mode: the dynamics' does not
+    change where only the cost's expansion does, as when the augmented Lagrangian revises its
+    multipliers or penalty at the iterate the last inner solve ended at."""
+    held = ws.linearization_at(problem, xs, us, mode)
+    if held is not None:
+        return held
+    result = linearize(problem, xs, us, mode, ws.stages if mode == SECOND_ORDER["contracted"] else None,
+                       ws.linearization)
+    if mode == SECOND_ORDER["contracted"]:
+        ws.stages = result[2].stages
+    ws.hold_linearization(problem, xs, us, mode, result)
+    return result
 
 
 def safe_rollout(problem: Problem, us: np.ndarray, workspace: Workspace) -> tuple[np.ndarray, bool]:

@@ -14,7 +14,8 @@ class Workspace:
     trial and the rollout begun ahead of it, which change roles as steps are tried and
     accepted; ``ahead``: the last rollout begun ahead, :meth:`settle`), the contracted second-order terms' stage records (``stages``: megabytes for
     long horizons, made by DDP's first expansion), the dynamics' and the cost's expansions
-    (``linearization``, :meth:`expansion`) and the last finite rollout of a problem's
+    (``linearization``, :meth:`expansion`; the last linearization is held with the trajectory
+    it was made at, :meth:`linearization_at`) and the last finite rollout of a problem's
     x0 (:meth:`rollout_of`), so that controls rolled out once — to check the initial guess, or
     by the caller (:class:`optdyn.MPC`'s feedback-policy warm start) — are not rolled out
     again. A solve's result has arrays of its own. A controller solving one horizon after
@@ -34,6 +35,7 @@ class Workspace:
         self._rolled = (None, np.empty(nx), np.empty((N, nu)), np.empty((N + 1, nx)))  # dynamics, x0, us, xs
         self._expansions = [problem.expansion_arrays(N), None]
         self.linearization = problem.linearization_arrays(N)
+        self._linearized = (None, -1, np.empty((N + 1, nx)), np.empty((N, nu)), None)  # problem, mode, xs, us, result
 
     def settle(self) -> None:
         """Return once no rollout begun ahead (:meth:`optdyn.solvers.ddp.RiccatiSolver.search`)
@@ -65,6 +67,21 @@ class Workspace:
         then they close every multiple-shooting gap by construction."""
         rolled = self.rollout_of(problem, us)
         return rolled is not None and np.array_equal(rolled, xs)
+
+    def linearization_at(self, problem: Problem, xs: np.ndarray, us: np.ndarray, mode: int) -> tuple | None:
+        """The linearization last held (:meth:`hold_linearization`) if it was made of
+        ``problem`` in ``mode`` at (xs, us), bit for bit; else None."""
+        held, held_mode, held_xs, held_us, result = self._linearized
+        if held is problem and held_mode == mode and np.array_equal(held_xs, xs) and np.array_equal(held_us, us):
+            return result
+        return None
+
+    def hold_linearization(self, problem: Problem, xs: np.ndarray, us: np.ndarray, mode: int, result: tuple) -> None:
+        """Note that ``result`` (in this workspace's arrays) is the linearization of ``problem``
+        in ``mode`` at (xs, us) (copies of them are kept), until another is held."""
+        _, _, held_xs, held_us, _ = self._linearized
+        held_xs[:], held_us[:] = xs, us
+        self._linearized = (problem, mode, held_xs, held_us, result)
 
     def rollout_of(self, problem: Problem, us: np.ndarray) -> np.ndarray | None:
         """The remembered states of ``us`` if they are those of :meth:`remember` (the same
