@@ -244,12 +244,67 @@ def family_main() -> None:
     write_section("convergence-family", body)
 
 
+BARRIER_SETS = (("monotone (IPOPT's default)", {"mu_strategy": "monotone"}),
+                ("adaptive", {"mu_strategy": "adaptive"}),
+                ("adaptive, μ_max = μ_init = 0.1", {"mu_strategy": "adaptive", "mu_max": 0.1}))
+"""IPOPT's barrier-parameter strategies compared by ``--barrier`` (each over the task's own options)."""
+
+
+def barrier_tasks():
+    """(label, problem): the shipped tasks and scenarios, the space manipulator with its attitude
+    bound, the arm poses, and bench_constraints.py's arms with their joint limits and legged
+    tasks with their friction pyramids and wrench cones."""
+    import bench_constraints
+    yield from shipped_tasks()
+    yield "space-manipulator, attitude_bound 0.02", problems.get("space-manipulator", attitude_bound=0.02)
+    for robot, seed, prob in arm_tasks():
+        yield f"arm-pose {robot} {seed}", prob
+    for robot in bench_constraints.ARMS:
+        yield f"arm-pose {robot} 0 with its joint limits", bench_constraints.pose_with_limits(robot)
+    for label, prob, _ in bench_constraints.legged_tasks():
+        yield label, prob
+
+
+def barrier_main() -> None:
+    """IPOPT under each of BARRIER_SETS on :func:`barrier_tasks`: iterations and cost relative to
+    the lowest any set reached, per task, and a summary."""
+    rows, runs = [], {label: [] for label, _ in BARRIER_SETS}
+    for task, prob in barrier_tasks():
+        out = [optdyn.solve(prob, "ipopt", max_iter=MAX_ITER, **options) for _, options in BARRIER_SETS]
+        best = min(r.cost for r in out)
+        row = [task]
+        for (label, _), r in zip(BARRIER_SETS, out):
+            runs[label].append((r.iterations if r.converged else np.inf, r.cost / best - 1))
+            row += [f"{r.iterations}{'' if r.converged else ' (' + r.status + ')'}", f"{r.cost / best - 1:.1e}"]
+        rows.append(row)
+        print(row, flush=True)
+    summary = []
+    for label, r in runs.items():
+        its, rel = (np.array(a) for a in zip(*r))
+        summary.append([label, f"{its.sum():g}", f"{np.median(its):g}", f"{its.max():g}",
+                        f"{np.sum(rel <= 1e-6)}/{len(its)}", f"{np.sum(rel <= 1e-2)}/{len(its)}", f"{rel.max():.1e}"])
+    threads = os.environ.get("NUMBA_NUM_THREADS", "all")
+    header = ["task"] + [f"{h} {label}" for label, _ in BARRIER_SETS for h in ("iterations,", "cost above the lowest,")]
+    body = (f"## IPOPT's barrier strategy on every task\n\n{machine()}, NUMBA_NUM_THREADS={threads}. "
+            "`benchmarks/bench_convergence.py --barrier`: IPOPT with the exact Hessian from each task's default "
+            f"guess, its own options but the barrier strategy, at most {MAX_ITER} iterations; the cost relative to "
+            "the lowest of the three runs. The tasks: every shipped task and scenario (the biped ships the adaptive "
+            "strategy: its monotone row is what the default would do), the space manipulator with its attitude "
+            "bound, the 30 arm poses, and the arms with their joint limits and the legged tasks of "
+            "`bench_constraints.py`.\n\n"
+            + table(["strategy", "iterations (all)", "median", "most", "at the lowest cost (1e-6)",
+                     "within 1 %", "largest excess"], summary)
+            + "\n\n" + table(header, rows))
+    write_section("convergence-barrier", body)
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--export", action="store_true", help="write the arms' tasks for bench_crocoddyl_arms.py")
     group.add_argument("--per-iteration", action="store_true", help="DDP ÷ iLQR per iteration on ur5-reach")
     group.add_argument("--family", action="store_true", help="IPOPT's option sets on the Panda family instead")
+    group.add_argument("--barrier", action="store_true", help="IPOPT's barrier strategies on every task instead")
     args = parser.parse_args()
     if args.export:
         export()
@@ -257,5 +312,7 @@ if __name__ == "__main__":
         write_section("convergence-per-iteration", per_iteration_section())
     elif args.family:
         family_main()
+    elif args.barrier:
+        barrier_main()
     else:
         main()
