@@ -550,10 +550,10 @@ def _mujoco_setup(args: argparse.Namespace) -> tuple[list, str, float | None]:
 
 
 def _scenario_push(args: argparse.Namespace, problem) -> list[str]:
-    """The --push texts of ``optdyn mpc --plant mujoco``: the given ones, else the push of the
-    problem's scenario in :data:`MUJOCO_SCENARIOS` (none if it has none)."""
+    """The push of the problem's scenario in :data:`MUJOCO_SCENARIOS` as --push texts (none if
+    it has none): what ``optdyn mpc --plant mujoco`` applies when no --push is given."""
     push = MUJOCO_SCENARIOS.get(args.problem, {}).get("push", {}).get(problem.params.get("scenario"))
-    return args.push or ([] if push is None else [push])
+    return [] if push is None else [push]
 
 
 def _long_enough(args: argparse.Namespace, pairs: list, problem):
@@ -584,8 +584,9 @@ def cmd_mpc(args: argparse.Namespace) -> int:
 
         problem = _long_enough(args, pairs, problem)
         plant = plant_for(problem, friction=args.friction, contact=args.contact, effort=effort)
-        texts = _scenario_push(args, problem)
-        pushes = [parse_push(text) for text in texts]
+        if not texts:
+            texts = _scenario_push(args, problem)
+            pushes = [parse_push(text) for text in texts]
     for text, push in zip(texts, pushes):
         try:
             check_push(problem.model, push)
