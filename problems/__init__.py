@@ -25,12 +25,15 @@ class ParameterError(ValueError, TypeError):
 
 @dataclass(frozen=True)
 class Entry:
-    """A registered problem: ``module.factory(**params)`` builds it."""
+    """A registered problem: ``module.factory(**params)`` builds it; ``contacts``: whether its
+    dynamics have contact phases (their compiled kernels are of another type than the other
+    robot tasks': :func:`optdyn.solvers.compile_ahead.stand_in`)."""
 
     module: str
     factory: str
     description: str
     scenarios: tuple[str, ...] = ()
+    contacts: bool = False
 
 
 REGISTRY: dict[str, Entry] = {
@@ -52,13 +55,13 @@ REGISTRY: dict[str, Entry] = {
         "Solo-12 (example-robot-data; or any robot: model=, feet=, standing=) walks, trots or jumps forward on "
         "flat ground: contact phases with impulses at touchdown, swing feet on arcs, multiple shooting from the "
         "standing guess.",
-        ("walk", "trot", "jump")),
+        ("walk", "trot", "jump"), contacts=True),
     "biped": Entry(
         "biped", "make",
         "Talos' legs (example-robot-data, upper body locked at half-sitting; or any robot: model=, soles=, "
         "standing=, sole_half_lengths=) walk forward on two 6D soles: single and double supports, impulses at "
         "touchdown, each sole's wrench in its contact wrench cone; or stand on both.",
-        ("walk", "stand")),
+        ("walk", "stand"), contacts=True),
     "panda-reach": Entry(
         "panda_reach", "make",
         "Franka Panda (example-robot-data) brings its hand to a Cartesian target from rest within its torque "

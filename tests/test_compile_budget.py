@@ -86,3 +86,24 @@ def test_the_main_job_compiles_within_its_budget_and_loads_what_the_helper_compi
     assert all(per_kernel[name] <= 2 for name in PER_ORDER)
     assert len(ours) <= BUDGET, f"{len(ours)} specialisations compiled, the budget is {BUDGET}"
     assert len(ours) >= BUDGET - 10, f"{len(ours)} specialisations: lower the budget to hold the gain"
+
+
+def test_the_helpers_begin_before_a_task_without_contacts_is_built_on_a_stand_in_of_its_type():
+    """``optdyn solve`` begins the helpers at the first compilation of a task's construction,
+    on ``compile_ahead.stand_in()``, for the tasks the registry says have no contacts: the
+    helpers' kernels are compiled for the type of the problem's dynamics, so the stand-in's
+    must be every such task's — and a task whose type differs must be flagged as having
+    contacts (the CLI then leaves the helpers to its solve)."""
+    import argparse
+    import contextlib
+
+    import numba
+    import problems
+    from optdyn.apps.cli import _building_ahead
+    from optdyn.solvers.compile_ahead import Ahead, stand_in
+
+    kind = numba.typeof(stand_in().dynamics)
+    for name in problems.names():
+        assert (numba.typeof(problems.get(name).dynamics) == kind) != problems.entry(name).contacts, name
+        ahead = _building_ahead(argparse.Namespace(problem=name, solver="ddp"))
+        assert isinstance(ahead, contextlib.nullcontext if problems.entry(name).contacts else Ahead), name

@@ -35,6 +35,7 @@ module is the one place that knows all three packages (``dynamics``, ``optdyn``,
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -312,10 +313,22 @@ def _outputs(result: Result | ClosedLoop, problem, args: argparse.Namespace) -> 
                 pass
 
 
+def _building_ahead(args: argparse.Namespace):
+    """The context to build PROBLEM in: for a task without contacts, the solve's compile-ahead
+    helpers begin at the construction's first compilation (a cold cache), on a stand-in of the
+    task's dynamics (:func:`~optdyn.solvers.compile_ahead.stand_in`), instead of at the solve's."""
+    from ..solvers import compile_ahead
+
+    if problems.entry(args.problem).contacts:
+        return contextlib.nullcontext()
+    return compile_ahead.Ahead(compile_ahead.stand_in(), args.solver)
+
+
 def cmd_solve(args: argparse.Namespace) -> int:
     """Build PROBLEM, solve it with live progress, print a summary, write outputs."""
     _check_outputs(args)
-    problem = _make_problem(args.problem, args.scenario, args.param)
+    with _building_ahead(args):
+        problem = _make_problem(args.problem, args.scenario, args.param)
     from ..solvers.solve import solve
 
     options = {"callback": None if args.quiet else Progress(), "max_time": args.max_time}

@@ -114,6 +114,19 @@ class Ahead(event.Listener):
         pass
 
 
+def stand_in() -> Problem:
+    """Two intervals of the built-in UR5 without costs: a problem whose dynamics have the type
+    of every robot task's without contacts (the helpers' kernels depend on that type only), for
+    helpers begun before such a task is built (:func:`optdyn.apps.cli` does, around a task's
+    construction: the kernels that construction compiles — an obstacle's centre, the guess's
+    gravity torques — are not the solve's, and the helpers' part is the cold start's critical
+    path)."""
+    from dynamics.models import ur5
+
+    model = ur5()
+    return Problem(model, np.zeros(model.nq + model.nv), 2, 0.1)
+
+
 def start(problem: Problem, part: str) -> subprocess.Popen:
     """A helper process compiling ``part`` of :data:`RUN` for ``problem``, stopped at this
     process's exit."""
