@@ -13,6 +13,11 @@ loading from the disk cache, what that part needs. Processes that meet the same 
 compile it once: each specialisation is compiled under a lock file of the cache
 (:meth:`dynamics._compile.Kernel.compile`), and the others load it when it is written.
 
+``optdyn solve`` begins them earlier, at the first compilation of a task's construction, on a
+:func:`stand_in` of the task's dynamics when the task has no contacts: building arm-obstacle
+compiles 9 s of kernels the solve never calls (its obstacle's centre, its guess's gravity
+torques), and the helpers' part, about 54 s alone, is the cold main job's critical path.
+
 A helper runs one thread at a lower priority and starts no helper of its own; it is stopped
 when the process that started it exits (what it compiled by then stays in the cache). A
 process starts a part's helper once per type of problem dynamics (the kernels it compiles
@@ -115,16 +120,18 @@ class Ahead(event.Listener):
 
 
 def stand_in() -> Problem:
-    """Two intervals of the built-in UR5 without costs: a problem whose dynamics have the type
-    of every robot task's without contacts (the helpers' kernels depend on that type only), for
-    helpers begun before such a task is built (:func:`optdyn.apps.cli` does, around a task's
-    construction: the kernels that construction compiles — an obstacle's centre, the guess's
-    gravity torques — are not the solve's, and the helpers' part is the cold start's critical
-    path)."""
+    """Two intervals of the built-in UR5 without costs, its guess given (zeros: the default
+    guess, gravity compensation, would compile the RNEA first): a problem whose dynamics have
+    the type of every robot task's without contacts (the helpers' kernels depend on that type
+    only), for helpers begun before such a task is built (:func:`optdyn.apps.cli` does, around a
+    task's construction: the kernels that construction compiles — an obstacle's centre, the
+    guess's gravity torques — are not the solve's, and the helpers' part is the cold start's
+    critical path)."""
     from dynamics.models import ur5
 
-    model = ur5()
-    return Problem(model, np.zeros(model.nq + model.nv), 2, 0.1)
+    model, N = ur5(), 2
+    nx = model.nq + model.nv
+    return Problem(model, np.zeros(nx), N, 0.1, us_init=np.zeros((N, model.nv)), xs_init=np.zeros((N + 1, nx)))
 
 
 def start(problem: Problem, part: str) -> subprocess.Popen:
