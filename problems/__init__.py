@@ -27,7 +27,7 @@ class ParameterError(ValueError, TypeError):
 class Entry:
     """A registered problem: ``module.factory(**params)`` builds it; ``contacts``: whether its
     dynamics have contact phases (their compiled kernels are of another type than the other
-    robot tasks': :func:`optdyn.solvers.compile_ahead.stand_in`)."""
+    robot tasks', which ``optdyn solve`` compiles ahead for on a stand-in: :mod:`optdyn.apps.cli`)."""
 
     module: str
     factory: str

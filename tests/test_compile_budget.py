@@ -90,7 +90,7 @@ def test_the_main_job_compiles_within_its_budget_and_loads_what_the_helper_compi
 
 def test_the_helpers_begin_before_a_task_without_contacts_is_built_on_a_stand_in_of_its_type():
     """``optdyn solve`` begins the helpers at the first compilation of a task's construction,
-    on ``compile_ahead.stand_in()``, for the tasks the registry says have no contacts: the
+    on a stand-in problem (the CLI's ``_stand_in``), for the tasks the registry says have no contacts: the
     helpers' kernels are compiled for the type of the problem's dynamics, so the stand-in's
     must be every such task's — and a task whose type differs must be flagged as having
     contacts (the CLI then leaves the helpers to its solve)."""
@@ -99,10 +99,10 @@ def test_the_helpers_begin_before_a_task_without_contacts_is_built_on_a_stand_in
 
     import numba
     import problems
-    from optdyn.apps.cli import _building_ahead
-    from optdyn.solvers.compile_ahead import Ahead, stand_in
+    from optdyn.apps.cli import _building_ahead, _stand_in
+    from optdyn.solvers.compile_ahead import Ahead
 
-    kind = numba.typeof(stand_in().dynamics)
+    kind = numba.typeof(_stand_in().dynamics)
     for name in problems.names():
         assert (numba.typeof(problems.get(name).dynamics) == kind) != problems.entry(name).contacts, name
         ahead = _building_ahead(argparse.Namespace(problem=name, solver="ddp"))

@@ -313,15 +313,30 @@ def _outputs(result: Result | ClosedLoop, problem, args: argparse.Namespace) -> 
                 pass
 
 
+def _stand_in():
+    """Two intervals of the built-in UR5 without costs, its guess given (zeros: the default
+    guess, gravity compensation, would compile the RNEA first): a problem whose dynamics have
+    the type of every robot task's without contacts, which the compile-ahead helpers' kernels
+    depend on alone (:func:`_building_ahead`)."""
+    from ..ocp.problem import Problem
+
+    model, N = dyn.models.ur5(), 2
+    nx = model.nq + model.nv
+    return Problem(model, np.zeros(nx), N, 0.1, us_init=np.zeros((N, model.nv)), xs_init=np.zeros((N + 1, nx)))
+
+
 def _building_ahead(args: argparse.Namespace):
     """The context to build PROBLEM in: for a task without contacts, the solve's compile-ahead
-    helpers begin at the construction's first compilation (a cold cache), on a stand-in of the
-    task's dynamics (:func:`~optdyn.solvers.compile_ahead.stand_in`), instead of at the solve's."""
+    helpers (:mod:`optdyn.solvers.compile_ahead`) begin at the construction's first compilation
+    (a cold cache), on a stand-in of the task's dynamics (:func:`_stand_in`), instead of at the
+    solve's: the kernels a construction compiles (arm-obstacle's obstacle centre and its guess's
+    gravity torques, 9 s) are not the solve's, and the helpers' part is the cold start's
+    critical path."""
     from ..solvers import compile_ahead
 
     if problems.entry(args.problem).contacts:
         return contextlib.nullcontext()
-    return compile_ahead.Ahead(compile_ahead.stand_in(), args.solver)
+    return compile_ahead.Ahead(_stand_in(), args.solver)
 
 
 def cmd_solve(args: argparse.Namespace) -> int:

@@ -14,7 +14,7 @@ compile it once: each specialisation is compiled under a lock file of the cache
 (:meth:`dynamics._compile.Kernel.compile`), and the others load it when it is written.
 
 ``optdyn solve`` begins them earlier, at the first compilation of a task's construction, on a
-:func:`stand_in` of the task's dynamics when the task has no contacts: building arm-obstacle
+stand-in of the task's dynamics when the task has no contacts (:mod:`optdyn.apps.cli`): building arm-obstacle
 compiles 9 s of kernels the solve never calls (its obstacle's centre, its guess's gravity
 torques), and the helpers' part, about 54 s alone, is the cold main job's critical path.
 
@@ -117,21 +117,6 @@ class Ahead(event.Listener):
 
     def on_end(self, ev) -> None:
         pass
-
-
-def stand_in() -> Problem:
-    """Two intervals of the built-in UR5 without costs, its guess given (zeros: the default
-    guess, gravity compensation, would compile the RNEA first): a problem whose dynamics have
-    the type of every robot task's without contacts (the helpers' kernels depend on that type
-    only), for helpers begun before such a task is built (:func:`optdyn.apps.cli` does, around a
-    task's construction: the kernels that construction compiles — an obstacle's centre, the
-    guess's gravity torques — are not the solve's, and the helpers' part is the cold start's
-    critical path)."""
-    from dynamics.models import ur5
-
-    model, N = ur5(), 2
-    nx = model.nq + model.nv
-    return Problem(model, np.zeros(nx), N, 0.1, us_init=np.zeros((N, model.nv)), xs_init=np.zeros((N + 1, nx)))
 
 
 def start(problem: Problem, part: str) -> subprocess.Popen:
