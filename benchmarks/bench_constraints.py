@@ -30,8 +30,10 @@ from _common import machine, table, write_section
 import dynamics as dyn
 import optdyn
 import problems
+from problems.gaits import SOLO_SCALE
+from problems.legged import in_newtons
 from problems.robot_data import load_robot, robot_files
-from optdyn.ocp.constraints import JointLimits, ResidualConstraint
+from optdyn.ocp.constraints import JointLimits
 from optdyn.ocp.problem import Problem
 
 SOLVERS = ("ipopt", "ddp", "ilqr", "al-ddp", "al-ilqr")
@@ -58,9 +60,9 @@ def tasks(quick: bool) -> list[tuple[str, Problem, list[tuple[str, dict]]]]:
     for scenario in ("walk", "jump"):
         out.append((f"Solo-12 {scenario}, cone μ = 0.7", problems.quadruped.make(scenario), plain))
     out.append(("Talos walk, wrench cones", problems.get("biped"), plain))
-    hyq = hyq_trot(None)
+    hyq = trot("HyQ", None)
     out.append(("HyQ trot (1 cycle), no cone", hyq, plain[:3]))
-    hyq = hyq_trot(0.7)
+    hyq = trot("HyQ", 0.7)
     out.append(("HyQ trot (1 cycle), cone μ = 0.7", hyq, plain + [(s, {"rho_init": 0.01}) for s in SOLVERS[1:]]))
     return out
 
@@ -82,11 +84,6 @@ def trot(robot: str, mu: float | None) -> Problem:
     robots, _ = robot_files(srdf, "bench-constraints")
     standing = dyn.load_srdf(model, os.path.join(robots, srdf)).reference_configurations["standing"]
     return problems.quadruped.make("trot", cycles=1, mu=mu, model=model, feet=feet, standing=standing)
-
-
-def hyq_trot(mu: float | None) -> Problem:
-    """The README's HyQ trot, one cycle, with the friction pyramid of ``mu`` (None: none)."""
-    return trot("HyQ", mu)
 
 
 def run(quick: bool) -> list[list]:
@@ -119,23 +116,12 @@ def summary(rows: list[list]) -> list[list]:
     return out
 
 
-SOLO_MASS = 2.5000027900000004
-"""Solo-12's mass (kg), on which the former penalty was tuned."""
-
-
-def in_newtons(p: Problem) -> Problem:
-    """``p`` with its contact-force rows in newtons (unscaled): the legged tasks as stated before."""
-    rows = [ResidualConstraint(c.residual, upper=0.0) for c in p.stage_constraints]
-    return Problem(p.model, p.x0, p.N, p.dt, p.running_cost, p.terminal_cost, contacts=p.contacts,
-                   path_constraints=rows, name=p.name, solver_options=p.solver_options)
-
-
 def legged_tasks() -> list[tuple[str, Problem, float]]:
     """(label, the task as shipped, the first penalty it shipped before in newtons)."""
     out = [(f"Solo-12 {s}", problems.quadruped.make(s), 1.0) for s in ("trot", "walk", "jump")]
     for robot in QUADRUPEDS:
         p = trot(robot, 0.7)
-        out.append((f"{robot} trot (1 cycle)", p, (SOLO_MASS / p.model.inertia[:, 0].sum()) ** 2))
+        out.append((f"{robot} trot (1 cycle)", p, (SOLO_SCALE[0] / p.model.inertia[:, 0].sum()) ** 2))
     out.append(("Talos walk", problems.get("biped"), 0.1))
     out.append(("Talos step", problems.get("biped", steps=1, step_knots=10, support_knots=2), 0.1))
     return out
@@ -166,8 +152,8 @@ def units() -> None:
     rows = units_rows()
     body = "\n\n".join([
         "## Contact-force rows in units of the robot's weight",
-        f"Machine: {machine()}; CPU time of one thread (`optdyn.set_num_threads(1)`), other jobs sharing the "
-        "cores; one run each (iterations are deterministic).",
+        f"Machine: {machine()}; CPU time of one thread (`optdyn.set_num_threads(1)`); one run each "
+        "(iterations are deterministic).",
         "The legged tasks state their friction pyramids (quadrupeds) and wrench cones (Talos, the moment rows "
         "as the weight at the sole's edge) in units of the robot's weight m‖g‖, so that the augmented "
         "Lagrangian's penalty ρ weighs a violation by its share of the weight. Against the same rows in "

@@ -16,6 +16,8 @@ import numpy as np
 
 from dynamics import Model, frame_placement
 from dynamics.joints import normalize
+from optdyn import Problem
+from optdyn.constraints import ResidualConstraint
 
 
 @dataclass(frozen=True)
@@ -89,3 +91,15 @@ def state_weights(model: Model, weights: dict) -> np.ndarray:
     w = weights
     return np.r_[np.full(2, w["base_position"]), w["base_height"], np.full(3, w["base_orientation"]),
                  np.full(model.nv - 6, w["joints"]), np.full(model.nv, w["velocity"])]
+
+
+def in_newtons(problem: Problem) -> Problem:
+    """A legged task ``problem`` with its contact-force rows r ≤ 0 in newtons (unscaled), as the
+    tasks stated them before they took the robot's weight as the rows' unit: the same feasible
+    set, for comparing the two statements."""
+    if not problem.stage_constraints:
+        raise ValueError("problem: expected a legged task with contact-force rows (stage constraints), got none")
+    rows = [ResidualConstraint(c.residual, upper=0.0) for c in problem.stage_constraints]
+    return Problem(problem.model, problem.x0, problem.N, problem.dt, problem.running_cost, problem.terminal_cost,
+                   contacts=problem.contacts, path_constraints=rows, name=problem.name,
+                   solver_options=problem.solver_options)
