@@ -113,14 +113,14 @@ def baseline_tree(commit: str):
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], capture_output=True)
 
 
-def run_in_tree(tree: Path, code: str, threads: int | None = None):
-    """Run the Python source ``code`` in a new process that imports the packages of
-    ``tree`` (their own numba cache) and its ``benchmarks/_common``, and prints "RESULT"
-    then JSON; returns that JSON."""
+def run_in_tree(tree: Path, code: str, threads: int | None = None, python: str = sys.executable):
+    """Run the Python source ``code`` in a new process of ``python`` (default this one's; e.g.
+    Crocoddyl's environment) that imports the packages of ``tree`` (their own numba cache) and
+    its ``benchmarks/_common``, and prints "RESULT" then JSON; returns that JSON."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join((str(tree), str(tree / "benchmarks"))))
     if threads is not None:
         env["OPTDYN_NUM_THREADS"] = str(threads)
-    out = subprocess.run([sys.executable, "-c", code], cwd=tree, env=env, capture_output=True, text=True,
+    out = subprocess.run([python, "-c", code], cwd=tree, env=env, capture_output=True, text=True,
                          timeout=3600)
     if out.returncode != 0:
         raise RuntimeError(out.stderr[-2000:])

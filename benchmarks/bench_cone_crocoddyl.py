@@ -17,20 +17,15 @@ iteration with the pyramids ≤ 1.3× one without.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
-import sys
 
 import numpy as np
-from _common import ROOT, machine, table, write_section
+from _common import ROOT, machine, run_in_tree, table, write_section
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 SOLVES = 3
 
 CROCODDYL = """
-import json, sys
-sys.path.insert(0, {here!r})
+import json
 import crocoddyl
 import bench_crocoddyl_locomotion as b
 problem, x0, us0, _, _ = b.trot(b.solo12(), "stock")
@@ -58,24 +53,18 @@ print("RESULT" + json.dumps({{"ms": best * 1e3, "iterations": r.iterations, "nod
 """
 
 
-def process(python: str, code: str) -> dict:
-    """Run ``code`` in a fresh process of ``python``, one thread; its RESULT."""
-    env = dict(os.environ, OMP_NUM_THREADS="1", OPTDYN_NUM_THREADS="1", PYTHONPATH=str(ROOT))
-    out = subprocess.run([python, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, check=True).stdout
-    return json.loads(out.split("RESULT", 1)[1])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--crocoddyl", default=os.path.join(ROOT, ".crocoddyl-venv", "bin", "python"),
                         help="the Python of Crocoddyl's environment")
     args = parser.parse_args()
+    os.environ["OMP_NUM_THREADS"] = "1"  # Crocoddyl's processes, one thread as ours
     rows, ratios, cone = [], [], []
     for r in range(args.rounds):
-        croc = process(args.crocoddyl, CROCODDYL.format(here=HERE, solves=SOLVES))
-        ours = process(sys.executable, OURS.format(params="{}", solves=SOLVES))
-        free = process(sys.executable, OURS.format(params='{"mu": None}', solves=SOLVES))
+        croc = run_in_tree(ROOT, CROCODDYL.format(solves=SOLVES), 1, args.crocoddyl)
+        ours = run_in_tree(ROOT, OURS.format(params="{}", solves=SOLVES), 1)
+        free = run_in_tree(ROOT, OURS.format(params='{"mu": None}', solves=SOLVES), 1)
         ratios.append((ours["ms"] / ours["nodes"]) / (croc["ms"] / croc["nodes"]))
         cone.append(ours["ms"] / free["ms"])
         rows.append([r + 1, f"{croc['ms']:.2f} ({croc['iterations']}, {croc['nodes']} nodes)",
