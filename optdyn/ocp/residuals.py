@@ -438,21 +438,25 @@ class _PointsResidual(Residual):
     def _reference(self):
         return self.target, 1
 
-    def _kinematics(self, xs, derivatives: bool = True):
-        """(p, J, H) of the points at xs (positions only, p, without ``derivatives``)."""
-        qs = np.ascontiguousarray(xs[:, : self.model.nq])
-        return point_kinematics_knots(self.model.arrays, qs, self.bodies, self.local, derivatives)
+    def _kinematics(self, xs):
+        """(p, J, H) of the points at xs."""
+        return point_kinematics_knots(self.model.arrays, np.ascontiguousarray(xs[:, : self.model.nq]), self.bodies,
+                                      self.local)
 
     def _residual(self, p):
         """Σ_i w_i p_i − target (K, 3) of the points' positions p (K, P, 3)."""
         return np.matmul(self.weights, p) - at_knots(self.target, p.shape[0], 1, "target")
 
+    def _positions(self, xs):
+        """(K, P, 3) of the points at xs, from the positions shared with the problem's other point residuals."""
+        return self._points.positions(np.ascontiguousarray(xs[:, : self.model.nq]), self._rows)
+
     def point(self, xs: np.ndarray) -> np.ndarray:
         """Σ_i w_i p_i(q) (K, 3): the world position of the frame's point or of the centre of mass."""
-        return np.matmul(self.weights, self._kinematics(xs, derivatives=False))
+        return np.matmul(self.weights, self._positions(xs))
 
     def value(self, xs, us):
-        return self._residual(self._points.positions(np.ascontiguousarray(xs[:, : self.model.nq]), self._rows))
+        return self._residual(self._positions(xs))
 
     keeps_arrays = True
 
