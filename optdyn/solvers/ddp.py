@@ -823,17 +823,15 @@ def linearize(problem: Problem, xs: np.ndarray, us: np.ndarray, mode: int, stage
 
 def linearized(problem: Problem, xs: np.ndarray, us: np.ndarray, mode: int, ws: Workspace
                ) -> tuple[np.ndarray, np.ndarray, SecondOrder]:
-    """:func:`linearize` into the arrays of ``ws`` (its stage records in mode 1) — or the
-    linearization ``ws`` holds if it was made at (xs, us) in this mode: the dynamics' does not
-    change where only the cost's expansion does, as when the augmented Lagrangian revises its
-    multipliers or penalty at the iterate the last inner solve ended at."""
+    """:func:`linearize` into the arrays of ``ws`` and its stage records (which only mode 1
+    writes) — or the linearization ``ws`` holds if it was made at (xs, us) in this mode: the
+    dynamics' does not change where only the cost's expansion does, as when the augmented
+    Lagrangian revises its multipliers or penalty at the iterate the last inner solve ended at."""
     held = ws.linearization_at(problem, xs, us, mode)
     if held is not None:
         return held
-    result = linearize(problem, xs, us, mode, ws.stages if mode == SECOND_ORDER["contracted"] else None,
-                       ws.linearization)
-    if mode == SECOND_ORDER["contracted"]:
-        ws.stages = result[2].stages
+    result = linearize(problem, xs, us, mode, ws.stages, ws.linearization)
+    ws.stages = result[2].stages
     ws.hold_linearization(problem, xs, us, mode, result)
     return result
 
