@@ -8,7 +8,9 @@ knot, a touchdown knot (through the impulse map) and a stance knot; their values
 pyramid's geometry; the wrench cone against a linear program over the sole's corner forces; bad input; a standing problem solved by IPOPT with the friction pyramid
 as a constraint, every force inside it. The work shared through a problem's ContactKnots:
 one compiled pass over the knots for the residuals of the problem and for value and
-evaluate, never another sequence's or other knots'; the compiled second order against the
+evaluate, never another sequence's or other knots'; the forces the dynamics' kernels keep
+(those of an interval's first stage) equal to that pass's and taken instead of it, never
+stale ones; the compiled second order against the
 chain rule evaluated knot by knot with the dynamics' public functions.
 """
 from __future__ import annotations
@@ -24,6 +26,7 @@ from optdyn import Problem
 from optdyn.constraints import ResidualConstraint, ResidualEquality
 from optdyn.costs import (ContactForceResidual, ControlCost, ControlResidual, FrictionConeResidual, QuadraticBarrier,
                           RelaxedLogBarrier, ResidualCost, SmoothFrictionConeResidual, StateCost, WrenchConeResidual)
+from optdyn.ocp import contact_phases as cp
 from optdyn.ocp import contact_residuals as cr
 from optdyn.ocp.contact_residuals import ContactKnots, friction_pyramid, wrench_cone
 
@@ -339,7 +342,7 @@ def test_the_residuals_of_one_sequence_share_their_knots_and_never_stale_ones(mo
         t = c.evaluate(x, u)
         return t.r, t.rx, t.ru, t.hessians(np.ones_like(t.r))[0], c.value(x, u)
 
-    passes = _counted(monkeypatch, cr, "knot_forces_batch")
+    passes = _counted(monkeypatch, cp, "knot_forces_batch")
     second = _counted(monkeypatch, cr, "knot_force_hessians")
     together = [c.evaluate(xs, us) for c in cones]
     assert (len(passes), len(second)) == (1, 0)  # every knot at once, for the four frames
@@ -376,7 +379,7 @@ def test_two_sequences_evaluated_in_turn_keep_their_own_knots(monkeypatch):
         return r.evaluate(xs, us).rx, r.value(xs, us)
     want = [fresh(seq) for seq in sequences]
     assert not np.allclose(want[0][1], want[1][1])
-    passes = _counted(monkeypatch, cr, "knot_forces_batch")
+    passes = _counted(monkeypatch, cp, "knot_forces_batch")
     for one in (False, True):
         shared = {}
         residuals = [_sharing([ContactForceResidual(MODEL, seq, "foot0")], shared if one else None)[0]
@@ -396,7 +399,7 @@ def test_value_and_evaluate_at_the_same_knots_compute_the_forces_once(monkeypatc
     knots again, the same values bit for bit); evaluate after value makes the one pass that
     adds the Jacobians, with the same forces."""
     xs, us = _knots(2)
-    passes = _counted(monkeypatch, cr, "knot_forces_batch")
+    passes = _counted(monkeypatch, cp, "knot_forces_batch")
     residual = RESIDUALS["pyramid"]()
     t = residual.evaluate(xs, us)
     assert len(passes) == 1
@@ -408,6 +411,82 @@ def test_value_and_evaluate_at_the_same_knots_compute_the_forces_once(monkeypatc
     np.testing.assert_array_equal(other.evaluate(xs, us).r, r)
     np.testing.assert_array_equal(other.value(xs, us), r)
     assert len(passes) == 3
+
+
+def _pyramids_problem() -> Problem:
+    """SEQUENCE's problem with a friction pyramid cost on each foot in contact."""
+    cost = sum((ResidualCost(FrictionConeResidual(MODEL, SEQUENCE, f, mu=0.6)) for f in ("foot1", "foot2")),
+               ResidualCost(FrictionConeResidual(MODEL, SEQUENCE, "foot0", mu=0.6)))
+    return Problem(MODEL, X0, len(SEQUENCE), 0.02, cost, contacts=SEQUENCE)
+
+
+def test_the_dynamics_keep_the_forces_the_residuals_pass_computes():
+    """A step, a rollout, the first-order pass, the stage-recording pass and the full second
+    order each keep, at every knot in contact, the forces of the interval's first stage (and
+    from order 1 their Jacobian through the impulse map): bit for bit those of the residuals'
+    own pass, with the knot they were computed at; a flight knot keeps nothing; a step at the
+    same knots keeps the Jacobians, at other knots replaces them."""
+    prob = _pyramids_problem()
+    kept, residual = prob.dynamics.forces, prob.running_cost.residuals()[0]
+    xs, us = _knots(5)
+    lam, lam_z = np.empty_like(kept.lam), np.empty_like(kept.lam_z)
+    cp.knot_forces_batch(residual.dynamics, xs, us, 1, lam, lam_z)
+    on, rows = [1, 2, 3], [6, 6, 12]
+
+    def check(order, x=xs, u=us):
+        assert kept.order[0] == -1 and np.all(kept.order[on] == order)
+        np.testing.assert_array_equal(kept.x[on], x[on])
+        np.testing.assert_array_equal(kept.u[on], u[on])
+        for k, nc in zip(on, rows):
+            np.testing.assert_array_equal(kept.lam[k, :nc], lam[k, :nc])
+            if order:
+                np.testing.assert_array_equal(kept.lam_z[k, :nc], lam_z[k, :nc])
+    for make, order in ((lambda: prob.step(xs, us), 0), (lambda: prob.step_derivatives(xs, us), 1),
+                        (lambda: prob.step_stages(xs, us), 1), (lambda: prob.step_derivatives(xs, us, True), 1)):
+        kept.order[:] = -1
+        make()
+        check(order)
+    prob.step(xs, us)
+    check(1)
+    xr = prob.rollout(us)
+    lam, lam_z = np.empty_like(kept.lam), np.empty_like(kept.lam_z)
+    cp.knot_forces_batch(residual.dynamics, xr[:-1], us, 0, lam, lam_z)
+    check(0, xr[:-1])
+
+
+def test_the_residuals_take_the_kept_forces_and_never_stale_ones(monkeypatch):
+    """After the problem's first-order pass its pyramids compute no forces of their own and
+    give bit for bit what residuals without kept forces give; knots the kernels did not
+    compute, or not to the order asked, are computed afresh; a window keeps its own."""
+    prob = _pyramids_problem()
+    cones = prob.running_cost.residuals()
+    (xs, us), other, third = _knots(6), _knots(7)[0], _knots(8)[0]
+
+    def alone(i, x, u, rows=None):
+        c = FrictionConeResidual(MODEL, SEQUENCE, cones[i].frame, mu=0.6)
+        t = (c if rows is None else c.window(rows)).evaluate(x, u)
+        return t.r, t.rx, t.ru
+    want, at_other, at_third = [alone(i, xs, us) for i in range(3)], alone(0, other, us), alone(1, third, us)
+    in_window = alone(2, xs[1:], us[1:], np.arange(1, 4))
+    passes = _counted(monkeypatch, cp, "knot_forces_batch")
+    prob.step_derivatives(xs, us)
+    for c, w in zip(cones, want):
+        t = c.evaluate(xs, us)
+        for a, b in zip((t.r, t.rx, t.ru), w):
+            np.testing.assert_array_equal(a, b)
+    assert len(passes) == 0
+    prob.step(other, us)  # kept to order 0 at other knots
+    np.testing.assert_array_equal(cones[0].value(other, us), at_other[0])
+    assert len(passes) == 0
+    np.testing.assert_array_equal(cones[0].evaluate(other, us).rx, at_other[1])
+    assert len(passes) == 1  # the Jacobians were not kept
+    np.testing.assert_array_equal(cones[1].value(third, us), at_third[0])
+    assert len(passes) == 2  # nor the forces at knots no kernel computed
+    window = prob.window(1, 3)
+    window.step_derivatives(xs[1:], us[1:])
+    np.testing.assert_array_equal(window.running_cost.residuals()[2].evaluate(xs[1:], us[1:]).rx, in_window[1])
+    assert len(passes) == 2
+    assert window.dynamics.forces.x is not prob.dynamics.forces.x and np.array_equal(prob.dynamics.forces.x[3], other[3])
 
 
 def test_the_relaxed_log_barrier_is_curved_inside_and_finite_outside():

@@ -412,22 +412,28 @@ def test_a_remembered_rollout_starts_the_feasibility_driven_solve_without_gaps(m
     assert calls == [1, 1]
 
 
-def test_the_first_iterate_computes_its_contact_forces_once(monkeypatch):
-    """A solve evaluates its first iterate's objective after its expansion, from the contact
-    forces the expansion computed at its knots (with their Jacobians), not once more before it
-    (the trot with its friction pyramid as a cost: its MPC steps start so)."""
-    from optdyn.ocp import contact_residuals
+def test_the_contact_forces_of_a_solve_come_from_its_dynamics(monkeypatch):
+    """A solve of the trot with its friction pyramid as a cost takes every contact force and
+    Jacobian the cost asks for from those its dynamics' kernels kept (an interval's first
+    stage: the rollout, the line search's forward passes, the linearisations) and computes
+    none of its own; without them, the same iterates bit for bit, its first iterate's forces
+    computed once, with their Jacobians, after its expansion (its MPC steps start so)."""
+    from optdyn.ocp import contact_phases
 
-    trot = problems.get("quadruped", scenario="trot", cone="cost", cycles=1)
-    seen, forces = [], contact_residuals.knot_forces_batch
+    seen, forces = [], contact_phases.knot_forces_batch
 
     def counted(dynamics, xs, us, order, *out):
         seen.append((order, xs.tobytes() + us.tobytes()))
         return forces(dynamics, xs, us, order, *out)
-    monkeypatch.setattr(contact_residuals, "knot_forces_batch", counted)
-    result = optdyn.solve(trot, "ilqr", max_iter=2)
+    monkeypatch.setattr(contact_phases, "knot_forces_batch", counted)
+    kept = optdyn.solve(problems.get("quadruped", scenario="trot", cone="cost", cycles=1), "ilqr", max_iter=2)
+    assert kept.iterations == 2 and seen == []
+    monkeypatch.setattr(contact_phases.ContactKnots, "_take_kept", lambda *args: False)
+    result = optdyn.solve(problems.get("quadruped", scenario="trot", cone="cost", cycles=1), "ilqr", max_iter=2)
     first = seen[0][1]
-    assert result.iterations == 2 and seen[0][0] == 1 and [key for _, key in seen].count(first) == 1
+    assert seen[0][0] == 1 and [key for _, key in seen].count(first) == 1
+    np.testing.assert_array_equal(result.us, kept.us)
+    assert result.cost == kept.cost
 
 
 def test_solve_refuses_a_workspace_it_cannot_use(reach):

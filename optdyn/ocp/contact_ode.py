@@ -25,8 +25,12 @@ as for the free dynamics. The full tensor f_zz (order 2: the validation path and
 "tensor" mode) is assembled from nv contractions with unit weights.
 
 Workspace: each evaluation makes its own algorithm workspace and contact workspace (the
-contact workspace is sized by the phase's contacts, which change from phase to phase);
-:func:`contact_work` is an empty stand-in.
+contact workspace is sized by the phase's contacts, which change from phase to phase).
+:func:`contact_work` holds only what an evaluation leaves behind when asked: the contact
+forces λ it solved for and, from order 1, their derivatives — the interval kernels ask it of
+an interval's first stage, whose forces are those at the interval's start
+(:mod:`optdyn.ocp.contact_phases`), so that residuals on the forces need not solve for them
+again.
 """
 from __future__ import annotations
 
@@ -50,9 +54,12 @@ ContactODE = namedtuple("ContactODE", ["model", "actuated", "lie", "ci", "cf", "
 blocks (L, 3)), the phase's packed contacts (``ci`` int64 (ncon, 4), ``cf`` float64 (ncon,
 FLOATS): :func:`dynamics.contact.pack_contacts`) and the KKT ``damping`` μ ≥ 0."""
 
-ContactODEWork = namedtuple("ContactODEWork", ["so"])
-"""The (empty) workspace record of a :data:`ContactODE`: ``so`` is what the stage terms of
-:func:`optdyn.ocp.integrators.stage_terms` hand on to :func:`contact_dynamics_ode_hessian`."""
+ContactODEWork = namedtuple("ContactODEWork", ["so", "keep", "lam", "Z"])
+"""The workspace record of a :data:`ContactODE`: ``so`` is what the stage terms of
+:func:`optdyn.ocp.integrators.stage_terms` hand on to :func:`contact_dynamics_ode_hessian`
+(empty); while ``keep[0]`` is set, the next :func:`contact_dynamics_ode` leaves its forces λ
+in ``lam[:nc]`` and, from order 1, their derivatives ∂λ/∂[q, v, τ] in ``Z[:nc]`` (R, 3nv),
+then clears it (R ≥ nc: the rows of the contacts the record was sized for)."""
 
 DEPENDENT = ("contacts: dependent contact constraints (singular KKT system) in a phase of the problem; "
              "give fewer or independent contacts")
@@ -60,9 +67,22 @@ DEPENDENT = ("contacts: dependent contact constraints (singular KKT system) in a
 
 @njit(cache=True, _nrt=True)
 def contact_work(ode, second):
-    """The workspace record of a :data:`ContactODE` (nothing: each evaluation makes its own,
-    module docstring)."""
-    return ContactODEWork(np.empty(0))
+    """The :data:`ContactODEWork` of a :data:`ContactODE`, sized for the forces of all its
+    contacts (``keep`` cleared)."""
+    rows, n = contact_rows(ode.ci), tangent_size(ode.model.topology)
+    return ContactODEWork(np.empty(0), np.zeros(1, np.int64), np.empty(rows), np.empty((rows, 3 * n)))
+
+
+@njit(cache=True, inline="always")
+def _leave_forces(cw, n, nc, order, work):
+    """λ (the rows n … n + nc − 1 of the solution in ``cw``) into ``work.lam`` and, for order
+    ≥ 1, their rows of ∂[q̈; λ]/∂[q, v, τ] into ``work.Z``; clears ``work.keep``."""
+    for i in range(nc):
+        work.lam[i] = cw.z[n + i, 0]
+        if order >= 1:
+            for j in range(3 * n):
+                work.Z[i, j] = cw.Z[n + i, j]
+    work.keep[0] = 0
 
 
 @njit(cache=True, inline="always")
@@ -78,9 +98,10 @@ def actuated_torques(act, u, n):
 def contact_dynamics_ode(ode, x, u, f_ext, order, f, Fz, Fzz, records, idx, work):
     """ẋ = [v; q̈(q, v, B u)] of the phase ``ode`` (:data:`ContactODE`) into f (ndx,); for
     order ≥ 1 its Jacobian Fz (ndx, nz) w.r.t. z = (δq, v, u), for order 2 the full
-    Hessians Fzz (ndx, nz, nz). ``records``, ``idx`` and ``work`` are not used (the
-    contracted second order recomputes from the stage's state). ValueError if the phase's
-    contacts are dependent at x."""
+    Hessians Fzz (ndx, nz, nz). ``records`` and ``idx`` are not used (the contracted second
+    order recomputes from the stage's state). ValueError if the phase's
+    contacts are dependent at x. While ``work.keep`` is set, leaves the forces λ (and from
+    order 1 their derivatives) in ``work`` (:data:`ContactODEWork`)."""
     m, act = ode.model, ode.actuated
     topology = m.topology
     n = tangent_size(topology)
@@ -95,6 +116,8 @@ def contact_dynamics_ode(ode, x, u, f_ext, order, f, Fz, Fzz, records, idx, work
             raise ValueError(DEPENDENT)
         for i in range(n):
             f[n + i] = cw.z[i, 0]
+        if work.keep[0]:
+            _leave_forces(cw, n, contact_rows(ode.ci), 0, work)
         return
     cw = new_contact_work(topology, ode.ci, 1, False)
     if contact_dynamics_derivative_passes(m, d, cw, q, v, tau, f_ext, ode.ci, ode.cf, ode.damping) != OK:
@@ -108,6 +131,8 @@ def contact_dynamics_ode(ode, x, u, f_ext, order, f, Fz, Fzz, records, idx, work
             Fz[n + i, j] = Z[i, j]
         for c in range(act.shape[0]):
             Fz[n + i, 2 * n + c] = Z[i, 2 * n + act[c]]
+    if work.keep[0]:
+        _leave_forces(cw, n, contact_rows(ode.ci), 1, work)
     at_order(order, 2, _contact_dynamics_tensors, (ode, q, v, tau, f_ext, d, Fzz))
 
 

@@ -58,7 +58,11 @@ computation with one part; its Terms offer it as :class:`~optdyn.ocp.residuals.P
 :func:`dynamics.parallel.run_chunks`. A problem gives all its contact-force residuals (one
 per foot) one :class:`ContactKnots` (``shared``), so that each knot's contact dynamics and
 their derivatives through the impulse map are computed once, not once per frame, nor once
-for ``value`` and again for ``evaluate``.
+for ``value`` and again for ``evaluate`` — and mostly not at all: the first Runge–Kutta stage
+of interval k solves the same contact dynamics at (Γ_k(x_k), B u_k), so the problem's kernels
+keep those forces (a rollout, a line search's forward pass: λ; a linearisation: λ and λ_z;
+:data:`~optdyn.ocp.contact_phases.KnotForces`), and the residuals take them where they were
+computed at the knots asked for, bit for bit what their own pass gives.
 """
 from __future__ import annotations
 
@@ -71,53 +75,13 @@ from dynamics._checks import check_frame
 from dynamics.contact import Contact
 from dynamics.model import Model
 
-from .contact_phases import (PhasedDynamics, at_rows, check_contact_sequence, knot_force_hessians, knot_forces_batch,
+from .contact_phases import (ContactKnots, PhasedDynamics, at_rows, check_contact_sequence, knot_force_hessians,
                              phased_dynamics)
 from .activations import positive
 from .integrators import METHODS, robot_ode
 from .problem import NO_FORCES, actuated_dofs
 from .pooled import Pooled
 from .residuals import Hessians, Residual, Terms, at_knots, kept_array, references
-
-
-class ContactKnots:
-    """The per-knot work of the contact-force residuals of one problem at the knots (xs, us)
-    they were last evaluated at: the forces λ of every knot and, once asked for, their
-    Jacobians, by one compiled pass over the knots
-    (:func:`~optdyn.ocp.contact_phases.knot_forces_batch`). A problem gives one to all its
-    contact-force residuals (one per foot), so that they compute it once, not once per frame,
-    nor once for ``value`` and again for ``evaluate``. It keeps the last knots only, keyed on the model, the residual's contact
-    sequence, impulses and actuation, and the bytes of xs and us: residuals of another
-    sequence, or a window of the sequence (:meth:`~optdyn.ocp.residuals.Residual.window`: its
-    copies share their parent's object), start afresh rather than read knots not theirs. Its
-    arrays are overwritten at other knots: a caller takes what it needs at once. Like
-    :class:`~optdyn.ocp.residuals.KeptArrays`, it serves one caller at a time."""
-
-    def __init__(self) -> None:
-        self._key, self._model, self._order = None, None, -1
-        self._lam, self._lam_z = np.empty((0, 0)), np.empty((0, 0, 0))
-
-    def _at(self, residual: _ContactForceFunction, xs: np.ndarray, us: np.ndarray) -> None:
-        """Forget the knots held unless they are (xs, us) of ``residual``'s sequence."""
-        key = (residual.sequence_key, xs.shape, us.shape, xs.tobytes(), us.tobytes())
-        if residual.model is not self._model or key != self._key:
-            self._key, self._model, self._order = key, residual.model, -1
-
-    def forces(self, residual: _ContactForceFunction, xs: np.ndarray, us: np.ndarray, order: int
-               ) -> tuple[np.ndarray, np.ndarray]:
-        """(λ (K, nc_max), and for ``order`` 1 λ_z (K, nc_max, ndx + nu)) at the knots (xs, us)
-        of ``residual``'s sequence: row k holds λ_k of interval k's contacts (nc_k rows; the
-        rest, and the knots without contacts, unset)."""
-        self._at(residual, xs, us)
-        if self._order < order:
-            shape = (xs.shape[0], residual.nc_max)
-            if self._lam.shape != shape:
-                self._lam = np.empty(shape)
-            if order and self._lam_z.shape != shape + (residual.ndx + residual.nu,):
-                self._lam_z = np.empty(shape + (residual.ndx + residual.nu,))
-            knot_forces_batch(residual.dynamics, xs, us, order, self._lam, self._lam_z)
-            self._order = order
-        return self._lam, self._lam_z
 
 
 def _sequence_dynamics(model: Model, actuated: np.ndarray, contacts: list) -> PhasedDynamics:

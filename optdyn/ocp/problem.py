@@ -276,8 +276,29 @@ class Problem:
         if self.contacts is None:
             self.dynamics = integrators.IntervalDynamics(ode, a, b, self.dt, self.substeps, self.f_ext)
         else:
+            self._contact_knots = shared.get(contact_phases.ContactKnots)
             self.dynamics = contact_phases.phased_dynamics(model, self.actuated, ode.lie, a, b, self.dt,
-                                                           self.substeps, self.f_ext, self.contacts)
+                                                           self.substeps, self.f_ext, self.contacts,
+                                                           keep_forces=self._contact_knots is not None)
+            self._watch_forces()
+
+    _contact_knots = None  # the contact-force residuals' shared forces (contact_phases.ContactKnots), if any
+
+    def _watch_forces(self) -> None:
+        """Have the contact-force residuals look in the forces the dynamics' kernels keep
+        (:data:`~optdyn.ocp.contact_phases.KnotForces`) before they solve for them: an
+        interval's first Runge–Kutta stage has solved the contact dynamics at the knot.
+        A window of the problem calls it for its own."""
+        if self._contact_knots is not None:
+            self._contact_knots.watch(self.dynamics, self.model)
+
+    def dynamics_keeping_nothing(self) -> integrators.IntervalDynamics | contact_phases.PhasedDynamics:
+        """:attr:`dynamics` whose kernels keep no contact forces
+        (:data:`~optdyn.ocp.contact_phases.KnotForces`): for a kernel run on another thread
+        while this one's kernels write them and its residuals read them."""
+        if self.contacts is None:
+            return self.dynamics
+        return contact_phases.keeping_nothing(self.dynamics)
 
     @property
     def _batch(self):

@@ -102,4 +102,5 @@ def window(problem, rows: np.ndarray):
     if problem.contacts is not None:
         out.contacts = [problem.contacts[k] for k in rows]
         out.dynamics = at_rows(problem.dynamics, rows)
+        out._watch_forces()
     return out

@@ -550,7 +550,8 @@ class RiccatiSolver:
         the step taken is the same. One begun for a trial never tried is left running,
         :meth:`Workspace.settle`'d before its arrays are written again; it may read the
         iterate's arrays as the next iteration rewrites them, and nothing reads what it
-        writes."""
+        writes: nor does it keep its contact forces (:meth:`optdyn.Problem.dynamics_keeping_nothing`),
+        which the caller's kernels write and its residuals read."""
         log.all_diverged = True
         ahead = None
         for i, alpha in enumerate(self.alphas):
@@ -563,7 +564,8 @@ class RiccatiSolver:
             if 0 < i < len(self.alphas) - 1:
                 if this is None:
                     ws.settle()
-                ahead = ws.ahead = Lookahead(rollout, problem, (it.xs, it.us), step, self.alphas[i + 1], it.spare)
+                ahead = ws.ahead = Lookahead(rollout, problem, (it.xs, it.us), step, self.alphas[i + 1], it.spare,
+                                             False)
             rolled = this.result() if this is not None else rollout(problem, (it.xs, it.us), step, alpha, it.trial)
             J_new = evaluate(objective, rolled, it.trial, log)
             if np.isnan(J_new):
@@ -768,14 +770,16 @@ ROLLED, DIVERGED, INVALID = range(3)
 """Outcomes of :func:`rollout`."""
 
 
-def rollout(problem: Problem, trajectory: tuple, step: Step, alpha: float, out: tuple) -> int:
+def rollout(problem: Problem, trajectory: tuple, step: Step, alpha: float, out: tuple, keep: bool = True) -> int:
     """Forward pass from ``trajectory`` (xs, us) with ``step`` scaled by α into ``out``
     (xs_new, us_new): ROLLED, DIVERGED (non-finite states) or INVALID (the model rejected a
     state: any exception of the dynamics, e.g. a non-positive articulated inertia far from
-    the data)."""
+    the data). Without ``keep``, the dynamics keep no contact forces (a rollout on another
+    thread)."""
     (xs, us), (xs_new, us_new) = trajectory, out
+    dynamics = problem.dynamics if keep else problem.dynamics_keeping_nothing()
     try:
-        rolled = forward_pass(problem.dynamics, xs, us, step.k, step.K, alpha, problem.u_lower, problem.u_upper,
+        rolled = forward_pass(dynamics, xs, us, step.k, step.K, alpha, problem.u_lower, problem.u_upper,
                               xs_new, us_new, step.gaps)
     except Exception:  # noqa: BLE001 — a trial the model cannot evaluate is a rejected step
         return INVALID
