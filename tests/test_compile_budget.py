@@ -7,8 +7,8 @@ again for read-only, F-ordered or constant arguments, a new kernel on the main j
 fails here, and the budget is raised on purpose or the change undone (BENCHMARKS.md, "cold
 start", gives the seconds). First, on that same cache, the helper of
 :mod:`optdyn.solvers.compile_ahead` compiles its part from a pickled copy of the problem:
-the main job then loads what the helper compiled — the same specialisations — and compiles
-none of it again."""
+the main job then loads what the helper compiled — the same specialisations, the line
+search's forward pass among them — and compiles none of it again."""
 from __future__ import annotations
 
 import json
@@ -37,7 +37,7 @@ from optdyn.solvers import compile_ahead
 with open(sys.argv[1], "wb") as f:
     pickle.dump(problems.get("arm-obstacle"), f)
 compiled.clear()  # the problem's construction is the main job's
-compile_ahead.main(sys.argv[1], "second order")
+compile_ahead.main(sys.argv[1], "second order, steps")
 print("RESULT" + json.dumps(compiled))
 """
 MAIN_JOB = LISTENER + """
@@ -75,8 +75,8 @@ def test_the_main_job_compiles_within_its_budget_and_loads_what_the_helper_compi
     env = dict(os.environ, OPTDYN_COMPILE_AHEAD="0", NUMBA_CACHE_DIR=str(tmp_path / "cache"))
     helper = _compiled(HELPER, env, str(tmp_path / "problem.pkl"))
     main = _compiled(MAIN_JOB, env)
-    assert {"optdyn.ocp.integrators.interval_hessian", "optdyn.ocp.integrators._step_stages_chunk"} <= {
-        name for name, _ in helper}
+    assert {"optdyn.ocp.integrators.interval_hessian", "optdyn.ocp.integrators._step_stages_chunk",
+            "optdyn.solvers.ddp.forward_pass", "optdyn.ocp.integrators._step_chunk"} <= {name for name, _ in helper}
     again = {name for name, _ in helper & main if "<locals>" not in name}  # overloads compile inside their callers
     assert not again, f"compiled again by the main job: {sorted(again)}"
     ours = helper | main

@@ -61,14 +61,32 @@ def _first_order(problem: Problem) -> list:
     return [lambda: problem.step_derivatives(*_guess(problem))]
 
 
-PARTS = {"ddp": ("second order",), "fddp": ("second order",), "ipopt": ("second order",),
-         "ilqr": ("first order",), "filqr": ("first order",)}
+def _steps(problem: Problem) -> list:
+    """The line search's forward pass (at α = 1, the arrays laid out as a solve's workspace
+    lays them out) and a batch of intervals (the gaps, a report's): kernels a DDP or iLQR solve
+    compiles last, after its backward pass, from the rollout's interval, which its own process
+    has compiled by the time a helper gets here."""
+    from .ddp import forward_pass
+
+    xs, us = _guess(problem)
+    N, nu, ndx = problem.N, problem.nu, problem.ndx
+    states, controls = np.tile(problem.x0, (N + 1, 1)), np.empty((N, nu))
+    return [lambda: forward_pass(problem.dynamics, states, us, np.zeros((N, nu)), np.zeros((N, nu, ndx)), 1.0,
+                                 problem.u_lower, problem.u_upper, np.empty_like(states), controls,
+                                 np.zeros((0, ndx))),
+            lambda: problem.step(xs, us)]
+
+
+PARTS = {"ddp": ("second order, steps",), "fddp": ("second order, steps",), "ipopt": ("second order",),
+         "ilqr": ("first order, steps",), "filqr": ("first order, steps",)}
 """What the helpers compile ahead of a solve, by solver: a part per spare core, in order.
 "second order": the interval sensitivities with their stage records and the contracted
 Hessians λᵀF_zz (DDP's backward pass and IPOPT's Hessian share them); "first order": the
-interval sensitivities alone (iLQR)."""
+interval sensitivities alone (iLQR); "steps": then the forward pass and the interval batch
+(:func:`_steps`), while the solve compiles its backward pass."""
 
-RUN = {"second order": _second_order, "first order": _first_order}
+RUN = {"second order": _second_order, "second order, steps": lambda p: _second_order(p) + _steps(p),
+       "first order, steps": lambda p: _first_order(p) + _steps(p)}
 """Each part's steps, in order (callables of the problem's evaluations)."""
 
 
