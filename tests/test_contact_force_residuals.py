@@ -489,6 +489,25 @@ def test_the_residuals_take_the_kept_forces_and_never_stale_ones(monkeypatch):
     assert window.dynamics.forces.x is not prob.dynamics.forces.x and np.array_equal(prob.dynamics.forces.x[3], other[3])
 
 
+def test_a_rollout_keeping_its_forces_elsewhere_leaves_the_problems_until_adopted(monkeypatch):
+    """A kernel given another record (a line search's rollout begun on another thread) keeps
+    its forces there and leaves the problem's record as it was; adopted, the residuals take
+    them: no pass of their own, the values bit for bit those of a residual without kept forces."""
+    from optdyn.ocp.shooting import rollout
+
+    prob = _pyramids_problem()
+    cone, us = prob.running_cost.residuals()[1], _knots(9)[1]
+    kept, own = prob.forces_record(), prob.dynamics.forces
+    own.order[:] = -1
+    xs = rollout(prob.dynamics_keeping(kept), X0, us)
+    assert np.all(own.order == -1) and np.all(kept.order[1:] == 0) and kept.order[0] == -1
+    want = FrictionConeResidual(MODEL, SEQUENCE, cone.frame, mu=0.6).value(xs[:-1], us)
+    prob.adopt_forces(kept)
+    passes = _counted(monkeypatch, cp, "knot_forces_batch")
+    np.testing.assert_array_equal(cone.value(xs[:-1], us), want)
+    assert len(passes) == 0 and np.array_equal(own.x[1:], xs[1:-1])
+
+
 def test_the_relaxed_log_barrier_is_curved_inside_and_finite_outside():
     """Hauser & Saccon's relaxed barrier: −log(z/δ) inside, a quadratic within δ of a bound,
     C² at z = δ; its derivatives match differences of its value; where the quadratic barrier

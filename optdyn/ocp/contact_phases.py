@@ -208,11 +208,6 @@ def phased_dynamics(model: Model, actuated: np.ndarray, lie: np.ndarray, a: np.n
     return PhasedDynamics(ode, a, b, dt, substeps, f_ext, ci, cf, bounds, impulse, forces)
 
 
-def keeping_nothing(dyn: PhasedDynamics) -> PhasedDynamics:
-    """``dyn`` with kernels that keep no forces."""
-    return dyn._replace(forces=knot_forces_record(0, 0, 0, 0, 0))
-
-
 def sliced(dyn: PhasedDynamics, K: int, start: int) -> PhasedDynamics:
     """``dyn`` for K knots that are intervals start … start + K − 1 (its kept forces: their rows)."""
     rows = slice(start, start + K) if dyn.forces.order.size else slice(0, 0)

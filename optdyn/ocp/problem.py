@@ -292,13 +292,30 @@ class Problem:
         if self._contact_knots is not None:
             self._contact_knots.watch(self.dynamics, self.model)
 
-    def dynamics_keeping_nothing(self) -> integrators.IntervalDynamics | contact_phases.PhasedDynamics:
-        """:attr:`dynamics` whose kernels keep no contact forces
-        (:data:`~optdyn.ocp.contact_phases.KnotForces`): for a kernel run on another thread
-        while this one's kernels write them and its residuals read them."""
+    def forces_record(self) -> contact_phases.KnotForces | None:
+        """A record of the contact forces the dynamics' kernels keep
+        (:data:`~optdyn.ocp.contact_phases.KnotForces`), shaped as the problem's own, nothing
+        kept yet (None without contacts): for a kernel run on another thread
+        (:meth:`dynamics_keeping`), while this one's kernels write the problem's record and its
+        residuals read it; the problem takes its forces once that kernel has ended
+        (:meth:`adopt_forces`)."""
         if self.contacts is None:
-            return self.dynamics
-        return contact_phases.keeping_nothing(self.dynamics)
+            return None
+        f = self.dynamics.forces
+        return contact_phases.knot_forces_record(f.order.size, f.x.shape[1], f.u.shape[1], self.ndx, f.lam.shape[1])
+
+    def dynamics_keeping(self, kept: contact_phases.KnotForces | None
+                         ) -> integrators.IntervalDynamics | contact_phases.PhasedDynamics:
+        """:attr:`dynamics` whose kernels keep the contact forces in ``kept`` (a
+        :meth:`forces_record`) instead of the problem's record."""
+        return self.dynamics if kept is None else self.dynamics._replace(forces=kept)
+
+    def adopt_forces(self, kept: contact_phases.KnotForces | None) -> None:
+        """The problem's kept contact forces ← those of ``kept`` (a :meth:`forces_record`
+        that a kernel has finished writing)."""
+        if kept is not None:
+            for mine, theirs in zip(self.dynamics.forces, kept):
+                mine[...] = theirs
 
     @property
     def _batch(self):

@@ -550,23 +550,29 @@ class RiccatiSolver:
         the step taken is the same. One begun for a trial never tried is left running,
         :meth:`Workspace.settle`'d before its arrays are written again; it may read the
         iterate's arrays as the next iteration rewrites them, and nothing reads what it
-        writes: nor does it keep its contact forces (:meth:`optdyn.Problem.dynamics_keeping_nothing`),
-        which the caller's kernels write and its residuals read."""
+        writes. It keeps its contact forces in a record of its own (:meth:`optdyn.Problem.forces_record`),
+        not in the problem's, which the caller's kernels write and its residuals read; the
+        problem takes them once the rollout's trial is evaluated (:meth:`optdyn.Problem.adopt_forces`)."""
         log.all_diverged = True
-        ahead = None
+        ahead, kept_ahead = None, None
         for i, alpha in enumerate(self.alphas):
             if log.stop_reason():
                 log.all_diverged = False
                 break
             if ahead is not None:  # this rollout was begun ahead into the spare arrays
                 it.trial, it.spare = it.spare, it.trial
-            this, ahead = ahead, None
+            this, this_kept, ahead = ahead, kept_ahead, None
             if 0 < i < len(self.alphas) - 1:
                 if this is None:
                     ws.settle()
+                kept_ahead = problem.forces_record()
                 ahead = ws.ahead = Lookahead(rollout, problem, (it.xs, it.us), step, self.alphas[i + 1], it.spare,
-                                             False)
-            rolled = this.result() if this is not None else rollout(problem, (it.xs, it.us), step, alpha, it.trial)
+                                             kept_ahead)
+            if this is not None:
+                rolled = this.result()
+                problem.adopt_forces(this_kept)
+            else:
+                rolled = rollout(problem, (it.xs, it.us), step, alpha, it.trial)
             J_new = evaluate(objective, rolled, it.trial, log)
             if np.isnan(J_new):
                 log.rejected += 1  # diverged or invalid for the model: try a shorter step
@@ -770,14 +776,14 @@ ROLLED, DIVERGED, INVALID = range(3)
 """Outcomes of :func:`rollout`."""
 
 
-def rollout(problem: Problem, trajectory: tuple, step: Step, alpha: float, out: tuple, keep: bool = True) -> int:
+def rollout(problem: Problem, trajectory: tuple, step: Step, alpha: float, out: tuple, kept=None) -> int:
     """Forward pass from ``trajectory`` (xs, us) with ``step`` scaled by α into ``out``
     (xs_new, us_new): ROLLED, DIVERGED (non-finite states) or INVALID (the model rejected a
     state: any exception of the dynamics, e.g. a non-positive articulated inertia far from
-    the data). Without ``keep``, the dynamics keep no contact forces (a rollout on another
-    thread)."""
+    the data). The dynamics keep their contact forces in ``kept`` if given (a rollout on
+    another thread: :meth:`optdyn.Problem.forces_record`), else in the problem's record."""
     (xs, us), (xs_new, us_new) = trajectory, out
-    dynamics = problem.dynamics if keep else problem.dynamics_keeping_nothing()
+    dynamics = problem.dynamics_keeping(kept)
     try:
         rolled = forward_pass(dynamics, xs, us, step.k, step.K, alpha, problem.u_lower, problem.u_upper,
                               xs_new, us_new, step.gaps)
