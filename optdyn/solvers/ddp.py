@@ -552,7 +552,8 @@ class RiccatiSolver:
         iterate's arrays as the next iteration rewrites them, and nothing reads what it
         writes. It keeps its contact forces in a record of its own (:meth:`optdyn.Problem.forces_record`),
         not in the problem's, which the caller's kernels write and its residuals read; the
-        problem takes them once the rollout's trial is evaluated (:meth:`optdyn.Problem.adopt_forces`)."""
+        problem takes them once the rollout has ended, before its trial is evaluated
+        (:meth:`optdyn.Problem.adopt_forces`)."""
         log.all_diverged = True
         ahead, kept_ahead = None, None
         for i, alpha in enumerate(self.alphas):
