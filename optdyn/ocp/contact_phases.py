@@ -195,6 +195,12 @@ def knot_forces_record(K: int, nx: int, nu: int, ndx: int, nc_max: int) -> KnotF
                       np.empty((K, nc_max, ndx + nu)))
 
 
+def knot_forces_like(kept: KnotForces, K: int) -> KnotForces:
+    """A :data:`KnotForces` of K knots shaped as ``kept`` (none if ``kept`` keeps none), nothing kept yet."""
+    return knot_forces_record(K if kept.order.size else 0, kept.x.shape[1], kept.u.shape[1],
+                              kept.lam_z.shape[2] - kept.u.shape[1], kept.lam.shape[1])
+
+
 def phased_dynamics(model: Model, actuated: np.ndarray, lie: np.ndarray, a: np.ndarray, b: np.ndarray, dt: float,
                     substeps: int, f_ext: np.ndarray, contacts: list[list[Contact]],
                     damping: float = 0.0, keep_forces: bool = False) -> PhasedDynamics:
@@ -219,11 +225,8 @@ def at_rows(dyn: PhasedDynamics, rows: np.ndarray) -> PhasedDynamics:
     """``dyn`` for the intervals ``rows`` (an index array, repeats allowed) in their order:
     an interval gains contacts (its impulse) only where it follows another (:func:`impulses_at`);
     kept forces start afresh."""
-    f = dyn.forces
-    forces = knot_forces_record(rows.size if f.order.size else 0, f.x.shape[1], f.u.shape[1],
-                                f.lam_z.shape[2] - f.u.shape[1], f.lam.shape[1])
     return dyn._replace(bounds=np.ascontiguousarray(dyn.bounds[rows]), impulse=impulses_at(dyn.impulse, rows),
-                        forces=forces)
+                        forces=knot_forces_like(dyn.forces, rows.size))
 
 
 def stage_records_for(dyn: PhasedDynamics, K: int, nx: int, nz: int) -> PhasedStages:

@@ -301,8 +301,7 @@ class Problem:
         (:meth:`adopt_forces`)."""
         if self.contacts is None:
             return None
-        f = self.dynamics.forces
-        return contact_phases.knot_forces_record(f.order.size, f.x.shape[1], f.u.shape[1], self.ndx, f.lam.shape[1])
+        return contact_phases.knot_forces_like(self.dynamics.forces, self.N)
 
     def dynamics_keeping(self, kept: contact_phases.KnotForces | None
                          ) -> integrators.IntervalDynamics | contact_phases.PhasedDynamics:
