@@ -508,6 +508,28 @@ def test_a_rollout_keeping_its_forces_elsewhere_leaves_the_problems_until_adopte
     assert len(passes) == 0 and np.array_equal(own.x[1:], xs[1:-1])
 
 
+def test_ipopt_takes_the_forces_its_dynamics_kept(monkeypatch):
+    """IPOPT evaluates the stage rows at a point after the dynamics there: the constraint
+    values after the step (which keeps λ), their Jacobians and Hessians after the first-order
+    pass (λ and λ_z), so that the contact-force rows compute no forces of their own; without
+    kept forces, the same iterates bit for bit."""
+    cones = [ResidualConstraint(FrictionConeResidual(MODEL, SEQUENCE, f, mu=0.6), upper=0.0)
+             for f in ("foot0", "foot1", "foot2")]
+
+    def solved():
+        prob = Problem(MODEL, X0, len(SEQUENCE), 0.02, ControlCost(1e-3, nu=NU), contacts=SEQUENCE,
+                       path_constraints=cones)
+        return optdyn.solve(prob, "ipopt", max_iter=3)
+    passes = _counted(monkeypatch, cp, "knot_forces_batch")
+    kept = solved()
+    assert kept.iterations == 3 and len(passes) == 0
+    monkeypatch.setattr(ContactKnots, "_take_kept", lambda *args: False)
+    own = solved()
+    assert len(passes) > 0
+    np.testing.assert_array_equal(own.us, kept.us)
+    np.testing.assert_array_equal(own.xs, kept.xs)
+
+
 def test_the_relaxed_log_barrier_is_curved_inside_and_finite_outside():
     """Hauser & Saccon's relaxed barrier: −log(z/δ) inside, a quadratic within δ of a bound,
     C² at z = δ; its derivatives match differences of its value; where the quadratic barrier
