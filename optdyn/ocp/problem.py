@@ -292,6 +292,13 @@ class Problem:
         if self._contact_knots is not None:
             self._contact_knots.watch(self.dynamics, self.model)
 
+    @property
+    def takes_kept_forces(self) -> bool:
+        """Whether a cost or constraint of the problem takes contact forces its dynamics'
+        kernels keep (it has contact-force residuals, :mod:`optdyn.ocp.contact_residuals`):
+        evaluated at a point after the dynamics there, they solve no contact dynamics of their own."""
+        return self._contact_knots is not None
+
     def forces_record(self) -> contact_phases.KnotForces | None:
         """A record of the contact forces the dynamics' kernels keep
         (:data:`~optdyn.ocp.contact_phases.KnotForces`), shaped as the problem's own, nothing
