@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import copy
 import ctypes
+import inspect
 import os
 import time
 import tracemalloc
@@ -61,6 +62,7 @@ from numba.core.runtime import rtsys
 import dynamics as dyn
 import optdyn
 import problems
+from problems.robot_data import load_robot, robot_files
 
 CASES = [  # (task, solver, iterations, warm start)
     ("ur5-reach", "ddp", 1, "policy"),
@@ -272,16 +274,40 @@ MUJOCO_CASES = [  # (friction, side push N at 1 s, iLQR iterations per step, tor
     (0.7, 12.0, 2, 5.0), (1.0, 12.0, 1, None), (1.0, 12.0, 2, None)]
 PUSH_LADDER, PUSH_STARTS = (4.0, 8.0, 10.0, 12.0, 15.0, 20.0), (1.0, 1.1, 1.2, 1.3)
 FALL_HEIGHT, FALL_TILT = 0.15, 20.0
+FALL_SHARE = 0.6  # another quadruped falls with its base below this share of its standing height
+OTHER_QUADRUPEDS = {  # (URDF, SRDF, feet lf rf lh rh, base body) of example-robot-data's
+    "ANYmal": ("anymal_b_simple_description/robots/anymal.urdf", "anymal_b_simple_description/srdf/anymal.srdf",
+               ("LF_FOOT", "RF_FOOT", "LH_FOOT", "RH_FOOT"), "base"),
+    "HyQ": ("hyq_description/robots/hyq_no_sensors.urdf", "hyq_description/srdf/hyq.srdf",
+            ("lf_foot", "rf_foot", "lh_foot", "rh_foot"), "base_link"),
+    "Go1": ("go1_description/urdf/go1.urdf", "go1_description/srdf/go1.srdf",
+            ("FL_foot", "FR_foot", "RL_foot", "RR_foot"), "base")}
+STEP_MS = 1e3 * inspect.signature(optdyn.MujocoPlant).parameters["timestep"].default  # the plant's default
 TASK_MU = 0.7  # the controller's friction pyramid, × the floor's friction (as `optdyn mpc --plant mujoco`)
 
 
-def mujoco_run(friction: float, force: float | None, start: float, duration: float, iterations: int = 1,
-               effort: float | None = 5.0) -> dict:
-    """One closed loop of the trot in MuJoCo (module docstring): its figures."""
+def trot(duration: float, friction: float, robot: str | None = None) -> optdyn.Problem:
+    """The trot with its pyramid as a cost, gait cycles enough for ``duration``, of Solo-12 or of
+    ``robot`` (:data:`OTHER_QUADRUPEDS`) as a user builds it from its URDF and SRDF."""
     cycles = int(np.ceil(duration / 0.48)) + 1  # a trot cycle: 2 × (10 + 2) intervals of 20 ms
-    prob = problems.get("quadruped", scenario="trot", cone="cost", cycles=cycles, mu=TASK_MU * friction)
-    plant = optdyn.apps.mujoco_plant.plant_for(prob, friction=friction, effort=effort)
-    pushes = [] if force is None else [optdyn.Push("base_link", (0.0, force, 0.0), start, 0.2)]
+    if robot is None:
+        return problems.get("quadruped", scenario="trot", cone="cost", cycles=cycles, mu=TASK_MU * friction)
+    urdf, srdf, feet, _ = OTHER_QUADRUPEDS[robot]
+    model = load_robot(urdf, "bench-mpc")
+    standing = dyn.load_srdf(model, os.path.join(robot_files(srdf, "bench-mpc")[0], srdf)).reference_configurations
+    return problems.quadruped.make("trot", cycles=cycles, mu=TASK_MU * friction, cone="cost", model=model, feet=feet,
+                                   standing=standing["standing"])
+
+
+def mujoco_run(friction: float, force: float | None, start: float, duration: float, iterations: int = 1,
+               effort: float | None = 5.0, robot: str | None = None, **plant) -> dict:
+    """One closed loop of the trot in MuJoCo (module docstring): its figures. ``robot``: one of
+    :data:`OTHER_QUADRUPEDS` instead of Solo-12, its base body pushed; ``plant``: options of
+    the plant."""
+    prob = trot(duration, friction, robot)
+    plant = optdyn.apps.mujoco_plant.plant_for(prob, friction=friction, effort=effort, **plant)
+    base = "base_link" if robot is None else OTHER_QUADRUPEDS[robot][3]
+    pushes = [] if force is None else [optdyn.Push(base, (0.0, force, 0.0), start, 0.2)]
     mpc = optdyn.MPC(prob, "ilqr", iterations, horizon=25)
     t0 = time.perf_counter()
     loop = optdyn.simulate(mpc, duration, plant=plant, disturbances=pushes)
@@ -289,9 +315,30 @@ def mujoco_run(friction: float, force: float | None, start: float, duration: flo
     motion = optdyn.report.base_motion(prob, loop.xs, loop.t)
     ratio = loop.solve_time[1:] / prob.dt
     simulated = max(loop.t[-1] - prob.dt, 1e-9)
+    lowest = FALL_HEIGHT if robot is None else FALL_SHARE * prob.x0[2]
     return {"median": float(np.median(ratio)), "worst": float(ratio.max()), "rtf": wall / simulated,
-            "fell": bool(loop.stopped) or motion.fell(FALL_HEIGHT, FALL_TILT), "stopped": loop.stopped,
+            "fell": bool(loop.stopped) or motion.fell(lowest, FALL_TILT), "stopped": loop.stopped,
             "motion": motion, "plant_ms": 1e3 * (wall - loop.solve_time[1:].sum()) / max(len(loop.us) - 1, 1)}
+
+
+def other_quadrupeds() -> list[list]:
+    """Rows of the trots of :data:`OTHER_QUADRUPEDS` (and Solo-12) in MuJoCo at plant steps of
+    1 and 0.5 ms, undisturbed and pushed sideways by a quarter of their weight at 1 s for 0.2 s,
+    their URDFs' torque limits, joint damping and friction."""
+    rows = []
+    for robot in (*OTHER_QUADRUPEDS, None):
+        model = trot(1.0, 1.0, robot).model
+        weight = -float(model.inertia[:, 0].sum()) * model.gravity[2]
+        for timestep in (1e-3, 5e-4):
+            for force in (None, 0.25 * weight):
+                r = mujoco_run(1.0, force, 1.0, MUJOCO_DURATION, effort=None if robot else 5.0, robot=robot,
+                               timestep=timestep)
+                m = r["motion"]
+                print(robot, timestep, force, r, flush=True)
+                rows.append([robot or "Solo-12", f"{timestep * 1e3:g}", "none" if force is None else f"{force:.0f} N",
+                             "yes" if r["fell"] else "no", r["stopped"].split(";")[0] or "—", f"{m.lowest:.3f}",
+                             f"{m.largest_tilt:.1f}", f"{m.advanced / m.commanded:.0%}", r["median"], r["worst"]])
+    return rows
 
 
 def mujoco_main() -> None:
@@ -304,7 +351,7 @@ def mujoco_main() -> None:
         rows.append([friction, f"{TASK_MU * friction:.2g}", push, iterations,
                      "URDF's (1000)" if effort is None else f"{effort:g}", r["median"], r["worst"], r["plant_ms"],
                      r["rtf"],
-                     "yes" if r["fell"] else "no", r["stopped"] or "—", f"{m.lowest:.3f}", f"{m.largest_tilt:.1f}",
+                     "yes" if r["fell"] else "no", r["stopped"].split(";")[0] or "—", f"{m.lowest:.3f}", f"{m.largest_tilt:.1f}",
                      f"{m.advanced:.2f}", f"{m.commanded:.2f}", f"{m.advanced / m.commanded:.0%}"])
     ladder = []
     for friction in (1.0, 0.7):
@@ -325,14 +372,26 @@ def mujoco_main() -> None:
               "advanced m", "commanded m", "advanced / commanded"]
     body = (f"## MPC in MuJoCo\n\n{machine()}, load average at the end {load}. "
             f"`benchmarks/bench_mpc.py mujoco`: Solo-12's trot, one iLQR iteration (or two) per 20 ms step "
-            f"over a 25-interval horizon, in MuJoCo (1 ms steps under the solver's feedback policy, stiff contact, "
+            f"over a 25-interval horizon, in MuJoCo ({STEP_MS:g} ms steps under the solver's feedback policy, stiff contact, "
             f"torques clamped at 5 N·m unless said) for {MUJOCO_DURATION:g} s. Fell: base below {FALL_HEIGHT} m, "
             f"tilt past {FALL_TILT:g}°, or MuJoCo diverged. Targets: never falls, advances ≥ 80 % of the commanded "
             "distance, with a 12 N push and at friction 0.7; median step ≤ 0.5× and worst ≤ 1.0× the period.\n\n"
             + table(header, rows)
             + f"\n\nSide pushes of 0.2 s, each a {PUSH_DURATION:g} s run, by the time the push starts (the phase "
               "of the gait), stronger until the first fall: the largest survived.\n\n"
-            + table(["friction", "push starts at s", "force N: outcome", "largest survived N"], ladder))
+            + table(["friction", "push starts at s", "force N: outcome", "largest survived N"], ladder)
+            + "\n\nQuadrupeds the project does not ship, as a user builds their trot from example-robot-data's URDF "
+              f"and SRDF (the same task, {TASK_MU:g}× friction 1 for the pyramid), against Solo-12, at plant steps of "
+              "1 ms and the default 0.5 ms, for "
+              f"{MUJOCO_DURATION:g} s, undisturbed and pushed sideways at the base by a quarter of the weight at 1 s for "
+              "0.2 s; the URDFs' torque limits, joint damping and friction (Go1: 0.01 N·m·s/rad and 0.2 N·m; HyQ: "
+              "damping 0.1; ANYmal, Solo-12: none; Solo-12 clamped at 5 N·m). Fell: the base below "
+              f"{FALL_SHARE:g}× its standing height (Solo-12: {FALL_HEIGHT} m), tilt past {FALL_TILT:g}°, or MuJoCo "
+              "diverged. At 1 ms the policy's velocity gains on HyQ's and Go1's light shanks, applied explicitly at "
+              "every plant step, are past the explicit step's stability (`optdyn.apps.mujoco_plant`'s docstring); "
+              "the closed loops that diverged name the joint (`loop.stopped`, its first clause here).\n\n"
+            + table(["robot", "plant step ms", "push", "fell", "stopped", "lowest base m", "largest tilt °",
+                     "advanced / commanded", "median step / period", "worst step / period"], other_quadrupeds()))
     write_section("mpc-mujoco", body)
 
 

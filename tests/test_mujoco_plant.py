@@ -174,6 +174,35 @@ def test_gaits_in_mujoco_stay_up(tmp_path, scenario, friction, force):
         np.testing.assert_array_equal(back.contact_forces[frame], f)
 
 
+@pytest.mark.parametrize("urdf, srdf, feet", [
+    ("go1_description/urdf/go1.urdf", "go1_description/srdf/go1.srdf", ("FL_foot", "FR_foot", "RL_foot", "RR_foot")),
+    ("hyq_description/robots/hyq_no_sensors.urdf", "hyq_description/srdf/hyq.srdf",
+     ("lf_foot", "rf_foot", "lh_foot", "rh_foot"))])
+def test_quadrupeds_the_project_does_not_ship_trot_in_mujoco(urdf, srdf, feet):
+    """Go1 (its URDF's joint damping and friction in the plant) and HyQ, trotting as a user
+    builds them (example-robot-data's URDF and SRDF), in MuJoCo at the plant's default step:
+    they trot. At 1 ms the policy's velocity gains on their light shanks, applied explicitly at
+    every plant step, make MuJoCo diverge (module docstring of the plant), and the closed loop
+    says so, naming the joint."""
+    import os
+
+    from problems.robot_data import load_robot, robot_files
+
+    model = load_robot(urdf, "test")
+    standing = dyn.load_srdf(model, os.path.join(robot_files(srdf, "test")[0], srdf)).reference_configurations
+    prob = problems.quadruped.make("trot", cycles=4, mu=0.7, cone="cost", model=model, feet=feet,
+                                   standing=standing["standing"])
+    loop = optdyn.simulate(optdyn.MPC(prob, "ilqr", 1, horizon=25), 1.6, plant=plant_for(prob))
+    assert loop.stopped == ""
+    motion = optdyn.report.base_motion(prob, loop.xs, loop.t)
+    assert not motion.fell(0.6 * prob.x0[2], 20.0), motion
+    assert motion.advanced >= 0.8 * motion.commanded > 0, motion
+    coarse = optdyn.simulate(optdyn.MPC(prob, "ilqr", 1, horizon=25), 3.0, plant=plant_for(prob, timestep=1e-3))
+    assert coarse.stopped.startswith("the plant diverged"), coarse.stopped
+    shank = re.search(r"velocity of (\w+), .* explicit 1 ms step \(h·K/M = (\S+) > 1\)", coarse.stopped)
+    assert shank and shank[1] in prob.model.joint_names and float(shank[2]) > 1.0, coarse.stopped
+
+
 def test_the_command_line_trots_in_mujoco(tmp_path, capsys):
     """`optdyn mpc quadruped --scenario trot --plant mujoco`, shortened: the scenario's push and
     horizon, gait cycles for the duration, the replay drawing MuJoCo's measured forces."""
@@ -188,7 +217,7 @@ def test_the_command_line_trots_in_mujoco(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "push        base_link: (0, 12, 0) N from 1 s for 0.2 s" in out
-    assert "horizon     25 intervals of 0.02 s" in out and "plant: MuJoCo, steps of 1 ms" in out
+    assert "horizon     25 intervals of 0.02 s" in out and "plant: MuJoCo, steps of 0.5 ms" in out
     loop = load_closed_loop(saved)
     assert loop.plant == "mujoco" and loop.params["cone"] == "cost" and loop.params["cycles"] == 4
     lowest, tilt = (float(v) for v in re.search(r"base\s+lowest (\S+) m, largest tilt (\S+)°", out).groups())

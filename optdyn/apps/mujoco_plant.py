@@ -38,6 +38,17 @@ falls within 0.44 s; a pair (solref, solimp) sets them. With time constants of 2
 (harder still) that trot diverges after a 12 N side push that it survives at 10 ms, measured. Friction ``friction`` (μ, sliding) on elliptic cones,
 the implicit-in-velocity integrator ("implicitfast") at ``timestep``.
 
+The step, 0.5 ms by default. A closed loop applies the controller's feedback policy
+u = ū + K (x ⊖ x̄) at every plant step from the state at the step's start
+(:func:`optdyn.simulate`): explicitly, where MuJoCo's integrator treats only the model's own
+velocity-dependent forces implicitly. A joint's own velocity gain K_v,j (the entry of K on
+its velocity) acts as a damper integrated by explicit Euler, stable while h·K_v,j / M_jj (M_jj
+the joint-space inertia's diagonal) stays below 2, free of oscillation below 1. On the
+trot's first horizon (iLQR, 25 intervals) the largest h·K_v,j / M_jj at h = 1 ms is 0.59 for
+Solo-12 and 0.64 for ANYmal, but 1.72 for HyQ and 1.75 for Go1, whose light shanks get stiff
+gains: at 1 ms their trots diverge within 2.3 s without a push, at 0.5 ms all four trot for
+10 s, also through a side push of a quarter of their weight, measured.
+
 States map both ways by joint name (:meth:`MujocoPlant.to_mujoco`, :meth:`MujocoPlant.state`):
 a free-flyer's q [p, (qx, qy, qz, qw)] is MuJoCo's qpos [p, (qw, qx, qy, qz)], its local
 twist v = (R^T ṗ, ω_local) MuJoCo's qvel (ṗ in the world frame, ω in the body frame); the
@@ -123,7 +134,7 @@ class MujocoPlant:
     free-flyer with ``package_dirs``) as a MuJoCo model on a floor (module docstring).
 
     Args:
-        timestep: the plant's step, s. friction: μ of the feet on the floor.
+        timestep: the plant's step, s (module docstring). friction: μ of the feet on the floor.
         contact: "stiff", "soft" or (solref, solimp) (module docstring).
         feet: contact frames: names (point feet) or :class:`dynamics.Contact` (kind "3d" or "6d").
         floor: height of the contact frames when they touch the floor, m.
@@ -135,7 +146,7 @@ class MujocoPlant:
     ``mj_model``, ``mj_data``: MuJoCo's model and data; ``model``: the library's model.
     """
 
-    def __init__(self, model_or_urdf: Model | str | os.PathLike, timestep: float = 1e-3, friction: float = 1.0,
+    def __init__(self, model_or_urdf: Model | str | os.PathLike, timestep: float = 5e-4, friction: float = 1.0,
                  contact="stiff", feet: Sequence = (), floor: float = 0.0, foot_radius: float = 0.01,
                  sole_half_lengths: Sequence[float] = (0.1, 0.05), package_dirs=None,
                  joint_dynamics: bool = True, effort: float | None = None) -> None:
@@ -332,6 +343,17 @@ class MujocoPlant:
     def state(self) -> np.ndarray:
         """The plant's state in the library's convention."""
         return self.from_mujoco(self.mj_data.qpos, self.mj_data.qvel)
+
+    def joint_inertias(self, x) -> np.ndarray:
+        """The diagonal (nv,) of the joint-space inertia matrix M(q) at the library's state x, in
+        its velocity order (MuJoCo's, computed on a scratch copy of the data)."""
+        mujoco = mujoco_module()
+        d = mujoco.MjData(self.mj_model)
+        d.qpos[:], d.qvel[:] = self.to_mujoco(x)
+        mujoco.mj_fwdPosition(self.mj_model, d)
+        M = np.empty((self.mj_model.nv, self.mj_model.nv))
+        mujoco.mj_fullM(self.mj_model, d, M)
+        return np.diag(M)[self._v_to_qvel]
 
     # ---------------------------------------------------------------- stepping
     def push(self, frame: str, force) -> None:

@@ -252,7 +252,8 @@ def simulate(mpc: MPC, duration: float, plant=None, disturbances: Sequence[Push]
             plant_at.planned(i, mpc.result.xs[:2], p)
             x, least = plant_at.interval(i, x, policy, pushes)
             if not np.all(np.isfinite(x)):
-                stopped = f"the plant diverged between t = {i * p.dt:g} and {(i + 1) * p.dt:g} s"
+                stopped = (f"the plant diverged between t = {i * p.dt:g} and {(i + 1) * p.dt:g} s"
+                           + plant_at.unstable_feedback(gains[: i + 1], xs[: i + 1], p.dt))
                 break
             margins[i] = least
             xs[i + 1] = x
@@ -292,6 +293,11 @@ class _Intervals:
         if self.held is None or self.held[0] != k or self.held[1].N != K:
             self.held = k, windows.window(self.task, np.full(K, k))  # the task's own terms if none vary
         return self.held[1]
+
+    def unstable_feedback(self, gains: np.ndarray, xs: np.ndarray, dt: float) -> str:
+        """Why the plant may have diverged under the policies of ``gains`` (n, nu, ndx) applied from
+        the states ``xs`` (n, nx), one per control interval of ``dt`` ("" if not known)."""
+        return ""
 
     def reset(self, x: np.ndarray, n: int) -> None:
         """Start the plant at ``x`` for n control intervals."""
@@ -447,6 +453,25 @@ class _MujocoIntervals(_Intervals):
         plant.clear_pushes()
         self.applied[fine] = u_j
         return x, self.margins(i)
+
+    def unstable_feedback(self, gains: np.ndarray, xs: np.ndarray, dt: float) -> str:
+        """The first control interval whose policy's gain on an actuated joint's own velocity,
+        K_v,j, against the joint-space inertia M_jj at its start, is past the stability of the
+        plant's explicit step h: h·K_v,j / M_jj > 1 (:mod:`optdyn.apps.mujoco_plant`); "" if none is."""
+        p, h, nv = self.task, self.plant.timestep, self.task.model.nv
+        dofs = p.actuated
+        for i, (K, x) in enumerate(zip(gains, xs)):
+            inertia = self.plant.joint_inertias(x)[dofs]
+            gain = -K[np.arange(dofs.size), nv + dofs]
+            ratio = h * gain / inertia
+            a = int(np.argmax(ratio))
+            if ratio[a] > 1.0:
+                joint = p.model.joint_names[int(np.flatnonzero(p.model.idx_vs <= dofs[a])[-1])]
+                return (f"; from t = {i * dt:g} s the policy's gain on the velocity of {joint}, {gain[a]:.3g} per "
+                        f"unit of velocity on an inertia of {inertia[a]:.3g}, was past the stability of the plant's "
+                        f"explicit {h * 1e3:g} ms step (h·K/M = {ratio[a]:.2f} > 1): a smaller MujocoPlant timestep "
+                        "keeps it stable")
+        return ""
 
     def contact_forces(self, n: int) -> dict:
         """{foot: (n, 3)} the mean floor force of each interval, NaN where the foot never touched."""
