@@ -199,7 +199,7 @@ def test_quadrupeds_the_project_does_not_ship_trot_in_mujoco(urdf, srdf, feet):
     assert motion.advanced >= 0.8 * motion.commanded > 0, motion
     coarse = optdyn.simulate(optdyn.MPC(prob, "ilqr", 1, horizon=25), 3.0, plant=plant_for(prob, timestep=1e-3))
     assert coarse.stopped.startswith("the plant diverged"), coarse.stopped
-    shank = re.search(r"velocity of (\w+), .* explicit 1 ms step \(h·K/M = (\S+) > 1\)", coarse.stopped)
+    shank = re.search(r"velocity of (\w+), .* explicit 1 ms step \(h·K/M = (\S+) > 1;", coarse.stopped)
     assert shank and shank[1] in prob.model.joint_names and float(shank[2]) > 1.0, coarse.stopped
 
 

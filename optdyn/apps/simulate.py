@@ -469,8 +469,8 @@ class _MujocoIntervals(_Intervals):
                 joint = p.model.joint_names[int(np.flatnonzero(p.model.idx_vs <= dofs[a])[-1])]
                 return (f"; from t = {i * dt:g} s the policy's gain on the velocity of {joint}, {gain[a]:.3g} per "
                         f"unit of velocity on an inertia of {inertia[a]:.3g}, was past the stability of the plant's "
-                        f"explicit {h * 1e3:g} ms step (h·K/M = {ratio[a]:.2f} > 1): a smaller MujocoPlant timestep "
-                        "keeps it stable")
+                        f"explicit {h * 1e3:g} ms step (h·K/M = {ratio[a]:.2f} > 1; a smaller MujocoPlant timestep "
+                        "lowers it, unless the gain grew because the robot was falling)")
         return ""
 
     def contact_forces(self, n: int) -> dict:
