@@ -9,7 +9,7 @@ from agreement import assert_same_optimum
 
 import dynamics as dyn
 import optdyn
-from problems.biped import make, talos_legs
+from problems.biped import SOLVER_OPTIONS, make, talos_legs
 from problems.gaits import BIPED_WEIGHTS, SOLES, TALOS_SCALE, biped_gait, scaled_weights
 
 pytest.importorskip("example_robot_data")
@@ -96,6 +96,16 @@ def test_stance_soles_neither_slide_nor_rotate_and_the_swing_sole_lands_level_fo
             assert p[~stance, 2].max() - p[0, 2] > 0.5 * h
             assert abs(p[landing, 0] - p[0, 0] - L) < 0.1 * L and abs(p[landing, 2] - p[0, 2]) < 5e-3
             assert np.max(np.abs(R[landing] - R[0])) < 0.02
+
+
+def test_the_stand_ships_no_options_and_ipopt_converges_with_its_defaults():
+    """Standing on both soles, IPOPT with its own defaults converges to DDP's optimum (the walk
+    ships the adaptive barrier, :data:`problems.biped.SOLVER_OPTIONS`)."""
+    prob = make(scenario="stand")
+    assert prob.solver_options == {} and make().solver_options == SOLVER_OPTIONS
+    ipopt, ddp = optdyn.solve(prob, solver="ipopt"), optdyn.solve(prob, solver="ddp")
+    assert ipopt.status == "converged" and ddp.converged, (ipopt.message, ddp.message)
+    assert abs(ipopt.cost - ddp.cost) <= 1e-6 * abs(ddp.cost)
 
 
 def test_talos_given_explicitly_is_the_default_walk_and_a_robot_of_ones_own_is_checked():
