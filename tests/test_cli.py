@@ -224,6 +224,20 @@ def test_mpc_refuses_a_horizon_longer_than_the_task(capsys):
         assert_one_line_error(code, err, *words)
 
 
+def test_mpc_gives_a_task_done_at_its_end_a_shrinking_horizon(capsys):
+    """The Panda reach, done at T (its optimum swings through the target at 12 rad/s), gets a
+    shrinking horizon by default and its hand ends at the target; --horizon receding is still
+    taken, and there one iLQR iteration per step leaves the hand far from it."""
+    def final_error(*argv):
+        code, out, err = run(capsys, "mpc", "panda-reach", "--duration", "2", *argv)
+        assert code == 0, err
+        return out, float(re.search(r"tracking\s+panda_hand to \(.*\) \[m\]: (\S+) at t = 2 s", out)[1])
+    out, shrinking = final_error()
+    assert "shrinking horizon, on panda-reach" in out and shrinking < 1e-3
+    out, receding = final_error("--horizon", "receding")
+    assert "receding horizon, on panda-reach" in out and receding > 0.1
+
+
 def test_mpc_end_to_end(tmp_path, capsys):
     from optdyn.apps.io import load_closed_loop
 
