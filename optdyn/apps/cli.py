@@ -545,8 +545,9 @@ DONE_AT_T = ("arm-obstacle", "panda-reach")
 """The tasks to be done at their end T (at the goal, at rest, at T; the hand at the target at T,
 through which the Panda's optimum swings at 12 rad/s), whose controller ``optdyn mpc`` gives
 a shrinking horizon unless --horizon says otherwise (:mod:`optdyn.solvers.mpc`): with a
-receding one and one iLQR iteration per step, arm-obstacle ends 0.88 from its goal at 4 s and
-the Panda's hand 1.1 m from its target at 2 s, against 1.1e-5 and 8e-5 m shrinking, measured."""
+receding one and one iLQR iteration per step, arm-obstacle ends 0.88 from its goal in the
+state at 4 s and the Panda's hand 1.1 m from its target at 2 s; with a shrinking one, 1.1e-5
+and 8e-5 m, measured."""
 
 MUJOCO_SCENARIOS = {
     "quadruped": {"params": {"cone": "cost", "mu": 0.7}, "horizon": "25", "effort": 5.0,
