@@ -76,14 +76,15 @@ QUADRUPEDS = {"HyQ": ("hyq_description/robots/hyq_no_sensors.urdf", "hyq_descrip
 """(URDF, SRDF, feet lf, rf, lh, rh) of example-robot-data's quadrupeds other than Solo-12."""
 
 
-def trot(robot: str, mu: float | None) -> Problem:
-    """``robot``'s trot (:data:`QUADRUPEDS`), one cycle, from its SRDF's standing posture, with the
-    friction pyramid of ``mu`` (None: none), as a user builds it from the README."""
+def trot(robot: str, mu: float | None, cycles: int = 1, cone: str = "constraint") -> Problem:
+    """``robot``'s trot (:data:`QUADRUPEDS`) of ``cycles`` cycles from its SRDF's standing
+    posture, with the friction pyramid of ``mu`` (None: none) as a ``cone`` of
+    :func:`problems.quadruped.make`, as a user builds it from the README."""
     urdf, srdf, feet = QUADRUPEDS[robot]
     model = load_robot(urdf, "bench-constraints")
     robots, _ = robot_files(srdf, "bench-constraints")
     standing = dyn.load_srdf(model, os.path.join(robots, srdf)).reference_configurations["standing"]
-    return problems.quadruped.make("trot", cycles=1, mu=mu, model=model, feet=feet, standing=standing)
+    return problems.quadruped.make("trot", cycles=cycles, mu=mu, cone=cone, model=model, feet=feet, standing=standing)
 
 
 def run(quick: bool) -> list[list]:

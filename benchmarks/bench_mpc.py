@@ -57,12 +57,12 @@ os.environ.setdefault("NUMBA_NRT_STATS", "1")  # before numba is imported: NRT a
 
 import numpy as np
 from _common import machine, table, write_section
+from bench_constraints import trot as quadruped_trot
 from numba.core.runtime import rtsys
 
 import dynamics as dyn
 import optdyn
 import problems
-from problems.robot_data import load_robot, robot_files
 
 CASES = [  # (task, solver, iterations, warm start)
     ("ur5-reach", "ddp", 1, "policy"),
@@ -275,39 +275,27 @@ MUJOCO_CASES = [  # (friction, side push N at 1 s, iLQR iterations per step, tor
 PUSH_LADDER, PUSH_STARTS = (4.0, 8.0, 10.0, 12.0, 15.0, 20.0), (1.0, 1.1, 1.2, 1.3)
 FALL_HEIGHT, FALL_TILT = 0.15, 20.0
 FALL_SHARE = 0.6  # another quadruped falls with its base below this share of its standing height
-OTHER_QUADRUPEDS = {  # (URDF, SRDF, feet lf rf lh rh, base body) of example-robot-data's
-    "ANYmal": ("anymal_b_simple_description/robots/anymal.urdf", "anymal_b_simple_description/srdf/anymal.srdf",
-               ("LF_FOOT", "RF_FOOT", "LH_FOOT", "RH_FOOT"), "base"),
-    "HyQ": ("hyq_description/robots/hyq_no_sensors.urdf", "hyq_description/srdf/hyq.srdf",
-            ("lf_foot", "rf_foot", "lh_foot", "rh_foot"), "base_link"),
-    "Go1": ("go1_description/urdf/go1.urdf", "go1_description/srdf/go1.srdf",
-            ("FL_foot", "FR_foot", "RL_foot", "RR_foot"), "base")}
 STEP_MS = 1e3 * inspect.signature(optdyn.MujocoPlant).parameters["timestep"].default  # the plant's default
 TASK_MU = 0.7  # the controller's friction pyramid, × the floor's friction (as `optdyn mpc --plant mujoco`)
 
 
 def trot(duration: float, friction: float, robot: str | None = None) -> optdyn.Problem:
     """The trot with its pyramid as a cost, gait cycles enough for ``duration``, of Solo-12 or of
-    ``robot`` (:data:`OTHER_QUADRUPEDS`) as a user builds it from its URDF and SRDF."""
+    ``robot`` (``bench_constraints.QUADRUPEDS``) as a user builds it from its URDF and SRDF."""
     cycles = int(np.ceil(duration / 0.48)) + 1  # a trot cycle: 2 × (10 + 2) intervals of 20 ms
     if robot is None:
         return problems.get("quadruped", scenario="trot", cone="cost", cycles=cycles, mu=TASK_MU * friction)
-    urdf, srdf, feet, _ = OTHER_QUADRUPEDS[robot]
-    model = load_robot(urdf, "bench-mpc")
-    standing = dyn.load_srdf(model, os.path.join(robot_files(srdf, "bench-mpc")[0], srdf)).reference_configurations
-    return problems.quadruped.make("trot", cycles=cycles, mu=TASK_MU * friction, cone="cost", model=model, feet=feet,
-                                   standing=standing["standing"])
+    return quadruped_trot(robot, TASK_MU * friction, cycles, cone="cost")
 
 
 def mujoco_run(friction: float, force: float | None, start: float, duration: float, iterations: int = 1,
                effort: float | None = 5.0, robot: str | None = None, **plant) -> dict:
     """One closed loop of the trot in MuJoCo (module docstring): its figures. ``robot``: one of
-    :data:`OTHER_QUADRUPEDS` instead of Solo-12, its base body pushed; ``plant``: options of
-    the plant."""
+    ``bench_constraints.QUADRUPEDS`` instead of Solo-12; ``plant``: options of the plant. The
+    push acts on the floating base's body."""
     prob = trot(duration, friction, robot)
     plant = optdyn.apps.mujoco_plant.plant_for(prob, friction=friction, effort=effort, **plant)
-    base = "base_link" if robot is None else OTHER_QUADRUPEDS[robot][3]
-    pushes = [] if force is None else [optdyn.Push(base, (0.0, force, 0.0), start, 0.2)]
+    pushes = [] if force is None else [optdyn.Push(prob.model.body_names[0], (0.0, force, 0.0), start, 0.2)]
     mpc = optdyn.MPC(prob, "ilqr", iterations, horizon=25)
     t0 = time.perf_counter()
     loop = optdyn.simulate(mpc, duration, plant=plant, disturbances=pushes)
@@ -322,11 +310,11 @@ def mujoco_run(friction: float, force: float | None, start: float, duration: flo
 
 
 def other_quadrupeds() -> list[list]:
-    """Rows of the trots of :data:`OTHER_QUADRUPEDS` (and Solo-12) in MuJoCo at plant steps of
+    """Rows of the trots of ``bench_constraints.QUADRUPEDS`` (and Solo-12) in MuJoCo at plant steps of
     1 and 0.5 ms, undisturbed and pushed sideways by a quarter of their weight at 1 s for 0.2 s,
     their URDFs' torque limits, joint damping and friction."""
     rows = []
-    for robot in (*OTHER_QUADRUPEDS, None):
+    for robot in ("ANYmal", "HyQ", "Go1", None):
         model = trot(1.0, 1.0, robot).model
         weight = -float(model.inertia[:, 0].sum()) * model.gravity[2]
         for timestep in (1e-3, 5e-4):

@@ -174,24 +174,17 @@ def test_gaits_in_mujoco_stay_up(tmp_path, scenario, friction, force):
         np.testing.assert_array_equal(back.contact_forces[frame], f)
 
 
-@pytest.mark.parametrize("urdf, srdf, feet", [
-    ("go1_description/urdf/go1.urdf", "go1_description/srdf/go1.srdf", ("FL_foot", "FR_foot", "RL_foot", "RR_foot")),
-    ("hyq_description/robots/hyq_no_sensors.urdf", "hyq_description/srdf/hyq.srdf",
-     ("lf_foot", "rf_foot", "lh_foot", "rh_foot"))])
-def test_quadrupeds_the_project_does_not_ship_trot_in_mujoco(urdf, srdf, feet):
+@pytest.mark.parametrize("name", ["go1", "hyq"])
+def test_quadrupeds_the_project_does_not_ship_trot_in_mujoco(name):
     """Go1 (its URDF's joint damping and friction in the plant) and HyQ, trotting as a user
     builds them (example-robot-data's URDF and SRDF), in MuJoCo at the plant's default step:
     they trot. At 1 ms the policy's velocity gains on their light shanks, applied explicitly at
     every plant step, make MuJoCo diverge (module docstring of the plant), and the closed loop
     says so, naming the joint."""
-    import os
+    from quadrupeds import robot
 
-    from problems.robot_data import load_robot, robot_files
-
-    model = load_robot(urdf, "test")
-    standing = dyn.load_srdf(model, os.path.join(robot_files(srdf, "test")[0], srdf)).reference_configurations
-    prob = problems.quadruped.make("trot", cycles=4, mu=0.7, cone="cost", model=model, feet=feet,
-                                   standing=standing["standing"])
+    model, feet, standing = robot(name)
+    prob = problems.quadruped.make("trot", cycles=4, mu=0.7, cone="cost", model=model, feet=feet, standing=standing)
     loop = optdyn.simulate(optdyn.MPC(prob, "ilqr", 1, horizon=25), 1.6, plant=plant_for(prob))
     assert loop.stopped == ""
     motion = optdyn.report.base_motion(prob, loop.xs, loop.t)

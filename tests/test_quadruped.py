@@ -5,8 +5,6 @@ CoM on a parabola, constant angular momentum about it); HyQ, ANYmal and Go1 trot
 SRDF's standing posture, with weights derived from their mass and height."""
 from __future__ import annotations
 
-import os
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -14,6 +12,7 @@ import pytest
 from agreement import assert_same_optimum
 from legged_rows import in_newtons
 from momentum import world_momentum
+from quadrupeds import ROBOTS, robot
 
 import dynamics as dyn
 import optdyn
@@ -24,7 +23,7 @@ from optdyn.solvers import FDDP, ILQR
 from problems.gaits import SOLO_SCALE, WEIGHTS, scaled_weights
 from problems.quadruped import FEET, gait, make
 
-erd = pytest.importorskip("example_robot_data")
+pytest.importorskip("example_robot_data")
 
 
 def test_the_gait_builder_gives_each_scenario_its_phases():
@@ -243,25 +242,6 @@ def test_the_trot_keeps_its_friction_pyramid_under_real_time_mpc():
     free = make("trot", mu=None)
     loop = optdyn.simulate(optdyn.MPC(free, "ilqr", horizon=20), free.T + 0.2)
     assert _knot_margins(loop.xs, loop.us).min() < -1.0
-
-
-ROBOTS = {"hyq": ("hyq_description/robots/hyq_no_sensors.urdf", "hyq_description/srdf/hyq.srdf",
-                  ("lf_foot", "rf_foot", "lh_foot", "rh_foot")),
-          "anymal": ("anymal_b_simple_description/robots/anymal.urdf", "anymal_b_simple_description/srdf/anymal.srdf",
-                     ("LF_FOOT", "RF_FOOT", "LH_FOOT", "RH_FOOT")),
-          "go1": ("go1_description/urdf/go1.urdf", "go1_description/srdf/go1.srdf",
-                  ("FL_foot", "FR_foot", "RL_foot", "RR_foot"))}
-"""(URDF, SRDF, feet lf, rf, lh, rh) of example-robot-data's robots trotted below."""
-
-
-def robot(name: str) -> tuple[dyn.Model, tuple[str, ...], np.ndarray]:
-    """(the model on a free-flyer, its feet, its SRDF's standing configuration), as a user loads them."""
-    urdf, srdf, feet = ROBOTS[name]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # meshes, dummy inertias
-        robots = erd.getModelPath(urdf)
-        model = dyn.load_urdf(os.path.join(robots, urdf), root_joint="free-flyer")
-    return model, feet, dyn.load_srdf(model, os.path.join(robots, srdf)).reference_configurations["standing"]
 
 
 @pytest.mark.parametrize("name", list(ROBOTS))

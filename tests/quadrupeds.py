@@ -1,0 +1,31 @@
+"""example-robot-data's quadrupeds other than Solo-12, loaded as a user loads them (URDF and
+SRDF), for the tests that trot them."""
+from __future__ import annotations
+
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+import dynamics as dyn
+
+erd = pytest.importorskip("example_robot_data")
+
+ROBOTS = {"hyq": ("hyq_description/robots/hyq_no_sensors.urdf", "hyq_description/srdf/hyq.srdf",
+                  ("lf_foot", "rf_foot", "lh_foot", "rh_foot")),
+          "anymal": ("anymal_b_simple_description/robots/anymal.urdf", "anymal_b_simple_description/srdf/anymal.srdf",
+                     ("LF_FOOT", "RF_FOOT", "LH_FOOT", "RH_FOOT")),
+          "go1": ("go1_description/urdf/go1.urdf", "go1_description/srdf/go1.srdf",
+                  ("FL_foot", "FR_foot", "RL_foot", "RR_foot"))}
+"""(URDF, SRDF, feet lf, rf, lh, rh) of example-robot-data's quadrupeds other than Solo-12."""
+
+
+def robot(name: str) -> tuple[dyn.Model, tuple[str, ...], np.ndarray]:
+    """(the model on a free-flyer, its feet, its SRDF's standing configuration), as a user loads them."""
+    urdf, srdf, feet = ROBOTS[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # meshes, dummy inertias
+        robots = erd.getModelPath(urdf)
+        model = dyn.load_urdf(os.path.join(robots, urdf), root_joint="free-flyer")
+    return model, feet, dyn.load_srdf(model, os.path.join(robots, srdf)).reference_configurations["standing"]
