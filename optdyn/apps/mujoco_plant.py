@@ -293,6 +293,7 @@ class MujocoPlant:
             actuated = [k for k in range(model.nv) if types[joint_of_v[k]] != FREE_FLYER]
         names = [model.joint_names[joint_of_v[k]] for k in np.asarray(actuated, dtype=np.int64)]
         self._q_to_qpos, self._v_to_qvel, self.controller = q_map, v_map, model
+        self.actuated_joints = tuple(names)  # the joint of each control, in the controller's order
         self._u_to_ctrl = np.array([mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_ACTUATOR, n) for n in names],
                                    dtype=np.int64)
         if np.any(self._u_to_ctrl < 0):
@@ -344,16 +345,18 @@ class MujocoPlant:
         """The plant's state in the library's convention."""
         return self.from_mujoco(self.mj_data.qpos, self.mj_data.qvel)
 
-    def joint_inertias(self, x) -> np.ndarray:
-        """The diagonal (nv,) of the joint-space inertia matrix M(q) at the library's state x, in
-        its velocity order (MuJoCo's, computed on a scratch copy of the data)."""
-        mujoco = mujoco_module()
-        d = mujoco.MjData(self.mj_model)
-        d.qpos[:], d.qvel[:] = self.to_mujoco(x)
-        mujoco.mj_fwdPosition(self.mj_model, d)
-        M = np.empty((self.mj_model.nv, self.mj_model.nv))
-        mujoco.mj_fullM(self.mj_model, d, M)
-        return np.diag(M)[self._v_to_qvel]
+    def joint_inertias(self, xs) -> np.ndarray:
+        """The diagonals (n, nv) of the joint-space inertia matrix M(q) at the library's states
+        xs (n, nx), in its velocity order (MuJoCo's, computed on one scratch copy of the data)."""
+        mujoco, m = mujoco_module(), self.mj_model
+        d, M = mujoco.MjData(m), np.empty((m.nv, m.nv))
+        out = np.empty((len(xs), m.nv))
+        for x, row in zip(xs, out):
+            d.qpos[:], d.qvel[:] = self.to_mujoco(x)
+            mujoco.mj_fwdPosition(m, d)
+            mujoco.mj_fullM(m, d, M)
+            row[:] = np.diag(M)[self._v_to_qvel]
+        return out
 
     # ---------------------------------------------------------------- stepping
     def push(self, frame: str, force) -> None:

@@ -458,20 +458,19 @@ class _MujocoIntervals(_Intervals):
         """The first control interval whose policy's gain on an actuated joint's own velocity,
         K_v,j, against the joint-space inertia M_jj at its start, is past the stability of the
         plant's explicit step h: h·K_v,j / M_jj > 1 (:mod:`optdyn.apps.mujoco_plant`); "" if none is."""
-        p, h, nv = self.task, self.plant.timestep, self.task.model.nv
-        dofs = p.actuated
-        for i, (K, x) in enumerate(zip(gains, xs)):
-            inertia = self.plant.joint_inertias(x)[dofs]
-            gain = -K[np.arange(dofs.size), nv + dofs]
-            ratio = h * gain / inertia
-            a = int(np.argmax(ratio))
-            if ratio[a] > 1.0:
-                joint = p.model.joint_names[int(np.flatnonzero(p.model.idx_vs <= dofs[a])[-1])]
-                return (f"; from t = {i * dt:g} s the policy's gain on the velocity of {joint}, {gain[a]:.3g} per "
-                        f"unit of velocity on an inertia of {inertia[a]:.3g}, was past the stability of the plant's "
-                        f"explicit {h * 1e3:g} ms step (h·K/M = {ratio[a]:.2f} > 1; a smaller MujocoPlant timestep "
-                        "lowers it, unless the gain grew because the robot was falling)")
-        return ""
+        h, dofs = self.plant.timestep, self.task.actuated
+        inertia = self.plant.joint_inertias(xs)[:, dofs]
+        gain = -gains[:, np.arange(dofs.size), self.task.model.nv + dofs]
+        ratio = h * gain / inertia
+        past = np.flatnonzero(ratio.max(axis=1) > 1.0)
+        if not past.size:
+            return ""
+        i = past[0]
+        a = int(np.argmax(ratio[i]))
+        return (f"; from t = {i * dt:g} s the policy's gain on the velocity of {self.plant.actuated_joints[a]}, "
+                f"{gain[i, a]:.3g} per unit of velocity on an inertia of {inertia[i, a]:.3g}, was past the stability "
+                f"of the plant's explicit {h * 1e3:g} ms step (h·K/M = {ratio[i, a]:.2f} > 1; a smaller MujocoPlant "
+                "timestep lowers it, unless the gain grew because the robot was falling)")
 
     def contact_forces(self, n: int) -> dict:
         """{foot: (n, 3)} the mean floor force of each interval, NaN where the foot never touched."""

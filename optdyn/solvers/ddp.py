@@ -505,12 +505,13 @@ class RiccatiSolver:
         (:mod:`optdyn.solvers.compile_ahead`) is still compiling the sensitivities the
         linearisation waits for — 3 s of a fresh clone's first solve, measured."""
         def expanded():
-            running = objective.running(it.xs[:-1], it.us, ws.expansion(0))[1:]
-            return running, objective.terminal(it.xs[-1])[1:]
+            return (objective.running(it.xs[:-1], it.us, ws.expansion(0))[1:],
+                    objective.terminal(it.xs[-1])[1:])
         costs = None if problem.takes_kept_forces else expanded()
         A, B, second = linearized(problem, it.xs, it.us, mode, ws)
-        running, terminal = costs or expanded()
-        lq, terminal = Expansion(A, B, *running), Value(*terminal)
+        if costs is None:
+            costs = expanded()
+        lq, terminal = Expansion(A, B, *costs[0]), Value(*costs[1])
         it.gradient = projected_gradient(lq, terminal.Vx, it.us, problem.u_lower, problem.u_upper)
         return Model(lq, terminal, second)
 

@@ -268,11 +268,10 @@ class MultipleShootingNLP:
             "running_cost": lambda: p.running_cost_terms(xs[:-1], us),
             "terminal_cost": lambda: p.terminal_cost_terms(xs[-1]),
             "path_constraints": lambda: p.path_constraint_terms(xs[1:], bounds=False),
-            # the stage rows after the dynamics at the same point, whose first stage keeps the
-            # contact forces (values: λ, from the step) and their derivatives (λ_z, from the
-            # first-order pass) that the contact-force rows take instead of solving for them
-            "stage_values": lambda: (self._get(z, "step"), p.stage_constraint_values(xs[:-1], us))[1],
-            "stage_constraints": lambda: (self._get(z, "first_order"), p.stage_constraint_contracted(xs[:-1], us))[1],
+            # the rows' values alone, or those of their expansion if it was made at z
+            "stage_values": lambda: (self._cache["stage_constraints"][0] if "stage_constraints" in self._cache
+                                     else self._after(z, "step", p.stage_constraint_values, xs[:-1], us)),
+            "stage_constraints": lambda: self._after(z, "first_order", p.stage_constraint_contracted, xs[:-1], us),
             "terminal_constraints": lambda: p.terminal_constraint_terms(xs[-1]),
             # (A, B, stages): with the exact Hessian, the stage records are kept for it (one
             # buffer, overwritten at each new point: the cache holds a single point)
@@ -280,6 +279,13 @@ class MultipleShootingNLP:
                                     else p.step_derivatives(xs[:-1], us) + (None,)),
         }
         return evaluations[what]()
+
+    def _after(self, z: np.ndarray, dynamics: str, rows, xs: np.ndarray, us: np.ndarray):
+        """``rows(xs, us)`` (the stage rows) once the evaluation ``dynamics`` is made at z: its
+        first Runge–Kutta stage keeps the contact forces — λ from the step, λ and λ_z from the
+        first-order pass — that the contact-force rows then take instead of solving for them."""
+        self._get(z, dynamics)
+        return rows(xs, us)
 
     def _record_stages(self, xs: np.ndarray, us: np.ndarray) -> tuple:
         A, B, self._stages = self.problem.step_stages(xs[:-1], us, self._stages)
@@ -307,7 +313,7 @@ class MultipleShootingNLP:
         """[x_{k+1} − F(x_k, u_k)]_k, [c(x_k)]_{k=1..N}, [g(x_k, u_k)]_{k=0..N−1}, h(x_N) stacked (m,)."""
         xis = self._split(z)[0] if self.chart.manifold else self._get(z, "xu")[0]
         c, h = self._get(z, "path_constraints")[0], self._get(z, "terminal_constraints")[0]
-        g = self._cache["stage_constraints"][0] if "stage_constraints" in self._cache else self._get(z, "stage_values")
+        g = self._get(z, "stage_values")
         return np.concatenate(((xis[1:] - self._get(z, "step")[0]).ravel(), c.ravel(), g.ravel(), h))
 
     def jacobianstructure(self) -> tuple[np.ndarray, np.ndarray]:
