@@ -82,6 +82,8 @@ TARGETS = {("ddp", 1): 0.2, ("ilqr", 1): 0.1}
 PUSHES = {"ur5-reach": optdyn.Push("tool0", (0.0, 30.0, 0.0), 1.0, 0.2),
           "space-manipulator": optdyn.Push("satellite", (100.0, 0.0, 0.0), 1.0, 0.2)}
 PROBLEMS = {"ur5-reach": {"N": 40}, "space-manipulator": {}, "arm-obstacle": {}}
+HORIZON = "receding"  # the tables' horizon, also for the space manipulator's reach and arm-obstacle,
+# which are done at their end (optdyn.Problem.done_at_end: their controllers' default is shrinking)
 ALLOCATION_CASES = [("arm-obstacle", "ilqr", 1, "policy")]  # the augmented Lagrangian: allocations only
 DURATION = 3.0
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
@@ -156,7 +158,7 @@ def allocations(task: str, solver: str, iterations, warm_start: str) -> list[flo
     ``WARM_STEPS``: numpy arrays allocated, their kB, NRT allocations, and tracemalloc's peak kB
     above the level before the step (medians over ``ALLOCATION_STEPS`` steps)."""
     prob = problems.get(task, **PROBLEMS[task])
-    mpc = optdyn.MPC(prob, solver, iterations, warm_start=warm_start)
+    mpc = optdyn.MPC(prob, solver, iterations, warm_start=warm_start, horizon=HORIZON)
     x = prob.x0.copy()
     u, _ = mpc.step(x, 0.0)
     rows = []
@@ -201,7 +203,7 @@ def warm_iteration_ms(prob: optdyn.Problem, solver: str) -> float:
 def run(task: str, solver: str, iterations, warm_start: str) -> dict:
     """One timed closed loop (module docstring): its step-time ratios and the row's other columns."""
     prob = problems.get(task, **PROBLEMS[task])
-    mpc = optdyn.MPC(prob, solver, iterations, warm_start=warm_start)
+    mpc = optdyn.MPC(prob, solver, iterations, warm_start=warm_start, horizon=HORIZON)
     solver_time = []
     step = mpc.step
 
@@ -243,7 +245,7 @@ def row(task: str, solver: str, iterations, warm_start: str, runs: list[dict]) -
 
 def main() -> None:
     for task in PUSHES:  # compile, or load the cache, before timing
-        optdyn.simulate(optdyn.MPC(problems.get(task, **PROBLEMS[task]), "ilqr"), 0.2)
+        optdyn.simulate(optdyn.MPC(problems.get(task, **PROBLEMS[task]), "ilqr", horizon=HORIZON), 0.2)
     runs = {case: [] for case in CASES}
     for r in range(ROUNDS):
         for case in CASES:

@@ -138,7 +138,7 @@ def make(scenario: str = "bent", intervals: int = 20, substeps: int = 4,
         u_lower=-model.effort_limit, u_upper=model.effort_limit,
         path_constraints=[SphereClearance(model, COLLISION_POINTS, center, radius, MARGIN)],
         terminal_constraints=[StateEquality(x_goal)],
-        xs_init=xs_init, us_init=us_init, name="arm-obstacle",
+        xs_init=xs_init, us_init=us_init, name="arm-obstacle", done_at_end=True,
         params={"scenario": scenario, "intervals": N, "substeps": m, "horizon": float(horizon)},
         scenario=scenario, q_start=q_start, q_goal=q_goal, obstacles=[(center, radius)],
         margin=MARGIN, collision_points=COLLISION_POINTS, weights=w)

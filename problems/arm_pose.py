@@ -95,4 +95,4 @@ def make(scenario: str = "panda", seed: int = 0, N: int = 40, dt: float = 0.05) 
     terminal = FramePlacementCost(model, tool, target, w["terminal_pose"]) + StateCost(at_rest, x0, model=model)
     return Problem(model, x0, N, dt, running, terminal, substeps=1, u_lower=-model.effort_limit,
                    u_upper=model.effort_limit, name="arm-pose",
-                   params={"scenario": scenario, "seed": seed, "N": N, "dt": dt})
+                   params={"scenario": scenario, "seed": seed, "N": N, "dt": dt}, done_at_end=True)

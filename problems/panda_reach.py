@@ -49,4 +49,4 @@ def make(N: int = 40, dt: float = 0.05, target=TARGET) -> Problem:
     return Problem(model, x0, N, dt, running, FramePositionCost(model, "panda_hand", target, 1e4), substeps=1,
                    u_lower=-model.effort_limit, u_upper=model.effort_limit, name="panda-reach",
                    params={"N": N, "dt": dt, "target": tuple(float(t) for t in target)},
-                   solver_options=SOLVER_OPTIONS)
+                   solver_options=SOLVER_OPTIONS, done_at_end=True)

@@ -40,7 +40,7 @@ def _swing_up(model, name: str, N: int, dt: float, terminal: str, u_max: float) 
     terminal_cost = StateCost(w["terminal"], goal) if terminal == "cost" else None
     return Problem(model, x0, N, dt, running, terminal_cost, substeps=1, integrator="rk4",
                    u_lower=np.full(nv, -u_max), u_upper=np.full(nv, u_max), name=name,
-                   params={"N": N, "dt": dt, "terminal": terminal, "u_max": u_max}, **kw)
+                   params={"N": N, "dt": dt, "terminal": terminal, "u_max": u_max}, done_at_end=True, **kw)
 
 
 def make_pendulum(N: int = 60, dt: float = 0.05, terminal: str = "constraint", u_max: float = 5.0) -> Problem:

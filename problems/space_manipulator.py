@@ -89,7 +89,8 @@ def make(N: int = 30, dt: float = 0.1, target=TARGET, attitude_bound: float | No
                    us_init=np.zeros((N, 6)), name="space-manipulator",
                    params={"N": N, "dt": dt, "target": tuple(float(t) for t in target),
                            "attitude_bound": attitude_bound, "station": bool(station)},
-                   solver_options=None if attitude_bound is None else BOUNDED_OPTIONS)
+                   solver_options=None if attitude_bound is None else BOUNDED_OPTIONS,
+                   done_at_end=not station)  # the reach at T; the station held from then on
 
 
 def _reach_costs(model, x0: np.ndarray, target):

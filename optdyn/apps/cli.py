@@ -460,11 +460,12 @@ def _iterations(text: str) -> int | None:
     return n
 
 
-def _horizon(text: str) -> str | int:
-    """--horizon: receding, shrinking, or a number of intervals H (MPC checks 1 ≤ H ≤ N)."""
+def _horizon(text: str | None) -> str | int | None:
+    """--horizon: receding, shrinking, or a number of intervals H (MPC checks 1 ≤ H ≤ N); None
+    where not given (the problem's own: :class:`optdyn.MPC`)."""
     from ..solvers.mpc import HORIZONS
 
-    if text in HORIZONS:
+    if text is None or text in HORIZONS:
         return text
     try:
         return int(text)
@@ -541,14 +542,6 @@ def _loop_summary(loop: ClosedLoop, problem=None, plant=None) -> list[str]:
     return lines
 
 
-DONE_AT_T = ("arm-obstacle", "panda-reach")
-"""The tasks to be done at their end T (at the goal, at rest, at T; the hand at the target at T,
-through which the Panda's optimum swings at 12 rad/s), whose controller ``optdyn mpc`` gives
-a shrinking horizon unless --horizon says otherwise (:mod:`optdyn.solvers.mpc`): with a
-receding one and one iLQR iteration per step, arm-obstacle ends 0.88 from its goal in the
-state at 4 s and the Panda's hand 1.1 m from its target at 2 s; with a shrinking one, 1.1e-5
-and 8e-5 m, measured."""
-
 MUJOCO_SCENARIOS = {
     "quadruped": {"params": {"cone": "cost", "mu": 0.7}, "horizon": "25", "effort": 5.0,
                   "push": {"trot": "base_link:0,12,0@1.0+0.2", "walk": "base_link:0,5,0@1.0+0.2"}},
@@ -570,7 +563,7 @@ Talos' legs (``--scenario stand``): a 40 N side push at the pelvis for 0.2 s, it
 limits; its soles' boxes take the size of the task's wrench cones (its SRDF's)."""
 
 
-def _mujoco_setup(args: argparse.Namespace) -> tuple[list, str, float | None]:
+def _mujoco_setup(args: argparse.Namespace) -> tuple[list, str | None, float | None]:
     """(--param pairs, --horizon, torque clamp) of ``optdyn mpc --plant mujoco``:
     :data:`MUJOCO_SCENARIOS`' where the command line gives none."""
     if not (np.isfinite(args.friction) and args.friction > 0):
@@ -581,14 +574,8 @@ def _mujoco_setup(args: argparse.Namespace) -> tuple[list, str, float | None]:
     if "mu" in params:  # the controller's friction pyramid inside the floor's
         params["mu"] = round(params["mu"] * args.friction, 6)
     pairs = [(k, v) for k, v in params.items() if k not in given] + list(args.param)
-    horizon = args.horizon if args.horizon is not None else recipe.get("horizon", _default_horizon(args))
+    horizon = args.horizon if args.horizon is not None else recipe.get("horizon")
     return pairs, horizon, args.effort if args.effort is not None else recipe.get("effort")
-
-
-def _default_horizon(args: argparse.Namespace) -> str:
-    """--horizon where the command line gives none: shrinking for a task done at T
-    (:data:`DONE_AT_T`), else receding."""
-    return "shrinking" if args.problem in DONE_AT_T else "receding"
 
 
 def _scenario_push(args: argparse.Namespace, problem) -> list[str]:
@@ -614,7 +601,7 @@ def cmd_mpc(args: argparse.Namespace) -> int:
     print the summary (with the real-time factor), write the outputs."""
     _check_outputs(args)
     pairs, horizon, effort = (_mujoco_setup(args) if args.plant == "mujoco" else
-                              (args.param, args.horizon or _default_horizon(args), None))
+                              (args.param, args.horizon, None))
     pushes = [parse_push(text) for text in args.push]
     iterations = _iterations(args.iterations)
     if not (np.isfinite(args.duration) and args.duration > 0):
@@ -841,9 +828,10 @@ def build_parser() -> argparse.ArgumentParser:
     mpc.add_argument("--horizon", metavar="receding|shrinking|H",
                      help="receding: N intervals from every step; shrinking: up to the problem's end, for a task "
                           "that must be done at T; H: a receding horizon of H ≤ N intervals moving along the task "
-                          "(its references, weights and contacts move with time) (default: shrinking for the "
-                          "tasks done at T, arm-obstacle and panda-reach, else receding; with --plant mujoco the "
-                          "problem's MuJoCo scenario's)")
+                          "(its references, weights and contacts move with time) (default: shrinking for a task "
+                          "done at its end (the pendulums, arm-obstacle, arm-pose, panda-reach, the space "
+                          "manipulator's reach), else receding; with --plant mujoco the problem's MuJoCo "
+                          "scenario's)")
     mpc.add_argument("--plant", choices=("optdyn", "mujoco"), default="optdyn",
                      help="optdyn: the controller's model, 10× finer RK4, the task's contacts; mujoco: MuJoCo on a "
                           "floor (pip install optdyn[sim]), with the problem's MuJoCo scenario (a push, a horizon, "

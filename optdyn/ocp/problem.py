@@ -187,6 +187,12 @@ class Problem:
             dynamics of ``contacts[k]``; where it gains contacts over interval k−1, the impulse
             map comes first (module docstring, :mod:`optdyn.ocp.contact_phases`). Not
             together with ``f_ext``. Default: none (the free dynamics).
+        done_at_end: whether the task is to be done at its end T = N·dt (at a goal, at rest,
+            at T: a swing-up, a reach through a target) rather than held from then on (a
+            regulator, a gait that goes on): a controller's horizon then shrinks to T instead of
+            receding past it (:class:`optdyn.MPC`'s default ``horizon``), for with one solver
+            iteration per step a receding horizon moves T along and never gets there (the
+            pendulum 0.17 from upright at T, the Panda's hand 1.1 m off its target, measured).
 
     Attributes: the arguments, checked (``f_ext`` as an array (1 or N, njoints, 6); terminal
     terms with one reference per node at node N, the given ones in ``terminal_nodes`` (None if
@@ -202,7 +208,8 @@ class Problem:
                  u_lower=None, u_upper=None, path_constraints: Sequence[Constraint] = (),
                  terminal_constraints: Sequence[Constraint] = (), xs_init=None, us_init=None,
                  name: str = "custom", params: dict | None = None, f_ext=None, actuated=None,
-                 solver_options: dict | None = None, contacts: Sequence[Sequence[Contact]] | None = None) -> None:
+                 solver_options: dict | None = None, contacts: Sequence[Sequence[Contact]] | None = None,
+                 done_at_end: bool = False) -> None:
         if not isinstance(model, Model):
             raise ValueError(f"model: expected a dynamics.Model, got {type(model).__name__}")
         self.model = model
@@ -271,6 +278,9 @@ class Problem:
         self.name = name
         self.params = dict(params or {})
         self.solver_options = _solver_options(solver_options)
+        if not isinstance(done_at_end, (bool, np.bool_)):
+            raise ValueError(f"done_at_end: expected True or False, got {done_at_end!r}")
+        self.done_at_end = bool(done_at_end)
         a, b = integrators.METHODS[integrator]
         ode = integrators.robot_ode(model, self.actuated)
         if self.contacts is None:

@@ -17,7 +17,15 @@ problem's own end T = N·dt, then its last interval again, for a task that must 
 (arm-obstacle is at its goal, at rest, at T: a receding horizon moves T along and never gets
 there, 0.7 from the goal in the state at 4 s, while a shrinking one with one iLQR iteration
 per step arrives within 1e-5, measured; IPOPT with one iteration per step drifts off it after
-T, on the last interval re-solved from its previous multipliers).
+T, on the last interval re-solved from its previous multipliers). By default the problem
+says which (:attr:`optdyn.Problem.done_at_end`): shrinking for the tasks done at their end —
+the pendulums' swing-ups, arm-obstacle, arm-pose, the Panda reach and the space manipulator's
+reach —, receding for the others. With one iLQR iteration per step, undisturbed, at T
+(measured; receding → shrinking): the pendulum 0.17 → 6.8e-7 from upright and the double
+pendulum 2.5 → 3.5e-4 (the largest state error), arm-obstacle 0.70 → 7.9e-6 from its goal,
+the terminal cost of arm-pose 141 → 1.1e-5, of the space manipulator's reach 33 → 2.5e-5 and
+of the Panda reach 6405 → 3.3e-5. The Panda's optimum passes its target at 12 rad/s, which the
+task does not ask it to stop at: after T its hand leaves the target either way.
 
 The horizon is a window of the problem (:meth:`optdyn.Problem.window`): the intervals
 from the current one on, so that whatever the problem gives per knot moves with time —
@@ -107,7 +115,9 @@ class MPC:
             DDP/iLQR; IPOPT always shifts. Use iLQR for real-time iterations (module docstring).
         horizon: "receding" (N intervals from every step), "shrinking" (up to the problem's
             end, then its last interval) or a number of intervals H ≤ N (a receding horizon of
-            H intervals moving along the problem's; module docstring).
+            H intervals moving along the problem's; module docstring); None (default):
+            shrinking for a problem done at its end (:attr:`optdyn.Problem.done_at_end`), else
+            receding.
         **options: further options of :func:`optdyn.solve` (not ``max_iter``, ``init``,
             ``us_init``, ``xs_init``, ``final_expansion``, ``multipliers``, which
             the controller sets).
@@ -120,7 +130,7 @@ class MPC:
     """
 
     def __init__(self, problem: Problem, solver: str = "ddp", iterations: int | None = 1, *,
-                 warm_start: str | None = None, horizon: str | int = "receding", **options) -> None:
+                 warm_start: str | None = None, horizon: str | int | None = None, **options) -> None:
         if not isinstance(problem, Problem):
             raise ValueError(f"problem: expected an optdyn.Problem, got {type(problem).__name__}")
         if solver not in CHOICES:
@@ -133,6 +143,8 @@ class MPC:
         if warm_start not in WARM_STARTS or (solver == "ipopt" and warm_start != "shift"):
             raise ValueError(f"warm_start: expected one of {', '.join(WARM_STARTS)} "
                              f"(IPOPT: 'shift'), got {warm_start!r}")
+        if horizon is None:
+            horizon = "shrinking" if problem.done_at_end else "receding"
         if not (horizon in HORIZONS or (isinstance(horizon, (int, np.integer)) and not isinstance(horizon, bool)
                                         and 1 <= horizon <= problem.N)):
             raise ValueError(f"horizon: expected one of {', '.join(HORIZONS)} or a number of intervals "
