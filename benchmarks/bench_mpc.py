@@ -43,6 +43,7 @@ diverged, the lowest base, the largest tilt and how far it advanced against the 
 commanded distance. Then the pushes of ``PUSH_LADDER`` at ``PUSH_STARTS``, each run for
 ``PUSH_DURATION`` s, stronger until the first fall: the largest push survived at each start.
 ``bench_mpc.py mujoco-biped`` writes "mpc in MuJoCo: Talos' legs pushed" (:func:`biped_main`).
+``bench_mpc.py horizons`` writes "MPC horizons of the tasks done at their end" (:func:`horizons_main`).
 """
 from __future__ import annotations
 
@@ -59,6 +60,7 @@ import numpy as np
 from _common import machine, table, write_section
 from bench_constraints import trot as quadruped_trot
 from numba.core.runtime import rtsys
+from optdyn.solvers.mpc import HORIZONS
 
 import dynamics as dyn
 import optdyn
@@ -423,7 +425,47 @@ def biped_main() -> None:
     write_section("mpc-mujoco-biped", body)
 
 
+HORIZON_TASKS = [("pendulum", {}), ("double-pendulum", {}), ("arm-obstacle", {}), ("arm-pose", {}),
+                 ("panda-reach", {}), ("space-manipulator", {}), ("ur5-reach", {"N": 40}),
+                 ("space-manipulator", {"station": True})]
+HOLD = 0.5  # s simulated past the task's end
+
+
+def task_error(prob: optdyn.Problem, x: np.ndarray) -> float:
+    """How far the state x is from done: the largest terminal-equality residual, else the
+    terminal cost."""
+    if prob.terminal_constraints:
+        return float(max(np.abs(c.value(x[None])).max() for c in prob.terminal_constraints))
+    return float(prob.terminal_cost.value(x[None], np.zeros((1, prob.nu)))[0])
+
+
+def horizons_main() -> None:
+    """Each task of ``HORIZON_TASKS`` under one iLQR iteration per step, undisturbed, with a
+    receding and a shrinking horizon for T + ``HOLD`` s: how far from done at T and after."""
+    rows = []
+    for task, params in HORIZON_TASKS:
+        prob = problems.get(task, **params)
+        k = prob.N
+        errors = {}
+        for horizon in HORIZONS:
+            loop = optdyn.simulate(optdyn.MPC(prob, "ilqr", 1, horizon=horizon), prob.T + HOLD)
+            errors[horizon] = (task_error(prob, loop.xs[k]), task_error(prob, loop.xs[-1]))
+            print(task, params, horizon, errors[horizon], flush=True)
+        name = task + "".join(f" {key}={value}" for key, value in params.items())
+        what = "largest terminal-equality residual" if prob.terminal_constraints else "terminal cost"
+        rows.append([name, "yes" if prob.done_at_end else "no", what, *(f"{e:.2g}" for h in HORIZONS
+                                                                          for e in errors[h])])
+    body = (f"## MPC horizons of the tasks done at their end\n\n{machine()}. `benchmarks/bench_mpc.py horizons`: "
+            "each task under one iLQR iteration per step (`optdyn.MPC(prob, 'ilqr', 1, horizon=…)`), undisturbed, "
+            f"on the library's plant for its T + {HOLD:g} s, with a receding and a shrinking horizon: how far from done "
+            "at T and at the end (the largest residual of the terminal equality where the task has one, else its "
+            "terminal cost). `optdyn.MPC`'s default horizon is the task's: shrinking where `Problem.done_at_end`.\n\n"
+            + table(["task", "done at its end", "measure", "receding: at T", f"receding: at T + {HOLD:g} s",
+                     "shrinking: at T", f"shrinking: at T + {HOLD:g} s"], rows))
+    write_section("mpc-horizons", body)
+
+
 if __name__ == "__main__":
     import sys
 
-    {"mujoco": mujoco_main, "mujoco-biped": biped_main}.get(" ".join(sys.argv[1:]), main)()
+    {"mujoco": mujoco_main, "mujoco-biped": biped_main, "horizons": horizons_main}.get(" ".join(sys.argv[1:]), main)()
