@@ -227,8 +227,10 @@ class AugmentedLagrangian:
         more at the returned trajectory (the last inner solve's stationarity ∇J + Σ ψ'∇c = 0 is
         then the KKT condition with them): ("lambda" (N, nc) of the path rows at nodes 1..N,
         "lambda_stage" (N, ng) of the stage rows at knots 0..N−1, "mu" (nh,)), the final penalty
-        "rho", "outer_iterations", "violation" and "compile_time". ``multipliers`` (such an
-        extra, e.g. a previous solve's, shifted by :class:`optdyn.MPC`) starts the multipliers
+        "rho", "outer_iterations", "violation", the inner solves' "first_order_steps" (DDP:
+        steps taken along iLQR's model, as :meth:`~optdyn.solvers.ddp.RiccatiSolver.solve`'s)
+        and "compile_time". ``multipliers`` (such an extra, e.g. a previous solve's, shifted by
+        :class:`optdyn.MPC`) starts the multipliers
         and the penalty there instead of at zero and ``rho_init``, and the inner solves at full
         tolerance from the first (the loose early solves serve multipliers still far off). The
         inner solves work in the arrays of ``workspace`` (:class:`~optdyn.solvers.workspace.Workspace`;
@@ -292,5 +294,5 @@ class AugmentedLagrangian:
                                           "mu": objective.mu, "rho": objective.rho,
                                           "outer_iterations": outer, "violation": violation,
                                           "rejected_rollouts": log.rejected, "invalid_rollouts": log.invalid,
-                                          "initial_guess": origin,
+                                          "first_order_steps": log.first_order, "initial_guess": origin,
                                           "rejected_guesses": rejected, "compile_time": run.compile_time()})

@@ -179,7 +179,7 @@ class Log:
     outer: int = 0  # set by the augmented-Lagrangian loop before each inner solve
 
     stopped: bool = False  # set when the callback returned False
-    first_order: int = 0  # DDP: directions taken from iLQR's model
+    first_order: int = 0  # DDP: steps taken along iLQR's model
     rejected: int = 0  # forward passes rejected because the rollout diverged or the model was invalid
     invalid: int = 0  # of which the dynamics or the cost raised an exception (state invalid for the model)
     run: Run = field(default_factory=Run)  # time limit and Ctrl-C (optdyn.solvers.runtime)
@@ -354,9 +354,10 @@ class RiccatiSolver:
         Ctrl-C and ``max_time`` stop the solve with the last accepted iterate (statuses
         "interrupted", "time_limit"; see :mod:`optdyn.solvers.runtime`). Returns a
         :class:`Result` with the feedback gains K (N, nu, ndx) of the last backward pass;
-        ``extra`` has "regularization", "gradient", "first_order_steps" (DDP: directions taken
-        from iLQR's model), "rejected_rollouts" (trials that diverged or were invalid for the
-        model), "invalid_rollouts" (of which an exception of the model/costs),
+        ``extra`` has "regularization", "gradient", "first_order_steps" (DDP: steps taken
+        along iLQR's model, its exact one having been indefinite), "rejected_rollouts" (trials
+        that diverged or were invalid for the model), "invalid_rollouts" (of which an
+        exception of the model/costs),
         "initial_guess", "rejected_guesses" (:meth:`initial_guess`) and "compile_time".
         """
         origin, rejected = "", []
@@ -417,7 +418,6 @@ class RiccatiSolver:
                     it.mu, it.delta = self.mu_init, 1.0
                 models = self.expand(problem, objective, it, ws)
                 step, failed = self.direction(models, it, ws)
-            log.first_order += failed < 0 and step.first_order
             log.record(cost=it.J if objective.exact else problem.cost(it.xs, it.us), merit=it.J,
                        expected_decrease=-(step.dV1 + step.dV2), step=it.alpha, regularization=step.mu,
                        violation=problem.violation(it.xs, it.us), gradient=it.gradient)
@@ -440,6 +440,7 @@ class RiccatiSolver:
             moved = alpha > 0.0
             it.rejected = not moved
             if moved:
+                log.first_order += step.first_order
                 self.take(it, alpha, J_new, ws)
                 log.keep(it.xs, it.us)
                 if it.steps == max_iter and not self.final_expansion:
