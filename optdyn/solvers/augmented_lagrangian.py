@@ -230,9 +230,9 @@ class AugmentedLagrangian:
         "rho", "outer_iterations", "violation", the inner solves' "first_order_steps" (DDP:
         steps taken along iLQR's model, as :meth:`~optdyn.solvers.ddp.RiccatiSolver.solve`'s)
         and "compile_time". ``multipliers`` (such an extra, e.g. a previous solve's, shifted by
-        :class:`optdyn.MPC`) starts the multipliers
-        and the penalty there instead of at zero and ``rho_init``, and the inner solves at full
-        tolerance from the first (the loose early solves serve multipliers still far off). The
+        :class:`optdyn.MPC`) starts the multipliers and the penalty there instead of at zero and
+        ``rho_init``, and the inner solves at full tolerance from the first (the loose early
+        solves serve multipliers still far off). The
         inner solves work in the arrays of ``workspace`` (:class:`~optdyn.solvers.workspace.Workspace`;
         None: new ones).
         """
