@@ -585,14 +585,14 @@ def _scenario_push(args: argparse.Namespace, problem) -> list[str]:
     return [] if push is None else [push]
 
 
-def _long_enough(args: argparse.Namespace, pairs: list, problem):
-    """The problem again with gait cycles enough for --duration (a task with a ``cycles``
+def _long_enough(args: argparse.Namespace, pairs: list, problem, duration: float):
+    """The problem again with gait cycles enough for ``duration`` s (a task with a ``cycles``
     parameter not given on the command line, shorter than the run), else ``problem``: the
     controller's window slides along the task, which holds its last interval past its end."""
     cycles = problem.params.get("cycles")
-    if cycles is None or "cycles" in dict(pairs) or problem.T >= args.duration:
+    if cycles is None or "cycles" in dict(pairs) or problem.T >= duration:
         return problem
-    return _make_problem(args.problem, args.scenario, [*pairs, ("cycles", int(np.ceil(args.duration * cycles
+    return _make_problem(args.problem, args.scenario, [*pairs, ("cycles", int(np.ceil(duration * cycles
                                                                                        / problem.T)) + 1)])
 
 
@@ -620,13 +620,12 @@ def cmd_mpc(args: argparse.Namespace) -> int:
     if args.duration is not None and not (np.isfinite(args.duration) and args.duration > 0):
         raise CommandError(f"--duration: expected a time > 0 s, got {args.duration:g}")
     problem = _make_problem(args.problem, args.scenario, pairs)
-    if args.duration is None:
-        args.duration = _default_duration(problem)
+    duration = _default_duration(problem) if args.duration is None else args.duration
     plant, texts = None, args.push
     if args.plant == "mujoco":
         from .mujoco_plant import plant_for
 
-        problem = _long_enough(args, pairs, problem)
+        problem = _long_enough(args, pairs, problem, duration)
         plant = plant_for(problem, friction=args.friction, contact=args.contact, effort=effort)
         if not texts:
             texts = _scenario_push(args, problem)
@@ -640,9 +639,9 @@ def cmd_mpc(args: argparse.Namespace) -> int:
     from .simulate import simulate
 
     mpc = MPC(problem, args.solver, iterations, warm_start=args.warm_start, horizon=_horizon(horizon))
-    print(f"simulating {args.problem} for {args.duration:g} s: MPC with {args.solver}, horizon {mpc.problem.N} × "
+    print(f"simulating {args.problem} for {duration:g} s: MPC with {args.solver}, horizon {mpc.problem.N} × "
           f"{problem.dt:g} s", flush=True)
-    loop = simulate(mpc, args.duration, plant=plant, disturbances=pushes)
+    loop = simulate(mpc, duration, plant=plant, disturbances=pushes)
     print("\n".join(_loop_summary(loop, problem, plant)), flush=True)
     if loop.interrupted:
         return _interrupted(loop, problem, args, f"optdyn mpc: {loop.stopped} after {len(loop.us)} steps; the "

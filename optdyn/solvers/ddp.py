@@ -500,19 +500,18 @@ class RiccatiSolver:
         """The :data:`Model` of the dynamics linearised along ``it`` in ``mode`` (:func:`linearized`)
         and the objective's expansion there; sets ``it.gradient`` (the projected gradient).
 
-        The objective is expanded first where none of its terms takes the contact forces the
+        The running costs are expanded first where none of the objective's terms takes the contact forces the
         linearisation keeps (:attr:`optdyn.Problem.takes_kept_forces`): the results are the
-        same, and on a cold cache its kernels then compile while a compile-ahead helper
+        same, and on a cold cache their kernels then compile while a compile-ahead helper
         (:mod:`optdyn.solvers.compile_ahead`) is still compiling the sensitivities the
         linearisation waits for — 3 s of a fresh clone's first solve, measured."""
-        def expanded():
-            return (objective.running(it.xs[:-1], it.us, ws.expansion(0))[1:],
-                    objective.terminal(it.xs[-1])[1:])
-        costs = None if problem.takes_kept_forces else expanded()
-        A, B, second = linearized(problem, it.xs, it.us, mode, ws)
-        if costs is None:
-            costs = expanded()
-        lq, terminal = Expansion(A, B, *costs[0]), Value(*costs[1])
+        if problem.takes_kept_forces:
+            A, B, second = linearized(problem, it.xs, it.us, mode, ws)
+            running = objective.running(it.xs[:-1], it.us, ws.expansion(0))
+        else:
+            running = objective.running(it.xs[:-1], it.us, ws.expansion(0))
+            A, B, second = linearized(problem, it.xs, it.us, mode, ws)
+        lq, terminal = Expansion(A, B, *running[1:]), Value(*objective.terminal(it.xs[-1])[1:])
         it.gradient = projected_gradient(lq, terminal.Vx, it.us, problem.u_lower, problem.u_upper)
         return Model(lq, terminal, second)
 
