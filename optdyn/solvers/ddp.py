@@ -500,11 +500,11 @@ class RiccatiSolver:
         """The :data:`Model` of the dynamics linearised along ``it`` in ``mode`` (:func:`linearized`)
         and the objective's expansion there; sets ``it.gradient`` (the projected gradient).
 
-        The running costs are expanded first where none of the objective's terms takes the contact forces the
-        linearisation keeps (:attr:`optdyn.Problem.takes_kept_forces`): the results are the
-        same, and on a cold cache their kernels then compile while a compile-ahead helper
-        (:mod:`optdyn.solvers.compile_ahead`) is still compiling the sensitivities the
-        linearisation waits for — 3 s of a fresh clone's first solve, measured."""
+        The running costs are expanded first where none of the objective's terms takes the
+        contact forces the linearisation keeps (:attr:`optdyn.Problem.takes_kept_forces`): the
+        results are the same, and on a cold cache their kernels then compile while a
+        compile-ahead helper (:mod:`optdyn.solvers.compile_ahead`) is still compiling the
+        sensitivities the linearisation waits for — 3 s of a fresh clone's first solve, measured."""
         if problem.takes_kept_forces:
             A, B, second = linearized(problem, it.xs, it.us, mode, ws)
             running = objective.running(it.xs[:-1], it.us, ws.expansion(0))
