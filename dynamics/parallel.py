@@ -28,6 +28,13 @@ never slower than one thread, on an idle machine or beside other programs:
   other use of the pool threads is :class:`Lookahead`: a whole call begun on a pool thread
   before the caller knows it will need it (the line search's next rollout), which the
   caller runs itself if no pool thread has started it.
+- **The caller's own work meanwhile.** Work of the calling thread that does not depend on a
+  kernel's outputs (a solver's cost expansion, Python holding the GIL, beside the
+  linearisation's nogil kernel) is given as :func:`meanwhile`: the caller does it after
+  handing the kernel's chunks to the pool threads and before it claims chunks itself, so
+  that the pool threads work through it instead of waiting for it. On one thread, or at a
+  kernel's first call in the process (which may compile it), the caller does it before the
+  kernel: the order of one thread.
 - **Bitwise identical results for any number of threads.** Each knot is computed by the
   same compiled code from its own inputs whichever thread claims it, with a workspace the
   thread made for its chunks (nothing carried from one knot to the next, tests hold it),
@@ -44,6 +51,7 @@ writes into the outputs after :func:`run_chunks` returns or raises.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import functools
 import os
 import threading
@@ -242,29 +250,56 @@ def run_chunks(kernel, K: int, *args) -> None:
     (:func:`team_size`)."""
     threads = team_size(K, get_num_threads(), _seconds_per_knot.get(kernel))
     claims = claims_for(K, chunk_count(K, threads))
+    side = getattr(_setting, "meanwhile", None)
+    _setting.meanwhile = None
+    if threads == 1 or kernel not in _seconds_per_knot:
+        if side is not None:
+            side()
+        side = None
     if threads == 1:
         start = time.perf_counter()
         kernel(*args, claims)
         work = time.perf_counter() - start
     else:
-        work = _run_team(kernel, threads, claims, args)
+        work = _run_team(kernel, threads, claims, args, side)
     _seconds_per_knot[kernel] = work / max(int(K), 1)
 
 
-def _run_team(kernel, threads: int, claims: np.ndarray, args: tuple) -> float:
-    """:func:`run_chunks` on the caller and ``threads - 1`` pool threads; the seconds the
-    threads spent in the kernel (its work, whichever thread did it)."""
+@contextlib.contextmanager
+def meanwhile(fn):
+    """``fn()`` on the calling thread while the pool threads begin the first :func:`run_chunks`
+    call made inside the block (module docstring); before that call's kernel where it runs
+    on the caller alone or for the first time in the process, and at the block's end where
+    no call was made (a caller's result held from before). ``fn`` must not read or write
+    what the kernel writes; an exception of either is raised after both have stopped, and
+    ``fn`` is not called where the block raises before it."""
+    _setting.meanwhile = fn
+    try:
+        yield
+    finally:
+        left, _setting.meanwhile = getattr(_setting, "meanwhile", None), None
+    if left is not None:
+        left()
+
+
+def _run_team(kernel, threads: int, claims: np.ndarray, args: tuple, side=None) -> float:
+    """:func:`run_chunks` on the caller and ``threads - 1`` pool threads, the caller doing
+    ``side()`` (:func:`meanwhile`) first; the seconds the threads spent in the kernel (its
+    work, whichever thread did it)."""
     team = _Team(claims)
     pool = _pool(os.getpid())
     for _ in range(threads - 1):
         pool.submit(team.work, kernel, args)
-    start = time.perf_counter()
+    work = 0.0
     try:
+        if side is not None:
+            side()
+        start = time.perf_counter()
         kernel(*args, claims)
+        work = time.perf_counter() - start
     except BaseException as error:
         team.stop()
         team.errors.insert(0, error)
-    work = time.perf_counter() - start
     team.wait()
     if team.errors:
         raise team.errors[0]

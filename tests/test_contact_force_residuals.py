@@ -799,3 +799,28 @@ def test_the_problems_contact_costs_contract_in_one_pass(monkeypatch):
     assert np.abs(want[3]).max() > 0 and np.abs(want[4]).max() > 0
     prob.running_cost_terms(xs, us, gauss_newton=True)
     assert len(passes) == 1
+
+
+def test_the_running_terms_that_read_no_contact_forces_are_expanded_apart(monkeypatch):
+    """The running terms in two parts — those that read no contact forces (a control cost,
+    which a solver expands while it linearises the dynamics), then those that read the kept
+    forces (the pyramids) — add up bitwise to the whole, the second added into the first's
+    arrays; the first part asks for no force, the second does."""
+    prob = Problem(MODEL, X0, len(SEQUENCE), 0.02, ControlCost(1.0, nu=NU) + _pyramids_problem().running_cost,
+                   contacts=SEQUENCE)
+    xs, us = _knots(29)
+    whole = prob.running_cost_terms(xs, us)
+    first = prob.running_cost_terms(xs, us, forces=False)
+    assert np.abs(first[5]).max() > 0 and not np.array_equal(first[1], whole[1])  # both parts are there
+    both = prob.running_cost_terms(xs, us, out=tuple(a.copy() for a in first), forces=True)
+    for a, b in zip(whole, both):
+        np.testing.assert_array_equal(a, b)
+
+    def asked(*args, **kwargs):
+        raise AssertionError("a contact force was asked for")
+
+    monkeypatch.setattr(ContactKnots, "forces", asked)
+    xs2, us2 = _knots(30)
+    prob.running_cost_terms(xs2, us2, forces=False)
+    with pytest.raises(AssertionError, match="a contact force"):
+        prob.running_cost_terms(xs2, us2, forces=True)

@@ -457,3 +457,104 @@ def test_line_search_begun_ahead_takes_the_same_steps_on_any_thread_count(thread
         assert np.array_equal(a.xs, b.xs) and np.array_equal(a.us, b.us)
         for key in ("cost", "step", "regularization"):
             assert np.array_equal(a.history[key], b.history[key]), key
+
+
+def test_the_callers_own_work_runs_while_the_pool_threads_take_the_chunks(threads):
+    """meanwhile: on two threads the caller's own work runs on the caller while a pool thread
+    claims chunks (here the work waits for a chunk only a pool thread can have taken, which
+    it could not do after the kernel), once, and every knot is still taken once."""
+    dyn.set_num_threads(2)
+    caller, taken = threading.main_thread(), threading.Event()
+
+    def kernel(seen, claims):
+        k0, k1 = first_chunk(claims)
+        while k0 < k1:
+            time.sleep(1e-3)  # (work worth sharing; the sleep hands the GIL over)
+            if threading.current_thread() is not caller:
+                taken.set()
+            seen[k0:k1] += 1
+            k0, k1 = next_chunk(claims)
+
+    run_chunks(kernel, 16, np.zeros(16, dtype=np.int64))  # its first call: measured, on both threads
+    taken.clear()
+    ran = []
+
+    def own():
+        ran.append(threading.current_thread() is caller)
+        assert taken.wait(timeout=60)
+
+    seen = np.zeros(16, dtype=np.int64)
+    with parallel.meanwhile(own):
+        run_chunks(kernel, 16, seen)
+        assert ran == [True]
+        run_chunks(kernel, 16, seen)  # a second call in the block has nothing to do meanwhile
+    assert ran == [True] and np.array_equal(seen, 2 * np.ones(16, dtype=np.int64))
+
+
+def test_the_callers_own_work_comes_first_on_one_thread_or_at_a_first_call_and_at_the_end_without_a_call(threads):
+    """meanwhile's order where nothing runs beside it: before the kernel on one thread and at
+    a kernel's first call (which may compile it), at the block's end where no call was made,
+    never where the block raised."""
+    def kernel(order, claims):
+        k0, k1 = first_chunk(claims)
+        while k0 < k1:
+            order.append("kernel")
+            k0, k1 = next_chunk(claims)
+
+    dyn.set_num_threads(1)
+    run_chunks(kernel, 4, [])  # measured: its next call is not its first
+    for n, kernel_ in ((2, functools.partial(kernel)), (1, kernel)):  # a first call on two threads, one on one
+        dyn.set_num_threads(n)
+        order = []
+        with parallel.meanwhile(lambda: order.append("own")):
+            run_chunks(kernel_, 4, order)
+        assert order[0] == "own" and order.count("own") == 1 and len(order) > 1
+    order = []
+    with parallel.meanwhile(lambda: order.append("own")):
+        order.append("block")
+    assert order == ["block", "own"]
+    with pytest.raises(KeyError), parallel.meanwhile(lambda: order.append("never")):
+        raise KeyError("the block's")
+    assert "never" not in order
+
+
+def test_an_error_of_the_callers_own_work_is_raised_once_the_pool_threads_have_stopped(threads):
+    """An exception raised by the caller's own work reaches the caller after the pool
+    threads have left the kernel: nothing is written into the outputs afterwards."""
+    dyn.set_num_threads(2)
+
+    def kernel(seen, claims):
+        k0, k1 = first_chunk(claims)
+        while k0 < k1:
+            time.sleep(0.01)  # (hands the GIL over: the caller's work starts meanwhile)
+            seen[k0:k1] += 1
+            k0, k1 = next_chunk(claims)
+
+    run_chunks(kernel, 8, np.zeros(8, dtype=np.int64))
+
+    def own():
+        raise ValueError("the caller's own")
+
+    seen = np.zeros(8, dtype=np.int64)
+    with pytest.raises(ValueError, match="the caller's own"), parallel.meanwhile(own):
+        run_chunks(kernel, 8, seen)
+    written = seen.copy()
+    time.sleep(0.05)
+    assert np.array_equal(seen, written) and set(seen) <= {0, 1}
+
+
+def test_the_trot_with_costs_on_its_forces_takes_the_same_steps_on_any_thread_count(threads):
+    """The trot with its pyramids as costs on the contact forces, beside costs that read none:
+    the latter expanded while the pool threads linearise, the former after. iLQR's iterates,
+    step lengths and costs are bitwise those of one thread."""
+    import problems
+
+    prob = problems.get("quadruped", scenario="trot", cone="cost")
+    runs = {}
+    for n in (1, 2):
+        dyn.set_num_threads(n)
+        runs[n] = optdyn.solve(prob, "ilqr", max_iter=4)
+    a, b = runs[1], runs[2]
+    assert np.array_equal(a.xs, b.xs) and np.array_equal(a.us, b.us) and np.array_equal(a.gains, b.gains)
+    for key in ("cost", "step", "regularization"):
+        assert np.array_equal(a.history[key], b.history[key]), key

@@ -114,6 +114,7 @@ class _ContactForceFunction(Residual):
     :meth:`check_problem`)."""
 
     depends_on_u = True
+    takes_forces = True
 
     def __init__(self, model: Model, contacts: Sequence[Sequence[Contact]], frame: str, actuated,
                  size: int | None = None) -> None:

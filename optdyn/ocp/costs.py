@@ -236,6 +236,17 @@ def cost_terms(cost: Cost | None) -> list[Cost]:
     return [c for _, c in cost.terms] if isinstance(cost, Sum) else [cost]
 
 
+def terms_taking_forces(cost: Cost | None, forces: bool) -> Cost | None:
+    """The terms of ``cost`` that read the contact forces a problem's dynamics keep (their
+    residuals' ``takes_forces``), or with ``forces`` False the others: ``cost`` itself where
+    every term is of that kind, None where none is, else their :class:`Sum`."""
+    weighted = cost.terms if isinstance(cost, Sum) else [] if cost is None else [(1.0, cost)]
+    kept = [(w, c) for w, c in weighted if any(r.takes_forces for r in c.residuals()) == forces]
+    if not kept:
+        return None
+    return cost if len(kept) == len(weighted) else Sum(kept)
+
+
 @njit(cache=True)
 def sphere_distance(p, J, H, center, d, dd, ddd):
     """Signed distance d = ‖p − c‖ of every point to ``center`` with gradient and Hessian.

@@ -63,7 +63,7 @@ from dynamics.rnea import rnea
 from . import contact_phases, integrators, shooting, windows
 from .state import check_state, state_difference_batch, state_integrate_batch
 from .constraints import Constraint, JointLimits, StateEquality, equality_rows, stack_constraints, summed_hessian
-from .costs import Cost
+from .costs import Cost, terms_taking_forces
 
 
 def _arrays_of(out: tuple | None, shapes: tuple, make: Callable) -> tuple[np.ndarray, ...]:
@@ -631,20 +631,37 @@ class Problem:
         return shooting.rollout(self.dynamics, x0, us)
 
     # ---- costs ---------------------------------------------------------------------
-    def running_cost_terms(self, xs, us, gauss_newton: bool = False, out: tuple | None = None
-                           ) -> tuple[np.ndarray, ...]:
+    def running_cost_terms(self, xs, us, gauss_newton: bool = False, out: tuple | None = None,
+                           forces: bool | None = None) -> tuple[np.ndarray, ...]:
         """dt·ℓ and its derivatives at each knot (``gauss_newton``: the Gauss–Newton Hessians
         of the residual costs, :meth:`optdyn.ocp.costs.Cost.gauss_newton`), written into
         ``out`` (six arrays of these shapes, overwritten: a solver keeps them between
         iterations, :meth:`expansion_arrays`) or into new arrays.
 
+        The terms that read no contact forces come first, then those that read the forces
+        the dynamics' kernels keep (:attr:`takes_kept_forces`). ``forces`` False writes the
+        first part alone; True then adds the second into ``out`` as it is: a solver expands
+        the first while it linearises the dynamics (:func:`dynamics.parallel.meanwhile`),
+        the second once the forces are kept. None: both.
+
         Returns (l (K,), lx (K,ndx), lu (K,nu), lxx (K,ndx,ndx), lux (K,nu,ndx), luu (K,nu,nu)).
         """
         xs, us = self._xu(xs, us)
-        out = _arrays_of(out, self._expansion_shapes(xs.shape[0]), np.zeros)
-        if self.running_cost is not None:
-            self.running_cost.add_to(xs, us, self.dt, out, gauss_newton)
+        out = _arrays_of(out, self._expansion_shapes(xs.shape[0]), np.empty if forces and out is not None else np.zeros)
+        for part in (False, True) if forces is None else (forces,):
+            cost = self._running_part(part)
+            if cost is not None:
+                cost.add_to(xs, us, self.dt, out, gauss_newton)
         return out
+
+    def _running_part(self, forces: bool) -> Cost | None:
+        """The running cost's terms that read the kept contact forces (``forces``) or the others
+        (:func:`~optdyn.ocp.costs.terms_taking_forces`), split once per running cost."""
+        if self._parts is None or self._parts[0] is not self.running_cost:
+            self._parts = (self.running_cost, *(terms_taking_forces(self.running_cost, f) for f in (False, True)))
+        return self._parts[1 + forces]
+
+    _parts = None  # (the running cost, its terms that take no kept forces, those that do): _running_part
 
     def expansion_arrays(self, K: int) -> tuple[np.ndarray, ...]:
         """Zeros for :meth:`running_cost_terms` at K knots: (K,), (K, ndx), (K, nu),

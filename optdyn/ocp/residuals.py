@@ -155,6 +155,7 @@ class Residual(KeptArrays, ABC):
     depends_on_x: bool = True
     depends_on_u: bool = False
     approximate_hessian: bool = False  # True: Hessians by differences (a user term without one)
+    takes_forces: bool = False  # True: it reads the contact forces a problem's dynamics keep
 
     @abstractmethod
     def evaluate(self, xs: np.ndarray, us: np.ndarray) -> Terms:

@@ -108,13 +108,18 @@ class ALObjective(Objective):
         self.lam_stage = np.zeros((problem.N, problem.ng)) if lam_stage is None else lam_stage
         self.path_eq, self.stage_eq = problem.path_equalities, problem.stage_equalities
 
-    def running(self, xs, us, out=None):
-        l, lx, lu, lxx, lux, luu = super().running(xs, us, out)  # ours to add into
-        if self.problem.nc:
+    def running(self, xs, us, out=None, forces=None):
+        """The problem's running terms with the path rows' terms (on states) in the part that
+        reads no contact forces, the stage rows' (which may read them) in the other
+        (:meth:`~optdyn.solvers.ddp.Objective.running`)."""
+        if forces is None:
+            return self.running(xs, us, self.running(xs, us, out, False), True)
+        l, lx, lu, lxx, lux, luu = super().running(xs, us, out, forces)  # ours to add into
+        if self.problem.nc and not forces:
             c, cx, cxx = self.problem.path_constraint_terms(xs[1:], shared=True)
             d0, d1, d2 = _phr(c, self.lam[:-1], self.rho, self.path_eq)
             _add_penalty((l[1:], lx[1:], lxx[1:]), c, cx, cxx, d1, d2, d0, self.gauss_newton)
-        if self.problem.ng:
+        if self.problem.ng and forces:
             g, gz, hessian = self.problem.stage_constraint_contracted(xs, us)
             psi = _phr(g, self.lam_stage, self.rho, self.stage_eq)
             Hw = 0.0 if self.gauss_newton else hessian(psi[1])  # the rows' curvature: the exact model's

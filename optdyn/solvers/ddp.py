@@ -53,6 +53,7 @@ the fixed points.
 """
 from __future__ import annotations
 
+import functools
 import time
 from collections import namedtuple
 from dataclasses import dataclass, field, fields
@@ -61,7 +62,7 @@ from typing import ClassVar
 import numpy as np
 
 from dynamics._compile import njit
-from dynamics.parallel import Lookahead
+from dynamics.parallel import Lookahead, meanwhile
 
 from ..ocp.problem import Problem
 from ..ocp.shooting import state_error, state_retract, transition, transition_work
@@ -133,9 +134,10 @@ class Objective:
     def __init__(self, problem: Problem, gauss_newton: bool = False) -> None:
         self.problem, self.gauss_newton = problem, gauss_newton
 
-    def running(self, xs, us, out: tuple | None = None):
-        """Into ``out`` if given (:meth:`optdyn.Problem.running_cost_terms`)."""
-        return self.problem.running_cost_terms(xs, us, self.gauss_newton, out)
+    def running(self, xs, us, out: tuple | None = None, forces: bool | None = None):
+        """Into ``out`` if given; ``forces``: the part of the terms that read the kept contact
+        forces or of the others (:meth:`optdyn.Problem.running_cost_terms`)."""
+        return self.problem.running_cost_terms(xs, us, self.gauss_newton, out, forces)
 
     def terminal(self, x):
         return self.problem.terminal_cost_terms(x, self.gauss_newton)
@@ -500,17 +502,15 @@ class RiccatiSolver:
         """The :data:`Model` of the dynamics linearised along ``it`` in ``mode`` (:func:`linearized`)
         and the objective's expansion there; sets ``it.gradient`` (the projected gradient).
 
-        The running costs are expanded first where none of the objective's terms takes the
-        contact forces the linearisation keeps (:attr:`optdyn.Problem.takes_kept_forces`): the
-        results are the same, and on a cold cache their kernels then compile while a
+        The running terms that read no kept contact forces are expanded on this thread while
+        pool threads linearise (:func:`dynamics.parallel.meanwhile`), the others after. On one
+        thread, or on a cold cache, they come first: their kernels then compile while a
         compile-ahead helper (:mod:`optdyn.solvers.compile_ahead`) is still compiling the
         sensitivities the linearisation waits for — 3 s of a fresh clone's first solve, measured."""
-        if problem.takes_kept_forces:
+        xs, us, out = it.xs[:-1], it.us, ws.expansion(0)
+        with meanwhile(functools.partial(objective.running, xs, us, out, False)):
             A, B, second = linearized(problem, it.xs, it.us, mode, ws)
-            running = objective.running(it.xs[:-1], it.us, ws.expansion(0))
-        else:
-            running = objective.running(it.xs[:-1], it.us, ws.expansion(0))
-            A, B, second = linearized(problem, it.xs, it.us, mode, ws)
+        running = objective.running(xs, us, out, True)
         lq, terminal = Expansion(A, B, *running[1:]), Value(*objective.terminal(it.xs[-1])[1:])
         it.gradient = projected_gradient(lq, terminal.Vx, it.us, problem.u_lower, problem.u_upper)
         return Model(lq, terminal, second)
