@@ -31,8 +31,9 @@ never slower than one thread, on an idle machine or beside other programs:
 - **The caller's own work meanwhile.** Work of the calling thread that does not depend on a
   kernel's outputs (a solver's cost expansion, Python holding the GIL, beside the
   linearisation's nogil kernel) is given as :func:`meanwhile`: the caller does it after
-  handing the kernel's chunks to the pool threads and before it claims chunks itself, so
-  that the pool threads work through it instead of waiting for it. On one thread, or at a
+  handing the kernel's chunks to the pool threads (and seeing one begin, or
+  :data:`START_WAIT` passing) and before it claims chunks itself, so that the pool threads
+  work through it instead of waiting for it. On one thread, or at a
   kernel's first call in the process (which may compile it), the caller does it before the
   kernel: the order of one thread.
 - **Bitwise identical results for any number of threads.** Each knot is computed by the
@@ -73,6 +74,12 @@ little for the others to wait on, few enough that a chunk amortises its workspac
 MIN_PARALLEL_SECONDS = 2e-4
 """Work (seconds on one thread) below which a kernel call runs on the calling thread alone:
 with a hand-off of some 50 µs, lighter work is no faster on two threads than on one."""
+
+START_WAIT = 2e-4
+"""The longest the caller waits for a pool thread to begin a kernel before doing its own work
+meanwhile (:func:`meanwhile`): that work holds the GIL, which a pool thread needs to begin
+(measured: 2–5 % of an iteration of the trot's iLQR and arm-obstacle's on two threads); a pool
+thread the scheduler holds back costs the caller no more than this."""
 
 NEXT, DONE, CHUNKS, KNOTS = range(4)
 """Slots of a claims array (int64 (4,)): the next chunk to claim, the chunks finished,
@@ -189,11 +196,12 @@ def next_chunk(claims):
 
 
 class _Team:
-    """One :func:`run_chunks` call: its claims, the pool threads inside its kernel, the
-    seconds they spent there, their errors, and the condition the caller waits on."""
+    """One :func:`run_chunks` call: its claims, the pool threads inside its kernel and those
+    that have begun it, the seconds they spent there, their errors, and the condition the
+    caller waits on."""
 
     def __init__(self, claims: np.ndarray) -> None:
-        self.claims, self.active, self.busy, self.errors = claims, 0, 0.0, []
+        self.claims, self.active, self.begun, self.busy, self.errors = claims, 0, 0, 0.0, []
         self.condition = threading.Condition()
 
     def stop(self) -> None:
@@ -205,6 +213,8 @@ class _Team:
         """A pool thread's part: claim and run chunks until none is left."""
         with self.condition:
             self.active += 1
+            self.begun += 1
+            self.condition.notify_all()
         start = time.perf_counter()
         try:
             kernel(*args, self.claims)
@@ -293,6 +303,8 @@ def _run_team(kernel, threads: int, claims: np.ndarray, args: tuple, side=None) 
     work = 0.0
     try:
         if side is not None:
+            with team.condition:  # (the caller's Python holds the GIL a pool thread needs to begin)
+                team.condition.wait_for(lambda: team.begun > 0, timeout=START_WAIT)
             side()
         start = time.perf_counter()
         kernel(*args, claims)
