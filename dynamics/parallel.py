@@ -33,7 +33,9 @@ never slower than one thread, on an idle machine or beside other programs:
   linearisation's nogil kernel) is given as :func:`meanwhile`: the caller does it after
   handing the kernel's chunks to the pool threads (and seeing one begin, or
   :data:`START_WAIT` passing) and before it claims chunks itself, so that the pool threads
-  work through it instead of waiting for it. On one thread, or at a
+  work through it instead of waiting for it. The kernels that work calls run on the caller
+  alone: handed to pool threads busy with the first kernel, they would only be taken up
+  after it, finding nothing left to do. On one thread, or at a
   kernel's first call in the process (which may compile it), the caller does it before the
   kernel: the order of one thread.
 - **Bitwise identical results for any number of threads.** Each knot is computed by the
@@ -78,7 +80,7 @@ with a hand-off of some 50 µs, lighter work is no faster on two threads than on
 START_WAIT = 2e-4
 """The longest the caller waits for a pool thread to begin a kernel before doing its own work
 meanwhile (:func:`meanwhile`): that work holds the GIL, which a pool thread needs to begin
-(measured: 2–5 % of an iteration of the trot's iLQR and arm-obstacle's on two threads); a pool
+(measured: 2–4 % of an iteration of the trot's iLQR and arm-obstacle's on two threads); a pool
 thread the scheduler holds back costs the caller no more than this."""
 
 NEXT, DONE, CHUNKS, KNOTS = range(4)
@@ -258,7 +260,7 @@ def run_chunks(kernel, K: int, *args) -> None:
     ``nogil=True``. Returns when every chunk is written; an exception of any chunk is
     raised here. Runs on the caller alone where the kernel's work is too light to share
     (:func:`team_size`)."""
-    threads = team_size(K, get_num_threads(), _seconds_per_knot.get(kernel))
+    threads = 1 if getattr(_setting, "aside", False) else team_size(K, get_num_threads(), _seconds_per_knot.get(kernel))
     claims = claims_for(K, chunk_count(K, threads))
     side = getattr(_setting, "meanwhile", None)
     _setting.meanwhile = None
@@ -305,7 +307,11 @@ def _run_team(kernel, threads: int, claims: np.ndarray, args: tuple, side=None) 
         if side is not None:
             with team.condition:  # (the caller's Python holds the GIL a pool thread needs to begin)
                 team.condition.wait_for(lambda: team.begun > 0, timeout=START_WAIT)
-            side()
+            _setting.aside = True  # its own kernels on the caller alone: the pool threads are on this one
+            try:
+                side()
+            finally:
+                _setting.aside = False
         start = time.perf_counter()
         kernel(*args, claims)
         work = time.perf_counter() - start
