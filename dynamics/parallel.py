@@ -35,9 +35,9 @@ never slower than one thread, on an idle machine or beside other programs:
   :data:`START_WAIT` passing) and before it claims chunks itself, so that the pool threads
   work through it instead of waiting for it. The kernels that work calls run on the caller
   alone: handed to pool threads busy with the first kernel, they would only be taken up
-  after it, finding nothing left to do. On one thread, or at a
-  kernel's first call in the process (which may compile it), the caller does it before the
-  kernel: the order of one thread.
+  after it, finding nothing left to do. On one thread, or at a kernel's first call in the
+  process (which may compile it), the caller does it before the kernel: the order of one
+  thread.
 - **Bitwise identical results for any number of threads.** Each knot is computed by the
   same compiled code from its own inputs whichever thread claims it, with a workspace the
   thread made for its chunks (nothing carried from one knot to the next, tests hold it),
@@ -260,7 +260,8 @@ def run_chunks(kernel, K: int, *args) -> None:
     ``nogil=True``. Returns when every chunk is written; an exception of any chunk is
     raised here. Runs on the caller alone where the kernel's work is too light to share
     (:func:`team_size`)."""
-    threads = 1 if getattr(_setting, "aside", False) else team_size(K, get_num_threads(), _seconds_per_knot.get(kernel))
+    aside = getattr(_setting, "aside", False)  # called from the caller's own work (meanwhile)
+    threads = 1 if aside else team_size(K, get_num_threads(), _seconds_per_knot.get(kernel))
     claims = claims_for(K, chunk_count(K, threads))
     side = getattr(_setting, "meanwhile", None)
     _setting.meanwhile = None

@@ -647,7 +647,8 @@ class Problem:
         Returns (l (K,), lx (K,ndx), lu (K,nu), lxx (K,ndx,ndx), lux (K,nu,ndx), luu (K,nu,nu)).
         """
         xs, us = self._xu(xs, us)
-        out = _arrays_of(out, self._expansion_shapes(xs.shape[0]), np.empty if forces and out is not None else np.zeros)
+        added = forces and out is not None  # the second part alone: into out as it is
+        out = _arrays_of(out, self._expansion_shapes(xs.shape[0]), np.empty if added else np.zeros)
         for part in (False, True) if forces is None else (forces,):
             cost = self._running_part(part)
             if cost is not None:
