@@ -260,14 +260,11 @@ def run_chunks(kernel, K: int, *args) -> None:
     ``nogil=True``. Returns when every chunk is written; an exception of any chunk is
     raised here. Runs on the caller alone where the kernel's work is too light to share
     (:func:`team_size`)."""
-    aside = getattr(_setting, "aside", False)  # called from the caller's own work (meanwhile)
-    threads = 1 if aside else team_size(K, get_num_threads(), _seconds_per_knot.get(kernel))
+    threads = team_size(K, get_num_threads(), _seconds_per_knot.get(kernel))
     claims = claims_for(K, chunk_count(K, threads))
-    side = getattr(_setting, "meanwhile", None)
-    _setting.meanwhile = None
-    if threads == 1 or kernel not in _seconds_per_knot:
-        if side is not None:
-            side()
+    side, _setting.meanwhile = getattr(_setting, "meanwhile", None), None
+    if side is not None and (threads == 1 or kernel not in _seconds_per_knot):
+        side()  # the order of one thread (a first call may compile the kernel)
         side = None
     if threads == 1:
         start = time.perf_counter()
@@ -308,11 +305,11 @@ def _run_team(kernel, threads: int, claims: np.ndarray, args: tuple, side=None) 
         if side is not None:
             with team.condition:  # (the caller's Python holds the GIL a pool thread needs to begin)
                 team.condition.wait_for(lambda: team.begun > 0, timeout=START_WAIT)
-            _setting.aside = True  # its own kernels on the caller alone: the pool threads are on this one
-            try:
+            threads_before, _setting.threads = get_num_threads(), 1  # its own kernels on the caller alone:
+            try:  # the pool threads are on this one
                 side()
             finally:
-                _setting.aside = False
+                _setting.threads = threads_before
         start = time.perf_counter()
         kernel(*args, claims)
         work = time.perf_counter() - start
