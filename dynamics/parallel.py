@@ -13,21 +13,28 @@ never slower than one thread, on an idle machine or beside other programs:
   part from the start: if a pool thread is not running (the scheduler gave its core to
   another program), the caller does its chunks, and a pool thread that starts late finds
   nothing left to do.
-- **No spinning.** The caller waits only for chunks a pool thread has claimed and not yet
-  finished, blocked on a condition (the operating system's futex): a waiting thread gives
-  its core to the thread it waits for instead of burning it. Pool threads sleep between
-  evaluations.
+- **No spinning** over chunks. The caller waits only for chunks a pool thread has claimed
+  and not yet finished, blocked on a condition (the operating system's futex): a waiting
+  thread gives its core to the thread it waits for instead of burning it. Pool threads sleep
+  between evaluations. The one bounded spin is a relay's (below).
 - **Parallel only where it pays.** Handing chunks to a pool thread (waking it, waiting for
   its last chunk) costs some 50 µs. :func:`run_chunks` records each kernel's work per knot
   (the seconds its threads spent inside it) at every call; a call whose work is below
   :data:`MIN_PARALLEL_SECONDS` runs on the calling thread alone (the point kinematics of a
   few feet at 50 knots: 35 µs on one thread, 70 µs on two before this rule).
 - **One mechanism.** Every parallel evaluation over knots goes through :func:`run_chunks`;
-  there are no OpenMP (numba ``prange``) loops and no parallel work inside a knot (DDP's
-  backward pass, whose knots depend on each other, runs on the calling thread). The one
-  other use of the pool threads is :class:`Lookahead`: a whole call begun on a pool thread
-  before the caller knows it will need it (the line search's next rollout), which the
-  caller runs itself if no pool thread has started it.
+  there are no OpenMP (numba ``prange``) loops. The other uses of the pool threads:
+  :class:`Lookahead`, a whole call begun on a pool thread before the caller knows it will
+  need it (the line search's next rollout), which the caller runs itself if no pool thread
+  has started it; and the *relay*, a :func:`run_chunks` kernel whose knots depend on each
+  other (DDP's backward pass) but whose knots come in parts that threads take at once (each
+  knot's V'_x·F_zz): items are claimed once released (:func:`relay_claim`), the thread that
+  finishes a knot's last part (:func:`relay_finish`) does the rest of the knot and releases
+  the next one's parts (:func:`relay_release`). Between releases a thread spins — a part is
+  some 0.1 ms and the rest of a knot less, shorter than a wake-up from a futex — but at most
+  :data:`RELAY_WAIT` cycles, and only for a release, never for a part another thread
+  claimed: a thread the scheduler holds back leaves nothing the other waits for, and a
+  thread that waited too long leaves the kernel to the thread that holds the work.
 - **The caller's own work meanwhile.** Work of the calling thread that does not depend on a
   kernel's outputs (a solver's cost expansion, Python holding the GIL, beside the
   linearisation's nogil kernel) is given as :func:`meanwhile`: the caller does it after
@@ -41,7 +48,8 @@ never slower than one thread, on an idle machine or beside other programs:
 - **Bitwise identical results for any number of threads.** Each knot is computed by the
   same compiled code from its own inputs whichever thread claims it, with a workspace the
   thread made for its chunks (nothing carried from one knot to the next, tests hold it),
-  and nothing is summed across knots inside a chunk kernel.
+  and nothing is summed across knots inside a chunk kernel. A relay's parts are the same
+  on any number of threads and summed by one thread in a fixed order.
 
 Threads: ``set_num_threads(n)`` (1 ≤ n ≤ the cores this process may run on), per calling
 thread, or the environment variable ``OPTDYN_NUM_THREADS`` read at import; the default is
@@ -57,11 +65,13 @@ import concurrent.futures
 import contextlib
 import functools
 import os
+import platform
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
@@ -172,6 +182,50 @@ def _fetch_add(typingctx, array, index, value):
     return signature, codegen
 
 
+@intrinsic
+def _compare_exchange(typingctx, array, index, expected, value):
+    """array[index] = value if it holds ``expected``, atomically (sequentially consistent);
+    whether it did."""
+    signature = types.boolean(array, types.intp, types.int64, types.int64)
+
+    def codegen(context, builder, sig, args):
+        ary = context.make_array(sig.args[0])(context, builder, args[0])
+        pointer = cgutils.get_item_pointer(context, builder, sig.args[0], ary, [args[1]])
+        pair = builder.cmpxchg(pointer, args[2], args[3], "seq_cst", "seq_cst")
+        return builder.extract_value(pair, 1)
+    return signature, codegen
+
+
+@intrinsic
+def _cycles(typingctx):
+    """The processor's cycle (time-stamp) counter: LLVM's ``readcyclecounter``."""
+    def codegen(context, builder, sig, args):
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.IntType(64), []),
+                                            "llvm.readcyclecounter")
+        return builder.call(fn, [])
+    return types.int64(), codegen
+
+
+_SPIN_HINT = {"x86_64": ("llvm.x86.sse2.pause", ()), "amd64": ("llvm.x86.sse2.pause", ()),
+              "aarch64": ("llvm.aarch64.hint", (1,)), "arm64": ("llvm.aarch64.hint", (1,))}.get(
+    platform.machine().lower())
+"""The processor's spin-wait hint as an LLVM intrinsic and its constant arguments: x86's
+``pause``, ARM's ``yield`` (hint #1); none elsewhere."""
+
+
+@intrinsic
+def _spin_hint(typingctx):
+    """The processor's spin-wait hint (:data:`_SPIN_HINT`)."""
+    def codegen(context, builder, sig, args):
+        if _SPIN_HINT is not None:
+            name, constants = _SPIN_HINT
+            fnty = ir.FunctionType(ir.VoidType(), [ir.IntType(32)] * len(constants))
+            fn = cgutils.get_or_insert_function(builder.module, fnty, name)
+            builder.call(fn, [ir.Constant(ir.IntType(32), c) for c in constants])
+        return context.get_dummy_value()
+    return types.none(), codegen
+
+
 @njit(cache=True, nogil=True, inline="always")
 def first_chunk(claims):
     """(k0, k1): the knots of the next unclaimed chunk of ``claims``, claimed for the calling
@@ -195,6 +249,91 @@ def next_chunk(claims):
     """
     _fetch_add(claims, DONE, 1)
     return first_chunk(claims)
+
+
+RELAY_NEXT, RELAY_READY, RELAY_FINISHED, RELAY_OPENED, RELAY_STOPPED = range(5)
+"""Slots of a relay array (int64 (5,), :func:`new_relay`): the next item to claim, the items
+released, the items finished, the threads that entered, and whether it was stopped."""
+
+RELAY_WAIT = 1_000_000
+"""The longest a thread of a relay spins (processor cycles: some 0.1 ms) for an item to be
+released before it leaves the kernel to the thread that holds the work."""
+
+
+def new_relay() -> np.ndarray:
+    """A fresh relay array (:func:`relay_claim`)."""
+    return np.zeros(5, dtype=np.int64)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def relay_opens(relay):
+    """Whether the calling thread is the first to enter the relay (and so opens it: its work
+    before the first items, then :func:`relay_release`)."""
+    return _fetch_add(relay, RELAY_OPENED, 1) == 0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def relay_claim(relay, total):
+    """The next item of a relay of ``total`` items, claimed for the calling thread once it is
+    released; −1 when every item is claimed, the relay stopped, or none was released for
+    :data:`RELAY_WAIT` cycles (the thread that holds the work goes on alone).
+
+    A relay runs items in groups that depend on each other (the knots of a backward pass, a
+    group the parts of a knot): the items of a group run on any threads at once, and the
+    thread that finishes a group's last item (:func:`relay_finish`) does what depends on the
+    whole group, then releases the next group's items (:func:`relay_release`). A thread
+    waits (spins, bounded) only for a release, never for an item another thread claimed."""
+    since = np.int64(-1)
+    while True:
+        if _fetch_add(relay, RELAY_STOPPED, 0) != 0:
+            return -1
+        n = _fetch_add(relay, RELAY_NEXT, 0)
+        if n >= total:
+            return -1
+        if n < _fetch_add(relay, RELAY_READY, 0):
+            if _compare_exchange(relay, RELAY_NEXT, n, n + 1):
+                return n
+            continue
+        now = _cycles()
+        if since < 0:
+            since = now
+        elif now - since > RELAY_WAIT:
+            return -1
+        _spin_hint()
+
+
+@njit(cache=True, nogil=True, inline="always")
+def relay_over(relay, total):
+    """Whether nothing is left to claim of a relay of ``total`` items (a thread that enters
+    then leaves at once)."""
+    return _fetch_add(relay, RELAY_STOPPED, 0) != 0 or _fetch_add(relay, RELAY_NEXT, 0) >= total
+
+
+@njit(cache=True, nogil=True, inline="always")
+def relay_finish(relay, group_end):
+    """Mark the calling thread's item finished; whether it was the last of its group, which
+    ends at item ``group_end`` (exclusive)."""
+    return _fetch_add(relay, RELAY_FINISHED, 1) + 1 == group_end
+
+
+@njit(cache=True, nogil=True, inline="always")
+def relay_release(relay, count):
+    """Release the next ``count`` items of the relay (written before, read after by the threads
+    that claim them)."""
+    _fetch_add(relay, RELAY_READY, count)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def relay_stop(relay):
+    """No more items of the relay are claimed."""
+    _fetch_add(relay, RELAY_STOPPED, 1)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def chunks_done(claims):
+    """Mark every chunk of ``claims`` finished: a kernel that does not split its knots into
+    chunks (a relay) says so to :func:`run_chunks` when its work is written."""
+    _fetch_add(claims, DONE, claims[CHUNKS])
 
 
 class _Team:

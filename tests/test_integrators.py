@@ -64,6 +64,7 @@ def _with_toy(kernel):
 
 _toy_globals["_compose"] = _with_toy(integrators._compose)  # typed, never run: the toy is a vector space
 _toy_globals["stage_terms"] = _with_toy(integrators.stage_terms)
+_toy_globals["interval_hessian_part"] = _with_toy(integrators.interval_hessian_part)
 _interval, _interval_hessian, _interval_work = (_with_toy(k) for k in (
     integrators.interval, integrators.interval_hessian, integrators.interval_work))
 

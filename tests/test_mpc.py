@@ -343,7 +343,7 @@ def test_real_time_steps_reuse_their_arrays_and_compiled_kernels(reach, monkeypa
         x = reach.step(x[None], u[None])[0]
         u = mpc.step(x)[0]
     workspace = mpc._workspace
-    kernels = (riccati.backward_pass, ddp.forward_pass, riccati.projected_gradient, integrators._step_stages_chunk)
+    kernels = (riccati._backward_relay, ddp.forward_pass, riccati.projected_gradient, integrators._step_stages_chunk)
     signatures = [len(k.signatures) for k in kernels]
     rollouts = []
     rollout = optdyn.Problem.rollout

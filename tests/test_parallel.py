@@ -21,7 +21,8 @@ from numba import njit
 import dynamics as dyn
 import optdyn
 from dynamics import batch, parallel
-from dynamics.parallel import claims_for, first_chunk, next_chunk, run_chunks
+from dynamics.parallel import (chunks_done, claims_for, first_chunk, next_chunk, relay_claim, relay_finish, relay_opens,
+                               relay_over, relay_release, relay_stop, run_chunks)
 
 
 def _knots(model: dyn.Model, K: int, seed: int = 0) -> tuple[np.ndarray, ...]:
@@ -296,8 +297,11 @@ def _sweep_allocations(task: str, names=None) -> dict:
     """Allocations of the solvers' RK stage sweeps (rollout, first-order and recorded
     sensitivities, contracted Hessians, DDP's backward and forward passes; those in ``names``
     if given) on ``task`` with 6 and with 12 knots. The chunk kernels are called directly,
-    over all knots on the calling thread."""
+    over all knots on the calling thread (DDP's backward pass, whose threads take parts of
+    a knot, on one thread)."""
     import problems
+
+    dyn.set_num_threads(1)
     from optdyn.ocp import integrators as rk
     from optdyn.ocp import shooting
     from optdyn.solvers import ddp, riccati
@@ -557,4 +561,108 @@ def test_the_trot_with_costs_on_its_forces_takes_the_same_steps_on_any_thread_co
     a, b = runs[1], runs[2]
     assert np.array_equal(a.xs, b.xs) and np.array_equal(a.us, b.us) and np.array_equal(a.gains, b.gains)
     for key in ("cost", "step", "regularization"):
+        assert np.array_equal(a.history[key], b.history[key]), key
+
+
+@njit(nogil=True)
+def _relay_chain(x, parts, values, bought, relay, claims):
+    """A relay over len(x) groups of ``parts`` items: item j of group g writes
+    bought[g, j] = v·x[g] + j from the value v the group before left, and the thread that
+    finishes a group's last item sets values[g] = Σ_j bought[g, j] (the next group's v):
+    each group depends on the whole of the one before, as the knots of a backward pass."""
+    G = x.shape[0]
+    if relay_over(relay, G * parts):
+        return
+    if relay_opens(relay):
+        relay_release(relay, parts)
+    while True:
+        i = relay_claim(relay, G * parts)
+        if i < 0:
+            return
+        g, j = i // parts, i % parts
+        v = 1.0 if g == 0 else values[g - 1]
+        bought[g, j] = v * x[g] + j
+        if relay_finish(relay, (g + 1) * parts):
+            values[g] = bought[g].sum()
+            if g + 1 == G:
+                chunks_done(claims)
+                return
+            relay_release(relay, parts)
+
+
+def _sequential_chain(x, parts):
+    values, v = [], 1.0
+    for g in range(len(x)):
+        v = sum(v * x[g] + j for j in range(parts))
+        values.append(v)
+    return np.array(values)
+
+
+@pytest.mark.parametrize("threads_", [1, 2])
+def test_a_relay_runs_every_item_once_each_group_after_the_one_before(threads_, threads):
+    """Groups whose items depend on the whole group before (a knot's parts on the knot after):
+    on one or two threads every item runs once, each group closes after the one before, and
+    the values are those of a plain loop."""
+    x = np.linspace(0.5, 1.5, 40)
+    dyn.set_num_threads(threads_)
+    for parts in (1, 2, 3):
+        values, bought, relay = np.zeros(40), np.zeros((40, parts)), parallel.new_relay()
+        run_chunks(_relay_chain, 40, x, parts, values, bought, relay)
+        assert np.array_equal(values, _sequential_chain(x, parts))
+        assert relay[parallel.RELAY_FINISHED] == relay[parallel.RELAY_NEXT] == 40 * parts
+
+
+def test_a_relay_runs_on_the_caller_alone_when_the_pool_threads_do_not_run(threads):
+    """With every pool thread held back, a relay on two threads is done by the caller alone,
+    which neither waits for them nor leaves work to them; one that starts afterwards finds
+    nothing to claim and writes nothing."""
+    dyn.set_num_threads(2)
+    x = np.linspace(0.5, 1.5, 30)
+    pool, release = parallel._pool(os.getpid()), threading.Event()
+    held = [pool.submit(release.wait) for _ in range(parallel.max_threads())]
+    try:
+        values, bought, relay = np.zeros(30), np.zeros((30, 2)), parallel.new_relay()
+        run_chunks(_relay_chain, 30, x, 2, values, bought, relay)
+        assert np.array_equal(values, _sequential_chain(x, 2))
+        assert relay[parallel.RELAY_OPENED] == 1 and not any(f.done() for f in held)
+    finally:
+        release.set()
+    for f in held:
+        f.result(timeout=60)
+    written = values.copy()
+    time.sleep(0.05)
+    assert np.array_equal(values, written)
+
+
+def test_a_relay_thread_claims_only_released_items_and_waits_a_bounded_time():
+    """An item is claimed once released, and once only; a thread waiting for a release
+    leaves after :data:`RELAY_WAIT` cycles (to the thread that holds the work) instead of
+    spinning on; a stopped relay gives nothing more."""
+    relay = parallel.new_relay()
+    start = time.perf_counter()
+    assert relay_claim(relay, 4) == -1  # nothing released: leaves after the bounded wait
+    assert time.perf_counter() - start < 1.0
+    relay_release(relay, 2)
+    assert [relay_claim(relay, 4), relay_claim(relay, 4), relay_claim(relay, 4)] == [0, 1, -1]
+    relay_release(relay, 2)
+    assert relay_claim(relay, 4) == 2
+    relay_stop(relay)
+    assert relay_claim(relay, 4) == -1
+    assert relay[parallel.RELAY_NEXT] == 3
+
+
+def test_ddp_on_the_trot_takes_the_same_steps_on_any_thread_count(threads):
+    """DDP's backward pass shares each knot's contracted V'_x·F_zz between two threads (a
+    relay): on the trot (contact phases, impulses, a floating base) its iterates, gains and
+    model decreases are bitwise those of one thread."""
+    import problems
+
+    prob = problems.get("quadruped", scenario="trot")
+    runs = {}
+    for n in (1, 2):
+        dyn.set_num_threads(n)
+        runs[n] = optdyn.solve(prob, "ddp", max_iter=4)
+    a, b = runs[1], runs[2]
+    assert np.array_equal(a.xs, b.xs) and np.array_equal(a.us, b.us) and np.array_equal(a.gains, b.gains)
+    for key in ("cost", "step", "expected_decrease"):
         assert np.array_equal(a.history[key], b.history[key]), key

@@ -78,10 +78,11 @@ from dynamics.kinematics import tangent_size
 from dynamics.model import Model
 from dynamics.parallel import first_chunk, next_chunk, run_chunks
 from dynamics.rnea_second_derivatives_contracted import new_so_work
+from dynamics.spatial import mirror_upper
 from dynamics.workspace import new_data
 
 from .contact_ode import DEPENDENT, ContactODE, actuated_torques, place_blocks
-from .integrators import IntervalDynamics, interval, interval_hessian, interval_work, stage_records, tangent_dim
+from .integrators import IntervalDynamics, interval, interval_hessian_part, interval_work, stage_records, tangent_dim
 
 PhasedDynamics = namedtuple("PhasedDynamics", ["ode", "a", "b", "dt", "substeps", "f_ext", "ci", "cf", "bounds",
                                                "impulse", "forces"])
@@ -404,10 +405,26 @@ def transition(dyn, k, x, u, y, work):
 def transition_hessian(dyn, k, u, stages, lam, Hz, work):
     """Hz (nz, nz) = ∇²_z(λᵀF_k) at knot k of the trajectory recorded in ``stages``
     (:data:`PhasedStages`), λ = ``lam`` (ndx,)."""
-    kd = knot_dynamics(dyn, k)
-    interval_hessian(kd, u, stages.rk, k * dyn.substeps * dyn.b.shape[0], lam, Hz, work)
+    transition_hessian_part(dyn, k, u, stages, lam, Hz, work, 0, 1)
+    transition_hessian_close(dyn, k, stages, lam, Hz)
+
+
+@njit(cache=True, _nrt=True)
+def transition_hessian_part(dyn, k, u, stages, lam, Hz, work, part, parts):
+    """Part ``part`` of ``parts`` of the Runge–Kutta interval's Hessian at knot k (upper
+    triangle, :func:`~optdyn.ocp.integrators.interval_hessian_part`): the parts summed and
+    :func:`transition_hessian_close`'d give :func:`transition_hessian`."""
+    interval_hessian_part(knot_dynamics(dyn, k), u, stages.rk, k * dyn.substeps * dyn.b.shape[0], lam, Hz, work,
+                          part, parts)
+
+
+@njit(cache=True, _nrt=True)
+def transition_hessian_close(dyn, k, stages, lam, Hz):
+    """Hz, the sum of the parts of :func:`transition_hessian_part`, made ∇²_z(λᵀF_k): its upper
+    triangle mirrored, then the impulse's chain rule where knot k has one."""
+    mirror_upper(Hz)
     if dyn.impulse[k]:
-        _chain_hessian(kd.ode, stages.xi[k], stages.P[k], stages.Rx[k], lam, Hz)
+        _chain_hessian(knot_dynamics(dyn, k).ode, stages.xi[k], stages.P[k], stages.Rx[k], lam, Hz)
 
 
 # ---- whole trajectories (knot k = interval start + k of the sliced record) ----------------------

@@ -698,7 +698,18 @@ def _composition_curvature(lie, Wq, dW, Y0, J, mu, Hz, scratch):
 @allocation_free
 def interval_hessian(dyn, u, stages, offset, lam, Hz, work):
     """Hz (nz, nz) = ∇²_z (λᵀF(x, u)) of the interval of the :data:`IntervalDynamics` ``dyn``
-    recorded in rows offset … offset + m·s − 1 of ``stages`` (see :func:`interval`).
+    recorded in rows offset … offset + m·s − 1 of ``stages`` (see :func:`interval`): the
+    upper triangle of :func:`interval_hessian_part` 0 of 1, mirrored."""
+    interval_hessian_part(dyn, u, stages, offset, lam, Hz, work, 0, 1)
+    mirror_upper(Hz)
+
+
+@allocation_free
+def interval_hessian_part(dyn, u, stages, offset, lam, Hz, work, part, parts):
+    """The upper triangle of part ``part`` of ``parts`` of ∇²_z (λᵀF(x, u)) (the interval's
+    Hessian, :func:`interval_hessian`) into Hz (nz, nz): the parts sum to it, so that
+    several threads can compute one interval's Hessian (every part makes the adjoint sweep
+    below, a first-order pass; :func:`stage_terms` says which terms each adds).
 
     Second-order adjoint: on a vector space only the stage evaluations k_s = f(y_s, u) are
     nonlinear, so
@@ -755,28 +766,28 @@ def interval_hessian(dyn, u, stages, offset, lam, Hz, work):
             else:
                 copy_into(gW[st], ybar[st])
                 copy_into(gY[st], ybar[st])
-        stage_terms(ode, u, stages, (first, offset), Hz, work)
+        stage_terms(ode, u, stages, (first, offset), Hz, work, part, parts)
         copy_into(lam_y, gY[s])
         for st in range(s):
             for i in range(ndx):
                 lam_y[i] += gY[st, i]
-    mirror_upper(Hz)
 
 
 @allocation_free
-def stage_terms(ode, u, stages, rows, Hz, work):
+def stage_terms(ode, u, stages, rows, Hz, work, part, parts):
     """Hz += Σ_s G_sᵀ (w_sᵀ f_zz(y_s, u)) G_s over the s stages of the step whose first record
     row is ``rows[0]`` (G = identity for the interval's first stage, row ``rows[1]``), given
     the adjoints of :func:`interval_hessian` (in ``work.terms``); on a manifold also the
     curvature of the step's compositions y ⊕ W_t for t = 1 … s (adjoint ȳ_t; t = s is y⁺,
     adjoint λ⁺), from their records in ``stages``. Only the upper triangle of what is
-    added is meaningful (:func:`_congruence_add`)."""
+    added is meaningful (:func:`_congruence_add`). Of ``parts``, part ``part`` adds the
+    stages s ≡ part (mod parts) and part 0 the compositions."""
     first, offset = rows
     terms = work.terms
     W, P = terms.sums[0], terms.sums[1]
     ws, ybar = terms.w, terms.ybar
     ndx, s = stages.Fz.shape[1], ws.shape[0]
-    for st in range(s):
+    for st in range(part, s, parts):
         idx = first + st
         # W = w_sᵀ f_zz(y_s, u): contracted FDSVA-SO
         robot_dynamics_hessian(ode, stages.y[idx], u, stages.f[idx], stages.Fz[idx], stages, idx, ws[st], W,
@@ -786,7 +797,7 @@ def stage_terms(ode, u, stages, rows, Hz, work):
         else:  # Hz += G_sᵀ W G_s
             _congruence_add(W, stages.G[idx], ndx, P, Hz)
     lie = lie_structure(ode)[1]
-    if lie.shape[0] == 0:
+    if lie.shape[0] == 0 or part != 0:
         return
     sub = first // s  # the step's row of the composition records
     c0 = sub * (s + 1)

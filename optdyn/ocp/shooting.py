@@ -11,6 +11,9 @@ trajectories and :func:`rollout` (``problem.rollout``):
     transition(dyn, k, x, u, y, work)                 y = x⁺ = F_k(x, u); False if it diverged
     transition_hessian(dyn, k, u, stages, lam, Hz, work)
                                                       Hz = ∇²_z(λᵀF_k)(x_k, u_k), z = (δx, u)
+    transition_hessian_part(dyn, k, u, stages, lam, Hz, work, part, parts)
+    transition_hessian_close(dyn, k, stages, lam, Hz)
+                                                      the same in parts (for several threads)
     transition_work(dyn, nx, nu, order)               the workspace of both
     state_error(dyn, x0, x1, dx)                      dx = x1 ⊖ x0 (tangent space at x0)
     state_retract(dyn, x, dx, y)                      y = x ⊕ dx
@@ -32,10 +35,11 @@ import numpy as np
 from numba.extending import overload
 
 from dynamics._compile import allocation_free, njit
+from dynamics.spatial import mirror_upper
 
 from . import contact_phases
 from .contact_phases import PhasedDynamics
-from .integrators import _is, interval, interval_hessian, interval_work, lie_structure
+from .integrators import _is, interval, interval_hessian_part, interval_work, lie_structure
 from .state import state_difference, state_integrate_into
 
 
@@ -47,8 +51,12 @@ def _transition(dyn, k, x, u, y, work):
     """:func:`transition` of the record's type."""
 
 
-def _transition_hessian(dyn, k, u, stages, lam, Hz, work):
-    """:func:`transition_hessian` of the record's type."""
+def _hessian_part(dyn, k, u, stages, lam, Hz, work, part, parts):
+    """:func:`transition_hessian_part` of the record's type."""
+
+
+def _hessian_close(dyn, k, stages, lam, Hz):
+    """:func:`transition_hessian_close` of the record's type."""
 
 
 @overload(_work, inline="always")
@@ -65,16 +73,25 @@ def _transition_impl(dyn, k, x, u, y, work):
     return lambda dyn, k, x, u, y, work: interval(dyn, k, x, u, 0, y, work.no_Y, work.no_H, work.no_stages, 0, work)
 
 
-@overload(_transition_hessian, inline="always")
-def _transition_hessian_impl(dyn, k, u, stages, lam, Hz, work):
+@overload(_hessian_part, inline="always")
+def _hessian_part_impl(dyn, k, u, stages, lam, Hz, work, part, parts):
     if _is(dyn, PhasedDynamics):
-        def phased(dyn, k, u, stages, lam, Hz, work):
-            contact_phases.transition_hessian(dyn, k, u, stages, lam, Hz, work)
+        def phased(dyn, k, u, stages, lam, Hz, work, part, parts):
+            contact_phases.transition_hessian_part(dyn, k, u, stages, lam, Hz, work, part, parts)
         return phased
 
-    def free(dyn, k, u, stages, lam, Hz, work):
-        interval_hessian(dyn, u, stages, k * dyn.substeps * dyn.b.shape[0], lam, Hz, work)
+    def free(dyn, k, u, stages, lam, Hz, work, part, parts):
+        interval_hessian_part(dyn, u, stages, k * dyn.substeps * dyn.b.shape[0], lam, Hz, work, part, parts)
     return free
+
+
+@overload(_hessian_close, inline="always")
+def _hessian_close_impl(dyn, k, stages, lam, Hz):
+    if _is(dyn, PhasedDynamics):
+        def phased(dyn, k, stages, lam, Hz):
+            contact_phases.transition_hessian_close(dyn, k, stages, lam, Hz)
+        return phased
+    return lambda dyn, k, stages, lam, Hz: mirror_upper(Hz)
 
 
 @njit(cache=True, inline="always")
@@ -96,7 +113,23 @@ def transition(dyn, k, x, u, y, work):
 def transition_hessian(dyn, k, u, stages, lam, Hz, work):
     """Hz (nz, nz) = ∇²_z(λᵀF_k(x_k, u_k)) at knot k of the trajectory recorded in
     ``stages``, λ = ``lam`` (ndx,) (a second-order adjoint, no tensor formed)."""
-    _transition_hessian(dyn, k, u, stages, lam, Hz, work)
+    _hessian_part(dyn, k, u, stages, lam, Hz, work, 0, 1)
+    _hessian_close(dyn, k, stages, lam, Hz)
+
+
+@allocation_free(inline="always")
+def transition_hessian_part(dyn, k, u, stages, lam, Hz, work, part, parts):
+    """The upper triangle of part ``part`` of ``parts`` of :func:`transition_hessian` into Hz:
+    the parts, computed apart (on several threads), summed and :func:`transition_hessian_close`'d
+    give the Hessian."""
+    _hessian_part(dyn, k, u, stages, lam, Hz, work, part, parts)
+
+
+@allocation_free(inline="always")
+def transition_hessian_close(dyn, k, stages, lam, Hz):
+    """Hz, the sum of the parts of :func:`transition_hessian_part`, made
+    :func:`transition_hessian`'s (mirrored; on a phased record, the impulse's chain rule)."""
+    _hessian_close(dyn, k, stages, lam, Hz)
 
 
 @njit(cache=True)
