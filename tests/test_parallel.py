@@ -551,16 +551,22 @@ def test_the_trot_with_costs_on_its_forces_takes_the_same_steps_on_any_thread_co
     """The trot with its pyramids as costs on the contact forces, beside costs that read none:
     the latter expanded while the pool threads linearise, the former after. iLQR's iterates,
     step lengths and costs are bitwise those of one thread."""
+    _same_steps_on_one_and_two_threads("ilqr", cone="cost")
+
+
+def _same_steps_on_one_and_two_threads(solver: str, iterations: int = 4, **params) -> None:
+    """``iterations`` of ``solver`` on the trot (``params``) on one and on two threads: the
+    same iterates, gains, costs, step lengths, regularisations and model decreases, bitwise."""
     import problems
 
-    prob = problems.get("quadruped", scenario="trot", cone="cost")
+    prob = problems.get("quadruped", scenario="trot", **params)
     runs = {}
     for n in (1, 2):
         dyn.set_num_threads(n)
-        runs[n] = optdyn.solve(prob, "ilqr", max_iter=4)
+        runs[n] = optdyn.solve(prob, solver, max_iter=iterations)
     a, b = runs[1], runs[2]
     assert np.array_equal(a.xs, b.xs) and np.array_equal(a.us, b.us) and np.array_equal(a.gains, b.gains)
-    for key in ("cost", "step", "regularization"):
+    for key in ("cost", "step", "regularization", "expected_decrease"):
         assert np.array_equal(a.history[key], b.history[key]), key
 
 
@@ -654,15 +660,6 @@ def test_a_relay_thread_claims_only_released_items_and_waits_a_bounded_time():
 def test_ddp_on_the_trot_takes_the_same_steps_on_any_thread_count(threads):
     """DDP's backward pass shares each knot's contracted V'_x·F_zz between two threads (a
     relay): on the trot (contact phases, impulses, a floating base) its iterates, gains and
-    model decreases are bitwise those of one thread."""
-    import problems
-
-    prob = problems.get("quadruped", scenario="trot")
-    runs = {}
-    for n in (1, 2):
-        dyn.set_num_threads(n)
-        runs[n] = optdyn.solve(prob, "ddp", max_iter=4)
-    a, b = runs[1], runs[2]
-    assert np.array_equal(a.xs, b.xs) and np.array_equal(a.us, b.us) and np.array_equal(a.gains, b.gains)
-    for key in ("cost", "step", "expected_decrease"):
-        assert np.array_equal(a.history[key], b.history[key]), key
+    model decreases are bitwise those of one thread (eight iterations: over four, a pass whose
+    parts were summed otherwise on one thread than on two still passed)."""
+    _same_steps_on_one_and_two_threads("ddp", 8)
