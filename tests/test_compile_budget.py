@@ -75,7 +75,7 @@ def test_the_main_job_compiles_within_its_budget_and_loads_what_the_helper_compi
     env = dict(os.environ, OPTDYN_COMPILE_AHEAD="0", NUMBA_CACHE_DIR=str(tmp_path / "cache"))
     helper = _compiled(HELPER, env, str(tmp_path / "problem.pkl"))
     main = _compiled(MAIN_JOB, env)
-    assert {"optdyn.ocp.integrators.interval_hessian", "optdyn.ocp.integrators._step_stages_chunk",
+    assert {"optdyn.ocp.integrators.interval_hessian_part", "optdyn.ocp.integrators._step_stages_chunk",
             "optdyn.solvers.ddp.forward_pass", "optdyn.ocp.integrators._step_chunk"} <= {name for name, _ in helper}
     again = {name for name, _ in helper & main if "<locals>" not in name}  # overloads compile inside their callers
     assert not again, f"compiled again by the main job: {sorted(again)}"

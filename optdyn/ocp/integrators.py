@@ -695,7 +695,7 @@ def _composition_curvature(lie, Wq, dW, Y0, J, mu, Hz, scratch):
                             mu[j0: j0 + k], Y0[j0: j0 + k], dW[j0: j0 + k], Hz, scratch)
 
 
-@allocation_free
+@allocation_free(inline="always")
 def interval_hessian(dyn, u, stages, offset, lam, Hz, work):
     """Hz (nz, nz) = ∇²_z (λᵀF(x, u)) of the interval of the :data:`IntervalDynamics` ``dyn``
     recorded in rows offset … offset + m·s − 1 of ``stages`` (see :func:`interval`): the

@@ -118,8 +118,13 @@ def dynamics_hessian(second, t, us, Vx, Hz, work):
     """
     if second.mode == 1:
         transition_hessian(second.dynamics, t, us[t], second.stages, Vx, Hz, work)
-        return
-    Fzz = second.Fzz
+    else:
+        contracted_tensor(second.Fzz, t, Vx, Hz)
+
+
+@allocation_free
+def contracted_tensor(Fzz, t, Vx, Hz):
+    """Hz (nz, nz) = V'_x·F_zz from the full tensors Fzz (N, ndx, nz, nz) at knot t."""
     Hz[:] = 0.0
     for p in range(Fzz.shape[1]):
         w = Vx[p]
@@ -314,7 +319,7 @@ def _backward_relay(lq, terminal, us, bounds, mu, second, gains_out, gaps, on_co
                         Hz[a, b] += state.Hz[p, a, b]
             transition_hessian_close(second.dynamics, t, second.stages, state.Vp.Vx, Hz)
         elif second.mode == 2:
-            dynamics_hessian(second, t, us, state.Vp.Vx, Hz, work)
+            contracted_tensor(second.Fzz, t, state.Vp.Vx, Hz)
         if not _close_knot(lq, t, us, bounds, mu, second.mode > 0, gains_out, on_controls, state, scratch):
             state.failed[0] = t
             relay_stop(relay)
