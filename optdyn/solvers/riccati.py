@@ -251,7 +251,9 @@ V'_x·F_zz (parts, nz, nz), the model's change summed so far (2,), the knot wher
 not positive definite or −1 (1,), and the relay array (:func:`dynamics.parallel.relay_claim`)."""
 
 
-def backward_pass(lq, terminal, us, lower, upper, mu, second, k, K, gaps, on_controls=False):
+def backward_pass(lq: Expansion, terminal: Value, us: np.ndarray, lower: np.ndarray, upper: np.ndarray, mu: float,
+                  second: SecondOrder, k: np.ndarray, K: np.ndarray, gaps: np.ndarray, on_controls: bool = False
+                  ) -> tuple[int, float, float]:
     """Riccati-like sweep N−1 … 0 built from the steps above (module docstring).
 
     ``lq``: the :data:`Expansion` along the trajectory (us (N, nu)); ``terminal``: the
