@@ -364,10 +364,14 @@ def test_light_calls_run_on_the_caller_alone(K, threads_, seconds_per_knot, team
     assert parallel.team_size(K, threads_, seconds_per_knot) == team
 
 
-def test_run_chunks_learns_which_kernels_are_too_light_to_share(threads):
+def test_run_chunks_learns_which_kernels_are_too_light_to_share(threads, monkeypatch):
     """A kernel's first call is shared; once it has been measured, a light kernel is run as
-    one chunk on the caller, a heavy one is still split between the threads."""
+    one chunk on the caller, a heavy one is still split between the threads. The bound is
+    raised to 50 ms, far from both: a pool thread's measured time includes its wait for the
+    GIL, which the light Python kernel's caller holds (up to the 5 ms switch interval; with the
+    0.2 ms default the light kernel was shared again in about 1 run of 20 on a busy machine)."""
     dyn.set_num_threads(2)
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_SECONDS", 0.05)
 
     def kernel(spans, seconds, claims):
         k0, k1 = first_chunk(claims)
@@ -379,7 +383,7 @@ def test_run_chunks_learns_which_kernels_are_too_light_to_share(threads):
 
     run_chunks(functools.partial(kernel), 16, [], 0.0)  # first_chunk's dispatch from Python, typed once
     light, heavy = functools.partial(kernel), functools.partial(kernel)  # two kernels, measured apart
-    for kernel_, seconds in ((light, 0.0), (heavy, 2e-3)):
+    for kernel_, seconds in ((light, 0.0), (heavy, 5e-3)):  # heavy: 80 ms of sleep a call
         for call in range(2):
             spans = []
             run_chunks(kernel_, 16, spans, seconds)
