@@ -177,6 +177,14 @@ def copy_into(dst, src):
         d[i] = s[i]
 
 
+@allocation_free
+def axpy(c, x, y):
+    """y += c·x for C-contiguous arrays of equal shape, without temporaries."""
+    xf, yf = x.reshape(-1), y.reshape(-1)
+    for i in range(xf.shape[0]):
+        yf[i] += c * xf[i]
+
+
 @njit(cache=True)
 def matmul_add(A, B, out):
     """out += A @ B in plain loops (zero entries of A skipped), for the small matrices of

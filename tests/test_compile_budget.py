@@ -56,7 +56,7 @@ PER_ORDER = {"optdyn.ocp.integrators.interval", "optdyn.ocp.integrators.free_dyn
              "optdyn.ocp.integrators._robot_dynamics.<locals>.impl"}
 """Compiled per derivative order (``literal``): 0 for the rollouts, 1 for the sensitivities."""
 
-PER_SHAPE = {"optdyn.ocp.integrators._axpy", "dynamics.spatial.matmul_add", "dynamics.spatial.copy_into",
+PER_SHAPE = {"dynamics.spatial.axpy", "dynamics.spatial.matmul_add", "dynamics.spatial.copy_into",
              "optdyn.solvers.linalg.gemm_tn", "dynamics.kinematics.all_finite", "dynamics.joints._product_into"}
 """Small array helpers compiled per dimension and layout of their arguments (rows, blocks
 and slices of the workspace's arrays)."""

@@ -20,9 +20,9 @@ from optdyn import Problem
 from optdyn.costs import ControlCost, StateCost
 from optdyn.ocp.contact_phases import PhasedDynamics, knot_contact_forces, knot_forces_batch
 from optdyn.ocp.integrators import IntervalDynamics
-from optdyn.ocp.shooting import transition_work
+from optdyn.ocp.shooting import transition_hessian, transition_work
 from optdyn.solvers.ddp import linearize
-from optdyn.solvers.riccati import SECOND_ORDER, dynamics_hessian
+from optdyn.solvers.riccati import SECOND_ORDER, contracted_tensor
 
 MODEL = legged()
 NQ, NV = MODEL.nq, MODEL.nv
@@ -142,8 +142,8 @@ def test_ddp_sees_the_same_second_order_contracted_and_as_tensors():
     H1, H2 = np.empty((2, prob.ndx + prob.nu, prob.ndx + prob.nu))
     for k in range(prob.N):
         Vx = rng.normal(size=prob.ndx)
-        dynamics_hessian(contracted, k, us, Vx, H1, work)
-        dynamics_hessian(tensor, k, us, Vx, H2, work)
+        transition_hessian(contracted.dynamics, k, us[k], contracted.stages, Vx, H1, work)
+        contracted_tensor(tensor.Fzz, k, Vx, H2)
         assert np.abs(H1 - H2).max() <= 1e-9 * np.abs(H2).max()
 
 

@@ -7,9 +7,9 @@ from dynamics import ModelBuilder
 from dynamics.models import double_pendulum
 from optdyn.ocp.constraints import SphereClearance, StateEquality
 from optdyn.costs import ControlCost, StateCost
-from optdyn.ocp.shooting import transition_work
+from optdyn.ocp.shooting import transition_hessian, transition_work
 from optdyn.solvers.ddp import forward_pass, linearize
-from optdyn.solvers.riccati import SECOND_ORDER, Expansion, Value, backward_pass, dynamics_hessian
+from optdyn.solvers.riccati import SECOND_ORDER, Expansion, Value, backward_pass, contracted_tensor
 from optdyn.solvers.linalg import box_qp
 from optdyn.ocp.problem import Problem
 from optdyn.solvers.solve import solve
@@ -169,7 +169,11 @@ def test_contracted_and_tensor_second_order_give_the_same_backward_pass(make):
         A, B, second = linearize(prob, xs, us, SECOND_ORDER[name])
         Vx = rng.normal(size=prob.ndx) if name == "contracted" else Vx
         Hz = np.empty((prob.ndx + prob.nu,) * 2)
-        dynamics_hessian(second, 1, us, Vx, Hz, transition_work(prob.dynamics, prob.nx, prob.nu, 1))
+        if name == "contracted":
+            transition_hessian(second.dynamics, 1, us[1], second.stages, Vx, Hz,
+                               transition_work(prob.dynamics, prob.nx, prob.nu, 1))
+        else:
+            contracted_tensor(second.Fzz, 1, Vx, Hz)
         k, K = np.zeros((prob.N, prob.nu)), np.zeros((prob.N, prob.nu, prob.ndx))
         res = backward_pass(Expansion(A, B, *costs), terminal, us, prob.u_lower, prob.u_upper, 10.0, second, k, K,
                             np.zeros((0, prob.ndx)), False)

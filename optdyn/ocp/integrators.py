@@ -81,7 +81,7 @@ from dynamics.kinematics import all_finite, tangent_size
 from dynamics.model import Model
 from dynamics.parallel import first_chunk, next_chunk, run_chunks
 from dynamics.rnea_second_derivatives_contracted import new_so_work
-from dynamics.spatial import copy_into, matmul_add, mirror_upper
+from dynamics.spatial import axpy, copy_into, matmul_add, mirror_upper
 from dynamics.workspace import Data, new_data
 
 from .contact_ode import ContactODE, contact_dynamics_ode, contact_dynamics_ode_hessian, contact_work
@@ -374,14 +374,6 @@ def _stage_hessian(Fz, Fzz, Ys, Hs, ndx, T, K2s):
                 K[b, c] = K[c, b]
 
 
-@allocation_free
-def _axpy(c, x, y):
-    """y += c·x for C-contiguous arrays of equal shape, without temporaries."""
-    xf, yf = x.reshape(-1), y.reshape(-1)
-    for i in range(xf.shape[0]):
-        yf[i] += c * xf[i]
-
-
 @njit(cache=True)
 def tangent_dim(ode, nx):
     """Tangent dimension ndx of states with nx coordinates: 2·nv on a model with Lie-group
@@ -397,11 +389,11 @@ def _accumulate(coef, count, h, k, Ks, K2s, order, y, Y, H):
     for j in range(count):
         c = h * coef[j]
         if c != 0.0:
-            _axpy(c, k[j], y)
+            axpy(c, k[j], y)
             if order >= 1:
-                _axpy(c, Ks[j], Y)
+                axpy(c, Ks[j], Y)
             if order >= 2:
-                _axpy(c, K2s[j], H)
+                axpy(c, K2s[j], H)
 
 
 Jet = namedtuple("Jet", ["value", "first", "second"])
@@ -453,11 +445,11 @@ def _compose(ode, order, start, increment, out, J, work):
     for i in range(n):
         for p in range(n):
             if Jq[i, p] != 0.0:
-                _axpy(Jq[i, p], H[p], Hs[i])
+                axpy(Jq[i, p], H[p], Hs[i])
             if Jv[i, p] != 0.0:
-                _axpy(Jv[i, p], d2W[p], Hs[i])
+                axpy(Jv[i, p], d2W[p], Hs[i])
         copy_into(Hs[n + i], H[n + i])
-        _axpy(1.0, d2W[n + i], Hs[n + i])
+        axpy(1.0, d2W[n + i], Hs[n + i])
     e = work.e
     for row in range(lie.shape[0]):
         j0, k = lie[row, 1], lie[row, 2]
@@ -793,7 +785,7 @@ def stage_terms(ode, u, stages, rows, Hz, work, part, parts):
         robot_dynamics_hessian(ode, stages.y[idx], u, stages.f[idx], stages.Fz[idx], stages, idx, ws[st], W,
                                terms.second, work.ode.so)
         if idx == offset:  # G_0 = identity
-            _axpy(1.0, W, Hz)
+            axpy(1.0, W, Hz)
         else:  # Hz += G_sᵀ W G_s
             _congruence_add(W, stages.G[idx], ndx, P, Hz)
     lie = lie_structure(ode)[1]

@@ -46,7 +46,8 @@ On a floating base every quantity at knot k is in the chart δx ↦ x̄_k ⊕ δ
 trajectory (Mastalli et al. 2020): A maps the tangent at x̄_k to the one at x̄_{k+1} and the
 formulas above are unchanged, V'_x·F_zz being the Hessian of V'_xᵀ(F ⊖ x̄').
 
-The recursion is assembled from the named steps :func:`q_expansion`, :func:`dynamics_hessian`,
+The recursion is assembled from the named steps :func:`q_expansion`, the dynamics' V'_x·F_zz
+(:func:`~optdyn.ocp.shooting.transition_hessian` in parts, or :func:`contracted_tensor`),
 :func:`regularize`, :func:`gains`, :func:`expected_decrease` and :func:`value_update`, and
 loops over the knots inside compiled code (:func:`backward_pass`). The contracted V'_x·F_zz,
 most of DDP's pass (0.22 of 0.30 ms per knot on the quadruped trot), is computed in
@@ -61,10 +62,10 @@ import numpy as np
 from dynamics._compile import allocation_free, njit
 from dynamics.parallel import (chunks_done, claims_for, new_relay, relay_claim, relay_finish, relay_opens,
                                relay_over, relay_release, relay_stop, run_chunks)
-from dynamics.spatial import copy_into, symmetrize
+from dynamics.spatial import axpy, copy_into, symmetrize
 
 from ..ocp.problem import Problem
-from ..ocp.shooting import transition_hessian, transition_hessian_close, transition_hessian_part, transition_work
+from ..ocp.shooting import transition_hessian_close, transition_hessian_part, transition_work
 from .linalg import box_qp, cholesky_solve, gemm_nn, gemm_tn, gemv_t
 
 SECOND_ORDER = {"none": 0, "contracted": 1, "tensor": 2}
@@ -109,22 +110,10 @@ def q_expansion(lq, t, V, Q, VA, VB):
     gemm_tn(B, VB, Q.Quu, True)
 
 
-@allocation_free(inline="always")
-def dynamics_hessian(second, t, us, Vx, Hz, work):
-    """Hz (nz, nz) = V'_x·F_zz at knot t: the Hessian of V'_xᵀF(x_t, u_t), as ``second``
-    (:data:`SecondOrder`) says: mode 1 by the problem's
-    :func:`~optdyn.ocp.shooting.transition_hessian` (``work`` of
-    :func:`~optdyn.ocp.shooting.transition_work`), mode 2 by contracting the full tensors.
-    """
-    if second.mode == 1:
-        transition_hessian(second.dynamics, t, us[t], second.stages, Vx, Hz, work)
-    else:
-        contracted_tensor(second.Fzz, t, Vx, Hz)
-
-
 @allocation_free
 def contracted_tensor(Fzz, t, Vx, Hz):
-    """Hz (nz, nz) = V'_x·F_zz from the full tensors Fzz (N, ndx, nz, nz) at knot t."""
+    """Hz (nz, nz) = V'_x·F_zz from the full tensors Fzz (N, ndx, nz, nz) at knot t (mode 2 of
+    :data:`SecondOrder`, which validates the contracted mode 1)."""
     Hz[:] = 0.0
     for p in range(Fzz.shape[1]):
         w = Vx[p]
@@ -258,7 +247,7 @@ def backward_pass(lq: Expansion, terminal: Value, us: np.ndarray, lower: np.ndar
 
     ``lq``: the :data:`Expansion` along the trajectory (us (N, nu)); ``terminal``: the
     :data:`Value` V_N = ℓ_N; the dynamics' second-order terms per ``second``
-    (:data:`SecondOrder`, see :func:`dynamics_hessian`); control bounds lower, upper (nu,);
+    (:data:`SecondOrder`); control bounds lower, upper (nu,);
     regularisation μ = ``mu`` (on the controls too if ``on_controls``: :func:`regularize`);
     ``gaps`` (N, ndx): f̄_{t+1} = F(x_t, u_t) ⊖ x_{t+1} of
     multiple shooting (module docstring), or (0, ndx) for a rollout. Writes k (N,nu) (its
@@ -274,11 +263,11 @@ def backward_pass(lq: Expansion, terminal: Value, us: np.ndarray, lower: np.ndar
     """
     N, ndx, nu = lq.B.shape
     parts = HESSIAN_PARTS if second.mode == 1 else 1
-    state = PassState(Value(np.empty(ndx), np.empty((ndx, ndx))), Value(np.empty(ndx), None),
+    V = Value(terminal.Vx.copy(), terminal.Vxx.copy())
+    state = PassState(V, Value(np.empty(ndx), V.Vxx),
                       QTerms(np.empty(ndx), np.empty(nu), np.empty((ndx, ndx)), np.empty((nu, ndx)), np.empty((nu, nu))),
                       np.empty((parts, ndx + nu, ndx + nu)), np.zeros(2), np.full(1, -1), new_relay())
-    state = state._replace(Vp=Value(state.Vp.Vx, state.V.Vxx))
-    args = (lq, terminal, us, (lower, upper), mu, second, (k, K), gaps, bool(on_controls), state)
+    args = (lq, us, (lower, upper), mu, second, (k, K), gaps, bool(on_controls), state)
     if parts > 1:
         run_chunks(_backward_relay, N, *args)
     else:
@@ -287,10 +276,10 @@ def backward_pass(lq: Expansion, terminal: Value, us: np.ndarray, lower: np.ndar
 
 
 @njit(cache=True, nogil=True)
-def _backward_relay(lq, terminal, us, bounds, mu, second, gains_out, gaps, on_controls, state, claims):
+def _backward_relay(lq, us, bounds, mu, second, gains_out, gaps, on_controls, state, claims):
     """One thread's share of :func:`backward_pass` (``bounds`` = (lower, upper), ``gains_out``
-    = (k, K)): the parts of V'_x·F_zz it claims, and the rest of each knot whose last part it
-    finishes (:func:`_close_knot`)."""
+    = (k, K); ``state.V`` holds V_N): the parts of V'_x·F_zz it claims, and the rest of each
+    knot whose last part it finishes (:func:`_close_knot`)."""
     N, ndx, nu = lq.B.shape
     relay, parts = state.relay, state.Hz.shape[0]
     if relay_over(relay, N * parts):  # a pool thread that began after the others finished
@@ -298,8 +287,6 @@ def _backward_relay(lq, terminal, us, bounds, mu, second, gains_out, gaps, on_co
     scratch = _pass_scratch(ndx, nu)
     work = transition_work(second.dynamics, second.stages.y.shape[1], nu, 1)
     if relay_opens(relay):
-        copy_into(state.V.Vx, terminal.Vx)
-        copy_into(state.V.Vxx, terminal.Vxx)
         _open_knot(lq, N - 1, gaps, state, scratch)
         relay_release(relay, parts)
     while True:
@@ -316,9 +303,7 @@ def _backward_relay(lq, terminal, us, bounds, mu, second, gains_out, gaps, on_co
         if second.mode == 1:  # the parts summed in their order
             copy_into(Hz, state.Hz[0])
             for p in range(1, parts):
-                for a in range(Hz.shape[0]):
-                    for b in range(Hz.shape[1]):
-                        Hz[a, b] += state.Hz[p, a, b]
+                axpy(1.0, state.Hz[p], Hz)
             transition_hessian_close(second.dynamics, t, second.stages, state.Vp.Vx, Hz)
         elif second.mode == 2:
             contracted_tensor(second.Fzz, t, state.Vp.Vx, Hz)
