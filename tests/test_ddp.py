@@ -10,7 +10,7 @@ from optdyn.costs import ControlCost, StateCost
 from optdyn.ocp.shooting import transition_hessian, transition_work
 from optdyn.solvers.ddp import forward_pass, linearize
 from optdyn.solvers.riccati import SECOND_ORDER, Expansion, Value, backward_pass, contracted_tensor
-from optdyn.solvers.linalg import box_qp
+from optdyn.solvers.linalg import box_qp, cholesky, cholesky_solve, cholesky_solve_rows
 from optdyn.ocp.problem import Problem
 from optdyn.solvers.solve import solve
 import problems
@@ -114,6 +114,25 @@ def test_box_qp_matches_bounded_least_squares():
     H = np.diag([1.0, -1.0])
     assert box_qp(H, np.ones(2), -np.ones(2) * np.inf, np.ones(2) * np.inf, np.zeros(2),
                   np.empty(2, np.int64), np.empty((2, 2)), np.empty((4, 2))) == -1
+
+
+def test_cholesky_solve_rows_solves_each_column_bit_for_bit_as_cholesky_solve():
+    rng = np.random.default_rng(1)
+    R = rng.normal(size=(9, 6))
+    H = R.T @ R + 0.1 * np.eye(6)
+    idx, L = np.array([4, 0, 5, 2, 1, 3]), np.empty((6, 6))
+    for nf in (6, 4):  # all rows free; two of them clamped (rows 1 and 3 untouched)
+        assert cholesky(H, idx, nf, L)
+        X = rng.normal(size=(6, 7))
+        Y = X.copy()
+        cholesky_solve_rows(L, nf, idx, Y)
+        for j in range(7):
+            b = X[idx[:nf], j].copy()
+            cholesky_solve(L, nf, b)
+            assert np.array_equal(Y[idx[:nf], j], b)
+        free = idx[:nf]
+        assert np.allclose(Y[free], np.linalg.solve(H[np.ix_(free, free)], X[free]), rtol=1e-12, atol=1e-12)
+        assert np.array_equal(Y[idx[nf:]], X[idx[nf:]])
 
 
 @pytest.fixture(scope="module")

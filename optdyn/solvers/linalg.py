@@ -43,6 +43,33 @@ def cholesky_solve(L, nf, b):
 
 
 @allocation_free
+def cholesky_solve_rows(L, nf, idx, X):
+    """Solve (L Lᵀ) Y = X[idx[:nf]] in place for the rows idx[:nf] of X (nf, n): every
+    column as :func:`cholesky_solve` solves it, the same operations in the same order (so
+    bit for bit its result), with each step a contiguous row update that vectorises
+    instead of n solves of dependent scalar chains."""
+    n = X.shape[1]
+    for i in range(nf):
+        xi = X[idx[i]]
+        for p in range(i):
+            c, xp = L[i, p], X[idx[p]]
+            for j in range(n):
+                xi[j] -= c * xp[j]
+        d = L[i, i]
+        for j in range(n):
+            xi[j] = xi[j] / d
+    for i in range(nf - 1, -1, -1):
+        xi = X[idx[i]]
+        for p in range(i + 1, nf):
+            c, xp = L[p, i], X[idx[p]]
+            for j in range(n):
+                xi[j] -= c * xp[j]
+        d = L[i, i]
+        for j in range(n):
+            xi[j] = xi[j] / d
+
+
+@allocation_free
 def _qp_value(H, g, x):
     n = x.shape[0]
     f = 0.0

@@ -66,7 +66,7 @@ from dynamics.spatial import axpy, copy_into, symmetrize
 
 from ..ocp.problem import Problem
 from ..ocp.shooting import transition_hessian_close, transition_hessian_part, transition_work
-from .linalg import box_qp, cholesky_solve, gemm_nn, gemm_tn, gemv_t
+from .linalg import box_qp, cholesky_solve_rows, gemm_nn, gemm_tn, gemv_t
 
 SECOND_ORDER = {"none": 0, "contracted": 1, "tensor": 2}
 """How the backward pass gets V'_x·F_zz: not at all (iLQR), contracted through the
@@ -143,16 +143,21 @@ def regularize(A, B, Qux, Quu, mu, on_controls, Qux_r, Quu_r):
     """Q̃_ux = Q_ux + μ BᵀA, Q̃_uu = Q_uu + μ BᵀB (symmetrised): μ acts on V'_xx (Tassa 2012
     eq. 10); with ``on_controls`` also + μ I on Q̃_uu (the Levenberg–Marquardt term on the
     controls, which Tassa 2012 Sec. II-F contrasts with eq. 10): it acts where B has a null
-    space, on the controls that do not move the state."""
+    space, on the controls that do not move the state. At μ = 0 (most passes of a converging
+    solve) the products are not formed."""
     nu = Quu.shape[0]
-    gemm_tn(B, A, Qux_r, False)
-    gemm_tn(B, B, Quu_r, False)
-    if on_controls:
+    if mu == 0.0:
+        copy_into(Qux_r, Qux)
+        Quu_r[:] = 0.0
+    else:
+        gemm_tn(B, A, Qux_r, False)
+        gemm_tn(B, B, Quu_r, False)
+        if on_controls:
+            for i in range(nu):
+                Quu_r[i, i] += 1.0
         for i in range(nu):
-            Quu_r[i, i] += 1.0
-    for i in range(nu):
-        for j in range(Qux.shape[1]):
-            Qux_r[i, j] = Qux[i, j] + mu * Qux_r[i, j]
+            for j in range(Qux.shape[1]):
+                Qux_r[i, j] = Qux[i, j] + mu * Qux_r[i, j]
     for i in range(nu):
         for j in range(nu):
             Quu_r[i, j] = 0.5 * (Quu[i, j] + Quu[j, i]) + mu * Quu_r[i, j]
@@ -162,19 +167,18 @@ def regularize(A, B, Qux, Quu, mu, on_controls, Qux_r, Quu_r):
 def gains(Quu_r, Qux_r, Qu, lo, hi, k, K, idx, L, work):
     """Feed-forward k (box QP, warm-started from its input) and feedback K (nu, ndx):
     K_f = −Q̃_uu,ff⁻¹ Q̃_ux,f on the free controls, 0 on the clamped ones (Tassa 2014).
-    ``work`` (5, nu) is scratch. Returns the number of free controls, or −1 if Q̃_uu is not
+    ``work`` (4, nu) is the box QP's scratch. Returns the number of free controls, or −1 if Q̃_uu is not
     positive definite."""
-    nf = box_qp(Quu_r, Qu, lo, hi, k, idx, L, work[:4])
-    rhs = work[4]
+    nf = box_qp(Quu_r, Qu, lo, hi, k, idx, L, work)
     if nf < 0:
         return nf
     K[:] = 0.0
-    for j in range(K.shape[1]):
-        for a in range(nf):
-            rhs[a] = Qux_r[idx[a], j]
-        cholesky_solve(L, nf, rhs)
-        for a in range(nf):
-            K[idx[a], j] = -rhs[a]
+    for a in range(nf):
+        copy_into(K[idx[a]], Qux_r[idx[a]])
+    cholesky_solve_rows(L, nf, idx, K)
+    for a in range(nf):
+        for j in range(K.shape[1]):
+            K[idx[a], j] = -K[idx[a], j]
     return nf
 
 
@@ -327,7 +331,7 @@ PassScratch = namedtuple("PassScratch", ["VA", "VB", "Hz", "Quuk", "Qux_r", "Quu
 def _pass_scratch(ndx, nu):
     return PassScratch(np.empty((ndx, ndx)), np.empty((ndx, nu)), np.empty((ndx + nu, ndx + nu)), np.empty(nu),
                        np.empty((nu, ndx)), np.empty((nu, nu)), np.empty((nu, ndx)), np.empty(nu), np.empty(nu),
-                       np.empty(nu, np.int64), np.empty((nu, nu)), np.empty((5, nu)))
+                       np.empty(nu, np.int64), np.empty((nu, nu)), np.empty((4, nu)))
 
 
 @allocation_free
