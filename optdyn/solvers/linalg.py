@@ -49,24 +49,17 @@ def cholesky_solve_rows(L, nf, idx, X):
     bit for bit its result), with each step a contiguous row update that vectorises
     instead of n solves of dependent scalar chains."""
     n = X.shape[1]
-    for i in range(nf):
-        xi = X[idx[i]]
-        for p in range(i):
-            c, xp = L[i, p], X[idx[p]]
+    for sweep in range(2):  # L Z = X, then Lᵀ Y = Z
+        for a in range(nf):
+            i = a if sweep == 0 else nf - 1 - a
+            xi = X[idx[i]]
+            for p in range(0, i) if sweep == 0 else range(i + 1, nf):
+                c, xp = (L[i, p] if sweep == 0 else L[p, i]), X[idx[p]]
+                for j in range(n):
+                    xi[j] -= c * xp[j]
+            d = L[i, i]
             for j in range(n):
-                xi[j] -= c * xp[j]
-        d = L[i, i]
-        for j in range(n):
-            xi[j] = xi[j] / d
-    for i in range(nf - 1, -1, -1):
-        xi = X[idx[i]]
-        for p in range(i + 1, nf):
-            c, xp = L[p, i], X[idx[p]]
-            for j in range(n):
-                xi[j] -= c * xp[j]
-        d = L[i, i]
-        for j in range(n):
-            xi[j] = xi[j] / d
+                xi[j] = xi[j] / d
 
 
 @allocation_free
