@@ -166,9 +166,10 @@ def regularize(A, B, Qux, Quu, mu, on_controls, Qux_r, Quu_r):
 @allocation_free
 def gains(Quu_r, Qux_r, Qu, lo, hi, k, K, idx, L, work):
     """Feed-forward k (box QP, warm-started from its input) and feedback K (nu, ndx):
-    K_f = −Q̃_uu,ff⁻¹ Q̃_ux,f on the free controls, 0 on the clamped ones (Tassa 2014).
-    ``work`` (4, nu) is the box QP's scratch. Returns the number of free controls, or −1 if Q̃_uu is not
-    positive definite."""
+    K_f = −Q̃_uu,ff⁻¹ Q̃_ux,f on the free controls, 0 on the clamped ones (Tassa 2014), solved
+    for all of Q̃_ux's columns at once (:func:`~optdyn.solvers.linalg.cholesky_solve_rows`).
+    ``work`` (4, nu) is the box QP's scratch. Returns the number of free controls, or −1 if
+    Q̃_uu is not positive definite."""
     nf = box_qp(Quu_r, Qu, lo, hi, k, idx, L, work)
     if nf < 0:
         return nf
