@@ -34,7 +34,11 @@ never slower than one thread, on an idle machine or beside other programs:
   some 0.1 ms and the rest of a knot less, not much longer than a wake-up from a futex — but at most
   :data:`RELAY_WAIT` cycles, and only for a release, never for a part another thread
   claimed: a thread the scheduler holds back leaves nothing the other waits for, and a
-  thread that waited too long leaves the kernel to the thread that holds the work.
+  thread that waited too long leaves the kernel to the thread that holds the work. Last, a
+  :func:`run_chunks` call begun :class:`Ahead` of its inputs (the linearisation of a line
+  search's trial while the caller's rollout writes it): a chunk is claimed only once the
+  writer has marked its knots (:func:`mark_ready`, :data:`READY`), with the same bounded
+  wait, and the caller joins it for the chunks left.
 - **The caller's own work meanwhile.** Work of the calling thread that does not depend on a
   kernel's outputs (a solver's cost expansion, Python holding the GIL, beside the
   linearisation's nogil kernel) is given as :func:`meanwhile`: the caller does it after
@@ -93,9 +97,10 @@ meanwhile (:func:`meanwhile`): that work holds the GIL, which a pool thread need
 (measured: 2–4 % of an iteration of the trot's iLQR and arm-obstacle's on two threads); a pool
 thread the scheduler holds back costs the caller no more than this."""
 
-NEXT, DONE, CHUNKS, KNOTS = range(4)
-"""Slots of a claims array (int64 (4,)): the next chunk to claim, the chunks finished,
-the number of chunks and the number of knots."""
+NEXT, DONE, CHUNKS, KNOTS, READY = range(5)
+"""Slots of a claims array (int64 (5,)): the next chunk to claim, the chunks finished,
+the number of chunks, the number of knots and the knots whose inputs are written (all of
+them but in a call begun :class:`Ahead` of its inputs, :func:`mark_ready`)."""
 
 
 def max_threads() -> int:
@@ -165,8 +170,8 @@ spent inside it, summed, over the knots."""
 def claims_for(K, chunks=1):
     """A fresh claims array for K knots in ``chunks`` chunks (one by default: a chunk kernel
     called directly, from Python or compiled code, then runs every knot on the calling thread)."""
-    claims = np.zeros(4, dtype=np.int64)
-    claims[CHUNKS], claims[KNOTS] = chunks, K
+    claims = np.zeros(5, dtype=np.int64)
+    claims[CHUNKS], claims[KNOTS], claims[READY] = chunks, K, K
     return claims
 
 
@@ -229,12 +234,31 @@ def _spin_hint(typingctx):
 @njit(cache=True, nogil=True, inline="always")
 def first_chunk(claims):
     """(k0, k1): the knots of the next unclaimed chunk of ``claims``, claimed for the calling
-    thread; k0 == k1 when every chunk is taken."""
-    c = _fetch_add(claims, NEXT, 1)
+    thread once its inputs are written (:data:`READY`: at once but :class:`Ahead`); k0 == k1
+    when every chunk is taken, or when no knot became ready for :data:`RELAY_WAIT` cycles
+    (the thread leaves the rest to the caller)."""
     chunks, K = claims[CHUNKS], claims[KNOTS]
-    if c >= chunks:
-        return 0, 0
-    return c * K // chunks, (c + 1) * K // chunks
+    since = -1
+    while True:
+        c = _fetch_add(claims, NEXT, 0)
+        if c >= chunks:
+            return 0, 0
+        k1 = (c + 1) * K // chunks
+        if _fetch_add(claims, READY, 0) < k1:
+            now = _cycles()
+            if since < 0:
+                since = now
+            elif now - since > RELAY_WAIT:
+                return 0, 0
+            _spin_hint()
+        elif _compare_exchange(claims, NEXT, c, c + 1):
+            return c * K // chunks, k1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def mark_ready(claims):
+    """One more knot's inputs are written, in order (the caller of a call begun :class:`Ahead`)."""
+    _fetch_add(claims, READY, 1)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -487,6 +511,66 @@ class Lookahead:
         written afresh); its result or exception is dropped."""
         if self.future is not None and not self.future.cancel():
             concurrent.futures.wait([self.future])
+
+
+
+class Ahead:
+    """A :func:`run_chunks` call begun on a pool thread before its inputs are written: the
+    caller writes them knot by knot (a rollout, each knot marked with :func:`mark_ready` in
+    :attr:`claims`) while the pool thread takes the chunks of the knots already written
+    (:func:`first_chunk`); :meth:`join` then runs the chunks left on the caller and waits for
+    the pool thread's, or :meth:`cancel` drops the call. With one thread nothing is begun:
+    :meth:`join` runs the whole call. Each knot is computed by the same code as in
+    :func:`run_chunks` whichever thread takes it: the results are bitwise the same."""
+
+    def __init__(self, K: int) -> None:
+        self.claims = claims_for(K, K)  # a chunk a knot: the pool thread follows the writer closely
+        self.claims[READY] = 0
+        self.team: _Team | None = None
+        self.call: tuple | None = None
+
+    def start(self, kernel, K: int, *args) -> None:
+        """Begin ``kernel(*args, claims)`` over the K knots (the ``run`` of a batch evaluation,
+        in place of :func:`run_chunks`)."""
+        if K != self.claims[KNOTS]:
+            raise ValueError(f"K: expected the {self.claims[KNOTS]} knots this call was made for, got {K}")
+        self.call = (kernel, args)
+        if get_num_threads() > 1:
+            self.team = _Team(self.claims)
+            _pool(os.getpid()).submit(self.team.work, kernel, args)
+
+    def join(self) -> None:
+        """Every knot's inputs written: the chunks left on the caller — after its work
+        :func:`meanwhile`, if any, which the pool thread works through — then the pool
+        thread's waited for; an exception of either raised here."""
+        self.claims[READY] = self.claims[KNOTS]
+        kernel, args = self.call
+        side, _setting.meanwhile = getattr(_setting, "meanwhile", None), None
+        try:
+            if side is not None:
+                threads_before, _setting.threads = get_num_threads(), 1
+                try:
+                    side()
+                finally:
+                    _setting.threads = threads_before
+            kernel(*args, self.claims)
+        except BaseException as error:
+            if self.team is None:
+                raise
+            self.team.stop()
+            self.team.errors.insert(0, error)
+        if self.team is not None:
+            self.team.wait()
+            if self.team.errors:
+                raise self.team.errors[0]
+
+    def cancel(self) -> None:
+        """No more chunks are claimed; returns once no thread is inside the kernel (its
+        outputs are then free to be written afresh)."""
+        if self.team is not None:
+            self.team.stop()
+            with self.team.condition:
+                self.team.condition.wait_for(lambda: self.team.active == 0)
 
 
 _from_environment()

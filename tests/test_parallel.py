@@ -332,7 +332,8 @@ def _sweep_allocations(task: str, names=None) -> dict:
                 riccati.SecondOrder(1, np.empty((N, 0, 0, 0)), d, stages), k, K, np.zeros((0, prob.ndx))),
             "DDP forward pass": lambda: ddp.forward_pass(d, xs, us, np.zeros_like(k), np.zeros_like(K), 0.5,
                                                          prob.u_lower, prob.u_upper,
-                                                         np.empty_like(xs), np.empty_like(us), np.zeros((0, prob.ndx))),
+                                                         np.empty_like(xs), np.empty_like(us), np.zeros((0, prob.ndx)),
+                                                         ddp.UNFOLLOWED),
         }
         counts[N] = {name: _allocations(call) for name, call in calls.items() if names is None or name in names}
     return counts
@@ -435,6 +436,61 @@ def test_a_call_begun_ahead_runs_on_a_pool_thread_or_on_the_caller(threads):
     ran.clear()
     lazy = parallel.Lookahead(call, 1)
     assert ran == [] and lazy.future is None and lazy.result() == 2 and ran == [True]
+
+
+@njit(nogil=True)
+def _write_knots(written, claims, pause):
+    """written[k] = k + 10 for k in order, each marked ready after ``pause`` cycles of work."""
+    for k in range(written.shape[0]):
+        start = parallel._cycles()
+        while parallel._cycles() - start < pause:
+            pass
+        written[k] = k + 10
+        parallel.mark_ready(claims)
+
+
+@njit(nogil=True)
+def _follow_knots(written, seen, claims):
+    """seen[k] = written[k] + 1 at every knot the thread claims."""
+    k0, k1 = first_chunk(claims)
+    while k0 < k1:
+        for k in range(k0, k1):
+            seen[k] = written[k] + 1
+        k0, k1 = next_chunk(claims)
+
+
+@pytest.mark.parametrize("threads_", [1, 2])
+def test_a_call_begun_ahead_of_its_inputs_reads_each_knot_once_it_is_written(threads_, threads):
+    """Ahead: the pool thread takes only knots the writer has marked (none reads the −1 a
+    knot holds before it is written), the join does the rest, every knot once; with one
+    thread the join does all of them. A cancelled call returns with nothing left running and
+    nothing written past the knots marked."""
+    dyn.set_num_threads(threads_)
+    K = 40
+    written, seen = np.full(K, -1, dtype=np.int64), np.zeros(K, dtype=np.int64)
+    ahead = parallel.Ahead(K)
+    ahead.start(_follow_knots, K, written, seen)
+    _write_knots(written, ahead.claims, 20_000)
+    ahead.join()
+    assert np.array_equal(seen, np.arange(K) + 11)
+    written[:], seen[:] = -1, 0
+    ahead = parallel.Ahead(K)
+    ahead.start(_follow_knots, K, written, seen)
+    _write_knots(written[:5], ahead.claims, 0)
+    ahead.cancel()
+    assert np.all(seen[5:] == 0) and set(seen[:5]) <= {0} | set(range(11, 16))
+    with pytest.raises(ValueError, match="K: expected the 40 knots"):
+        parallel.Ahead(K).start(_follow_knots, K + 1, written, seen)
+
+
+def test_a_chunk_not_written_is_left_after_a_bounded_wait():
+    """A thread finds no knot of its next chunk written for RELAY_WAIT cycles: it claims
+    nothing and leaves (the caller that writes them does them)."""
+    claims = parallel.claims_for(8, 8)
+    claims[parallel.READY] = 3
+    seen = np.zeros(8, dtype=np.int64)
+    _follow_knots(np.arange(8), seen, claims)
+    assert np.array_equal(seen, [1, 2, 3, 0, 0, 0, 0, 0]) and claims[parallel.NEXT] == 3
 
 
 def test_line_search_begun_ahead_takes_the_same_steps_on_any_thread_count(threads):

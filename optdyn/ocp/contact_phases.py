@@ -461,14 +461,15 @@ def _start(dyn, k, x, order, P):
     return x.copy(), False
 
 
-def step_derivatives_batch(dyn, xs, us, order, y, Fz) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def step_derivatives_batch(dyn, xs, us, order, y, Fz, run=run_chunks) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """x⁺ (K, nx), Fz (K, ndx, nz) into y and Fz, and for order 2 Fzz (K, ndx, nz, nz) ((K, 0, 0, 0)
     for order 1): the derivatives of F_k = R_k ∘ Γ_k (module docstring; the full impulse
-    tensor Γ_xx from nv contractions with unit weights)."""
+    tensor Γ_xx from nv contractions with unit weights). ``run``: :func:`~dynamics.parallel.run_chunks`,
+    or an :class:`~dynamics.parallel.Ahead`'s ``start`` (the outputs written once it is joined)."""
     K, ndx, nz = Fz.shape
     Fzz = np.empty((K, ndx, nz, nz)) if order >= 2 else np.empty((K, 0, 0, 0))
     chunk = _step_second_derivatives_chunk if order >= 2 else _step_derivatives_chunk
-    run_chunks(chunk, K, dyn, xs, us, y, Fz, Fzz)
+    run(chunk, K, dyn, xs, us, y, Fz, Fzz)
     return y, Fz, Fzz
 
 
@@ -542,10 +543,11 @@ def _impulse_second_order(kd, x, Rx, P, Fzz):
         Fzz[i, ndx:, :ndx] = Hxu.T
 
 
-def step_stages_batch(dyn, xs, us, stages, y, Fz) -> tuple[np.ndarray, np.ndarray]:
+def step_stages_batch(dyn, xs, us, stages, y, Fz, run=run_chunks) -> tuple[np.ndarray, np.ndarray]:
     """x⁺ (K, nx) and Fz (K, ndx, nz) at every knot into y and Fz, recording into ``stages``
-    (:data:`PhasedStages`) what :func:`transition_hessian` needs."""
-    run_chunks(_step_stages_chunk, xs.shape[0], dyn, xs, us, stages, y, Fz)
+    (:data:`PhasedStages`) what :func:`transition_hessian` needs; ``run`` as
+    :func:`step_derivatives_batch` takes it."""
+    run(_step_stages_chunk, xs.shape[0], dyn, xs, us, stages, y, Fz)
     return y, Fz
 
 

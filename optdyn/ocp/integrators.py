@@ -870,18 +870,19 @@ def _step_chunk(dyn, xs, us, out, claims):
         k0, k1 = next_chunk(claims)
 
 
-def step_derivatives_batch(dyn, xs, us, order, y, Fz) -> tuple[np.ndarray, ...]:
+def step_derivatives_batch(dyn, xs, us, order, y, Fz, run=run_chunks) -> tuple[np.ndarray, ...]:
     """x⁺ (K, nx), Fz (K, ndx, nz) into y and Fz, and for order 2 Fzz (K, ndx, nz, nz) at every
     knot (ndx = :func:`tangent_dim`, nz = ndx + nu).
 
-    For order 1 the returned Fzz has shape (K, 0, 0, 0).
+    For order 1 the returned Fzz has shape (K, 0, 0, 0). ``run``: :func:`~dynamics.parallel.run_chunks`,
+    or an :class:`~dynamics.parallel.Ahead`'s ``start`` (the outputs written once it is joined).
     """
     K, nx = xs.shape
     ndx = tangent_dim(dyn.ode, nx)
     nz = ndx + us.shape[1]
     Fzz = np.empty((K, ndx, nz, nz)) if order >= 2 else np.empty((K, 0, 0, 0))
     chunk = _step_second_derivatives_chunk if order >= 2 else _step_derivatives_chunk
-    run_chunks(chunk, K, dyn, xs, us, y, Fz, Fzz)
+    run(chunk, K, dyn, xs, us, y, Fz, Fzz)
     return y, Fz, Fzz
 
 
@@ -911,15 +912,16 @@ def _derivatives_of_chunks(dyn, xs, us, order, y, Fz, Fzz, claims):
         k0, k1 = next_chunk(claims)
 
 
-def step_stages_batch(dyn, xs, us, stages, y, Fz) -> tuple[np.ndarray, np.ndarray]:
+def step_stages_batch(dyn, xs, us, stages, y, Fz, run=run_chunks) -> tuple[np.ndarray, np.ndarray]:
     """x⁺ (K, nx) and Fz (K, ndx, nz) at every knot into y and Fz, recording the stages into ``stages``.
 
     Knot k owns rows k·ms … (k + 1)·ms − 1 (ms = m·s) of the records (see
     :func:`interval`, :func:`stage_records`; they may be reused from one call to the
-    next): what :func:`interval_hessian` needs for any multiplier.
+    next): what :func:`interval_hessian` needs for any multiplier. ``run`` as
+    :func:`step_derivatives_batch` takes it.
     """
     K = xs.shape[0]
-    run_chunks(_step_stages_chunk, K, dyn, xs, us, stages, y, Fz)
+    run(_step_stages_chunk, K, dyn, xs, us, stages, y, Fz)
     return y, Fz
 
 

@@ -407,17 +407,20 @@ class Problem:
         """Stage records for K knots, for :meth:`step_stages` to write into (unset)."""
         return self._batch.stage_records_for(self.dynamics, K, self.nx, self.ndx + self.nu)
 
-    def _dynamics(self, K: int, start: int) -> integrators.IntervalDynamics:
-        """:attr:`dynamics` for K knots that are intervals start … start + K − 1."""
+    def _dynamics(self, K: int, start: int, kept: contact_phases.KnotForces | None = None
+                  ) -> integrators.IntervalDynamics:
+        """:attr:`dynamics` for K knots that are intervals start … start + K − 1 (keeping the
+        contact forces in ``kept`` if given: :meth:`dynamics_keeping`)."""
+        dynamics = self.dynamics_keeping(kept)
         if self.f_ext.shape[0] == 1 and self.contacts is None:
-            return self.dynamics
+            return dynamics
         if isinstance(start, bool) or not isinstance(start, (int, np.integer)) or not 0 <= start <= self.N - K:
             what = "contacts" if self.contacts is not None else "forces"
             raise ValueError(f"start: the problem's {what} vary per interval, so the {K} knots must be "
                              f"intervals start … start + {K - 1} of 0 … {self.N - 1}; got start={start!r}")
         if self.contacts is not None:
-            return contact_phases.sliced(self.dynamics, K, start)
-        return self.dynamics._replace(f_ext=self.f_ext[start:start + K])
+            return contact_phases.sliced(dynamics, K, start)
+        return dynamics._replace(f_ext=self.f_ext[start:start + K])
 
     # ---- sizes ---------------------------------------------------------------------
     @property
@@ -591,6 +594,29 @@ class Problem:
         self._batch.step_stages_batch(self._dynamics(xs.shape[0], start), xs, us, stages, y, Fz)
         A[:], B[:] = Fz[:, :, : self.ndx], Fz[:, :, self.ndx:]
         return A, B, stages
+
+    def linearization_ahead(self, xs: np.ndarray, us: np.ndarray, ahead, out: tuple,
+                            stages: integrators.StageRecords | None = None,
+                            kept: contact_phases.KnotForces | None = None) -> Callable[[], tuple]:
+        """Begin on ``ahead`` (a :class:`dynamics.parallel.Ahead` over the N intervals) the
+        linearisation :meth:`step_derivatives` (``stages`` None) or :meth:`step_stages` (stage
+        records given) make at the knots (xs (N, nx), us (N, nu)), which a forward pass is
+        still writing and marks as it goes; into ``out`` (:meth:`linearization_arrays`), the
+        contact forces kept in ``kept`` (:meth:`forces_record`). Returns the function that
+        joins it and gives (A, B), or (A, B, stages). The arrays are a solver's own, C-ordered,
+        and not checked (they are not written yet)."""
+        y, Fz, A, B = out
+        dynamics, ndx = self._dynamics(self.N, 0, kept), self.ndx
+        if stages is None:
+            self._batch.step_derivatives_batch(dynamics, xs, us, 1, y, Fz, run=ahead.start)
+        else:
+            self._batch.step_stages_batch(dynamics, xs, us, stages, y, Fz, run=ahead.start)
+
+        def finish() -> tuple:
+            ahead.join()
+            A[:], B[:] = Fz[:, :, :ndx], Fz[:, :, ndx:]
+            return (A, B) if stages is None else (A, B, stages)
+        return finish
 
     def linearization_arrays(self, K: int) -> tuple[np.ndarray, ...]:
         """Arrays for :meth:`step_derivatives` and :meth:`step_stages` at K knots to write into:

@@ -62,7 +62,7 @@ from typing import ClassVar
 import numpy as np
 
 from dynamics._compile import njit
-from dynamics.parallel import Lookahead, meanwhile
+from dynamics.parallel import Lookahead, get_num_threads, mark_ready, meanwhile
 
 from ..ocp.problem import Problem
 from ..ocp.shooting import state_error, state_retract, transition, transition_work
@@ -85,14 +85,16 @@ the terminal :data:`~optdyn.solvers.riccati.Value` and the dynamics' second-orde
 
 
 @njit(cache=True, nogil=True)
-def forward_pass(dyn, xs, us, k, K, alpha, lower, upper, xs_new, us_new, gaps):
+def forward_pass(dyn, xs, us, k, K, alpha, lower, upper, xs_new, us_new, gaps, ready):
     """Closed-loop rollout of the module docstring through the problem's interval dynamics
     ``dyn``; with multiple-shooting ``gaps`` (N, ndx) (else (0, ndx)) each interval ends a
     fraction 1 − α of its gap short of F: x̂_{t+1} = F(x̂_t, û_t) ⊕ (α − 1) f̄_{t+1}
     (feasibility-driven DDP, Mastalli et al. 2020), so that a full step closes every gap and
     the new gaps F(x̂_t, û_t) ⊖ x̂_{t+1} are (1 − α) f̄_{t+1} (⊖ undoes ⊕). False if the
     state became NaN/inf, or a control did (a plan x̄ with non-finite states: the shifted
-    plan of :class:`optdyn.MPC` whose last states diverged)."""
+    plan of :class:`optdyn.MPC` whose last states diverged). Each knot (x̂_t, û_t) is marked
+    ready in the claims ``ready`` once interval t is done (:func:`dynamics.parallel.mark_ready`:
+    the linearisation begun :class:`~dynamics.parallel.Ahead` of the trial follows it)."""
     N, ndx = K.shape[0], K.shape[2]
     nu = us.shape[1]
     work = transition_work(dyn, xs.shape[1], nu, 0)
@@ -111,13 +113,18 @@ def forward_pass(dyn, xs, us, k, K, alpha, lower, upper, xs_new, us_new, gaps):
         if gaps.shape[0] == 0:
             if not transition(dyn, t, xs_new[t], us_new[t], xs_new[t + 1], work):
                 return False
-            continue
-        if not transition(dyn, t, xs_new[t], us_new[t], y, work):
-            return False
-        for j in range(ndx):
-            dx[j] = (alpha - 1.0) * gaps[t, j]
-        state_retract(dyn, y, dx, xs_new[t + 1])
+        else:
+            if not transition(dyn, t, xs_new[t], us_new[t], y, work):
+                return False
+            for j in range(ndx):
+                dx[j] = (alpha - 1.0) * gaps[t, j]
+            state_retract(dyn, y, dx, xs_new[t + 1])
+        mark_ready(ready)
     return True
+
+
+UNFOLLOWED = np.zeros(5, dtype=np.int64)
+"""The ``ready`` claims of a forward pass no linearisation follows (its marks count nothing)."""
 
 
 class Objective:
@@ -438,7 +445,8 @@ class RiccatiSolver:
                 gap = f"; gaps still open (largest {np.abs(it.gaps).max():.2e})" if it.gaps.shape[0] else ""
                 return outcome(False, "max_iter", f"iteration limit {max_iter} reached{gap}")
             it.steps += 1
-            alpha, J_new = self.search(problem, objective, it, step, log, ws)
+            follow = self.final_expansion or it.steps < max_iter  # a step taken is expanded next
+            alpha, J_new = self.search(problem, objective, it, step, log, ws, follow)
             moved = alpha > 0.0
             it.rejected = not moved
             if moved:
@@ -496,7 +504,12 @@ class RiccatiSolver:
     def expand(self, problem: Problem, objective: Objective, it: Iterate, ws: Workspace) -> tuple[Model, ...]:
         """The models to take a direction from (:meth:`direction`): here iLQR's, the
         dynamics linearised and the costs quadratised along ``it``. Sets ``it.gradient``."""
-        return (self._model(problem, objective, it, ws, SECOND_ORDER["none"]),)
+        return (self._model(problem, objective, it, ws, self.expansion_mode()),)
+
+    def expansion_mode(self) -> int:
+        """The mode (:data:`~optdyn.solvers.riccati.SECOND_ORDER`) :meth:`expand` linearises the
+        dynamics in: here first order alone."""
+        return SECOND_ORDER["none"]
 
     def _model(self, problem: Problem, objective: Objective, it: Iterate, ws: Workspace, mode: int) -> Model:
         """The :data:`Model` of the dynamics linearised along ``it`` in ``mode`` (:func:`linearized`)
@@ -547,8 +560,8 @@ class RiccatiSolver:
         return not it.gaps.shape[0] and ((it.boxed and -(step.dV1 + step.dV2) <= tol * scale)
                                          or it.gradient <= self.gtol * scale)
 
-    def search(self, problem: Problem, objective: Objective, it: Iterate, step: Step, log: Log, ws: Workspace
-               ) -> tuple[float, float]:
+    def search(self, problem: Problem, objective: Objective, it: Iterate, step: Step, log: Log, ws: Workspace,
+               follow: bool = False) -> tuple[float, float]:
         """Backtracking on α along ``step``: the first trial :meth:`accept` takes; diverged or
         model-invalid rollouts (:func:`rollout`, :func:`evaluate`) are rejected. Stops early
         (no step) when ``log.stop_reason()``. Returns (α, J_new) with the trial in
@@ -564,10 +577,19 @@ class RiccatiSolver:
         writes. It keeps its contact forces in a record of its own (:meth:`optdyn.Problem.forces_record`),
         not in the problem's, which the caller's kernels write and its residuals read; the
         problem takes them once the rollout has ended, before its trial is evaluated
-        (:meth:`optdyn.Problem.adopt_forces`)."""
+        (:meth:`optdyn.Problem.adopt_forces`).
+
+        With ``follow`` (the step taken is expanded next) and more than one thread, the first
+        trial's knots are linearised on a pool thread as the caller's rollout writes them
+        (:meth:`Workspace.follow`): most first trials are taken (33 of the 36 searches of the
+        trot's iLQR), and their expansion then finds part of its linearisation done
+        (:func:`linearized`); a trial not taken drops it. The same knots are computed by the
+        same code: the iterates are the same on any number of threads."""
         log.all_diverged = True
         ahead, kept_ahead = None, None
         for i, alpha in enumerate(self.alphas):
+            if i == 1:
+                ws.unfollow()  # the first trial not taken: later trials write its arrays again
             if log.stop_reason():
                 log.all_diverged = False
                 break
@@ -583,6 +605,9 @@ class RiccatiSolver:
             if this is not None:
                 rolled = this.result()
                 problem.adopt_forces(this_kept)
+            elif i == 0 and follow and get_num_threads() > 1 and self.expansion_mode() < SECOND_ORDER["tensor"]:
+                ready = ws.follow(problem, *it.trial, self.expansion_mode())
+                rolled = rollout(problem, (it.xs, it.us), step, alpha, it.trial, ready=ready)
             else:
                 rolled = rollout(problem, (it.xs, it.us), step, alpha, it.trial)
             J_new = evaluate(objective, rolled, it.trial, log)
@@ -703,11 +728,15 @@ class DDP(RiccatiSolver):
     def expand(self, problem: Problem, objective: Objective, it: Iterate, ws: Workspace) -> tuple[Model, ...]:
         """The exact model (exact cost Hessians and V'_x·F_zz) and iLQR's (no V'_x·F_zz, the
         costs' Gauss–Newton Hessians if this type's iLQR uses them)."""
-        exact = self._model(problem, objective, it, ws, SECOND_ORDER[self.second_order])
+        exact = self._model(problem, objective, it, ws, self.expansion_mode())
         first = exact._replace(second=exact.second._replace(mode=SECOND_ORDER["none"]))
         if self.gauss_newton_costs:
             first = gauss_newton_model(objective, first, it, ws)
         return exact, first
+
+    def expansion_mode(self) -> int:
+        """With the stage records of the contracted V'_x·F_zz, or the full tensors."""
+        return SECOND_ORDER[self.second_order]
 
     def objective(self, problem: Problem) -> Objective:
         """The problem's cost with its exact Hessians (iLQR's model takes its Gauss–Newton part
@@ -787,17 +816,19 @@ ROLLED, DIVERGED, INVALID = range(3)
 """Outcomes of :func:`rollout`."""
 
 
-def rollout(problem: Problem, trajectory: tuple, step: Step, alpha: float, out: tuple, kept=None) -> int:
+def rollout(problem: Problem, trajectory: tuple, step: Step, alpha: float, out: tuple, kept=None,
+            ready: np.ndarray = UNFOLLOWED) -> int:
     """Forward pass from ``trajectory`` (xs, us) with ``step`` scaled by α into ``out``
     (xs_new, us_new): ROLLED, DIVERGED (non-finite states) or INVALID (the model rejected a
     state: any exception of the dynamics, e.g. a non-positive articulated inertia far from
     the data). The dynamics keep their contact forces in ``kept`` if given (a rollout on
-    another thread: :meth:`optdyn.Problem.forces_record`), else in the problem's record."""
+    another thread: :meth:`optdyn.Problem.forces_record`), else in the problem's record;
+    the knots are marked in the claims ``ready`` as they are written (:func:`forward_pass`)."""
     (xs, us), (xs_new, us_new) = trajectory, out
     dynamics = problem.dynamics_keeping(kept)
     try:
         rolled = forward_pass(dynamics, xs, us, step.k, step.K, alpha, problem.u_lower, problem.u_upper,
-                              xs_new, us_new, step.gaps)
+                              xs_new, us_new, step.gaps, ready)
     except Exception:  # noqa: BLE001 — a trial the model cannot evaluate is a rejected step
         return INVALID
     return ROLLED if rolled else DIVERGED
@@ -848,6 +879,12 @@ def linearized(problem: Problem, xs: np.ndarray, us: np.ndarray, mode: int, ws: 
     writes) — or the linearization ``ws`` holds if it was made at (xs, us) in this mode: the
     dynamics' does not change where only the cost's expansion does, as when the augmented
     Lagrangian revises its multipliers or penalty at the iterate the last inner solve ended at."""
+    followed = ws.followed(problem, xs, us, mode)
+    if followed is not None:  # begun ahead, as the line search's rollout wrote the knots
+        result = (*followed[:2], SecondOrder(mode, np.empty((problem.N, 0, 0, 0)), problem.dynamics,
+                                             followed[2] if mode == SECOND_ORDER["contracted"] else problem.no_stages))
+        ws.hold_linearization(problem, xs, us, mode, result)
+        return result
     held = ws.linearization_at(problem, xs, us, mode)
     if held is not None:
         return held

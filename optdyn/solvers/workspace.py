@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from dynamics.parallel import Ahead
+
 from ..ocp.problem import Problem
 
 
@@ -15,7 +17,8 @@ class Workspace:
     accepted; ``ahead``: the last rollout begun ahead, :meth:`settle`), the contracted second-order terms' stage records (``stages``: megabytes for
     long horizons, made by DDP's first expansion), the dynamics' and the cost's expansions
     (``linearization``, :meth:`expansion`; the last linearization is held with the trajectory
-    it was made at, :meth:`linearization_at`) and the last finite rollout of a problem's
+    it was made at, :meth:`linearization_at`, and a spare set that the linearisation begun
+    behind a line search's rollout writes, :meth:`follow`) and the last finite rollout of a problem's
     x0 (:meth:`rollout_of`), so that controls rolled out once — to check the initial guess, or
     by the caller (:class:`optdyn.MPC`'s feedback-policy warm start) — are not rolled out
     again. A solve's result has arrays of its own. A controller solving one horizon after
@@ -36,13 +39,62 @@ class Workspace:
         self._expansions = [problem.expansion_arrays(N), None]
         self.linearization = problem.linearization_arrays(N)
         self._linearized = (None, -1, np.empty((N + 1, nx)), np.empty((N, nu)), None)  # problem, mode, xs, us, result
+        self._spare = None  # (linearization arrays, stage records) a linearisation begun ahead writes into
+        self._following = None  # (problem, mode, xs, us, finish, kept): the linearisation begun ahead
 
     def settle(self) -> None:
-        """Return once no rollout begun ahead (:meth:`optdyn.solvers.ddp.RiccatiSolver.search`)
+        """Return once no rollout or linearisation begun ahead (:meth:`optdyn.solvers.ddp.RiccatiSolver.search`)
         writes into these arrays any more."""
         if self.ahead is not None:
             self.ahead.settle()
             self.ahead = None
+        self.unfollow()
+
+    def follow(self, problem: Problem, xs: np.ndarray, us: np.ndarray, mode: int) -> np.ndarray:
+        """Begin the linearisation in ``mode`` (0: first order, 1: with the stage records) at the
+        trial (xs, us) that a forward pass is about to write, following it on a pool thread
+        (:meth:`optdyn.Problem.linearization_ahead`) into spare arrays and a contact-force record
+        of its own; returns the claims the forward pass marks its knots in. :meth:`followed`
+        takes it if the trial is the next iterate, :meth:`unfollow` drops it."""
+        self.unfollow()
+        if self._spare is None:
+            self._spare = (problem.linearization_arrays(problem.N), problem.no_stages)
+        out, stages = self._spare
+        if mode == 1 and stages.y.shape[0] != problem.N * problem.substeps * problem.dynamics.b.shape[0]:
+            stages = problem.stage_records(problem.N)
+        ahead, kept = Ahead(problem.N), problem.forces_record()
+        finish = problem.linearization_ahead(xs[:-1], us, ahead, out, stages if mode == 1 else None, kept)
+        self._spare = (out, stages)
+        self._following = (problem, mode, xs, us, (finish, ahead), kept)
+        return ahead.claims
+
+    def unfollow(self) -> None:
+        """Drop the linearisation begun ahead, if any, once no thread writes its arrays."""
+        if self._following is not None:
+            self._following[4][1].cancel()
+            self._following = None
+
+    def followed(self, problem: Problem, xs: np.ndarray, us: np.ndarray, mode: int) -> tuple | None:
+        """The linearisation begun ahead (:meth:`follow`), joined, if it was begun for these
+        arrays (the same objects: the accepted trial) of ``problem`` in ``mode``: its arrays
+        and stage records become this workspace's, its contact forces the problem's; else None
+        (dropping one begun for another trial)."""
+        following = self._following
+        if following is None:
+            return None
+        held, held_mode, held_xs, held_us, (finish, _), kept = following
+        if not (held is problem and held_mode == mode and held_xs is xs and held_us is us):
+            self.unfollow()
+            return None
+        self._following = None
+        result = finish()
+        problem.adopt_forces(kept)
+        out, stages = self._spare
+        self._spare = (self.linearization, self.stages if mode == 1 else stages)
+        self.linearization = out
+        if mode == 1:
+            self.stages = stages
+        return result
 
     def expansion(self, i: int) -> tuple[np.ndarray, ...]:
         """The cost expansion's arrays (:meth:`optdyn.Problem.running_cost_terms`): the exact
