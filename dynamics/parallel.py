@@ -232,33 +232,49 @@ def _spin_hint(typingctx):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _spun(since):
+    """One bounded spin-wait step of a thread waiting since the cycle count ``since`` (−1: it
+    begins waiting now): (its start, whether :data:`RELAY_WAIT` cycles have passed)."""
+    now = _cycles()
+    if since < 0:
+        return now, False
+    if now - since > RELAY_WAIT:
+        return since, True
+    _spin_hint()
+    return since, False
+
+
+@njit(cache=True, nogil=True, inline="always")
 def first_chunk(claims):
     """(k0, k1): the knots of the next unclaimed chunk of ``claims``, claimed for the calling
     thread once its inputs are written (:data:`READY`: at once but :class:`Ahead`); k0 == k1
     when every chunk is taken, or when no knot became ready for :data:`RELAY_WAIT` cycles
     (the thread leaves the rest to the caller)."""
     chunks, K = claims[CHUNKS], claims[KNOTS]
-    since = -1
+    since = np.int64(-1)
     while True:
         c = _fetch_add(claims, NEXT, 0)
         if c >= chunks:
             return 0, 0
         k1 = (c + 1) * K // chunks
         if _fetch_add(claims, READY, 0) < k1:
-            now = _cycles()
-            if since < 0:
-                since = now
-            elif now - since > RELAY_WAIT:
+            since, expired = _spun(since)
+            if expired:
                 return 0, 0
-            _spin_hint()
         elif _compare_exchange(claims, NEXT, c, c + 1):
             return c * K // chunks, k1
 
 
 @njit(cache=True, nogil=True, inline="always")
 def mark_ready(claims):
-    """One more knot's inputs are written, in order (the caller of a call begun :class:`Ahead`)."""
-    _fetch_add(claims, READY, 1)
+    """One more knot's inputs are written, in order (the caller of a call begun :class:`Ahead`);
+    nothing for an empty ``claims`` (:data:`UNMARKED`: no call follows the writer)."""
+    if claims.shape[0] > READY:
+        _fetch_add(claims, READY, 1)
+
+
+UNMARKED = np.zeros(0, dtype=np.int64)
+"""The claims of a writer no call begun :class:`Ahead` follows (:func:`mark_ready` marks nothing)."""
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -320,12 +336,9 @@ def relay_claim(relay, total):
             if _compare_exchange(relay, RELAY_NEXT, n, n + 1):
                 return n
             continue
-        now = _cycles()
-        if since < 0:
-            since = now
-        elif now - since > RELAY_WAIT:
+        since, expired = _spun(since)
+        if expired:
             return -1
-        _spin_hint()
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -405,10 +418,41 @@ class _Team:
             with self.condition:
                 self.condition.wait_for(self.finished)
         except BaseException:
-            self.stop()
-            with self.condition:
-                self.condition.wait_for(lambda: self.active == 0)
+            self.cancel()
             raise
+
+    def cancel(self) -> None:
+        """No more chunks are claimed; returns once no pool thread is inside the kernel."""
+        self.stop()
+        with self.condition:
+            self.condition.wait_for(lambda: self.active == 0)
+
+    def join(self, kernel, args: tuple, side=None, start_wait: float = 0.0) -> float:
+        """The caller's part: ``side()`` (:func:`meanwhile`) first — after waiting up to
+        ``start_wait`` s for a pool thread to begin, its own kernels on the caller alone: the
+        pool threads are on this one —, then the chunks left; returns the seconds it spent
+        in the kernel once every chunk is written (:meth:`wait`), the first exception of any
+        thread raised here."""
+        work = 0.0
+        try:
+            if side is not None:
+                with self.condition:  # (the caller's Python holds the GIL a pool thread needs to begin)
+                    self.condition.wait_for(lambda: self.begun > 0, timeout=start_wait)
+                threads_before, _setting.threads = get_num_threads(), 1
+                try:
+                    side()
+                finally:
+                    _setting.threads = threads_before
+            start = time.perf_counter()
+            kernel(*args, self.claims)
+            work = time.perf_counter() - start
+        except BaseException as error:
+            self.stop()
+            self.errors.insert(0, error)
+        self.wait()
+        if self.errors:
+            raise self.errors[0]
+        return work
 
 
 @functools.cache
@@ -427,7 +471,7 @@ def run_chunks(kernel, K: int, *args) -> None:
     (:func:`team_size`)."""
     threads = team_size(K, get_num_threads(), _seconds_per_knot.get(kernel))
     claims = claims_for(K, chunk_count(K, threads))
-    side, _setting.meanwhile = getattr(_setting, "meanwhile", None), None
+    side = _taken_meanwhile()
     if side is not None and (threads == 1 or kernel not in _seconds_per_knot):
         side()  # the order of one thread (a first call may compile the kernel)
         side = None
@@ -452,9 +496,15 @@ def meanwhile(fn):
     try:
         yield
     finally:
-        left, _setting.meanwhile = getattr(_setting, "meanwhile", None), None
+        left = _taken_meanwhile()
     if left is not None:
         left()
+
+
+def _taken_meanwhile():
+    """The caller's work given by :func:`meanwhile` and not yet done (None if none), taken."""
+    side, _setting.meanwhile = getattr(_setting, "meanwhile", None), None
+    return side
 
 
 def _run_team(kernel, threads: int, claims: np.ndarray, args: tuple, side=None) -> float:
@@ -465,25 +515,7 @@ def _run_team(kernel, threads: int, claims: np.ndarray, args: tuple, side=None) 
     pool = _pool(os.getpid())
     for _ in range(threads - 1):
         pool.submit(team.work, kernel, args)
-    work = 0.0
-    try:
-        if side is not None:
-            with team.condition:  # (the caller's Python holds the GIL a pool thread needs to begin)
-                team.condition.wait_for(lambda: team.begun > 0, timeout=START_WAIT)
-            threads_before, _setting.threads = get_num_threads(), 1  # its own kernels on the caller alone:
-            try:  # the pool threads are on this one
-                side()
-            finally:
-                _setting.threads = threads_before
-        start = time.perf_counter()
-        kernel(*args, claims)
-        work = time.perf_counter() - start
-    except BaseException as error:
-        team.stop()
-        team.errors.insert(0, error)
-    team.wait()
-    if team.errors:
-        raise team.errors[0]
+    work = team.join(kernel, args, side, START_WAIT)
     return work + team.busy
 
 
@@ -526,7 +558,7 @@ class Ahead:
     def __init__(self, K: int) -> None:
         self.claims = claims_for(K, K)  # a chunk a knot: the pool thread follows the writer closely
         self.claims[READY] = 0
-        self.team: _Team | None = None
+        self.team = _Team(self.claims)
         self.call: tuple | None = None
 
     def start(self, kernel, K: int, *args) -> None:
@@ -536,41 +568,19 @@ class Ahead:
             raise ValueError(f"K: expected the {self.claims[KNOTS]} knots this call was made for, got {K}")
         self.call = (kernel, args)
         if get_num_threads() > 1:
-            self.team = _Team(self.claims)
             _pool(os.getpid()).submit(self.team.work, kernel, args)
 
     def join(self) -> None:
         """Every knot's inputs written: the chunks left on the caller — after its work
         :func:`meanwhile`, if any, which the pool thread works through — then the pool
-        thread's waited for; an exception of either raised here."""
+        thread's waited for (:meth:`_Team.join`)."""
         self.claims[READY] = self.claims[KNOTS]
-        kernel, args = self.call
-        side, _setting.meanwhile = getattr(_setting, "meanwhile", None), None
-        try:
-            if side is not None:
-                threads_before, _setting.threads = get_num_threads(), 1
-                try:
-                    side()
-                finally:
-                    _setting.threads = threads_before
-            kernel(*args, self.claims)
-        except BaseException as error:
-            if self.team is None:
-                raise
-            self.team.stop()
-            self.team.errors.insert(0, error)
-        if self.team is not None:
-            self.team.wait()
-            if self.team.errors:
-                raise self.team.errors[0]
+        self.team.join(*self.call, _taken_meanwhile())
 
     def cancel(self) -> None:
         """No more chunks are claimed; returns once no thread is inside the kernel (its
         outputs are then free to be written afresh)."""
-        if self.team is not None:
-            self.team.stop()
-            with self.team.condition:
-                self.team.condition.wait_for(lambda: self.team.active == 0)
+        self.team.cancel()
 
 
 _from_environment()

@@ -5,10 +5,11 @@ from scipy.optimize import lsq_linear
 
 from dynamics import ModelBuilder
 from dynamics.models import double_pendulum
+from dynamics.parallel import UNMARKED
 from optdyn.ocp.constraints import SphereClearance, StateEquality
 from optdyn.costs import ControlCost, StateCost
 from optdyn.ocp.shooting import transition_hessian, transition_work
-from optdyn.solvers.ddp import UNFOLLOWED, forward_pass, linearize
+from optdyn.solvers.ddp import forward_pass, linearize
 from optdyn.solvers.riccati import SECOND_ORDER, Expansion, Value, backward_pass, contracted_tensor
 from optdyn.solvers.linalg import box_qp, cholesky, cholesky_solve, cholesky_solve_rows
 from optdyn.ocp.problem import Problem
@@ -380,9 +381,9 @@ def test_the_forward_pass_fails_on_a_plan_with_non_finite_states(bounded):
     K, k = np.ones((prob.N, prob.nu, prob.ndx)), np.zeros((prob.N, prob.nu))
     xs_new, us_new = np.empty_like(xs), np.empty_like(us)
     none = np.zeros((0, prob.ndx))
-    assert forward_pass(prob.dynamics, plan, us, k, K, 0.0, lower, upper, xs_new, us_new, none, UNFOLLOWED) is False
+    assert forward_pass(prob.dynamics, plan, us, k, K, 0.0, lower, upper, xs_new, us_new, none, UNMARKED) is False
     np.testing.assert_allclose(xs_new[:6], xs[:6], rtol=0, atol=1e-12)  # the plan's own knots, δx = 0
-    assert forward_pass(prob.dynamics, xs, us, k, K, 0.0, lower, upper, xs_new, us_new, none, UNFOLLOWED) is True
+    assert forward_pass(prob.dynamics, xs, us, k, K, 0.0, lower, upper, xs_new, us_new, none, UNMARKED) is True
 
 
 def test_the_panda_reach_converges_with_the_solvers_it_ships():

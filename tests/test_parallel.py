@@ -333,7 +333,7 @@ def _sweep_allocations(task: str, names=None) -> dict:
             "DDP forward pass": lambda: ddp.forward_pass(d, xs, us, np.zeros_like(k), np.zeros_like(K), 0.5,
                                                          prob.u_lower, prob.u_upper,
                                                          np.empty_like(xs), np.empty_like(us), np.zeros((0, prob.ndx)),
-                                                         ddp.UNFOLLOWED),
+                                                         parallel.UNMARKED),
         }
         counts[N] = {name: _allocations(call) for name, call in calls.items() if names is None or name in names}
     return counts

@@ -569,8 +569,7 @@ class Problem:
         y, Fz, A, B = _arrays_of(out, self._linearization_shapes(xs.shape[0]), np.empty)
         _, _, Fzz = self._batch.step_derivatives_batch(self._dynamics(xs.shape[0], start), xs, us,
                                                        2 if second_order else 1, y, Fz)
-        nx = self.ndx
-        A[:], B[:] = Fz[:, :, :nx], Fz[:, :, nx:]
+        nx = self._split_jacobian(Fz, A, B)
         if not second_order:
             return A, B
         return (A, B, np.ascontiguousarray(Fzz[:, :, :nx, :nx]), np.ascontiguousarray(Fzz[:, :, :nx, nx:]),
@@ -588,34 +587,47 @@ class Problem:
         ``out`` of A and B (:meth:`linearization_arrays`).
         """
         xs, us = self._xu(xs, us)
-        if stages is None or stages.y.shape[0] != xs.shape[0] * self.substeps * self.dynamics.b.shape[0]:
-            stages = self.stage_records(xs.shape[0])
+        stages = self._sized_records(xs.shape[0], stages)
         y, Fz, A, B = _arrays_of(out, self._linearization_shapes(xs.shape[0]), np.empty)
         self._batch.step_stages_batch(self._dynamics(xs.shape[0], start), xs, us, stages, y, Fz)
-        A[:], B[:] = Fz[:, :, : self.ndx], Fz[:, :, self.ndx:]
+        self._split_jacobian(Fz, A, B)
         return A, B, stages
 
-    def linearization_ahead(self, xs: np.ndarray, us: np.ndarray, ahead, out: tuple,
+    def _sized_records(self, K: int, stages: integrators.StageRecords | None) -> integrators.StageRecords:
+        """``stages`` if they are records for K knots, else new ones (:meth:`stage_records`)."""
+        if stages is None or stages.y.shape[0] != K * self.substeps * self.dynamics.b.shape[0]:
+            return self.stage_records(K)
+        return stages
+
+    def _split_jacobian(self, Fz: np.ndarray, A: np.ndarray, B: np.ndarray) -> int:
+        """A, B ← the state and control columns of [A B] = Fz (K, ndx, ndx + nu); returns ndx."""
+        ndx = self.ndx
+        A[:], B[:] = Fz[:, :, :ndx], Fz[:, :, ndx:]
+        return ndx
+
+    def linearization_ahead(self, xs: np.ndarray, us: np.ndarray, ahead, out: tuple, records: bool,
                             stages: integrators.StageRecords | None = None,
                             kept: contact_phases.KnotForces | None = None) -> Callable[[], tuple]:
         """Begin on ``ahead`` (a :class:`dynamics.parallel.Ahead` over the N intervals) the
-        linearisation :meth:`step_derivatives` (``stages`` None) or :meth:`step_stages` (stage
-        records given) make at the knots (xs (N, nx), us (N, nu)), which a forward pass is
-        still writing and marks as it goes; into ``out`` (:meth:`linearization_arrays`), the
-        contact forces kept in ``kept`` (:meth:`forces_record`). Returns the function that
-        joins it and gives (A, B), or (A, B, stages). The arrays are a solver's own, C-ordered,
-        and not checked (they are not written yet)."""
+        linearisation :meth:`step_derivatives` make at the knots (xs (N, nx), us (N, nu)) —
+        with ``records``, :meth:`step_stages` (into ``stages`` if they fit) —, which a forward
+        pass is still writing and marks as it goes; into ``out`` (:meth:`linearization_arrays`),
+        the contact forces kept in ``kept`` (:meth:`forces_record`). Returns the function that
+        joins it and gives (A, B, the stage records or None). The arrays are a solver's own,
+        C-ordered, and not checked (they are not written yet)."""
         y, Fz, A, B = out
-        dynamics, ndx = self._dynamics(self.N, 0, kept), self.ndx
-        if stages is None:
-            self._batch.step_derivatives_batch(dynamics, xs, us, 1, y, Fz, run=ahead.start)
-        else:
+        dynamics = self._dynamics(self.N, 0, kept)
+        if records:
+            stages = self._sized_records(self.N, stages)
             self._batch.step_stages_batch(dynamics, xs, us, stages, y, Fz, run=ahead.start)
+        else:
+            stages = None
+            self._batch.step_derivatives_batch(dynamics, xs, us, 1, y, Fz, run=ahead.start)
 
         def finish() -> tuple:
             ahead.join()
-            A[:], B[:] = Fz[:, :, :ndx], Fz[:, :, ndx:]
-            return (A, B) if stages is None else (A, B, stages)
+            self._split_jacobian(Fz, A, B)
+            return A, B, stages
         return finish
 
     def linearization_arrays(self, K: int) -> tuple[np.ndarray, ...]:

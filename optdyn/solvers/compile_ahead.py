@@ -68,14 +68,16 @@ def _steps(problem: Problem) -> list:
     lays them out) and a batch of intervals (the gaps, a report's): kernels a DDP or iLQR solve
     compiles last, after its backward pass, from the rollout's interval, which its own process
     has compiled by the time a helper gets here."""
-    from .ddp import UNFOLLOWED, forward_pass
+    from dynamics.parallel import UNMARKED
+
+    from .ddp import forward_pass
 
     xs, us = _guess(problem)
     N, nu, ndx = problem.N, problem.nu, problem.ndx
     states, controls = np.tile(problem.x0, (N + 1, 1)), np.empty((N, nu))
     return [lambda: forward_pass(problem.dynamics, states, us, np.zeros((N, nu)), np.zeros((N, nu, ndx)), 1.0,
                                  problem.u_lower, problem.u_upper, np.empty_like(states), controls,
-                                 np.zeros((0, ndx)), UNFOLLOWED),
+                                 np.zeros((0, ndx)), UNMARKED),
             lambda: problem.step(xs, us)]
 
 

@@ -62,7 +62,7 @@ from typing import ClassVar
 import numpy as np
 
 from dynamics._compile import njit
-from dynamics.parallel import Lookahead, get_num_threads, mark_ready, meanwhile
+from dynamics.parallel import UNMARKED, Lookahead, get_num_threads, mark_ready, meanwhile
 
 from ..ocp.problem import Problem
 from ..ocp.shooting import state_error, state_retract, transition, transition_work
@@ -122,9 +122,6 @@ def forward_pass(dyn, xs, us, k, K, alpha, lower, upper, xs_new, us_new, gaps, r
         mark_ready(ready)
     return True
 
-
-UNFOLLOWED = np.zeros(5, dtype=np.int64)
-"""The ``ready`` claims of a forward pass no linearisation follows (its marks count nothing)."""
 
 
 class Objective:
@@ -817,7 +814,7 @@ ROLLED, DIVERGED, INVALID = range(3)
 
 
 def rollout(problem: Problem, trajectory: tuple, step: Step, alpha: float, out: tuple, kept=None,
-            ready: np.ndarray = UNFOLLOWED) -> int:
+            ready: np.ndarray = UNMARKED) -> int:
     """Forward pass from ``trajectory`` (xs, us) with ``step`` scaled by α into ``out``
     (xs_new, us_new): ROLLED, DIVERGED (non-finite states) or INVALID (the model rejected a
     state: any exception of the dynamics, e.g. a non-positive articulated inertia far from
@@ -862,7 +859,7 @@ def linearize(problem: Problem, xs: np.ndarray, us: np.ndarray, mode: int, stage
     is empty (the records ``stages`` when given, unused). A and B go into ``out`` if given
     (:meth:`optdyn.Problem.linearization_arrays`).
     """
-    Fzz = np.empty((problem.N, 0, 0, 0))
+    Fzz = None
     if mode == SECOND_ORDER["contracted"]:
         A, B, stages = problem.step_stages(xs[:-1], us, stages, out=out)
     elif mode == SECOND_ORDER["tensor"]:
@@ -870,7 +867,14 @@ def linearize(problem: Problem, xs: np.ndarray, us: np.ndarray, mode: int, stage
         Fzz = np.concatenate([np.concatenate([Fxx, Fxu], 3), np.concatenate([Fxu.transpose(0, 1, 3, 2), Fuu], 3)], 2)
     else:
         A, B = problem.step_derivatives(xs[:-1], us, out=out)
-    return A, B, SecondOrder(mode, Fzz, problem.dynamics, problem.no_stages if stages is None else stages)
+    return A, B, _second_order(problem, mode, stages, Fzz)
+
+
+def _second_order(problem: Problem, mode: int, stages, Fzz: np.ndarray | None = None) -> SecondOrder:
+    """The :data:`~optdyn.solvers.riccati.SecondOrder` record of a linearisation in ``mode``
+    (the records ``stages``, the tensors ``Fzz`` of mode 2; what a mode does not use empty)."""
+    Fzz = np.empty((problem.N, 0, 0, 0)) if Fzz is None else Fzz
+    return SecondOrder(mode, Fzz, problem.dynamics, problem.no_stages if stages is None else stages)
 
 
 def linearized(problem: Problem, xs: np.ndarray, us: np.ndarray, mode: int, ws: Workspace
@@ -879,17 +883,15 @@ def linearized(problem: Problem, xs: np.ndarray, us: np.ndarray, mode: int, ws: 
     writes) — or the linearization ``ws`` holds if it was made at (xs, us) in this mode: the
     dynamics' does not change where only the cost's expansion does, as when the augmented
     Lagrangian revises its multipliers or penalty at the iterate the last inner solve ended at."""
-    followed = ws.followed(problem, xs, us, mode)
-    if followed is not None:  # begun ahead, as the line search's rollout wrote the knots
-        result = (*followed[:2], SecondOrder(mode, np.empty((problem.N, 0, 0, 0)), problem.dynamics,
-                                             followed[2] if mode == SECOND_ORDER["contracted"] else problem.no_stages))
-        ws.hold_linearization(problem, xs, us, mode, result)
-        return result
-    held = ws.linearization_at(problem, xs, us, mode)
-    if held is not None:
-        return held
-    result = linearize(problem, xs, us, mode, ws.stages, ws.linearization)
-    ws.stages = result[2].stages
+    followed = ws.followed(problem, xs, us, mode)  # begun as the line search's rollout wrote the knots
+    if followed is not None:
+        result = (*followed, _second_order(problem, mode, ws.stages))
+    else:
+        held = ws.linearization_at(problem, xs, us, mode)
+        if held is not None:
+            return held
+        result = linearize(problem, xs, us, mode, ws.stages, ws.linearization)
+        ws.stages = result[2].stages
     ws.hold_linearization(problem, xs, us, mode, result)
     return result
 

@@ -83,9 +83,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from dynamics.parallel import UNMARKED
+
 from ..ocp.problem import Problem
 from ..ocp.state import check_state
-from .ddp import UNFOLLOWED, forward_pass
+from .ddp import forward_pass
 from .result import Result
 from .solve import CHOICES, solve, solver_name
 from .workspace import Workspace
@@ -319,7 +321,7 @@ class MPC:
         xs_new, us_new = self._xs_new[: n + 1], self._us_new[:n]
         try:
             rolled = forward_pass(p.dynamics, xs, us, self._k[:n], K, 0.0, p.u_lower, p.u_upper, xs_new, us_new,
-                                  self._no_gaps, UNFOLLOWED)
+                                  self._no_gaps, UNMARKED)
         except ValueError:  # the contact dynamics at a state the policy diverged to
             rolled = False
         if not rolled:

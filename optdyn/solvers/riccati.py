@@ -174,12 +174,11 @@ def gains(Quu_r, Qux_r, Qu, lo, hi, k, K, idx, L, work):
     if nf < 0:
         return nf
     K[:] = 0.0
-    for a in range(nf):
-        copy_into(K[idx[a]], Qux_r[idx[a]])
+    for a in range(nf):  # −Q̃_ux,f: its solve is the negated solve, rounding being symmetric
+        row, src = K[idx[a]], Qux_r[idx[a]]
+        for j in range(row.shape[0]):
+            row[j] = -src[j]
     cholesky_solve_rows(L, nf, idx, K)
-    for a in range(nf):
-        for j in range(K.shape[1]):
-            K[idx[a], j] = -K[idx[a], j]
     return nf
 
 

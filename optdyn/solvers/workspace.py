@@ -1,11 +1,18 @@
 """The arrays of DDP/iLQR iterations, kept between solves of problems of one size."""
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
 
 from dynamics.parallel import Ahead
 
 from ..ocp.problem import Problem
+
+Following = namedtuple("Following", ["problem", "mode", "xs", "us", "ahead", "finish", "kept"])
+"""A linearisation begun ahead (:meth:`Workspace.follow`): of ``problem`` in ``mode`` at the
+trial arrays (xs, us), on ``ahead`` (:class:`dynamics.parallel.Ahead`), joined by ``finish``,
+its contact forces kept in ``kept``."""
 
 
 class Workspace:
@@ -39,8 +46,8 @@ class Workspace:
         self._expansions = [problem.expansion_arrays(N), None]
         self.linearization = problem.linearization_arrays(N)
         self._linearized = (None, -1, np.empty((N + 1, nx)), np.empty((N, nu)), None)  # problem, mode, xs, us, result
-        self._spare = None  # (linearization arrays, stage records) a linearisation begun ahead writes into
-        self._following = None  # (problem, mode, xs, us, finish, kept): the linearisation begun ahead
+        self._spare = None  # (linearization arrays, stage records or None) a linearisation begun ahead writes into
+        self._following: Following | None = None
 
     def settle(self) -> None:
         """Return once no rollout or linearisation begun ahead (:meth:`optdyn.solvers.ddp.RiccatiSolver.search`)
@@ -58,43 +65,38 @@ class Workspace:
         takes it if the trial is the next iterate, :meth:`unfollow` drops it."""
         self.unfollow()
         if self._spare is None:
-            self._spare = (problem.linearization_arrays(problem.N), problem.no_stages)
+            self._spare = (problem.linearization_arrays(problem.N), None)
         out, stages = self._spare
-        if mode == 1 and stages.y.shape[0] != problem.N * problem.substeps * problem.dynamics.b.shape[0]:
-            stages = problem.stage_records(problem.N)
         ahead, kept = Ahead(problem.N), problem.forces_record()
-        finish = problem.linearization_ahead(xs[:-1], us, ahead, out, stages if mode == 1 else None, kept)
-        self._spare = (out, stages)
-        self._following = (problem, mode, xs, us, (finish, ahead), kept)
+        finish = problem.linearization_ahead(xs[:-1], us, ahead, out, mode == 1, stages, kept)
+        self._following = Following(problem, mode, xs, us, ahead, finish, kept)
         return ahead.claims
 
     def unfollow(self) -> None:
         """Drop the linearisation begun ahead, if any, once no thread writes its arrays."""
         if self._following is not None:
-            self._following[4][1].cancel()
+            self._following.ahead.cancel()
             self._following = None
 
     def followed(self, problem: Problem, xs: np.ndarray, us: np.ndarray, mode: int) -> tuple | None:
-        """The linearisation begun ahead (:meth:`follow`), joined, if it was begun for these
-        arrays (the same objects: the accepted trial) of ``problem`` in ``mode``: its arrays
-        and stage records become this workspace's, its contact forces the problem's; else None
-        (dropping one begun for another trial)."""
-        following = self._following
-        if following is None:
+        """(A, B) of the linearisation begun ahead (:meth:`follow`), joined, if it was begun
+        for these arrays (the same objects: the accepted trial) of ``problem`` in ``mode``: its
+        arrays and stage records become this workspace's, its contact forces the problem's;
+        else None (dropping one begun for another trial)."""
+        f = self._following
+        if f is None:
             return None
-        held, held_mode, held_xs, held_us, (finish, _), kept = following
-        if not (held is problem and held_mode == mode and held_xs is xs and held_us is us):
+        if not (f.problem is problem and f.mode == mode and f.xs is xs and f.us is us):
             self.unfollow()
             return None
         self._following = None
-        result = finish()
-        problem.adopt_forces(kept)
-        out, stages = self._spare
-        self._spare = (self.linearization, self.stages if mode == 1 else stages)
-        self.linearization = out
-        if mode == 1:
-            self.stages = stages
-        return result
+        A, B, stages = f.finish()
+        problem.adopt_forces(f.kept)
+        out, spare_stages = self._spare
+        if stages is not None:  # the records written become the workspace's
+            self.stages, spare_stages = stages, self.stages
+        self._spare, self.linearization = (self.linearization, spare_stages), out
+        return A, B
 
     def expansion(self, i: int) -> tuple[np.ndarray, ...]:
         """The cost expansion's arrays (:meth:`optdyn.Problem.running_cost_terms`): the exact
