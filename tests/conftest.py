@@ -22,6 +22,20 @@ import dynamics.models  # noqa: F401  (makes dyn.models available)
 def pytest_configure(config) -> None:
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    if hasattr(config.option, "loadscopereorder"):  # pytest-xdist: files in the order below, not by test count
+        config.option.loadscopereorder = False
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """The files marked ``cost(seconds)`` first, longest first (a stable sort: each file's
+    tests stay together and in order). ``--dist loadfile`` hands the files to the workers in
+    this order, so the few that take minutes on a cold cache start at once instead of one of
+    them starting last, after the other worker has run out of files (the longest-processing-
+    time-first rule for two machines)."""
+    def cost(item) -> float:
+        marker = item.get_closest_marker("cost")
+        return marker.args[0] if marker else 0.0
+    items.sort(key=lambda item: -cost(item))
 
 
 # (family, n, seed): UR5, chains and branching trees up to 15 bodies, several seeds.

@@ -23,8 +23,8 @@ from optdyn.ocp.problem import Problem
 from optdyn.solvers.result import Result
 
 CHROMIUM = "/usr/bin/chromium"
-pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),
-                                reason=f"{CHROMIUM} not installed (apt-get install chromium)")
+pytestmark = [pytest.mark.cost(44), pytest.mark.skipif(not os.path.exists(CHROMIUM),
+                                                       reason=f"{CHROMIUM} not installed (apt-get install chromium)")]
 
 
 def screenshot(html_path, tmp_path, name: str) -> np.ndarray:

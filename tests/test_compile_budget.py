@@ -18,6 +18,10 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.cost(113)
+
 ROOT = Path(__file__).resolve().parents[1]
 LISTENER = """
 import json

@@ -30,6 +30,8 @@ from optdyn.ocp import contact_phases as cp
 from optdyn.ocp import contact_residuals as cr
 from optdyn.ocp.contact_residuals import ContactKnots, friction_pyramid, wrench_cone
 
+pytestmark = pytest.mark.cost(204)
+
 MODEL = legged()
 NQ, NV, NU = MODEL.nq, MODEL.nv, MODEL.nv - 6
 FEET = [dyn.Contact(f"foot{i}") for i in range(4)]

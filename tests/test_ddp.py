@@ -17,6 +17,8 @@ from optdyn.solvers.solve import solve
 import problems
 from problems import pendulum, ur5_reach
 
+pytestmark = pytest.mark.cost(37)
+
 MASS, DT, N, SUB = 2.0, 0.1, 15, 2
 WX, WU, WN = 1.0, 0.1, 100.0
 REF = np.array([1.0, 0.0])

@@ -6,6 +6,8 @@ import sys
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.cost(33)
+
 EXAMPLES = os.path.join(os.path.dirname(__file__), os.pardir, "examples")
 
 

@@ -21,6 +21,8 @@ from optdyn.costs import ControlCost, FramePositionCost, StateCost
 from optdyn.solvers.result import STATUSES
 from optdyn.solvers.solve import solve
 
+pytestmark = pytest.mark.cost(25)
+
 CASES = 150  # × 3 solvers: about 40 s on one core
 SOLVERS = ("ddp", "ilqr", "ipopt")
 DTS = (1e-4, 1e-3, 0.02, 0.1, 0.5, 2.0, 5.0)

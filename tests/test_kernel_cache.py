@@ -14,6 +14,8 @@ import pytest
 from dynamics import _cache
 from dynamics._compile import Kernel, njit
 
+pytestmark = pytest.mark.cost(32)
+
 ROOT = Path(__file__).resolve().parents[1]
 ENERGY = """
 import numpy as np, dynamics as dyn

@@ -24,6 +24,8 @@ from dynamics import batch, parallel
 from dynamics.parallel import (chunks_done, claims_for, first_chunk, next_chunk, relay_claim, relay_finish, relay_opens,
                                relay_over, relay_release, relay_stop, run_chunks)
 
+pytestmark = pytest.mark.cost(189)
+
 
 def _knots(model: dyn.Model, K: int, seed: int = 0) -> tuple[np.ndarray, ...]:
     rng = np.random.default_rng(seed)

@@ -11,6 +11,8 @@ from optdyn.ocp import activations as act
 from optdyn.ocp import residuals as res
 from optdyn.ocp.state import state_integrate_batch
 
+pytestmark = pytest.mark.cost(33)
+
 UR5 = dyn.models.ur5()
 FLOAT = dyn.models.space_manipulator()
 

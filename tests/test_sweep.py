@@ -32,6 +32,8 @@ from optdyn.apps.sweep import (COLUMNS, Job, _lqr_gains, distinct_optima, job_na
 pytest.importorskip("distributed")
 from distributed import Client  # noqa: E402
 
+pytestmark = pytest.mark.cost(27)
+
 PENDULUM = problems.factory("pendulum")
 GRID = {"u_max": [5.0, 6.0]}
 STARTS = 2
