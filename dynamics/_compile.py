@@ -198,6 +198,20 @@ def at_order(typingctx, order, least, kernel, args):
     return types.none(order, least, kernel, args), codegen
 
 
+@intrinsic
+def read_only(typingctx, array):
+    """``array`` typed read-only: the same array, not a copy. A kernel is compiled per
+    read-only flag of its arguments; a caller that passes a writable array where the others
+    pass a read-only one (a workspace's zeros for gravity, where the others pass the model
+    record's gravity) passes it through this, so that the kernel is compiled once."""
+    if not isinstance(array, types.Array):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return imputils.impl_ret_borrowed(context, builder, signature.return_type, args[0])
+    return array.copy(readonly=True)(array), codegen
+
+
 # ---- workspaces passed by reference ------------------------------------------------------------
 
 class Pinned(types.Type):

@@ -15,7 +15,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from ._compile import njit
+from ._compile import njit, read_only
 from .contact import SCRATCH, contact_rows
 from .contact_hessians import SIZE
 from .kinematics import tangent_size
@@ -39,7 +39,10 @@ ContactWork = namedtuple("ContactWork", [
     "out", "dual",           # the Hessians (Hqq, Hvv, Hqv[, Hqτ]) (4 or 3, nv, nv), dual scratch (2, SIZE)
 ])
 """The views of a contact workspace (shapes beside the names; ncon contacts of nc rows, n
-bodies, nv DoF columns). ``zeros``, ``zero3`` and ``no_force`` are zero and never written."""
+bodies, nv DoF columns). ``zeros``, ``zero3`` and ``no_force`` are zero and never written.
+``zero3`` is the gravity of the passes that have none, typed read-only
+(:func:`dynamics._compile.read_only`) as the model record's gravity is: the passes are
+compiled once for both."""
 
 
 @njit(cache=True)
@@ -92,5 +95,5 @@ def new_contact_work(topology, ci, order, impulse):
     zeros[:] = 0.0
     zero3[:] = 0.0
     return ContactWork(Rc, o, J, scratch, gamma, H, dof_parents(topology), Wt, L, z, t, Z, tZ, fx, da, vec, zeros,
-                       no_force, zero3, y, neg, Ha, R, G, Hb, Hc, dJmu, Gqz, N, P, out, dual)
+                       no_force, read_only(zero3), y, neg, Ha, R, G, Hb, Hc, dJmu, Gqz, N, P, out, dual)
 

@@ -117,13 +117,14 @@ def equality_rows(constraints: Sequence[Constraint]) -> np.ndarray:
 
 def stack_constraints(constraints: Sequence[Constraint], xs: np.ndarray, nx: int, shared: bool = False):
     """Concatenate the constraints' (c, cx, cxx) along the constraint axis (one constraint's
-    own arrays); ``shared``: their :meth:`~optdyn.ocp.residuals.KeptArrays.evaluate_shared`."""
+    own arrays, made C-contiguous where they are not: the kernels that take them are compiled
+    for one layout); ``shared``: their :meth:`~optdyn.ocp.residuals.KeptArrays.evaluate_shared`."""
     K = xs.shape[0]
     if not constraints:
         return np.zeros((K, 0)), np.zeros((K, 0, nx)), np.zeros((K, 0, nx, nx))
     parts = [c.evaluate_shared(xs) if shared else c.evaluate(xs) for c in constraints]
     if len(parts) == 1:
-        return parts[0]
+        return tuple(np.ascontiguousarray(a) for a in parts[0])
     return tuple(np.concatenate([p[i] for p in parts], axis=1) for i in range(3))
 
 

@@ -706,7 +706,7 @@ def _knot_force_hessian(dyn, k, x, u, w, H, P, d, sow):
     H[:] = 0.0
     place_blocks(cw.out, act, n, H)
     if jump:
-        _chain_hessian(phase, x, P, cw.Z[n:, :ndx], weights[n:], H)
+        _chain_hessian(phase, x, P, np.ascontiguousarray(cw.Z[n:, :ndx]), weights[n:], H)  # laid out as stages.Rx
 
 
 class ContactKnots:

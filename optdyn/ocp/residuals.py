@@ -606,11 +606,13 @@ def rigid_transforms(target, name: str = "target") -> np.ndarray:
 
 
 def _group_topology(jtype: int) -> np.ndarray:
-    """topology (1, 7) of a single joint of type ``jtype`` (its group: SE(3) or SO(3))."""
+    """topology (1, 7) of a single joint of type ``jtype`` (its group: SE(3) or SO(3)),
+    read-only as a model's is: the state kernels are compiled once for both."""
     nq, nv = (7, 6) if jtype == FREE_FLYER else (4, 3)
     t = np.zeros((1, 7), dtype=np.int64)
     t[0, PARENT], t[0, JTYPE], t[0, IDX_Q], t[0, IDX_V], t[0, NQ], t[0, NV] = -1, jtype, 0, 0, nq, nv
     t[0, SUBTREE_END] = 1
+    t.setflags(write=False)
     return t
 
 
