@@ -95,7 +95,7 @@ from collections import namedtuple  # noqa: E402
 
 from numba.core import event  # noqa: E402
 
-from dynamics._compile import Pinned, PinnedRecord, allocation_free, at_order, njit, pin  # noqa: E402
+from dynamics._compile import Pinned, PinnedRecord, allocation_free, at_order, njit, pin, read_only  # noqa: E402
 
 _Record = namedtuple("_Record", ["a", "b", "nested"])
 
@@ -198,3 +198,34 @@ def test_a_call_only_higher_orders_make_is_not_compiled_for_lower_ones():
     for order, want in ((1, 3.0), (2, 6.0)):
         _at_run_time_order(3.0, order, out)
         assert out[0] == want
+
+
+@njit
+def _sum(a):
+    s = 0.0
+    for x in a:
+        s += x
+    return s
+
+
+@njit
+def _sum_read_only(a):
+    return _sum(read_only(a))
+
+
+def test_read_only_types_a_writable_array_read_only_so_the_callee_compiles_once():
+    """A kernel is compiled per read-only flag; a writable array passed through read_only
+    reaches the specialisation a read-only one compiled (the same array: not a copy), and
+    numba refuses a write to it."""
+    frozen = np.arange(4.0)
+    frozen.setflags(write=False)
+    assert _sum(frozen) == 6.0
+    assert _sum_read_only(np.arange(4.0)) == 6.0
+    assert len(_sum.signatures) == 1 and not _sum.signatures[0][0].mutable
+
+    @njit
+    def write(a):
+        read_only(a)[0] = 1.0
+    with pytest.raises(numba.core.errors.TypingError):
+        write(np.zeros(2))
+

@@ -138,6 +138,23 @@ def test_contact_derivatives_are_tangent_space_differences(tree):
         np.testing.assert_allclose(d[3 + k], ref[nv:], rtol=1e-6, atol=1e-6 * max(1.0, np.abs(ref).max()))
 
 
+def test_the_zero_gravity_of_the_workspace_is_typed_as_the_models_gravity():
+    """The contact passes take the model record's gravity (read-only), the impulse passes and
+    the contracted second orders the zero gravity of their workspace: typed read-only too, so
+    that the contact value derivatives and Hessians and the RNEA passes they share are
+    compiled once for both."""
+    from numba import types
+
+    from dynamics.contact_workspace import ContactWork, new_contact_work
+
+    args = (types.Array(types.int64, 2, "C", readonly=True), types.Array(types.int64, 2, "C"), types.int64,
+            types.boolean)
+    new_contact_work.compile(args)
+    work = new_contact_work.overloads[args].signature.return_type
+    assert not work.types[ContactWork._fields.index("zero3")].mutable
+    assert work.types[ContactWork._fields.index("zeros")].mutable  # the others stay as they were
+
+
 def test_impulse_derivatives_are_tangent_space_differences(tree):
     model, contacts = tree
     q, v, _ = state(model, 7)
