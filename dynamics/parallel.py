@@ -545,7 +545,6 @@ class Lookahead:
             concurrent.futures.wait([self.future])
 
 
-
 class Ahead:
     """A :func:`run_chunks` call begun on a pool thread before its inputs are written: the
     caller writes them knot by knot (a rollout, each knot marked with :func:`mark_ready` in

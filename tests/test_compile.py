@@ -228,4 +228,3 @@ def test_read_only_types_a_writable_array_read_only_so_the_callee_compiles_once(
         read_only(a)[0] = 1.0
     with pytest.raises(numba.core.errors.TypingError):
         write(np.zeros(2))
-

@@ -569,9 +569,10 @@ class Problem:
         y, Fz, A, B = _arrays_of(out, self._linearization_shapes(xs.shape[0]), np.empty)
         _, _, Fzz = self._batch.step_derivatives_batch(self._dynamics(xs.shape[0], start), xs, us,
                                                        2 if second_order else 1, y, Fz)
-        nx = self._split_jacobian(Fz, A, B)
+        self._split_jacobian(Fz, A, B)
         if not second_order:
             return A, B
+        nx = self.ndx
         return (A, B, np.ascontiguousarray(Fzz[:, :, :nx, :nx]), np.ascontiguousarray(Fzz[:, :, :nx, nx:]),
                 np.ascontiguousarray(Fzz[:, :, nx:, nx:]))
 
@@ -599,11 +600,9 @@ class Problem:
             return self.stage_records(K)
         return stages
 
-    def _split_jacobian(self, Fz: np.ndarray, A: np.ndarray, B: np.ndarray) -> int:
-        """A, B ← the state and control columns of [A B] = Fz (K, ndx, ndx + nu); returns ndx."""
-        ndx = self.ndx
-        A[:], B[:] = Fz[:, :, :ndx], Fz[:, :, ndx:]
-        return ndx
+    def _split_jacobian(self, Fz: np.ndarray, A: np.ndarray, B: np.ndarray) -> None:
+        """A, B ← the state and control columns of [A B] = Fz (K, ndx, ndx + nu)."""
+        A[:], B[:] = Fz[:, :, :self.ndx], Fz[:, :, self.ndx:]
 
     def linearization_ahead(self, xs: np.ndarray, us: np.ndarray, ahead, out: tuple, records: bool,
                             stages: integrators.StageRecords | None = None,

@@ -123,7 +123,6 @@ def forward_pass(dyn, xs, us, k, K, alpha, lower, upper, xs_new, us_new, gaps, r
     return True
 
 
-
 class Objective:
     """The cost the solvers minimise: the problem's own (the augmented Lagrangian adds terms).
 
@@ -602,11 +601,10 @@ class RiccatiSolver:
             if this is not None:
                 rolled = this.result()
                 problem.adopt_forces(this_kept)
-            elif i == 0 and follow and get_num_threads() > 1 and self.expansion_mode() < SECOND_ORDER["tensor"]:
-                ready = ws.follow(problem, *it.trial, self.expansion_mode())
-                rolled = rollout(problem, (it.xs, it.us), step, alpha, it.trial, ready=ready)
             else:
-                rolled = rollout(problem, (it.xs, it.us), step, alpha, it.trial)
+                followed = i == 0 and follow and get_num_threads() > 1 and self.expansion_mode() < SECOND_ORDER["tensor"]
+                ready = ws.follow(problem, *it.trial, self.expansion_mode()) if followed else UNMARKED
+                rolled = rollout(problem, (it.xs, it.us), step, alpha, it.trial, ready=ready)
             J_new = evaluate(objective, rolled, it.trial, log)
             if np.isnan(J_new):
                 log.rejected += 1  # diverged or invalid for the model: try a shorter step

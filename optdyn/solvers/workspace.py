@@ -8,6 +8,7 @@ import numpy as np
 from dynamics.parallel import Ahead
 
 from ..ocp.problem import Problem
+from .riccati import SECOND_ORDER
 
 Following = namedtuple("Following", ["problem", "mode", "xs", "us", "ahead", "finish", "kept"])
 """A linearisation begun ahead (:meth:`Workspace.follow`): of ``problem`` in ``mode`` at the
@@ -58,8 +59,9 @@ class Workspace:
         self.unfollow()
 
     def follow(self, problem: Problem, xs: np.ndarray, us: np.ndarray, mode: int) -> np.ndarray:
-        """Begin the linearisation in ``mode`` (0: first order, 1: with the stage records) at the
-        trial (xs, us) that a forward pass is about to write, following it on a pool thread
+        """Begin the linearisation in ``mode`` (:data:`~optdyn.solvers.riccati.SECOND_ORDER`:
+        first order alone, or with the stage records) at the trial (xs, us) that a forward pass
+        is about to write, following it on a pool thread
         (:meth:`optdyn.Problem.linearization_ahead`) into spare arrays and a contact-force record
         of its own; returns the claims the forward pass marks its knots in. :meth:`followed`
         takes it if the trial is the next iterate, :meth:`unfollow` drops it."""
@@ -68,7 +70,8 @@ class Workspace:
             self._spare = (problem.linearization_arrays(problem.N), None)
         out, stages = self._spare
         ahead, kept = Ahead(problem.N), problem.forces_record()
-        finish = problem.linearization_ahead(xs[:-1], us, ahead, out, mode == 1, stages, kept)
+        finish = problem.linearization_ahead(xs[:-1], us, ahead, out, mode == SECOND_ORDER["contracted"], stages,
+                                             kept)
         self._following = Following(problem, mode, xs, us, ahead, finish, kept)
         return ahead.claims
 
