@@ -14,7 +14,7 @@ import scipy.sparse as sp
 
 import problems
 from optdyn.ocp.constraints import StateEquality
-from optdyn.solvers.ipopt import IPOPT, MultipleShootingNLP
+from optdyn.solvers.ipopt import IPOPT, LINEAR_SOLVER, MultipleShootingNLP
 from optdyn.ocp.problem import Problem
 
 
@@ -181,6 +181,26 @@ def test_pendulum_solved_with_exact_and_lbfgs_hessians():
         assert res.cost == pytest.approx(prob.cost(res.xs, res.us))
     assert exact.cost == pytest.approx(lbfgs.cost, rel=1e-4)
     assert exact.iterations <= lbfgs.iterations
+
+
+def _user_options(log) -> dict[str, str]:
+    """The options IPOPT lists as set by its user (``print_user_options``) in the file ``log``."""
+    return dict(re.findall(r"^\s+(\w+) = (\S+)\s+(?:yes|no)$", log.read_text(), re.M))
+
+
+def test_mumps_workspace_margin_is_ours_unless_the_options_say_otherwise(tmp_path):
+    """LINEAR_SOLVER's MUMPS workspace margin reaches IPOPT, a user's own value replaces it, and
+    the margin changes no iterate: the solve with IPOPT's default 1000 % is the same to the bit."""
+    prob = problems.get("pendulum", N=30, dt=0.1)
+    runs = {}
+    for name, options in (("ours", {}), ("ipopt's", {"mumps_mem_percent": 1000})):
+        log = tmp_path / f"{name}.txt"
+        runs[name] = solve_ipopt(prob, print_user_options="yes", output_file=str(log), file_print_level=5, **options)
+        runs[name].extra["user_options"] = _user_options(log)
+    assert runs["ours"].extra["user_options"]["mumps_mem_percent"] == str(LINEAR_SOLVER["mumps_mem_percent"]) != "1000"
+    assert runs["ipopt's"].extra["user_options"]["mumps_mem_percent"] == "1000"
+    assert runs["ours"].converged and runs["ours"].iterations == runs["ipopt's"].iterations
+    assert np.array_equal(runs["ours"].xs, runs["ipopt's"].xs) and np.array_equal(runs["ours"].us, runs["ipopt's"].us)
 
 
 def test_result_history_log_and_callback():

@@ -632,6 +632,14 @@ def _add_options(nlp: cyipopt.Problem, options: dict) -> None:
             raise ValueError(f"ipopt option {name!r}={value!r}: {why}")
 
 
+LINEAR_SOLVER = {"mumps_mem_percent": 20}
+"""IPOPT's options for its linear solver, MUMPS, under the solver's own ``options``: the
+factorisation's workspace 20 % above MUMPS' estimate of it (ICNTL(14)) instead of IPOPT's default
+1000 %. Allocating and releasing eleven times the workspace at every factorisation showed as
+system time, a sixth of IPOPT's own time on the Solo-12 trot; where numerical pivoting needs more,
+MUMPS reports it and IPOPT doubles the margin and factorises again. The iterates are the same to
+the bit on every shipped task."""
+
 WARM_START = {"warm_start_init_point": "yes", "mu_init": 1e-6, "warm_start_bound_push": 1e-9,
               "warm_start_bound_frac": 1e-9, "warm_start_slack_bound_push": 1e-9,
               "warm_start_slack_bound_frac": 1e-9, "warm_start_mult_bound_push": 1e-9}
@@ -739,7 +747,7 @@ class IPOPT:
             options["hessian_approximation"] = "limited-memory"
         if run.max_time is not None:
             options["max_wall_time"] = run.max_time
-        _add_options(ipopt, {**options, **(WARM_START if duals else {}), **self.options})
+        _add_options(ipopt, {**options, **LINEAR_SOLVER, **(WARM_START if duals else {}), **self.options})
         z0 = nlp.pack(xs0, us0)
         start = {} if duals is None else {"lagrange": duals["constraints"], "zl": duals["lower"], "zu": duals["upper"]}
         with run:
