@@ -678,7 +678,8 @@ class IPOPT:
     ``max_wall_time``, also polled every iteration), status "time_limit" — Ctrl-C stops with
     status "interrupted" (:mod:`optdyn.solvers.runtime`), both with IPOPT's current iterate;
     ``options``: any further IPOPT option by its IPOPT name (e.g. ``{"mu_strategy":
-    "adaptive"}``; unknown names raise ValueError when the solve starts).
+    "adaptive"}``; unknown names raise ValueError when the solve starts), over those this type
+    sets itself (:data:`LINEAR_SOLVER`, and :data:`WARM_START` given multipliers).
     """
 
     name: ClassVar[str] = "ipopt"
