@@ -192,15 +192,15 @@ def test_mumps_workspace_margin_is_ours_unless_the_options_say_otherwise(tmp_pat
     """LINEAR_SOLVER's MUMPS workspace margin reaches IPOPT, a user's own value replaces it, and
     the margin changes no iterate: the solve with IPOPT's default 1000 % is the same to the bit."""
     prob = problems.get("pendulum", N=30, dt=0.1)
-    runs = {}
+    results, margins = {}, {}
     for name, options in (("ours", {}), ("ipopt's", {"mumps_mem_percent": 1000})):
         log = tmp_path / f"{name}.txt"
-        runs[name] = solve_ipopt(prob, print_user_options="yes", output_file=str(log), file_print_level=5, **options)
-        runs[name].extra["user_options"] = _user_options(log)
-    assert runs["ours"].extra["user_options"]["mumps_mem_percent"] == str(LINEAR_SOLVER["mumps_mem_percent"]) != "1000"
-    assert runs["ipopt's"].extra["user_options"]["mumps_mem_percent"] == "1000"
-    assert runs["ours"].converged and runs["ours"].iterations == runs["ipopt's"].iterations
-    assert np.array_equal(runs["ours"].xs, runs["ipopt's"].xs) and np.array_equal(runs["ours"].us, runs["ipopt's"].us)
+        results[name] = solve_ipopt(prob, print_user_options="yes", output_file=str(log), file_print_level=5, **options)
+        margins[name] = _user_options(log)["mumps_mem_percent"]
+    assert margins == {"ours": str(LINEAR_SOLVER["mumps_mem_percent"]), "ipopt's": "1000"}
+    ours, ipopts = results["ours"], results["ipopt's"]
+    assert ours.converged and ours.iterations == ipopts.iterations
+    assert np.array_equal(ours.xs, ipopts.xs) and np.array_equal(ours.us, ipopts.us)
 
 
 def test_result_history_log_and_callback():
