@@ -572,9 +572,9 @@ class Problem:
         self._split_jacobian(Fz, A, B)
         if not second_order:
             return A, B
-        nx = self.ndx
-        return (A, B, np.ascontiguousarray(Fzz[:, :, :nx, :nx]), np.ascontiguousarray(Fzz[:, :, :nx, nx:]),
-                np.ascontiguousarray(Fzz[:, :, nx:, nx:]))
+        n = self.ndx  # the state columns of z = (δx, u)
+        return (A, B, np.ascontiguousarray(Fzz[:, :, :n, :n]), np.ascontiguousarray(Fzz[:, :, :n, n:]),
+                np.ascontiguousarray(Fzz[:, :, n:, n:]))
 
     def step_stages(self, xs, us, stages: integrators.StageRecords | None = None, start: int = 0,
                     out: tuple | None = None) -> tuple[np.ndarray, np.ndarray, integrators.StageRecords]:

@@ -602,8 +602,9 @@ class RiccatiSolver:
                 rolled = this.result()
                 problem.adopt_forces(this_kept)
             else:
-                followed = i == 0 and follow and get_num_threads() > 1 and self.expansion_mode() < SECOND_ORDER["tensor"]
-                ready = ws.follow(problem, *it.trial, self.expansion_mode()) if followed else UNMARKED
+                mode = self.expansion_mode()
+                followed = i == 0 and follow and get_num_threads() > 1 and mode < SECOND_ORDER["tensor"]
+                ready = ws.follow(problem, *it.trial, mode) if followed else UNMARKED
                 rolled = rollout(problem, (it.xs, it.us), step, alpha, it.trial, ready=ready)
             J_new = evaluate(objective, rolled, it.trial, log)
             if np.isnan(J_new):
