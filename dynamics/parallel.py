@@ -38,7 +38,9 @@ never slower than one thread, on an idle machine or beside other programs:
   :func:`run_chunks` call begun :class:`Ahead` of its inputs (the linearisation of a line
   search's trial while the caller's rollout writes it): a chunk is claimed only once the
   writer has marked its knots (:func:`mark_ready`, :data:`READY`), with the same bounded
-  wait, and the caller joins it for the chunks left.
+  wait, and the caller joins it for the chunks left; or begun ahead of the caller's need for
+  its outputs, its inputs all written (IPOPT's Jacobian at a trial point, which the pool
+  thread works through while IPOPT's own code decides whether to accept the trial).
 - **The caller's own work meanwhile.** Work of the calling thread that does not depend on a
   kernel's outputs (a solver's cost expansion, Python holding the GIL, beside the
   linearisation's nogil kernel) is given as :func:`meanwhile`: the caller does it after
@@ -552,11 +554,17 @@ class Ahead:
     (:func:`first_chunk`); :meth:`join` then runs the chunks left on the caller and waits for
     the pool thread's, or :meth:`cancel` drops the call. With one thread nothing is begun:
     :meth:`join` runs the whole call. Each knot is computed by the same code as in
-    :func:`run_chunks` whichever thread takes it: the results are bitwise the same."""
+    :func:`run_chunks` whichever thread takes it: the results are bitwise the same.
 
-    def __init__(self, K: int) -> None:
+    With ``written``, every knot's inputs are written already: the call is begun ahead of
+    the caller's need for its outputs, not of its inputs (IPOPT's Jacobian at a trial point,
+    begun when the trial's constraints are evaluated), and the pool thread works through it
+    while the caller does other work; the caller joins it when (if) it needs the outputs."""
+
+    def __init__(self, K: int, written: bool = False) -> None:
         self.claims = claims_for(K, K)  # a chunk a knot: the pool thread follows the writer closely
-        self.claims[READY] = 0
+        if not written:
+            self.claims[READY] = 0
         self.team = _Team(self.claims)
         self.call: tuple | None = None
 
@@ -568,6 +576,14 @@ class Ahead:
         self.call = (kernel, args)
         if get_num_threads() > 1:
             _pool(os.getpid()).submit(self.team.work, kernel, args)
+
+    def begun(self, timeout: float = START_WAIT) -> bool:
+        """Wait up to ``timeout`` s for a pool thread to begin the call (:meth:`start`):
+        whether one has. A caller that goes on to run code holding the GIL without calling
+        Python (IPOPT's own iteration, between its callbacks) waits first, for the pool thread
+        needs the GIL to reach the kernel, which then runs without it."""
+        with self.team.condition:
+            return self.team.condition.wait_for(lambda: self.team.begun > 0, timeout=timeout)
 
     def join(self) -> None:
         """Every knot's inputs written: the chunks left on the caller — after its work

@@ -485,6 +485,60 @@ def test_a_call_begun_ahead_of_its_inputs_reads_each_knot_once_it_is_written(thr
         parallel.Ahead(K).start(_follow_knots, K + 1, written, seen)
 
 
+@pytest.mark.parametrize("threads_", [1, 2])
+def test_a_call_begun_ahead_of_its_use_is_worked_through_by_a_pool_thread(threads_, threads):
+    """Ahead(written=True): every knot's inputs are written already. On two threads a pool
+    thread begins the call (begun) and takes every knot while the caller is elsewhere (here
+    asleep), so that the join finds nothing left; on one thread nothing is begun and the join
+    takes every knot. Either way each knot once."""
+    dyn.set_num_threads(threads_)
+    K = 40
+    written, seen = np.arange(K), np.zeros(K, dtype=np.int64)
+    ahead = parallel.Ahead(K, written=True)
+    ahead.start(_follow_knots, K, written, seen)
+    assert ahead.begun(timeout=60 if threads_ == 2 else 1e-3) == (threads_ == 2)
+    deadline = time.monotonic() + 60
+    while threads_ == 2 and ahead.claims[parallel.DONE] < K and time.monotonic() < deadline:
+        time.sleep(1e-3)
+    assert ahead.claims[parallel.DONE] == (K if threads_ == 2 else 0)
+    ahead.join()
+    assert np.array_equal(seen, written + 1) and ahead.claims[parallel.DONE] == K
+
+
+def test_ipopt_jacobian_begun_at_a_trial_point_changes_no_iterate(threads, monkeypatch):
+    """IPOPT on two threads begins the first-order pass on a pool thread when it evaluates a
+    trial point's constraints, its contact forces kept apart: taken at the Jacobian of a trial
+    IPOPT accepts, dropped at one it rejects. On the trot (whose cone rows read the forces the
+    pass keeps) every iterate and multiplier is bitwise that of one thread, where nothing is
+    begun ahead, and the rows compute no forces of their own on either (the forces kept are
+    the problem's once the pass is taken)."""
+    import problems
+    from optdyn.ocp import contact_phases
+    from optdyn.solvers.ipopt import MultipleShootingNLP
+
+    joined, dropped, passes = [], [], []
+    forces = contact_phases.knot_forces_batch
+    monkeypatch.setattr(contact_phases, "knot_forces_batch", lambda *a: passes.append(None) or forces(*a))
+    join, settle = MultipleShootingNLP._joined, MultipleShootingNLP.settle
+    monkeypatch.setattr(MultipleShootingNLP, "_joined", lambda nlp: joined.append(nlp._ahead) or join(nlp))
+    monkeypatch.setattr(MultipleShootingNLP, "settle", lambda nlp: dropped.append(nlp._ahead) or settle(nlp))
+    prob = problems.get("quadruped", scenario="trot")
+    runs = {}
+    for n in (1, 2):
+        dyn.set_num_threads(n)
+        joined.clear(), dropped.clear()
+        runs[n] = optdyn.solve(prob, "ipopt", max_iter=12)
+        begun = (sum(a is not None for a in joined), sum(a is not None for a in dropped))
+        assert begun == (0, 0) if n == 1 else begun[0] >= 10 and begun[1] >= 1, begun
+        assert passes == []
+    one, two = runs[1], runs[2]
+    assert one.iterations == two.iterations == 12
+    assert np.array_equal(one.xs, two.xs) and np.array_equal(one.us, two.us)
+    assert np.array_equal(one.history["cost"], two.history["cost"])
+    for key, value in one.extra["multipliers"].items():
+        assert np.array_equal(value, two.extra["multipliers"][key]), key
+
+
 def test_a_chunk_not_written_is_left_after_a_bounded_wait():
     """A thread finds no knot of its next chunk written for RELAY_WAIT cycles: it claims
     nothing and leaves (the caller that writes them does them)."""

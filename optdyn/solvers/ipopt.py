@@ -70,7 +70,7 @@ import numpy as np
 
 from dynamics._compile import njit
 from dynamics.spatial import matmul_add
-from dynamics.parallel import claims_for, first_chunk, next_chunk, run_chunks
+from dynamics.parallel import Ahead, claims_for, first_chunk, get_num_threads, next_chunk, run_chunks
 
 from ..ocp.problem import Problem
 from .result import Result, multiplier_arrays
@@ -190,7 +190,7 @@ class MultipleShootingNLP:
         # defect; a vector space: no chart)
         self._no_control = (np.zeros((1, 0, self.ndx)), np.zeros((1, 0, 0)))
         self._no_defect, self._no_chart = np.zeros((1, self.ndx, self.ndx)), np.zeros((self.N + 1, 0, 0))
-        self._cache_key, self._cache, self._stages = None, {}, None
+        self._cache_key, self._cache, self._stages, self._ahead = None, {}, None, None
         self.callback, self.nlp, self.log, self.t0 = callback, None, [], time.perf_counter()
         self.run, self.stopped, self.current = Run(), None, None
         self.evaluation_errors, self.last_error = 0, ""
@@ -242,6 +242,7 @@ class MultipleShootingNLP:
     def _get(self, z: np.ndarray, what: str):
         """Problem evaluations at z, each computed once per point."""
         if self._cache_key is None or not np.array_equal(z, self._cache_key):
+            self.settle()
             self._cache_key, self._cache = z.copy(), {}
         if what not in self._cache:
             self._cache[what] = self._guarded(self._evaluate, z, what)
@@ -275,8 +276,8 @@ class MultipleShootingNLP:
             "terminal_constraints": lambda: p.terminal_constraint_terms(xs[-1]),
             # (A, B, stages): with the exact Hessian, the stage records are kept for it (one
             # buffer, overwritten at each new point: the cache holds a single point)
-            "first_order": lambda: (self._record_stages(xs, us) if self.exact_hessian
-                                    else p.step_derivatives(xs[:-1], us) + (None,)),
+            "first_order": lambda: self._joined() or (self._record_stages(xs, us) if self.exact_hessian
+                                                      else p.step_derivatives(xs[:-1], us) + (None,)),
         }
         return evaluations[what]()
 
@@ -290,6 +291,40 @@ class MultipleShootingNLP:
     def _record_stages(self, xs: np.ndarray, us: np.ndarray) -> tuple:
         A, B, self._stages = self.problem.step_stages(xs[:-1], us, self._stages)
         return A, B, self._stages
+
+    def _linearize_ahead(self, z: np.ndarray) -> None:
+        """Begin the first-order pass at z (the evaluation "first_order") on a pool thread
+        (:class:`dynamics.parallel.Ahead`), its contact forces kept apart: IPOPT asks for the
+        Jacobian at a trial point it accepts after its own work on the step (the filter's
+        test, the next iteration's start), which the pool thread then spends on it instead of
+        waiting. :meth:`_joined` takes it; a point left before (a rejected trial) drops it.
+        With one thread nothing is begun."""
+        if get_num_threads() < 2 or self._ahead is not None or "first_order" in self._cache:
+            return
+        p, (xs, us) = self.problem, self._get(z, "xu")
+        ahead, kept = Ahead(self.N, written=True), p.forces_record()
+        finish = p.linearization_ahead(xs[:-1], us, ahead, p.linearization_arrays(self.N), self.exact_hessian,
+                                       self._stages, kept)
+        self._ahead = (finish, kept, ahead)
+        ahead.begun()
+
+    def _joined(self) -> tuple | None:
+        """(A, B, the stage records or None) of the pass begun ahead at this point
+        (:meth:`_linearize_ahead`), joined, its contact forces the problem's; None if none was."""
+        if self._ahead is None:
+            return None
+        (finish, kept, _), self._ahead = self._ahead, None
+        A, B, stages = finish()
+        self.problem.adopt_forces(kept)
+        if stages is not None:
+            self._stages = stages
+        return A, B, stages
+
+    def settle(self) -> None:
+        """Drop the pass begun ahead, if any, once no pool thread runs it."""
+        if self._ahead is not None:
+            self._ahead[2].cancel()
+            self._ahead = None
 
     # ------------------------------------------------------- cyipopt callbacks
     def objective(self, z: np.ndarray) -> float:
@@ -314,7 +349,9 @@ class MultipleShootingNLP:
         xis = self._split(z)[0] if self.chart.manifold else self._get(z, "xu")[0]
         c, h = self._get(z, "path_constraints")[0], self._get(z, "terminal_constraints")[0]
         g = self._get(z, "stage_values")
-        return np.concatenate(((xis[1:] - self._get(z, "step")[0]).ravel(), c.ravel(), g.ravel(), h))
+        values = np.concatenate(((xis[1:] - self._get(z, "step")[0]).ravel(), c.ravel(), g.ravel(), h))
+        self._linearize_ahead(z)
+        return values
 
     def jacobianstructure(self) -> tuple[np.ndarray, np.ndarray]:
         return self._jac_rows, self._jac_cols
@@ -761,6 +798,8 @@ class IPOPT:
                 z = z0 if nlp.current is None else nlp.current
                 info = {"status": 5, "status_msg": "interrupted", "mult_g": np.zeros(nlp.m)}
                 nlp.stopped = "interrupted"
+            finally:
+                nlp.settle()
         return _result(problem, nlp, z, info, self.hessian, run)
 
 
