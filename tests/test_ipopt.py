@@ -288,3 +288,44 @@ def test_same_optimum_as_ddp_on_the_reaching_benchmark():
     assert ipopt.cost == pytest.approx(ddp.cost, rel=1e-8)
     assert np.abs(ipopt.xs - ddp.xs).max() < 1e-4
     assert np.abs(ipopt.us - ddp.us).max() < 1e-3  # N·m, torques up to ~130 N·m
+
+
+@pytest.mark.parametrize("task, params, iterations", [("ur5-reach", {}, None), ("quadruped", {"scenario": "trot"}, 8)])
+def test_the_c_interface_gives_cyipopts_iterates_to_the_bit(task, params, iterations, monkeypatch):
+    """The solver drives Ipopt through its C interface, on the library cyipopt loads (found
+    here, on Linux); with that library hidden, through cyipopt's own wrapper: the same
+    iterates, multipliers, history, status and message, bit for bit (a floating base with
+    contacts and cone rows, and an arm)."""
+    from optdyn.solvers import ipopt_interface
+
+    assert ipopt_interface.library() is not None
+    prob = problems.get(task, **params)
+    options = {} if iterations is None else {"max_iter": iterations}
+    ours = IPOPT.with_options(**options).solve(prob)
+    monkeypatch.setattr(ipopt_interface, "library", lambda: None)
+    theirs = IPOPT.with_options(**options).solve(prob)
+    assert (ours.status, ours.message, ours.iterations) == (theirs.status, theirs.message, theirs.iterations)
+    assert np.array_equal(ours.xs, theirs.xs) and np.array_equal(ours.us, theirs.us)
+    for key in ("cost", "violation", "gradient", "mu", "step"):
+        assert np.array_equal(ours.history[key], theirs.history[key]), key
+    for key, value in ours.extra["duals"].items():
+        assert np.array_equal(value, theirs.extra["duals"][key]), key
+
+
+@pytest.mark.parametrize("hidden", [False, True])
+def test_an_exception_in_a_callback_stops_the_solve_and_is_raised(hidden, monkeypatch):
+    """An exception of the user's callback (not an evaluation error) stops IPOPT and is raised
+    by the solve, on the C interface and on cyipopt's wrapper alike."""
+    from optdyn.solvers import ipopt_interface
+
+    if hidden:
+        monkeypatch.setattr(ipopt_interface, "library", lambda: None)
+    seen = []
+
+    def callback(record):
+        seen.append(record["iteration"])
+        if len(seen) == 3:
+            raise RuntimeError("the user's callback failed")
+    with pytest.raises(RuntimeError, match="the user's callback failed"):
+        IPOPT.with_options(callback=callback).solve(problems.get("pendulum"))
+    assert len(seen) == 3

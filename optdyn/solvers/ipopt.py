@@ -52,6 +52,10 @@ forming the (ndx, nz, nz) tensors (``second_order="tensor"`` does, for validatio
 compiled pass per block adds the cost and constraint terms and the charts, and writes the
 lower triangle IPOPT takes (:func:`_lagrangian_blocks`).
 ``hessian="lbfgs"`` lets IPOPT build a limited-memory quasi-Newton approximation instead.
+
+IPOPT is driven through its C interface on the library cyipopt loads
+(:mod:`optdyn.solvers.ipopt_interface`: the callbacks' arrays copied at once, Ipopt run
+without the GIL), or through cyipopt's own wrapper where that library is not found.
 """
 from __future__ import annotations
 
@@ -73,6 +77,7 @@ from dynamics.spatial import matmul_add
 from dynamics.parallel import Ahead, claims_for, first_chunk, get_num_threads, next_chunk, run_chunks
 
 from ..ocp.problem import Problem
+from . import ipopt_interface
 from .result import Result, multiplier_arrays
 from .runtime import Run, check_count, check_max_time, is_interrupt, stop_message
 from ..ocp.state import StateChart, check_state, exp_curvature, lie_scratch, log_curvature
@@ -649,8 +654,9 @@ def _captured_stdout():
             out.append(tmp.read())
 
 
-def _add_options(nlp: cyipopt.Problem, options: dict) -> None:
-    """Set IPOPT options; an unknown name or a wrongly typed value raises ValueError."""
+def _add_options(nlp, options: dict) -> None:
+    """Set IPOPT options on ``nlp`` (:func:`optdyn.solvers.ipopt_interface.problem`); an unknown
+    name or a wrongly typed value raises ValueError."""
     for name, value in options.items():
         if isinstance(value, (bool, np.bool_)):
             value = "yes" if value else "no"
@@ -777,7 +783,7 @@ class IPOPT:
         run = Run(self.max_time)
         nlp = MultipleShootingNLP(problem, self.hessian == "exact", self.callback, self.second_order, reference=xs0)
         duals = initial_duals(nlp, multipliers)
-        ipopt = cyipopt.Problem(n=nlp.n, m=nlp.m, problem_obj=nlp, lb=nlp.lb, ub=nlp.ub, cl=nlp.cl, cu=nlp.cu)
+        ipopt = ipopt_interface.problem(nlp.n, nlp.m, nlp, nlp.lb, nlp.ub, nlp.cl, nlp.cu)
         nlp.nlp = ipopt
         options = {"sb": "yes", "max_iter": self.max_iter, "tol": self.tol,
                    "print_level": (5 if self.verbose else 0) if self.print_level is None else self.print_level}
