@@ -156,7 +156,7 @@ Machine: {machine()}. Script: `benchmarks/bench_ipopt_callbacks.py`. One warm so
 
 {table(["task", "driver", "total", "without the wrapper's time", "inside our callbacks only"], ratio_rows)}
 
-cyipopt's time grows with the number of values returned: cyipopt {cyipopt.__version__} copies the Jacobian's and the Hessian's values into IPOPT's arrays one Python-level item at a time (in `ipopt_wrapper.pyx` the returned array is not declared as a typed buffer, unlike the gradient's and the constraints'), which costs a NumPy scalar per value. The C interface copies each array at once; what is left of its passage is ctypes' call into Python and the copies of the point and the multipliers IPOPT passes. "without the wrapper's time" subtracts the driver's time from both solves.
+cyipopt's time grows with the number of values returned: cyipopt {cyipopt.__version__} copies the Jacobian's and the Hessian's values into IPOPT's arrays one Python-level item at a time (in `ipopt_wrapper.pyx` the returned array is not declared as a typed buffer, unlike the gradient's and the constraints'), which costs a NumPy scalar per value. The C interface copies each array at once; what is left of its passage is ctypes' call into Python and the copies of the point and the multipliers IPOPT passes (where it comes out below zero, IPOPT's clock and ours disagree by that much). "without the wrapper's time" subtracts the driver's time from both solves.
 """
     write_section("ipopt-callbacks", body)
 
