@@ -329,3 +329,28 @@ def test_an_exception_in_a_callback_stops_the_solve_and_is_raised(hidden, monkey
     with pytest.raises(RuntimeError, match="the user's callback failed"):
         IPOPT.with_options(callback=callback).solve(problems.get("pendulum"))
     assert len(seen) == 3
+
+
+def test_a_solve_frees_ipopts_problem_and_its_nlp_without_the_garbage_collector(monkeypatch):
+    """When a solve returns, IPOPT's problem is freed and the NLP (its evaluations at the last
+    point: megabytes on a long horizon) goes by reference counting alone, so that repeated
+    solves (an MPC's) do not hold each solve's memory until the next garbage collection."""
+    import gc
+    import weakref
+
+    from optdyn.solvers import ipopt_interface
+
+    nlps, made = [], []
+    init, problem = MultipleShootingNLP.__init__, ipopt_interface.problem
+
+    def recorded(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        nlps.append(weakref.ref(self))
+    monkeypatch.setattr(MultipleShootingNLP, "__init__", recorded)
+    monkeypatch.setattr(ipopt_interface, "problem", lambda *args: made.append(problem(*args)) or made[-1])
+    gc.disable()
+    try:
+        res = IPOPT.with_options(max_iter=3).solve(problems.get("ur5-reach"))
+        assert res.iterations == 3 and nlps[-1]() is None and made[-1].handle is None
+    finally:
+        gc.enable()

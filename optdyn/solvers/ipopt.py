@@ -806,6 +806,8 @@ class IPOPT:
                 nlp.stopped = "interrupted"
             finally:
                 nlp.settle()
+                nlp.nlp = None  # (the NLP and IPOPT's problem refer to each other)
+                ipopt.close()
         return _result(problem, nlp, z, info, self.hessian, run)
 
 

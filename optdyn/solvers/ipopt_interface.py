@@ -119,10 +119,17 @@ class Problem:
             raise RuntimeError("Ipopt could not create the problem (CreateIpoptProblem)")
         lib.SetIntermediateCallback(self.handle, self.intermediate)
 
-    def __del__(self) -> None:
+    def close(self) -> None:
+        """Free Ipopt's problem and drop the callbacks (which refer to this object), as
+        ``cyipopt.Problem.close`` frees its own: a solve's KKT factors and workspaces go at
+        once instead of with the next garbage collection."""
         if getattr(self, "handle", None):
             self.lib.FreeIpoptProblem(self.handle)
             self.handle = None
+        self.callbacks = self.intermediate = self.obj = None
+
+    def __del__(self) -> None:
+        self.close()
 
     def add_option(self, name: str, value) -> None:
         """Set an Ipopt option (str, int or float value); TypeError if Ipopt rejects it."""
