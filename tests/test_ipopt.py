@@ -354,3 +354,25 @@ def test_a_solve_frees_ipopts_problem_and_its_nlp_without_the_garbage_collector(
         assert res.iterations == 3 and nlps[-1]() is None and made[-1].handle is None
     finally:
         gc.enable()
+
+
+def test_the_ipopt_library_is_the_one_installed_with_cyipopt(monkeypatch, tmp_path):
+    """Among the Ipopt libraries the process has loaded, the driver takes the one nearest
+    cyipopt's extension module (another package may load its own Ipopt: here a copy of it
+    elsewhere); one that cannot be opened is passed over; none found, cyipopt's wrapper drives
+    Ipopt."""
+    import shutil
+
+    from optdyn.solvers import ipopt_interface
+
+    ours = ipopt_interface.library()._name
+    (tmp_path / "elsewhere").mkdir()
+    copy, broken = tmp_path / "elsewhere" / "libipopt-copy.so.3", tmp_path / "elsewhere" / "libipopt.so.3"
+    shutil.copy(ours, copy)
+    broken.write_bytes(b"not a shared library")
+    found = ipopt_interface.library.__wrapped__
+    for loaded, chosen in (([str(copy), ours], ours), ([ours, str(copy)], ours), ([str(broken), str(copy)], str(copy)),
+                           ([str(broken)], None)):
+        monkeypatch.setattr(ipopt_interface, "_loaded_libraries", lambda: loaded)
+        lib = found()
+        assert (None if lib is None else lib._name) == chosen, loaded

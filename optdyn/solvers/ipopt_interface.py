@@ -68,15 +68,21 @@ def _loaded_libraries() -> list[str]:
 
 @functools.cache
 def library() -> ctypes.CDLL | None:
-    """The Ipopt library cyipopt has loaded, its C interface declared; None if not found."""
-    for path in _loaded_libraries():
-        if os.path.basename(path).startswith("libipopt") and ".so" in path:
+    """The Ipopt library cyipopt has loaded, its C interface declared; None if not found.
+    Where the process has loaded several (another package's own Ipopt, say), the one nearest
+    cyipopt's extension module in the file system: the one it was installed with."""
+    wrapper = os.path.realpath(importlib.import_module(cyipopt.Problem.__module__).__file__)
+    found = [path for path in _loaded_libraries() if os.path.basename(path).startswith("libipopt") and ".so" in path]
+    for path in sorted(found, key=lambda path: -len(os.path.commonpath([os.path.realpath(path), wrapper]))):
+        try:
             lib = ctypes.CDLL(path)
-            if not all(hasattr(lib, name) for name in _SIGNATURES):
-                continue
-            for name, (restype, argtypes) in _SIGNATURES.items():
-                getattr(lib, name).restype, getattr(lib, name).argtypes = restype, argtypes
-            return lib
+        except OSError:
+            continue
+        if not all(hasattr(lib, name) for name in _SIGNATURES):
+            continue
+        for name, (restype, argtypes) in _SIGNATURES.items():
+            getattr(lib, name).restype, getattr(lib, name).argtypes = restype, argtypes
+        return lib
     return None
 
 
