@@ -101,10 +101,12 @@ def _count(n, name: str) -> int:
 
 def obstacle_center(model: dyn.Model, q_start: np.ndarray, q_goal: np.ndarray) -> np.ndarray:
     """Sphere centre (3,): collision point ``OBSTACLE_POINT`` at the midway configuration
-    plus ``OBSTACLE_SHIFT``."""
+    plus ``OBSTACLE_SHIFT``. (The point's position comes from the batched point kinematics
+    that the clearance constraint evaluates anyway: on a cold cache, a kernel of its own for
+    this one evaluation would be compiled on the main job's critical path.)"""
     frame, offset = COLLISION_POINTS[OBSTACLE_POINT]
-    R, p = dyn.frame_placement(model, 0.5 * (q_start + q_goal), frame)
-    return p + R @ np.array(offset) + np.array(OBSTACLE_SHIFT)
+    q_mid = 0.5 * (q_start + q_goal)
+    return dyn.batch.point_kinematics_batch(model, q_mid[None], [frame], [offset])[0][0, 0] + np.array(OBSTACLE_SHIFT)
 
 
 def make(scenario: str = "bent", intervals: int = 20, substeps: int = 4,

@@ -62,7 +62,8 @@ def test_after_a_warmup_the_solves_compile_and_load_nothing(name, params):
     assert all(r["converged"] for r in warm.values()), warm
     assert all(r["compiled"] == 0 and not r["loaded"] for r in warm.values()), warm
     cold = solves_after(name, params, warm=False)  # the measure sees what a solve brings in
-    assert len(cold["ddp"]["loaded"]) > 10 and all(r["converged"] for r in cold.values()), cold
+    # (arm-obstacle's DDP brings in 9 kernels its construction has not: the measure sees them)
+    assert len(cold["ddp"]["loaded"]) > 5 and all(r["converged"] for r in cold.values()), cold
 
 
 def test_bad_arguments_are_refused_naming_them():

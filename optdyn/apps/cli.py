@@ -329,9 +329,8 @@ def _building_ahead(args: argparse.Namespace):
     """The context to build PROBLEM in: for a task without contacts, the solve's compile-ahead
     helpers (:mod:`optdyn.solvers.compile_ahead`) begin at the construction's first compilation
     (a cold cache), on a stand-in of the task's dynamics (:func:`_stand_in`), instead of at the
-    solve's: the kernels a construction compiles (arm-obstacle's obstacle centre and its guess's
-    gravity torques, 9 s) are not the solve's, and the helpers' part is the cold start's
-    critical path."""
+    solve's: a kernel a construction compiles (arm-obstacle's guess's gravity torques, 5 s) is
+    not the solve's, and the helpers' part is the cold start's critical path."""
     from ..solvers import compile_ahead
 
     if problems.entry(args.problem).contacts:

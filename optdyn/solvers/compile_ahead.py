@@ -15,8 +15,8 @@ compile it once: each specialisation is compiled under a lock file of the cache
 
 ``optdyn solve`` begins them earlier, at the first compilation of a task's construction, on a
 stand-in of the task's dynamics when the task has no contacts (:mod:`optdyn.apps.cli`): building arm-obstacle
-compiles 9 s of kernels the solve never calls (its obstacle's centre, its guess's gravity
-torques), and the helpers' part, about 54 s alone, is the cold main job's critical path. A
+compiles 5 s of a kernel the solve never calls (its guess's gravity torques: RNEA), and
+the helpers' part, about 54 s alone, is the cold main job's critical path. A
 DDP or iLQR helper then compiles the line search's forward pass and the interval batch: the
 solve reaches them after its backward pass, which it compiles itself meanwhile.
 
