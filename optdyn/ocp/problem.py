@@ -605,16 +605,19 @@ class Problem:
         A[:], B[:] = Fz[:, :, :self.ndx], Fz[:, :, self.ndx:]
 
     def linearization_ahead(self, xs: np.ndarray, us: np.ndarray, ahead, out: tuple, records: bool,
-                            stages: integrators.StageRecords | None = None,
-                            kept: contact_phases.KnotForces | None = None) -> Callable[[], tuple]:
+                            stages: integrators.StageRecords | None = None) -> Callable[[], tuple]:
         """Begin on ``ahead`` (a :class:`dynamics.parallel.Ahead` over the N intervals) the
         linearisation :meth:`step_derivatives` make at the knots (xs (N, nx), us (N, nu)) —
         with ``records``, :meth:`step_stages` (into ``stages`` if they fit) —, which a forward
-        pass is still writing and marks as it goes; into ``out`` (:meth:`linearization_arrays`),
-        the contact forces kept in ``kept`` (:meth:`forces_record`). Returns the function that
-        joins it and gives (A, B, the stage records or None). The arrays are a solver's own,
-        C-ordered, and not checked (they are not written yet)."""
+        pass may still be writing and marking as it goes; into ``out``
+        (:meth:`linearization_arrays`), its contact forces kept in a record of its own
+        (:meth:`forces_record`) while this problem's kernels write theirs. Returns the function
+        that joins it, makes its forces the problem's (:meth:`adopt_forces`) and gives (A, B,
+        the stage records or None); a call never joined (``ahead`` cancelled) leaves the
+        problem's forces as they are. The arrays are a solver's own, C-ordered, and not checked
+        (they are not written yet)."""
         y, Fz, A, B = out
+        kept = self.forces_record()
         dynamics = self._dynamics(self.N, 0, kept)
         if records:
             stages = self._sized_records(self.N, stages)
@@ -625,6 +628,7 @@ class Problem:
 
         def finish() -> tuple:
             ahead.join()
+            self.adopt_forces(kept)
             self._split_jacobian(Fz, A, B)
             return A, B, stages
         return finish

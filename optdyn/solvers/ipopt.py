@@ -307,10 +307,9 @@ class MultipleShootingNLP:
         if get_num_threads() < 2 or self._ahead is not None or "first_order" in self._cache:
             return
         p, (xs, us) = self.problem, self._get(z, "xu")
-        ahead, kept = Ahead(self.N, written=True), p.forces_record()
-        finish = p.linearization_ahead(xs[:-1], us, ahead, p.linearization_arrays(self.N), self.exact_hessian,
-                                       self._stages, kept)
-        self._ahead = (finish, kept, ahead)
+        ahead = Ahead(self.N, written=True)
+        self._ahead = (p.linearization_ahead(xs[:-1], us, ahead, p.linearization_arrays(self.N), self.exact_hessian,
+                                             self._stages), ahead)
         ahead.begun()
 
     def _joined(self) -> tuple | None:
@@ -318,9 +317,8 @@ class MultipleShootingNLP:
         (:meth:`_linearize_ahead`), joined, its contact forces the problem's; None if none was."""
         if self._ahead is None:
             return None
-        (finish, kept, _), self._ahead = self._ahead, None
+        (finish, _), self._ahead = self._ahead, None
         A, B, stages = finish()
-        self.problem.adopt_forces(kept)
         if stages is not None:
             self._stages = stages
         return A, B, stages
@@ -328,7 +326,7 @@ class MultipleShootingNLP:
     def settle(self) -> None:
         """Drop the pass begun ahead, if any, once no pool thread runs it."""
         if self._ahead is not None:
-            self._ahead[2].cancel()
+            self._ahead[1].cancel()
             self._ahead = None
 
     # ------------------------------------------------------- cyipopt callbacks

@@ -61,9 +61,16 @@ def _loaded_libraries() -> list[str]:
     """Paths of the shared libraries mapped into this process (Linux; empty elsewhere)."""
     try:
         with open("/proc/self/maps") as maps:
-            return sorted({line.split(None, 5)[5].strip() for line in maps if len(line.split(None, 5)) == 6})
+            fields = [line.split(None, 5) for line in maps]
     except OSError:
         return []
+    return sorted({f[5].strip() for f in fields if len(f) == 6})
+
+
+@functools.cache
+def _wrapper():
+    """cyipopt's compiled module (its ``Problem``'s): where it lies, its status messages."""
+    return importlib.import_module(cyipopt.Problem.__module__)
 
 
 @functools.cache
@@ -71,7 +78,7 @@ def library() -> ctypes.CDLL | None:
     """The Ipopt library cyipopt has loaded, its C interface declared; None if not found.
     Where the process has loaded several (another package's own Ipopt, say), the one nearest
     cyipopt's extension module in the file system: the one it was installed with."""
-    wrapper = os.path.realpath(importlib.import_module(cyipopt.Problem.__module__).__file__)
+    wrapper = os.path.realpath(_wrapper().__file__)
     found = [path for path in _loaded_libraries() if os.path.basename(path).startswith("libipopt") and ".so" in path]
     for path in sorted(found, key=lambda path: -len(os.path.commonpath([os.path.realpath(path), wrapper]))):
         try:
@@ -84,12 +91,6 @@ def library() -> ctypes.CDLL | None:
             getattr(lib, name).restype, getattr(lib, name).argtypes = restype, argtypes
         return lib
     return None
-
-
-@functools.cache
-def status_messages() -> dict:
-    """Ipopt's return codes → cyipopt's messages for them."""
-    return importlib.import_module(cyipopt.Problem.__module__).STATUS_MESSAGES
 
 
 def problem(n: int, m: int, problem_obj, lb: np.ndarray, ub: np.ndarray, cl: np.ndarray, cu: np.ndarray):
@@ -164,7 +165,7 @@ class Problem:
             raise error
         return x, {"x": x, "g": g, "obj_val": obj.value, "mult_g": duals[0], "mult_x_L": duals[1],
                    "mult_x_U": duals[2], "status": status,
-                   "status_msg": status_messages().get(status, b"Unknown status")}
+                   "status_msg": _wrapper().STATUS_MESSAGES.get(status, b"Unknown status")}
 
     def get_current_iterate(self, scaled: bool = False) -> dict | None:
         """The current iterate's vectors (within the intermediate callback), as cyipopt's."""

@@ -10,10 +10,10 @@ from dynamics.parallel import Ahead
 from ..ocp.problem import Problem
 from .riccati import SECOND_ORDER
 
-Following = namedtuple("Following", ["problem", "mode", "xs", "us", "ahead", "finish", "kept"])
+Following = namedtuple("Following", ["problem", "mode", "xs", "us", "ahead", "finish"])
 """A linearisation begun ahead (:meth:`Workspace.follow`): of ``problem`` in ``mode`` at the
-trial arrays (xs, us), on ``ahead`` (:class:`dynamics.parallel.Ahead`), joined by ``finish``,
-its contact forces kept in ``kept``."""
+trial arrays (xs, us), on ``ahead`` (:class:`dynamics.parallel.Ahead`), joined by ``finish``
+(which makes its contact forces the problem's)."""
 
 
 class Workspace:
@@ -62,17 +62,16 @@ class Workspace:
         """Begin the linearisation in ``mode`` (:data:`~optdyn.solvers.riccati.SECOND_ORDER`:
         first order alone, or with the stage records) at the trial (xs, us) that a forward pass
         is about to write, following it on a pool thread
-        (:meth:`optdyn.Problem.linearization_ahead`) into spare arrays and a contact-force record
-        of its own; returns the claims the forward pass marks its knots in. :meth:`followed`
+        (:meth:`optdyn.Problem.linearization_ahead`) into spare arrays, its contact forces kept
+        apart until it is joined; returns the claims the forward pass marks its knots in. :meth:`followed`
         takes it if the trial is the next iterate, :meth:`unfollow` drops it."""
         self.unfollow()
         if self._spare is None:
             self._spare = (problem.linearization_arrays(problem.N), None)
         out, stages = self._spare
-        ahead, kept = Ahead(problem.N), problem.forces_record()
-        finish = problem.linearization_ahead(xs[:-1], us, ahead, out, mode == SECOND_ORDER["contracted"], stages,
-                                             kept)
-        self._following = Following(problem, mode, xs, us, ahead, finish, kept)
+        ahead = Ahead(problem.N)
+        finish = problem.linearization_ahead(xs[:-1], us, ahead, out, mode == SECOND_ORDER["contracted"], stages)
+        self._following = Following(problem, mode, xs, us, ahead, finish)
         return ahead.claims
 
     def unfollow(self) -> None:
@@ -94,7 +93,6 @@ class Workspace:
             return None
         self._following = None
         A, B, stages = f.finish()
-        problem.adopt_forces(f.kept)
         out, spare_stages = self._spare
         if stages is not None:  # the records written become the workspace's
             self.stages, spare_stages = stages, self.stages
