@@ -4,6 +4,10 @@ cut into views (dynamics.workspace)."""
 from __future__ import annotations
 
 import ast
+import os
+import platform
+import subprocess
+import sys
 from pathlib import Path
 
 import numba
@@ -228,3 +232,37 @@ def test_read_only_types_a_writable_array_read_only_so_the_callee_compiles_once(
         read_only(a)[0] = 1.0
     with pytest.raises(numba.core.errors.TypingError):
         write(np.zeros(2))
+
+
+
+def test_numba_tunes_for_the_x86_64_v3_level_where_the_host_has_it_unless_the_user_chose():
+    """dynamics._compile.tune: on an x86-64 host with the level's features (and only there),
+    numba's CPU name becomes x86-64-v3 — the tuning model, the host's instruction set kept —
+    unless a CPU name is set already (NUMBA_CPU_NAME); the kernels' cache key carries it."""
+    from numba.core import config
+    from numba.core.codegen import get_host_cpu_features
+
+    from dynamics import _compile
+
+    v3 = ",".join((*_compile.LEVEL, "+sse4.2"))
+    saved = config.CPU_NAME
+    try:
+        for machine, features, expected in (("x86_64", v3, _compile.TUNING), ("AMD64", v3, _compile.TUNING),
+                                            ("x86_64", v3.replace("+avx2", "-avx2"), None), ("aarch64", v3, None)):
+            config.CPU_NAME = None
+            assert _compile.tune(machine, features) == expected, (machine, features)
+        config.CPU_NAME = "generic"
+        assert _compile.tune("x86_64", v3) == "generic"
+    finally:
+        config.CPU_NAME = saved
+    x86 = platform.machine().lower() in ("x86_64", "amd64")
+    host = _compile.TUNING if x86 and all(f in get_host_cpu_features().split(",") for f in _compile.LEVEL) else None
+    assert config.CPU_NAME == host
+    if host is not None:
+        assert _compile._KERNELS[0].targetctx.codegen().magic_tuple()[1] == host
+    code = "import dynamics, numba; print(numba.config.CPU_NAME)"
+    clean = {k: v for k, v in os.environ.items() if k != "NUMBA_CPU_NAME"}
+    for extra, expected in (({"NUMBA_CPU_NAME": "generic"}, "generic"), ({}, str(host))):
+        out = subprocess.run([sys.executable, "-c", code], env={**clean, **extra}, capture_output=True, text=True,
+                             check=True, cwd=ROOT)
+        assert out.stdout.strip() == expected, extra
