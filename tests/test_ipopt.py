@@ -352,6 +352,13 @@ def test_a_solve_frees_ipopts_problem_and_its_nlp_without_the_garbage_collector(
     try:
         res = IPOPT.with_options(max_iter=3).solve(problems.get("ur5-reach"))
         assert res.iterations == 3 and nlps[-1]() is None and made[-1].handle is None
+        message = ""
+        try:  # a solve refused before it runs (an unknown option): nothing left for the collector either
+            IPOPT.with_options(no_such_option=1).solve(problems.get("ur5-reach"))
+        except ValueError as e:
+            message = str(e)
+        refused = weakref.ref(made.pop())
+        assert "no_such_option" in message and nlps[-1]() is None and refused() is None
     finally:
         gc.enable()
 

@@ -64,7 +64,7 @@ import sys
 import tempfile
 import time
 from collections import namedtuple
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from typing import ClassVar
@@ -781,19 +781,18 @@ class IPOPT:
         run = Run(self.max_time)
         nlp = MultipleShootingNLP(problem, self.hessian == "exact", self.callback, self.second_order, reference=xs0)
         duals = initial_duals(nlp, multipliers)
-        ipopt = ipopt_interface.problem(nlp.n, nlp.m, nlp, nlp.lb, nlp.ub, nlp.cl, nlp.cu)
-        nlp.nlp = ipopt
         options = {"sb": "yes", "max_iter": self.max_iter, "tol": self.tol,
                    "print_level": (5 if self.verbose else 0) if self.print_level is None else self.print_level}
         if self.hessian == "lbfgs":
             options["hessian_approximation"] = "limited-memory"
         if run.max_time is not None:
             options["max_wall_time"] = run.max_time
-        _add_options(ipopt, {**options, **LINEAR_SOLVER, **(WARM_START if duals else {}), **self.options})
         z0 = nlp.pack(xs0, us0)
         start = {} if duals is None else {"lagrange": duals["constraints"], "zl": duals["lower"], "zu": duals["upper"]}
-        with run:
-            nlp.run, nlp.t0 = run, time.perf_counter()
+        ipopt = ipopt_interface.problem(nlp.n, nlp.m, nlp, nlp.lb, nlp.ub, nlp.cl, nlp.cu)
+        with closing(ipopt), run:  # Ipopt's problem freed however the solve ends, a rejected option included
+            _add_options(ipopt, {**options, **LINEAR_SOLVER, **(WARM_START if duals else {}), **self.options})
+            nlp.nlp, nlp.run, nlp.t0 = ipopt, run, time.perf_counter()
             try:
                 z, info = ipopt.solve(z0, **start)
             except (KeyboardInterrupt, SystemError) as e:  # raised during compilation or by a second Ctrl-C
@@ -805,7 +804,6 @@ class IPOPT:
             finally:
                 nlp.settle()
                 nlp.nlp = None  # (the NLP and IPOPT's problem refer to each other)
-                ipopt.close()
         return _result(problem, nlp, z, info, self.hessian, run)
 
 
