@@ -99,7 +99,7 @@ def tune(machine: str | None = None, features: str | None = None) -> str | None:
     force is returned. Called at import, before any kernel is compiled."""
     if numba_config.CPU_NAME is None and (machine or platform.machine()).lower() in ("x86_64", "amd64"):
         features = get_host_cpu_features() if features is None else features
-        if all(f in features.split(",") for f in LEVEL):
+        if set(LEVEL) <= set(features.split(",")):
             numba_config.CPU_NAME = TUNING
     return numba_config.CPU_NAME
 

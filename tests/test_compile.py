@@ -234,7 +234,6 @@ def test_read_only_types_a_writable_array_read_only_so_the_callee_compiles_once(
         write(np.zeros(2))
 
 
-
 def test_numba_tunes_for_the_x86_64_v3_level_where_the_host_has_it_unless_the_user_chose():
     """dynamics._compile.tune: on an x86-64 host with the level's features (and only there),
     numba's CPU name becomes x86-64-v3 — the tuning model, the host's instruction set kept —
