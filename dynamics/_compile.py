@@ -80,6 +80,8 @@ from numba.core.runtime.nrtdynmod import _meminfo_struct_type
 from numba.core.typing.templates import AttributeTemplate, infer_getattr
 from numba.extending import NativeValue, box, intrinsic, lower_getattr_generic, typeof_impl, unbox
 
+from dynamics import _link
+
 try:
     import fcntl
 except ImportError:  # no POSIX file locks (Windows): each process compiles for itself
@@ -105,6 +107,7 @@ def tune(machine: str | None = None, features: str | None = None) -> str | None:
 
 
 tune()
+_link.install()
 
 
 class Kernel(CPUDispatcher):
@@ -128,12 +131,23 @@ class Kernel(CPUDispatcher):
         process numba's own lock is taken first, so that its threads never wait on each
         other's lock files."""
         args = tuple(sigutils.normalize_signature(sig)[0])
+        if args in self.overloads:
+            return super().compile(sig)
         path = getattr(self._cache, "_cache_path", None)
-        if args in self.overloads or not self._can_compile or path is None or fcntl is None:
-            return super().compile(sig)
-        name = hashlib.sha1(f"{self.py_func.__module__}.{self.py_func.__qualname__}{args}".encode()).hexdigest()
-        with global_compiler_lock, _locked(os.path.join(path, "locks", name)):
-            return super().compile(sig)
+        with _link.compiling(self):
+            if not self._can_compile or path is None or fcntl is None:
+                entry = super().compile(sig)
+            else:
+                name = hashlib.sha1(f"{self.py_func.__module__}.{self.py_func.__qualname__}{args}".encode()).hexdigest()
+                with global_compiler_lock, _locked(os.path.join(path, "locks", name)):
+                    entry = super().compile(sig)
+        _link.register(self, args)
+        return entry
+
+    def enable_caching(self) -> None:
+        """numba's disk cache, recording the callees a specialisation calls by symbol
+        (:mod:`dynamics._link`)."""
+        self._cache = _link.Cache(self.py_func)
 
 
 @contextmanager
