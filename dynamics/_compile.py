@@ -60,6 +60,10 @@ included), only the tuning model changes. On an AMD EPYC (LLVM's ``znver5``) the
 kernels then compile in 10 % less CPU time and run as fast (0.95–1.04× over the solvers,
 interval kernels and contact functions; BENCHMARKS.md, "cold start"). The numba cache keys
 its entries by the CPU name, so a cache made before this choice is compiled again once.
+
+How a kernel calls another: numba copies each callee's code into its caller; a callee too
+large for LLVM to inline is called by symbol instead (:mod:`dynamics._link`), which the
+kernels' disk cache (:meth:`Kernel.enable_caching`) supports.
 """
 from __future__ import annotations
 
@@ -185,11 +189,17 @@ def njit(fn=None, *, cache: bool = False, literal: tuple[str, ...] = (), **optio
 
 
 def specialisations() -> dict[str, list[str]]:
-    """The specialisations of every kernel this process compiled or loaded so far, by the
-    kernel's dotted name: what a workload costs to compile (the suite holds the main job to
-    a budget of them)."""
-    return {f"{k.py_func.__module__}.{k.py_func.__qualname__}": [str(args) for args in k.overloads]
-            for k in _KERNELS if k.overloads}
+    """The specialisations of every kernel this process compiled or loaded so far, and of those
+    their code calls (recorded in the disk cache, :attr:`dynamics._link.Library.kernels`), by the
+    kernel's dotted name: what a workload compiles on an empty cache, whatever the cache holds
+    (the suite holds the main job to a budget of them)."""
+    found: dict[str, set[str]] = {}
+    for kernel in _KERNELS:
+        for args, cres in kernel.overloads.items():
+            found.setdefault(f"{kernel.py_func.__module__}.{kernel.py_func.__qualname__}", set()).add(str(args))
+            for name, called in getattr(cres.library, "kernels", ()):
+                found.setdefault(name, set()).add(str(called))
+    return {name: sorted(found[name]) for name in sorted(found)}
 
 
 def allocation_free(fn=None, *, inline: str = "never", literal: tuple[str, ...] = ()):

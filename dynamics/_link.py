@@ -15,12 +15,17 @@ callee before compiling its callers). The small callees, which LLVM does inline,
 before.
 
 Only code compiled for one of the project's kernels (the kernel itself, and the overload
-implementations and closures numba compiles while typing it) calls by symbol. A caller resolved this way needs its callees' code in the process before its own is loaded. Its
-entry in the disk cache records them (module, name, argument types and symbol): loading the entry
+implementations and closures numba compiles while typing it) calls by symbol. A caller resolved
+this way needs its callees' code in the process before its own is loaded. Its entry in the
+disk cache records them (module, name, argument types and symbol): loading the entry
 first loads (or compiles) each of them, and treats the entry as missing — the caller is compiled
 again — when one cannot be had under the symbol the caller was compiled against (numba names a
 function's symbol with a counter of the process that compiled it, so a callee compiled again
 elsewhere has another). The JIT is never asked to resolve a symbol that is not loaded.
+
+The entry also records every kernel specialisation the code calls, linked or by symbol
+(:attr:`Library.kernels`): what a workload compiles on an empty cache can be counted in a
+process that only loads it (:func:`dynamics._compile.specialisations`).
 """
 from __future__ import annotations
 
@@ -36,6 +41,7 @@ INLINE_LIMIT = 1000
 """LLVM instructions above which a callee kernel is called by symbol rather than linked."""
 
 _compiling = threading.local()
+_specialisations: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # library -> (dotted name, args)
 _callees: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # library -> (kernel, args, symbol, size)
 
 
@@ -57,12 +63,15 @@ class _Compiling:
 
 
 def register(kernel, args: tuple) -> None:
-    """Make the specialisation ``args`` of ``kernel`` (compiled or loaded) callable by symbol
-    where it is large, if its callers can find it again by name in another process."""
+    """Note the specialisation ``args`` of ``kernel`` (compiled or loaded), for its callers'
+    :attr:`Library.kernels`, and make it callable by symbol where it is large, if its callers
+    can find it again by name in another process."""
     cres = kernel.overloads.get(args)
-    if cres is None or cres.library in _callees or kernel._cache is None or not kernel._can_compile:
+    if cres is None or cres.library in _specialisations:
         return
-    if _named(kernel.py_func.__module__, kernel.py_func.__qualname__) is not kernel:
+    module, qualname = kernel.py_func.__module__, kernel.py_func.__qualname__
+    _specialisations[cres.library] = (f"{module}.{qualname}", args)
+    if not isinstance(kernel._cache, Cache) or not kernel._can_compile or _named(module, qualname) is not kernel:
         return
     symbol = cres.fndesc.llvm_func_name
     function = cres.library._get_module_for_linking().get_function(symbol)
@@ -85,6 +94,11 @@ class Library(JITCodeLibrary):
     """The kernels' specialisations this code calls by symbol, its linked callees' included:
     (module, name, argument types, symbol)."""
 
+    kernels: set = frozenset()
+    """Every kernel specialisation this code calls, directly or not, linked or by symbol:
+    (dotted name, argument types). Kept in the disk cache, so that what a workload compiles on
+    an empty cache can be counted on a warm one (:func:`dynamics._compile.specialisations`)."""
+
     @property
     def has_dynamic_globals(self) -> bool:
         """numba's test of code it cannot cache, true also for code calling kernels by symbol
@@ -98,13 +112,16 @@ class Library(JITCodeLibrary):
         self._codegen._check_llvm_bugs()
         self._raise_if_finalized()
         ours = bool(getattr(_compiling, "stack", None))
-        self.symbol_callees = set()
+        self.symbol_callees, self.kernels = set(), set()
         seen = set()
         for library in self._linking_libraries:
             if library in seen:
                 continue
             seen.add(library)
             self._reload_init.update(library._reload_init)
+            self.kernels |= getattr(library, "kernels", set())
+            if library in _specialisations:
+                self.kernels.add(_specialisations[library])
             callee = _callees.get(library)
             if ours and callee is not None and callee[3] > INLINE_LIMIT:
                 kernel, args, symbol, _ = callee
@@ -143,13 +160,15 @@ class _Impl(caching.CompileResultCacheImpl):
             _compiling.saving = False
 
     def reduce(self, cres):
-        return "symbol callees", sorted(cres.library.symbol_callees, key=repr), super().reduce(cres)
+        library = cres.library
+        return "callees", sorted(library.symbol_callees, key=repr), sorted(library.kernels, key=repr), \
+            super().reduce(cres)
 
     def rebuild(self, target_context, payload):
-        if len(payload) != 3 or payload[0] != "symbol callees" or not _load(payload[1]):
+        if len(payload) != 4 or payload[0] != "callees" or not _load(payload[1]):
             return None
-        cres = super().rebuild(target_context, payload[2])
-        cres.library.symbol_callees = set(payload[1])
+        cres = super().rebuild(target_context, payload[3])
+        cres.library.symbol_callees, cres.library.kernels = set(payload[1]), set(payload[2])
         return cres
 
 
