@@ -13,12 +13,15 @@ Run from the repository root:
     .venv/bin/python benchmarks/bench_compile.py --tests    # and the test suite (~20 min more)
     .venv/bin/python benchmarks/bench_compile.py --records  # only: compile time against a record's size
     .venv/bin/python benchmarks/bench_compile.py --warm     # only: warm main job and first iteration (3 runs)
+    .venv/bin/python benchmarks/bench_compile.py --trees BEFORE AFTER --rounds 5
+        # only: the main job cold then warm in two checkouts, alternating (wall and CPU seconds)
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -176,6 +179,40 @@ def summarise(runs: dict, top: int = 25) -> str:
         f"Kernels compiled for more than one signature: {', '.join(twice) or 'none'}."])
 
 
+def main_job_in(tree: Path, cache: Path) -> tuple[float, float]:
+    """The README's main job run from ``tree`` (its own packages) on the numba cache ``cache``:
+    wall and CPU seconds (the process and the helpers it starts)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "optdyn", "solve", "arm-obstacle", "--quiet", "--html",
+                    str(cache / "arm_obstacle.html")], cwd=tree, check=True, capture_output=True,
+                   env=dict(os.environ, NUMBA_CACHE_DIR=str(cache), PYTHONPATH=str(tree)))
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.perf_counter() - start, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+
+
+def trees_table(trees: list[Path], rounds: int) -> str:
+    """The main job cold (an empty cache) then warm in each tree, the trees alternating within
+    each round."""
+    runs = {tree: [] for tree in trees}
+    for _ in range(rounds):
+        for tree in trees:
+            with tempfile.TemporaryDirectory() as cache:
+                runs[tree].append(main_job_in(tree, Path(cache)) + main_job_in(tree, Path(cache)))
+    rows = []
+    for tree, got in runs.items():
+        cold, cold_cpu, warm, _ = (sorted(column) for column in zip(*got))
+        commit = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True).stdout.strip()
+        rows.append([commit or str(tree), ", ".join(f"{t:.1f}" for t in (r[0] for r in got)),
+                     f"{cold[len(cold) // 2]:.1f} [{cold[0]:.1f}, {cold[-1]:.1f}]",
+                     f"{cold_cpu[len(cold_cpu) // 2]:.1f} [{cold_cpu[0]:.1f}, {cold_cpu[-1]:.1f}]",
+                     f"{warm[len(warm) // 2]:.2f} [{warm[0]:.2f}, {warm[-1]:.2f}]"])
+    return f"{machine()}, {rounds} rounds, the trees alternating:\n\n" + table(
+        ["tree", "cold, wall s (per round)", "cold, wall s (median [range])", "cold, CPU s (median [range])",
+         "warm, wall s (median [range])"], rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tests", action="store_true", help="also profile the whole test suite")
@@ -184,7 +221,12 @@ def main() -> None:
                         help="the BENCHMARKS.md section the saved runs are written to (one per era of the code)")
     parser.add_argument("--warm", action="store_true", help="instead: the warm main job and first iteration")
     parser.add_argument("--records", action="store_true", help="instead: compile time against a record's size")
+    parser.add_argument("--trees", nargs=2, type=Path, help="instead: the main job cold and warm in two checkouts")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of --trees")
     args = parser.parse_args()
+    if args.trees:
+        write_section("cold start trees", trees_table(args.trees, args.rounds))
+        return
     if args.warm:
         write_section("cold start warm", warm_table())
         return
