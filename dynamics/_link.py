@@ -32,6 +32,8 @@ from __future__ import annotations
 import sys
 import threading
 import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from numba.core import caching
 from numba.core.codegen import JITCodeLibrary, require_global_compiler_lock
@@ -45,21 +47,16 @@ _specialisations: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # lib
 _callees: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # library -> (kernel, args, symbol, size)
 
 
-def compiling(kernel):
-    """A context in which ``kernel`` compiles: its own library may call callees by symbol."""
-    return _Compiling(kernel)
-
-
-class _Compiling:
-    def __init__(self, kernel) -> None:
-        self.kernel = kernel
-
-    def __enter__(self):
-        stack = _compiling.__dict__.setdefault("stack", [])
-        stack.append(self.kernel)
-
-    def __exit__(self, *exc) -> None:
-        _compiling.stack.pop()
+@contextmanager
+def compiling(kernel) -> Iterator[None]:
+    """The block in which ``kernel`` compiles (or loads) a specialisation: the code numba
+    compiles for it meanwhile may call callees by symbol."""
+    stack = _compiling.__dict__.setdefault("stack", [])
+    stack.append(kernel)
+    try:
+        yield
+    finally:
+        stack.pop()
 
 
 def register(kernel, args: tuple) -> None:
@@ -108,6 +105,9 @@ class Library(JITCodeLibrary):
         return super().has_dynamic_globals or bool(self.symbol_callees) and not getattr(_compiling, "saving", False)
 
     def finalize(self) -> None:
+        """numba's: link the callees' modules into this one, optimise it and load its machine
+        code; but a large callee kernel stays a declaration where a kernel is compiling
+        (module docstring), and the kernels called are recorded."""
         require_global_compiler_lock()
         self._codegen._check_llvm_bugs()
         self._raise_if_finalized()
