@@ -121,6 +121,11 @@ class Kernel(CPUDispatcher):
 
     literal: frozenset = frozenset()
 
+    @property
+    def name(self) -> str:
+        """The kernel's dotted name, ``module.qualname``."""
+        return f"{self.py_func.__module__}.{self.py_func.__qualname__}"
+
     def get_call_template(self, args, kws):
         return super().get_call_template(tuple(a if i in self.literal else types.unliteral(a)
                                                for i, a in enumerate(args)),
@@ -142,7 +147,7 @@ class Kernel(CPUDispatcher):
             if not self._can_compile or path is None or fcntl is None:
                 entry = super().compile(sig)
             else:
-                name = hashlib.sha1(f"{self.py_func.__module__}.{self.py_func.__qualname__}{args}".encode()).hexdigest()
+                name = hashlib.sha1(f"{self.name}{args}".encode()).hexdigest()
                 with global_compiler_lock, _locked(os.path.join(path, "locks", name)):
                     entry = super().compile(sig)
         _link.register(self, args)
@@ -196,7 +201,7 @@ def specialisations() -> dict[str, list[str]]:
     found: dict[str, set[str]] = {}
     for kernel in _KERNELS:
         for args, cres in kernel.overloads.items():
-            found.setdefault(f"{kernel.py_func.__module__}.{kernel.py_func.__qualname__}", set()).add(str(args))
+            found.setdefault(kernel.name, set()).add(str(args))
             for name, called in getattr(cres.library, "kernels", ()):
                 found.setdefault(name, set()).add(str(called))
     return {name: sorted(found[name]) for name in sorted(found)}

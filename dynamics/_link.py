@@ -34,6 +34,7 @@ import threading
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import NamedTuple
 
 from numba.core import caching
 from numba.core.codegen import JITCodeLibrary, require_global_compiler_lock
@@ -43,8 +44,16 @@ INLINE_LIMIT = 1000
 """LLVM instructions above which a callee kernel is called by symbol rather than linked."""
 
 _compiling = threading.local()
-_specialisations: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # library -> (dotted name, args)
-_callees: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # library -> (kernel, args, symbol, size)
+_kernels: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # library -> _Specialisation
+_sizes: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # library -> its function's LLVM instructions
+
+
+class _Specialisation(NamedTuple):
+    """A kernel's specialisation whose code is a library: its kernel, argument types, and
+    whether its callers may call it by symbol (cached, and importable by name)."""
+    kernel: object
+    args: tuple
+    by_symbol: bool
 
 
 @contextmanager
@@ -61,19 +70,22 @@ def compiling(kernel) -> Iterator[None]:
 
 def register(kernel, args: tuple) -> None:
     """Note the specialisation ``args`` of ``kernel`` (compiled or loaded), for its callers'
-    :attr:`Library.kernels`, and make it callable by symbol where it is large, if its callers
-    can find it again by name in another process."""
+    :attr:`Library.kernels` and, where its callers can find it again by name in another
+    process, for their calls by symbol."""
     cres = kernel.overloads.get(args)
-    if cres is None or cres.library in _specialisations:
-        return
-    module, qualname = kernel.py_func.__module__, kernel.py_func.__qualname__
-    _specialisations[cres.library] = (f"{module}.{qualname}", args)
-    if not isinstance(kernel._cache, Cache) or not kernel._can_compile or _named(module, qualname) is not kernel:
-        return
-    symbol = cres.fndesc.llvm_func_name
-    function = cres.library._get_module_for_linking().get_function(symbol)
-    size = sum(1 for block in function.blocks for _ in block.instructions)
-    _callees[cres.library] = (kernel, args, symbol, size)
+    if cres is not None and cres.library not in _kernels:
+        module, qualname = kernel.py_func.__module__, kernel.py_func.__qualname__
+        by_symbol = isinstance(kernel._cache, Cache) and kernel._can_compile and _named(module, qualname) is kernel
+        _kernels[cres.library] = _Specialisation(kernel, args, by_symbol)
+
+
+def _large(library, symbol: str) -> bool:
+    """Whether the function ``symbol`` of ``library`` holds more than :data:`INLINE_LIMIT`
+    LLVM instructions (counted once, when a caller first links it)."""
+    if library not in _sizes:
+        function = library._get_module_for_linking().get_function(symbol)
+        _sizes[library] = sum(1 for block in function.blocks for _ in block.instructions)
+    return _sizes[library] > INLINE_LIMIT
 
 
 def _named(module: str, qualname: str):
@@ -120,13 +132,14 @@ class Library(JITCodeLibrary):
             seen.add(library)
             self._reload_init.update(library._reload_init)
             self.kernels |= getattr(library, "kernels", set())
-            if library in _specialisations:
-                self.kernels.add(_specialisations[library])
-            callee = _callees.get(library)
-            if ours and callee is not None and callee[3] > INLINE_LIMIT:
-                kernel, args, symbol, _ = callee
-                self.symbol_callees.add((kernel.py_func.__module__, kernel.py_func.__qualname__, args, symbol))
-                continue
+            callee = _kernels.get(library)
+            if callee is not None:
+                self.kernels.add((callee.kernel.name, callee.args))
+                symbol = callee.kernel.overloads[callee.args].fndesc.llvm_func_name
+                if ours and callee.by_symbol and _large(library, symbol):
+                    py_func = callee.kernel.py_func
+                    self.symbol_callees.add((py_func.__module__, py_func.__qualname__, callee.args, symbol))
+                    continue
             self.symbol_callees |= getattr(library, "symbol_callees", set())
             self._final_module.link_in(library._get_module_for_linking(), preserve=True)
         self._optimize_final_module()

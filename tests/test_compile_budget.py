@@ -27,9 +27,9 @@ ROOT = Path(__file__).resolve().parents[1]
 REPORT = """
 import json
 from dynamics._compile import specialisations
-def report():
+def report(before={}):  # the specialisations counted so far, but those counted before
     print("RESULT" + json.dumps([[name, args] for name, signatures in specialisations().items()
-                                 for args in signatures]))
+                                 for args in signatures if args not in before.get(name, ())]))
 """
 HELPER = REPORT + """
 import pickle, sys, problems
@@ -38,8 +38,7 @@ with open(sys.argv[1], "wb") as f:
     pickle.dump(problems.get("arm-obstacle"), f)
 built = specialisations()  # the problem's construction is the main job's
 compile_ahead.main(sys.argv[1], "second order, steps")
-print("RESULT" + json.dumps([[name, args] for name, signatures in specialisations().items()
-                             for args in signatures if args not in built.get(name, ())]))
+report(built)
 """
 MAIN_JOB = REPORT + """
 import os, tempfile
