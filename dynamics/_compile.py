@@ -159,10 +159,19 @@ class Kernel(CPUDispatcher):
         self._cache = _link.Cache(self.py_func)
 
 
+_HELD: set[str] = set()  # the lock files this process holds (its compiles nest under numba's lock)
+
+
 @contextmanager
 def _locked(path: str):
     """An exclusive lock on the file ``path`` (made if missing), released on exit — also
-    when the holding process dies; no lock if the directory cannot be written."""
+    when the holding process dies; no lock if the directory cannot be written. Reentrant
+    within the process: kernels made by one factory (closures) share a dotted name, so a
+    compile that nests another of the same argument types asks again for the lock it holds,
+    which a second ``flock`` on the file would wait for forever."""
+    if path in _HELD:
+        yield
+        return
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -171,8 +180,10 @@ def _locked(path: str):
         return
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
+        _HELD.add(path)
         yield
     finally:
+        _HELD.discard(path)
         os.close(fd)
 
 

@@ -183,3 +183,36 @@ def test_processes_sharing_the_cache_compile_each_kernel_once(tmp_path):
     again = subprocess.run([sys.executable, "-c", COMPILE], cwd=tmp_path, env=env, capture_output=True, text=True,
                            timeout=600)
     assert again.returncode == 0 and int(again.stdout.split()[-1]) == 0, again.stderr[-2000:]
+
+
+FACTORY = """
+from dynamics._compile import njit
+
+
+@njit(cache=True)
+def leaf(x):
+    return 2.0 * x
+
+
+def link_to(inner):
+    @njit(cache=True)
+    def link(x):
+        return inner(x) + 1.0
+    return link
+
+
+top = link_to(link_to(leaf))
+"""
+
+
+def test_kernels_of_one_factory_nested_compile_under_one_lock(tmp_path):
+    """Two closures of one factory share a dotted name, so the outer one's compile, typing the
+    inner one for the same argument types, asks again for the lock file it holds: it must go
+    on (it waited on itself forever before), and a second process loads both from the cache."""
+    (tmp_path / "factory.py").write_text(FACTORY)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join((str(tmp_path), str(ROOT))),
+               NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    for _ in range(2):
+        run = subprocess.run([sys.executable, "-c", "import factory; print(factory.top(1.0))"], cwd=tmp_path,
+                             env=env, capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0 and run.stdout.split() == ["4.0"], run.stderr[-2000:]
