@@ -115,6 +115,32 @@ def test_the_floor_holds_the_task_standing():
     assert np.linalg.norm(plant.state()[:3] - prob.x0[:3]) < 1e-4
 
 
+def test_mujocos_warnings_stay_with_the_plant(tmp_path, monkeypatch):
+    """A diverging step: MuJoCo's warning goes to ``plant.warnings``, not to its log file in the
+    working directory, and the process's own handler is back after the step, uncalled; a reset
+    clears the warnings."""
+    prob = problems.get("quadruped", scenario="trot", cone="cost", cycles=1)
+    plant = plant_for(prob)
+    plant.bind(prob.model, prob.actuated)
+    plant.reset(prob.x0)
+    monkeypatch.chdir(tmp_path)
+    own: list[str] = []
+    previous = mujoco.get_mju_user_warning()
+    mujoco.set_mju_user_warning(own.append)
+    try:
+        plant.mj_data.qvel[:] = 1e12
+        plant.step(prob.us_init[0])
+        handler = mujoco.get_mju_user_warning()
+    finally:
+        mujoco.set_mju_user_warning(previous)
+    assert handler == own.append and not own
+    assert plant.diverged() and len(plant.warnings) == 1, plant.warnings
+    assert plant.warnings[0].startswith("Nan, Inf or huge value in QVEL"), plant.warnings
+    assert not (tmp_path / "MUJOCO_LOG.TXT").exists()
+    plant.reset(prob.x0)
+    assert plant.warnings == [] and not plant.diverged()
+
+
 def test_bad_input_raises_value_errors(solo):
     with pytest.raises(ValueError, match="feet: robot 'solo' has no frame 'NOSE'"):
         MujocoPlant(solo, feet=["NOSE"])
@@ -192,6 +218,7 @@ def test_quadrupeds_the_project_does_not_ship_trot_in_mujoco(name):
     assert motion.advanced >= 0.8 * motion.commanded > 0, motion
     coarse = optdyn.simulate(optdyn.MPC(prob, "ilqr", 1, horizon=25), 3.0, plant=plant_for(prob, timestep=1e-3))
     assert coarse.stopped.startswith("the plant diverged"), coarse.stopped
+    assert re.search(r" s \(MuJoCo: Nan, Inf or huge value in Q\w+ at DOF \d+", coarse.stopped), coarse.stopped
     shank = re.search(r"velocity of (\w+), .* explicit 1 ms step \(h·K/M = (\S+) > 1;", coarse.stopped)
     assert shank and shank[1] in prob.model.joint_names and float(shank[2]) > 1.0, coarse.stopped
 

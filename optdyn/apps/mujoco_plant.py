@@ -143,7 +143,10 @@ class MujocoPlant:
         effort: the torque clamp (N·m or N) of every actuated joint instead of the URDF's
             ``<limit effort>`` (None: the URDF's; Solo-12's 1000 N·m is a placeholder).
 
-    ``mj_model``, ``mj_data``: MuJoCo's model and data; ``model``: the library's model.
+    ``mj_model``, ``mj_data``: MuJoCo's model and data; ``model``: the library's model;
+    ``warnings``: MuJoCo's warnings during the steps since the last :meth:`reset` (a diverging
+    simulation's "Nan, Inf or huge value in QACC at DOF …"), kept here instead of printed and
+    written to a MUJOCO_LOG.TXT in the working directory.
     """
 
     def __init__(self, model_or_urdf: Model | str | os.PathLike, timestep: float = 5e-4, friction: float = 1.0,
@@ -175,6 +178,7 @@ class MujocoPlant:
         spec = self._spec(mujoco, half, solref, solimp, joint_dynamics)
         self.mj_model = spec.compile()
         self.mj_data = mujoco.MjData(self.mj_model)
+        self.warnings: list[str] = []
         self._forces = np.zeros(6)
         self.bind(model)
 
@@ -338,6 +342,7 @@ class MujocoPlant:
         """Put the plant at the library's state ``x``, no force applied, at time 0."""
         mujoco = mujoco_module()
         mujoco.mj_resetData(self.mj_model, self.mj_data)
+        self.warnings.clear()
         self.mj_data.qpos[:], self.mj_data.qvel[:] = self.to_mujoco(x)
         mujoco.mj_forward(self.mj_model, self.mj_data)
 
@@ -383,10 +388,16 @@ class MujocoPlant:
 
     def step(self, u) -> None:
         """One MuJoCo step of ``timestep`` under the joint torques ``u`` (nu,) in the library's
-        order of the actuated joints."""
+        order of the actuated joints; MuJoCo's warnings go to :attr:`warnings` meanwhile (its
+        ``mju_user_warning``, the process's own handler restored after the step)."""
         mujoco = mujoco_module()
         self.mj_data.ctrl[self._u_to_ctrl] = u
-        mujoco.mj_step(self.mj_model, self.mj_data)
+        previous = mujoco.get_mju_user_warning()
+        mujoco.set_mju_user_warning(self.warnings.append)
+        try:
+            mujoco.mj_step(self.mj_model, self.mj_data)
+        finally:
+            mujoco.set_mju_user_warning(previous)
 
     def diverged(self) -> bool:
         """Whether MuJoCo met a non-finite state or acceleration (its warnings)."""

@@ -253,7 +253,7 @@ def simulate(mpc: MPC, duration: float, plant=None, disturbances: Sequence[Push]
             x, least = plant_at.interval(i, x, policy, pushes)
             if not np.all(np.isfinite(x)):
                 stopped = (f"the plant diverged between t = {i * p.dt:g} and {(i + 1) * p.dt:g} s"
-                           + plant_at.unstable_feedback(gains[: i + 1], xs[: i + 1], p.dt))
+                           + plant_at.why_diverged(gains[: i + 1], xs[: i + 1], p.dt))
                 break
             margins[i] = least
             xs[i + 1] = x
@@ -294,7 +294,7 @@ class _Intervals:
             self.held = k, windows.window(self.task, np.full(K, k))  # the task's own terms if none vary
         return self.held[1]
 
-    def unstable_feedback(self, gains: np.ndarray, xs: np.ndarray, dt: float) -> str:
+    def why_diverged(self, gains: np.ndarray, xs: np.ndarray, dt: float) -> str:
         """Why the plant may have diverged under the policies of ``gains`` (n, nu, ndx) applied from
         the states ``xs`` (n, nx), one per control interval of ``dt`` ("" if not known)."""
         return ""
@@ -454,10 +454,15 @@ class _MujocoIntervals(_Intervals):
         self.applied[fine] = u_j
         return x, self.margins(i)
 
-    def unstable_feedback(self, gains: np.ndarray, xs: np.ndarray, dt: float) -> str:
-        """The first control interval whose policy's gain on an actuated joint's own velocity,
-        K_v,j, against the joint-space inertia M_jj at its start, is past the stability of the
-        plant's explicit step h: h·K_v,j / M_jj > 1 (:mod:`optdyn.apps.mujoco_plant`); "" if none is."""
+    def why_diverged(self, gains: np.ndarray, xs: np.ndarray, dt: float) -> str:
+        """MuJoCo's first warning (:attr:`MujocoPlant.warnings`), then the first control interval
+        whose policy's gain on an actuated joint's own velocity, K_v,j, against the joint-space
+        inertia M_jj at its start, is past the stability of the plant's explicit step h:
+        h·K_v,j / M_jj > 1 (:mod:`optdyn.apps.mujoco_plant`), if one is."""
+        said = f" (MuJoCo: {self.plant.warnings[0].rstrip('.')})" if self.plant.warnings else ""
+        return said + self._unstable_feedback(gains, xs, dt)
+
+    def _unstable_feedback(self, gains: np.ndarray, xs: np.ndarray, dt: float) -> str:
         h, dofs = self.plant.timestep, self.task.actuated
         inertia = self.plant.joint_inertias(xs)[:, dofs]
         gain = -gains[:, np.arange(dofs.size), self.task.model.nv + dofs]
