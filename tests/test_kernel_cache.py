@@ -100,6 +100,25 @@ def test_the_stamp_follows_the_imports_and_nothing_else(tmp_path):
     assert stamp(energy) != before and stamp(spatial) != spatial_before
 
 
+def test_a_files_imports_are_read_again_when_it_changes(tmp_path):
+    """The names a file imports are memoised beside it (``__pycache__/<name>.imports``), keyed
+    by its contents: an import added to energy.py brings urdf.py into its stamp at once."""
+    tree = _tree_copy(tmp_path)
+    energy, urdf = tree / "dynamics" / "energy.py", tree / "dynamics" / "urdf.py"
+    code = ("import sys; sys.path.insert(0, {t!r}); import dynamics._cache as c; "
+            "print(c.source_stamp({f!r}))").format(t=str(tree), f=str(energy))
+    stamp = lambda: _run(tree, code).stdout.strip()  # noqa: E731
+    first = stamp()
+    memo = tree / "dynamics" / "__pycache__" / "energy.imports"
+    assert "dynamics.spatial" in memo.read_text().split("\n")[1:]
+    assert stamp() == first  # from the memo
+    energy.write_text(energy.read_text() + "\nfrom . import urdf  # noqa: E402, F401\n")
+    with_urdf = stamp()
+    assert with_urdf != first and "dynamics.urdf" in memo.read_text().split("\n")[1:]
+    urdf.write_text(urdf.read_text() + "\n# edited\n")
+    assert stamp() != with_urdf
+
+
 def test_editing_a_callee_in_another_file_recompiles_the_caller(tmp_path):
     """kinetic_energy's kernel (energy.py) inlines dot6_at (spatial.py): after an edit of
     spatial.py, the cached kernel must not be served (numba's own key, energy.py's contents,
