@@ -79,6 +79,11 @@ def register(kernel, args: tuple) -> None:
         _kernels[cres.library] = _Specialisation(kernel, args, by_symbol)
 
 
+def _symbol(kernel, args: tuple) -> str:
+    """The symbol of the specialisation ``args`` of ``kernel`` in this process."""
+    return kernel.overloads[args].fndesc.llvm_func_name
+
+
 def _large(library, symbol: str) -> bool:
     """Whether the function ``symbol`` of ``library`` holds more than :data:`INLINE_LIMIT`
     LLVM instructions (counted once, when a caller first links it)."""
@@ -135,8 +140,8 @@ class Library(JITCodeLibrary):
             callee = _kernels.get(library)
             if callee is not None:
                 self.kernels.add((callee.kernel.name, callee.args))
-                symbol = callee.kernel.overloads[callee.args].fndesc.llvm_func_name
-                if ours and callee.by_symbol and _large(library, symbol):
+                symbol = ours and callee.by_symbol and _symbol(callee.kernel, callee.args)
+                if symbol and _large(library, symbol):
                     py_func = callee.kernel.py_func
                     self.symbol_callees.add((py_func.__module__, py_func.__qualname__, callee.args, symbol))
                     continue
@@ -155,7 +160,7 @@ def _load(callees) -> bool:
             __import__(module)
             kernel = _named(module, qualname)
             kernel.compile(args)
-            if kernel.overloads[args].fndesc.llvm_func_name != symbol:
+            if _symbol(kernel, args) != symbol:
                 return False
         except Exception:  # any failure to get the callee makes the entry unusable: compile the caller
             return False
