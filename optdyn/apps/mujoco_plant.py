@@ -58,7 +58,8 @@ another order still maps.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -344,7 +345,8 @@ class MujocoPlant:
         mujoco.mj_resetData(self.mj_model, self.mj_data)
         self.warnings.clear()
         self.mj_data.qpos[:], self.mj_data.qvel[:] = self.to_mujoco(x)
-        mujoco.mj_forward(self.mj_model, self.mj_data)
+        with self._warnings_kept():
+            mujoco.mj_forward(self.mj_model, self.mj_data)
 
     def state(self) -> np.ndarray:
         """The plant's state in the library's convention."""
@@ -388,14 +390,20 @@ class MujocoPlant:
 
     def step(self, u) -> None:
         """One MuJoCo step of ``timestep`` under the joint torques ``u`` (nu,) in the library's
-        order of the actuated joints; MuJoCo's warnings go to :attr:`warnings` meanwhile (its
-        ``mju_user_warning``, the process's own handler restored after the step)."""
-        mujoco = mujoco_module()
+        order of the actuated joints."""
         self.mj_data.ctrl[self._u_to_ctrl] = u
+        with self._warnings_kept():
+            mujoco_module().mj_step(self.mj_model, self.mj_data)
+
+    @contextmanager
+    def _warnings_kept(self) -> Iterator[None]:
+        """MuJoCo's warnings go to :attr:`warnings` meanwhile (its ``mju_user_warning``; the
+        process's own handler is restored after)."""
+        mujoco = mujoco_module()
         previous = mujoco.get_mju_user_warning()
         mujoco.set_mju_user_warning(self.warnings.append)
         try:
-            mujoco.mj_step(self.mj_model, self.mj_data)
+            yield
         finally:
             mujoco.set_mju_user_warning(previous)
 
