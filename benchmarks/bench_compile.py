@@ -191,6 +191,11 @@ def main_job_in(tree: Path, cache: Path) -> tuple[float, float]:
     return time.perf_counter() - start, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
 
 
+def _median_range(ordered: list[float], digits: int) -> str:
+    """"median [least, most]" of the sorted values ``ordered``."""
+    return f"{ordered[len(ordered) // 2]:.{digits}f} [{ordered[0]:.{digits}f}, {ordered[-1]:.{digits}f}]"
+
+
 def trees_table(trees: list[Path], rounds: int) -> str:
     """The main job cold (an empty cache) then warm in each tree, the trees alternating within
     each round."""
@@ -205,9 +210,7 @@ def trees_table(trees: list[Path], rounds: int) -> str:
         commit = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True,
                                 text=True).stdout.strip()
         rows.append([commit or str(tree), ", ".join(f"{t:.1f}" for t in (r[0] for r in got)),
-                     f"{cold[len(cold) // 2]:.1f} [{cold[0]:.1f}, {cold[-1]:.1f}]",
-                     f"{cold_cpu[len(cold_cpu) // 2]:.1f} [{cold_cpu[0]:.1f}, {cold_cpu[-1]:.1f}]",
-                     f"{warm[len(warm) // 2]:.2f} [{warm[0]:.2f}, {warm[-1]:.2f}]"])
+                     _median_range(cold, 1), _median_range(cold_cpu, 1), _median_range(warm, 2)])
     return f"{machine()}, {rounds} rounds, the trees alternating:\n\n" + table(
         ["tree", "cold, wall s (per round)", "cold, wall s (median [range])", "cold, CPU s (median [range])",
          "warm, wall s (median [range])"], rows)
