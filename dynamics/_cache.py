@@ -17,17 +17,19 @@ Where the cache lives, first that can be written to:
    virtual environment the user owns);
 3. the user's cache directory (``~/.cache/numba``, numba's user-wide locator), for
    read-only installations;
-4. otherwise a temporary directory for this process only, with a warning: the kernels are
-   compiled again in the next process, but nothing fails.
+4. otherwise a temporary directory for this process only, with a warning, removed when the
+   process exits: the kernels are compiled again in the next process, but nothing fails.
 
 The locators are registered when :mod:`dynamics` is imported, before any kernel is defined.
 """
 from __future__ import annotations
 
 import ast
+import atexit
 import functools
 import hashlib
 import os
+import shutil
 import tempfile
 import warnings
 from pathlib import Path
@@ -144,7 +146,8 @@ class UserWideLocator(_ProjectStamp, caching.UserWideCacheLocator):
 
 
 class ProcessLocator(_ProjectStamp, caching.InTreeCacheLocator):
-    """A temporary directory of this process (no directory above can be written to)."""
+    """A temporary directory of this process, removed at its exit (no directory above can be
+    written to)."""
 
     _path: str | None = None
 
@@ -152,6 +155,7 @@ class ProcessLocator(_ProjectStamp, caching.InTreeCacheLocator):
         super().__init__(py_func, py_file)
         if ProcessLocator._path is None:
             ProcessLocator._path = tempfile.mkdtemp(prefix="optdyn-kernels-")
+            atexit.register(shutil.rmtree, ProcessLocator._path, ignore_errors=True)
             warnings.warn(f"optdyn: no writable directory for the kernel cache (tried $NUMBA_CACHE_DIR, "
                           f"{Path(py_file).parent / '__pycache__'} and the user's cache directory); compiled "
                           f"kernels are kept in {ProcessLocator._path} for this process only", RuntimeWarning,

@@ -3,6 +3,7 @@ crash (dynamics._cache)."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -140,7 +141,8 @@ def test_editing_a_callee_in_another_file_recompiles_the_caller(tmp_path):
 def test_an_unwritable_cache_warns_and_runs_uncached(tmp_path):
     """$NUMBA_CACHE_DIR, the tree's __pycache__ and the user's cache directory all
     impossible to create (a regular file stands where each directory should be): one
-    warning naming the problem, then the right result."""
+    warning naming the problem, then the right result, and the process's temporary cache
+    directory is gone after it."""
     tree = _tree_copy(tmp_path / "src")
     (tree / "dynamics" / "__pycache__").write_text("not a directory")
     (tree / "dynamics" / "models" / "__pycache__").write_text("not a directory")
@@ -150,6 +152,8 @@ def test_an_unwritable_cache_warns_and_runs_uncached(tmp_path):
                HOME=str(blocker))
     assert out.returncode == 0, out.stderr
     assert "no writable directory for the kernel cache" in out.stderr
+    kept = re.search(r"kernels are kept in (\S+) for this process only", out.stderr)
+    assert kept and not Path(kept.group(1)).exists()
     reference = _run(_tree_copy(tmp_path / "plain"), ENERGY)
     assert float(out.stdout) == float(reference.stdout) > 0
 
