@@ -10,8 +10,10 @@ import sys
 from pathlib import Path
 
 import numba
+import numpy as np
 import pytest
 
+import dynamics as dyn
 from dynamics import _cache
 from dynamics._compile import Kernel, njit
 
@@ -154,8 +156,6 @@ def test_an_unwritable_cache_warns_and_runs_uncached(tmp_path):
     assert "no writable directory for the kernel cache" in out.stderr
     kept = re.search(r"kernels are kept in (\S+) for this process only", out.stderr)
     assert kept and not Path(kept.group(1)).exists()
-    import dynamics as dyn
-    import numpy as np
     model = dyn.models.serial_chain(3)  # ENERGY's value, from this process's cached kernel
     assert float(out.stdout) == dyn.kinetic_energy(model, np.full(3, 0.3), np.full(3, 0.7)) > 0
 
