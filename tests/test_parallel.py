@@ -24,10 +24,9 @@ from dynamics import batch, parallel
 from dynamics.parallel import (chunks_done, claims_for, first_chunk, next_chunk, relay_claim, relay_finish, relay_opens,
                                relay_over, relay_release, relay_stop, run_chunks)
 
-# On a cold cache alone 189 s; but its IPOPT trot's second order shares callees with
-# test_contact_force_residuals (cost 204), which the other worker compiles first: started beside it
-# the file waited 27 s for them (2026-11-30), after test_ddp it finds them compiled.
-pytestmark = pytest.mark.cost(36)
+# 189 s on a cold cache alone, 27 s of it waiting on test_contact_force_residuals' compile of the
+# callees its IPOPT trot shares; 23 s after that file's (2026-11-30): the conftest's cost.
+pytestmark = pytest.mark.cost(23)
 
 
 def _knots(model: dyn.Model, K: int, seed: int = 0) -> tuple[np.ndarray, ...]:
