@@ -1,7 +1,7 @@
 """Constraints inside the DDP/iLQR iteration (al-ddp, al-ilqr: the multipliers revised between
 steps by the BCL rule) against the outer augmented-Lagrangian loop (ddp, ilqr) and IPOPT.
 
-    .venv/bin/python benchmarks/bench_constraints.py [--quick | --units]
+    .venv/bin/python benchmarks/bench_constraints.py [--quick | --family | --units]
 
 Tasks: the 6D pose reach of example-robot-data arms (problems.arm_pose) with their joint limits
 (``JointLimits``: position and velocity) as path constraints; arm-obstacle (its clearances and
@@ -14,6 +14,13 @@ status, iterations, wall time (s, without the kernels' loading/compilation) and 
 the cost relative to IPOPT's, the largest violation. ``--quick``: two arms. Writes the section "constraints" of
 BENCHMARKS.md.
 
+``--family``: DDP and iLQR through the augmented Lagrangian's outer loop with ``decrease`` (the
+violation's shrink below which the penalty is raised) at 0.05, 0.1 (the default), 0.15 and 0.25
+(the default before), on a family of constrained tasks: the friction pyramids of Solo-12's (two
+cycles), HyQ's, ANYmal's and Go1's trots and walks at μ = 0.5, 0.7, 0.9 and their jumps at 0.7,
+Talos' walk (μ = 0.7, 0.5), the pose reaches of every arm of ``problems.arm_pose`` with their
+joint limits at seeds 0, 1, 2, and arm-obstacle; section "constraints-family".
+
 ``--units``: the legged tasks' contact-force rows in units of the robot's weight (as shipped, the
 solvers' defaults) against the same rows in newtons, with the first penalty the tasks shipped
 before (Solo-12 ρ = 1 and another quadruped's (m₀/m)²; Talos 0.1) and with the default ρ = 1;
@@ -24,6 +31,8 @@ from __future__ import annotations
 import os
 import sys
 import time
+
+import numpy as np
 
 from _common import machine, table, write_section
 
@@ -40,9 +49,9 @@ SOLVERS = ("ipopt", "ddp", "ilqr", "al-ddp", "al-ilqr")
 ARMS = ("xarm7", "panda", "z1", "so101", "ur5", "kinova")
 
 
-def pose_with_limits(robot: str) -> Problem:
-    """problems.arm_pose's reach of ``robot`` (seed 0) with the arm's joint limits."""
-    p = problems.arm_pose.make(robot)
+def pose_with_limits(robot: str, seed: int = 0) -> Problem:
+    """problems.arm_pose's reach of ``robot`` (to ``seed``'s target) with the arm's joint limits."""
+    p = problems.arm_pose.make(robot, seed=seed)
     return Problem(p.model, p.x0, p.N, p.dt, p.running_cost, p.terminal_cost, u_lower=p.u_lower, u_upper=p.u_upper,
                    path_constraints=[JointLimits(p.model)], name="arm-pose-limits")
 
@@ -76,15 +85,16 @@ QUADRUPEDS = {"HyQ": ("hyq_description/robots/hyq_no_sensors.urdf", "hyq_descrip
 """(URDF, SRDF, feet lf, rf, lh, rh) of example-robot-data's quadrupeds other than Solo-12."""
 
 
-def trot(robot: str, mu: float | None, cycles: int = 1, cone: str = "constraint") -> Problem:
-    """``robot``'s trot (:data:`QUADRUPEDS`) of ``cycles`` cycles from its SRDF's standing
-    posture, with the friction pyramid of ``mu`` (None: none) as a ``cone`` of
-    :func:`problems.quadruped.make`, as a user builds it from the README."""
+def trot(robot: str, mu: float | None, cycles: int = 1, cone: str = "constraint", scenario: str = "trot") -> Problem:
+    """``robot``'s trot (:data:`QUADRUPEDS`, or another ``scenario`` of :func:`problems.quadruped.make`)
+    of ``cycles`` cycles from its SRDF's standing posture, with the friction pyramid of ``mu``
+    (None: none) as a ``cone`` of :func:`problems.quadruped.make`, as a user builds it from the README."""
     urdf, srdf, feet = QUADRUPEDS[robot]
     model = load_robot(urdf, "bench-constraints")
     robots, _ = robot_files(srdf, "bench-constraints")
     standing = dyn.load_srdf(model, os.path.join(robots, srdf)).reference_configurations["standing"]
-    return problems.quadruped.make("trot", cycles=cycles, mu=mu, cone=cone, model=model, feet=feet, standing=standing)
+    return problems.quadruped.make(scenario, cycles=cycles, mu=mu, cone=cone, model=model, feet=feet,
+                                   standing=standing)
 
 
 def run(quick: bool) -> list[list]:
@@ -170,7 +180,86 @@ def units() -> None:
     write_section("constraint units", body)
 
 
+DECREASES = (0.25, 0.05, 0.1, 0.15)
+"""The family's settings of ``decrease``: the former default first, the ratios' reference."""
+
+
+def family():
+    """(label, kind, problem) of the family of ``--family`` (module docstring), built one at a time."""
+    for robot in ("Solo-12", *QUADRUPEDS):
+        for scenario, mus in (("trot", (0.5, 0.7, 0.9)), ("walk", (0.5, 0.7, 0.9)), ("jump", (0.7,))):
+            for mu in mus:
+                cycles = 2 if robot == "Solo-12" and scenario != "jump" else 1
+                yield (f"{robot} {scenario}, μ = {mu:g}", "legged",
+                       problems.quadruped.make(scenario, cycles=cycles, mu=mu) if robot == "Solo-12"
+                       else trot(robot, mu, cycles, scenario=scenario))
+    for mu in (0.7, 0.5):
+        yield f"Talos walk, μ = {mu:g}", "legged", problems.get("biped", mu=mu)
+    for robot in problems.arm_pose.ROBOTS:
+        for seed in (0, 1, 2):
+            yield f"{robot} seed {seed}, joint limits", "arms", pose_with_limits(robot, seed)
+    for scenario in ("bent", "straight"):
+        yield f"arm-obstacle {scenario}", "arms", problems.get("arm-obstacle", scenario=scenario)
+
+
+def family_runs() -> list[tuple[str, str, str, list]]:
+    """(label, kind, solver, [(iterations, converged, cost) per setting of :data:`DECREASES`])."""
+    runs = []
+    for label, kind, p in family():
+        for solver in ("ddp", "ilqr"):
+            out = []
+            for decrease in DECREASES:
+                r = optdyn.solve(p, solver, decrease=decrease)
+                out.append((r.iterations, r.converged, r.cost))
+            runs.append((label, kind, solver, out))
+            print(label, solver, out, flush=True)
+    return runs
+
+
+def family_summary(runs) -> list[list]:
+    """Per kind of task and setting: iterations in all, the geometric mean of the ratio to the
+    first setting's, the solves with fewer / more iterations, the most, those not converged and
+    those whose cost is above the first setting's by more than 1e-6 (relative)."""
+    rows = []
+    for kind in ("legged", "arms"):
+        sel = [r for r in runs if r[1] == kind]
+        its = np.array([[s[0] for s in r[3]] for r in sel], dtype=float)
+        cost = np.array([[s[2] for s in r[3]] for r in sel])
+        for j, decrease in enumerate(DECREASES):
+            worse = np.sum(cost[:, j] > cost[:, 0] + 1e-6 * np.abs(cost[:, 0]))
+            rows.append([kind, len(sel), f"{decrease:g}", int(its[:, j].sum()),
+                         f"{np.exp(np.mean(np.log(its[:, j] / its[:, 0]))):.3f}", int(np.sum(its[:, j] < its[:, 0])),
+                         int(np.sum(its[:, j] > its[:, 0])), int(its[:, j].max()),
+                         sum(not r[3][j][1] for r in sel), int(worse)])
+    return rows
+
+
+def family_main() -> None:
+    runs = family_runs()
+    differing = [[label, solver, *(f"{n}" + ("" if ok else " (not converged)") for n, ok, _ in out)]
+                 for label, _, solver, out in runs if len({n for n, _, _ in out}) > 1]
+    body = "\n\n".join([
+        "## The augmented Lagrangian's penalty test on a family of tasks",
+        f"Machine: {machine()}. `benchmarks/bench_constraints.py --family`: DDP and iLQR through the outer "
+        "augmented-Lagrangian loop, each task from its default guess with the default options but the penalty "
+        "test's `decrease` (τ): ρ ← 10ρ after an outer iteration whose largest violation did not shrink to τ "
+        "times the previous one's. 0.25 was the default; iterations are deterministic. Tasks: the friction "
+        "pyramids of Solo-12's trot and walk (two cycles), HyQ's, ANYmal's and Go1's (one cycle, built from "
+        "their URDF and SRDF as the README shows) at μ = 0.5, 0.7, 0.9 and their jumps at 0.7, Talos' walk "
+        "(wrench cones, μ = 0.7 and 0.5); the pose reach of every arm of `problems.arm_pose` with its joint "
+        "limits (position and velocity) at the targets of seeds 0, 1, 2, and arm-obstacle's two scenarios.",
+        table(["tasks", "solves", "τ", "iterations in all", "÷ τ = 0.25 (geometric mean)", "fewer", "more", "most",
+               "not converged", "higher cost"], family_summary(runs)),
+        "The solves whose iterations differ between the settings (τ = " + ", ".join(f"{d:g}" for d in DECREASES)
+        + "):",
+        table(["task", "solver", *(f"τ = {d:g}" for d in DECREASES)], differing),
+    ])
+    write_section("constraints-family", body)
+
+
 def main() -> None:
+    if "--family" in sys.argv[1:]:
+        return family_main()
     if "--units" in sys.argv[1:]:
         optdyn.set_num_threads(1)
         return units()

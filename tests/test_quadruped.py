@@ -5,12 +5,9 @@ CoM on a parabola, constant angular momentum about it); HyQ, ANYmal and Go1 trot
 SRDF's standing posture, with weights derived from their mass and height."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pytest
 from agreement import assert_same_optimum
-from legged_rows import in_newtons
 from momentum import world_momentum
 from quadrupeds import ROBOTS, robot
 
@@ -19,7 +16,8 @@ import optdyn
 from optdyn import Problem
 from optdyn.apps.clearance import constraint_margins
 from optdyn.ocp.residuals import CoMPositionResidual
-from optdyn.solvers import FDDP, ILQR
+from optdyn.solvers import ILQR
+from optdyn.solvers.riccati import regularize
 from problems.gaits import SOLO_SCALE, WEIGHTS, scaled_weights
 from problems.quadruped import FEET, gait, make
 
@@ -136,17 +134,28 @@ def test_the_plan_replayed_with_ten_times_finer_steps_stays_near_it(trot):
     assert err[:, nv:].max() < 0.02 * np.abs(r.xs[:, prob.model.nq:]).max()
 
 
-def test_ddp_through_stance_needs_the_control_regularisation():
-    """Tassa's μBᵀB regularises nothing on the torques that only change contact forces: with
-    it alone the feasibility-driven DDP has not converged after the iterations in which it
-    converges with μ(BᵀB + I), on the trot with its pyramids' rows in newtons (in units of the
-    weight, the task's, both converge)."""
-    prob = in_newtons(make("trot", cycles=1))
-    state_only = dataclass(type("StateOnlyFDDP", (FDDP,), {"controls_regularized": False}))
-    ddp = optdyn.solve(prob, "ddp")
-    assert ddp.converged and ddp.solver == "fddp"
-    crawl = optdyn.solve(prob, solver=state_only(max_iter=ddp.iterations))
-    assert not crawl.converged and crawl.status == "max_iter" and crawl.iterations == ddp.iterations
+def test_in_stance_some_torques_move_no_state_and_only_the_control_term_regularises_them():
+    """On four feet the torques act on the six degrees of freedom the contacts leave (the
+    base's): an interval's B = ∂x⁺/∂u has a six-dimensional null space, the internal contact
+    forces (one on two feet: the squeeze along the line between them). Along it Tassa's μBᵀB
+    regularises nothing, and μ(BᵀB + I), the feasibility-driven types' (Tassa 2012 Sec. II-F),
+    adds μ."""
+    prob = make("trot", cycles=1)
+    nullities = {}
+    for feet in (4, 2):
+        k = next(k for k in range(prob.N) if len(prob.contacts_at(k)) == feet)
+        A, B = prob.step_derivatives(prob.xs_init[k:k + 1], prob.us_init[k:k + 1], start=k)
+        U, s, Vt = np.linalg.svd(B[0])
+        null = s < 1e-12 * s[0]
+        nullities[feet] = int(null.sum())
+        V = Vt[null].T
+        nu, ndx = B.shape[2], B.shape[1]
+        Quu, Qux = np.eye(nu), np.zeros((nu, ndx))
+        for on_controls, added in ((False, 0.0), (True, 1.0)):
+            Qux_r, Quu_r = np.empty((nu, ndx)), np.empty((nu, nu))
+            regularize(A[0], B[0], Qux, Quu, 1e3, on_controls, Qux_r, Quu_r)
+            np.testing.assert_allclose(V.T @ (Quu_r - Quu) @ V, 1e3 * added * np.eye(V.shape[1]), atol=1e-8)
+    assert nullities == {4: 6, 2: 1}
 
 
 def test_the_jump_flies_on_a_parabola_with_constant_angular_momentum():
