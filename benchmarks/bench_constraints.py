@@ -1,7 +1,7 @@
 """Constraints inside the DDP/iLQR iteration (al-ddp, al-ilqr: the multipliers revised between
 steps by the BCL rule) against the outer augmented-Lagrangian loop (ddp, ilqr) and IPOPT.
 
-    .venv/bin/python benchmarks/bench_constraints.py [--quick | --family | --units]
+    .venv/bin/python benchmarks/bench_constraints.py [--quick | --family | --cone-ratio | --units]
 
 Tasks: the 6D pose reach of example-robot-data arms (problems.arm_pose) with their joint limits
 (``JointLimits``: position and velocity) as path constraints; arm-obstacle (its clearances and
@@ -20,6 +20,10 @@ violation's shrink below which the penalty is raised) at 0.05, 0.1 (the default)
 cycles), HyQ's, ANYmal's and Go1's trots and walks at μ = 0.5, 0.7, 0.9 and their jumps at 0.7,
 Talos' walk (μ = 0.7, 0.5), the pose reaches of every arm of ``problems.arm_pose`` with their
 joint limits at seeds 0, 1, 2, and arm-obstacle; section "constraints-family".
+
+``--cone-ratio``: issue 55's cone targets on the trots of Solo-12 (the task) and HyQ (one cycle),
+with their friction pyramids against without: iterations, and CPU time per iteration of whole
+solves on one thread, ``ROUNDS`` rounds interleaved; section "cone-ratio".
 
 ``--units``: the legged tasks' contact-force rows in units of the robot's weight (as shipped, the
 solvers' defaults) against the same rows in newtons, with the first penalty the tasks shipped
@@ -257,7 +261,51 @@ def family_main() -> None:
     write_section("constraints-family", body)
 
 
+ROUNDS = 5
+
+
+def cone_ratio_rows() -> list[list]:
+    """Per trot and solver: iterations without and with the pyramid, their ratio, and the
+    ratio of CPU time per iteration, the fastest of each over :data:`ROUNDS` interleaved rounds
+    and the range of the rounds' ratios."""
+    trots = {"Solo-12": lambda mu: problems.quadruped.make("trot", mu=mu), "HyQ": lambda mu: trot("HyQ", mu)}
+    rows = []
+    for robot, make in trots.items():
+        pair = (make(None), make(0.7))
+        for solver in ("ilqr", "ddp"):
+            its = [optdyn.solve(p, solver).iterations for p in pair]  # also loads the kernels
+            per = np.empty((ROUNDS, 2))
+            for i in range(ROUNDS):
+                for j, p in enumerate(pair):
+                    t = time.process_time()
+                    optdyn.solve(p, solver)
+                    per[i, j] = (time.process_time() - t) / its[j]
+            ratio = per[:, 1] / per[:, 0]
+            rows.append([robot, solver, its[0], its[1], f"{its[1] / its[0]:.2f}", f"{1e3 * per[:, 0].min():.2f}",
+                         f"{1e3 * per[:, 1].min():.2f}", f"{per[:, 1].min() / per[:, 0].min():.2f}",
+                         f"{ratio.min():.2f}–{ratio.max():.2f}"])
+            print(*rows[-1], flush=True)
+    return rows
+
+
+def cone_ratio() -> None:
+    body = "\n\n".join([
+        "## The friction pyramid's price on the trots",
+        f"Machine: {machine()}; CPU time of one thread (`optdyn.set_num_threads(1)`), whole solves from the "
+        f"default guess, {ROUNDS} rounds interleaved, without and with the pyramid (μ = 0.7, stage constraints "
+        "through the augmented Lagrangian). Issue 55's targets: iterations ≤ 2× and an iteration ≤ 1.3× those "
+        "without the pyramid.",
+        table(["trot", "solver", "iterations without", "with", "ratio", "ms / iteration without (fastest)",
+               "with (fastest)", "ratio", "ratio per round"], cone_ratio_rows()),
+        "Produced by `benchmarks/bench_constraints.py --cone-ratio`.",
+    ])
+    write_section("cone-ratio", body)
+
+
 def main() -> None:
+    if "--cone-ratio" in sys.argv[1:]:
+        optdyn.set_num_threads(1)
+        return cone_ratio()
     if "--family" in sys.argv[1:]:
         return family_main()
     if "--units" in sys.argv[1:]:
