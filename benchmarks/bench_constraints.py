@@ -89,16 +89,24 @@ QUADRUPEDS = {"HyQ": ("hyq_description/robots/hyq_no_sensors.urdf", "hyq_descrip
 """(URDF, SRDF, feet lf, rf, lh, rh) of example-robot-data's quadrupeds other than Solo-12."""
 
 
-def trot(robot: str, mu: float | None, cycles: int = 1, cone: str = "constraint", scenario: str = "trot") -> Problem:
-    """``robot``'s trot (:data:`QUADRUPEDS`, or another ``scenario`` of :func:`problems.quadruped.make`)
-    of ``cycles`` cycles from its SRDF's standing posture, with the friction pyramid of ``mu``
-    (None: none) as a ``cone`` of :func:`problems.quadruped.make`, as a user builds it from the README."""
+def gait(robot: str, scenario: str, mu: float | None, cycles: int, cone: str = "constraint") -> Problem:
+    """The ``scenario`` of :func:`problems.quadruped.make` ("trot", "walk", "jump") of ``cycles``
+    cycles, with the friction pyramid of ``mu`` (None: none) as a ``cone``: Solo-12's task for
+    ``robot`` "Solo-12", else that robot of :data:`QUADRUPEDS` from its SRDF's standing
+    posture, as a user builds it from the README."""
+    if robot == "Solo-12":
+        return problems.quadruped.make(scenario, cycles=cycles, mu=mu, cone=cone)
     urdf, srdf, feet = QUADRUPEDS[robot]
     model = load_robot(urdf, "bench-constraints")
     robots, _ = robot_files(srdf, "bench-constraints")
     standing = dyn.load_srdf(model, os.path.join(robots, srdf)).reference_configurations["standing"]
     return problems.quadruped.make(scenario, cycles=cycles, mu=mu, cone=cone, model=model, feet=feet,
                                    standing=standing)
+
+
+def trot(robot: str, mu: float | None, cycles: int = 1, cone: str = "constraint") -> Problem:
+    """``robot``'s trot (:data:`QUADRUPEDS`) of ``cycles`` cycles (:func:`gait`)."""
+    return gait(robot, "trot", mu, cycles, cone)
 
 
 def run(quick: bool) -> list[list]:
@@ -194,9 +202,7 @@ def family():
         for scenario, mus in (("trot", (0.5, 0.7, 0.9)), ("walk", (0.5, 0.7, 0.9)), ("jump", (0.7,))):
             for mu in mus:
                 cycles = 2 if robot == "Solo-12" and scenario != "jump" else 1
-                yield (f"{robot} {scenario}, μ = {mu:g}", "legged",
-                       problems.quadruped.make(scenario, cycles=cycles, mu=mu) if robot == "Solo-12"
-                       else trot(robot, mu, cycles, scenario=scenario))
+                yield f"{robot} {scenario}, μ = {mu:g}", "legged", gait(robot, scenario, mu, cycles)
     for mu in (0.7, 0.5):
         yield f"Talos walk, μ = {mu:g}", "legged", problems.get("biped", mu=mu)
     for robot in problems.arm_pose.ROBOTS:
@@ -226,15 +232,14 @@ def family_summary(runs) -> list[list]:
     those whose cost is above the first setting's by more than 1e-6 (relative)."""
     rows = []
     for kind in ("legged", "arms"):
-        sel = [r for r in runs if r[1] == kind]
-        its = np.array([[s[0] for s in r[3]] for r in sel], dtype=float)
-        cost = np.array([[s[2] for s in r[3]] for r in sel])
+        sel = np.array([out for _, k, _, out in runs if k == kind], dtype=float)  # (solves, settings, 3)
+        its, converged, cost = sel[..., 0], sel[..., 1], sel[..., 2]
         for j, decrease in enumerate(DECREASES):
             worse = np.sum(cost[:, j] > cost[:, 0] + 1e-6 * np.abs(cost[:, 0]))
             rows.append([kind, len(sel), f"{decrease:g}", int(its[:, j].sum()),
                          f"{np.exp(np.mean(np.log(its[:, j] / its[:, 0]))):.3f}", int(np.sum(its[:, j] < its[:, 0])),
                          int(np.sum(its[:, j] > its[:, 0])), int(its[:, j].max()),
-                         sum(not r[3][j][1] for r in sel), int(worse)])
+                         int(np.sum(converged[:, j] == 0)), int(worse)])
     return rows
 
 
@@ -269,10 +274,9 @@ def cone_ratio_rows() -> list[list]:
     """Per trot and solver: iterations without and with the pyramid, their ratio, and the
     ratio of CPU time per iteration, the fastest of each over :data:`ROUNDS` interleaved rounds
     and the range of the rounds' ratios."""
-    trots = {"Solo-12": lambda mu: problems.quadruped.make("trot", mu=mu), "HyQ": lambda mu: trot("HyQ", mu)}
     rows = []
-    for robot, make in trots.items():
-        pair = (make(None), make(0.7))
+    for robot, cycles in (("Solo-12", 2), ("HyQ", 1)):  # the task's trot; HyQ's as in "constraints"
+        pair = (gait(robot, "trot", None, cycles), gait(robot, "trot", 0.7, cycles))
         for solver in ("ilqr", "ddp"):
             its = [optdyn.solve(p, solver).iterations for p in pair]  # also loads the kernels
             per = np.empty((ROUNDS, 2))

@@ -30,10 +30,10 @@ def pytest_collection_modifyitems(config, items) -> None:
     """The files marked ``cost(seconds)`` first, longest first (a stable sort: each file's
     tests stay together and in order). A file's cost is its time on a cold cache where this
     order runs it: the kernels a costlier file compiles first are not counted again, and a
-    file that waited on another worker's compile of kernels they share goes later. ``--dist loadfile`` hands the files to the workers in
-    this order, so the few that take minutes on a cold cache start at once instead of one of
-    them starting last, after the other worker has run out of files (the longest-processing-
-    time-first rule for two machines)."""
+    file that waited on another worker's compile of kernels they share goes later.
+    ``--dist loadfile`` hands the files to the workers in this order, so the few that take
+    minutes on a cold cache start at once instead of one of them starting last, after the other
+    worker has run out of files (the longest-processing-time-first rule for two machines)."""
     def cost(item) -> float:
         marker = item.get_closest_marker("cost")
         return marker.args[0] if marker else 0.0

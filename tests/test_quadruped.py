@@ -145,7 +145,7 @@ def test_in_stance_some_torques_move_no_state_and_only_the_control_term_regulari
     for feet in (4, 2):
         k = next(k for k in range(prob.N) if len(prob.contacts_at(k)) == feet)
         A, B = prob.step_derivatives(prob.xs_init[k:k + 1], prob.us_init[k:k + 1], start=k)
-        U, s, Vt = np.linalg.svd(B[0])
+        _, s, Vt = np.linalg.svd(B[0])
         null = s < 1e-12 * s[0]
         nullities[feet] = int(null.sum())
         V = Vt[null].T

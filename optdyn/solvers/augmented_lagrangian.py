@@ -29,8 +29,8 @@ multiplier's complementarity); ALTRO raises ρ at every outer iteration. τ was 
 family of 124 constrained solves (DDP and iLQR on the friction pyramids of four quadrupeds'
 trots, walks and jumps at three friction coefficients, Talos' wrench cones, ten arms' joint
 limits at three targets each, arm-obstacle's clearances): against 0.25, 9 % fewer iterations on
-the legged tasks by the geometric mean and 1 % fewer on the arms, 0.05 and 0.15 giving 6–7 %
-and 0–1 % (BENCHMARKS.md, "constraints-family"). As in ALTRO the early inner solves are loose:
+the legged tasks by the geometric mean and 1 % fewer on the arms (0.05: 6 % and 0 %; 0.15:
+7 % and 1 %) (BENCHMARKS.md, "constraints-family"). As in ALTRO the early inner solves are loose:
 their tolerance starts at ``inner_tol0`` and shrinks by ``inner_tol_factor`` per outer
 iteration down to the solver's ``tol``. It stops when an inner solve at full tolerance
 converged with the largest violation ≤ ``constraint_tol``.
