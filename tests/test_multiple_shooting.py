@@ -43,7 +43,8 @@ def test_without_gaps_the_iterates_are_single_shootings(reach, kind):
 
 def test_the_models_change_along_a_step_with_gaps_matches_differences(reach):
     """With gaps, the backward pass's model change m(1) and its slope g·Δz (iLQR: the model
-    is the cost's own second-order expansion along the linear path Δz) equal the first and
+    is the cost's own second-order expansion along the linear path Δz, which
+    :func:`riccati.linear_path` writes) equal the first and
     second differences of the cost along x̄ + αΔx, ū + αΔu (for any gains: the model
     follows the gains of a regularised pass as well)."""
     prob = reach
@@ -60,12 +61,16 @@ def test_the_models_change_along_a_step_with_gaps_matches_differences(reach):
     while (result := riccati.backward_pass(lq, terminal, us, -free, free, mu, second, k, K, gaps, False))[0] >= 0:
         mu *= 10.0  # the terminal cost's Hessian is indefinite away from the optimum: regularise
     dV1, dV2 = result[1:]
-    slope = riccati.model_slope(lq, terminal.Vx, k, K, gaps)
+    path = np.empty((prob.N + 1, prob.ndx + prob.nu))
+    slope = riccati.model_slope(lq, terminal.Vx, k, K, gaps, path)
     DX, DU, dx = np.zeros_like(xs[:, :prob.ndx]), np.zeros_like(us), np.zeros(prob.ndx)
     for t in range(prob.N):
         DU[t] = k[t] + K[t] @ dx
         dx = A[t] @ dx + B[t] @ DU[t] + gaps[t]
         DX[t + 1] = dx
+    np.testing.assert_allclose(path[:, :prob.ndx], DX, rtol=1e-12, atol=1e-12)  # the linear path it follows
+    np.testing.assert_allclose(path[:-1, prob.ndx:], DU, rtol=1e-12, atol=1e-12)
+    assert not path[-1, prob.ndx:].any()
 
     def J(a):
         return prob.cost(prob.state_integrate(xs, a * DX), us + a * DU)

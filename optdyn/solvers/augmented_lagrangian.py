@@ -115,6 +115,7 @@ class ALObjective(Objective):
         self.lam, self.mu, self.rho = lam, mu, rho
         self.lam_stage = np.zeros((problem.N, problem.ng)) if lam_stage is None else lam_stage
         self.path_eq, self.stage_eq = problem.path_equalities, problem.stage_equalities
+        self._rows: dict = {}  # of the last expansion, per kind of rows (:func:`_rows`, :meth:`activate`)
 
     def running(self, xs, us, out=None, forces=None):
         """The problem's running terms with the path rows' terms (on states) in the part that
@@ -126,10 +127,12 @@ class ALObjective(Objective):
         if self.problem.nc and not forces:
             c, cx, cxx = self.problem.path_constraint_terms(xs[1:], shared=True)
             d0, d1, d2 = _phr(c, self.lam[:-1], self.rho, self.path_eq)
+            self._rows["path"] = _rows(c, cx, d2)
             _add_penalty((l[1:], lx[1:], lxx[1:]), c, cx, cxx, d1, d2, d0, self.gauss_newton)
         if self.problem.ng and forces:
             g, gz, hessian = self.problem.stage_constraint_contracted(xs, us)
             psi = _phr(g, self.lam_stage, self.rho, self.stage_eq)
+            self._rows["stage"] = _rows(g, gz, psi[2])
             Hw = 0.0 if self.gauss_newton else hessian(psi[1])  # the rows' curvature: the exact model's
             _add_stage_penalty(self.problem, (l, lx, lu, lxx, lux, luu), gz, psi, Hw)
         return l, lx, lu, lxx, lux, luu
@@ -140,6 +143,7 @@ class ALObjective(Objective):
         if self.problem.nc:
             c, cx, cxx = (t[0] for t in self.problem.path_constraint_terms(x[None], shared=True))
             d0, d1, d2 = _phr(c, self.lam[-1], self.rho, self.path_eq)
+            self._rows["terminal"] = _rows(c, cx, d2)
             _add_penalty((l, lx, lxx), c, cx, cxx, d1, d2, d0, self.gauss_newton)
         if self.problem.nh:
             h, hx, hxx = self.problem.terminal_constraint_terms(x, shared=True)
@@ -147,6 +151,55 @@ class ALObjective(Objective):
             _add_penalty((l, lx, lxx), h, hx, hxx, d1, np.full_like(h, self.rho),
                          self.mu * h + 0.5 * self.rho * h * h, self.gauss_newton)
         return float(l[0]), lx, lxx
+
+    def activate(self, path: np.ndarray, models: tuple) -> bool:
+        """Bring into ``models``' cost terms the inequality rows on the flat side of their kink
+        at the iterate (λ − ρc ≤ 0) that the step's path Δz (N + 1, ndx + nu) takes to the
+        quadratic side (c + c_z Δz < λ/ρ), with that side's ψ' = ρc − λ and Gauss–Newton ψ''
+        c_z c_zᵀ, ψ'' = ρ, and take out again those brought in before that it does not (all
+        of them if ``path`` is None); True if the set changed
+        (:meth:`~optdyn.solvers.ddp.RiccatiSolver.step_on`). The set starts empty at each
+        expansion. A brought row's own curvature ψ' c_zz is left out of DDP's exact model: a
+        row crossed near its kink has ψ' near 0."""
+        changed = False
+        for kind, lam, dz in self._kinds(path):
+            c, cz, held, brought = self._rows[kind]
+            want = np.zeros_like(held) if dz is None else \
+                ~held & (lam - self.rho * (c + np.einsum("...ia,...a->...i", cz, dz)) > 0.0)
+            sign = want.astype(float) - brought
+            if not sign.any():
+                continue
+            changed = True
+            brought[...] = want
+            _add(models, kind, sign * (self.rho * c - lam), self.rho * sign, cz, self.problem.ndx)
+        return changed
+
+    def brought_change(self, path: np.ndarray) -> tuple[float, float]:
+        """(a, b) to take from the step's ΔV(α) = α·dV1 + α²·dV2 so that it is the iterate's
+        own piecewise model along the step's path Δz: the rows :meth:`activate` brought in
+        enter the step's ΔV with the quadratic side's ψ'Δc + ½ρΔc² (Δc = c_z Δz), where the
+        model of the merit has them flat at α = 0 and max(0, λ − ρ(c + Δc))²/(2ρ) at α = 1, as
+        every row on the flat side: the slope is then the iterate's and the full step's
+        change that of the piecewise model (for Armijo's test and the stopping test)."""
+        a = b = 0.0
+        for kind, lam, dz in self._kinds(path):
+            c, cz, held, brought = self._rows[kind]
+            dc = np.einsum("...ia,...a->...i", cz, dz)
+            beyond = np.where(held, 0.0, np.maximum(0.0, lam - self.rho * (c + dc)))
+            a += float(np.sum(np.where(brought, (self.rho * c - lam) * dc, 0.0)))
+            b += 0.5 * float(np.sum(np.where(brought, self.rho * dc * dc, 0.0)) - np.sum(beyond * beyond) / self.rho)
+        return a, b
+
+    def _kinds(self, path: np.ndarray | None):
+        """(kind, λ, the part of ``path`` the rows see, None without) of each kind of inequality
+        rows of the last expansion: path rows on x at knots 1..N−1, stage rows on z = (δx, u)
+        at knots 0..N−1, path rows on x_N in the terminal value."""
+        n, N = self.problem.ndx, self.problem.N
+        for kind, lam, rows in (("path", self.lam[:-1], (slice(1, N), slice(0, n))),
+                                ("stage", self.lam_stage, (slice(0, N),)),
+                                ("terminal", self.lam[-1], (N, slice(0, n)))):
+            if kind in self._rows:
+                yield kind, lam, None if path is None else path[rows]
 
     def value(self, xs, us) -> float:
         total = self.problem.cost(xs, us)
@@ -171,6 +224,55 @@ class ALObjective(Objective):
             self.lam_stage = -_phr(g, self.lam_stage, self.rho, self.stage_eq)[1]
         if self.problem.nh:
             self.mu = self.mu + self.rho * self.problem.terminal_constraint_values(xs[-1])
+
+
+@njit(cache=True)
+def add_gauss_newton(w, cz, n, lxx, lux, luu):
+    """lxx, lux, luu[k] += their blocks of Σ_i w_ki c_z,ki c_z,kiᵀ in z = (δx (n), u) (w (K, m),
+    cz (K, m, nz); nz = n: lxx alone), rows with w = 0 skipped."""
+    for k in range(w.shape[0]):
+        for i in range(w.shape[1]):
+            a = w[k, i]
+            if a == 0.0:
+                continue
+            c = cz[k, i]
+            for p in range(c.size):
+                s = a * c[p]
+                for q in range(c.size):
+                    if p < n and q < n:
+                        lxx[k, p, q] += s * c[q]
+                    elif p >= n and q < n:
+                        lux[k, p - n, q] += s * c[q]
+                    elif p >= n:
+                        luu[k, p - n, q - n] += s * c[q]
+
+
+def _rows(c: np.ndarray, cz: np.ndarray, d2: np.ndarray) -> tuple:
+    """(c, c_z, on the quadratic side at the iterate (ψ'' > 0), brought there by the step
+    (:meth:`ALObjective.activate`; none yet)) of the rows of one kind at an expansion."""
+    return c, cz, d2 > 0.0, np.zeros(c.shape, dtype=bool)
+
+
+def _add(models: tuple, kind: str, d1: np.ndarray, d2: np.ndarray, cz: np.ndarray, n: int) -> None:
+    """Add the rows' ψ' c_z (weights ``d1``) and Gauss–Newton ψ'' c_z c_zᵀ (``d2``) of ``kind``
+    ("path": on x at knots 1..N−1, "stage": on z = (δx, u) at knots 0..N−1, "terminal": on
+    x_N) to ``models``' cost terms: the gradients, which the models share, once; the Hessians
+    once per distinct set (iLQR's model in DDP may have Gauss–Newton ones of its own)."""
+    gradient, first = np.einsum("...i,...ia->...a", d1, cz), models[0]
+    if kind == "terminal":
+        first.terminal.Vx[:] += gradient
+    elif kind == "path":
+        first.lq.lx[1:] += gradient
+    else:
+        first.lq.lx[:] += gradient[:, :n]
+        first.lq.lu[:] += gradient[:, n:]
+    for model in {id(m.lq.lxx): m for m in models}.values():
+        if kind == "terminal":
+            Vxx = model.terminal.Vxx[None]
+            add_gauss_newton(d2[None], cz[None], n, Vxx, Vxx, Vxx)
+        else:
+            k0 = 1 if kind == "path" else 0
+            add_gauss_newton(d2, cz, n, model.lq.lxx[k0:], model.lq.lux[k0:], model.lq.luu[k0:])
 
 
 def _cost_and_violation(problem: Problem, xs: np.ndarray, us: np.ndarray) -> tuple[float, float]:

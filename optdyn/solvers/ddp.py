@@ -68,15 +68,26 @@ from ..ocp.problem import Problem
 from ..ocp.shooting import state_error, state_retract, transition, transition_work
 from ..ocp.state import check_state
 from .result import Result
-from .riccati import SECOND_ORDER, Expansion, SecondOrder, Value, backward_pass, model_slope, projected_gradient
+from .riccati import (SECOND_ORDER, Expansion, SecondOrder, Value, backward_pass, linear_path, model_slope,
+                      projected_gradient)
 from .runtime import Run, check_count, check_max_time, check_number, is_interrupt, stop_message
 from .workspace import Workspace
 
-Step = namedtuple("Step", ["k", "K", "dV1", "dV2", "gaps", "mu", "first_order"])
+Step = namedtuple("Step", ["k", "K", "dV1", "dV2", "gaps", "mu", "first_order", "decrease"])
 """A direction: feed-forward k (N, nu), feedback K (N, nu, ndx), the model's change
 ΔV(α) = α·dV1 + α²·dV2 along it, the multiple-shooting gaps (N, ndx) it closes ((0, ndx)
-for a rollout), the regularisation μ of its backward pass and whether it came from iLQR's
-model where the solver prefers another (DDP)."""
+for a rollout), the regularisation μ of its backward pass, whether it came from iLQR's
+model where the solver prefers another (DDP), and the stopping test's measure: the
+decrease −ΔV(1) of the first direction at the iterate, on the expansion there
+(:meth:`RiccatiSolver.step_on`)."""
+
+KINKS_SHARE = 0.5
+"""A step whose crossings of the augmented Lagrangian's kinks cost at most this share of the
+decrease its model predicts is taken as it is (:meth:`RiccatiSolver.step_on`). Measured on the
+family of constrained tasks (BENCHMARKS "constraints-family"): 0 — a correction whenever a
+row is crossed — takes the fewest iterations but costs DDP an exact backward pass more at
+most iterations near the optimum, where the rows at their kinks are crossed by a hair; 0.5
+and 1 keep most of the iterations saved at half the passes."""
 
 Model = namedtuple("Model", ["lq", "terminal", "second"])
 """A quadratic model of the problem along the iterate: the :data:`~optdyn.solvers.riccati.Expansion`,
@@ -159,6 +170,18 @@ class Objective:
     def satisfied(self, xs: np.ndarray, us: np.ndarray) -> bool:
         """Whether a stationary iterate (xs, us) solves the problem: always for the cost alone."""
         return True
+
+    def activate(self, path: np.ndarray, models: tuple) -> bool:
+        """Bring into ``models`` (their cost terms, in place) the pieces of a piecewise-quadratic
+        objective that the step's path Δz (N + 1, ndx + nu; :func:`~optdyn.solvers.riccati.linear_path`)
+        reaches but their expansion at the iterate does not hold; True if any was brought
+        (:meth:`RiccatiSolver.step_on`). The problem's own cost is smooth: never."""
+        return False
+
+    def brought_change(self, path: np.ndarray) -> tuple[float, float]:
+        """(a, b): the change α·a + α²·b along the step's path Δz of the pieces :meth:`activate`
+        brought in since the last expansion; none here."""
+        return 0.0, 0.0
 
 
 @dataclass
@@ -289,7 +312,10 @@ class RiccatiSolver:
       is taken, with the gains K of the backward pass that made it, instead of expanding the
       problem again at the new iterate for its gains and convergence test (the real-time
       iterations of :class:`optdyn.MPC`, Diehl et al. 2005: one expansion per step); the
-      history then ends with the iterate before that step.
+      history then ends with the iterate before that step;
+    - ``active_set_rounds`` (3): with a piecewise-quadratic objective (the augmented
+      Lagrangian's inequality rows), at most this many backward passes again on the model
+      with the pieces its step reaches (:meth:`step_on`); 0 takes the first step as it is.
     """
 
     name: ClassVar[str] = ""
@@ -312,6 +338,7 @@ class RiccatiSolver:
     callback: object = None
     max_time: float | None = None
     final_expansion: bool = True
+    active_set_rounds: int = 3
 
     def __post_init__(self) -> None:
         self.validate()
@@ -329,6 +356,7 @@ class RiccatiSolver:
     def validate(self) -> None:
         """ValueError naming the first option with a value it cannot take."""
         check_count("max_iter", self.max_iter)
+        check_count("active_set_rounds", self.active_set_rounds)
         for name in ("tol", "gtol", "mu_max", "delta0", "c1"):
             check_number(name, getattr(self, name))
         for name in ("mu_init", "mu_min"):
@@ -416,15 +444,15 @@ class RiccatiSolver:
                 models = self.expand(problem, objective, it, ws)
             if it.J is None:  # the first iterate's objective, after its expansion: whatever the costs computed
                 it.J = objective.value(it.xs, it.us)  # for it serves the value (the contact forces at its knots)
-            step, failed = self.direction(models, it, ws)
+            step, failed = self.step_on(objective, models, it, ws)
             if failed < 0 and objective.revise(it.xs, it.us, lambda w: self.converged(it, step, w)):
                 it.J = objective.value(it.xs, it.us)  # new multipliers or penalty: a new merit at the same iterate
                 if it.rejected:  # μ grew on the old merit's failed searches; the new one's model starts afresh
                     it.mu, it.delta = self.mu_init, 1.0
                 models = self.expand(problem, objective, it, ws)
-                step, failed = self.direction(models, it, ws)
+                step, failed = self.step_on(objective, models, it, ws)
             log.record(cost=it.J if objective.exact else problem.cost(it.xs, it.us), merit=it.J,
-                       expected_decrease=-(step.dV1 + step.dV2), step=it.alpha, regularization=step.mu,
+                       expected_decrease=step.decrease, step=it.alpha, regularization=step.mu,
                        violation=problem.violation(it.xs, it.us), gradient=it.gradient)
             if failed >= 0:
                 return outcome(False, "regularization_failed",
@@ -432,7 +460,7 @@ class RiccatiSolver:
             if log.stopped:
                 return outcome(False, "user_stop", "the callback returned False")
             if self.converged(it, step, tol) and objective.satisfied(it.xs, it.us):
-                return outcome(True, "converged", f"expected decrease {-(step.dV1 + step.dV2):.2e} or gradient "
+                return outcome(True, "converged", f"expected decrease {step.decrease:.2e} or gradient "
                                                   f"{it.gradient:.2e} below tolerance")
             reason = log.stop_reason()
             if reason:
@@ -524,6 +552,58 @@ class RiccatiSolver:
         it.gradient = projected_gradient(lq, terminal.Vx, it.us, problem.u_lower, problem.u_upper)
         return Model(lq, terminal, second)
 
+    def step_on(self, objective: Objective, models: tuple[Model, ...], it: Iterate, ws: Workspace
+                ) -> tuple[Step, int]:
+        """The :meth:`direction` on ``models``; then, if it crosses kinks of a piecewise-quadratic
+        ``objective`` (the augmented Lagrangian's inequality rows: quadratic on one side of
+        their kink, flat on the other) whose penalty costs more than :data:`KINKS_SHARE` of
+        its predicted decrease, again on them with each row's side chosen where the step
+        lands (:meth:`Objective.activate`), at most ``active_set_rounds`` times. That is the
+        semismooth Newton step on the piecewise-quadratic model: the primal-dual active-set
+        strategy of M. Hintermüller, K. Ito, K. Kunisch, "The primal-dual active set strategy
+        as a semismooth Newton method", SIAM J. Optim. 13(3), 2002. The expansion at the
+        iterate holds only the side each row is on, so a step that crosses rows it held flat
+        overshoots by the penalty it did not see: after the penalty grows, the line search
+        cut such steps to α = 1/128 or less on the friction-pyramid trots.
+
+        The rows are found on iLQR's model (DDP's exact pass costs several of its); DDP, if
+        its first step was its exact model's, then takes that model's step on them. Each
+        step's ΔV is that of the iterate's own piecewise model along it
+        (:meth:`Objective.brought_change`), for the line search; the stopping test keeps the
+        first step's decrease. Of the first step and the last, the one with the lower ΔV is
+        taken: a row's quadratic side, taken where the row starts on the flat one, pulls it
+        to its kink, and far from the kink that can cost more than the crossing saves."""
+        step, failed = self.direction(models, it, ws)
+        if failed >= 0 or not self.active_set_rounds:
+            return step, failed
+        path = self._path(models, step, ws)
+        kinks = -objective.brought_change(path)[1]  # the penalty of the rows the step crosses
+        plain = step._replace(dV2=step.dV2 + kinks)  # its change in the piecewise model
+        if kinks <= KINKS_SHARE * step.decrease or not objective.activate(path, models):
+            return plain, failed
+        np.copyto(ws.k_plain, step.k)
+        np.copyto(ws.K_plain, step.K)
+        for r in range(self.active_set_rounds):
+            step, failed = RiccatiSolver.direction(self, models, it, ws)
+            if failed >= 0 or r == self.active_set_rounds - 1 \
+                    or not objective.activate(self._path(models, step, ws), models):
+                break
+        if failed < 0 and len(models) > 1 and not plain.first_order:  # DDP's exact model, on the rows found
+            step, failed = self.direction(models, it, ws)
+        if failed < 0:
+            a, b = objective.brought_change(self._path(models, step, ws))
+            step = step._replace(dV1=step.dV1 - a, dV2=step.dV2 - b, decrease=plain.decrease)
+            if step.dV1 + step.dV2 < plain.dV1 + plain.dV2:
+                return step, failed
+        objective.activate(None, models)  # the plain step models more decrease: back to it
+        np.copyto(step.k, ws.k_plain)
+        np.copyto(step.K, ws.K_plain)
+        return plain, -1
+
+    @staticmethod
+    def _path(models: tuple[Model, ...], step: Step, ws: Workspace) -> np.ndarray:
+        return linear_path(models[-1].lq, step.k, step.K, step.gaps, ws.path)
+
     def direction(self, models: tuple[Model, ...], it: Iterate, ws: Workspace) -> tuple[Step, int]:
         """The backward pass on the last of ``models`` (iLQR's), μ raised by Tassa's increase
         (Tassa 2012 Sec. II-F) until its Q̃_uu is positive definite or μ passes ``mu_max``.
@@ -545,15 +625,15 @@ class RiccatiSolver:
         failed, dV1, dV2 = backward_pass(model.lq, model.terminal, it.us, *bounds, mu, model.second, k, K, it.gaps,
                                          self.controls_regularized)
         if it.gaps.shape[0] and failed < 0:
-            slope = model_slope(model.lq, model.terminal.Vx, k, K, it.gaps)
+            slope = model_slope(model.lq, model.terminal.Vx, k, K, it.gaps, ws.path)
             dV1, dV2 = slope, dV1 + dV2 - slope
-        return Step(k, K, dV1, dV2, it.gaps, mu, first_order), failed
+        return Step(k, K, dV1, dV2, it.gaps, mu, first_order, -(dV1 + dV2)), failed
 
     def converged(self, it: Iterate, step: Step, tol: float) -> bool:
         """The stopping test, once the gaps are closed: the model's decrease for a full step
         (while the box is in the backward pass) or the projected gradient below tolerance."""
         scale = 1.0 + abs(it.J)
-        return not it.gaps.shape[0] and ((it.boxed and -(step.dV1 + step.dV2) <= tol * scale)
+        return not it.gaps.shape[0] and ((it.boxed and step.decrease <= tol * scale)
                                          or it.gradient <= self.gtol * scale)
 
     def search(self, problem: Problem, objective: Objective, it: Iterate, step: Step, log: Log, ws: Workspace,

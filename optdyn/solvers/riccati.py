@@ -367,32 +367,44 @@ def _close_knot(lq, t, us, bounds, mu, second_order, gains_out, on_controls, sta
 
 
 @njit(cache=True)
-def model_slope(lq, Vx_N, k, K, gaps):
-    """d/dα at α = 0 of the cost's first-order model along the step of a multiple-shooting
-    backward pass: g·Δz for the linear path Δx_0 = 0, Δu_t = k_t + K_t Δx_t,
-    Δx_{t+1} = A_t Δx_t + B_t Δu_t + f̄_{t+1} (the forward pass follows αΔz to first order,
-    so the model's change is α·g·Δz + α²·(the rest))."""
+def linear_path(lq, k, K, gaps, out):
+    """The step's path in the model, Δz_t = (Δx_t, Δu_t) into ``out`` (N + 1, ndx + nu): Δx_0 = 0,
+    Δu_t = k_t + K_t Δx_t, Δx_{t+1} = A_t Δx_t + B_t Δu_t + f̄_{t+1} (the gaps, (0, ndx) if
+    closed); the last row (Δx_N, 0). The forward pass follows αΔz to first order."""
     N, ndx, nu = lq.B.shape
-    dx, nxt, du = np.zeros(ndx), np.empty(ndx), np.empty(nu)
-    g = 0.0
+    out[:] = 0.0
     for t in range(N):
+        dx, du, nxt = out[t, :ndx], out[t, ndx:], out[t + 1, :ndx]
         for i in range(nu):
             s = k[t, i]
             for j in range(ndx):
                 s += K[t, i, j] * dx[j]
             du[i] = s
-            g += lq.lu[t, i] * s
         for i in range(ndx):
-            g += lq.lx[t, i] * dx[i]
-            s = gaps[t, i]
+            s = gaps[t, i] if gaps.shape[0] else 0.0
             for j in range(ndx):
                 s += lq.A[t, i, j] * dx[j]
             for j in range(nu):
                 s += lq.B[t, i, j] * du[j]
             nxt[i] = s
-        dx[:] = nxt
+    return out
+
+
+@njit(cache=True)
+def model_slope(lq, Vx_N, k, K, gaps, path):
+    """d/dα at α = 0 of the cost's first-order model along the step of a multiple-shooting
+    backward pass: g·Δz on its :func:`linear_path` (written into ``path``), so that the
+    model's change is α·g·Δz + α²·(the rest)."""
+    linear_path(lq, k, K, gaps, path)
+    N, ndx = lq.A.shape[0], lq.A.shape[1]
+    g = 0.0
+    for t in range(N):
+        for i in range(ndx):
+            g += lq.lx[t, i] * path[t, i]
+        for i in range(lq.lu.shape[1]):
+            g += lq.lu[t, i] * path[t, ndx + i]
     for i in range(ndx):
-        g += Vx_N[i] * dx[i]
+        g += Vx_N[i] * path[N, i]
     return g
 
 

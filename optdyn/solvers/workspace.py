@@ -19,7 +19,8 @@ trial arrays (xs, us), on ``ahead`` (:class:`dynamics.parallel.Ahead`), joined b
 class Workspace:
     """The arrays of DDP/iLQR iterations on a problem of N intervals, written in place by
     every solve given this workspace instead of allocated afresh: the feed-forward k (N, nu)
-    and feedback K (N, nu, ndx) of the backward pass, the iterate and
+    and feedback K (N, nu, ndx) of the backward pass and its step's path in the model
+    (``path``), the iterate and
     the forward pass's trial trajectories (``xs``, ``us``: three of each, for the iterate, the
     trial and the rollout begun ahead of it, which change roles as steps are tried and
     accepted; ``ahead``: the last rollout begun ahead, :meth:`settle`), the contracted second-order terms' stage records (``stages``: megabytes for
@@ -38,6 +39,8 @@ class Workspace:
             raise ValueError(f"problem: expected an optdyn.Problem, got {type(problem).__name__}")
         N, nx, nu, ndx = self.size = (problem.N, problem.nx, problem.nu, problem.ndx)
         self.k, self.K = np.zeros((N, nu)), np.zeros((N, nu, ndx))
+        self.path = np.empty((N + 1, ndx + nu))  # a step's path in the model (riccati.linear_path)
+        self.k_plain, self.K_plain = np.empty((N, nu)), np.empty((N, nu, ndx))  # RiccatiSolver.step_on's first step
         self.xs = tuple(np.empty((N + 1, nx)) for _ in range(3))
         self.us = tuple(np.empty((N, nu)) for _ in range(3))
         self.ahead = None
