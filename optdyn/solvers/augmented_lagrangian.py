@@ -226,27 +226,6 @@ class ALObjective(Objective):
             self.mu = self.mu + self.rho * self.problem.terminal_constraint_values(xs[-1])
 
 
-@njit(cache=True)
-def add_gauss_newton(w, cz, n, lxx, lux, luu):
-    """lxx, lux, luu[k] += their blocks of Σ_i w_ki c_z,ki c_z,kiᵀ in z = (δx (n), u) (w (K, m),
-    cz (K, m, nz); nz = n: lxx alone), rows with w = 0 skipped."""
-    for k in range(w.shape[0]):
-        for i in range(w.shape[1]):
-            a = w[k, i]
-            if a == 0.0:
-                continue
-            c = cz[k, i]
-            for p in range(c.size):
-                s = a * c[p]
-                for q in range(c.size):
-                    if p < n and q < n:
-                        lxx[k, p, q] += s * c[q]
-                    elif p >= n and q < n:
-                        lux[k, p - n, q] += s * c[q]
-                    elif p >= n:
-                        luu[k, p - n, q - n] += s * c[q]
-
-
 def _rows(c: np.ndarray, cz: np.ndarray, d2: np.ndarray) -> tuple:
     """(c, c_z, on the quadratic side at the iterate (ψ'' > 0), brought there by the step
     (:meth:`ALObjective.activate`; none yet)) of the rows of one kind at an expansion."""
@@ -256,23 +235,28 @@ def _rows(c: np.ndarray, cz: np.ndarray, d2: np.ndarray) -> tuple:
 def _add(models: tuple, kind: str, d1: np.ndarray, d2: np.ndarray, cz: np.ndarray, n: int) -> None:
     """Add the rows' ψ' c_z (weights ``d1``) and Gauss–Newton ψ'' c_z c_zᵀ (``d2``) of ``kind``
     ("path": on x at knots 1..N−1, "stage": on z = (δx, u) at knots 0..N−1, "terminal": on
-    x_N) to ``models``' cost terms: the gradients, which the models share, once; the Hessians
-    once per distinct set (iLQR's model in DDP may have Gauss–Newton ones of its own)."""
+    x_N) to ``models``' cost terms: the gradients, which the models share, once; the Hessians,
+    at the knots with a row to add, once per distinct set (iLQR's model in DDP may have
+    Gauss–Newton ones of its own)."""
     gradient, first = np.einsum("...i,...ia->...a", d1, cz), models[0]
     if kind == "terminal":
         first.terminal.Vx[:] += gradient
-    elif kind == "path":
-        first.lq.lx[1:] += gradient
-    else:
-        first.lq.lx[:] += gradient[:, :n]
+        hessian = (d2[:, None] * cz).T @ cz
+        for model in {id(m.terminal.Vxx): m for m in models}.values():
+            model.terminal.Vxx[:] += hessian
+        return
+    k0 = 1 if kind == "path" else 0
+    first.lq.lx[k0:] += gradient[:, :n]
+    if kind == "stage":
         first.lq.lu[:] += gradient[:, n:]
+    knots = np.flatnonzero(np.any(d2, axis=1))
+    hessian = np.swapaxes(d2[knots, :, None] * cz[knots], 1, 2) @ cz[knots]
     for model in {id(m.lq.lxx): m for m in models}.values():
-        if kind == "terminal":
-            Vxx = model.terminal.Vxx[None]
-            add_gauss_newton(d2[None], cz[None], n, Vxx, Vxx, Vxx)
-        else:
-            k0 = 1 if kind == "path" else 0
-            add_gauss_newton(d2, cz, n, model.lq.lxx[k0:], model.lq.lux[k0:], model.lq.luu[k0:])
+        lq, at = model.lq, knots + k0
+        lq.lxx[at] += hessian[:, :n, :n]
+        if kind == "stage":
+            lq.lux[at] += hessian[:, n:, :n]
+            lq.luu[at] += hessian[:, n:, n:]
 
 
 def _cost_and_violation(problem: Problem, xs: np.ndarray, us: np.ndarray) -> tuple[float, float]:
