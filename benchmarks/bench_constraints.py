@@ -1,7 +1,7 @@
 """Constraints inside the DDP/iLQR iteration (al-ddp, al-ilqr: the multipliers revised between
 steps by the BCL rule) against the outer augmented-Lagrangian loop (ddp, ilqr) and IPOPT.
 
-    .venv/bin/python benchmarks/bench_constraints.py [--quick | --family | --cone-ratio | --units]
+    .venv/bin/python benchmarks/bench_constraints.py [--quick | --family | --active-set | --cone-ratio | --units]
 
 Tasks: the 6D pose reach of example-robot-data arms (problems.arm_pose) with their joint limits
 (``JointLimits``: position and velocity) as path constraints; arm-obstacle (its clearances and
@@ -19,7 +19,11 @@ violation's shrink below which the penalty is raised) at 0.05, 0.1 (the default)
 (the default before), on a family of constrained tasks: the friction pyramids of Solo-12's (two
 cycles), HyQ's, ANYmal's and Go1's trots and walks at μ = 0.5, 0.7, 0.9 and their jumps at 0.7,
 Talos' walk (μ = 0.7, 0.5), the pose reaches of every arm of ``problems.arm_pose`` with their
-joint limits at seeds 0, 1, 2, and arm-obstacle; section "constraints-family".
+joint limits at seeds 0, 1, 2, and arm-obstacle; section "constraints-family". With the CPU time of
+each solve on one thread.
+
+``--active-set``: the same family, without the steps on the rows the first step crosses
+(``active_set_rounds=0``) and with them (the default); section "constraints-active-set".
 
 ``--cone-ratio``: the price of the friction pyramid on the trots of Solo-12 (the task) and HyQ
 (one cycle), with against without: iterations, and CPU time per iteration of whole solves on one
@@ -192,8 +196,16 @@ def units() -> None:
     write_section("constraint units", body)
 
 
-DECREASES = (0.25, 0.05, 0.1, 0.15)
-"""The family's settings of ``decrease``: the former default first, the ratios' reference."""
+PENALTY_TESTS = [(f"τ = {d:g}", {"decrease": d}) for d in (0.25, 0.05, 0.1, 0.15)]
+"""The settings of ``--family``: the penalty test's ``decrease``, the former default first (the
+ratios' reference)."""
+ACTIVE_SET = [("first steps alone", {"active_set_rounds": 0}), ("default: the rows they cross", {})]
+"""The settings of ``--active-set``: without the steps on the rows the first step crosses, then
+with them (the default, :meth:`optdyn.solvers.ddp.RiccatiSolver.step_on`)."""
+FAMILY = ("the friction pyramids of Solo-12's trot and walk (two cycles), HyQ's, ANYmal's and Go1's (one cycle, "
+          "built from their URDF and SRDF as the README shows) at μ = 0.5, 0.7, 0.9 and their jumps at 0.7, Talos' "
+          "walk (wrench cones, μ = 0.7 and 0.5); the pose reach of every arm of `problems.arm_pose` with its joint "
+          "limits (position and velocity) at the targets of seeds 0, 1, 2, and arm-obstacle's two scenarios")
 
 
 def family():
@@ -212,58 +224,75 @@ def family():
         yield f"arm-obstacle {scenario}", "arms", problems.get("arm-obstacle", scenario=scenario)
 
 
-def family_runs() -> list[tuple[str, str, str, list]]:
-    """(label, kind, solver, [(iterations, converged, cost) per setting of :data:`DECREASES`])."""
+def family_runs(settings: list) -> list[tuple[str, str, str, list]]:
+    """(label, kind, solver, [(iterations, converged, cost, CPU s) per setting of ``settings``])."""
     runs = []
     for label, kind, p in family():
         for solver in ("ddp", "ilqr"):
             out = []
-            for decrease in DECREASES:
-                r = optdyn.solve(p, solver, decrease=decrease)
-                out.append((r.iterations, r.converged, r.cost))
+            for _, options in settings:
+                t = time.process_time()
+                r = optdyn.solve(p, solver, **options)
+                out.append((r.iterations, r.converged, r.cost, time.process_time() - t))
             runs.append((label, kind, solver, out))
             print(label, solver, out, flush=True)
     return runs
 
 
-def family_summary(runs) -> list[list]:
+def family_summary(runs, settings: list) -> list[list]:
     """Per kind of task and setting: iterations in all, the geometric mean of the ratio to the
-    first setting's, the solves with fewer / more iterations, the most, those not converged and
-    those whose cost is above the first setting's by more than 1e-6 (relative)."""
+    first setting's, the solves with fewer / more iterations, the most, those not converged,
+    those whose cost is above the first setting's by more than 1e-6 (relative), and the CPU
+    time in all and its geometric-mean ratio to the first setting's."""
     rows = []
     for kind in ("legged", "arms"):
-        sel = np.array([out for _, k, _, out in runs if k == kind], dtype=float)  # (solves, settings, 3)
-        its, converged, cost = sel[..., 0], sel[..., 1], sel[..., 2]
-        for j, decrease in enumerate(DECREASES):
+        sel = np.array([out for _, k, _, out in runs if k == kind], dtype=float)  # (solves, settings, 4)
+        its, converged, cost, cpu = sel[..., 0], sel[..., 1], sel[..., 2], sel[..., 3]
+        for j, (label, _) in enumerate(settings):
             worse = np.sum(cost[:, j] > cost[:, 0] + 1e-6 * np.abs(cost[:, 0]))
-            rows.append([kind, len(sel), f"{decrease:g}", int(its[:, j].sum()),
+            rows.append([kind, len(sel), label, int(its[:, j].sum()),
                          f"{np.exp(np.mean(np.log(its[:, j] / its[:, 0]))):.3f}", int(np.sum(its[:, j] < its[:, 0])),
                          int(np.sum(its[:, j] > its[:, 0])), int(its[:, j].max()),
-                         int(np.sum(converged[:, j] == 0)), int(worse)])
+                         int(np.sum(converged[:, j] == 0)), int(worse), f"{cpu[:, j].sum():.1f}",
+                         f"{np.exp(np.mean(np.log(cpu[:, j] / cpu[:, 0]))):.3f}"])
     return rows
 
 
-def family_main() -> None:
-    runs = family_runs()
-    differing = [[label, solver, *(f"{n}" + ("" if ok else " (not converged)") for n, ok, _ in out)]
-                 for label, _, solver, out in runs if len({n for n, _, _ in out}) > 1]
+def family_section(name: str, title: str, intro: str, settings: list) -> None:
+    """Run the family under ``settings`` ([(label, options)]) and write section ``name``."""
+    runs = family_runs(settings)
+    differing = [[label, solver, *(f"{n}" + ("" if ok else " (not converged)") for n, ok, _, _ in out)]
+                 for label, _, solver, out in runs if len({n for n, _, _, _ in out}) > 1]
+    labels = [label for label, _ in settings]
     body = "\n\n".join([
-        "## The augmented Lagrangian's penalty test on a family of tasks",
-        f"Machine: {machine()}. `benchmarks/bench_constraints.py --family`: DDP and iLQR through the outer "
-        "augmented-Lagrangian loop, each task from its default guess with the default options but the penalty "
-        "test's `decrease` (τ): ρ ← 10ρ after an outer iteration whose largest violation did not shrink to τ "
-        "times the previous one's. 0.25 was the default; iterations are deterministic. Tasks: the friction "
-        "pyramids of Solo-12's trot and walk (two cycles), HyQ's, ANYmal's and Go1's (one cycle, built from "
-        "their URDF and SRDF as the README shows) at μ = 0.5, 0.7, 0.9 and their jumps at 0.7, Talos' walk "
-        "(wrench cones, μ = 0.7 and 0.5); the pose reach of every arm of `problems.arm_pose` with its joint "
-        "limits (position and velocity) at the targets of seeds 0, 1, 2, and arm-obstacle's two scenarios.",
-        table(["tasks", "solves", "τ", "iterations in all", "÷ τ = 0.25 (geometric mean)", "fewer", "more", "most",
-               "not converged", "higher cost"], family_summary(runs)),
-        "The solves whose iterations differ between the settings (τ = " + ", ".join(f"{d:g}" for d in DECREASES)
-        + "):",
-        table(["task", "solver", *(f"τ = {d:g}" for d in DECREASES)], differing),
+        f"## {title}",
+        f"Machine: {machine()}; one thread (CPU times: `time.process_time` of each whole solve). {intro} "
+        f"Iterations are deterministic. Tasks: {FAMILY}.",
+        table(["tasks", "solves", "setting", "iterations in all", f"÷ {labels[0]} (geometric mean)", "fewer",
+               "more", "most", "not converged", "higher cost", "CPU s in all", "CPU ÷ (geometric mean)"],
+              family_summary(runs, settings)),
+        "The solves whose iterations differ between the settings (" + ", ".join(labels) + "):",
+        table(["task", "solver", *labels], differing),
     ])
-    write_section("constraints-family", body)
+    write_section(name, body)
+
+
+def family_main() -> None:
+    family_section("constraints-family", "The augmented Lagrangian's penalty test on a family of tasks",
+                   "`benchmarks/bench_constraints.py --family`: DDP and iLQR through the outer augmented-Lagrangian "
+                   "loop, each task from its default guess with the default options but the penalty test's "
+                   "`decrease` (τ): ρ ← 10ρ after an outer iteration whose largest violation did not shrink to τ "
+                   "times the previous one's. 0.25 was the default.", PENALTY_TESTS)
+
+
+def active_set_main() -> None:
+    family_section("constraints-active-set", "Steps on the rows they cross, on a family of tasks",
+                   "`benchmarks/bench_constraints.py --active-set`: DDP and iLQR through the outer "
+                   "augmented-Lagrangian loop, each task from its default guess with the default options, but for "
+                   "the first: `active_set_rounds=0`, every step as the first backward pass at the iterate gives "
+                   "it. By default a step that crosses inequality rows held flat at the iterate, at a penalty "
+                   "above half its predicted decrease, is solved again with them on the side it lands "
+                   "(`RiccatiSolver.step_on`).", ACTIVE_SET)
 
 
 ROUNDS = 5
@@ -312,7 +341,11 @@ def main() -> None:
         optdyn.set_num_threads(1)
         return cone_ratio()
     if "--family" in sys.argv[1:]:
+        optdyn.set_num_threads(1)
         return family_main()
+    if "--active-set" in sys.argv[1:]:
+        optdyn.set_num_threads(1)
+        return active_set_main()
     if "--units" in sys.argv[1:]:
         optdyn.set_num_threads(1)
         return units()

@@ -193,8 +193,9 @@ def main() -> None:
     threads = os.environ.get("NUMBA_NUM_THREADS", "all")
     body = (f"## Convergence with the defaults\n\n{machine()}, NUMBA_NUM_THREADS={threads}. "
             "`benchmarks/bench_convergence.py` (tasks, guesses and targets in its docstring). Iterations of DDP/iLQR "
-            "are backward passes; inside the augmented Lagrangian (arm-obstacle, the legged tasks) they are summed "
-            "over its outer iterations.\n\n" + arm_section() + "\n\n" + task_section())
+            "are their steps (directions searched: one backward pass each, more where the regularisation grows or a "
+            "step crosses the augmented Lagrangian's kinks); inside the augmented Lagrangian (arm-obstacle, the "
+            "legged tasks) they are summed over its outer iterations.\n\n" + arm_section() + "\n\n" + task_section())
     write_section("convergence", body)
 
 
