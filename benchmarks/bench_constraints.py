@@ -295,7 +295,7 @@ def active_set_main() -> None:
                    "(`RiccatiSolver.step_on`).", ACTIVE_SET)
 
 
-ROUNDS = 5
+ROUNDS = 9
 """Interleaved rounds of ``--cone-ratio``."""
 
 
