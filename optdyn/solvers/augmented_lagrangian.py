@@ -19,7 +19,9 @@ The stage rows g depend on (x_k, u_k): their terms enter ℓ_x, ℓ_u and the th
 with the Gauss–Newton part ψ'' g_z g_zᵀ and the second-order part ψ' g_zz. iLQR's model (its
 objective's ``gauss_newton``) takes the Gauss–Newton part alone, of every row as of every
 residual cost: its curvature ψ' c_zz, which the exact model (DDP's) keeps, is left out (the stage
-rows' is not computed).
+rows' is not computed). ψ is quadratic on one side of an inequality row's kink (c < λ/ρ) and flat
+on the other; the inner iteration's steps take the rows they cross on the side they land
+(:meth:`ALObjective.activate`, :meth:`~optdyn.solvers.ddp.RiccatiSolver.step_on`).
 It then updates the multipliers λ ← max(0, λ − ρc) (λ ← λ − ρc on equality rows), μ ← μ + ρh
 (ALTRO eq. 8–9) and, when the largest violation did not shrink to ``decrease`` (0.1) times the
 previous outer iteration's, the penalty ρ ← φρ — the test of E. G. Birgin and J. M. Martínez,

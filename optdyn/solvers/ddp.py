@@ -6,7 +6,9 @@ Every solver here minimises the cost of :class:`optdyn.ocp.problem.Problem` over
 1. **expansion** — the dynamics linearised and the costs quadratised along the iterate
    (:meth:`RiccatiSolver.expand`);
 2. **direction** — the Riccati backward pass of :mod:`optdyn.solvers.riccati` on that model,
-   regularised until Q̃_uu is positive definite (:meth:`RiccatiSolver.direction`);
+   regularised until Q̃_uu is positive definite (:meth:`RiccatiSolver.direction`); on the
+   augmented Lagrangian, again with the inequality rows its step crosses on the side it lands
+   (:meth:`RiccatiSolver.step_on`);
 3. **trial step** — the closed-loop forward pass x̂_0 = x_0,
    û_k = clamp(u_k + α k_k + K_k (x̂_k ⊖ x_k)), x̂_{k+1} = F(x̂_k, û_k) (:func:`forward_pass`),
    for α = 1, ½, ¼, … (:meth:`RiccatiSolver.search`);
