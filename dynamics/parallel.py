@@ -464,6 +464,22 @@ def _pool(pid: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=max(1, max_threads() - 1), thread_name_prefix="optdyn")
 
 
+def start_pool() -> None:
+    """Start the pool's threads now rather than at the first call that needs them, if this
+    thread's setting uses them (:func:`get_num_threads` > 1); returns once they run. A
+    controller calls it before its loop: in the first closed loop of a process, the first
+    linearisation heavy enough to share (Talos' stand in MuJoCo, its 25th step) created the
+    thread inside a step, 70 ms of a 30 ms control period."""
+    if get_num_threads() <= 1:
+        return
+    workers = max(1, max_threads() - 1)
+    barrier = threading.Barrier(workers + 1)
+    pool = _pool(os.getpid())
+    for _ in range(workers):  # each blocks a thread until all run: the pool makes them all
+        pool.submit(barrier.wait)
+    barrier.wait()
+
+
 def run_chunks(kernel, K: int, *args) -> None:
     """``kernel(*args, claims)`` on the calling thread and on ``get_num_threads() - 1`` pool
     threads, which claim the chunks of the K knots (:func:`first_chunk`,

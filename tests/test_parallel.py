@@ -118,6 +118,35 @@ def test_massless_leaf_is_named_with_its_knot(threads):
             func(model, Q, V, X)
 
 
+POOL_THREADS = """
+import sys, threading
+import optdyn, problems
+from dynamics import parallel
+parallel.set_num_threads(int(sys.argv[1]))
+before = sum(t.name.startswith("optdyn") for t in threading.enumerate())
+if sys.argv[2] == "mpc":
+    optdyn.MPC(problems.get("pendulum"), "ilqr", 1)  # the controller starts them, before its loop
+else:
+    parallel.start_pool()
+print(before, sum(t.name.startswith("optdyn") for t in threading.enumerate()))
+"""
+
+
+@pytest.mark.parametrize("how", ["start_pool", "mpc"])
+def test_the_pool_threads_start_before_a_controllers_loop(how):
+    """A fresh process has no pool thread; after start_pool, or an MPC's construction, it has
+    them all (one fewer than the cores), not at the first call heavy enough to share, which in
+    a closed loop falls inside a step; with one thread, none."""
+    workers = max(1, parallel.max_threads() - 1)
+    for n, expected in ((2, workers), (1, 0)):
+        if n > parallel.max_threads():
+            continue
+        out = subprocess.run([sys.executable, "-c", POOL_THREADS, str(n), how], capture_output=True, text=True,
+                             timeout=300)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.split()[-2:] == ["0", str(expected)], out.stdout
+
+
 @pytest.mark.parametrize("bad", [0, -1, 1.5, "2", True, None, 10**6])
 def test_bad_thread_count_is_a_value_error(bad):
     with pytest.raises(ValueError, match="^n: expected"):

@@ -83,7 +83,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dynamics.parallel import UNMARKED
+from dynamics.parallel import UNMARKED, start_pool
 
 from ..ocp.problem import Problem
 from ..ocp.state import check_state
@@ -169,6 +169,7 @@ class MPC:
         self._k, self._no_gaps = np.zeros((N, nu)), np.zeros((0, ndx))
         self._duals: dict | None = None  # the last solve's AL multipliers and penalty (DDP/iLQR with constraints)
         self._workspace: Workspace | None = None  # DDP/iLQR's arrays, kept while the horizon keeps its length
+        start_pool()  # not inside a step of the loop
 
     def step(self, x, t: float | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The control (nu,) to apply at time ``t`` (s) from the measured state ``x`` (nx,), and
