@@ -337,18 +337,11 @@ def cone_ratio() -> None:
 
 
 def main() -> None:
-    if "--cone-ratio" in sys.argv[1:]:
-        optdyn.set_num_threads(1)
-        return cone_ratio()
-    if "--family" in sys.argv[1:]:
-        optdyn.set_num_threads(1)
-        return family_main()
-    if "--active-set" in sys.argv[1:]:
-        optdyn.set_num_threads(1)
-        return active_set_main()
-    if "--units" in sys.argv[1:]:
-        optdyn.set_num_threads(1)
-        return units()
+    modes = {"--cone-ratio": cone_ratio, "--family": family_main, "--active-set": active_set_main, "--units": units}
+    for flag, mode in modes.items():  # each on one thread
+        if flag in sys.argv[1:]:
+            optdyn.set_num_threads(1)
+            return mode()
     quick = "--quick" in sys.argv[1:]
     rows = run(quick)
     body = "\n\n".join([

@@ -587,13 +587,13 @@ def test_a_chunk_not_written_is_left_after_a_bounded_wait():
 
 def test_line_search_begun_ahead_takes_the_same_steps_on_any_thread_count(threads):
     """The trot's iLQR on its pyramids in newtons, its steps as the first backward pass gives
-    them (``active_set_rounds=0``: with the rows they cross it takes none shorter than 0.5),
-    backtracks (steps shorter than 1, down to 0.25 in 14 iterations; in units of the weight,
-    the task's, it takes none shorter than 0.5), so that rollouts are begun ahead on a pool thread with two threads: every iterate, step length
-    and cost is bitwise the one of one thread, and a second solve in the same workspace
-    (after a rollout begun ahead was abandoned) too; each result's cost is that of its own
-    trajectory, whose states are the rollout of its controls (the spare arrays changed roles
-    rightly)."""
+    them (``active_set_rounds=0``), backtracks (steps shorter than 1, down to 0.25 in 14
+    iterations; with the rows its steps cross, or in units of the weight, the task's, it takes
+    none shorter than 0.5), so that rollouts are begun ahead on a pool thread with two
+    threads: every iterate, step length and cost is bitwise the one of one thread, and a
+    second solve in the same workspace (after a rollout begun ahead was abandoned) too; each
+    result's cost is that of its own trajectory, whose states are the rollout of its controls
+    (the spare arrays changed roles rightly)."""
     import problems
     from legged_rows import in_newtons
     from optdyn.solvers.workspace import Workspace

@@ -154,6 +154,11 @@ class ALObjective(Objective):
                          self.mu * h + 0.5 * self.rho * h * h, self.gauss_newton)
         return float(l[0]), lx, lxx
 
+    @property
+    def piecewise(self) -> bool:
+        """Whether any row is an inequality, whose term has a kink (:meth:`activate`)."""
+        return not (np.all(self.path_eq) and np.all(self.stage_eq))
+
     def activate(self, path: np.ndarray, models: tuple) -> bool:
         """Bring into ``models``' cost terms the inequality rows on the flat side of their kink
         at the iterate (λ − ρc ≤ 0) that the step's path Δz (N + 1, ndx + nu) takes to the

@@ -86,7 +86,7 @@ decrease −ΔV(1) of the first direction at the iterate, on the expansion there
 KINKS_SHARE = 0.5
 """A step whose crossings of the augmented Lagrangian's kinks cost at most this share of the
 decrease its model predicts is taken as it is (:meth:`RiccatiSolver.step_on`). Measured on the
-family of constrained tasks (BENCHMARKS "constraints-family"): 0 — a correction whenever a
+family of constrained tasks (BENCHMARKS "constraints-active-set"): 0 — a correction whenever a
 row is crossed — takes the fewest iterations but costs DDP an exact backward pass more at
 most iterations near the optimum, where the rows at their kinks are crossed by a hair; 0.5
 and 1 keep most of the iterations saved at half the passes."""
@@ -146,6 +146,7 @@ class Objective:
     """
 
     exact = True  # value() is the problem's objective itself
+    piecewise = False  # no kinks for :meth:`activate` to bring in: RiccatiSolver.step_on takes the first step
 
     def __init__(self, problem: Problem, gauss_newton: bool = False) -> None:
         self.problem, self.gauss_newton = problem, gauss_newton
@@ -576,7 +577,7 @@ class RiccatiSolver:
         taken: a row's quadratic side, taken where the row starts on the flat one, pulls it
         to its kink, and far from the kink that can cost more than the crossing saves."""
         step, failed = self.direction(models, it, ws)
-        if failed >= 0 or not self.active_set_rounds:
+        if failed >= 0 or not self.active_set_rounds or not objective.piecewise:
             return step, failed
         path = self._path(models, step, ws)
         kinks = -objective.brought_change(path)[1]  # the penalty of the rows the step crosses
