@@ -25,7 +25,7 @@ intervals), and with the pyramid as a constraint the time per iteration of a who
 iLQR and DDP (the augmented Lagrangian) and IPOPT, the same clocks. With ``--cones``, the time per
 iteration of whole solves of the trots with the friction pyramid as a stage constraint: Solo-12's
 (two cycles) by iLQR, DDP (the outer augmented-Lagrangian loop) and al-ddp (the multipliers revised
-inside the iteration), HyQ's (one cycle, ``bench_constraints.trot``) by DDP and al-ddp, the same
+inside the iteration), HyQ's (one cycle, ``bench_constraints.trot``) by iLQR, DDP and al-ddp, the same
 clocks; each solve's iterations and final cost are printed per tree beside the table.
 Each measurement also gets the median and range of its rounds per tree. A tree is a checkout, e.g. ``git worktree add --detach /tmp/before b49c2dc``.
 """
@@ -174,7 +174,7 @@ import optdyn, problems
 from bench_constraints import trot
 out = {}
 CASES = (("Solo-12 trot", problems.get("quadruped", scenario="trot"), ("ilqr", "ddp", "al-ddp")),
-         ("HyQ trot", trot("HyQ", 0.7), ("ddp", "al-ddp")))
+         ("HyQ trot", trot("HyQ", 0.7), ("ilqr", "ddp", "al-ddp")))
 for label, prob, solvers in CASES:
     for solver in solvers:
         optdyn.solve(prob, solver, max_iter=2)

@@ -404,3 +404,47 @@ def test_a_trajectory_is_linearised_once_across_the_multiplier_updates(solver, m
     assert len(calls) > once  # the revisions expanded trajectories linearised before
     assert every.iterations == held.iterations and np.array_equal(every.us, held.us)
     assert np.array_equal(every.xs, held.xs)
+
+
+@pytest.mark.parametrize("solver", ["fddp", "filqr"])
+def test_a_converged_feasibility_driven_inner_solve_starts_the_next_without_a_rollout(solver, monkeypatch):
+    """A feasibility-driven inner solve converges with its gaps closed, its states then the
+    rollout of its controls bit for bit: the outer loop's next inner solve starts from them
+    without rolling the controls out again, and its iterates are, bit for bit, those of a
+    solve that rolls out at every outer iteration."""
+    from optdyn.solvers.workspace import Workspace
+    prob = _locked_double_pendulum()[1]
+    rollouts, rollout = [], Problem.rollout
+
+    def counted(self, us, x0=None):
+        rollouts.append(1)
+        return rollout(self, us, x0)
+
+    monkeypatch.setattr(Problem, "rollout", counted)
+    held = solve(prob, solver, max_iter=1000)
+    assert held.converged and held.extra["outer_iterations"] > 2
+    assert not rollouts  # the guess gives the first states, each inner solve the next one's
+    monkeypatch.setattr(Workspace, "rollout_of", lambda self, *args: None)
+    every = solve(prob, solver, max_iter=1000)
+    assert rollouts  # the outer iterations after the first rolled out again
+    assert every.iterations == held.iterations and np.array_equal(every.us, held.us)
+    assert np.array_equal(every.xs, held.xs) and np.array_equal(every.history["violation"], held.history["violation"])
+
+
+def test_the_augmented_lagrangian_keeps_its_rows_values_for_that_trajectory_only():
+    """What an augmented Lagrangian's :meth:`value` keeps of its trajectory — the problem's
+    cost and rows there, for the value after new multipliers and penalty at the same iterate
+    (the outer loop's update) and its largest violation (the solvers' history) — gives what a
+    new objective computes, and at another trajectory the problem's own values there."""
+    from optdyn.solvers.augmented_lagrangian import ALObjective
+    prob = _locked_double_pendulum()[1]
+    rng = np.random.default_rng(3)
+    al = ALObjective(prob, np.zeros((prob.N, prob.nc)), np.zeros(0), 10.0, np.zeros((prob.N, prob.ng)))
+    trajectories = [(prob.rollout(us), us) for us in rng.normal(scale=3.0, size=(2, prob.N, prob.nu))]
+    violations = [prob.violation(xs, us) for xs, us in trajectories]
+    assert violations[0] != violations[1]
+    al.value(*trajectories[0])
+    al.lam, al.lam_stage, al.rho = rng.uniform(0, 5, al.lam.shape), rng.uniform(0, 5, al.lam_stage.shape), 100.0
+    for (xs, us), v in zip(trajectories, violations):
+        assert al.violation(xs, us) == v
+        assert al.value(xs, us) == ALObjective(prob, al.lam, al.mu, al.rho, al.lam_stage).value(xs, us)

@@ -830,13 +830,22 @@ class Problem:
         0..N−1) and terminal equalities."""
         xs, us = np.asarray(xs, dtype=float), np.asarray(us, dtype=float)
         check_state(self.model, xs, "xs")
+        return self.rows_violation(us, self.path_constraint_values(xs[1:]) if self.path_constraints else None,
+                                   self.stage_constraint_values(xs[:-1], us) if self.stage_constraints else None,
+                                   self.terminal_constraint_values(xs[-1]) if self.terminal_constraints else None)
+
+    def rows_violation(self, us: np.ndarray, c: np.ndarray | None = None, g: np.ndarray | None = None,
+                       h: np.ndarray | None = None) -> float:
+        """:meth:`violation` of a trajectory of controls us (N, nu) whose rows are evaluated
+        already: c (N, nc) of the path constraints, g (N, ng) of the stage constraints, h (nh,)
+        of the terminal equalities (None: the problem has none)."""
         v = max(0.0, float(np.max(self.u_lower - us, initial=0.0)), float(np.max(us - self.u_upper, initial=0.0)))
-        if self.path_constraints:
-            v = max(v, row_violation(self.path_constraint_values(xs[1:]), self.path_equalities))
-        if self.stage_constraints:
-            v = max(v, row_violation(self.stage_constraint_values(xs[:-1], us), self.stage_equalities))
-        if self.terminal_constraints:
-            v = max(v, float(np.max(np.abs(self.terminal_constraint_values(xs[-1])), initial=0.0)))
+        if c is not None:
+            v = max(v, row_violation(c, self.path_equalities))
+        if g is not None:
+            v = max(v, row_violation(g, self.stage_equalities))
+        if h is not None:
+            v = max(v, float(np.max(np.abs(h), initial=0.0)))
         return v
 
     def __repr__(self) -> str:

@@ -93,13 +93,41 @@ def _add_stage_penalty(problem: Problem, terms, gz, psi, Hw) -> None:
     (l, lx, lu, lxx, lux, luu), from their gradients g_z in z = (δx, u) and their Hessians
     contracted with ψ', Hw = Σ_i ψ'_i g_zz,i (:meth:`optdyn.Problem.stage_constraint_contracted`;
     0 for the Gauss–Newton part alone): the Hessian is Σ_i ψ''_i g_z,i g_z,iᵀ + Hw."""
-    l = terms[0]
+    l, lx, lu, lxx, lux, luu = terms
     l += np.sum(psi[0], axis=-1)
-    lz = np.einsum("ki,kia->ka", psi[1], gz)
-    weighted = psi[2][:, :, None] * gz
-    lzz = Hw + np.swapaxes(weighted, 1, 2) @ gz
-    for t, block in zip(terms[1:], problem.split_z(lz, lzz)):
-        t += block
+    lz, n = np.einsum("ki,kia->ka", psi[1], gz), problem.ndx
+    lx += lz[:, :n]
+    lu += lz[:, n:]
+    if np.ndim(Hw):
+        for t, block in zip((lxx, lux, luu), problem.split_z(lz, Hw)[2:]):
+            t += block
+    stage_gauss_newton(psi[2], gz, lxx, lux, luu)
+
+
+@njit(cache=True)
+def stage_gauss_newton(d2, gz, lxx, lux, luu):
+    """Σ_i ψ''_i g_z,i g_z,iᵀ of stage rows (d2 = ψ'' (K, m), gz (K, m, n + nu)) added into the
+    blocks lxx (K, n, n), lux (K, nu, n), luu (K, nu, nu) of z = (δx, u); the rows whose ψ''
+    vanishes (inactive inequalities: most of a friction cone's) skipped."""
+    n = lxx.shape[1]
+    for k in range(gz.shape[0]):
+        for i in range(gz.shape[1]):
+            a = d2[k, i]
+            if a == 0.0:
+                continue
+            g = gz[k, i]
+            for p in range(g.shape[0]):
+                s = a * g[p]
+                if s == 0.0:
+                    continue
+                if p < n:
+                    for q in range(n):
+                        lxx[k, p, q] += s * g[q]
+                else:
+                    for q in range(n):
+                        lux[k, p - n, q] += s * g[q]
+                    for q in range(n, g.shape[0]):
+                        luu[k, p - n, q - n] += s * g[q]
 
 
 class ALObjective(Objective):
@@ -118,6 +146,7 @@ class ALObjective(Objective):
         self.lam_stage = np.zeros((problem.N, problem.ng)) if lam_stage is None else lam_stage
         self.path_eq, self.stage_eq = problem.path_equalities, problem.stage_equalities
         self._rows: dict = {}  # of the last expansion, per kind of rows (:func:`_rows`, :meth:`activate`)
+        self._valued: tuple | None = None  # (xs, us, J, c, g, h, violation) of the last :meth:`value`
 
     def running(self, xs, us, out=None, forces=None):
         """The problem's running terms with the path rows' terms (on states) in the part that
@@ -209,17 +238,32 @@ class ALObjective(Objective):
                 yield kind, lam, None if path is None else path[rows]
 
     def value(self, xs, us) -> float:
-        total = self.problem.cost(xs, us)
-        if self.problem.nc:
-            c = self.problem.path_constraint_values(xs[1:])
+        """L_A at (xs, us) from the problem's cost and rows there, kept (with the largest
+        violation, for :meth:`violation`) for the next call: at the same trajectory (the outer
+        loop's or a revision's new multipliers at the iterate) only the penalty terms are new."""
+        held = self._valued
+        if held is None or not (np.array_equal(held[0], xs) and np.array_equal(held[1], us)):
+            p = self.problem
+            c = p.path_constraint_values(xs[1:]) if p.nc else None
+            g = p.stage_constraint_values(xs[:-1], us) if p.ng else None
+            h = p.terminal_constraint_values(xs[-1]) if p.nh else None
+            held = self._valued = (np.array(xs), np.array(us), p.cost(xs, us), c, g, h, p.rows_violation(us, c, g, h))
+        total, c, g, h = held[2:6]
+        if c is not None:
             total += float(np.sum(_phr(c, self.lam, self.rho, self.path_eq)[0]))
-        if self.problem.ng:
-            g = self.problem.stage_constraint_values(xs[:-1], us)
+        if g is not None:
             total += float(np.sum(_phr(g, self.lam_stage, self.rho, self.stage_eq)[0]))
-        if self.problem.nh:
-            h = self.problem.terminal_constraint_values(xs[-1])
+        if h is not None:
             total += float(self.mu @ h + 0.5 * self.rho * h @ h)
         return total
+
+    def violation(self, xs, us) -> float:
+        """The problem's :meth:`~optdyn.Problem.violation`, kept from :meth:`value` if that was
+        last called at (xs, us) (the iterate: its value was its trial's)."""
+        held = self._valued
+        if held is not None and np.array_equal(held[0], xs) and np.array_equal(held[1], us):
+            return held[6]
+        return self.problem.violation(xs, us)
 
     def update(self, xs, us) -> None:
         """First-order multiplier update (ALTRO eq. 8–9) at the trajectory xs (N+1, nx), us (N, nu)."""
@@ -266,11 +310,12 @@ def _add(models: tuple, kind: str, d1: np.ndarray, d2: np.ndarray, cz: np.ndarra
             lq.luu[at] += hessian[:, n:, n:]
 
 
-def _cost_and_violation(problem: Problem, xs: np.ndarray, us: np.ndarray) -> tuple[float, float]:
-    """J and the largest constraint violation of a trajectory; NaN for a non-finite one."""
+def _cost_and_violation(objective: ALObjective, xs: np.ndarray, us: np.ndarray) -> tuple[float, float]:
+    """J and the largest constraint violation of a trajectory (:meth:`ALObjective.violation`);
+    NaN for a non-finite one."""
     if not np.all(np.isfinite(xs)):
         return np.nan, np.nan
-    return problem.cost(xs, us), problem.violation(xs, us)
+    return objective.problem.cost(xs, us), objective.violation(xs, us)
 
 
 STOPS = ("user_stop", "interrupted", "time_limit")
@@ -358,12 +403,13 @@ class AugmentedLagrangian:
                                         workspace=ws, tol=inner_tol)
                     steps += out.iterations
                     us, xs, updated = out.us, out.xs, False
-                    # gaps left open stay open; a converged inner solve closed them, and its states are a
-                    # rollout of us but for round-off, which as gaps would keep the next one from converging
+                    # gaps left open stay open; a converged inner solve closed them (its steps since are
+                    # rollouts), so that xs is then the rollout of us, bit for bit, as a single-shooting
+                    # solve's always is: the next inner solve starts from it, not from another rollout
                     start = xs if inner.feasibility_driven and not out.converged else None
-                    if not inner.feasibility_driven and np.all(np.isfinite(xs)):  # xs is the rollout of us, bit for bit:
-                        ws.remember(problem, us, xs)  # the next inner solve starts from it, not from another rollout
-                    violation = _cost_and_violation(problem, xs, us)[1]
+                    if start is None and np.all(np.isfinite(xs)):
+                        ws.remember(problem, us, xs)
+                    violation = _cost_and_violation(objective, xs, us)[1]
                     if out.converged and violation <= self.constraint_tol and inner_tol <= inner.tol:
                         status, converged = "converged", True
                         message = (f"inner solve converged with constraint violation {violation:.2e} ≤ "
@@ -390,7 +436,7 @@ class AugmentedLagrangian:
                     raise
                 out = stopped_by_exception(problem, log, (problem.N, problem.nu, problem.ndx))
                 status, message, converged = out.status, out.message, False
-        cost, violation = _cost_and_violation(problem, out.xs, out.us)
+        cost, violation = _cost_and_violation(objective, out.xs, out.us)
         if np.isfinite(violation) and not updated:  # the multipliers of the returned trajectory (eq. 8–9)
             objective.update(out.xs, out.us)
         return Result(xs=out.xs, us=out.us, cost=cost, converged=converged,

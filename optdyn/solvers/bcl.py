@@ -63,7 +63,7 @@ class BCLObjective(ALObjective):
 
     def satisfied(self, xs: np.ndarray, us: np.ndarray) -> bool:
         """Stationary to the final tolerance (the caller's test) and violation ≤ constraint_tol."""
-        return self.omega <= self.solver.tol and self.problem.violation(xs, us) <= self.solver.constraint_tol
+        return self.omega <= self.solver.tol and self.violation(xs, us) <= self.solver.constraint_tol
 
     def revise(self, xs: np.ndarray, us: np.ndarray, stationary) -> bool:
         """The BCL revision (module docstring) at an iterate stationary to ω; False (nothing
@@ -71,7 +71,7 @@ class BCLObjective(ALObjective):
         s = self.solver
         if not stationary(self.omega):
             return False
-        v = self.problem.violation(xs, us)
+        v = self.violation(xs, us)
         if v <= self.eta:
             if v <= s.constraint_tol and self.omega <= s.tol:
                 return False

@@ -162,6 +162,10 @@ class Objective:
     def value(self, xs, us) -> float:
         return self.problem.cost(xs, us)
 
+    def violation(self, xs, us) -> float:
+        """The largest constraint violation at (xs, us) (:meth:`optdyn.Problem.violation`)."""
+        return self.problem.violation(xs, us)
+
     def revise(self, xs: np.ndarray, us: np.ndarray, stationary) -> bool:
         """Change the objective between two steps of the iteration at the iterate (xs, us),
         given ``stationary(ω)``: whether the iterate is stationary to the tolerance ω
@@ -456,7 +460,7 @@ class RiccatiSolver:
                 step, failed = self.step_on(objective, models, it, ws)
             log.record(cost=it.J if objective.exact else problem.cost(it.xs, it.us), merit=it.J,
                        expected_decrease=step.decrease, step=it.alpha, regularization=step.mu,
-                       violation=problem.violation(it.xs, it.us), gradient=it.gradient)
+                       violation=objective.violation(it.xs, it.us), gradient=it.gradient)
             if failed >= 0:
                 return outcome(False, "regularization_failed",
                                f"Q_uu stayed indefinite up to mu = {self.mu_max:g} (knot {failed})")
