@@ -300,14 +300,17 @@ ROUNDS = 9
 
 
 def cone_ratio_rows() -> list[list]:
-    """Per trot and solver: iterations without and with the pyramid, their ratio, and the
-    ratio of CPU time per iteration, the fastest of each over :data:`ROUNDS` interleaved rounds
-    and the range of the rounds' ratios."""
+    """Per trot and solver: iterations without and with the pyramid, their ratio, DDP's steps on
+    iLQR's model (where its exact model is not convex), and the ratio of CPU time per
+    iteration, the fastest of each over :data:`ROUNDS` interleaved rounds and the range of the
+    rounds' ratios."""
     rows = []
     for robot, cycles in (("Solo-12", 2), ("HyQ", 1)):  # the task's trot; HyQ's as in "constraints"
         pair = (gait(robot, "trot", None, cycles), gait(robot, "trot", 0.7, cycles))
         for solver in ("ilqr", "ddp"):
-            its = [optdyn.solve(p, solver).iterations for p in pair]  # also loads the kernels
+            first = [optdyn.solve(p, solver) for p in pair]  # also loads the kernels
+            its = [r.iterations for r in first]
+            gauss_newton = " / ".join(str(r.extra["first_order_steps"]) for r in first) if solver == "ddp" else "—"
             per = np.empty((ROUNDS, 2))
             for i in range(ROUNDS):
                 for j, p in enumerate(pair):
@@ -315,7 +318,7 @@ def cone_ratio_rows() -> list[list]:
                     optdyn.solve(p, solver)
                     per[i, j] = (time.process_time() - t) / its[j]
             ratio = per[:, 1] / per[:, 0]
-            rows.append([robot, solver, its[0], its[1], f"{its[1] / its[0]:.2f}", f"{1e3 * per[:, 0].min():.2f}",
+            rows.append([robot, solver, its[0], its[1], f"{its[1] / its[0]:.2f}", gauss_newton, f"{1e3 * per[:, 0].min():.2f}",
                          f"{1e3 * per[:, 1].min():.2f}", f"{per[:, 1].min() / per[:, 0].min():.2f}",
                          f"{ratio.min():.2f}–{ratio.max():.2f}"])
             print(*rows[-1], flush=True)
@@ -329,8 +332,8 @@ def cone_ratio() -> None:
         f"default guess, {ROUNDS} rounds interleaved, without and with the pyramid (μ = 0.7, stage constraints "
         "through the augmented Lagrangian). The targets: iterations ≤ 2× and an iteration ≤ 1.3× those without "
         "the pyramid.",
-        table(["trot", "solver", "iterations without", "with", "ratio", "ms / iteration without (fastest)",
-               "with (fastest)", "ratio", "ratio per round"], cone_ratio_rows()),
+        table(["trot", "solver", "iterations without", "with", "ratio", "DDP: of them on iLQR's model, without / with",
+               "ms / iteration without (fastest)", "with (fastest)", "ratio", "ratio per round"], cone_ratio_rows()),
         "Produced by `benchmarks/bench_constraints.py --cone-ratio`.",
     ])
     write_section("cone-ratio", body)
