@@ -146,7 +146,7 @@ class ALObjective(Objective):
         self.lam_stage = np.zeros((problem.N, problem.ng)) if lam_stage is None else lam_stage
         self.path_eq, self.stage_eq = problem.path_equalities, problem.stage_equalities
         self._rows: dict = {}  # of the last expansion, per kind of rows (:func:`_rows`, :meth:`activate`)
-        self._valued: tuple | None = None  # (xs, us, J, c, g, h, violation) of the last :meth:`value`
+        self._valued: tuple | None = None  # (xs, us, J, c, g, h, violation): :meth:`_evaluated`
 
     def running(self, xs, us, out=None, forces=None):
         """The problem's running terms with the path rows' terms (on states) in the part that
@@ -238,17 +238,8 @@ class ALObjective(Objective):
                 yield kind, lam, None if path is None else path[rows]
 
     def value(self, xs, us) -> float:
-        """L_A at (xs, us) from the problem's cost and rows there, kept (with the largest
-        violation, for :meth:`violation`) for the next call: at the same trajectory (the outer
-        loop's or a revision's new multipliers at the iterate) only the penalty terms are new."""
-        held = self._valued
-        if held is None or not (np.array_equal(held[0], xs) and np.array_equal(held[1], us)):
-            p = self.problem
-            c = p.path_constraint_values(xs[1:]) if p.nc else None
-            g = p.stage_constraint_values(xs[:-1], us) if p.ng else None
-            h = p.terminal_constraint_values(xs[-1]) if p.nh else None
-            held = self._valued = (np.array(xs), np.array(us), p.cost(xs, us), c, g, h, p.rows_violation(us, c, g, h))
-        total, c, g, h = held[2:6]
+        """L_A at (xs, us), from the problem's cost and rows there (:meth:`_evaluated`)."""
+        total, c, g, h = self._evaluated(xs, us)[:4]
         if c is not None:
             total += float(np.sum(_phr(c, self.lam, self.rho, self.path_eq)[0]))
         if g is not None:
@@ -258,23 +249,32 @@ class ALObjective(Objective):
         return total
 
     def violation(self, xs, us) -> float:
-        """The problem's :meth:`~optdyn.Problem.violation`, kept from :meth:`value` if that was
-        last called at (xs, us) (the iterate: its value was its trial's)."""
-        held = self._valued
-        if held is not None and np.array_equal(held[0], xs) and np.array_equal(held[1], us):
-            return held[6]
-        return self.problem.violation(xs, us)
+        """The problem's :meth:`~optdyn.Problem.violation` at (xs, us) (:meth:`_evaluated`)."""
+        return self._evaluated(xs, us)[4]
 
     def update(self, xs, us) -> None:
         """First-order multiplier update (ALTRO eq. 8–9) at the trajectory xs (N+1, nx), us (N, nu)."""
-        if self.problem.nc:
-            c = self.problem.path_constraint_values(xs[1:])
+        _, c, g, h, _ = self._evaluated(xs, us)
+        if c is not None:
             self.lam = -_phr(c, self.lam, self.rho, self.path_eq)[1]
-        if self.problem.ng:
-            g = self.problem.stage_constraint_values(xs[:-1], us)
+        if g is not None:
             self.lam_stage = -_phr(g, self.lam_stage, self.rho, self.stage_eq)[1]
-        if self.problem.nh:
-            self.mu = self.mu + self.rho * self.problem.terminal_constraint_values(xs[-1])
+        if h is not None:
+            self.mu = self.mu + self.rho * h
+
+    def _evaluated(self, xs, us) -> tuple:
+        """(J, c, g, h, violation) at (xs, us): the problem's cost, its path, stage and terminal
+        rows (None where it has none) and their largest violation, kept for the next call. The
+        iterate's are its trial's, and the outer loop's update and new merit, or a revision's,
+        are at the iterate: there only the penalty terms are new."""
+        held = self._valued
+        if held is None or not (np.array_equal(held[0], xs) and np.array_equal(held[1], us)):
+            p = self.problem
+            c = p.path_constraint_values(xs[1:]) if p.nc else None
+            g = p.stage_constraint_values(xs[:-1], us) if p.ng else None
+            h = p.terminal_constraint_values(xs[-1]) if p.nh else None
+            held = self._valued = (np.array(xs), np.array(us), p.cost(xs, us), c, g, h, p.rows_violation(us, c, g, h))
+        return held[2:]
 
 
 def _rows(c: np.ndarray, cz: np.ndarray, d2: np.ndarray) -> tuple:
