@@ -434,9 +434,9 @@ def test_a_converged_feasibility_driven_inner_solve_starts_the_next_without_a_ro
 def test_the_augmented_lagrangian_keeps_its_rows_values_for_that_trajectory_only():
     """What an augmented Lagrangian keeps of the trajectory it last evaluated — the problem's
     cost and rows there, for the value after new multipliers and penalty at the same iterate,
-    for the multiplier update there (the outer loop's) and for its largest violation (the
-    solvers' history) — gives what a new objective computes, and at another trajectory the
-    problem's own values there."""
+    for the multiplier update there (the outer loop's) and for the cost and largest violation
+    the solvers' history records — gives what a new objective computes, and at another
+    trajectory the problem's own values there."""
     from optdyn.solvers.augmented_lagrangian import ALObjective
     prob = _locked_double_pendulum()[1]
     rng = np.random.default_rng(3)
@@ -447,7 +447,7 @@ def test_the_augmented_lagrangian_keeps_its_rows_values_for_that_trajectory_only
     al.value(*trajectories[0])
     al.lam, al.lam_stage, al.rho = rng.uniform(0, 5, al.lam.shape), rng.uniform(0, 5, al.lam_stage.shape), 100.0
     for (xs, us), v in zip(trajectories, violations):
-        assert al.violation(xs, us) == v
+        assert al.violation(xs, us) == v and al.cost(xs, us) == prob.cost(xs, us)
         assert al.value(xs, us) == ALObjective(prob, al.lam, al.mu, al.rho, al.lam_stage).value(xs, us)
     for xs, us in trajectories[::-1]:  # the last evaluated first
         fresh = ALObjective(prob, al.lam, al.mu, al.rho, al.lam_stage)

@@ -248,6 +248,10 @@ class ALObjective(Objective):
             total += float(self.mu @ h + 0.5 * self.rho * h @ h)
         return total
 
+    def cost(self, xs, us) -> float:
+        """The problem's own objective J at (xs, us) (:meth:`_evaluated`)."""
+        return self._evaluated(xs, us)[0]
+
     def violation(self, xs, us) -> float:
         """The problem's :meth:`~optdyn.Problem.violation` at (xs, us) (:meth:`_evaluated`)."""
         return self._evaluated(xs, us)[4]
@@ -311,11 +315,11 @@ def _add(models: tuple, kind: str, d1: np.ndarray, d2: np.ndarray, cz: np.ndarra
 
 
 def _cost_and_violation(objective: ALObjective, xs: np.ndarray, us: np.ndarray) -> tuple[float, float]:
-    """J and the largest constraint violation of a trajectory (:meth:`ALObjective.violation`);
-    NaN for a non-finite one."""
+    """J and the largest constraint violation of a trajectory (:meth:`ALObjective.cost`,
+    :meth:`ALObjective.violation`); NaN for a non-finite one."""
     if not np.all(np.isfinite(xs)):
         return np.nan, np.nan
-    return objective.problem.cost(xs, us), objective.violation(xs, us)
+    return objective.cost(xs, us), objective.violation(xs, us)
 
 
 STOPS = ("user_stop", "interrupted", "time_limit")

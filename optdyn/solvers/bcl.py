@@ -148,8 +148,8 @@ class BCL:
                     raise
                 out = stopped_by_exception(problem, log, (problem.N, problem.nu, problem.ndx))
         finite = bool(np.all(np.isfinite(out.xs)))
-        cost = problem.cost(out.xs, out.us) if finite else np.nan
-        violation = problem.violation(out.xs, out.us) if finite else np.nan
+        cost = objective.cost(out.xs, out.us) if finite else np.nan
+        violation = objective.violation(out.xs, out.us) if finite else np.nan
         if finite:  # the multipliers of the returned trajectory (ALTRO eq. 8–9)
             objective.update(out.xs, out.us)
         return Result(xs=out.xs, us=out.us, cost=cost, converged=out.converged, iterations=out.iterations,

@@ -162,6 +162,11 @@ class Objective:
     def value(self, xs, us) -> float:
         return self.problem.cost(xs, us)
 
+    def cost(self, xs, us) -> float:
+        """The problem's own objective J at (xs, us) (:meth:`optdyn.Problem.cost`): the
+        :meth:`value` here."""
+        return self.problem.cost(xs, us)
+
     def violation(self, xs, us) -> float:
         """The largest constraint violation at (xs, us) (:meth:`optdyn.Problem.violation`)."""
         return self.problem.violation(xs, us)
@@ -458,7 +463,7 @@ class RiccatiSolver:
                     it.mu, it.delta = self.mu_init, 1.0
                 models = self.expand(problem, objective, it, ws)
                 step, failed = self.step_on(objective, models, it, ws)
-            log.record(cost=it.J if objective.exact else problem.cost(it.xs, it.us), merit=it.J,
+            log.record(cost=it.J if objective.exact else objective.cost(it.xs, it.us), merit=it.J,
                        expected_decrease=step.decrease, step=it.alpha, regularization=step.mu,
                        violation=objective.violation(it.xs, it.us), gradient=it.gradient)
             if failed >= 0:
