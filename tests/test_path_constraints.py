@@ -431,6 +431,26 @@ def test_a_converged_feasibility_driven_inner_solve_starts_the_next_without_a_ro
     assert np.array_equal(every.xs, held.xs) and np.array_equal(every.history["violation"], held.history["violation"])
 
 
+def test_the_augmented_lagrangians_expansion_after_new_multipliers_is_a_new_objectives():
+    """The augmented Lagrangian keeps the problem's running terms and the stage rows of the
+    trajectory it expanded last, per kind of Hessians (DDP's exact model, iLQR's Gauss–Newton
+    one): expanded again there after new multipliers and penalty (the outer loop's update) its
+    terms are, bit for bit, those a new objective makes, and at another trajectory too."""
+    from optdyn.solvers.augmented_lagrangian import ALObjective
+    prob = _locked_double_pendulum()[1]
+    rng = np.random.default_rng(4)
+    trajectories = [(prob.rollout(us)[:-1], us) for us in rng.normal(scale=3.0, size=(2, prob.N, prob.nu))]
+    for gauss_newton in (False, True):
+        al = ALObjective(prob, np.zeros((prob.N, prob.nc)), np.zeros(0), 1.0, np.zeros((prob.N, prob.ng)),
+                         gauss_newton=gauss_newton)
+        al.running(*trajectories[0])
+        al.lam, al.lam_stage, al.rho = rng.uniform(0, 5, al.lam.shape), rng.uniform(0, 5, al.lam_stage.shape), 30.0
+        for xs, us in trajectories:
+            new = ALObjective(prob, al.lam, al.mu, al.rho, al.lam_stage, gauss_newton=gauss_newton).running(xs, us)
+            for got, expected in zip(al.running(xs, us), new):
+                assert np.array_equal(got, expected)
+
+
 def test_the_augmented_lagrangian_keeps_its_rows_values_for_that_trajectory_only():
     """What an augmented Lagrangian keeps of the trajectory it last evaluated — the problem's
     cost and rows there, for the value after new multipliers and penalty at the same iterate,

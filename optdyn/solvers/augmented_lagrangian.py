@@ -147,26 +147,55 @@ class ALObjective(Objective):
         self.path_eq, self.stage_eq = problem.path_equalities, problem.stage_equalities
         self._rows: dict = {}  # of the last expansion, per kind of rows (:func:`_rows`, :meth:`activate`)
         self._valued: tuple | None = None  # (xs, us, J, c, g, h, violation): :meth:`_evaluated`
+        self._terms: dict = {}  # gauss_newton → (xs, us, the problem's running terms there): :meth:`running`
+        self._path = None  # (c, c_x, c_xx) of the path rows, from running's first part to its second
+        self._stage: tuple | None = None  # (xs, us, g, g_z, hessian): :meth:`_stage_rows`
 
     def running(self, xs, us, out=None, forces=None):
-        """The problem's running terms with the path rows' terms (on states) in the part that
-        reads no contact forces, the stage rows' (which may read them) in the other
-        (:meth:`~optdyn.solvers.ddp.Objective.running`)."""
+        """The problem's running terms with the path rows' (on states) and the stage rows'
+        (which may read the kept contact forces) penalty terms
+        (:meth:`~optdyn.solvers.ddp.Objective.running`): the part that reads no forces makes its
+        problem terms and evaluates the path rows, the other adds its problem terms, keeps them,
+        then adds both penalties. At the trajectory they were kept at, for the same Hessians (the
+        outer loop's or a revision's new multipliers at the iterate), the problem's terms and
+        the stage rows are not made again (:meth:`_stage_rows`); the penalties are."""
         if forces is None:
             return self.running(xs, us, self.running(xs, us, out, False), True)
-        l, lx, lu, lxx, lux, luu = super().running(xs, us, out, forces)  # ours to add into
-        if self.problem.nc and not forces:
-            c, cx, cxx = self.problem.path_constraint_terms(xs[1:], shared=True)
+        held = self._terms.get(self.gauss_newton)
+        again = held is not None and np.array_equal(held[0], xs) and np.array_equal(held[1], us)
+        if not forces:
+            self._path = self.problem.path_constraint_terms(xs[1:], shared=True) if self.problem.nc else None
+            return out if again else super().running(xs, us, out, False)
+        if again:
+            terms = tuple(b.copy() for b in held[2]) if out is None else out
+            for a, b in zip(terms, held[2]):
+                np.copyto(a, b)
+        else:
+            terms = super().running(xs, us, out, True)
+            self._terms[self.gauss_newton] = (np.array(xs), np.array(us), tuple(t.copy() for t in terms))
+        l, lx, lu, lxx, lux, luu = terms
+        if self._path is not None:
+            c, cx, cxx = self._path
             d0, d1, d2 = _phr(c, self.lam[:-1], self.rho, self.path_eq)
             self._rows["path"] = _rows(c, cx, d2)
             _add_penalty((l[1:], lx[1:], lxx[1:]), c, cx, cxx, d1, d2, d0, self.gauss_newton)
-        if self.problem.ng and forces:
-            g, gz, hessian = self.problem.stage_constraint_contracted(xs, us)
+        if self.problem.ng:
+            g, gz, hessian = self._stage_rows(xs, us)
             psi = _phr(g, self.lam_stage, self.rho, self.stage_eq)
             self._rows["stage"] = _rows(g, gz, psi[2])
             Hw = 0.0 if self.gauss_newton else hessian(psi[1])  # the rows' curvature: the exact model's
-            _add_stage_penalty(self.problem, (l, lx, lu, lxx, lux, luu), gz, psi, Hw)
-        return l, lx, lu, lxx, lux, luu
+            _add_stage_penalty(self.problem, terms, gz, psi, Hw)
+        return terms
+
+    def _stage_rows(self, xs, us) -> tuple:
+        """(g, g_z, hessian) of :meth:`optdyn.Problem.stage_constraint_contracted` at (xs, us),
+        kept for the next call at the same trajectory (DDP's iLQR model, a multiplier update):
+        evaluated at copies of xs and us, which ``hessian`` reads when called."""
+        held = self._stage
+        if held is None or not (np.array_equal(held[0], xs) and np.array_equal(held[1], us)):
+            xs, us = np.array(xs), np.array(us)
+            held = self._stage = (xs, us, *self.problem.stage_constraint_contracted(xs, us))
+        return held[2:]
 
     def terminal(self, x):
         l, lx, lxx = super().terminal(x)
