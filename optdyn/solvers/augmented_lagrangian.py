@@ -148,7 +148,7 @@ class ALObjective(Objective):
         self._rows: dict = {}  # of the last expansion, per kind of rows (:func:`_rows`, :meth:`activate`)
         self._valued: tuple | None = None  # (xs, us, J, c, g, h, violation): :meth:`_evaluated`
         self._terms: dict = {}  # gauss_newton → (xs, us, the problem's running terms there): :meth:`running`
-        self._path = None  # (c, c_x, c_xx) of the path rows, from running's first part to its second
+        self._path: tuple | None = None  # (xs, (c, c_x, c_xx)): :meth:`_path_rows`
         self._stage: tuple | None = None  # (xs, us, g, g_z, hessian): :meth:`_stage_rows`
 
     def running(self, xs, us, out=None, forces=None):
@@ -164,7 +164,7 @@ class ALObjective(Objective):
         held = self._terms.get(self.gauss_newton)
         again = held is not None and np.array_equal(held[0], xs) and np.array_equal(held[1], us)
         if not forces:
-            self._path = self.problem.path_constraint_terms(xs[1:], shared=True) if self.problem.nc else None
+            self._path_rows(xs)
             return out if again else super().running(xs, us, out, False)
         if again:
             terms = tuple(b.copy() for b in held[2]) if out is None else out
@@ -174,8 +174,8 @@ class ALObjective(Objective):
             terms = super().running(xs, us, out, True)
             self._terms[self.gauss_newton] = (np.array(xs), np.array(us), tuple(t.copy() for t in terms))
         l, lx, lu, lxx, lux, luu = terms
-        if self._path is not None:
-            c, cx, cxx = self._path
+        if self.problem.nc:
+            c, cx, cxx = self._path_rows(xs)
             d0, d1, d2 = _phr(c, self.lam[:-1], self.rho, self.path_eq)
             self._rows["path"] = _rows(c, cx, d2)
             _add_penalty((l[1:], lx[1:], lxx[1:]), c, cx, cxx, d1, d2, d0, self.gauss_newton)
@@ -186,6 +186,14 @@ class ALObjective(Objective):
             Hw = 0.0 if self.gauss_newton else hessian(psi[1])  # the rows' curvature: the exact model's
             _add_stage_penalty(self.problem, terms, gz, psi, Hw)
         return terms
+
+    def _path_rows(self, xs) -> tuple:
+        """(c, c_x, c_xx) of the path rows at the states xs[1:] (:meth:`optdyn.Problem.path_constraint_terms`),
+        made by :meth:`running`'s first part, while the dynamics linearise, for its second."""
+        held = self._path
+        if held is None or not np.array_equal(held[0], xs):
+            held = self._path = (np.array(xs), self.problem.path_constraint_terms(xs[1:], shared=True))
+        return held[1]
 
     def _stage_rows(self, xs, us) -> tuple:
         """(g, g_z, hessian) of :meth:`optdyn.Problem.stage_constraint_contracted` at (xs, us),
