@@ -143,6 +143,8 @@ class Objective:
     (l, lx, lu, lxx, lux, luu) of knots 0..N−1, ``terminal(x)`` returns (l, lx, lxx)
     and ``value(xs (N+1,nx), us)`` the total; with ``gauss_newton`` the residual costs'
     Hessians are their Gauss–Newton parts (:meth:`optdyn.ocp.costs.Cost.gauss_newton`).
+    ``cost`` and ``violation`` give the problem's own objective and largest constraint
+    violation at a trajectory, for the solvers' history.
     """
 
     exact = True  # value() is the problem's objective itself
