@@ -101,14 +101,15 @@ def _add_stage_penalty(problem: Problem, terms, gz, psi, Hw) -> None:
     if np.ndim(Hw):
         for t, block in zip((lxx, lux, luu), problem.split_z(lz, Hw)[2:]):
             t += block
-    stage_gauss_newton(psi[2], gz, lxx, lux, luu)
+    rows_gauss_newton(psi[2], gz, lxx, lux, luu)
 
 
 @njit(cache=True)
-def stage_gauss_newton(d2, gz, lxx, lux, luu):
-    """Σ_i ψ''_i g_z,i g_z,iᵀ of stage rows (d2 = ψ'' (K, m), gz (K, m, n + nu)) added into the
-    blocks lxx (K, n, n), lux (K, nu, n), luu (K, nu, nu) of z = (δx, u); the rows whose ψ''
-    vanishes (inactive inequalities: most of a friction cone's) skipped."""
+def rows_gauss_newton(d2, gz, lxx, lux, luu):
+    """Σ_i ψ''_i g_z,i g_z,iᵀ of rows (d2 = ψ'' (K, m), gz (K, m, n + nu); nu = 0 for rows on the
+    state alone, whose lux and luu are then not read) added into the blocks lxx (K, n, n), lux
+    (K, nu, n), luu (K, nu, nu) of z = (δx, u); the rows whose ψ'' vanishes (inactive
+    inequalities: most of a friction cone's) skipped."""
     n = lxx.shape[1]
     for k in range(gz.shape[0]):
         for i in range(gz.shape[1]):
@@ -162,14 +163,14 @@ class ALObjective(Objective):
         if forces is None:
             return self.running(xs, us, self.running(xs, us, out, False), True)
         held = self._terms.get(self.gauss_newton)
-        again = held is not None and np.array_equal(held[0], xs) and np.array_equal(held[1], us)
+        again = _kept_at(held, xs, us)
         if not forces:
             self._path_rows(xs)
             return out if again else super().running(xs, us, out, False)
         if again:
-            terms = tuple(b.copy() for b in held[2]) if out is None else out
-            for a, b in zip(terms, held[2]):
-                np.copyto(a, b)
+            terms = out if out is not None else tuple(np.empty_like(t) for t in held[2])
+            for a, t in zip(terms, held[2]):
+                np.copyto(a, t)
         else:
             terms = super().running(xs, us, out, True)
             self._terms[self.gauss_newton] = (np.array(xs), np.array(us), tuple(t.copy() for t in terms))
@@ -191,7 +192,7 @@ class ALObjective(Objective):
         """(c, c_x, c_xx) of the path rows at the states xs[1:] (:meth:`optdyn.Problem.path_constraint_terms`),
         made by :meth:`running`'s first part, while the dynamics linearise, for its second."""
         held = self._path
-        if held is None or not np.array_equal(held[0], xs):
+        if not _kept_at(held, xs):
             held = self._path = (np.array(xs), self.problem.path_constraint_terms(xs[1:], shared=True))
         return held[1]
 
@@ -200,7 +201,7 @@ class ALObjective(Objective):
         kept for the next call at the same trajectory (DDP's iLQR model, a multiplier update):
         evaluated at copies of xs and us, which ``hessian`` reads when called."""
         held = self._stage
-        if held is None or not (np.array_equal(held[0], xs) and np.array_equal(held[1], us)):
+        if not _kept_at(held, xs, us):
             xs, us = np.array(xs), np.array(us)
             held = self._stage = (xs, us, *self.problem.stage_constraint_contracted(xs, us))
         return held[2:]
@@ -309,13 +310,19 @@ class ALObjective(Objective):
         iterate's are its trial's, and the outer loop's update and new merit, or a revision's,
         are at the iterate: there only the penalty terms are new."""
         held = self._valued
-        if held is None or not (np.array_equal(held[0], xs) and np.array_equal(held[1], us)):
+        if not _kept_at(held, xs, us):
             p = self.problem
             c = p.path_constraint_values(xs[1:]) if p.nc else None
             g = p.stage_constraint_values(xs[:-1], us) if p.ng else None
             h = p.terminal_constraint_values(xs[-1]) if p.nh else None
             held = self._valued = (np.array(xs), np.array(us), p.cost(xs, us), c, g, h, p.rows_violation(us, c, g, h))
         return held[2:]
+
+
+def _kept_at(held: tuple | None, *arrays: np.ndarray) -> bool:
+    """Whether ``held``, whose first entries are copies of the arrays something was kept at,
+    was kept at ``arrays``, bit for bit (:class:`ALObjective`'s trajectories)."""
+    return held is not None and all(np.array_equal(h, a) for h, a in zip(held, arrays))
 
 
 def _rows(c: np.ndarray, cz: np.ndarray, d2: np.ndarray) -> tuple:
@@ -325,30 +332,24 @@ def _rows(c: np.ndarray, cz: np.ndarray, d2: np.ndarray) -> tuple:
 
 
 def _add(models: tuple, kind: str, d1: np.ndarray, d2: np.ndarray, cz: np.ndarray, n: int) -> None:
-    """Add the rows' ψ' c_z (weights ``d1``) and Gauss–Newton ψ'' c_z c_zᵀ (``d2``) of ``kind``
-    ("path": on x at knots 1..N−1, "stage": on z = (δx, u) at knots 0..N−1, "terminal": on
-    x_N) to ``models``' cost terms: the gradients, which the models share, once; the Hessians,
-    at the knots with a row to add, once per distinct set (iLQR's model in DDP may have
-    Gauss–Newton ones of its own)."""
+    """Add the rows' ψ' c_z (weights ``d1``) and Gauss–Newton ψ'' c_z c_zᵀ (``d2``,
+    :func:`rows_gauss_newton`) of ``kind`` ("path": on x at knots 1..N−1, "stage": on z = (δx, u)
+    at knots 0..N−1, "terminal": on x_N, as one knot) to ``models``' cost terms: the gradients,
+    which the models share, once; the Hessians once per distinct set (iLQR's model in DDP may
+    have Gauss–Newton ones of its own)."""
     gradient, first = np.einsum("...i,...ia->...a", d1, cz), models[0]
     if kind == "terminal":
         first.terminal.Vx[:] += gradient
-        hessian = (d2[:, None] * cz).T @ cz
-        for model in {id(m.terminal.Vxx): m for m in models}.values():
-            model.terminal.Vxx[:] += hessian
-        return
-    k0 = 1 if kind == "path" else 0
-    first.lq.lx[k0:] += gradient[:, :n]
-    if kind == "stage":
-        first.lq.lu[:] += gradient[:, n:]
-    knots = np.flatnonzero(np.any(d2, axis=1))
-    hessian = np.swapaxes(d2[knots, :, None] * cz[knots], 1, 2) @ cz[knots]
-    for model in {id(m.lq.lxx): m for m in models}.values():
-        lq, at = model.lq, knots + k0
-        lq.lxx[at] += hessian[:, :n, :n]
+        d2, cz = d2[None], cz[None]
+        blocks = {id(m.terminal.Vxx): (m.terminal.Vxx[None], np.empty((1, 0, n)), np.empty((1, 0, 0))) for m in models}
+    else:
+        k0 = 1 if kind == "path" else 0
+        first.lq.lx[k0:] += gradient[:, :n]
         if kind == "stage":
-            lq.lux[at] += hessian[:, n:, :n]
-            lq.luu[at] += hessian[:, n:, n:]
+            first.lq.lu[:] += gradient[:, n:]
+        blocks = {id(m.lq.lxx): (m.lq.lxx[k0:], m.lq.lux[k0:], m.lq.luu[k0:]) for m in models}
+    for lxx, lux, luu in blocks.values():
+        rows_gauss_newton(d2, cz, lxx, lux, luu)
 
 
 def _cost_and_violation(objective: ALObjective, xs: np.ndarray, us: np.ndarray) -> tuple[float, float]:
