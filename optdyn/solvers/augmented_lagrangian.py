@@ -101,15 +101,14 @@ def _add_stage_penalty(problem: Problem, terms, gz, psi, Hw) -> None:
     if np.ndim(Hw):
         for t, block in zip((lxx, lux, luu), problem.split_z(lz, Hw)[2:]):
             t += block
-    rows_gauss_newton(psi[2], gz, lxx, lux, luu)
+    stage_gauss_newton(psi[2], gz, lxx, lux, luu)
 
 
 @njit(cache=True)
-def rows_gauss_newton(d2, gz, lxx, lux, luu):
-    """Σ_i ψ''_i g_z,i g_z,iᵀ of rows (d2 = ψ'' (K, m), gz (K, m, n + nu); nu = 0 for rows on the
-    state alone, whose lux and luu are then not read) added into the blocks lxx (K, n, n), lux
-    (K, nu, n), luu (K, nu, nu) of z = (δx, u); the rows whose ψ'' vanishes (inactive
-    inequalities: most of a friction cone's) skipped."""
+def stage_gauss_newton(d2, gz, lxx, lux, luu):
+    """Σ_i ψ''_i g_z,i g_z,iᵀ of stage rows (d2 = ψ'' (K, m), gz (K, m, n + nu)) added into the
+    blocks lxx (K, n, n), lux (K, nu, n), luu (K, nu, nu) of z = (δx, u); the rows whose ψ''
+    vanishes (inactive inequalities: most of a friction cone's) skipped."""
     n = lxx.shape[1]
     for k in range(gz.shape[0]):
         for i in range(gz.shape[1]):
@@ -332,24 +331,32 @@ def _rows(c: np.ndarray, cz: np.ndarray, d2: np.ndarray) -> tuple:
 
 
 def _add(models: tuple, kind: str, d1: np.ndarray, d2: np.ndarray, cz: np.ndarray, n: int) -> None:
-    """Add the rows' ψ' c_z (weights ``d1``) and Gauss–Newton ψ'' c_z c_zᵀ (``d2``,
-    :func:`rows_gauss_newton`) of ``kind`` ("path": on x at knots 1..N−1, "stage": on z = (δx, u)
-    at knots 0..N−1, "terminal": on x_N, as one knot) to ``models``' cost terms: the gradients,
-    which the models share, once; the Hessians once per distinct set (iLQR's model in DDP may
-    have Gauss–Newton ones of its own)."""
+    """Add the rows' ψ' c_z (weights ``d1``) and Gauss–Newton ψ'' c_z c_zᵀ (``d2``) of ``kind``
+    ("path": on x at knots 1..N−1, "stage": on z = (δx, u) at knots 0..N−1, "terminal": on
+    x_N) to ``models``' cost terms: the gradients, which the models share, once; the Hessians,
+    at the knots with a row to add, once per distinct set (iLQR's model in DDP may have
+    Gauss–Newton ones of its own). Batched numpy products rather than :func:`stage_gauss_newton`:
+    on a problem with path rows alone, that kernel would first load inside an MPC step, the
+    first time a step crosses rows (and the README's main job would compile one more)."""
     gradient, first = np.einsum("...i,...ia->...a", d1, cz), models[0]
     if kind == "terminal":
         first.terminal.Vx[:] += gradient
-        d2, cz = d2[None], cz[None]
-        blocks = {id(m.terminal.Vxx): (m.terminal.Vxx[None], np.empty((1, 0, n)), np.empty((1, 0, 0))) for m in models}
-    else:
-        k0 = 1 if kind == "path" else 0
-        first.lq.lx[k0:] += gradient[:, :n]
+        hessian = (d2[:, None] * cz).T @ cz
+        for model in {id(m.terminal.Vxx): m for m in models}.values():
+            model.terminal.Vxx[:] += hessian
+        return
+    k0 = 1 if kind == "path" else 0
+    first.lq.lx[k0:] += gradient[:, :n]
+    if kind == "stage":
+        first.lq.lu[:] += gradient[:, n:]
+    knots = np.flatnonzero(np.any(d2, axis=1))
+    hessian = np.swapaxes(d2[knots, :, None] * cz[knots], 1, 2) @ cz[knots]
+    for model in {id(m.lq.lxx): m for m in models}.values():
+        lq, at = model.lq, knots + k0
+        lq.lxx[at] += hessian[:, :n, :n]
         if kind == "stage":
-            first.lq.lu[:] += gradient[:, n:]
-        blocks = {id(m.lq.lxx): (m.lq.lxx[k0:], m.lq.lux[k0:], m.lq.luu[k0:]) for m in models}
-    for lxx, lux, luu in blocks.values():
-        rows_gauss_newton(d2, cz, lxx, lux, luu)
+            lq.lux[at] += hessian[:, n:, :n]
+            lq.luu[at] += hessian[:, n:, n:]
 
 
 def _cost_and_violation(objective: ALObjective, xs: np.ndarray, us: np.ndarray) -> tuple[float, float]:
