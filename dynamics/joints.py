@@ -37,7 +37,7 @@ import numpy as np
 
 from ._checks import InputError, as_vector
 from ._compile import allocation_free, njit
-from .groups import apply_V, exp3_quaternion, quaternion_rotation, random_quaternion
+from .groups import apply_V, exp3_quaternion, quaternion_rotation, random_quaternion, so3_coefficients
 from .joint_types import REGISTRY, dispatch
 from .model import IDX_Q, IDX_V, JTYPE, NV, PARENT, Model
 from .spatial import matmul_add
@@ -216,17 +216,7 @@ def _se3_left_jacobian_into(xi, inverse, J, T):
     P, Rh, PP, PR, RP, PRP, X, Y = T[0], T[1], T[2], T[3], T[4], T[5], T[6], T[7]
     _hat_into(xi[3], xi[4], xi[5], P)
     _hat_into(xi[0], xi[1], xi[2], Rh)
-    th2 = xi[3] * xi[3] + xi[4] * xi[4] + xi[5] * xi[5]
-    th = np.sqrt(th2)
-    if th < 1e-4:  # Taylor expansions of the coefficients
-        ca, cb = 0.5 - th2 / 24.0, 1.0 / 6.0 - th2 / 120.0
-        cc, cd = 1.0 / 24.0 - th2 / 720.0, 1.0 / 120.0 - th2 / 2520.0
-        ce = 1.0 / 12.0 + th2 / 720.0
-    else:
-        sn, co = np.sin(th), np.cos(th)
-        ca, cb = (1.0 - co) / th2, (th - sn) / (th2 * th)
-        cc, cd = (th2 + 2.0 * co - 2.0) / (2.0 * th2 * th2), (2.0 * th - 3.0 * sn + th * co) / (2.0 * th2 * th2 * th)
-        ce = (1.0 - th * sn / (2.0 * (1.0 - co))) / th2
+    ca, cb, cc, cd, ce = so3_coefficients(np.sqrt(xi[3] * xi[3] + xi[4] * xi[4] + xi[5] * xi[5]))
     _product_into(P, P, PP)
     _product_into(P, Rh, PR)
     _product_into(Rh, P, RP)
