@@ -72,9 +72,8 @@ SRDF = "talos_data/srdf/talos.srdf"
 SOLVER_OPTIONS = {"ipopt": {"mu_strategy": "adaptive"}}
 """The walk's, over the defaults of a problem with contacts, where the defaults cannot serve
 the task: IPOPT's adaptive barrier — its monotone default stops short of the optimum with the
-active wrench cones pushed inside (1.2e-6 above it, measured). The stand ships none: there
-IPOPT's defaults converge in 9 iterations to the optimum the adaptive barrier reaches in 19,
-ending "acceptable". DDP and iLQR take their defaults: the wrench cones' rows are stated in
+active wrench cones pushed inside (3.3e-6 above it, measured). The stand ships none: there
+IPOPT's defaults converge in 7 iterations to the optimum the adaptive barrier reaches in 6. DDP and iLQR take their defaults: the wrench cones' rows are stated in
 units of the robot's weight (:mod:`problems.legged`; the moment rows as the weight at the
 sole's edge, :meth:`optdyn.costs.WrenchConeResidual.units`)."""
 
