@@ -108,6 +108,17 @@ def test_the_stand_ships_no_options_and_ipopt_converges_with_its_defaults():
     assert abs(ipopt.cost - ddp.cost) <= 1e-6 * abs(ddp.cost)
 
 
+def test_ipopt_converges_on_the_walk_to_ddps_optimum():
+    """The default walk (two steps) by IPOPT with the options it ships ends 'converged', not
+    'acceptable': with an SE(3) logarithm that lost digits at the soles' small orientation
+    errors, its cost was noisy at 1e-7 (relative) and IPOPT's dual infeasibility stalled above
+    its tolerance (44 iterations, 'acceptable'); exact to rounding, 32."""
+    prob = make()
+    ipopt, ddp = optdyn.solve(prob, solver="ipopt"), optdyn.solve(prob, solver="ddp")
+    assert ipopt.status == "converged" and ddp.converged, (ipopt.message, ddp.message)
+    assert abs(ipopt.cost - ddp.cost) <= 1e-6 * abs(ddp.cost)
+
+
 def test_talos_given_explicitly_is_the_default_walk_and_a_robot_of_ones_own_is_checked():
     """make(model=, soles=, standing=, sole_half_lengths=) with Talos' own is the default walk
     (same costs and constraints at any trajectory, same options); its scale gives Talos' weights
