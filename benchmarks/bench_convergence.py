@@ -1,7 +1,7 @@
 """Iterations, cost and wall time of DDP, iLQR and IPOPT with their default options and guesses,
 on arms the solvers were never tuned on and on every shipped task.
 
-    NUMBA_NUM_THREADS=1 .venv/bin/python benchmarks/bench_convergence.py            # about 25 min
+    NUMBA_NUM_THREADS=1 .venv/bin/python benchmarks/bench_convergence.py            # about 1 min (AMD EPYC)
     .venv/bin/python benchmarks/bench_convergence.py --export                       # benchmarks/arm_tasks.json
     OMP_NUM_THREADS=1 .crocoddyl-venv/bin/python benchmarks/bench_crocoddyl_arms.py   # Crocoddyl beside ours
     NUMBA_NUM_THREADS=1 .venv/bin/python benchmarks/bench_convergence.py --per-iteration
