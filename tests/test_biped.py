@@ -1,6 +1,7 @@
 """Talos' legs walk: the biped gait builder and its bad parameters, the three solvers on one
 step, each stance sole's wrench in its contact wrench cone, stance soles that neither slide nor
-rotate, the swinging sole landing level, further forward; the robot given explicitly."""
+rotate, the swinging sole landing level, further forward; the robot given explicitly; a step of
+Unitree G1's legs, a humanoid the project does not ship."""
 from __future__ import annotations
 
 import numpy as np
@@ -143,3 +144,39 @@ def test_talos_given_explicitly_is_the_default_walk_and_a_robot_of_ones_own_is_c
         with pytest.raises(ValueError, match=match):
             make(steps=1, **{**kw, **bad})
     assert not make(steps=1, mu=None, **{**kw, "sole_half_lengths": None}).stage_constraints
+
+
+G1 = "g1_description/urdf/g1_29dof_rev_1_0.urdf"
+"""Unitree G1's URDF in example-robot-data: a humanoid the project does not ship."""
+
+
+def test_a_humanoid_the_project_does_not_ship_takes_a_step():
+    """Unitree G1's legs (its URDF, the waist and arms locked at zero; knees bent by hand, its
+    SRDF not being in example-robot-data) take one step as a user builds it: the three solvers
+    reach one optimum, DDP's and iLQR's wrench cones met to 1e-6 of the weight."""
+    import os
+    import warnings
+
+    erd = pytest.importorskip("example_robot_data")
+    robots = erd.getModelPath(G1)
+    if not os.path.exists(os.path.join(robots, G1)):
+        pytest.skip("this example-robot-data has no Unitree G1")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # meshes
+        full = dyn.load_urdf(os.path.join(robots, G1), root_joint="free-flyer")
+        legs = ("hip", "knee", "ankle")
+        locked = {name: 0.0 for name in full.joint_names[1:] if not any(k in name for k in legs)}
+        model = dyn.load_urdf(os.path.join(robots, G1), root_joint="free-flyer", locked_joints=locked)
+    q0 = dyn.neutral(model)
+    for i, name in enumerate(model.joint_names):
+        for joint, angle in {"hip_pitch": -0.2, "knee": 0.4, "ankle_pitch": -0.2}.items():
+            if joint in name:
+                q0[model.idx_qs[i]] = angle
+    soles = ("left_ankle_roll_link", "right_ankle_roll_link")
+    q0[2] = 0.05 - dyn.frame_placement(model, q0, soles[0])[1][2]
+    prob = make(steps=1, model=model, soles=soles, standing=q0, sole_half_lengths=(0.09, 0.03))
+    assert model.nv == 18 and prob.name == f"biped:{model.name}"
+    res = {s: optdyn.solve(prob, solver=s) for s in ("ddp", "ilqr", "ipopt")}
+    assert_same_optimum(res)
+    assert max(res[s].extra["violation"] for s in ("ddp", "ilqr")) <= 1e-6
+    assert res["ddp"].xs[-1, 0] > 0.25 * prob.params["step_length"]  # the base went forward
