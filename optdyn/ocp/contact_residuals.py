@@ -371,6 +371,13 @@ class SmoothFrictionConeResidual(_ContactForceFunction):
     ``actuated`` as :class:`ContactForceResidual`; 0 where the frame is not in
     contact.
 
+    Under a barrier as a cost, r carries √(‖f_t‖² + ε²) ≈ ‖f_t‖ into the cost: a kink of
+    curvature 1/ε at f_t = 0, where a standing robot's tangential forces start. Measured on
+    Solo-12's trot under :class:`~optdyn.costs.RelaxedLogBarrier` (δ = 0.1 N), as the task's
+    ``cone="cost"`` uses the pyramid: with ε = 1e-3 N no solver converged in 500 iterations;
+    with ε = 1 N, DDP in 45 and IPOPT in 20 (iLQR still not in 500). The pyramid
+    (:class:`FrictionConeResidual`), linear in f, has no such kink.
+
     φ_f = μ nᵀ − f_tᵀ/s, ∇²φ = −(T − f_t f_tᵀ/s²)/s with s = √(‖f_t‖² + ε²), T = I − nnᵀ."""
 
     def __init__(self, model: Model, contacts: Sequence[Sequence[Contact]], frame: str, mu: float = MU,
