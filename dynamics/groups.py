@@ -53,9 +53,10 @@ def log3_quaternion(x, y, z, w):
 SERIES_BELOW = 0.2
 """The rotation angle (rad) below which :func:`so3_coefficients` sums Taylor series: their
 closed forms subtract nearly equal numbers there (θ − sin θ ≈ θ³/6, 1 − (θ/2)cot(θ/2) ≈
-θ²/12, …), losing a relative 1e-16/θ² to 1e-16/θ⁴ — all the digits of the SE(3) logarithm's
-translation at θ ≈ 1e-5, where a foot's orientation meets its target. Five terms of each
-series are exact to rounding below 0.2; the closed forms lose at most 4e-12 above it."""
+θ²/12, …), losing a relative 1e-16/θ² to 1e-16/θ⁴ — all the digits of e near θ = 2e-5, where
+a foot's orientation meets its target, which put the SE(3) logarithm's translation off by up to
+6e-8 of itself. Five terms of each series are exact to rounding below 0.2; the closed forms
+lose at most 4e-12 above it."""
 
 _SERIES = np.array([
     [1 / 2, -1 / 24, 1 / 720, -1 / 40320, 1 / 3628800],  # a: (−1)^k/(2k+2)!
@@ -69,7 +70,7 @@ _SERIES = np.array([
 @allocation_free
 def so3_coefficients(th):
     """(a, b, c, d, e) of the SO(3) and SE(3) Jacobians at the rotation angle th = θ ≥ 0
-    (Barfoot 2017, eq. 7.86 and 7.95; Murray, Li & Sastry 1994, ch. 2):
+    (Barfoot 2017, eq. 7.85–7.95; Murray, Li & Sastry 1994, ch. 2):
 
         a = (1 − cos θ)/θ²,  b = (θ − sin θ)/θ³,  c = (θ² + 2 cos θ − 2)/(2θ⁴),
         d = (2θ − 3 sin θ + θ cos θ)/(2θ⁵),  e = (1 − (θ/2) cot(θ/2))/θ²,
