@@ -4,6 +4,9 @@ rotate, the swinging sole landing level, further forward; the robot given explic
 Unitree G1's legs, a humanoid the project does not ship."""
 from __future__ import annotations
 
+import os
+import warnings
+
 import numpy as np
 import pytest
 from agreement import assert_same_optimum
@@ -13,7 +16,7 @@ import optdyn
 from problems.biped import SOLVER_OPTIONS, make, talos_legs
 from problems.gaits import BIPED_WEIGHTS, SOLES, TALOS_SCALE, biped_gait, scaled_weights
 
-pytest.importorskip("example_robot_data")
+erd = pytest.importorskip("example_robot_data")
 
 LEFT, RIGHT = SOLES
 
@@ -154,10 +157,6 @@ def test_a_humanoid_the_project_does_not_ship_takes_a_step():
     """Unitree G1's legs (its URDF, the waist and arms locked at zero; knees bent by hand, its
     SRDF not being in example-robot-data) take one step as a user builds it: the three solvers
     reach one optimum, DDP's and iLQR's wrench cones met to 1e-6 of the weight."""
-    import os
-    import warnings
-
-    erd = pytest.importorskip("example_robot_data")
     robots = erd.getModelPath(G1)
     if not os.path.exists(os.path.join(robots, G1)):
         pytest.skip("this example-robot-data has no Unitree G1")

@@ -9,6 +9,7 @@ arithmetic, and the Jacobians' defining series Σ (−ad_ξ)^k/(k+1)! in floatin
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import cache
 from math import comb, factorial
 
 import numpy as np
@@ -23,6 +24,7 @@ ANGLES = (0.0, 1e-8, 1e-6, 1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 1e-2, 0.1, SERIES_BELOW
           2.0, 3.0)
 
 
+@cache
 def _bernoulli(n: int) -> list[Fraction]:
     """B_0 … B_n, exactly (B_1 = −1/2)."""
     B = [Fraction(1)]
@@ -39,7 +41,7 @@ def exact_coefficients(th: float, terms: int = 40) -> tuple[float, ...]:
     b = sum(Fraction((-1) ** k, factorial(2 * k + 3)) * t2 ** k for k in range(terms))
     c = sum(Fraction((-1) ** k, factorial(2 * k + 4)) * t2 ** k for k in range(terms))
     d = sum(Fraction((-1) ** k * (k + 1), factorial(2 * k + 5)) * t2 ** k for k in range(terms))
-    B = _bernoulli(2 * terms + 2)  # 1 − x cot x = −Σ_{n≥1} (−4)^n B_2n x^2n/(2n)!, x = θ/2
+    B = _bernoulli(2 * terms)  # 1 − x cot x = −Σ_{n≥1} (−4)^n B_2n x^2n/(2n)!, x = θ/2
     e = -sum(Fraction((-4) ** n) * B[2 * n] * (t2 / 4) ** n / factorial(2 * n) for n in range(1, terms + 1))
     e = e / t2 if t2 else Fraction(1, 12)
     return tuple(float(v) for v in (a, b, c, d, e))
