@@ -269,6 +269,24 @@ def test_other_robots_trot_from_their_srdf_posture_and_the_solvers_agree(name):
     assert_feet_step(prob, res["ddp"].xs, feet, tol=0.02)
 
 
+def test_a_trot_within_the_urdfs_torque_limits_converges_to_one_optimum():
+    """Go1's one-cycle trot with its URDF's torque limits as the control box: the unbounded
+    optimum asks 1.73× the limits at lift-off, so the box binds. DDP and iLQR (FDDP and FiLQR
+    here) reach IPOPT's optimum, the box active. The friction pyramid's augmented Lagrangian
+    starts each later inner solve from a rollout; an inner solve left the box out of its
+    backward pass until its first full step even there, so that every step pushed the
+    saturated torques through the box, the forward pass clamped them back and no step was
+    accepted: both stopped with a failed line search after 207 and 209 iterations."""
+    model, feet, standing = robot("go1")
+    prob = make("trot", cycles=1, model=model, feet=feet, standing=standing)
+    limit = model.effort_limit[model.nv - prob.nu:]
+    prob.u_lower, prob.u_upper = -limit, limit
+    res = {s: optdyn.solve(prob, solver=s) for s in ("ddp", "ilqr", "ipopt")}
+    assert_same_optimum(res)
+    assert np.max(np.abs(res["ddp"].us) / limit) == pytest.approx(1.0, abs=1e-12)
+    assert prob.violation(res["ddp"].xs, res["ddp"].us) < 1e-6
+
+
 def test_the_weights_are_solos_scaled_by_the_robots_mass_and_height():
     """Solo-12 by default gets its weights exactly; a robot 8 times heavier and twice as tall
     weighs lengths 4 times less, torques 256 times less and widens the barrier 8 times (HyQ: its

@@ -41,7 +41,12 @@ The types differ in one or two of these steps:
   full step closes every gap, and the iterations are then the single-shooting ones. Until then
   the control box stays out of the backward pass (the unconstrained gains, clamped in the
   forward pass), as Crocoddyl's BoxFDDP does from a guess not marked feasible, and a step may
-  raise the cost by up to :data:`NEGATIVE_STEP` times the rise its model predicts. Like
+  raise the cost by up to :data:`NEGATIVE_STEP` times the rise its model predicts. From a
+  start without gaps (a rollout: the augmented Lagrangian's later inner solves, an MPC step's
+  warm start) the box is in the backward pass from the first step, as BoxFDDP's from a guess
+  marked feasible: left out there, a step that pushes saturated controls through the box is
+  clamped back by the forward pass, and its model's decrease is not the trial's (the trots
+  of quadrupeds within their URDFs' torque limits stopped on failed line searches). Like
   Crocoddyl's they model the costs by their Gauss–Newton Hessians and regularise the controls
   too (:class:`FeasibilityDriven`). On a floating base the gap shift ignores the transport
   between the tangent spaces at F(x̄_k, ū_k) and at x̄_{k+1}, as Crocoddyl does; it vanishes
@@ -537,7 +542,7 @@ class RiccatiSolver:
         bounds = (problem.u_lower, problem.u_upper)
         bounded = np.any(np.isfinite(bounds[0]) | np.isfinite(bounds[1]))
         return Iterate(out, us, (ws.xs[1], ws.us[1]), (ws.xs[2], ws.us[2]), gaps, bounds, None, self.mu_init,
-                       boxed=not (bounded and self.feasibility_driven))
+                       boxed=not (bounded and self.feasibility_driven and gaps.shape[0]))
 
     def expand(self, problem: Problem, objective: Objective, it: Iterate, ws: Workspace) -> tuple[Model, ...]:
         """The models to take a direction from (:meth:`direction`): here iLQR's, the
