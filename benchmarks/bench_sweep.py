@@ -14,8 +14,8 @@
 * Multi-start on arm-obstacle: 8 starts per scenario with DDP and with IPOPT; distinct
   local optima found, best cost against the cost reached from the default guess (start 0).
 
-Clusters are pre-warmed (each worker runs `optdyn.apps.sweep.warm`: a 1-iteration pendulum DDP and
-arm-obstacle IPOPT solve, loading the numba kernels from the disk cache) so that compilation is not timed; the
+Clusters are pre-warmed (each worker runs `optdyn.apps.warmup.warm_once` on the pendulum's DDP and
+arm-obstacle's IPOPT: a short solve of each, loading the numba kernels from the disk cache) so that compilation is not timed; the
 sweeps reach them by address, as a user's sweep reaches a running cluster.
 
 Run: .venv/bin/python benchmarks/bench_sweep.py     (a few minutes on 2 cores)
@@ -33,7 +33,8 @@ import numpy as np
 import optdyn
 import problems
 from _common import machine, table, write_section
-from optdyn.apps.sweep import SweepSummary, local_cluster, warm
+from optdyn.apps.sweep import SweepSummary, local_cluster
+from optdyn.apps.warmup import CompileJob, warm_once
 
 PENDULUM = problems.factory("pendulum")
 THROUGHPUT_GRID = {"u_max": [4.5, 5.0, 5.5, 6.0, 6.5, 7.0]}
@@ -97,8 +98,8 @@ def main() -> None:
         for n in (1, 2):
             cluster = local_cluster(n)  # the embedded cluster of optdyn.sweep, kept alive
             client = Client(cluster, set_as_default=False)
-            client.run(warm, PENDULUM)
-            client.run(warm, problems.arm_obstacle.make, solver="ipopt")
+            client.run(warm_once, CompileJob("bench_sweep pendulum ddp", PENDULUM, "ddp"))
+            client.run(warm_once, CompileJob("bench_sweep arm-obstacle ipopt", problems.arm_obstacle.make, "ipopt"))
             clusters[n] = (cluster, client)
         njobs = len(THROUGHPUT_GRID["u_max"]) * THROUGHPUT_STARTS
         walls = {1: [], 2: []}
