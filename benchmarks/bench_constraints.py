@@ -1,7 +1,8 @@
 """Constraints inside the DDP/iLQR iteration (al-ddp, al-ilqr: the multipliers revised between
 steps by the BCL rule) against the outer augmented-Lagrangian loop (ddp, ilqr) and IPOPT.
 
-    .venv/bin/python benchmarks/bench_constraints.py [--quick | --family | --active-set | --cone-ratio | --units]
+    .venv/bin/python benchmarks/bench_constraints.py [--quick | --family | --active-set | --cone-ratio | --units
+                                                      | --torque-limits]
 
 Tasks: the 6D pose reach of example-robot-data arms (problems.arm_pose) with their joint limits
 (``JointLimits``: position and velocity) as path constraints; arm-obstacle (its clearances and
@@ -33,6 +34,12 @@ thread, ``ROUNDS`` rounds interleaved (the targets: at most 2× and 1.3×); sect
 solvers' defaults) against the same rows in newtons, with the first penalty the tasks shipped
 before (Solo-12 ρ = 1 and another quadruped's (m₀/m)²; Talos 0.1) and with the default ρ = 1;
 section "constraint units".
+
+``--torque-limits``: the one-cycle trots of HyQ, ANYmal, Go1 and of Go2, A1 and B1
+(:data:`TORQUE_LIMITED`, robots no other section runs) with the friction pyramid (μ = 0.7) and
+their URDFs' torque limits as the control box, Solo-12's at the 5 N·m its MuJoCo plant clamps
+(its URDF's 1000 N·m is a placeholder): every solver's status, iterations, cost against IPOPT's,
+violation, and the unbounded optimum's largest torque over the limit; section "torque limits".
 """
 from __future__ import annotations
 
@@ -92,6 +99,13 @@ QUADRUPEDS = {"HyQ": ("hyq_description/robots/hyq_no_sensors.urdf", "hyq_descrip
                       ("FL_foot", "FR_foot", "RL_foot", "RR_foot"))}
 """(URDF, SRDF, feet lf, rf, lh, rh) of example-robot-data's quadrupeds other than Solo-12."""
 
+TORQUE_LIMITED = {**QUADRUPEDS, **{name: (f"{stem}_description/urdf/{stem}.urdf", f"{stem}_description/srdf/{stem}.srdf",
+                                          ("FL_foot", "FR_foot", "RL_foot", "RR_foot"))
+                                   for name, stem in (("Go2", "go2"), ("A1", "a1"), ("B1", "b1"))}}
+"""The quadrupeds of ``--torque-limits``: :data:`QUADRUPEDS` and three more of example-robot-data."""
+SOLO_CLAMP = 5.0
+"""Solo-12's torque limit in ``--torque-limits``, N·m: its MuJoCo plant's clamp (``bench_mpc.py``)."""
+
 
 def gait(robot: str, scenario: str, mu: float | None, cycles: int, cone: str = "constraint") -> Problem:
     """The ``scenario`` of :func:`problems.quadruped.make` ("trot", "walk", "jump") of ``cycles``
@@ -100,7 +114,7 @@ def gait(robot: str, scenario: str, mu: float | None, cycles: int, cone: str = "
     posture, as a user builds it from the README."""
     if robot == "Solo-12":
         return problems.quadruped.make(scenario, cycles=cycles, mu=mu, cone=cone)
-    urdf, srdf, feet = QUADRUPEDS[robot]
+    urdf, srdf, feet = TORQUE_LIMITED[robot]
     model = load_robot(urdf, "bench-constraints")
     robots, _ = robot_files(srdf, "bench-constraints")
     standing = dyn.load_srdf(model, os.path.join(robots, srdf)).reference_configurations["standing"]
@@ -339,8 +353,47 @@ def cone_ratio() -> None:
     write_section("cone-ratio", body)
 
 
+def torque_limit_rows() -> list[list]:
+    """Per robot of :data:`TORQUE_LIMITED` (and Solo-12) and solver: its trot within its torque
+    limits (module docstring)."""
+    rows = []
+    for robot in ("Solo-12", *TORQUE_LIMITED):
+        p = gait(robot, "trot", 0.7, 1)
+        free = np.abs(optdyn.solve(p, "ilqr").us).max(axis=0)
+        limit = np.full(p.nu, SOLO_CLAMP) if robot == "Solo-12" else p.model.effort_limit[p.model.nv - p.nu:]
+        p.u_lower, p.u_upper = -limit, limit
+        best = None
+        for solver in ("ipopt", "ddp", "ilqr"):
+            t = time.process_time()
+            r = optdyn.solve(p, solver)
+            cpu = time.process_time() - t
+            best = r.cost if best is None else best
+            rows.append([robot, "–".join(f"{x:g}" for x in sorted(set(limit.round(2)))), f"{(free / limit).max():.2f}",
+                         solver, r.status, r.iterations, f"{(r.cost - best) / abs(best):+.1e}",
+                         f"{p.violation(r.xs, r.us):.1e}", f"{cpu:.2f}"])
+            print(*rows[-1], flush=True)
+    return rows
+
+
+def torque_limits() -> None:
+    body = "\n\n".join([
+        "## Trots within the robots' torque limits",
+        f"Machine: {machine()}; CPU time of one thread; one run each (iterations are deterministic).",
+        "One trot cycle of each quadruped as a user builds it from example-robot-data's URDF and SRDF (the "
+        "README's `problems.quadruped.make`), its friction pyramid at μ = 0.7, and the URDF's torque limits "
+        "(`effort`) as the control box `u_lower`, `u_upper` — Solo-12 at the 5 N·m its MuJoCo plant clamps. "
+        "The unbounded optimum's largest torque over the limit says how hard the box binds. Cost relative to "
+        "IPOPT's; violation: the largest, of the pyramid's rows (in units of the weight) and the box.",
+        table(["robot", "limits N·m", "unbounded peak ÷ limit", "solver", "status", "iterations", "cost vs IPOPT",
+               "violation", "CPU s"], torque_limit_rows()),
+        "Produced by `benchmarks/bench_constraints.py --torque-limits`.",
+    ])
+    write_section("torque limits", body)
+
+
 def main() -> None:
-    modes = {"--cone-ratio": cone_ratio, "--family": family_main, "--active-set": active_set_main, "--units": units}
+    modes = {"--cone-ratio": cone_ratio, "--family": family_main, "--active-set": active_set_main, "--units": units,
+             "--torque-limits": torque_limits}
     for flag, mode in modes.items():  # each on one thread
         if flag in sys.argv[1:]:
             optdyn.set_num_threads(1)
