@@ -449,7 +449,7 @@ class AugmentedLagrangian:
                 for outer in range(1, self.max_outer + 1):
                     log.outer = outer
                     out = inner.iterate(problem, objective, us, log, max_iter=inner.max_iter - steps, xs=start,
-                                        workspace=ws, tol=inner_tol)
+                                        workspace=ws, tol=inner_tol, boxed=outer > 1 and start is None)
                     steps += out.iterations
                     us, xs, updated = out.us, out.xs, False
                     # gaps left open stay open; a converged inner solve closed them (its steps since are

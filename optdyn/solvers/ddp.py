@@ -41,12 +41,12 @@ The types differ in one or two of these steps:
   full step closes every gap, and the iterations are then the single-shooting ones. Until then
   the control box stays out of the backward pass (the unconstrained gains, clamped in the
   forward pass), as Crocoddyl's BoxFDDP does from a guess not marked feasible, and a step may
-  raise the cost by up to :data:`NEGATIVE_STEP` times the rise its model predicts. From a
-  start without gaps (a rollout: the augmented Lagrangian's later inner solves, an MPC step's
-  warm start) the box is in the backward pass from the first step, as BoxFDDP's from a guess
-  marked feasible: left out there, a step that pushes saturated controls through the box is
-  clamped back by the forward pass, and its model's decrease is not the trial's (the trots
-  of quadrupeds within their URDFs' torque limits stopped on failed line searches). Like
+  raise the cost by up to :data:`NEGATIVE_STEP` times the rise its model predicts. An inner
+  solve of the augmented Lagrangian that continues one that converged (from its rollout, with
+  new multipliers) keeps the box in from its first step: left out there, a step that pushes
+  saturated controls through the box is clamped back by the forward pass, its model's
+  decrease is not the trial's, and none is accepted (the trots of quadrupeds within their
+  URDFs' torque limits stopped on failed line searches). Like
   Crocoddyl's they model the costs by their Gauss–Newton Hessians and regularise the controls
   too (:class:`FeasibilityDriven`). On a floating base the gap shift ignores the transport
   between the tangent spaces at F(x̄_k, ū_k) and at x̄_{k+1}, as Crocoddyl does; it vanishes
@@ -436,15 +436,17 @@ class RiccatiSolver:
         return Objective(problem, self.gauss_newton_costs)
 
     def iterate(self, problem: Problem, objective: Objective, us: np.ndarray, log: Log, max_iter: int | None = None,
-                xs: np.ndarray | None = None, workspace: Workspace | None = None, tol: float | None = None
-                ) -> Outcome:
+                xs: np.ndarray | None = None, workspace: Workspace | None = None, tol: float | None = None,
+                boxed: bool = False) -> Outcome:
         """Iterations from controls us (N, nu) — and with ``xs`` (N+1, nx) from those states too
         (feasibility-driven) — on ``objective``, in the arrays of ``workspace`` (a new one if
         None), at most ``max_iter`` (default the option) to ``tol`` (default the option); the
-        outcome's arrays are its own. If the rollout of ``us`` (or a gap) is not finite,
-        returns at once with status "rollout_failed"."""
+        outcome's arrays are its own. ``boxed``: the control box in the backward pass from the
+        first step even in a feasibility-driven form (iterations that continue a converged
+        solve: module docstring). If the rollout of ``us`` (or a gap) is not finite, returns at
+        once with status "rollout_failed"."""
         ws = Workspace(problem) if workspace is None else workspace
-        it = self.start(problem, objective, us, xs, ws)
+        it = self.start(problem, objective, us, xs, ws, boxed)
         if it is None:
             return Outcome(ws.xs[0].copy(), ws.us[0].copy(), ws.K.copy(), np.nan, False, "rollout_failed",
                            "the rollout of the initial controls (or a gap of the initial states) is not finite "
@@ -513,7 +515,7 @@ class RiccatiSolver:
     # -- the steps of an iteration (module docstring) ------------------------------------
 
     def start(self, problem: Problem, objective: Objective, us: np.ndarray, xs: np.ndarray | None,
-              ws: Workspace) -> Iterate | None:
+              ws: Workspace, boxed: bool = False) -> Iterate | None:
         """The first iterate in the workspace's arrays: the rollout of ``us`` (clipped to the
         bounds) or, given ``xs``, those states and their gaps (none, without computing them,
         where ``xs`` is the workspace's remembered rollout of ``us``: :meth:`Workspace.is_rollout`,
@@ -542,7 +544,7 @@ class RiccatiSolver:
         bounds = (problem.u_lower, problem.u_upper)
         bounded = np.any(np.isfinite(bounds[0]) | np.isfinite(bounds[1]))
         return Iterate(out, us, (ws.xs[1], ws.us[1]), (ws.xs[2], ws.us[2]), gaps, bounds, None, self.mu_init,
-                       boxed=not (bounded and self.feasibility_driven and gaps.shape[0]))
+                       boxed=boxed or not (bounded and self.feasibility_driven))
 
     def expand(self, problem: Problem, objective: Objective, it: Iterate, ws: Workspace) -> tuple[Model, ...]:
         """The models to take a direction from (:meth:`direction`): here iLQR's, the
