@@ -41,12 +41,15 @@ def _random_state(model, rng):
     return q, rng.standard_normal(model.nv)
 
 
-@pytest.mark.parametrize("robot", ["solo", "ur5", "talos-legs"])
+@pytest.mark.parametrize("robot", ["solo", "ur5", "talos-legs", "double-pendulum"])
 def test_forward_dynamics_agree_with_the_library(robot, solo):
-    """Solo-12, the UR5 (a fixed base) and Talos' legs (its upper body locked: inertias folded
-    into the pelvis), with contact shapes but away from the floor."""
+    """Solo-12, the UR5 (a fixed base), Talos' legs (its upper body locked: inertias folded
+    into the pelvis), with contact shapes but away from the floor, and the double pendulum, whose
+    point masses MuJoCo takes only with their principal moments raised to 1e-12 kg·m² (it
+    refused the model before)."""
     model, feet = {"solo": (solo, ["FL_FOOT", "HR_FOOT"]), "ur5": (dyn.models.ur5(), []),
-                   "talos-legs": (problems.biped.talos_legs()[0], [dyn.Contact("left_sole_link", kind="6d")])}[robot]
+                   "talos-legs": (problems.biped.talos_legs()[0], [dyn.Contact("left_sole_link", kind="6d")]),
+                   "double-pendulum": (problems.get("double-pendulum").model, [])}[robot]
     plant = MujocoPlant(model, feet=feet)
     nu = model.nv - (6 if model.joint_types[0] == "free-flyer" else 0)
     rng = np.random.default_rng(3)

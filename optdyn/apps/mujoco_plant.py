@@ -9,10 +9,12 @@ everywhere else; the plant itself loads no mesh: its only collision shapes are t
 
 * body i of the model is a MuJoCo body placed by the joint placement of joint i in its parent
   (Pinocchio's convention: the body frame is the joint frame), with the model's mass, centre
-  of mass and inertia about it; a free-flyer root is a MuJoCo free joint, revolute and
-  prismatic joints hinges and slides along the model's axes (a spherical or planar joint, which
-  one motor cannot drive, raises ValueError); every
-  frame of the model is a site of that name (pushes and foot positions are read there);
+  of mass and inertia about it (where a body's rotational inertia is singular — a point mass, a
+  thin rod, as on the pendulums — every body's principal moments are raised to at least
+  :data:`INERTIA_FLOOR`: MuJoCo takes positive ones only); a free-flyer root is a MuJoCo free
+  joint, revolute and prismatic joints hinges and slides along the model's axes (a spherical or
+  planar joint, which one motor cannot drive, raises ValueError); every frame of the model is a
+  site of that name (pushes and foot positions are read there);
 * every joint but a free-flyer root is driven by a torque actuator (a motor of gear 1), its
   torque clamped to the URDF's ``<limit effort>`` where that is finite (the actuator's
   control range) — the controller's own bounds are its business;
@@ -66,6 +68,10 @@ import numpy as np
 import dynamics
 from dynamics.model import FREE_FLYER, JTYPE, PRISMATIC, REVOLUTE, Model
 
+INERTIA_FLOOR = 1e-12
+"""The least principal moment of inertia, kg·m², that MuJoCo's compiler gives a body (its
+``boundinertia``) in a model with a body whose rotational inertia is not positive definite: a
+change of 1e-12 of a 1 kg, 1 m pendulum's inertia about its hinge."""
 CONTACTS = ("stiff", "soft")
 """Named contact parameters (module docstring)."""
 
@@ -192,6 +198,8 @@ class MujocoPlant:
         spec.option.gravity = np.asarray(model.gravity, dtype=float)
         spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
         spec.option.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
+        if np.any(np.linalg.eigvalsh(model.inertia[:, 4:13].reshape(-1, 3, 3))[:, 0] <= 0.0):
+            spec.compiler.boundinertia = INERTIA_FLOOR  # point masses, thin rods: MuJoCo takes positive moments only
         iv = model.idx_vs
         bodies = [spec.worldbody]
         types = model.topology[:, JTYPE]
