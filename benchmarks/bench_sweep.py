@@ -67,14 +67,20 @@ def cpu_sweep(client, address: str, grid: dict) -> tuple[float, float, float]:
 
 
 def plain_solves(grid: dict) -> tuple[float, float]:
-    """(wall s, CPU s) of in-process `optdyn.solve` on every point of a one-key grid (start 0)."""
+    """(wall s, CPU s) of in-process `optdyn.solve` on every point of a one-key grid (start 0),
+    on one thread as a sweep job solves (:func:`optdyn.apps.sweep.run_job`)."""
     (key, values), = grid.items()
     probs = [PENDULUM(**{key: v}) for v in values]
-    optdyn.solve(probs[0])  # warm
-    t, c = time.perf_counter(), time.process_time()
-    for p in probs:
-        optdyn.solve(p)
-    return time.perf_counter() - t, time.process_time() - c
+    threads = optdyn.get_num_threads()
+    optdyn.set_num_threads(1)
+    try:
+        optdyn.solve(probs[0])  # warm
+        t, c = time.perf_counter(), time.process_time()
+        for p in probs:
+            optdyn.solve(p)
+        return time.perf_counter() - t, time.process_time() - c
+    finally:
+        optdyn.set_num_threads(threads)
 
 
 def multistart_note(rows: list[list]) -> str:
@@ -161,7 +167,7 @@ Workers pre-warmed (kernels from the numba disk cache).
 ### Per-job overhead (target ≤ 5 %)
 
 {table(["per job (ms)", "CPU", "wall"],
-       [["plain `optdyn.solve`, in-process", pl_cpu * 1e3, pl_wall * 1e3],
+       [["plain `optdyn.solve`, in-process, one thread", pl_cpu * 1e3, pl_wall * 1e3],
         ["of a sweep job: the job itself on its worker (build the problem + solve; thread CPU)", job_cpu * 1e3, ""],
         [f"sweep job, marginal (C{large} − C{small})/{large - small}; wall: W{large}/{large}", per_job_cpu * 1e3,
          sweep_wall * 1e3]])}
