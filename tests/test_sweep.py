@@ -26,8 +26,8 @@ import optdyn
 import problems
 from optdyn.apps.cli import main
 from optdyn.apps.io import load_result
-from optdyn.apps.sweep import (COLUMNS, Job, _lqr_gains, distinct_optima, job_name, job_seed, local_cluster,
-                          perturbed_guess, run_job, sweep)
+from optdyn.apps.sweep import (BATCH_SECONDS, COLUMNS, IN_FLIGHT, Job, _batch_size, _lqr_gains, distinct_optima,
+                          job_name, job_seed, local_cluster, perturbed_guess, run_job, run_jobs, sweep)
 
 pytest.importorskip("distributed")
 from distributed import Client  # noqa: E402
@@ -166,6 +166,25 @@ def test_perturbed_guess_with_contacts_is_the_wave_for_multiple_shooting(monkeyp
 def test_run_job_records_exceptions_instead_of_raising():
     record = run_job(PENDULUM, {}, {"u_max": -1.0}, 0, "ddp", {}, 0.3)
     assert "result" not in record and record["error"].startswith("ValueError: u_max")
+
+
+def test_short_jobs_share_a_task_and_the_last_ones_stay_spread():
+    """One job per task until a job's time is known; then as many as take BATCH_SECONDS at the
+    mean time (45 ms pendulum solves: 6 a task), fewer where the remaining jobs would not give
+    each worker thread IN_FLIGHT tasks; jobs longer than BATCH_SECONDS one each."""
+    assert _batch_size([], 100, 2) == 1
+    assert _batch_size([0.045, 0.045], 100, 2) == int(np.ceil(BATCH_SECONDS / 0.045)) == 6
+    assert _batch_size([0.045], 9, 2) == int(np.ceil(9 / (IN_FLIGHT * 2))) == 3
+    assert _batch_size([2.0, 30.0], 100, 8) == 1
+    assert _batch_size([0.0], 10**6, 1) == int(np.ceil(BATCH_SECONDS / 1e-3))
+
+
+def test_a_task_of_several_jobs_records_each_in_order():
+    records = run_jobs(PENDULUM, {}, [({"u_max": 5.0}, 0), ({"u_max": -1.0}, 0), ({"u_max": 4.0}, 1)], "ddp",
+                       {"max_iter": 3}, 0.3)
+    assert [("result" in r) for r in records] == [True, False, True]
+    assert records[1]["error"].startswith("ValueError: u_max")
+    assert records[0]["result"].iterations == 3 and records[2]["result"].iterations == 3
 
 
 def test_distinct_optima_groups_by_cost_and_trajectory():
