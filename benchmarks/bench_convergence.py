@@ -245,8 +245,8 @@ def family_main() -> None:
     write_section("convergence-family", body)
 
 
-BARRIER_SETS = (("monotone (IPOPT's default)", {"mu_strategy": "monotone"}),
-                ("adaptive", {"mu_strategy": "adaptive"}),
+BARRIER_SETS = (("monotone (IPOPT's default; the library's without contacts)", {"mu_strategy": "monotone"}),
+                ("adaptive (the library's with contacts)", {"mu_strategy": "adaptive"}),
                 ("adaptive, μ_max = μ_init = 0.1", {"mu_strategy": "adaptive", "mu_max": 0.1}))
 """IPOPT's barrier-parameter strategies compared by ``--barrier`` (each over the task's own options)."""
 
@@ -289,10 +289,10 @@ def barrier_main() -> None:
     body = (f"## IPOPT's barrier strategy on every task\n\n{machine()}, NUMBA_NUM_THREADS={threads}. "
             "`benchmarks/bench_convergence.py --barrier`: IPOPT with the exact Hessian from each task's default "
             f"guess, its own options but the barrier strategy, at most {MAX_ITER} iterations; the cost relative to "
-            "the lowest of the three runs. The tasks: every shipped task and scenario (the biped ships the adaptive "
-            "strategy: its monotone row is what the default would do), the space manipulator with its attitude "
-            "bound, the 30 arm poses, and the arms with their joint limits and the legged tasks of "
-            "`bench_constraints.py`.\n\n"
+            "the lowest of the three runs. The tasks: every shipped task and scenario, the space manipulator with its "
+            "attitude bound, the 30 arm poses, and the arms with their joint limits and the legged tasks of "
+            "`bench_constraints.py`. The library's default is the adaptive strategy on a problem with contacts "
+            "(`optdyn.solvers.ipopt.CONTACT_BARRIER`), IPOPT's monotone one elsewhere.\n\n"
             + table(["strategy", "iterations (all)", "median", "most", "at the lowest cost (1e-6)",
                      "within 1 %", "largest excess"], summary)
             + "\n\n" + table(header, rows))

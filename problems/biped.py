@@ -69,13 +69,6 @@ SCENARIOS = ("walk", "stand")
 held past its end by a controller: balance, e.g. against a push)."""
 SRDF = "talos_data/srdf/talos.srdf"
 
-SOLVER_OPTIONS = {"ipopt": {"mu_strategy": "adaptive"}}
-"""The walk's, over the defaults of a problem with contacts, where the defaults cannot serve
-the task: IPOPT's adaptive barrier — its monotone default stops short of the optimum with the
-active wrench cones pushed inside (3.3e-6 above it, measured). The stand ships none: there
-IPOPT's defaults converge in 7 iterations to the optimum the adaptive barrier reaches in 6. DDP and iLQR take their defaults: the wrench cones' rows are stated in
-units of the robot's weight (:mod:`problems.legged`; the moment rows as the weight at the
-sole's edge, :meth:`optdyn.costs.WrenchConeResidual.units`)."""
 
 
 def talos_legs() -> tuple[Model, np.ndarray, tuple[float, float]]:
@@ -139,8 +132,7 @@ def make(scenario: str = "walk", steps: int = 2, step_length: float = 0.2, step_
     params = {"scenario": scenario, "steps": steps, "step_length": step_length, "step_height": step_height,
               "step_knots": step_knots, "support_knots": support_knots, "dt": dt, "mu": mu}
     return Problem(model, x0, N, dt, running, terminal, substeps=1, integrator="rk4", contacts=contacts,
-                   path_constraints=cones, name=name, params=params,
-                   solver_options=SOLVER_OPTIONS if scenario == "walk" else {})
+                   path_constraints=cones, name=name, params=params)
 
 
 def _robot(model: Model | None, soles: Sequence[str] | None, standing, sole_half_lengths,

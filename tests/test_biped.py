@@ -13,7 +13,7 @@ from agreement import assert_same_optimum
 
 import dynamics as dyn
 import optdyn
-from problems.biped import SOLVER_OPTIONS, make, talos_legs
+from problems.biped import make, talos_legs
 from problems.gaits import BIPED_WEIGHTS, SOLES, TALOS_SCALE, biped_gait, scaled_weights
 
 erd = pytest.importorskip("example_robot_data")
@@ -102,18 +102,18 @@ def test_stance_soles_neither_slide_nor_rotate_and_the_swing_sole_lands_level_fo
             assert np.max(np.abs(R[landing] - R[0])) < 0.02
 
 
-def test_the_stand_ships_no_options_and_ipopt_converges_with_its_defaults():
-    """Standing on both soles, IPOPT with its own defaults converges to DDP's optimum (the walk
-    ships the adaptive barrier, :data:`problems.biped.SOLVER_OPTIONS`)."""
+def test_the_tasks_ship_no_options_and_ipopt_converges_on_the_stand_with_its_defaults():
+    """Neither the stand nor the walk ships options; standing on both soles, IPOPT with its
+    defaults (the adaptive barrier of a problem with contacts) converges to DDP's optimum."""
     prob = make(scenario="stand")
-    assert prob.solver_options == {} and make().solver_options == SOLVER_OPTIONS
+    assert prob.solver_options == {} and make().solver_options == {}
     ipopt, ddp = optdyn.solve(prob, solver="ipopt"), optdyn.solve(prob, solver="ddp")
     assert ipopt.status == "converged" and ddp.converged, (ipopt.message, ddp.message)
     assert abs(ipopt.cost - ddp.cost) <= 1e-6 * abs(ddp.cost)
 
 
 def test_ipopt_converges_on_the_walk_to_ddps_optimum():
-    """The default walk (two steps) by IPOPT with the options it ships ends 'converged', not
+    """The default walk (two steps) by IPOPT with its defaults ends 'converged', not
     'acceptable': with an SE(3) logarithm that lost digits at the soles' small orientation
     errors, its cost was noisy at 1e-7 (relative) and IPOPT's dual infeasibility stalled above
     its tolerance (44 iterations, 'acceptable'); exact to rounding, 32."""
@@ -136,7 +136,7 @@ def test_talos_given_explicitly_is_the_default_walk_and_a_robot_of_ones_own_is_c
                    for _ in range(default.N + 1)])
     assert own.cost(xs, us) == default.cost(xs, us) and own.name == f"biped:{model.name}"
     np.testing.assert_array_equal(own.stage_constraint_values(xs[:-1], us), default.stage_constraint_values(xs[:-1], us))
-    assert own.solver_options == default.solver_options == {"ipopt": {"mu_strategy": "adaptive"}}
+    assert own.solver_options == default.solver_options == {}
     assert scaled_weights(BIPED_WEIGHTS, TALOS_SCALE, TALOS_SCALE) == BIPED_WEIGHTS
     kw = dict(model=model, soles=SOLES, standing=q0, sole_half_lengths=half)
     for bad, match in [(dict(soles=("left_sole_link", "right_foot")),
