@@ -89,10 +89,11 @@ def talos_legs() -> tuple[Model, np.ndarray, tuple[float, float]]:
 
 def make(scenario: str = "walk", steps: int = 2, step_length: float = 0.2, step_height: float = 0.05,
          step_knots: int = 20, support_knots: int = 5, dt: float = 0.03, mu: float | None = 0.7,
-         model: Model | None = None, soles: Sequence[str] | None = None, standing=None,
+         model: Model | str | os.PathLike | None = None, soles: Sequence[str] | None = None, standing=None,
          sole_half_lengths: Sequence[float] | None = None) -> Problem:
-    """``model`` (a robot on a free-flyer root, standing at ``standing`` on its ``soles``
-    (left, right); by default Talos' legs at half-sitting) takes ``steps`` steps (``scenario``
+    """``model`` (a robot on a free-flyer root, or its URDF file's path, standing at
+    ``standing`` (nq,, or its SRDF file's path: the ``half_sitting`` posture there) on its
+    ``soles`` (left, right); by default Talos' legs at half-sitting) takes ``steps`` steps (``scenario``
     "walk"; "stand": on both soles, :data:`SCENARIOS`), each sole landing ``step_length`` (m)
     further forward after an arc of apex ``step_height`` (m) in ``step_knots`` intervals of
     ``dt``, ``support_knots`` on both
@@ -153,4 +154,5 @@ def _robot(model: Model | None, soles: Sequence[str] | None, standing, sole_half
     for value, name, what in needed:
         if value is None:
             raise ValueError(f"{name}: a model= of one's own needs {what}")
-    return stance(model, soles, standing, 2, "soles"), None if mu is None else tuple(sole_half_lengths)
+    return (stance(model, soles, standing, 2, "soles", "half_sitting"),
+            None if mu is None else tuple(sole_half_lengths))

@@ -9,12 +9,13 @@ of the weight, not in newtons, so that one default ρ serves a 2.5 kg quadruped 
 biped, and no task carries a penalty of its own."""
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from dynamics import Model, frame_placement
+from dynamics import Model, frame_placement, load_srdf, load_urdf
 from dynamics.joints import normalize
 from optdyn import Problem
 from optdyn.constraints import ResidualConstraint
@@ -45,11 +46,20 @@ class Stance:
         return self.mass * float(np.linalg.norm(self.model.gravity))
 
 
-def stance(model: Model, feet: Sequence[str], standing, count: int, what: str = "feet") -> Stance:
+def stance(model: Model | str | os.PathLike, feet: Sequence[str], standing, count: int, what: str = "feet",
+           reference: str = "standing") -> Stance:
     """The stance of ``model`` standing at ``standing`` (nq,) on the ``count`` frames ``feet``
     (argument named ``what``); ValueError naming ``model``, ``what`` (with the robot's frames)
     or ``standing`` for a robot without a free-flyer root, wrong frames, or a configuration
-    that is not the model's or keeps the base below its feet."""
+    that is not the model's or keeps the base below its feet.
+
+    ``model`` may be a URDF file's path (the robot loaded on a free-flyer root) and
+    ``standing`` an SRDF file's (its reference configuration ``reference``): what the command
+    line's ``--param model=robot.urdf --param standing=robot.srdf`` gives."""
+    if isinstance(model, (str, os.PathLike)):
+        model = load_urdf(model, root_joint="free-flyer")
+    if isinstance(standing, (str, os.PathLike)):
+        standing = _reference(model, standing, reference)
     if not isinstance(model, Model) or not model.joint_types or model.joint_types[0] != "free-flyer":
         found = type(model).__name__ if not isinstance(model, Model) else f"joints {list(model.joint_types)}"
         raise ValueError(f"model: expected a dynamics.Model on a free-flyer root (load_urdf(..., "
@@ -67,6 +77,16 @@ def stance(model: Model, feet: Sequence[str], standing, count: int, what: str = 
     if not height > 0:
         raise ValueError(f"standing: the base stands {height:.3g} m above its {what} (mean height); expected > 0")
     return Stance(model, q, tuple(feet), placements, float(model.inertia[:, 0].sum()), float(height))
+
+
+def _reference(model: Model, srdf: str | os.PathLike, name: str) -> np.ndarray:
+    """The reference configuration ``name`` of ``model`` in the SRDF file ``srdf``; ValueError
+    naming ``standing`` (with the file's configurations) if it has none of that name."""
+    found = load_srdf(model, srdf).reference_configurations
+    if name not in found:
+        raise ValueError(f"standing: the SRDF {os.fspath(srdf)!r} has no reference configuration {name!r} "
+                         f"(it has {', '.join(map(repr, found)) or 'none'}); give q (nq,) instead")
+    return found[name]
 
 
 def _configuration(model: Model, standing) -> np.ndarray:

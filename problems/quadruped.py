@@ -102,16 +102,17 @@ def solo12() -> Model:
 
 def make(scenario: str = "trot", cycles: int = 2, step_length: float = 0.15, step_height: float = 0.05,
          step_knots: int = 10, support_knots: int = 2, dt: float = 0.02, mu: float | None = 0.7,
-         cone: str = "constraint", model: Model | None = None, feet: Sequence[str] | None = None,
-         standing=None) -> Problem:
+         cone: str = "constraint", model: Model | str | os.PathLike | None = None,
+         feet: Sequence[str] | None = None, standing=None) -> Problem:
     """The ``scenario`` ("walk", "trot" or "jump") of ``cycles`` gait cycles, each foot
     stepping ``step_length`` (m) forward with an apex ``step_height`` (m) in ``step_knots``
     intervals, ``support_knots`` on four feet between steps, the stance feet's forces in the
     friction pyramid of ``mu`` (None: no friction constraint), as stage constraints
     (``cone="constraint"``) or as a barrier cost for real-time MPC (``cone="cost"``); of
-    ``model`` (a robot on a free-flyer root) on its ``feet`` (left front, right front, left
-    hind, right hind frames) from its ``standing`` configuration (nq,), by default Solo-12
-    in its SRDF's ``standing`` (module docstring)."""
+    ``model`` (a robot on a free-flyer root, or its URDF file's path) on its ``feet`` (left
+    front, right front, left hind, right hind frames) from its ``standing`` configuration
+    (nq,, or its SRDF file's path: the ``standing`` posture there), by default Solo-12 in its
+    SRDF's ``standing`` (module docstring)."""
     positive(step_length, "step_length")
     positive(step_height, "step_height")
     positive(dt, "dt")

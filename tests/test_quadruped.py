@@ -5,15 +5,20 @@ CoM on a parabola, constant angular momentum about it); HyQ, ANYmal and Go1 trot
 SRDF's standing posture, with weights derived from their mass and height."""
 from __future__ import annotations
 
+import json
+import os
+import warnings
+
 import numpy as np
 import pytest
 from agreement import assert_same_optimum
 from momentum import world_momentum
-from quadrupeds import ROBOTS, robot
+from quadrupeds import ROBOTS, erd, robot
 
 import dynamics as dyn
 import optdyn
 from optdyn import Problem
+from optdyn.apps.cli import main
 from optdyn.apps.clearance import constraint_margins
 from optdyn.ocp.residuals import CoMPositionResidual
 from optdyn.solvers import ILQR
@@ -336,6 +341,40 @@ def test_solo_given_explicitly_is_the_default_problem():
     assert own.solver_options == default.solver_options and own.params == default.params
 
 
+def test_a_robot_of_ones_own_from_its_urdf_and_srdf_paths_is_the_loaded_ones(tmp_path, capsys):
+    """make(model="robot.urdf", standing="robot.srdf") — what the command line's --param gives —
+    is the task of the model loaded on a free-flyer at the SRDF's 'standing'; an SRDF without
+    that posture is refused naming standing and the postures it has; `optdyn solve` trots Go1
+    from its files."""
+    urdf, srdf, feet = ROBOTS["go1"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        robots = erd.getModelPath(urdf)
+    urdf, srdf = os.path.join(robots, urdf), os.path.join(robots, srdf)
+    model, _, standing = robot("go1")
+    loaded = make("trot", cycles=1, step_knots=4, model=model, feet=feet, standing=standing)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # its meshes (package:// paths), dummy inertias
+        files = make("trot", cycles=1, step_knots=4, model=urdf, feet=feet, standing=srdf)
+    rng = np.random.default_rng(4)
+    us = rng.normal(size=(loaded.N, loaded.nu))
+    xs = np.tile(loaded.x0, (loaded.N + 1, 1)) + 0.01 * rng.normal(size=(loaded.N + 1, loaded.nx))
+    xs[:, 3:7] = loaded.x0[3:7]
+    assert files.cost(xs, us) == loaded.cost(xs, us) and files.name == loaded.name
+    other = tmp_path / "other.srdf"
+    other.write_text('<robot name="go1"><group_state name="crouch" group="all"/></robot>')
+    with warnings.catch_warnings(), pytest.raises(ValueError, match=r"^standing: the SRDF .* has no reference "
+                                                                   r"configuration 'standing' \(it has 'crouch'\)"):
+        warnings.simplefilter("ignore")
+        make("trot", model=urdf, feet=feet, standing=str(other))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        main(["solve", "quadruped", "--scenario", "trot", "--param", "cycles=1", "--param", "step_knots=4",
+              "--param", f"model={urdf}", "--param", f"standing={srdf}", "--param", f"feet={json.dumps(list(feet))}",
+              "--quiet"])
+    assert "status      converged" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("kw, match", [
     (dict(feet=("lf_foot", "rf_foot", "lh_foot")), r"^feet: expected 4 distinct frame names of robot 'hyq'"),
     (dict(feet=("lf_foot", "rf_foot", "lh_foot", "RH_FOOT")),
@@ -358,5 +397,7 @@ def test_a_robot_of_ones_own_with_wrong_feet_or_posture_is_refused_naming_them(k
 def test_a_robot_without_a_floating_base_is_refused():
     with pytest.raises(ValueError, match=r"^model: expected a dynamics.Model on a free-flyer root"):
         make(model=dyn.models.ur5(), feet=FEET, standing=np.zeros(6))
-    with pytest.raises(ValueError, match=r"^model: expected a dynamics.Model on a free-flyer root .*got str"):
+    with pytest.raises(ValueError, match=r"^model: expected a dynamics.Model on a free-flyer root .*got int"):
+        make(model=3, feet=FEET, standing=np.zeros(19))
+    with pytest.raises(ValueError, match=r"^urdf: file 'hyq.urdf' not found"):  # a path: the URDF it names
         make(model="hyq.urdf", feet=FEET, standing=np.zeros(19))
