@@ -686,11 +686,14 @@ CONTACT_BARRIER = {"mu_strategy": "adaptive"}
 update of the barrier parameter (Nocedal, Wächter & Waltz, "Adaptive barrier update strategies
 for nonlinear interior methods", SIAM J. Optim. 19(4), 2009) instead of IPOPT's monotone
 default. Measured on the legged tasks' friction pyramids and wrench cones (Solo-12's trot, walk
-and jump, HyQ's, ANYmal's and Go1's trots and walks, Talos' walk: BENCHMARKS.md, "convergence"):
-the monotone barrier stops with the active contact-force rows pushed inside, 1e-7 to 3e-6 above
-DDP's optimum, in 21–35 iterations; the adaptive one reaches it (within 3e-8) in 3–5 fewer
-iterations on every task. Without inequality rows the two are the same iterates; on the arms'
-bounds and obstacles the monotone default does as well or better."""
+and jump, HyQ's, ANYmal's and Go1's trots and walks, Talos' walk and stand: BENCHMARKS.md,
+"IPOPT's barrier strategy on every task"): the monotone barrier stops with the active
+contact-force rows pushed inside, 1e-7 to 3e-6 above DDP's optimum (the stand, whose cones are
+not active, at it), in 7–35 iterations; the adaptive one reaches it (within 2e-8) in 1–5 fewer
+(Talos' step: one more). Without inequality
+rows the two give the same iterates. On the arms neither is better throughout (arm-obstacle
+"straight": 102 iterations against 28; the double pendulum 54 against 49), and IPOPT's default
+stays theirs."""
 
 WARM_START = {"warm_start_init_point": "yes", "mu_init": 1e-6, "warm_start_bound_push": 1e-9,
               "warm_start_bound_frac": 1e-9, "warm_start_slack_bound_push": 1e-9,
