@@ -107,19 +107,20 @@ SOLO_CLAMP = 5.0
 """Solo-12's torque limit in ``--torque-limits``, N·m: its MuJoCo plant's clamp (``bench_mpc.py``)."""
 
 
-def gait(robot: str, scenario: str, mu: float | None, cycles: int, cone: str = "constraint") -> Problem:
+def gait(robot: str, scenario: str, mu: float | None, cycles: int, cone: str = "constraint",
+         torque_limit=None) -> Problem:
     """The ``scenario`` of :func:`problems.quadruped.make` ("trot", "walk", "jump") of ``cycles``
     cycles, with the friction pyramid of ``mu`` (None: none) as a ``cone``: Solo-12's task for
     ``robot`` "Solo-12", else that robot of :data:`QUADRUPEDS` from its SRDF's standing
     posture, as a user builds it from the README."""
     if robot == "Solo-12":
-        return problems.quadruped.make(scenario, cycles=cycles, mu=mu, cone=cone)
+        return problems.quadruped.make(scenario, cycles=cycles, mu=mu, cone=cone, torque_limit=torque_limit)
     urdf, srdf, feet = TORQUE_LIMITED[robot]
     model = load_robot(urdf, "bench-constraints")
     robots, _ = robot_files(srdf, "bench-constraints")
     standing = dyn.load_srdf(model, os.path.join(robots, srdf)).reference_configurations["standing"]
     return problems.quadruped.make(scenario, cycles=cycles, mu=mu, cone=cone, model=model, feet=feet,
-                                   standing=standing)
+                                   standing=standing, torque_limit=torque_limit)
 
 
 def trot(robot: str, mu: float | None, cycles: int = 1, cone: str = "constraint") -> Problem:
@@ -358,10 +359,9 @@ def torque_limit_rows() -> list[list]:
     limits (module docstring)."""
     rows = []
     for robot in ("Solo-12", *TORQUE_LIMITED):
-        p = gait(robot, "trot", 0.7, 1)
-        free = np.abs(optdyn.solve(p, "ilqr").us).max(axis=0)
-        limit = np.full(p.nu, SOLO_CLAMP) if robot == "Solo-12" else p.model.effort_limit[p.model.nv - p.nu:]
-        p.u_lower, p.u_upper = -limit, limit
+        free = np.abs(optdyn.solve(gait(robot, "trot", 0.7, 1), "ilqr").us).max(axis=0)
+        p = gait(robot, "trot", 0.7, 1, torque_limit=SOLO_CLAMP if robot == "Solo-12" else "urdf")
+        limit = p.u_upper
         best = None
         for solver in ("ipopt", "ddp", "ilqr"):
             t = time.process_time()
@@ -381,7 +381,8 @@ def torque_limits() -> None:
         f"Machine: {machine()}; CPU time of one thread; one run each (iterations are deterministic).",
         "One trot cycle of each quadruped as a user builds it from example-robot-data's URDF and SRDF (the "
         "README's `problems.quadruped.make`), its friction pyramid at μ = 0.7, and the URDF's torque limits "
-        "(`effort`) as the control box `u_lower`, `u_upper` — Solo-12 at the 5 N·m its MuJoCo plant clamps. "
+        "(`effort`) as the control box (`make(..., torque_limit=\"urdf\")`) — Solo-12 at the 5 N·m its MuJoCo plant "
+        "clamps (`torque_limit=5`). "
         "The unbounded optimum's largest torque over the limit says how hard the box binds. Cost relative to "
         "IPOPT's; violation: the largest, of the pyramid's rows (in units of the weight) and the box.",
         table(["robot", "limits N·m", "unbounded peak ÷ limit", "solver", "status", "iterations", "cost vs IPOPT",

@@ -79,6 +79,30 @@ def stance(model: Model | str | os.PathLike, feet: Sequence[str], standing, coun
     return Stance(model, q, tuple(feet), placements, float(model.inertia[:, 0].sum()), float(height))
 
 
+def torque_box(model: Model, torque_limit) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The box (u_lower, u_upper) of a legged task's joint torques (every velocity but the
+    free-flyer root's): none for ``torque_limit`` None, the URDF's ``<limit effort>`` for
+    "urdf", ±``torque_limit`` for a number or one per joint (nv − 6,) in N·m; ValueError naming
+    ``torque_limit`` otherwise. Solo-12's URDF states 1000 N·m, a placeholder."""
+    if torque_limit is None:
+        return None, None
+    nu = model.nv - 6
+    if isinstance(torque_limit, str):
+        if torque_limit != "urdf":
+            raise ValueError(f"torque_limit: expected None, 'urdf', a number or {nu} numbers > 0 (N·m), "
+                             f"got {torque_limit!r}")
+        limit = np.array(model.effort_limit[6:], dtype=float)
+    else:
+        try:
+            limit = np.broadcast_to(np.asarray(torque_limit, dtype=float), (nu,)).copy()
+        except (TypeError, ValueError):
+            limit = None
+        if isinstance(torque_limit, bool) or limit is None or not np.all(limit > 0):
+            raise ValueError(f"torque_limit: expected None, 'urdf', a number or {nu} numbers > 0 (N·m), "
+                             f"got {torque_limit!r}")
+    return -limit, limit
+
+
 def _reference(model: Model, srdf: str | os.PathLike, name: str) -> np.ndarray:
     """The reference configuration ``name`` of ``model`` in the SRDF file ``srdf``; ValueError
     naming ``standing`` (with the file's configurations) if it has none of that name."""

@@ -295,9 +295,10 @@ def test_a_trot_within_the_urdfs_torque_limits_converges_to_one_optimum():
     saturated torques through the box, the forward pass clamped them back and no step was
     accepted: both stopped with a failed line search after 207 and 209 iterations."""
     model, feet, standing = robot("go1")
-    prob = make("trot", cycles=1, model=model, feet=feet, standing=standing)
+    prob = make("trot", cycles=1, model=model, feet=feet, standing=standing, torque_limit="urdf")
     limit = model.effort_limit[model.nv - prob.nu:]
-    prob.u_lower, prob.u_upper = -limit, limit
+    np.testing.assert_array_equal(prob.u_upper, limit)
+    np.testing.assert_array_equal(prob.u_lower, -limit)
     res = {s: optdyn.solve(prob, solver=s) for s in ("ddp", "ilqr", "ipopt")}
     assert_same_optimum(res)
     assert np.max(np.abs(res["ddp"].us) / limit) == pytest.approx(1.0, abs=1e-12)
@@ -382,6 +383,9 @@ def test_a_robot_of_ones_own_from_its_urdf_and_srdf_paths_is_the_loaded_ones(tmp
     (dict(feet=("lf_foot", "lh_foot", "rf_foot", "rh_foot")),  # Pinocchio's order of the legs, not the gait's
      r"^feet: expected \(left front, right front, left hind, right hind\) .* lh_foot \(-0.\d+, \+0.\d+\)"),
     (dict(feet=None), r"^feet: a model= of one's own needs its four feet's frames"),
+    (dict(torque_limit="effort"), r"^torque_limit: expected None, 'urdf', a number or 12 numbers > 0"),
+    (dict(torque_limit=[50.0, 50.0]), r"^torque_limit: expected None, 'urdf', a number or 12 numbers > 0"),
+    (dict(torque_limit=0.0), r"^torque_limit: expected None, 'urdf', a number or 12 numbers > 0"),
     (dict(standing=None), r"^standing: a model= of one's own needs its standing configuration"),
     (dict(standing=np.zeros(12)), r"^standing: expected a finite configuration of robot 'hyq' \(19 numbers"),
     (dict(standing=np.r_[0.0, 0.0, 0.5, 0.0, 0.0, 0.0, 2.0, np.zeros(12)]), r"^standing: its quaternions"),
