@@ -2,8 +2,11 @@
 round-trip, its floor holds the robot where the task stands, bad input raises ValueError."""
 from __future__ import annotations
 
+import json
+import os
 import re
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -250,6 +253,32 @@ def test_the_command_line_trots_in_mujoco(tmp_path, capsys):
     assert figure.axes[4].get_ylabel().startswith("mujoco: measured normal force")
     matplotlib.pyplot.close(figure)
     assert png.stat().st_size > 0
+
+
+def test_the_command_lines_mujoco_defaults_on_a_robot_of_ones_own():
+    """`optdyn mpc quadruped --plant mujoco --param model=go1.urdf ...`: Go1 keeps its URDF's
+    torque limits (not Solo-12's 5 N·m clamp) and the trot's push acts on its root body, the
+    12 N scaled by its mass over Solo-12's; Solo-12 keeps its own."""
+    from quadrupeds import ROBOTS, erd
+
+    from optdyn.apps.cli import _mujoco_setup, _scenario_push, build_parser
+    from problems.gaits import SOLO_SCALE
+
+    urdf, srdf, feet = ROBOTS["go1"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        robots = erd.getModelPath(urdf)
+    own = ["--param", f"model={os.path.join(robots, urdf)}", "--param", f"standing={os.path.join(robots, srdf)}",
+           "--param", f"feet={json.dumps(list(feet))}"]
+    for extra, frame, mass, effort in (([], "base_link", SOLO_SCALE[0], 5.0), (own, "base", None, None)):
+        args = build_parser().parse_args(["mpc", "quadruped", "--scenario", "trot", "--plant", "mujoco", *extra])
+        pairs, horizon, clamp = _mujoco_setup(args)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            prob = problems.get("quadruped", scenario="trot", cycles=1, **dict(pairs))
+        mass = float(prob.model.inertia[:, 0].sum()) if mass is None else mass
+        assert clamp == effort and horizon == "25"
+        assert _scenario_push(args, prob) == [f"{frame}:0,{12.0 * mass / SOLO_SCALE[0]:.6g},0@1.0+0.2"]
 
 
 URDF = """<robot name="hopper">

@@ -49,6 +49,7 @@ import numpy as np
 
 import dynamics as dyn
 import problems
+from problems.gaits import SOLO_SCALE, TALOS_SCALE
 
 from .clearance import clearances, constraint_margins, margin_constraints
 from .io import load, save_closed_loop, save_result
@@ -542,9 +543,9 @@ def _loop_summary(loop: ClosedLoop, problem=None, plant=None) -> list[str]:
 
 
 MUJOCO_SCENARIOS = {
-    "quadruped": {"params": {"cone": "cost", "mu": 0.7}, "horizon": "25", "effort": 5.0,
+    "quadruped": {"params": {"cone": "cost", "mu": 0.7}, "horizon": "25", "effort": 5.0, "mass": SOLO_SCALE[0],
                   "push": {"trot": "base_link:0,12,0@1.0+0.2", "walk": "base_link:0,5,0@1.0+0.2"}},
-    "biped": {"params": {"mu": 0.7}, "push": {"stand": "base_link:0,40,0@0.5+0.2"}},
+    "biped": {"params": {"mu": 0.7}, "mass": TALOS_SCALE[0], "push": {"stand": "base_link:0,40,0@0.5+0.2"}},
 }
 """What ``optdyn mpc PROBLEM --plant mujoco`` sets unless given on the command line: the task's
 parameters, the horizon, a push by scenario (when no --push is given) and the plant's torque clamp; a
@@ -559,7 +560,9 @@ leg that the plan holds in stance while it is in the air after the push spins up
 feedback policy until MuJoCo diverges, measured; at its motors' 2.7 N·m peak (Grimminger et al.
 2020) the trot's touchdowns saturate and it falls).
 Talos' legs (``--scenario stand``): a 40 N side push at the pelvis for 0.2 s, its URDF's torque
-limits; its soles' boxes take the size of the task's wrench cones (its SRDF's)."""
+limits; its soles' boxes take the size of the task's wrench cones (its SRDF's). A robot of one's
+own (``--param model=``) keeps its URDF's torque limits, and the push acts on its root body
+with the force scaled by its mass over the default robot's (``mass``)."""
 
 
 def _mujoco_setup(args: argparse.Namespace) -> tuple[list, str | None, float | None]:
@@ -574,14 +577,22 @@ def _mujoco_setup(args: argparse.Namespace) -> tuple[list, str | None, float | N
         params["mu"] = round(params["mu"] * args.friction, 6)
     pairs = [(k, v) for k, v in params.items() if k not in given] + list(args.param)
     horizon = args.horizon if args.horizon is not None else recipe.get("horizon")
-    return pairs, horizon, args.effort if args.effort is not None else recipe.get("effort")
+    own = "model" in given  # a robot of one's own: its URDF's torque limits, not Solo-12's clamp
+    return pairs, horizon, args.effort if args.effort is not None or own else recipe.get("effort")
 
 
 def _scenario_push(args: argparse.Namespace, problem) -> list[str]:
     """The push of the problem's scenario in :data:`MUJOCO_SCENARIOS` as --push texts (none if
-    it has none): what ``optdyn mpc --plant mujoco`` applies when no --push is given."""
-    push = MUJOCO_SCENARIOS.get(args.problem, {}).get("push", {}).get(problem.params.get("scenario"))
-    return [] if push is None else [push]
+    it has none): what ``optdyn mpc --plant mujoco`` applies when no --push is given; on a robot
+    of one's own, at its root body with the force scaled by its mass."""
+    recipe = MUJOCO_SCENARIOS.get(args.problem, {})
+    push = recipe.get("push", {}).get(problem.params.get("scenario"))
+    if push is None or "model" not in dict(args.param):
+        return [] if push is None else [push]
+    _, rest = push.split(":", 1)  # a robot of one's own: its root body, the force scaled by its mass
+    force, when = rest.split("@")
+    scale = float(problem.model.inertia[:, 0].sum()) / recipe["mass"]
+    return [f"{problem.model.body_names[0]}:{','.join(f'{scale * float(f):.6g}' for f in force.split(','))}@{when}"]
 
 
 def _long_enough(args: argparse.Namespace, pairs: list, problem, duration: float):
