@@ -89,7 +89,7 @@ def talos_legs() -> tuple[Model, np.ndarray, tuple[float, float]]:
 
 def make(scenario: str = "walk", steps: int = 2, step_length: float = 0.2, step_height: float = 0.05,
          step_knots: int = 20, support_knots: int = 5, dt: float = 0.03, mu: float | None = 0.7,
-         model: Model | str | os.PathLike | None = None, soles: Sequence[str] | None = None, standing=None,
+         *, model: Model | str | os.PathLike | None = None, soles: Sequence[str] | None = None, standing=None,
          sole_half_lengths: Sequence[float] | None = None, torque_limit=None) -> Problem:
     """``model`` (a robot on a free-flyer root, or its URDF file's path, standing at
     ``standing`` (nq,, or its SRDF file's path: the ``half_sitting`` posture there) on its
@@ -109,6 +109,7 @@ def make(scenario: str = "walk", steps: int = 2, step_length: float = 0.2, step_
     if mu is not None:
         positive(mu, "mu")
     robot, half_lengths = _robot(model, soles, standing, sole_half_lengths, mu)
+    lower, upper = torque_box(robot.model, torque_limit)
     name = "biped" if model is None else f"biped:{robot.model.name}"
     if scenario == "stand":  # both soles down, the base held at the standing posture
         swings, progress = [()] * (step_knots + support_knots), [0.0] * (step_knots + support_knots + 1)
@@ -136,7 +137,6 @@ def make(scenario: str = "walk", steps: int = 2, step_length: float = 0.2, step_
               "step_knots": step_knots, "support_knots": support_knots, "dt": dt, "mu": mu}
     if torque_limit is not None:
         params["torque_limit"] = torque_limit
-    lower, upper = torque_box(model, torque_limit)
     return Problem(model, x0, N, dt, running, terminal, substeps=1, integrator="rk4", contacts=contacts,
                    path_constraints=cones, name=name, params=params, u_lower=lower, u_upper=upper)
 

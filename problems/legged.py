@@ -87,19 +87,14 @@ def torque_box(model: Model, torque_limit) -> tuple[np.ndarray | None, np.ndarra
     if torque_limit is None:
         return None, None
     nu = model.nv - 6
-    if isinstance(torque_limit, str):
-        if torque_limit != "urdf":
-            raise ValueError(f"torque_limit: expected None, 'urdf', a number or {nu} numbers > 0 (N·m), "
-                             f"got {torque_limit!r}")
-        limit = np.array(model.effort_limit[6:], dtype=float)
-    else:
-        try:
-            limit = np.broadcast_to(np.asarray(torque_limit, dtype=float), (nu,)).copy()
-        except (TypeError, ValueError):
-            limit = None
-        if isinstance(torque_limit, bool) or limit is None or not np.all(limit > 0):
-            raise ValueError(f"torque_limit: expected None, 'urdf', a number or {nu} numbers > 0 (N·m), "
-                             f"got {torque_limit!r}")
+    urdf = isinstance(torque_limit, str) and torque_limit == "urdf"
+    try:
+        limit = np.array(model.effort_limit[6:] if urdf else np.broadcast_to(np.asarray(torque_limit, float), (nu,)))
+    except (TypeError, ValueError):
+        limit = None
+    if isinstance(torque_limit, bool) or limit is None or not np.all(limit > 0):
+        raise ValueError(f"torque_limit: expected None, 'urdf', a number or {nu} numbers > 0 (N·m), "
+                         f"got {torque_limit!r}")
     return -limit, limit
 
 

@@ -102,7 +102,7 @@ def solo12() -> Model:
 
 def make(scenario: str = "trot", cycles: int = 2, step_length: float = 0.15, step_height: float = 0.05,
          step_knots: int = 10, support_knots: int = 2, dt: float = 0.02, mu: float | None = 0.7,
-         cone: str = "constraint", model: Model | str | os.PathLike | None = None,
+         cone: str = "constraint", *, model: Model | str | os.PathLike | None = None,
          feet: Sequence[str] | None = None, standing=None, torque_limit=None) -> Problem:
     """The ``scenario`` ("walk", "trot" or "jump") of ``cycles`` gait cycles, each foot
     stepping ``step_length`` (m) forward with an apex ``step_height`` (m) in ``step_knots``
@@ -123,6 +123,7 @@ def make(scenario: str = "trot", cycles: int = 2, step_length: float = 0.15, ste
     if cone not in CONES:
         raise ValueError(f"cone: expected one of {', '.join(CONES)}, got {cone!r}")
     robot = _robot(model, feet, standing)
+    lower, upper = torque_box(robot.model, torque_limit)
     name = "quadruped" if model is None else f"quadruped:{robot.model.name}"
     swings, progress = gait(scenario, cycles, step_knots, support_knots, dt, step_height, robot.feet)
     model, N, w = robot.model, len(swings), scaled_weights(WEIGHTS, robot.scale, SOLO_SCALE)
@@ -150,7 +151,6 @@ def make(scenario: str = "trot", cycles: int = 2, step_length: float = 0.15, ste
               "step_knots": step_knots, "support_knots": support_knots, "dt": dt, "mu": mu, "cone": cone}
     if torque_limit is not None:
         params["torque_limit"] = torque_limit
-    lower, upper = torque_box(model, torque_limit)
     return Problem(model, x0, N, dt, running, terminal, substeps=1, integrator="rk4", contacts=contacts,
                    path_constraints=cones, name=name, params=params, u_lower=lower, u_upper=upper)
 
