@@ -111,8 +111,9 @@ def gait(robot: str, scenario: str, mu: float | None, cycles: int, cone: str = "
          torque_limit=None) -> Problem:
     """The ``scenario`` of :func:`problems.quadruped.make` ("trot", "walk", "jump") of ``cycles``
     cycles, with the friction pyramid of ``mu`` (None: none) as a ``cone``: Solo-12's task for
-    ``robot`` "Solo-12", else that robot of :data:`QUADRUPEDS` from its SRDF's standing
-    posture, as a user builds it from the README."""
+    ``robot`` "Solo-12", else that robot of :data:`TORQUE_LIMITED` from its SRDF's standing
+    posture, as a user builds it from the README; its joint torques within ``torque_limit``
+    (:func:`problems.quadruped.make`'s)."""
     if robot == "Solo-12":
         return problems.quadruped.make(scenario, cycles=cycles, mu=mu, cone=cone, torque_limit=torque_limit)
     urdf, srdf, feet = TORQUE_LIMITED[robot]

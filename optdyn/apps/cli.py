@@ -577,8 +577,13 @@ def _mujoco_setup(args: argparse.Namespace) -> tuple[list, str | None, float | N
         params["mu"] = round(params["mu"] * args.friction, 6)
     pairs = [(k, v) for k, v in params.items() if k not in given] + list(args.param)
     horizon = args.horizon if args.horizon is not None else recipe.get("horizon")
-    own = "model" in given  # a robot of one's own: its URDF's torque limits, not Solo-12's clamp
-    return pairs, horizon, args.effort if args.effort is not None or own else recipe.get("effort")
+    clamp = None if _own_robot(args) else recipe.get("effort")  # one's own robot: its URDF's limits
+    return pairs, horizon, args.effort if args.effort is not None else clamp
+
+
+def _own_robot(args: argparse.Namespace) -> bool:
+    """Whether the command line gives a robot of one's own (``--param model=``)."""
+    return "model" in dict(args.param)
 
 
 def _scenario_push(args: argparse.Namespace, problem) -> list[str]:
@@ -586,13 +591,12 @@ def _scenario_push(args: argparse.Namespace, problem) -> list[str]:
     it has none): what ``optdyn mpc --plant mujoco`` applies when no --push is given; on a robot
     of one's own, at its root body with the force scaled by its mass."""
     recipe = MUJOCO_SCENARIOS.get(args.problem, {})
-    push = recipe.get("push", {}).get(problem.params.get("scenario"))
-    if push is None or "model" not in dict(args.param):
-        return [] if push is None else [push]
-    _, rest = push.split(":", 1)  # a robot of one's own: its root body, the force scaled by its mass
-    force, when = rest.split("@")
-    scale = float(problem.model.inertia[:, 0].sum()) / recipe["mass"]
-    return [f"{problem.model.body_names[0]}:{','.join(f'{scale * float(f):.6g}' for f in force.split(','))}@{when}"]
+    text = recipe.get("push", {}).get(problem.params.get("scenario"))
+    if text is None or not _own_robot(args):
+        return [] if text is None else [text]
+    push, scale = parse_push(text), float(problem.model.inertia[:, 0].sum()) / recipe["mass"]
+    fx, fy, fz = (scale * f for f in push.force)
+    return [f"{problem.model.body_names[0]}:{fx:.6g},{fy:.6g},{fz:.6g}@{push.start!r}+{push.duration!r}"]
 
 
 def _long_enough(args: argparse.Namespace, pairs: list, problem, duration: float):

@@ -874,7 +874,8 @@ def _run(pending: list[Job], setup: _Setup, engine: _Engine, progress: bool, out
             times += [r["time"] for r in records if "result" in r]
             top_up()
             for job, record in zip(batch, records):
-                done, failed = _record(job, record, out, summary, xs, done, failed)
+                solved = _record(job, record, out, summary, xs)
+                done, failed = done + solved, failed + (not solved)
                 bar.set_postfix_str(f"done {reused + done}, failed {failed}, "
                                     f"remaining {len(pending) - done - failed}", refresh=False)
                 bar.update(1)
@@ -886,16 +887,15 @@ def _run(pending: list[Job], setup: _Setup, engine: _Engine, progress: bool, out
     return failed
 
 
-def _record(job: Job, record: dict, out: Path, summary: _Summary, xs: dict, done: int, failed: int
-            ) -> tuple[int, int]:
+def _record(job: Job, record: dict, out: Path, summary: _Summary, xs: dict) -> bool:
     """Write ``job``'s ``record`` (:func:`run_job`'s) to ``out`` and ``summary`` (its converged
-    states into ``xs``); returns the counts of jobs done and failed, updated."""
+    states into ``xs``); whether the job was solved (False: an error row)."""
     if "result" not in record:
         wall, cpu = record["time"], record.get("cpu", float("nan"))
         summary.add(job, _row(job, "error", worker=record["worker"], error=record["error"],
                               wall_time=round(wall, 6) if math.isfinite(wall) else "",
                               cpu_time=round(cpu, 6) if math.isfinite(cpu) else ""))
-        return done, failed + 1
+        return False
     result: Result = record["result"]
     result.extra.update({"sweep_point": job.point, "sweep_start": job.start,
                          "sweep_seed": job.seed if job.seed is not None else -1, "sweep_worker": record["worker"],
@@ -904,4 +904,4 @@ def _record(job: Job, record: dict, out: Path, summary: _Summary, xs: dict, done
     summary.add(job, _result_row(job, result))
     if result.converged:
         xs[job.name] = result.xs
-    return done + 1, failed
+    return True

@@ -448,8 +448,9 @@ class AugmentedLagrangian:
                 us, start, origin, rejected = inner.initial_guess(problem, ws, us_init, xs_init)
                 for outer in range(1, self.max_outer + 1):
                     log.outer = outer
+                    continued = outer > 1 and start is None  # from the rollout of a converged inner solve
                     out = inner.iterate(problem, objective, us, log, max_iter=inner.max_iter - steps, xs=start,
-                                        workspace=ws, tol=inner_tol, boxed=outer > 1 and start is None)
+                                        workspace=ws, tol=inner_tol, boxed=continued)
                     steps += out.iterations
                     us, xs, updated = out.us, out.xs, False
                     # gaps left open stay open; a converged inner solve closed them (its steps since are

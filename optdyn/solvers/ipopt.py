@@ -690,10 +690,9 @@ and jump, HyQ's, ANYmal's and Go1's trots and walks, Talos' walk and stand: BENC
 "IPOPT's barrier strategy on every task"): the monotone barrier stops with the active
 contact-force rows pushed inside, 1e-7 to 3e-6 above DDP's optimum (the stand, whose cones are
 not active, at it), in 7–35 iterations; the adaptive one reaches it (within 2e-8) in 1–5 fewer
-(Talos' step: one more). Without inequality
-rows the two give the same iterates. On the arms neither is better throughout (arm-obstacle
-"straight": 102 iterations against 28; the double pendulum 54 against 49), and IPOPT's default
-stays theirs."""
+(Talos' step: one more). Without inequality rows the two give the same iterates. On the arms
+neither is better throughout (arm-obstacle "straight": 102 iterations against 28; the double
+pendulum 54 against 49), and IPOPT's default stays theirs."""
 
 WARM_START = {"warm_start_init_point": "yes", "mu_init": 1e-6, "warm_start_bound_push": 1e-9,
               "warm_start_bound_frac": 1e-9, "warm_start_slack_bound_push": 1e-9,
