@@ -6,6 +6,7 @@ on arms the solvers were never tuned on and on every shipped task.
     OMP_NUM_THREADS=1 .crocoddyl-venv/bin/python benchmarks/bench_crocoddyl_arms.py   # Crocoddyl beside ours
     NUMBA_NUM_THREADS=1 .venv/bin/python benchmarks/bench_convergence.py --per-iteration
     .venv/bin/python benchmarks/bench_convergence.py --family
+    NUMBA_NUM_THREADS=1 .venv/bin/python benchmarks/bench_convergence.py --scaling            # about 5 min
 
 **Arms** (``ARMS``): the ``arm-pose`` task (:mod:`problems.arm_pose`) on every robot it knows —
 ten arms of example-robot-data — with the targets of seeds 0, 1 and 2: a seeded 6D pose reached
@@ -24,7 +25,8 @@ Wall times are warm (a one-iteration solve first compiles or loads the kernels);
 and costs do not depend on the machine. ``--per-iteration``: DDP ÷ iLQR wall time per iteration
 on ur5-reach, whole solves interleaved over ``ROUNDS`` rounds (section "convergence-per-iteration").
 ``--family``: IPOPT's option sets on a family of Panda reaches (section "convergence-family").
-"""
+``--barrier``, ``--scaling``: IPOPT's barrier strategies or NLP scalings on every task and the
+constraint benchmark's (sections "convergence-barrier", "convergence-scaling")."""
 from __future__ import annotations
 
 import argparse
@@ -249,6 +251,18 @@ BARRIER_SETS = (("monotone (IPOPT's default; the library's without contacts)", {
                 ("adaptive (the library's with contacts)", {"mu_strategy": "adaptive"}),
                 ("adaptive, μ_max = μ_init = 0.1", {"mu_strategy": "adaptive", "mu_max": 0.1}))
 """IPOPT's barrier-parameter strategies compared by ``--barrier`` (each over the task's own options)."""
+SCALING_SETS = (("gradient-based (IPOPT's default; the library's with contacts or constraint rows)",
+                 {"nlp_scaling_method": "gradient-based"}),
+                ("none (the library's without them)", {"nlp_scaling_method": "none"}))
+"""IPOPT's NLP scalings compared by ``--scaling`` (each over the task's own options)."""
+OPTION_SECTIONS = {
+    "barrier": (BARRIER_SETS, "convergence-barrier", "IPOPT's barrier strategy on every task", "the barrier strategy",
+                "The library's default is the adaptive strategy on a problem with contacts "
+                "(`optdyn.solvers.ipopt.CONTACT_BARRIER`), IPOPT's monotone one elsewhere."),
+    "scaling": (SCALING_SETS, "convergence-scaling", "IPOPT's NLP scaling on every task", "the NLP scaling",
+                "The library's default is no scaling on a problem with neither contacts nor constraint rows "
+                "(`optdyn.solvers.ipopt.UNSCALED`), IPOPT's gradient-based scaling elsewhere.")}
+"""``--barrier`` and ``--scaling``: the option sets, the section, its title, what the sets vary, the default."""
 
 
 def barrier_tasks():
@@ -266,15 +280,16 @@ def barrier_tasks():
         yield label, prob
 
 
-def barrier_main() -> None:
-    """IPOPT under each of BARRIER_SETS on :func:`barrier_tasks`: iterations and cost relative to
-    the lowest any set reached, per task, and a summary."""
-    rows, runs = [], {label: [] for label, _ in BARRIER_SETS}
+def option_sets_main(which: str) -> None:
+    """IPOPT under each option set of ``OPTION_SECTIONS[which]`` on :func:`barrier_tasks`:
+    iterations and cost relative to the lowest any set reached, per task, and a summary."""
+    sets, marker, title, varied, default = OPTION_SECTIONS[which]
+    rows, runs = [], {label: [] for label, _ in sets}
     for task, prob in barrier_tasks():
-        out = [optdyn.solve(prob, "ipopt", max_iter=MAX_ITER, **options) for _, options in BARRIER_SETS]
+        out = [optdyn.solve(prob, "ipopt", max_iter=MAX_ITER, **options) for _, options in sets]
         best = min(r.cost for r in out)
         row = [task]
-        for (label, _), r in zip(BARRIER_SETS, out):
+        for (label, _), r in zip(sets, out):
             runs[label].append((r.iterations if r.converged else np.inf, r.cost / best - 1))
             row += [f"{r.iterations}{'' if r.converged else ' (' + r.status + ')'}", f"{r.cost / best - 1:.1e}"]
         rows.append(row)
@@ -285,18 +300,17 @@ def barrier_main() -> None:
         summary.append([label, f"{its.sum():g}", f"{np.median(its):g}", f"{its.max():g}",
                         f"{np.sum(rel <= 1e-6)}/{len(its)}", f"{np.sum(rel <= 1e-2)}/{len(its)}", f"{rel.max():.1e}"])
     threads = os.environ.get("NUMBA_NUM_THREADS", "all")
-    header = ["task"] + [f"{h} {label}" for label, _ in BARRIER_SETS for h in ("iterations,", "cost above the lowest,")]
-    body = (f"## IPOPT's barrier strategy on every task\n\n{machine()}, NUMBA_NUM_THREADS={threads}. "
-            "`benchmarks/bench_convergence.py --barrier`: IPOPT with the exact Hessian from each task's default "
-            f"guess, its own options but the barrier strategy, at most {MAX_ITER} iterations; the cost relative to "
-            "the lowest of the three runs. The tasks: every shipped task and scenario, the space manipulator with its "
-            "attitude bound, the 30 arm poses, and the arms with their joint limits and the legged tasks of "
-            "`bench_constraints.py`. The library's default is the adaptive strategy on a problem with contacts "
-            "(`optdyn.solvers.ipopt.CONTACT_BARRIER`), IPOPT's monotone one elsewhere.\n\n"
-            + table(["strategy", "iterations (all)", "median", "most", "at the lowest cost (1e-6)",
+    header = ["task"] + [f"{h} {label}" for label, _ in sets for h in ("iterations,", "cost above the lowest,")]
+    body = (f"## {title}\n\n{machine()}, NUMBA_NUM_THREADS={threads}. "
+            f"`benchmarks/bench_convergence.py --{which}`: IPOPT with the exact Hessian from each task's default "
+            f"guess, its own options but {varied}, at most {MAX_ITER} iterations; the cost relative to "
+            f"the lowest of the {len(sets)} runs. The tasks: every shipped task and scenario, the space manipulator with "
+            "its attitude bound, the 30 arm poses, and the arms with their joint limits and the legged tasks of "
+            f"`bench_constraints.py`. {default}\n\n"
+            + table(["option set", "iterations (all)", "median", "most", "at the lowest cost (1e-6)",
                      "within 1 %", "largest excess"], summary)
             + "\n\n" + table(header, rows))
-    write_section("convergence-barrier", body)
+    write_section(marker, body)
 
 
 if __name__ == "__main__":
@@ -306,6 +320,7 @@ if __name__ == "__main__":
     group.add_argument("--per-iteration", action="store_true", help="DDP ÷ iLQR per iteration on ur5-reach")
     group.add_argument("--family", action="store_true", help="IPOPT's option sets on the Panda family instead")
     group.add_argument("--barrier", action="store_true", help="IPOPT's barrier strategies on every task instead")
+    group.add_argument("--scaling", action="store_true", help="IPOPT's NLP scalings on every task instead")
     args = parser.parse_args()
     if args.export:
         export()
@@ -313,7 +328,7 @@ if __name__ == "__main__":
         write_section("convergence-per-iteration", per_iteration_section())
     elif args.family:
         family_main()
-    elif args.barrier:
-        barrier_main()
+    elif args.barrier or args.scaling:
+        option_sets_main("barrier" if args.barrier else "scaling")
     else:
         main()

@@ -694,12 +694,36 @@ not active, at it), in 7–35 iterations; the adaptive one reaches it (within 2e
 neither is better throughout (arm-obstacle "straight": 102 iterations against 28; the double
 pendulum 54 against 49), and IPOPT's default stays theirs."""
 
+UNSCALED = {"nlp_scaling_method": "none"}
+"""IPOPT's NLP scaling on a problem with neither contacts nor constraint rows (the torque box and
+the dynamics only), under the solver's own ``options``: none, instead of IPOPT's gradient-based
+default (Wächter & Biegler 2006, Sec. 3.8), which divides the objective by its largest
+derivative at the guess over 100. From an arm's rollout guess that derivative is the terminal
+reach's error under its large weight, and the objective was divided by 14–600 (the SO-101's
+seed 0: 255, the space manipulator: 39) for the whole solve. Measured on the 30 arm poses
+and the shipped tasks without contacts (BENCHMARKS.md, "IPOPT's NLP scaling on every task"):
+841 iterations against 992 on the 30 arm poses, fewer on 22, more on 4 (the Panda's seed 0:
+52 against 38, to a local optimum 0.96 % costlier), and the SO-101's seed 0 at the lowest
+cost of the three solvers in 42 where the scaled IPOPT ends 31 % above it in 111; the space
+manipulator's reach 74 → 15, the other tasks as before. With constraint rows the two are even (the arms' joint limits: 232 against
+234 iterations, the Panda's limits a local optimum 0.8 % costlier unscaled), with contacts the
+scaled one is better (Solo-12's walk 23 against 33, Talos' step 25 against 66): IPOPT's
+default stays theirs."""
+
 WARM_START = {"warm_start_init_point": "yes", "mu_init": 1e-6, "warm_start_bound_push": 1e-9,
               "warm_start_bound_frac": 1e-9, "warm_start_slack_bound_push": 1e-9,
               "warm_start_slack_bound_frac": 1e-9, "warm_start_mult_bound_push": 1e-9}
 """IPOPT's options for a start from given multipliers: the point is taken as it is, close to
 the bounds, with a small barrier parameter (the settings IPOPT's documentation gives for warm
 starts); the solver's own ``options`` take precedence."""
+
+
+def class_options(problem: Problem) -> dict:
+    """IPOPT's options for ``problem``'s class: :data:`CONTACT_BARRIER` with contacts, none with
+    constraint rows (path, stage or terminal, joint limits included), :data:`UNSCALED` else."""
+    if problem.contacts is not None:
+        return CONTACT_BARRIER
+    return {} if problem.nc or problem.ng or problem.nh else UNSCALED
 
 
 def initial_duals(nlp: MultipleShootingNLP, multipliers) -> dict | None:
@@ -733,7 +757,7 @@ class IPOPT:
     status "interrupted" (:mod:`optdyn.solvers.runtime`), both with IPOPT's current iterate;
     ``options``: any further IPOPT option by its IPOPT name (e.g. ``{"mu_strategy":
     "adaptive"}``; unknown names raise ValueError when the solve starts), over those this type
-    sets itself (:data:`LINEAR_SOLVER`, :data:`CONTACT_BARRIER` on a problem with contacts, and
+    sets itself (:data:`LINEAR_SOLVER`, :func:`class_options` by the problem's class, and
     :data:`WARM_START` given multipliers).
     """
 
@@ -805,7 +829,7 @@ class IPOPT:
         start = {} if duals is None else {"lagrange": duals["constraints"], "zl": duals["lower"], "zu": duals["upper"]}
         ipopt = ipopt_interface.problem(nlp.n, nlp.m, nlp, nlp.lb, nlp.ub, nlp.cl, nlp.cu)
         with closing(ipopt), run:  # Ipopt's problem freed however the solve ends, a rejected option included
-            _add_options(ipopt, {**options, **LINEAR_SOLVER, **(CONTACT_BARRIER if problem.contacts is not None else {}),
+            _add_options(ipopt, {**options, **LINEAR_SOLVER, **class_options(problem),
                                  **(WARM_START if duals else {}), **self.options})
             nlp.nlp, nlp.run, nlp.t0 = ipopt, run, time.perf_counter()
             try:
