@@ -251,17 +251,20 @@ BARRIER_SETS = (("monotone (IPOPT's default; the library's without contacts)", {
                 ("adaptive (the library's with contacts)", {"mu_strategy": "adaptive"}),
                 ("adaptive, μ_max = μ_init = 0.1", {"mu_strategy": "adaptive", "mu_max": 0.1}))
 """IPOPT's barrier-parameter strategies compared by ``--barrier`` (each over the task's own options)."""
-SCALING_SETS = (("gradient-based (IPOPT's default; the library's with contacts or constraint rows)",
-                 {"nlp_scaling_method": "gradient-based"}),
-                ("none (the library's without them)", {"nlp_scaling_method": "none"}))
+SCALING_SETS = (("IPOPT's default: gradient-based, bound 100 (the library's with contacts or constraint rows)",
+                 {"nlp_scaling_method": "gradient-based", "nlp_scaling_max_gradient": 100.0}),
+                ("gradient-based, bound 1e5 (the library's without them)",
+                 {"nlp_scaling_method": "gradient-based", "nlp_scaling_max_gradient": 1e5}),
+                ("none", {"nlp_scaling_method": "none"}))
 """IPOPT's NLP scalings compared by ``--scaling`` (each over the task's own options)."""
 OPTION_SECTIONS = {
     "barrier": (BARRIER_SETS, "convergence-barrier", "IPOPT's barrier strategy on every task", "the barrier strategy",
                 "The library's default is the adaptive strategy on a problem with contacts "
                 "(`optdyn.solvers.ipopt.CONTACT_BARRIER`), IPOPT's monotone one elsewhere."),
     "scaling": (SCALING_SETS, "convergence-scaling", "IPOPT's NLP scaling on every task", "the NLP scaling",
-                "The library's default is no scaling on a problem with neither contacts nor constraint rows "
-                "(`optdyn.solvers.ipopt.UNSCALED`), IPOPT's gradient-based scaling elsewhere.")}
+                "The library's default is IPOPT's gradient-based scaling with the bound at 1e5 on a problem with "
+                "neither contacts nor constraint rows (`optdyn.solvers.ipopt.OBJECTIVE_SCALING`), IPOPT's bound of "
+                "100 elsewhere.")}
 """``--barrier`` and ``--scaling``: the option sets, the section, its title, what the sets vary, the default."""
 
 
@@ -310,7 +313,37 @@ def option_sets_main(which: str) -> None:
             + table(["option set", "iterations (all)", "median", "most", "at the lowest cost (1e-6)",
                      "within 1 %", "largest excess"], summary)
             + "\n\n" + table(header, rows))
+    if which == "scaling":
+        body += "\n\n" + units_table(sets)
     write_section(marker, body)
+
+
+UNITS = (1e-3, 1.0, 1e4, 1e6)
+"""The factors on the arm poses' costs of ``--scaling``'s second table (a user's own units)."""
+
+
+def units_table(sets) -> str:
+    """The 30 arm poses with their costs multiplied by each of :data:`UNITS`, under each option
+    set: iterations in all, runs converged (to IPOPT's tolerance: not "acceptable"), runs within 1 %
+    of the lowest cost of the sets."""
+    rows = []
+    for factor in UNITS:
+        runs = {label: [] for label, _ in sets}
+        for _, _, p in arm_tasks():
+            p = optdyn.Problem(p.model, p.x0, p.N, p.dt, factor * p.running_cost, factor * p.terminal_cost,
+                               substeps=p.substeps, u_lower=p.u_lower, u_upper=p.u_upper)
+            out = [optdyn.solve(p, "ipopt", max_iter=MAX_ITER, **options) for _, options in sets]
+            best = min(r.cost for r in out)
+            for (label, _), r in zip(sets, out):
+                runs[label].append((r.iterations, r.status == "converged", r.cost <= 1.01 * best))
+        for label, r in runs.items():
+            its, conv, within = zip(*r)
+            rows.append([f"{factor:g}", label, sum(its), f"{sum(conv)}/{len(r)}", f"{sum(within)}/{len(r)}"])
+        print(rows[-len(sets):], flush=True)
+    return ("The 30 arm poses in other units: their running and terminal costs multiplied by a factor, the "
+            "same tasks otherwise (the optima the same up to that factor).\n\n"
+            + table(["cost × ", "option set", "iterations (all)", "converged (not \"acceptable\")",
+                     "within 1 % of the lowest"], rows))
 
 
 if __name__ == "__main__":

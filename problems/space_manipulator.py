@@ -27,9 +27,9 @@ IPOPT stops in a local optimum 1.4–3.3× as costly on every active bound measu
 rad; at 0.02: 0.2052 against 0.0617, DDP 0.0775); without it, within 0.05 % of DDP's optimum
 or below it, but at 0.01 (0.156 against DDP's 0.121 and the scaled IPOPT's 0.332). Without
 the bound the defaults reach the same optimum as the options the task shipped before (costs
-within 1e-8, relative): iLQR in 18 iterations (FILQR 9), IPOPT in 15 (without IPOPT's NLP
-scaling, the library's default on a task without constraint rows or contacts; 74 with it),
-DDP 23; docs/benchmarks/solvers.md, "The options the tasks ship".
+within 1e-8, relative): iLQR in 18 iterations (FILQR 9), IPOPT in 15 (its objective left in
+its units, the library's default on a task without constraint rows or contacts; 74 scaled by
+IPOPT's default bound), DDP 23; docs/benchmarks/solvers.md, "The options the tasks ship".
 
 ``station=True`` is the station-keeping task: hold ``tool0`` at its station relative to the
 satellite, M* = M_sat⁻¹ M_tool0 at the arm angles ``Q_STATION`` (where the reach above

@@ -694,21 +694,26 @@ not active, at it), in 7–35 iterations; the adaptive one reaches it (within 2e
 neither is better throughout (arm-obstacle "straight": 102 iterations against 28; the double
 pendulum 54 against 49), and IPOPT's default stays theirs."""
 
-UNSCALED = {"nlp_scaling_method": "none"}
+OBJECTIVE_SCALING = {"nlp_scaling_max_gradient": 1e5}
 """IPOPT's NLP scaling on a problem with neither contacts nor constraint rows (the torque box and
-the dynamics only), under the solver's own ``options``: none, instead of IPOPT's gradient-based
-default (Wächter & Biegler 2006, Sec. 3.8), which divides the objective by its largest
-derivative at the guess over 100. From an arm's rollout guess that derivative is the terminal
-reach's error under its large weight, and the objective was divided by 14–600 (the SO-101's
-seed 0: 255, the space manipulator: 39) for the whole solve. Measured on the 30 arm poses
-and the shipped tasks without contacts (BENCHMARKS.md, "IPOPT's NLP scaling on every task"):
-841 iterations against 992 on the 30 arm poses, fewer on 22, more on 4 (the Panda's seed 0:
-52 against 38, to a local optimum 0.96 % costlier), and the SO-101's seed 0 at the lowest
-cost of the three solvers in 42 where the scaled IPOPT ends 31 % above it in 111; the space
-manipulator's reach 74 → 15, the other tasks as before. With constraint rows the two are even (the arms' joint limits: 232 against
-234 iterations, the Panda's limits a local optimum 0.8 % costlier unscaled), with contacts the
-scaled one is better (Solo-12's walk 23 against 33, Talos' step 25 against 66): IPOPT's
-default stays theirs."""
+the dynamics only), under the solver's own ``options``: IPOPT's gradient-based scaling
+(Wächter & Biegler 2006, Sec. 3.8) divides the objective (and each constraint row) by its
+largest derivative at the starting point when that is above a bound, here 1e5 instead of
+IPOPT's 100. From an arm's rollout guess that derivative is the terminal reach's error under
+its large weight (1.4e3–6e4 on the tasks measured), and IPOPT's bound divided the objective by
+14–600 for the whole solve (the SO-101's seed 0: 255; the space manipulator: 39). At 1e5 a task
+in these units keeps them, and one whose costs are 10⁴–10⁶ times larger is brought back near
+them. Measured (BENCHMARKS.md, "IPOPT's NLP scaling on every task"):
+
+- the 30 arm poses: 841 iterations against 992 with IPOPT's bound, and all 30 at the lowest
+  cost DDP, iLQR and IPOPT reach, against 29 (the SO-101's seed 0 ended 31 % above it, in 111
+  iterations against 42); the space manipulator's reach 74 → 15 iterations;
+- the poses with their costs × 10⁴ and × 10⁶: 865 and 893 iterations against 1091 and 1027,
+  every run converged, where without any scaling 7 and 24 of 30 stopped at IPOPT's
+  "acceptable" tolerance;
+- with constraint rows the two bounds are even (the arms' joint limits: 234 iterations against
+  232, the Panda's a local optimum 0.8 % costlier at 1e5), with contacts IPOPT's is better
+  (Solo-12's walk 23 against 33, Talos' step 25 against 66): IPOPT's default stays theirs."""
 
 WARM_START = {"warm_start_init_point": "yes", "mu_init": 1e-6, "warm_start_bound_push": 1e-9,
               "warm_start_bound_frac": 1e-9, "warm_start_slack_bound_push": 1e-9,
@@ -720,10 +725,11 @@ starts); the solver's own ``options`` take precedence."""
 
 def class_options(problem: Problem) -> dict:
     """IPOPT's options for ``problem``'s class: :data:`CONTACT_BARRIER` with contacts, none with
-    constraint rows (path, stage or terminal, joint limits included), :data:`UNSCALED` else."""
+    constraint rows (path, stage or terminal, joint limits included), :data:`OBJECTIVE_SCALING`
+    else."""
     if problem.contacts is not None:
         return CONTACT_BARRIER
-    return {} if problem.nc or problem.ng or problem.nh else UNSCALED
+    return {} if problem.nc or problem.ng or problem.nh else OBJECTIVE_SCALING
 
 
 def initial_duals(nlp: MultipleShootingNLP, multipliers) -> dict | None:
