@@ -20,9 +20,10 @@ optimum 1.0024794 that IPOPT and Crocoddyl's BoxFDDP reach:
   no convergence in 300, at 1.0853);
 - IPOPT: ``perturb_dec_fact=0.02`` — 113 (without it, on 2026-12-01: 236 with the library's
   defaults, whose NLP scaling leaves this objective in its units as on every task without
-  contacts or constraint rows; 327 with IPOPT's own). After an iteration whose Hessian needed an inertia correction δ_w, IPOPT first tries
-  κ_w⁻·δ_w at the next one (Wächter & Biegler 2006, Algorithm IC; κ_w⁻ = 1/3 by default): a
-  smaller κ_w⁻ drops the correction faster once the iterates leave the nonconvex stretch.
+  contacts or constraint rows; 327 with IPOPT's own). After an iteration whose Hessian needed
+  an inertia correction δ_w, IPOPT first tries κ_w⁻·δ_w at the next one (Wächter & Biegler
+  2006, Algorithm IC; κ_w⁻ = 1/3 by default): a smaller κ_w⁻ drops the correction faster once
+  the iterates leave the nonconvex stretch.
   Chosen on 30 Panda reaches (targets and horizons drawn at random), not on this one alone
   (docs/benchmarks/solvers.md, "The options the tasks ship").
 """
