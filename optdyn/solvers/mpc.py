@@ -89,7 +89,7 @@ from ..ocp.problem import Problem
 from ..ocp.state import check_state
 from .ddp import forward_pass
 from .result import Result
-from .solve import CHOICES, solve, solver_name
+from .solve import NAMES, solve, solver_name
 from .workspace import Workspace
 
 WARM_STARTS = ("policy", "shift", "rollout")
@@ -110,7 +110,8 @@ class MPC:
     Args:
         problem: the horizon (N intervals of ``dt``) and the costs; its x0 and initial guess
             start the first solve, which always runs to convergence.
-        solver: "ddp", "ilqr" or "ipopt".
+        solver: "ddp", "ilqr" or "ipopt", or any other name :func:`optdyn.solve` takes
+            ("fddp", "filqr": the feasibility-driven forms; "al-ddp", …).
         iterations: solver iterations per step (≥ 1; 1 = real-time iteration), or None to
             solve every horizon to convergence.
         warm_start: "policy", "shift" or "rollout" (module docstring); default "policy" for
@@ -135,8 +136,8 @@ class MPC:
                  warm_start: str | None = None, horizon: str | int | None = None, **options) -> None:
         if not isinstance(problem, Problem):
             raise ValueError(f"problem: expected an optdyn.Problem, got {type(problem).__name__}")
-        if solver not in CHOICES:
-            raise ValueError(f"solver: expected one of {', '.join(CHOICES)}, got {solver!r}")
+        if solver not in NAMES:
+            raise ValueError(f"solver: expected one of {', '.join(NAMES)}, got {solver!r}")
         if iterations is not None and (isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer))
                                        or iterations < 1):
             raise ValueError(f"iterations: expected an integer ≥ 1 or None (solve to convergence), got {iterations!r}")
