@@ -201,7 +201,8 @@ def main() -> None:
     write_section("convergence", body)
 
 
-IPOPT_DEFAULTS = {"nlp_scaling_method": "gradient-based", "mu_strategy": "monotone", "perturb_dec_fact": 1 / 3}
+IPOPT_DEFAULTS = {"nlp_scaling_method": "gradient-based", "nlp_scaling_max_gradient": 100.0, "mu_strategy": "monotone",
+                  "perturb_dec_fact": 1 / 3}
 """IPOPT's own defaults for the options the sets below change (they override the Panda's shipped ones)."""
 FAMILY_SETS = (("IPOPT's defaults", {}),
                ("nlp_scaling_method=none, mu_strategy=adaptive (shipped until 2026-11-28)",
