@@ -2,7 +2,9 @@
 
 Robot: example-robot-data's Panda on a fixed base (nine joints: seven revolute, the two
 prismatic fingers of tiny inertia); x0 = 0 at rest; N = 40 intervals of 50 ms, one RK4 step
-each; torques boxed at the URDF's effort limits:
+each; torques boxed at the URDF's effort limits; no joint limits (q = 0 lies outside joint 4's
+range, [−3.07, −0.07] rad: with ``JointLimits`` added, every solver stops short from this start,
+and says why):
 
     running  ℓ   = ½·1e-2‖x − x0‖² + ½·1e-3‖u − g(q0)‖² + ½·10‖p_hand(q) − p*‖²   (× dt)
     terminal ℓ_N = ½·1e4‖p_hand(q) − p*‖²

@@ -9,7 +9,7 @@ import dynamics as dyn
 import problems
 from optdyn import solve
 from optdyn.apps.clearance import constraint_margins, substep_states
-from optdyn.constraints import ResidualConstraint, ResidualEquality, SphereClearance
+from optdyn.constraints import JointLimits, ResidualConstraint, ResidualEquality, SphereClearance
 from optdyn.costs import ControlCost, FramePositionCost, StateCost
 from optdyn.ocp import residuals as res
 from optdyn.ocp.problem import Problem
@@ -474,3 +474,25 @@ def test_the_augmented_lagrangian_keeps_its_rows_values_for_that_trajectory_only
         fresh.update(xs, us)
         al.update(xs, us)
         assert np.array_equal(al.lam, fresh.lam) and np.array_equal(al.lam_stage, fresh.lam_stage)
+
+
+def test_a_solve_that_stops_short_names_the_path_constraint_its_start_violates():
+    """Path constraints hold at nodes 1..N: where x0 is outside one (an arm started with a
+    joint's velocity past its limit), a solve that stops short says so, naming the joint and
+    the limit; one that converges, or starts inside, says nothing of it (the Panda reach from
+    q = 0, outside joint 4's range [-3.07, -0.07], ended "infeasible" or at the iteration
+    limit with every solver, silently)."""
+    reach = problems.get("ur5-reach")
+    model, x0 = reach.model, reach.x0.copy()
+    x0[model.nq + 2] = 10.0  # elbow_joint at 10 rad/s, its limit 3.15
+    limits = [JointLimits(model)]
+    started = Problem(model, x0, 10, reach.dt, reach.running_cost, reach.terminal_cost, path_constraints=limits)
+    inside = Problem(model, reach.x0, 10, reach.dt, reach.running_cost, reach.terminal_cost, path_constraints=limits)
+    for solver in ("ddp", "ipopt"):
+        stopped = solve(started, solver, max_iter=2)
+        assert not stopped.converged
+        assert stopped.message.endswith("x0 violates a path constraint by 6.85 (JointLimits: elbow_joint velocity 10 "
+                                        "outside [-3.15, 3.15]): the path constraints hold from node 1 on, so the "
+                                        "first interval must bring the state within them"), stopped.message
+        assert "x0 violates" not in solve(inside, solver, max_iter=2).message
+    assert "x0 violates" not in solve(inside, "ddp").message
