@@ -92,6 +92,11 @@ class Constraint(KeptArrays, ABC):
         violation (of an equality: its size)."""
         return (-np.abs(values) if self.equality else values).min(axis=1)
 
+    def violation_at(self, x: np.ndarray) -> tuple[float, str]:
+        """(How far the state x (nx,) violates the rows — 0 inside —, what is violated, for a
+        message): here the largest violation and the constraint's type."""
+        return max(0.0, -float(self.least_margin(self.value(np.asarray(x, dtype=float)[None]))[0])), type(self).__name__
+
     def residuals(self) -> list:
         """The residuals (:mod:`optdyn.ocp.residuals`) this constraint is built on."""
         return [self.residual] if isinstance(getattr(self, "residual", None), Residual) else []
@@ -454,7 +459,8 @@ class JointLimits(ResidualConstraint):
     joints whose limits are finite. IPOPT takes these rows as bounds on its variables.
 
     Attributes: ``coordinates`` (the state coordinates [q; v] indices of the rows' residual
-    entries) and ``tangent`` (their tangent indices), with ``lower``/``upper`` per entry."""
+    entries), ``tangent`` (their tangent indices) and ``joints`` (their joints' names), with
+    ``lower``/``upper`` per entry."""
 
     def __init__(self, model: Model, position: bool = True, velocity: bool = True, margin: float = 0.0) -> None:
         if not (isinstance(margin, (int, float, np.integer, np.floating)) and np.isfinite(margin) and margin >= 0):
@@ -477,6 +483,17 @@ class JointLimits(ResidualConstraint):
                              f"(position={position}, velocity={velocity})")
         if np.any(lo > hi):
             raise ValueError(f"margin: {margin} leaves an empty range between a joint's limits")
+        names = [model.joint_names[i] for i in one_dof]
         self.model, self.position, self.velocity, self.margin = model, position, velocity, float(margin)
         self.tangent, self.coordinates = tangent[keep], coordinates[keep]
+        self.joints = tuple(np.array(names * position + names * velocity, dtype=object)[keep])
         super().__init__(StateResidual(model, rows=self.tangent), lo[keep], hi[keep])
+
+    def violation_at(self, x: np.ndarray) -> tuple[float, str]:
+        """As :meth:`Constraint.violation_at`, naming the joint, the coordinate and its limits."""
+        values = np.asarray(x, dtype=float)[self.coordinates]
+        outside = np.maximum(self.lower - values, values - self.upper)
+        i = int(np.argmax(outside))
+        kind = "velocity" if self.coordinates[i] >= self.model.nq else "position"
+        return max(0.0, float(outside[i])), (f"JointLimits: {self.joints[i]} {kind} {values[i]:.4g} outside "
+                                             f"[{self.lower[i]:.4g}, {self.upper[i]:.4g}]")

@@ -15,7 +15,6 @@ from dataclasses import fields
 
 import numpy as np
 
-from ..ocp.constraints import JointLimits
 from ..ocp.problem import SOLVERS, Problem
 from .augmented_lagrangian import AugmentedLagrangian
 from .bcl import ALDDP, ALFDDP, ALFILQR, ALILQR, BCL
@@ -79,25 +78,12 @@ START_TOL = 1e-6
 def start_violation(problem: Problem) -> str:
     """Where the problem's x0 violates a path constraint by more than :data:`START_TOL` (the
     likely reason a constrained solve stops short: the path constraints hold at nodes 1..N, so
-    the first interval must bring the state within them), as a clause for the result's
-    message; "" if it does not."""
-    x0, worst = problem.x0[None], (START_TOL, None)
-    for c in problem.path_constraints:
-        violation = -float(c.least_margin(c.value(x0))[0])
-        if violation > worst[0]:
-            worst = violation, c
-    violation, c = worst
-    if c is None:
+    the first interval must bring the state within them; :meth:`~optdyn.ocp.constraints.Constraint.violation_at`), as a
+    clause for the result's message; "" if it does not."""
+    violation, what = max((c.violation_at(problem.x0) for c in problem.path_constraints), default=(0.0, ""),
+                          key=lambda found: found[0])
+    if violation <= START_TOL:
         return ""
-    what = type(c).__name__
-    if isinstance(c, JointLimits):
-        m, values = problem.model, x0[0, c.coordinates]
-        i = int(np.argmax(np.maximum(c.lower - values, values - c.upper)))
-        velocity = c.coordinates[i] >= m.nq
-        first = m.idx_vs if velocity else m.idx_qs  # the joint: the last one starting at or before the entry
-        joint = m.joint_names[int(np.searchsorted(first, c.coordinates[i] - velocity * m.nq, "right")) - 1]
-        what = (f"JointLimits: {joint} {'velocity' if velocity else 'position'} {values[i]:.4g} outside "
-                f"[{c.lower[i]:.4g}, {c.upper[i]:.4g}]")
     return (f"; x0 violates a path constraint by {violation:.3g} ({what}): the path constraints hold "
             f"from node 1 on, so the first interval must bring the state within them")
 
