@@ -70,7 +70,6 @@ held past its end by a controller: balance, e.g. against a push)."""
 SRDF = "talos_data/srdf/talos.srdf"
 
 
-
 def talos_legs() -> tuple[Model, np.ndarray, tuple[float, float]]:
     """(Talos' legs on a free-flyer, their half-sitting configuration q0 (19,), the soles'
     half-lengths (X, Y) in m), from example-robot-data's URDF and SRDF (module docstring);

@@ -78,7 +78,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from dynamics import Contact, Model, frame_placement, load_srdf
+from dynamics import Contact, Model, frame_placement
 from optdyn.constraints import ResidualConstraint
 from optdyn.costs import (ControlCost, FramePositionCost, FrictionConeResidual, RelaxedLogBarrier, ResidualCost,
                           StateCost)
@@ -162,8 +162,7 @@ def _robot(model: Model | None, feet: Sequence[str] | None, standing) -> Stance:
         model = solo12()
         feet = FEET if feet is None else feet
         if standing is None:
-            robots, _ = robot_files(URDF, "quadruped")
-            standing = load_srdf(model, os.path.join(robots, SRDF)).reference_configurations["standing"]
+            standing = os.path.join(robot_files(URDF, "quadruped")[0], SRDF)  # its "standing" (problems.legged.stance)
     for value, name, what in ((feet, "feet", "its four feet's frames (lf, rf, lh, rh)"),
                               (standing, "standing", "its standing configuration q (nq,)")):
         if value is None:
