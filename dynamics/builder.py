@@ -20,9 +20,13 @@ world by a free-flyer, planar or spherical joint named ``"root_joint"`` (as Pino
 ``buildModelFromUrdf(path, JointModelFreeFlyer())``) and becomes the first moving body.
 
 Inertias of moving bodies are checked (see
-:func:`dynamics.model.spatial_inertia_is_valid`): a negative mass or a clearly
-non-physical inertia is a ValueError; a triangle-inequality violation within a small
-relative tolerance loads with a warning, or is an error with ``strict_inertia``.
+:func:`dynamics.model.spatial_inertia_is_valid`): a negative mass or an indefinite inertia
+is a ValueError; a triangle-inequality violation, which no mass distribution has but the
+algorithms do not mind, loads with a warning as in Pinocchio, or is an error with
+``strict_inertia`` as in MuJoCo and Drake. What the dynamics see is a body's inertia, its
+links' combined: a link whose own inertia is not physical, in a body that is as a whole, loads
+with a warning (the dummy inertias of root links, ANYmal's and HyQ's; ANYmal C's cameras on its
+base).
 """
 from __future__ import annotations
 
@@ -36,7 +40,6 @@ from .model import (
     Geometry, Model, as_gravity, spatial_inertia_is_valid,
 )
 
-NEGLIGIBLE = 1e-3
 ROOT_JOINTS = {"free-flyer": "floating", "planar": "planar", "spherical": "spherical"}
 
 
@@ -255,25 +258,21 @@ class _Packer:
         self.part_links[body].append(link)
 
     def _check_inertias(self) -> None:
-        """Check every link of every moving body (see the module docstring).
-
-        A link whose own inertia is not physical is still accepted, with a warning, when
-        it weighs at most ``NEGLIGIBLE`` of its body and the body as a whole is physical:
-        the dummy inertias of root links (ANYmal, HyQ) cannot affect the dynamics.
-        """
+        """Check every moving body and its links (see the module docstring): ValueError
+        naming the link if a body's inertia is not physical, warnings for the links that are
+        not in a body that is, and for triangle-inequality violations."""
         for parts, links in zip(self.parts, self.part_links):
             body = _combine(parts)
-            body_ok = not spatial_inertia_is_valid(body[0], body[4:].reshape(3, 3), self.strict_inertia)[0]
-            for link in links:
-                error, warning = spatial_inertia_is_valid(link.mass, link.inertia, self.strict_inertia)
-                if error and not (body_ok and link.mass <= NEGLIGIBLE * body[0]):
-                    raise ValueError(f"link {link.name!r}: {error}")
-                if error:
-                    warning = f"{error}; negligible in its body (mass {link.mass:g} of {body[0]:g} kg), loaded as is"
-                elif warning:
-                    warning += "; loaded as is (strict_inertia=True refuses it)"
-                if warning:
-                    warnings.warn(f"link {link.name!r}: {warning}", stacklevel=5)
+            body_error, body_warning = spatial_inertia_is_valid(body[0], body[4:].reshape(3, 3), self.strict_inertia)
+            flaws = [(link, spatial_inertia_is_valid(link.mass, link.inertia)[0]) for link in links]
+            flaws = [(link, flaw) for link, flaw in flaws if flaw]
+            if body_error:
+                where = f"link {flaws[0][0].name!r}" if flaws else f"link {links[0].name!r} with the links fixed to it"
+                raise ValueError(f"{where}: {flaws[0][1] if flaws else body_error}")
+            note = ("loaded as is (strict_inertia=True refuses it)" if body_warning else
+                    "its body, with the links fixed to it, is physical as a whole: loaded as is")
+            for link, flaw in flaws:
+                warnings.warn(f"link {link.name!r}: {flaw}; {note}", stacklevel=5)
 
     def model(self, name: str, source: str | None, gravity: np.ndarray) -> Model:
         self._check_inertias()

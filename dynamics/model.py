@@ -236,35 +236,38 @@ class Model:
         return f"Model({self.name!r}, nv={self.nv}, joints={list(self.joint_names)})"
 
 
-TRIANGLE_TOLERANCE = 1e-3
+ROUNDING_LENGTH = 1e-3
+"""m, the length below which a robot file's inertias are rounding: an eigenvalue of a link's
+rotational inertia within 10⁻⁹ of its mass × this length² of zero, or of the triangle
+inequality, is taken as zero (:func:`spatial_inertia_is_valid`). A point mass written with an
+off-diagonal entry of 1e-20 (iCub's ankles) is a point mass."""
 
 
 def spatial_inertia_is_valid(mass: float, inertia: np.ndarray, strict: bool = True) -> tuple[str, str]:
     """(error, warning) about a mass and rotational inertia about the CoM; empty if none.
 
-    A negative or non-finite mass, a non-symmetric or clearly indefinite inertia are
-    errors. Eigenvalues violating the triangle inequality λ₁ + λ₂ ≥ λ₃ (no physical
-    mass distribution has them) are an error beyond a relative tolerance of
-    ``TRIANGLE_TOLERANCE`` (10⁻³ of λ₃), and within it a warning unless ``strict``:
-    rounded values in robot files (MuJoCo's and Drake's users meet them often) cross the
-    bound by that much.
+    A negative or non-finite mass, a non-symmetric or an indefinite inertia are errors: the
+    joint-space inertia matrix of a model with one need not be positive definite. Eigenvalues
+    that violate the triangle inequality λ₁ + λ₂ ≥ λ₃ (no mass distribution has them, as
+    CAD exports and rounded robot files often write them) are an error if ``strict``, else a
+    warning: the inertia is still positive semi-definite, so the algorithms are unaffected
+    (Pinocchio loads them; MuJoCo and Drake refuse them). Both tests allow rounding:
+    10⁻⁹ of the largest eigenvalue or of mass × :data:`ROUNDING_LENGTH`².
     """
     if not np.isfinite(mass) or mass < 0:
         return f"mass must be finite and ≥ 0, got {mass}", ""
     if not np.all(np.isfinite(inertia)) or not np.allclose(inertia, inertia.T, atol=1e-12):
         return "inertia must be a finite symmetric 3×3 matrix", ""
     eig = np.linalg.eigvalsh(inertia)
-    scale = max(1e-12, abs(eig[-1]))
+    scale = max(1e-12, abs(eig[-1]), mass * ROUNDING_LENGTH ** 2)
     if eig[0] < -1e-9 * scale:
         return f"inertia must be positive semi-definite, eigenvalues {eig}", ""
     excess = eig[2] - eig[0] - eig[1]
     if excess <= 1e-9 * scale:
         return "", ""
-    why = (f"inertia violates the triangle inequality λ1 + λ2 ≥ λ3 by {excess / scale:.1e} of λ3, "
+    why = (f"inertia violates the triangle inequality λ1 + λ2 ≥ λ3 by {excess / eig[2]:.1e} of λ3, "
            f"eigenvalues {eig}")
-    if strict or excess > TRIANGLE_TOLERANCE * scale:
-        return why, ""
-    return "", why
+    return (why, "") if strict else ("", why)
 
 
 def transform(R: np.ndarray | None = None, p=None) -> np.ndarray:

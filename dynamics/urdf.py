@@ -20,7 +20,8 @@ Defaults follow the specification:
 
 Every link becomes a frame of the model; visual and collision shapes (box, cylinder,
 sphere, mesh) are kept with their colour, which may name a ``<material>`` defined at
-robot level (or earlier in a visual). ``<mimic>`` is ignored: mimic joints are loaded
+robot level (or earlier in a visual; one never defined leaves the shape uncoloured, with a
+warning, as urdfdom does). ``<mimic>`` is ignored: mimic joints are loaded
 as independent joints, as Pinocchio does by default. ``<transmission>``, ``<gazebo>``
 and ``<safety_controller>`` are ignored. ``floating``
 joints load as free-flyers and ``planar`` joints (axis z) as planar joints
@@ -234,7 +235,8 @@ class _RobotParser:
         return Geometry("mesh", link, placement, filename=filename, scale=scale, rgba=rgba)
 
     def _material(self, el: ET.Element, where: str) -> tuple[float, float, float, float] | None:
-        """Colour of a <material>: its own <color rgba>, else the one registered under its name."""
+        """Colour of a <material>: its own <color rgba>, else the one registered under its name,
+        else None (a warning, unless it has a <texture>)."""
         name = el.get("name", "")
         color = el.find("color")
         if color is not None:
@@ -244,9 +246,10 @@ class _RobotParser:
             return rgba
         if name in self.materials:
             return self.materials[name]
-        if el.find("texture") is not None:
-            return None
-        raise ValueError(f"{where}: material {name!r} has no <color> and is not defined at robot level")
+        if el.find("texture") is None:  # urdfdom, hence Pinocchio, loads it uncoloured too
+            warnings.warn(f"{where}: material {name!r} has no <color> and is not defined at robot level; "
+                          "drawn in the viewer's default colour", stacklevel=6)
+        return None
 
 
 def _locked_motion(kind: str, axis: np.ndarray, value: float, name: str) -> np.ndarray:

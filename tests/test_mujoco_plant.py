@@ -168,6 +168,18 @@ def test_bad_input_raises_value_errors(solo):
         optdyn.simulate(optdyn.MPC(prob, "ilqr", horizon=5), 0.1, plant=plant_for(prob, timestep=0.003))
 
 
+def test_a_body_mujoco_refuses_is_named_with_why():
+    """A body whose inertia violates the triangle inequality loads with a warning (as in
+    Pinocchio) but cannot be a MuJoCo plant (MuJoCo refuses it): the ValueError names it."""
+    xml = ('<robot name="r"><link name="base"/><link name="arm"><inertial><mass value="1"/><inertia ixx="1" ixy="0" '
+           'ixz="0" iyy="1" iyz="0" izz="3"/></inertial></link><joint name="j" type="revolute"><parent link="base"/>'
+           '<child link="arm"/><axis xyz="0 0 1"/><limit effort="1" velocity="1" lower="-1" upper="1"/></joint></robot>')
+    with pytest.warns(UserWarning, match="link 'arm'.*triangle inequality"):
+        model = dyn.load_urdf(xml)
+    with pytest.raises(ValueError, match="model_or_urdf: MuJoCo refuses.*'arm'.*violates the triangle inequality"):
+        MujocoPlant(model)
+
+
 def test_without_mujoco_the_plant_says_how_to_install_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "mujoco", None)  # import mujoco now raises ImportError
     prob = problems.get("quadruped", scenario="trot", cone="cost", cycles=1)

@@ -183,7 +183,13 @@ class MujocoPlant:
         self.contact = contact
         self.effort = None if effort is None else _positive(effort, "effort")
         spec = self._spec(mujoco, half, solref, solimp, joint_dynamics)
-        self.mj_model = spec.compile()
+        try:
+            self.mj_model = spec.compile()
+        except ValueError as e:
+            why = " ".join(str(e).split())
+            hint = ("; a body's inertia violates the triangle inequality, which dynamics.load_urdf only warns of"
+                    if "A + B >= C" in why else "")
+            raise ValueError(f"model_or_urdf: MuJoCo refuses the plant's model: {why}{hint}") from None
         self.mj_data = mujoco.MjData(self.mj_model)
         self.warnings: list[str] = []
         self._forces = np.zeros(6)
