@@ -259,8 +259,9 @@ class _Packer:
 
     def _check_inertias(self) -> None:
         """Check every moving body and its links (see the module docstring): ValueError
-        naming the link if a body's inertia is not physical, warnings for the links that are
-        not in a body that is, and for triangle-inequality violations."""
+        naming the link if a body's inertia is not physical, else one warning naming every
+        link whose own inertia is not (ANYmal C has 24) and why it was loaded."""
+        notes = []
         for parts, links in zip(self.parts, self.part_links):
             body = _combine(parts)
             body_error, body_warning = spatial_inertia_is_valid(body[0], body[4:].reshape(3, 3), self.strict_inertia)
@@ -271,8 +272,10 @@ class _Packer:
                 raise ValueError(f"{where}: {flaws[0][1] if flaws else body_error}")
             note = ("loaded as is (strict_inertia=True refuses it)" if body_warning else
                     "its body, with the links fixed to it, is physical as a whole: loaded as is")
-            for link, flaw in flaws:
-                warnings.warn(f"link {link.name!r}: {flaw}; {note}", stacklevel=5)
+            notes += [f"link {link.name!r}: {flaw}; {note}" for link, flaw in flaws]
+        if notes:
+            head = f"{len(notes)} links' inertias are not physical: " if len(notes) > 1 else ""
+            warnings.warn(head + " | ".join(notes), stacklevel=5)
 
     def model(self, name: str, source: str | None, gravity: np.ndarray) -> Model:
         self._check_inertias()
