@@ -91,7 +91,7 @@ def aba_into(m, d, q, v, tau, f_ext, qdd):
             # u_i = τ_i − S_iᵀ p_i^A
             u[a] = tau[a] - dot6_at(S, a, pA, i)
         # D_i⁻¹ = (S_iᵀ U_i)⁻¹
-        if not joint_inertia_inverse(topology, S, U, i, Dinv, d.gauss):
+        if not joint_inertia_inverse(topology, m.armature, S, U, i, Dinv, d.gauss):
             return False
         parent = topology[i, PARENT]
         if parent < 0:

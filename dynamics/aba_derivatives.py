@@ -97,11 +97,11 @@ def aba_derivatives_into(m, d, q, v, tau, f_ext, qdd, dqdd_dq, dqdd_dv, Minv):
     nv = v.shape[0]
     # M⁻¹ by Carpentier's three passes, from I^A = I (d.I keeps the body inertias for the RNEA)
     copy_into(d.IA, d.I)
-    if not minv_passes(topology, d, d.IA, Minv):
+    if not minv_passes(topology, m.armature, d, d.IA, Minv):
         return False
     # nle = ID(q, v, 0) = C(q, v) v + g(q) − Σ J_iᵀ f_i^ext
     d.u[:] = 0.0
-    rnea_passes_at(topology, m.gravity, d, v, d.u, f_ext)
+    rnea_passes_at(topology, m.gravity, m.armature, d, v, d.u, f_ext)
     nle = d.tau
     for r in range(nv):  # q̈ = FD = M⁻¹ (τ − nle)
         s = 0.0

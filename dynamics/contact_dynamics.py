@@ -55,7 +55,7 @@ def factorise_kkt(m, d, H, lam, J, Wt, L, damping):
     :func:`dynamics.contact_kkt.kkt_solve` (:func:`kkt_factors`); the status of
     :func:`delassus`."""
     copy_into(d.IA, d.I)
-    crba_passes(m.topology, d.S, d.IA, H, d.h)
+    crba_passes(m.topology, m.armature, d.S, d.IA, H, d.h)
     if not ltdl_in_place(H, lam):
         raise ValueError(NOT_POSITIVE)
     return delassus(H, lam, J, damping, Wt, L)
@@ -78,7 +78,7 @@ def contact_dynamics_passes(m, d, cw, q, v, tau, f_ext, ci, cf, damping):
     nv = v.shape[0]
     # b = ID(q, v, 0); the body accelerations at q̈ = 0 give γ
     d.u[:] = 0.0
-    rnea_passes_at(m.topology, m.gravity, d, v, d.u, f_ext)
+    rnea_passes_at(m.topology, m.gravity, m.armature, d, v, d.u, f_ext)
     contact_values(ci, cf, cw.Rc, cw.o, d.vel, d.acc, m.gravity, 2, cw.gamma, cw.scratch)
     status = factorise_kkt(m, d, *kkt_factors(cw), damping)
     if status != OK:

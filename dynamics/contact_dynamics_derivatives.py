@@ -56,7 +56,7 @@ def contact_dynamics_derivative_passes(m, d, cw, q, v, tau, f_ext, ci, cf, dampi
     qdd, lam = cw.z[:nv, 0], cw.z[nv:, 0]
     # ∂ID/∂q, ∂ID/∂v at (q, v, q̈) with λ as external forces
     external_forces(m, d, f_ext, ci, cw.Rc, cw.o, lam, cw.fx)
-    rnea_passes_at(topology, gravity, d, v, qdd, cw.fx)
+    rnea_passes_at(topology, gravity, m.armature, d, v, qdd, cw.fx)
     rnea_derivative_passes(topology, gravity, d.S, d.IC, d.vel, d.acc, d.fC, d.rates, d.BC, d.T, d.dq, d.dv)
     world_force_derivative(topology, d.S, ci, cw.J, lam, d.dq, cw.scratch)
     # ∂a_c/∂q, ∂a_c/∂v at q̈

@@ -129,7 +129,7 @@ def force_terms(m, d, cw, ci, cf, lam, mu_hat, nu):
     contact_value_derivatives(topology, S, ci, cf, cw.Rc, cw.o, d.vel, d.vel, zero, 1, cw.dJmu, cw.scratch)
     # ∂(Jᵀν)/∂q = −∂ID/∂q with ν as the only forces (v = q̈ = 0, g = 0: the inertias drop out)
     external_forces(m, d, cw.no_force, ci, cw.Rc, cw.o, nu, cw.fx)
-    rnea_passes_at(topology, zero, d, cw.zeros, cw.zeros, cw.fx)
+    rnea_passes_at(topology, zero, m.armature, d, cw.zeros, cw.zeros, cw.fx)
     rnea_derivative_passes(topology, zero, S, d.IC, d.vel, d.acc, d.fC, d.rates, d.BC, d.T, d.dq, d.dv)
     world_force_derivative(topology, S, ci, J, nu, d.dq, cw.scratch)
     Gqz, N = cw.Gqz, cw.N

@@ -31,13 +31,14 @@ def crba_into(m, d, q, M):
     place over the body inertias d.I, see :data:`dynamics.workspace.Data`), every
     intermediate in the workspace ``d`` (:mod:`dynamics.workspace`); q checked."""
     kinematics_into(m, q, d)
-    crba_passes(m.topology, d.S, d.IC, M, d.h)
+    crba_passes(m.topology, m.armature, d.S, d.IC, M, d.h)
 
 
 @allocation_free
-def crba_passes(topology, S, IC, M, F):
-    """M (nv, nv) from the world motion subspaces S (nv, 6) and the body inertias ``IC``
-    (n, 6, 6), which become the composite inertias (summed in place); F (≥ 1, 6) scratch."""
+def crba_passes(topology, armature, S, IC, M, F):
+    """M (nv, nv) from the world motion subspaces S (nv, 6), the body inertias ``IC``
+    (n, 6, 6), which become the composite inertias (summed in place), and the reflected
+    rotor inertias ``armature`` (nv,) on the diagonal; F (≥ 1, 6) scratch."""
     M[:, :] = 0.0
     for i in range(topology.shape[0] - 1, -1, -1):  # leaves to root: I_i^C is complete on arrival
         for c in range(topology[i, IDX_V], topology[i, IDX_V] + topology[i, NV]):
@@ -48,6 +49,7 @@ def crba_passes(topology, S, IC, M, F):
                 for e in range(topology[j, IDX_V], topology[j, IDX_V] + topology[j, NV]):
                     M[c, e] = M[e, c] = dot6_at(S, e, F, 0)
                 j = topology[j, PARENT]
+            M[c, c] += armature[c]
         # I_λ(i)^C += I_i^C
         add_to_parent(topology, IC, i)
 

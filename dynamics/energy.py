@@ -1,6 +1,7 @@
 """Kinetic and potential energy of the tree.
 
-T = ½ Σ_i v_iᵀ I_i v_i (world spatial velocities and inertias),
+T = ½ Σ_i v_iᵀ I_i v_i + ½ Σ_j armature_j q̇_j² (world spatial velocities and inertias, and the
+joints' reflected rotor inertias, as Pinocchio's ``computeKineticEnergy``),
 V = −Σ_i m_i gᵀ c_i (c_i the world centre of mass of body i).
 """
 from __future__ import annotations
@@ -35,6 +36,8 @@ def _energies(m, q, v):
         for r in range(3):
             c = p[i, r] + R[i, r, 0] * inertia[i, 1] + R[i, r, 1] * inertia[i, 2] + R[i, r, 2] * inertia[i, 3]
             V -= inertia[i, 0] * gravity[r] * c
+    for j in range(v.shape[0]):
+        T += 0.5 * m.armature[j] * v[j] * v[j]
     return T, V
 
 

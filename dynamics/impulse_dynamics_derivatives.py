@@ -67,7 +67,7 @@ def impulse_dynamics_derivative_passes(m, d, cw, q, v, ci, cf, restitution, damp
     for k in range(nv):
         w[k] = v_plus[k] - v[k]
     external_forces(m, d, cw.no_force, ci, cw.Rc, cw.o, imp, cw.fx)
-    rnea_passes_at(topology, zero, d, cw.zeros, w, cw.fx)
+    rnea_passes_at(topology, zero, m.armature, d, cw.zeros, w, cw.fx)
     rnea_derivative_passes(topology, zero, d.S, d.IC, d.vel, d.acc, d.fC, d.rates, d.BC, d.T, d.dq, d.dv)
     world_force_derivative(topology, d.S, ci, J, imp, d.dq, cw.scratch)
     # eq. 2: r₁ = [−∂ID₀/∂q, 0], r₂ = [−∂c/∂q, −(1 + e) J]; ∂v⁺/∂v = I + x[:, nv:]

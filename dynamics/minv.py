@@ -71,12 +71,12 @@ def minv_call(buffer, q, Minv):
     m, d = call_views(buffer)
     check_configuration_size(m.topology, q)
     kinematics_inertias_into(m, q, d, d.IA)  # I_i^A starts as I_i
-    if not minv_passes(m.topology, d, d.IA, Minv):
+    if not minv_passes(m.topology, m.armature, d, d.IA, Minv):
         raise ValueError(NOT_POSITIVE)
 
 
 @allocation_free
-def minv_passes(topology, d, IA, Minv):
+def minv_passes(topology, armature, d, IA, Minv):
     """Write M⁻¹ (nv, nv) into ``Minv`` from the world motion subspaces d.S of a
     forward-kinematics pass and the body inertias ``IA`` (n, 6, 6), which are overwritten
     (articulated inertias); the other intermediates in the workspace ``d``. False if a D_i
@@ -94,7 +94,7 @@ def minv_passes(topology, d, IA, Minv):
         for a in range(c0, c0 + k):
             mat6_vec_at(IA, i, S, a, U, a)
         # D_i⁻¹ = (S_iᵀ U_i)⁻¹
-        if not joint_inertia_inverse(topology, S, U, i, Dinv, d.gauss):
+        if not joint_inertia_inverse(topology, armature, S, U, i, Dinv, d.gauss):
             return False
         end = subtree_end_column(topology, i, nv)
         # M⁻¹[i, i] = D_i⁻¹

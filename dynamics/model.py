@@ -18,8 +18,8 @@ operations (Pinocchio's conventions).
 
 Conventions of the compiled kernels (shared by every algorithm module), which take the
 model as one record, the named tuple ``model.arrays`` = :class:`ModelRecord`
-``(topology, joint_placement, axis, inertia, gravity)`` (read by field name), every array
-read-only:
+``(topology, joint_placement, axis, inertia, gravity, armature)`` (read by field name), every
+array read-only:
 
 * ``topology`` int64 (n, 7): columns ``PARENT``, ``JTYPE`` (a joint type code of
   :mod:`dynamics.joints`), ``SUBTREE_END`` (bodies ``i .. SUBTREE_END-1`` form ν(i)),
@@ -31,6 +31,12 @@ read-only:
 * ``inertia`` float (n, 13): mass, centre of mass (3, body frame) and rotational
   inertia about the centre of mass (3×3 row-major, body axes).
 * ``gravity`` float (3,): gravity acceleration in the world frame.
+* ``armature`` float (nv,): the rotor inertia reflected to each velocity entry, I_r n² for a
+  rotor of inertia I_r behind a gear of ratio n (kg·m², kg on a prismatic joint), added to
+  the joint-space inertia matrix's diagonal — in RNEA (τ += armature ⊙ q̈), CRBA, ABA and
+  M⁻¹ (in the articulated inertia's D_i = S_iᵀ I_i^A S_i + diag(armature_i)) and the
+  kinetic energy, as Pinocchio's ``model.armature``. Zero unless given
+  (:meth:`Model.with_armature`; an SRDF's rotor parameters: :attr:`dynamics.SRDF.armature`).
 
 Velocity-indexed kernel arrays (motion subspaces, derivative matrices) have one row or
 column per velocity entry ("DoF column"); body-indexed ones one per body.
@@ -87,7 +93,7 @@ class Frame:
     placement: np.ndarray
 
 
-ModelRecord = namedtuple("ModelRecord", ["topology", "joint_placement", "axis", "inertia", "gravity"])
+ModelRecord = namedtuple("ModelRecord", ["topology", "joint_placement", "axis", "inertia", "gravity", "armature"])
 """The compiled model record every kernel takes (see the module docstring): a named tuple,
 so numba reads its fields by name at no cost."""
 
@@ -108,7 +114,7 @@ def as_gravity(g) -> np.ndarray:
 
 
 ARRAY_FIELDS = ("topology", "joint_placement", "axis", "inertia", "lower_limit", "upper_limit", "velocity_limit",
-                "effort_limit", "damping", "friction")
+                "effort_limit", "damping", "friction", "armature")
 """The array fields of a :class:`Model` (read-only)."""
 
 
@@ -139,10 +145,11 @@ class Model:
     gravity: np.ndarray = field(default=DEFAULT_GRAVITY)
     damping: np.ndarray | None = None  # (nv,) viscous, N·m·s/rad (N·s/m prismatic); None: zeros
     friction: np.ndarray | None = None  # (nv,) Coulomb, N·m (N prismatic); None: zeros
+    armature: np.ndarray | None = None  # (nv,) reflected rotor inertia, kg·m² (kg prismatic); None: zeros
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "gravity", as_gravity(self.gravity))
-        for name in ARRAY_FIELDS:  # topology first: damping and friction default to zeros (nv,)
+        for name in ARRAY_FIELDS:  # topology first: damping, friction and armature default to zeros (nv,)
             value = getattr(self, name)
             array = np.zeros(self.nv) if value is None else np.array(value)  # a copy: the caller's stays writable
             array.setflags(write=False)
@@ -161,6 +168,26 @@ class Model:
         """A copy of this model under ``gravity`` (3 finite numbers, m/s² in the world
         frame); this model is unchanged. ValueError naming ``gravity`` otherwise."""
         return replace(self, gravity=as_gravity(gravity))
+
+    def with_armature(self, armature) -> Model:
+        """A copy of this model whose joints carry the reflected rotor inertias ``armature``
+        (nv,) (I_r n², kg·m²; kg on a prismatic joint; ≥ 0 and zero on a free-flyer's
+        entries, which no rotor drives): Pinocchio's ``model.armature``, what an SRDF's
+        rotor parameters give (:attr:`dynamics.SRDF.armature`). This model is unchanged.
+        ValueError naming ``armature`` otherwise."""
+        try:
+            value = np.array(armature, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"armature: expected {self.nv} finite numbers ≥ 0, got {armature!r}") from None
+        if value.shape != (self.nv,) or not np.all(np.isfinite(value)) or np.any(value < 0):
+            raise ValueError(f"armature: expected {self.nv} finite numbers ≥ 0 (one per velocity entry), got "
+                             f"{armature!r}")
+        free = [c for i in range(self.njoints) if self.topology[i, JTYPE] == FREE_FLYER
+                for c in range(self.topology[i, IDX_V], self.topology[i, IDX_V] + 6)]
+        if np.any(value[free]):
+            raise ValueError("armature: expected zeros on a free-flyer's velocity entries (no rotor drives them), got "
+                             f"{value[free]}")
+        return replace(self, armature=value)
 
     @property
     def njoints(self) -> int:
@@ -193,9 +220,9 @@ class Model:
     @cached_property
     def arrays(self) -> ModelRecord:
         """The compiled model record every kernel takes, a :class:`ModelRecord`
-        ``(topology, joint_placement, axis, inertia, gravity)`` (see the module docstring;
-        built once, its arrays read-only)."""
-        return ModelRecord(self.topology, self.joint_placement, self.axis, self.inertia, self.gravity)
+        ``(topology, joint_placement, axis, inertia, gravity, armature)`` (see the module
+        docstring; built once, its arrays read-only)."""
+        return ModelRecord(self.topology, self.joint_placement, self.axis, self.inertia, self.gravity, self.armature)
 
     @property
     def parent(self) -> np.ndarray:

@@ -72,13 +72,14 @@ def rnea_passes(m, d, q, v, a, f_ext):
     """
     check_forces(f_ext)
     kinematics_into(m, q, d)
-    rnea_passes_at(m.topology, m.gravity, d, v, a, f_ext)
+    rnea_passes_at(m.topology, m.gravity, m.armature, d, v, a, f_ext)
 
 
 @allocation_free
-def rnea_passes_at(topology, gravity, d, v, a, f_ext):
+def rnea_passes_at(topology, gravity, armature, d, v, a, f_ext):
     """:func:`rnea_passes` after the forward kinematics (d.R, d.p, d.S, d.I) is done
-    (d.I is kept)."""
+    (d.I is kept); the joints' reflected rotor inertias ``armature`` (nv,) add
+    armature ⊙ q̈ to τ."""
     n = topology.shape[0]
     R, p, S, I, vel, acc, fC, work, tau = d.R, d.p, d.S, d.I, d.vel, d.acc, d.fC, d.h, d.tau
     for i in range(n):  # forward pass, root to leaves
@@ -108,9 +109,9 @@ def rnea_passes_at(topology, gravity, d, v, a, f_ext):
             # f_i −= f_i^ext (world coordinates)
             subtract_external_force(R, p, f_ext, i, fC)
     for i in range(n - 1, -1, -1):  # backward pass, leaves to root
-        # τ_i = S_iᵀ f_i^C
+        # τ_i = S_iᵀ f_i^C + armature_i ⊙ q̈_i
         for c in range(topology[i, IDX_V], topology[i, IDX_V] + topology[i, NV]):
-            tau[c] = dot6_at(S, c, fC, i)
+            tau[c] = dot6_at(S, c, fC, i) + armature[c] * a[c]
         parent = topology[i, PARENT]
         # f_λ(i)^C += f_i^C
         if parent >= 0:

@@ -124,16 +124,18 @@ def joint_velocity(topology, S, v, i, out, k):
 
 
 @allocation_free(inline="always")
-def joint_inertia_inverse(topology, S, U, i, Dinv, A):
-    """Dinv[i, :nv_j, :nv_j] = D_i⁻¹ with D_i = S_iᵀ U_i (nv_j × nv_j, U_i = I_i^A S_i in
-    the rows of U at joint i's DoF columns), by Gauss–Jordan elimination on the symmetric
+def joint_inertia_inverse(topology, armature, S, U, i, Dinv, A):
+    """Dinv[i, :nv_j, :nv_j] = D_i⁻¹ with D_i = S_iᵀ U_i + diag(armature_i) (nv_j × nv_j,
+    U_i = I_i^A S_i in the rows of U at joint i's DoF columns; the joint's reflected rotor
+    inertias on the diagonal), by Gauss–Jordan elimination on the symmetric
     positive-definite D_i (no pivoting needed; A (6, 12) is the tableau). False if D_i is
-    not positive definite (a massless leaf body, say)."""
+    not positive definite (a massless leaf body without armature, say)."""
     c0, k = topology[i, IDX_V], topology[i, NV]
     for r in range(k):
         for c in range(k):
             A[r, c] = dot6_at(S, c0 + r, U, c0 + c)
             A[r, k + c] = 1.0 if r == c else 0.0
+        A[r, r] += armature[c0 + r]
     for piv in range(k):
         d = A[piv, piv]
         if not d > 1e-12 * max(1.0, abs(A[0, 0])):

@@ -13,8 +13,10 @@ as Pinocchio's SRDF parser reads them (``loadReferenceConfigurations``,
 * ``<rotor_params><joint name="..." mass="..." gear_ratio="..."/></rotor_params>``: per
   1-DoF joint, the rotor inertia I_r (kg·m²; the attribute is called ``mass``) and the gear
   ratio n, and the armature I_r n² they add to the joint's diagonal entry of the
-  joint-space inertia matrix. Our :class:`~dynamics.model.Model` holds no armature: it is
-  returned as data (:attr:`SRDF.armature`, (nv,)), for the user to add to M.
+  joint-space inertia matrix: :attr:`SRDF.armature` (nv,), which
+  ``model.with_armature(srdf.armature)`` gives the model's dynamics (Pinocchio's
+  ``loadRotorParameters`` and ``model.armature = rotorInertia · rotorGearRatio²``). Loading
+  an SRDF leaves the model as it is.
 
 Names the model does not have — a joint or link of another variant of the robot sharing
 the SRDF (Solo-8 with Solo's SRDF), a joint the model loaded as fixed or locked — raise a

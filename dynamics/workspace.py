@@ -150,11 +150,11 @@ def call_buffer(m: ModelRecord) -> np.ndarray:
     """The one array a single-state kernel called from Python receives (see the module
     docstring): the model record ``m`` packed — the body count n (entry ``BODY_COUNT``), the
     int64 topology's bits reinterpreted as float64 (from entry ``TOPOLOGY_START``: one array,
-    not two, is what makes the call cheap), the joint placements, axes, inertias and gravity
-    — followed by a workspace; cut by :func:`call_views`."""
+    not two, is what makes the call cheap), the joint placements, axes, inertias, gravity and
+    armature — followed by a workspace; cut by :func:`call_views`."""
     n, nv = m.topology.shape[0], tangent_size(m.topology)
     head = np.concatenate(([n], m.topology.ravel().view(np.float64), m.joint_placement.ravel(), m.axis.ravel(),
-                           m.inertia.ravel(), m.gravity))
+                           m.inertia.ravel(), m.gravity, m.armature))
     return np.concatenate((head, np.empty(data_size(n, nv))))
 
 
@@ -171,7 +171,8 @@ def call_views(buffer):
     axis, k = _record_block(buffer, k, (n, 3))
     inertia, k = _record_block(buffer, k, (n, 13))
     gravity, k = _record_block(buffer, k, (3,))
-    return ModelRecord(topology, joint_placement, axis, inertia, gravity), data_views(topology, buffer[k:])
+    armature, k = _record_block(buffer, k, (tangent_size(topology),))
+    return ModelRecord(topology, joint_placement, axis, inertia, gravity, armature), data_views(topology, buffer[k:])
 
 
 @njit(cache=True)

@@ -40,7 +40,8 @@ def pytest_collection_modifyitems(config, items) -> None:
     items.sort(key=lambda item: -cost(item))
 
 
-# (family, n, seed): UR5, chains and branching trees up to 15 bodies, several seeds.
+# (family, n, seed[, armature]): UR5, chains and branching trees up to 15 bodies, several seeds,
+# one with reflected rotor inertias on its joints (Model.with_armature).
 MODEL_SPECS = [
     ("ur5", 6, 0),
     ("serial_chain", 1, 0),
@@ -49,16 +50,19 @@ MODEL_SPECS = [
     ("binary_tree", 7, 0),
     ("binary_tree", 15, 3),
     ("binary_tree", 12, 5),
+    ("serial_chain", 7, 4, True),
 ]
-MODEL_IDS = [f"{f}-{n}-s{s}" if f != "ur5" else f for f, n, s in MODEL_SPECS]
+MODEL_IDS = [f"{f}-{n}-s{s}" + ("-armature" if more else "") if f != "ur5" else f for f, n, s, *more in MODEL_SPECS]
 
 
 @functools.lru_cache(maxsize=None)
-def make_model(family: str, n: int = 0, seed: int = 0) -> dyn.Model:
-    """The zoo model ``family`` (ur5, serial_chain, binary_tree), cached."""
+def make_model(family: str, n: int = 0, seed: int = 0, armature: bool = False) -> dyn.Model:
+    """The zoo model ``family`` (ur5, serial_chain, binary_tree), cached; with ``armature``,
+    reflected rotor inertias of 0.01–0.2 on its joints (about its links' own inertias)."""
     if family == "ur5":
         return dyn.models.ur5()
-    return getattr(dyn.models, family)(n, seed=seed)
+    model = getattr(dyn.models, family)(n, seed=seed)
+    return model.with_armature(np.random.default_rng(seed).uniform(0.01, 0.2, model.nv)) if armature else model
 
 
 @pytest.fixture(scope="session", params=MODEL_SPECS, ids=MODEL_IDS)

@@ -28,12 +28,14 @@ CASES = {
                                          for f in FEET[1:]]),
     "talos-6d-local": ("talos", [dyn.Contact(f, kind="6d", reference="local") for f in SOLES]),
     "talos-6d-lwa-kd": ("talos", [dyn.Contact(f, kind="6d", baumgarte=(0.0, 2.0)) for f in SOLES]),
+    "solo-armature-3d-lwa": ("solo12-armature", [dyn.Contact(f) for f in FEET]),
 }
 
 
 @pytest.fixture(scope="module")
 def robots():
-    """name → (our model, Pinocchio model, q map, v map), loaded once."""
+    """name → (our model, Pinocchio model, q map, v map), loaded once; "solo12-armature" is
+    Solo-12 with reflected rotor inertias of 0.01–0.05 kg·m² on its 12 joints in both."""
     out = {}
     for name in ("solo12", "talos"):
         urdf, _ = _robot_path(name)
@@ -41,6 +43,12 @@ def robots():
             model = dyn.load_urdf(urdf, root_joint="free-flyer")
         pm = pin.buildModelFromUrdf(urdf, pin.JointModelFreeFlyer())
         out[name] = (model, pm, *_permutations(model, pm))
+    model, pm, qmap, vmap = out["solo12"]
+    armature = np.r_[np.zeros(6), np.random.default_rng(0).uniform(0.01, 0.05, model.nv - 6)]
+    pm = pm.copy()
+    pm.armature[vmap] = armature
+    assert np.array_equal(pm.armature[vmap], armature)
+    out["solo12-armature"] = (model.with_armature(armature), pm, qmap, vmap)
     return out
 
 
@@ -96,7 +104,8 @@ def test_contact_dynamics_and_derivatives_match_pinocchio(robots, case, seed):
 
 
 @pytest.mark.parametrize("restitution", [0.0, 0.6])
-@pytest.mark.parametrize("case", ["solo-3d-lwa", "solo-3d-local-baumgarte", "talos-6d-local", "talos-6d-lwa-kd"])
+@pytest.mark.parametrize("case", ["solo-3d-lwa", "solo-3d-local-baumgarte", "talos-6d-local", "talos-6d-lwa-kd",
+                                  "solo-armature-3d-lwa"])
 def test_impulse_dynamics_and_derivatives_match_pinocchio(robots, case, restitution):
     model, contacts, q, v, _, (pm, pd, cm, cd, qp, vp, _), vmap = pinocchio_run(robots, case, 3)
     v_plus, imp = dyn.impulse_dynamics(model, q, v, contacts, restitution)

@@ -74,7 +74,8 @@ def test_contracted_second_order_with_damping():
 
 
 LEGGED = [("solo12", [dyn.Contact(f) for f in FEET]),
-          ("talos", [dyn.Contact(f, kind="6d", reference="local") for f in SOLES])]
+          ("talos", [dyn.Contact(f, kind="6d", reference="local") for f in SOLES]),
+          ("solo12-armature", [dyn.Contact(f) for f in FEET])]
 
 
 def legged_case(robots, name, contacts, seed):  # noqa: F811

@@ -136,7 +136,8 @@ def simulate_energy_balance(model, q0, v0, torque, T, dt):
     return y[:n], y[n:2 * n], y[-1]
 
 
-@pytest.mark.parametrize("spec", [("ur5", 6, 0), ("serial_chain", 5, 4), ("binary_tree", 7, 2)])
+@pytest.mark.parametrize("spec", [("ur5", 6, 0), ("serial_chain", 5, 4), ("binary_tree", 7, 2),
+                                  ("serial_chain", 5, 4, True)])
 def test_energy_change_equals_work_of_torques(spec):
     model = make_model(*spec)
     q0, v0, _ = random_state(model, 7)

@@ -151,13 +151,18 @@ from optdyn.costs import ControlCost, StateCost  # noqa: E402
 from optdyn.ocp.problem import Problem  # noqa: E402
 
 
+def ur5_with_armature():
+    """The UR5 with reflected rotor inertias of 0.05–0.5 kg·m² on its joints."""
+    return ur5().with_armature(np.linspace(0.5, 0.05, 6))
+
+
 def _robot_problem(model, integrator="rk4", substeps=2, dt=0.05):
     nx = 2 * model.nv
     return Problem(model, np.zeros(nx), N=3, dt=dt, running_cost=StateCost(1.0, nx=nx),
                    substeps=substeps, integrator=integrator)
 
 
-@pytest.mark.parametrize("make, integrator", [(ur5, "rk4"), (double_pendulum, "euler")])
+@pytest.mark.parametrize("make, integrator", [(ur5, "rk4"), (double_pendulum, "euler"), (ur5_with_armature, "rk4")])
 def test_robot_step_sensitivities_match_finite_differences(make, integrator):
     model = make()
     prob = _robot_problem(model, integrator)
@@ -181,7 +186,8 @@ def test_robot_step_sensitivities_match_finite_differences(make, integrator):
     assert np.abs(Fuu).max() > 0 and np.abs(Fxu).max() > 0
 
 
-@pytest.mark.parametrize("make, integrator, substeps", [(ur5, "rk4", 2), (ur5, "rk4", 1), (double_pendulum, "euler", 3)])
+@pytest.mark.parametrize("make, integrator, substeps", [(ur5, "rk4", 2), (ur5, "rk4", 1), (double_pendulum, "euler", 3),
+                                                        (ur5_with_armature, "rk4", 2)])
 def test_robot_contracted_step_hessians_equal_the_tensor_contraction_and_differences(make, integrator, substeps):
     model = make()
     prob = _robot_problem(model, integrator, substeps)

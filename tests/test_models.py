@@ -81,7 +81,7 @@ def test_models_are_immutable():
     for name in ("topology", "joint_placement", "axis", "inertia", "gravity", "lower_limit", "effort_limit"):
         with pytest.raises(ValueError, match="read-only"):
             getattr(model, name)[0] = 0
-    for record, field in zip(model.arrays, ("topology", "joint_placement", "axis", "inertia", "gravity")):
+    for record, field in zip(model.arrays, ("topology", "joint_placement", "axis", "inertia", "gravity", "armature")):
         assert record is getattr(model, field) and not record.flags.writeable
     with pytest.raises(AttributeError):
         model.gravity = (0.0, 0.0, 0.0)
@@ -102,6 +102,27 @@ def test_models_are_immutable():
     builder.add_link("base")
     with pytest.raises(ValueError, match="gravity"):
         builder.build(gravity=[1.0, 2.0, np.inf])
+
+
+def test_with_armature_copies_the_model_with_rotor_inertias_on_the_diagonal_of_m():
+    """Pinocchio's model.armature: M + diag(armature), τ + armature ⊙ q̈; the model it is
+    taken from is unchanged; a free-flyer's entries (no rotor drives them), negative, NaN or
+    misshapen values are refused naming ``armature``."""
+    model = dyn.models.ur5()
+    armature = np.linspace(0.3, 0.05, 6)
+    armed = model.with_armature(armature)
+    rng = np.random.default_rng(0)
+    q, v, a = rng.uniform(-2, 2, 6), rng.normal(size=6), rng.normal(size=6)
+    np.testing.assert_allclose(dyn.crba(armed, q), dyn.crba(model, q) + np.diag(armature), rtol=0, atol=1e-14)
+    np.testing.assert_allclose(dyn.rnea(armed, q, v, a), dyn.rnea(model, q, v, a) + armature * a, rtol=0, atol=1e-13)
+    assert not model.armature.any() and not armed.armature.flags.writeable
+    np.testing.assert_array_equal(armed.armature, armature)
+    floating = dyn.load_urdf(model.source, root_joint="free-flyer")
+    for bad in (np.ones(5), -armature, np.r_[np.nan, armature[1:]], "heavy", [[0.1] * 6]):
+        with pytest.raises(ValueError, match="^armature: expected 6 finite numbers ≥ 0"):
+            model.with_armature(bad)
+    with pytest.raises(ValueError, match="^armature: expected zeros on a free-flyer's velocity entries"):
+        floating.with_armature(np.r_[0.1, np.zeros(5), armature])
 
 
 def check_tree_layout(model):

@@ -44,13 +44,16 @@ def _random_state(model, rng):
     return q, rng.standard_normal(model.nv)
 
 
-@pytest.mark.parametrize("robot", ["solo", "ur5", "talos-legs", "double-pendulum"])
+@pytest.mark.parametrize("robot", ["solo", "ur5", "talos-legs", "double-pendulum", "solo-armature"])
 def test_forward_dynamics_agree_with_the_library(robot, solo):
     """Solo-12, the UR5 (a fixed base), Talos' legs (its upper body locked: inertias folded
-    into the pelvis), with contact shapes but away from the floor, and the double pendulum, whose
+    into the pelvis), with contact shapes but away from the floor, the double pendulum, whose
     point masses MuJoCo takes only with their principal moments raised to 1e-12 kg·m² (it
-    refused the model before)."""
+    refused the model before), and Solo-12 with reflected rotor inertias on its joints (MuJoCo's
+    armature)."""
+    armature = np.r_[np.zeros(6), np.linspace(0.001, 0.01, 12)]
     model, feet = {"solo": (solo, ["FL_FOOT", "HR_FOOT"]), "ur5": (dyn.models.ur5(), []),
+                   "solo-armature": (solo.with_armature(armature), ["FL_FOOT"]),
                    "talos-legs": (problems.biped.talos_legs()[0], [dyn.Contact("left_sole_link", kind="6d")]),
                    "double-pendulum": (problems.get("double-pendulum").model, [])}[robot]
     plant = MujocoPlant(model, feet=feet)

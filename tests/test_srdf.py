@@ -79,6 +79,14 @@ def test_reference_configurations_and_rotor_parameters_are_pinocchios(urdf, srdf
         for name, inertia in ours.rotor_inertia.items():
             k = model.idx_vs[model.joint_index(name)]
             assert (inertia, ours.gear_ratio[name]) == (pm.rotorInertia[k], pm.rotorGearRatio[k]), name
+        # the model given its SRDF's armature has Pinocchio's dynamics with its rotor parameters
+        armed, pd, rng = model.with_armature(ours.armature), pm.createData(), np.random.default_rng(7)
+        q, v, a = dyn.random_configuration(armed, rng), rng.normal(size=model.nv), rng.normal(size=model.nv)
+        qp = pinocchio_configuration(model, pm, q)
+        tau = pin.rnea(pm, pd, qp, v, a)
+        np.testing.assert_allclose(dyn.rnea(armed, q, v, a), tau, rtol=0, atol=1e-9 * np.abs(tau).max())
+        np.testing.assert_allclose(dyn.aba(armed, q, v, tau), a, rtol=0, atol=1e-7 * np.abs(a).max())
+        assert np.abs(dyn.rnea(model, q, v, a) - tau).max() > 1e-3 or not ours.armature.any()  # where it matters
 
 
 @pytest.mark.parametrize("urdf, srdf, free_flyer", [

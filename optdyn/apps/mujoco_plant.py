@@ -22,7 +22,9 @@ everywhere else; the plant itself loads no mesh: its only collision shapes are t
   ``<dynamics damping friction>``) become the joint's viscous damping and dry friction
   (``frictionloss``) with ``joint_dynamics=True`` (default) — a model mismatch, since
   the library's dynamics have neither (Solo-12's and Talos' URDFs give zeros); position limits
-  are not enforced (no joint-limit constraints) and there is no armature;
+  are not enforced (no joint-limit constraints); the model's reflected rotor inertias
+  (``Model.armature``, Pinocchio's and MuJoCo's armature, added to the joint-space inertia
+  matrix's diagonal by both) are the joints' armature;
 * a floor plane, and a collision shape on each contact frame ``feet``: a sphere of
   ``foot_radius`` centred on a point foot (``Contact(kind="3d")`` or a frame name), a thin box of
   ``sole_half_lengths`` whose lower face holds a 6D sole (``kind="6d"``). The floor lies where
@@ -244,7 +246,8 @@ class MujocoPlant:
             raise ValueError(f"model_or_urdf: joint {name!r} is {self.model.joint_types[i]}, which the MuJoCo plant "
                              f"does not drive (revolute and prismatic joints, and a free-flyer root)")
         body.add_joint(name=name, type=types[kind], axis=axis, limited=mujoco.mjtLimited.mjLIMITED_FALSE,
-                       damping=friction[0], frictionloss=friction[1])
+                       damping=friction[0], frictionloss=friction[1],
+                       armature=float(self.model.armature[self.model.idx_vs[i]]))
 
     def _actuators(self, mujoco, spec, types: np.ndarray) -> None:
         model = self.model
