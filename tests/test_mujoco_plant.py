@@ -2,6 +2,7 @@
 round-trip, its floor holds the robot where the task stands, bad input raises ValueError."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -68,6 +69,35 @@ def test_forward_dynamics_agree_with_the_library(robot, solo):
         assert plant.mj_data.ncon == 0
         expected = dyn.aba(model, q, v, tau)
         assert np.max(np.abs(_library_acceleration(plant, v) - expected)) <= 1e-9 * (1 + np.max(np.abs(expected)))
+
+
+def test_robots_mujoco_takes_only_with_floors_and_names_of_its_own(tmp_path):
+    """A UR5 whose URDF roots at a link named "world" (MuJoCo's world body's name) on a
+    free-flyer, and example-robot-data's human, whose hips and shoulders chain 1-DoF joints
+    through massless virtual links (MuJoCo takes positive masses only): the plant builds and
+    its forward dynamics are the library's (the URDFs' joint damping left out). A URDF effort
+    limit of 0 is refused naming the joint, unless the plant's effort= replaces it."""
+    erd = pytest.importorskip("example_robot_data")
+    share = erd.getModelPath("ur_description/urdf/ur5_robot.urdf")
+    for relative, tol in (("ur_description/urdf/ur5_robot.urdf", 1e-9), ("human_description/robots/human.urdf", 1e-6)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # meshes
+            model = dyn.load_urdf(os.path.join(share, relative), root_joint="free-flyer")
+        assert relative.startswith("human") or model.body_names[0] == "world"
+        plant = MujocoPlant(model, joint_dynamics=False)
+        rng = np.random.default_rng(11)
+        q, v = _random_state(model, rng)
+        tau = np.r_[np.zeros(6), rng.standard_normal(model.nv - 6)]
+        plant.reset(np.r_[q, v])
+        plant.mj_data.ctrl[plant._u_to_ctrl] = tau[6:]
+        mujoco.mj_forward(plant.mj_model, plant.mj_data)
+        expected = dyn.aba(model, q, v, tau)
+        assert np.max(np.abs(_library_acceleration(plant, v) - expected)) <= tol * (1 + np.max(np.abs(expected)))
+    ur5 = dyn.models.ur5()
+    idle = dataclasses.replace(ur5, effort_limit=np.r_[0.0, ur5.effort_limit[1:]])
+    with pytest.raises(ValueError, match="model_or_urdf: joint 'shoulder_pan_joint' has an effort limit of 0"):
+        MujocoPlant(idle)
+    MujocoPlant(idle, effort=10.0)
 
 
 def test_push_at_a_frame_is_the_librarys_external_force(solo):

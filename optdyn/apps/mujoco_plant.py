@@ -11,13 +11,18 @@ everywhere else; the plant itself loads no mesh: its only collision shapes are t
   (Pinocchio's convention: the body frame is the joint frame), with the model's mass, centre
   of mass and inertia about it (where a body's rotational inertia is singular — a point mass, a
   thin rod, as on the pendulums — every body's principal moments are raised to at least
-  :data:`INERTIA_FLOOR`: MuJoCo takes positive ones only); a free-flyer root is a MuJoCo free
+  :data:`INERTIA_FLOOR`, and where a body is massless — the virtual links between the 1-DoF
+  joints of a hip, as in example-robot-data's human — every body's mass to at least
+  :data:`MASS_FLOOR`: MuJoCo takes positive ones only); it is named as the model's body, but
+  for a link named "world" (the UR arms' URDFs root at one), which MuJoCo's world body already
+  is: "world_link"; a free-flyer root is a MuJoCo free
   joint, revolute and prismatic joints hinges and slides along the model's axes (a spherical or
   planar joint, which one motor cannot drive, raises ValueError); every frame of the model is a
   site of that name (pushes and foot positions are read there);
 * every joint but a free-flyer root is driven by a torque actuator (a motor of gear 1), its
   torque clamped to the URDF's ``<limit effort>`` where that is finite (the actuator's
-  control range) — the controller's own bounds are its business;
+  control range; an effort of 0, an empty range MuJoCo refuses, raises ValueError unless the
+  plant's ``effort=`` replaces it) — the controller's own bounds are its business;
 * the model's joint damping and friction (``Model.damping``, ``Model.friction``: the URDF's
   ``<dynamics damping friction>``) become the joint's viscous damping and dry friction
   (``frictionloss``) with ``joint_dynamics=True`` (default) — a model mismatch, since
@@ -74,6 +79,9 @@ INERTIA_FLOOR = 1e-12
 """The least principal moment of inertia, kg·m², that MuJoCo's compiler gives a body (its
 ``boundinertia``) in a model with a body whose rotational inertia is not positive definite: a
 change of 1e-12 of a 1 kg, 1 m pendulum's inertia about its hinge."""
+MASS_FLOOR = 1e-12
+"""The least mass, kg, that MuJoCo's compiler gives a body (its ``boundmass``) in a model with
+a massless moving body, whose moments are then raised to :data:`INERTIA_FLOOR` too."""
 CONTACTS = ("stiff", "soft")
 """Named contact parameters (module docstring)."""
 
@@ -208,13 +216,16 @@ class MujocoPlant:
         spec.option.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
         if np.any(np.linalg.eigvalsh(model.inertia[:, 4:13].reshape(-1, 3, 3))[:, 0] <= 0.0):
             spec.compiler.boundinertia = INERTIA_FLOOR  # point masses, thin rods: MuJoCo takes positive moments only
+        if np.any(model.inertia[:, 0] <= 0.0):
+            spec.compiler.boundmass = MASS_FLOOR  # virtual links: MuJoCo takes positive masses only
         iv = model.idx_vs
         bodies = [spec.worldbody]
         types = model.topology[:, JTYPE]
         for i, name in enumerate(model.joint_names):
             parent = bodies[model.parent[i] + 1]
             T = model.joint_placement[i]
-            body = parent.add_body(name=model.body_names[i], pos=T[:3, 3], quat=_quat_wxyz(T[:3, :3]))
+            name_in_mujoco = "world_link" if model.body_names[i] == "world" else model.body_names[i]
+            body = parent.add_body(name=name_in_mujoco, pos=T[:3, 3], quat=_quat_wxyz(T[:3, :3]))
             self._inertia(body, model.inertia[i])
             friction = (model.damping[iv[i]], model.friction[iv[i]]) if joint_dynamics else (0.0, 0.0)
             self._joint(mujoco, body, name, int(types[i]), model.axis[i], friction, i)
@@ -257,6 +268,10 @@ class MujocoPlant:
             effort = model.effort_limit[model.idx_vs[i]: model.idx_vs[i] + model.nvs[i]]
             if self.effort is not None:
                 effort = np.full_like(effort, self.effort)
+            if effort[0] == 0.0:  # MuJoCo refuses an empty control range
+                raise ValueError(f"model_or_urdf: joint {name!r} has an effort limit of 0 (its URDF's <limit effort>), "
+                                 "a motor that exerts no torque; give the plant effort= (N·m) to clamp every joint "
+                                 "there instead")
             act = spec.add_actuator(name=name, target=name, trntype=mujoco.mjtTrn.mjTRN_JOINT)
             act.set_to_motor()
             if np.isfinite(effort[0]):
