@@ -169,6 +169,22 @@ class Model:
         frame); this model is unchanged. ValueError naming ``gravity`` otherwise."""
         return replace(self, gravity=as_gravity(gravity))
 
+    def with_frame(self, name: str, parent: str, placement=(0.0, 0.0, 0.0)) -> Model:
+        """A copy of this model with one more frame ``name`` fixed at ``placement`` in the
+        existing frame ``parent``: a (4, 4) homogeneous transform, or a position (3,) with
+        the parent's axes (Pinocchio's ``model.addFrame``): a tool centre point, a sole below
+        an ankle, for costs, contacts and the viewer. This model is unchanged. ValueError
+        naming ``name`` (already a frame), ``parent`` (not one) or ``placement``."""
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"name: expected a frame name (a non-empty string), got {name!r}")
+        if name in self.frame_names:
+            raise ValueError(f"name: model '{self.name}' already has a frame {name!r}")
+        if parent not in self.frame_names:
+            raise ValueError(f"parent: model '{self.name}' has no frame {parent!r}; known frames: "
+                             f"{', '.join(self.frame_names)}")
+        base, T = self.frame(parent), _placement(placement)
+        return replace(self, frames=self.frames + (Frame(name, base.body, base.placement @ T),))
+
     def with_armature(self, armature) -> Model:
         """A copy of this model whose joints carry the reflected rotor inertias ``armature``
         (nv,) (I_r n², kg·m²; kg on a prismatic joint; ≥ 0 and zero on a free-flyer's
@@ -295,6 +311,21 @@ def spatial_inertia_is_valid(mass: float, inertia: np.ndarray, strict: bool = Tr
     why = (f"inertia violates the triangle inequality λ1 + λ2 ≥ λ3 by {excess / eig[2]:.1e} of λ3, "
            f"eigenvalues {eig}")
     return (why, "") if strict else ("", why)
+
+
+def _placement(placement) -> np.ndarray:
+    """``placement`` — a (4, 4) rigid transform or a position (3,) — as a (4, 4) transform;
+    ValueError naming ``placement`` otherwise."""
+    try:
+        T = np.array(placement, dtype=np.float64)
+    except (TypeError, ValueError):
+        T = np.full(1, np.nan)
+    if T.shape == (3,) and np.all(np.isfinite(T)):
+        return transform(p=T)
+    if T.shape != (4, 4) or not np.all(np.isfinite(T)) or not np.allclose(T[3], [0, 0, 0, 1]) \
+            or not np.allclose(T[:3, :3] @ T[:3, :3].T, np.eye(3), atol=1e-9) or np.linalg.det(T[:3, :3]) < 0:
+        raise ValueError(f"placement: expected a position (3,) or a rigid transform (4, 4), got {placement!r}")
+    return T
 
 
 def transform(R: np.ndarray | None = None, p=None) -> np.ndarray:

@@ -125,6 +125,42 @@ def test_with_armature_copies_the_model_with_rotor_inertias_on_the_diagonal_of_m
         floating.with_armature(np.r_[0.1, np.zeros(5), armature])
 
 
+def test_with_frame_adds_a_frame_where_pinocchio_adds_it():
+    """Pinocchio's addFrame: a tool centre point 10 cm along and turned about tool0's z, a
+    sole 5 cm below a link given as a position; its placement and Jacobian are Pinocchio's, it
+    takes a contact; the model it is taken from is unchanged; bad names and placements are
+    refused naming the argument."""
+    pin = pytest.importorskip("pinocchio")
+    model = dyn.load_urdf(dyn.models.ur5().source)
+    c, s = np.cos(0.4), np.sin(0.4)
+    T = np.array([[c, -s, 0, 0], [s, c, 0, 0], [0, 0, 1, 0.1], [0, 0, 0, 1.0]])
+    tcp = model.with_frame("tcp", "tool0", T).with_frame("under", "forearm_link", (0.0, 0.0, -0.05))
+    assert "tcp" not in model.frame_names and tcp.frame_names[-2:] == ("tcp", "under")
+    pm = pin.buildModelFromUrdf(model.source)
+    for name, parent, M in (("tcp", "tool0", T), ("under", "forearm_link", dyn.model.transform(p=(0, 0, -0.05)))):
+        f = pm.frames[pm.getFrameId(parent)]
+        pm.addFrame(pin.Frame(name, f.parentJoint, pm.getFrameId(parent), f.placement * pin.SE3(M), pin.FrameType.OP_FRAME))
+    pd, q = pm.createData(), np.array([0.1, -1.2, 1.5, -0.3, 1.57, 0.2])
+    pin.computeJointJacobians(pm, pd, q)
+    pin.framesForwardKinematics(pm, pd, q)
+    for name in ("tcp", "under"):
+        R, p = dyn.frame_placement(tcp, q, name)
+        ref = pd.oMf[pm.getFrameId(name)]
+        np.testing.assert_allclose(R, ref.rotation, atol=1e-12)
+        np.testing.assert_allclose(p, ref.translation, atol=1e-12)
+        J = pin.getFrameJacobian(pm, pd, pm.getFrameId(name), pin.LOCAL_WORLD_ALIGNED)
+        np.testing.assert_allclose(dyn.frame_jacobian(tcp, q, name), J, atol=1e-12)
+    qdd, lam = dyn.contact_dynamics(tcp, q, np.zeros(6), np.zeros(6), [dyn.Contact("tcp")])
+    assert lam.shape == (3,) and np.all(np.isfinite(qdd))
+    with pytest.raises(ValueError, match="^name: model 'ur5' already has a frame 'tool0'"):
+        model.with_frame("tool0", "ee_link")
+    with pytest.raises(ValueError, match="^parent: model 'ur5' has no frame 'nose'; known frames: world, base_link"):
+        model.with_frame("tip", "nose")
+    for bad in ((0, 0), np.eye(4) * 2, np.full(3, np.nan), "up"):
+        with pytest.raises(ValueError, match="^placement: expected a position"):
+            model.with_frame("tip", "tool0", bad)
+
+
 def check_tree_layout(model):
     n = model.nv
     parent, end = model.topology[:, PARENT], model.topology[:, SUBTREE_END]
