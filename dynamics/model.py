@@ -116,6 +116,8 @@ def as_gravity(g) -> np.ndarray:
 ARRAY_FIELDS = ("topology", "joint_placement", "axis", "inertia", "lower_limit", "upper_limit", "velocity_limit",
                 "effort_limit", "damping", "friction", "armature")
 """The array fields of a :class:`Model` (read-only)."""
+PER_VELOCITY = ("damping", "friction", "armature")
+"""The array fields of a :class:`Model` with one entry per velocity entry (nv,)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -152,6 +154,8 @@ class Model:
         for name in ARRAY_FIELDS:  # topology first: damping, friction and armature default to zeros (nv,)
             value = getattr(self, name)
             array = np.zeros(self.nv) if value is None else np.array(value)  # a copy: the caller's stays writable
+            if name in PER_VELOCITY and array.shape != (self.nv,):
+                raise ValueError(f"{name}: expected shape ({self.nv},), one per velocity entry, got {array.shape}")
             array.setflags(write=False)
             object.__setattr__(self, name, array)
 

@@ -1,6 +1,8 @@
 """Built-in models: published UR5 parameters, random families, pendulums."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -123,6 +125,8 @@ def test_with_armature_copies_the_model_with_rotor_inertias_on_the_diagonal_of_m
             model.with_armature(bad)
     with pytest.raises(ValueError, match="^armature: expected zeros on a free-flyer's velocity entries"):
         floating.with_armature(np.r_[0.1, np.zeros(5), armature])
+    with pytest.raises(ValueError, match=r"^armature: expected shape \(6,\), one per velocity entry"):
+        dyn.Model(**{**{f.name: getattr(model, f.name) for f in dataclasses.fields(model)}, "armature": np.ones(5)})
 
 
 def test_with_frame_adds_a_frame_where_pinocchio_adds_it():
