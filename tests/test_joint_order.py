@@ -4,7 +4,6 @@ and velocity offsets, and q, v, τ passed across unchanged give the same link pl
 inverse and forward dynamics as Pinocchio 4's own model of the same URDF."""
 from __future__ import annotations
 
-import glob
 import os
 import warnings
 
@@ -14,35 +13,8 @@ import pytest
 import dynamics as dyn
 
 pin = pytest.importorskip("pinocchio")
-erd = pytest.importorskip("example_robot_data")
 
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore")
-    ROBOTS = erd.getModelPath("solo_description/robots/solo12.urdf")
-SHARE = os.path.dirname(os.path.dirname(ROBOTS))
-FILES = sorted(os.path.relpath(f, ROBOTS) for f in glob.glob(os.path.join(ROBOTS, "**", "*.urdf"), recursive=True))
-
-NOT_PINOCCHIO = {"falcon_description/urdf/falcon.urdf", "ur_description/urdf/ur3.urdf"}
-"""URDFs Pinocchio's parser (urdfdom) refuses: a joint naming an undefined link, a robot without name."""
-
-REFUSED = {"romeo_description/urdf/romeo_laas_small.urdf": "LHipPitch_link.*positive semi-definite"}
-"""URDFs our loader refuses (Pinocchio loads them): an indefinite inertia (−0.0027 kg·m² among
-moments of 0.04–0.054), which can make the joint-space inertia matrix indefinite."""
-
-WARNED = {
-    "alex_description/urdf/alex_psyonic_hands.urdf": "LeftPsyonicAbilityBaseLink.*triangle inequality",
-    "allegro_hand_description/urdf/allegro_left_hand.urdf": "link_3.0.*triangle inequality",
-    "allegro_hand_description/urdf/allegro_right_hand.urdf": "link_3.0.*triangle inequality",
-    "pr2_description/urdf/pr2.urdf": "sensor_mount_link.*triangle inequality",
-    "romeo_description/urdf/romeo_small.urdf": "RShoulderYawLink.*triangle inequality.*strict_inertia=True",
-    "talos_data/robots/talos_reduced_corrected.urdf": "material 'FlatBlack' has no <color>",
-}
-"""URDFs that load with a warning naming why, as Pinocchio loads them: inertias no mass
-distribution has (on a body of its own, the Romeo's shoulder, MuJoCo and Drake refuse them, and
-so does ``strict_inertia=True``; the others are links fused into bodies that are physical as a
-whole), a material never defined. They are in :data:`CASES` too, as are iCub (a point mass written with a 1e-20
-off the diagonal) and ANYmal C on a free-flyer (its cameras' inertias, not physical, ride on a
-base that is)."""
+from erd_robots import FILES, NOT_PINOCCHIO, REFUSED, ROBOTS, SHARE, WARNED  # noqa: E402
 
 CASES = [(f, root) for f in FILES if f not in NOT_PINOCCHIO and f not in REFUSED for root in (None, "free-flyer")]
 

@@ -71,6 +71,54 @@ def test_forward_dynamics_agree_with_the_library(robot, solo):
         assert np.max(np.abs(_library_acceleration(plant, v) - expected)) <= 1e-9 * (1 + np.max(np.abs(expected)))
 
 
+def _erd_cases():
+    """(URDF relative to example-robot-data's robots, root) of every URDF there the library
+    loads (the refused left out), on a fixed base and on a free-flyer; none without it."""
+    try:
+        from erd_robots import FILES, NOT_PINOCCHIO, REFUSED
+    except pytest.skip.Exception:
+        return []
+    return [(f, root) for f in FILES if f not in NOT_PINOCCHIO and f not in REFUSED for root in (None, "free-flyer")]
+
+
+@pytest.mark.parametrize("relative, root", _erd_cases(), ids=[f"{os.path.basename(f)}-{r or 'fixed'}"
+                                                              for f, r in _erd_cases()])
+def test_every_robot_of_example_robot_data_is_a_plant_with_the_librarys_dynamics(relative, root):
+    """Every URDF of example-robot-data the library loads, on a fixed base and a free-flyer,
+    becomes a plant (UR arms rooted at "world", virtual massless links, point masses included)
+    whose forward dynamics away from the floor are the library's, the URDFs' joint damping and
+    friction and torque clamps left out: to 1e-8 + 1e-11·cond(M) relative (the floors of 1e-12
+    that MuJoCo's compiler puts under point masses and massless bodies, amplified by M's
+    conditioning: iCub's 6e7 gives 8e-5). Robots whose M is singular (massless leaves: grippers'
+    jaws), which the library's forward dynamics refuses, are left out; a body whose inertia
+    violates the triangle inequality (Romeo small's shoulder), which MuJoCo refuses, is named."""
+    from erd_robots import ROBOTS, WARNED
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # meshes, inertias
+        model = dyn.load_urdf(os.path.join(ROBOTS, relative), root_joint=root)
+    rng = np.random.default_rng(len(relative))
+    q, v = dyn.random_configuration(model, rng), rng.standard_normal(model.nv)
+    nu = model.nv - (6 if root else 0)
+    tau = np.r_[np.zeros(model.nv - nu), rng.standard_normal(nu)]
+    M = dyn.crba(model, q)
+    if model.nv == 0 or np.linalg.eigvalsh(M)[0] <= 1e-12 * np.abs(M).max():
+        pytest.skip("no joints, or a singular M (massless leaves) that forward dynamics refuses")
+    if root:
+        q[2] += 2.0  # far from the floor
+    if "strict_inertia" in WARNED.get(relative, ""):  # a body no mass distribution has
+        with pytest.raises(ValueError, match="MuJoCo refuses.*violates the triangle inequality"):
+            MujocoPlant(model)
+        return
+    plant = MujocoPlant(model, joint_dynamics=False, effort=1e9)
+    plant.reset(np.r_[q, v])
+    plant.mj_data.ctrl[plant._u_to_ctrl] = tau[model.nv - nu:]
+    mujoco.mj_forward(plant.mj_model, plant.mj_data)
+    expected = dyn.aba(model, q, v, tau)
+    error = np.max(np.abs(_library_acceleration(plant, v) - expected)) / (1 + np.max(np.abs(expected)))
+    assert error <= 1e-8 + 1e-11 * np.linalg.cond(M), error
+
+
 def test_robots_mujoco_takes_only_with_floors_and_names_of_its_own(tmp_path):
     """A UR5 whose URDF roots at a link named "world" (MuJoCo's world body's name) on a
     free-flyer, and example-robot-data's human, whose hips and shoulders chain 1-DoF joints

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import dynamics as dyn
-from test_joint_order import ROBOTS, SHARE, pinocchio_configuration
+from erd_robots import ROBOTS, SHARE
+from test_joint_order import pinocchio_configuration
 
 pin = pytest.importorskip("pinocchio")
 erd = pytest.importorskip("example_robot_data")
