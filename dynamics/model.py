@@ -317,6 +317,15 @@ def spatial_inertia_is_valid(mass: float, inertia: np.ndarray, strict: bool = Tr
     return (why, "") if strict else ("", why)
 
 
+def is_rigid_transform(T: np.ndarray) -> bool:
+    """Whether every (4, 4) of ``T`` (4, 4) or (K, 4, 4) is a homogeneous rigid transform: its
+    rotation block orthonormal (to 1e-6) with determinant > 0, its last row (0, 0, 0, 1)."""
+    R = T[..., :3, :3]
+    return bool(np.all(np.isfinite(T)) and np.allclose(T[..., 3, :], [0.0, 0.0, 0.0, 1.0], atol=1e-9)
+                and np.allclose(np.matmul(np.swapaxes(R, -1, -2), R), np.eye(3), atol=1e-6)
+                and np.all(np.linalg.det(R) > 0))
+
+
 def _placement(placement) -> np.ndarray:
     """``placement`` — a (4, 4) rigid transform or a position (3,) — as a (4, 4) transform;
     ValueError naming ``placement`` otherwise."""
@@ -326,8 +335,7 @@ def _placement(placement) -> np.ndarray:
         T = np.full(1, np.nan)
     if T.shape == (3,) and np.all(np.isfinite(T)):
         return transform(p=T)
-    if T.shape != (4, 4) or not np.all(np.isfinite(T)) or not np.allclose(T[3], [0, 0, 0, 1]) \
-            or not np.allclose(T[:3, :3] @ T[:3, :3].T, np.eye(3), atol=1e-9) or np.linalg.det(T[:3, :3]) < 0:
+    if T.shape != (4, 4) or not is_rigid_transform(T):
         raise ValueError(f"placement: expected a position (3,) or a rigid transform (4, 4), got {placement!r}")
     return T
 

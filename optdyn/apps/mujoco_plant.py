@@ -73,7 +73,7 @@ from contextlib import contextmanager
 import numpy as np
 
 import dynamics
-from dynamics.model import FREE_FLYER, JTYPE, PRISMATIC, REVOLUTE, Model
+from dynamics.model import FREE_FLYER, JTYPE, PRISMATIC, REVOLUTE, Model, spatial_inertia_is_valid
 
 INERTIA_FLOOR = 1e-12
 """The least principal moment of inertia, kg·m², that MuJoCo's compiler gives a body (its
@@ -113,6 +113,17 @@ def _contact_parameters(contact, timestep: float) -> tuple[list[float], list[flo
             return list(solref), list(solimp)
     raise ValueError(f"contact: expected one of {', '.join(CONTACTS)} or a pair (solref (2,), solimp (3 or 5,)), "
                      f"got {contact!r}")
+
+
+def _check_physical(model: Model) -> None:
+    """ValueError naming the first body whose inertia no mass distribution has (the triangle
+    inequality violated: :func:`dynamics.model.spatial_inertia_is_valid`, strict), which
+    :func:`dynamics.load_urdf` loads with a warning and MuJoCo's compiler refuses."""
+    for name, row in zip(model.body_names, model.inertia):
+        error = spatial_inertia_is_valid(row[0], row[4:13].reshape(3, 3))[0]
+        if error:
+            raise ValueError(f"model_or_urdf: body {name!r}: {error}; MuJoCo takes physical inertias only "
+                             "(dynamics.load_urdf loads it with a warning)")
 
 
 def _positive(value, name: str) -> float:
@@ -192,14 +203,12 @@ class MujocoPlant:
         solref, solimp = _contact_parameters(contact, self.timestep)
         self.contact = contact
         self.effort = None if effort is None else _positive(effort, "effort")
+        _check_physical(model)
         spec = self._spec(mujoco, half, solref, solimp, joint_dynamics)
         try:
             self.mj_model = spec.compile()
         except ValueError as e:
-            why = " ".join(str(e).split())
-            hint = ("; a body's inertia violates the triangle inequality, which dynamics.load_urdf only warns of"
-                    if "A + B >= C" in why else "")
-            raise ValueError(f"model_or_urdf: MuJoCo refuses the plant's model: {why}{hint}") from None
+            raise ValueError(f"model_or_urdf: MuJoCo refuses the plant's model: {' '.join(str(e).split())}") from None
         self.mj_data = mujoco.MjData(self.mj_model)
         self.warnings: list[str] = []
         self._forces = np.zeros(6)

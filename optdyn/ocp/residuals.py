@@ -51,7 +51,8 @@ from dynamics.batch import point_kinematics_knots
 from dynamics.joints import lie_jacobian_batch, neutral
 from dynamics.kinematics import frame_motion_batch_kernel
 from dynamics.lie import lie_blocks, log_curvatures
-from dynamics.model import FREE_FLYER, IDX_Q, IDX_V, JTYPE, NQ, NV, PARENT, SPHERICAL, SUBTREE_END, Model
+from dynamics.model import (FREE_FLYER, IDX_Q, IDX_V, JTYPE, NQ, NV, PARENT, SPHERICAL, SUBTREE_END, Model,
+                            is_rigid_transform)
 
 from .costs import PointSet
 from .pooled import Hessians, Pooled
@@ -596,10 +597,7 @@ def rigid_transforms(target, name: str = "target") -> np.ndarray:
     """``target`` as homogeneous rigid transforms (4, 4) or (K, 4, 4): rotation block
     orthonormal with determinant 1, last row (0, 0, 0, 1); ValueError naming ``name``."""
     T = references(target, (4, 4), name)
-    R = T[..., :3, :3]
-    if (not np.allclose(T[..., 3, :], [0.0, 0.0, 0.0, 1.0], atol=1e-9)
-            or not np.allclose(np.matmul(np.swapaxes(R, -1, -2), R), np.eye(3), atol=1e-6)
-            or not np.all(np.linalg.det(R) > 0)):
+    if not is_rigid_transform(T):
         raise ValueError(f"{name}: expected a rigid transform (rotation block orthonormal with det 1, "
                          f"last row 0 0 0 1), got {target!r}")
     return T
