@@ -108,12 +108,12 @@ SOLO_CLAMP = 5.0
 
 
 def gait(robot: str, scenario: str, mu: float | None, cycles: int, cone: str = "constraint",
-         torque_limit=None) -> Problem:
+         torque_limit=None, armature=None) -> Problem:
     """The ``scenario`` of :func:`problems.quadruped.make` ("trot", "walk", "jump") of ``cycles``
     cycles, with the friction pyramid of ``mu`` (None: none) as a ``cone``: Solo-12's task for
     ``robot`` "Solo-12", else that robot of :data:`TORQUE_LIMITED` from its SRDF's standing
-    posture, as a user builds it from the README; its joint torques within ``torque_limit``
-    (:func:`problems.quadruped.make`'s)."""
+    posture, as a user builds it from the README; its joint torques within ``torque_limit``, its
+    joints' rotor inertias ``armature`` (:func:`problems.quadruped.make`'s)."""
     if robot == "Solo-12":
         return problems.quadruped.make(scenario, cycles=cycles, mu=mu, cone=cone, torque_limit=torque_limit)
     urdf, srdf, feet = TORQUE_LIMITED[robot]
@@ -121,7 +121,7 @@ def gait(robot: str, scenario: str, mu: float | None, cycles: int, cone: str = "
     robots, _ = robot_files(srdf, "bench-constraints")
     standing = dyn.load_srdf(model, os.path.join(robots, srdf)).reference_configurations["standing"]
     return problems.quadruped.make(scenario, cycles=cycles, mu=mu, cone=cone, model=model, feet=feet,
-                                   standing=standing, torque_limit=torque_limit)
+                                   standing=standing, torque_limit=torque_limit, armature=armature)
 
 
 def trot(robot: str, mu: float | None, cycles: int = 1, cone: str = "constraint") -> Problem:

@@ -43,6 +43,8 @@ diverged, the lowest base, the largest tilt and how far it advanced against the 
 commanded distance. Then the pushes of ``PUSH_LADDER`` at ``PUSH_STARTS``, each run for
 ``PUSH_DURATION`` s, stronger until the first fall: the largest push survived at each start.
 ``bench_mpc.py mujoco-biped`` writes "mpc in MuJoCo: Talos' legs pushed" (:func:`biped_main`).
+``bench_mpc.py mujoco-rotors`` writes "MPC in MuJoCo: Unitree's Go2 and A1 with their rotors"
+(:func:`rotors_main`).
 ``bench_mpc.py horizons`` writes "MPC horizons of the tasks done at their end" (:func:`horizons_main`).
 """
 from __future__ import annotations
@@ -58,7 +60,7 @@ os.environ.setdefault("NUMBA_NRT_STATS", "1")  # before numba is imported: NRT a
 
 import numpy as np
 from _common import machine, table, write_section
-from bench_constraints import trot as quadruped_trot
+from bench_constraints import gait as quadruped_gait
 from numba.core.runtime import rtsys
 from optdyn.solvers.mpc import HORIZONS
 
@@ -283,21 +285,23 @@ STEP_MS = 1e3 * inspect.signature(optdyn.MujocoPlant).parameters["timestep"].def
 TASK_MU = 0.7  # the controller's friction pyramid, × the floor's friction (as `optdyn mpc --plant mujoco`)
 
 
-def trot(duration: float, friction: float, robot: str | None = None) -> optdyn.Problem:
+def trot(duration: float, friction: float, robot: str | None = None, armature=None) -> optdyn.Problem:
     """The trot with its pyramid as a cost, gait cycles enough for ``duration``, of Solo-12 or of
-    ``robot`` (``bench_constraints.QUADRUPEDS``) as a user builds it from its URDF and SRDF."""
+    ``robot`` (``bench_constraints.TORQUE_LIMITED``) as a user builds it from its URDF and SRDF,
+    its joints' rotor inertias ``armature`` (:func:`problems.quadruped.make`'s)."""
     cycles = int(np.ceil(duration / 0.48)) + 1  # a trot cycle: 2 × (10 + 2) intervals of 20 ms
     if robot is None:
-        return problems.get("quadruped", scenario="trot", cone="cost", cycles=cycles, mu=TASK_MU * friction)
-    return quadruped_trot(robot, TASK_MU * friction, cycles, cone="cost")
+        return problems.get("quadruped", scenario="trot", cone="cost", cycles=cycles, mu=TASK_MU * friction,
+                            armature=armature)
+    return quadruped_gait(robot, "trot", TASK_MU * friction, cycles, cone="cost", armature=armature)
 
 
 def mujoco_run(friction: float, force: float | None, start: float, duration: float, iterations: int = 1,
-               effort: float | None = 5.0, robot: str | None = None, **plant) -> dict:
+               effort: float | None = 5.0, robot: str | None = None, armature=None, **plant) -> dict:
     """One closed loop of the trot in MuJoCo (module docstring): its figures. ``robot``: one of
-    ``bench_constraints.QUADRUPEDS`` instead of Solo-12; ``plant``: options of the plant. The
-    push acts on the floating base's body."""
-    prob = trot(duration, friction, robot)
+    ``bench_constraints.TORQUE_LIMITED`` instead of Solo-12, its joints' rotor inertias
+    ``armature``; ``plant``: options of the plant. The push acts on the floating base's body."""
+    prob = trot(duration, friction, robot, armature)
     plant = optdyn.apps.mujoco_plant.plant_for(prob, friction=friction, effort=effort, **plant)
     pushes = [] if force is None else [optdyn.Push(prob.model.body_names[0], (0.0, force, 0.0), start, 0.2)]
     mpc = optdyn.MPC(prob, "ilqr", iterations, horizon=25)
@@ -387,6 +391,42 @@ def mujoco_main() -> None:
     write_section("mpc-mujoco", body)
 
 
+MENAGERIE_ARMATURE = 0.01
+"""kg·m², every joint of MuJoCo Menagerie's Go2 and A1: their rotors' reflected inertia."""
+
+
+def rotors_main() -> None:
+    """Go2 and A1 trotting in MuJoCo as :func:`other_quadrupeds` runs them, without and with
+    their rotors' reflected inertia (``armature``, Menagerie's) in the task and the plant."""
+    rows = []
+    for robot in ("Go2", "A1"):
+        model = trot(1.0, 1.0, robot).model
+        weight = -float(model.inertia[:, 0].sum()) * model.gravity[2]
+        for armature, timestep, force in ((None, 5e-4, None), (None, 1e-4, None), (MENAGERIE_ARMATURE, 5e-4, None),
+                                          (MENAGERIE_ARMATURE, 5e-4, 0.25 * weight)):
+            r = mujoco_run(1.0, force, 1.0, MUJOCO_DURATION, effort=None, robot=robot, armature=armature,
+                           timestep=timestep)
+            m = r["motion"]
+            print(robot, armature, timestep, force, r, flush=True)
+            rows.append([robot, "none" if armature is None else f"{armature:g}", f"{timestep * 1e3:g}",
+                         "none" if force is None else f"{force:.0f} N", "yes" if r["fell"] else "no",
+                         r["stopped"].split(";")[0] or "—", f"{m.lowest:.3f}", f"{m.largest_tilt:.1f}",
+                         f"{m.advanced / m.commanded:.0%}", r["median"], r["worst"]])
+    load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
+    body = (f"## MPC in MuJoCo: Unitree's Go2 and A1 with their rotors\n\n{machine()}, load average at the end "
+            f"{load}. `benchmarks/bench_mpc.py mujoco-rotors`: the trot of section \"MPC in MuJoCo\" (its "
+            "quadrupeds the project does not ship: example-robot-data's URDF and SRDF, the URDF's torque limits "
+            f"clamped by the plant, {MUJOCO_DURATION:g} s, a push of a quarter of the weight sideways at the base at "
+            "1 s for 0.2 s) for Go2 and A1, without and with their rotors' reflected inertia on every joint "
+            f"(`problems.quadruped.make(..., armature={MENAGERIE_ARMATURE:g})`, MuJoCo Menagerie's value for both; "
+            "the plant takes it from the task's model). Their URDFs have none (Go2's rotor links are fixed to the "
+            "links before them: their mass, not the gear ratio's n²). Fell: the base below "
+            f"{FALL_SHARE:g}× its standing height, tilt past {FALL_TILT:g}°, or MuJoCo diverged.\n\n"
+            + table(["robot", "armature kg·m²", "plant step ms", "push", "fell", "stopped", "lowest base m",
+                     "largest tilt °", "advanced / commanded", "median step / period", "worst step / period"], rows))
+    write_section("mpc-mujoco-rotors", body)
+
+
 BIPED_PUSHES, BIPED_DURATION = (40.0, 80.0, 120.0, 160.0, 200.0), 3.0
 
 
@@ -468,4 +508,5 @@ def horizons_main() -> None:
 if __name__ == "__main__":
     import sys
 
-    {"mujoco": mujoco_main, "mujoco-biped": biped_main, "horizons": horizons_main}.get(" ".join(sys.argv[1:]), main)()
+    {"mujoco": mujoco_main, "mujoco-biped": biped_main, "mujoco-rotors": rotors_main,
+     "horizons": horizons_main}.get(" ".join(sys.argv[1:]), main)()

@@ -59,7 +59,7 @@ from optdyn.costs import ControlCost, FramePlacementCost, StateCost, WrenchConeR
 from optdyn.ocp.problem import Problem
 
 from .gaits import BIPED_WEIGHTS, SOLES, TALOS_SCALE, biped_gait, positive, scaled_weights, swing_references
-from .legged import Stance, stance, state_weights, torque_box
+from .legged import Stance, stance, state_weights, torque_box, with_rotors
 from .robot_data import load_robot, robot_files
 
 URDF = "talos_data/robots/talos_reduced.urdf"
@@ -89,7 +89,7 @@ def talos_legs() -> tuple[Model, np.ndarray, tuple[float, float]]:
 def make(scenario: str = "walk", steps: int = 2, step_length: float = 0.2, step_height: float = 0.05,
          step_knots: int = 20, support_knots: int = 5, dt: float = 0.03, mu: float | None = 0.7,
          *, model: Model | str | os.PathLike | None = None, soles: Sequence[str] | None = None, standing=None,
-         sole_half_lengths: Sequence[float] | None = None, torque_limit=None) -> Problem:
+         sole_half_lengths: Sequence[float] | None = None, torque_limit=None, armature=None) -> Problem:
     """``model`` (a robot on a free-flyer root, or its URDF file's path, standing at
     ``standing`` (nq,, or its SRDF file's path: the ``half_sitting`` posture there) on its
     ``soles`` (left, right); by default Talos' legs at half-sitting) takes ``steps`` steps (``scenario``
@@ -99,7 +99,9 @@ def make(scenario: str = "walk", steps: int = 2, step_length: float = 0.2, step_
     soles around every step, the stance soles' wrenches in the contact wrench cone of ``mu``
     (None: no cone) over soles of ``sole_half_lengths`` (X, Y), the joint torques within
     ``torque_limit`` (None: unbounded; "urdf": the URDF's effort limits; N·m, one or per joint:
-    :func:`problems.legged.torque_box`) (module docstring)."""
+    :func:`problems.legged.torque_box`), its joints' reflected rotor inertias
+    ``armature`` (None: none; kg·m², one or per joint: :func:`problems.legged.with_rotors`) (module
+    docstring)."""
     if scenario not in SCENARIOS:
         raise ValueError(f"scenario: expected one of {', '.join(SCENARIOS)}, got {scenario!r}")
     positive(step_length, "step_length")
@@ -108,6 +110,7 @@ def make(scenario: str = "walk", steps: int = 2, step_length: float = 0.2, step_
     if mu is not None:
         positive(mu, "mu")
     robot, half_lengths = _robot(model, soles, standing, sole_half_lengths, mu)
+    robot = with_rotors(robot, armature)
     lower, upper = torque_box(robot.model, torque_limit)
     name = "biped" if model is None else f"biped:{robot.model.name}"
     if scenario == "stand":  # both soles down, the base held at the standing posture
@@ -134,8 +137,9 @@ def make(scenario: str = "walk", steps: int = 2, step_length: float = 0.2, step_
         for r in (WrenchConeResidual(model, contacts, s, mu=mu, half_lengths=half_lengths) for s in robot.feet)]
     params = {"scenario": scenario, "steps": steps, "step_length": step_length, "step_height": step_height,
               "step_knots": step_knots, "support_knots": support_knots, "dt": dt, "mu": mu}
-    if torque_limit is not None:
-        params["torque_limit"] = torque_limit
+    for key, value in (("torque_limit", torque_limit), ("armature", armature)):
+        if value is not None:
+            params[key] = value
     return Problem(model, x0, N, dt, running, terminal, substeps=1, integrator="rk4", contacts=contacts,
                    path_constraints=cones, name=name, params=params, u_lower=lower, u_upper=upper)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -96,6 +96,25 @@ def torque_box(model: Model, torque_limit) -> tuple[np.ndarray | None, np.ndarra
         raise ValueError(f"torque_limit: expected None, 'urdf', a number or {nu} numbers > 0 (N·m), "
                          f"got {torque_limit!r}")
     return -limit, limit
+
+
+def with_rotors(robot: Stance, armature) -> Stance:
+    """``robot`` whose joints carry the reflected rotor inertias ``armature`` (I_r n², kg·m²):
+    unchanged for None, the same for every joint but the free-flyer root's for a number, one per
+    joint for (nv − 6,) numbers (:meth:`dynamics.Model.with_armature`); ValueError naming
+    ``armature`` otherwise. A URDF has no rotors: a geared motor's reflected inertia is often
+    most of a light shank's joint inertia (Unitree's Go2 and A1: MuJoCo Menagerie models them
+    with 0.01 kg·m² on every joint)."""
+    if armature is None:
+        return robot
+    nu = robot.model.nv - 6
+    try:
+        value = np.broadcast_to(np.asarray(armature, float), (nu,))
+    except (TypeError, ValueError):
+        value = None
+    if isinstance(armature, bool) or value is None or not np.all(np.isfinite(value)) or np.any(value < 0):
+        raise ValueError(f"armature: expected None, a number or {nu} numbers ≥ 0 (kg·m²), got {armature!r}")
+    return replace(robot, model=robot.model.with_armature(np.r_[np.zeros(6), value]))
 
 
 def _reference(model: Model, srdf: str | os.PathLike, name: str) -> np.ndarray:

@@ -85,7 +85,7 @@ from optdyn.costs import (ControlCost, FramePositionCost, FrictionConeResidual, 
 from optdyn.ocp.problem import Problem
 
 from .gaits import FEET, SOLO_SCALE, WEIGHTS, gait, positive, scaled_weights, swing_references
-from .legged import Stance, stance, state_weights, torque_box
+from .legged import Stance, stance, state_weights, torque_box, with_rotors
 from .robot_data import load_robot, robot_files
 
 URDF = "solo_description/robots/solo12.urdf"
@@ -103,7 +103,7 @@ def solo12() -> Model:
 def make(scenario: str = "trot", cycles: int = 2, step_length: float = 0.15, step_height: float = 0.05,
          step_knots: int = 10, support_knots: int = 2, dt: float = 0.02, mu: float | None = 0.7,
          cone: str = "constraint", *, model: Model | str | os.PathLike | None = None,
-         feet: Sequence[str] | None = None, standing=None, torque_limit=None) -> Problem:
+         feet: Sequence[str] | None = None, standing=None, torque_limit=None, armature=None) -> Problem:
     """The ``scenario`` ("walk", "trot" or "jump") of ``cycles`` gait cycles, each foot
     stepping ``step_length`` (m) forward with an apex ``step_height`` (m) in ``step_knots``
     intervals, ``support_knots`` on four feet between steps, the stance feet's forces in the
@@ -113,8 +113,9 @@ def make(scenario: str = "trot", cycles: int = 2, step_length: float = 0.15, ste
     front, right front, left hind, right hind frames) from its ``standing`` configuration
     (nq,, or its SRDF file's path: the ``standing`` posture there), by default Solo-12 in its
     SRDF's ``standing``; the joint torques within ``torque_limit`` (None: unbounded; "urdf": the
-    URDF's effort limits; N·m, one or per joint: :func:`problems.legged.torque_box`) (module
-    docstring)."""
+    URDF's effort limits; N·m, one or per joint: :func:`problems.legged.torque_box`), its joints'
+    reflected rotor inertias ``armature`` (None: none; kg·m², one or per joint:
+    :func:`problems.legged.with_rotors`) (module docstring)."""
     positive(step_length, "step_length")
     positive(step_height, "step_height")
     positive(dt, "dt")
@@ -123,6 +124,7 @@ def make(scenario: str = "trot", cycles: int = 2, step_length: float = 0.15, ste
     if cone not in CONES:
         raise ValueError(f"cone: expected one of {', '.join(CONES)}, got {cone!r}")
     robot = _robot(model, feet, standing)
+    robot = with_rotors(robot, armature)
     lower, upper = torque_box(robot.model, torque_limit)
     name = "quadruped" if model is None else f"quadruped:{robot.model.name}"
     swings, progress = gait(scenario, cycles, step_knots, support_knots, dt, step_height, robot.feet)
@@ -149,8 +151,9 @@ def make(scenario: str = "trot", cycles: int = 2, step_length: float = 0.15, ste
         running = running + ResidualCost(r, RelaxedLogBarrier(-np.inf, 0.0, w["cone_width"], size=r.size), w["cone"])
     params = {"scenario": scenario, "cycles": cycles, "step_length": step_length, "step_height": step_height,
               "step_knots": step_knots, "support_knots": support_knots, "dt": dt, "mu": mu, "cone": cone}
-    if torque_limit is not None:
-        params["torque_limit"] = torque_limit
+    for key, value in (("torque_limit", torque_limit), ("armature", armature)):
+        if value is not None:
+            params[key] = value
     return Problem(model, x0, N, dt, running, terminal, substeps=1, integrator="rk4", contacts=contacts,
                    path_constraints=cones, name=name, params=params, u_lower=lower, u_upper=upper)
 

@@ -19,7 +19,9 @@ ROBOTS = {"hyq": ("hyq_description/robots/hyq_no_sensors.urdf", "hyq_description
           "go1": ("go1_description/urdf/go1.urdf", "go1_description/srdf/go1.srdf",
                   ("FL_foot", "FR_foot", "RL_foot", "RR_foot")),
           "anymal-c": ("anymal_c_simple_description/urdf/anymal.urdf", "anymal_c_simple_description/srdf/anymal.srdf",
-                       ("LF_FOOT", "RF_FOOT", "LH_FOOT", "RH_FOOT"))}
+                       ("LF_FOOT", "RF_FOOT", "LH_FOOT", "RH_FOOT")),
+          **{stem: (f"{stem}_description/urdf/{stem}.urdf", f"{stem}_description/srdf/{stem}.srdf",
+                    ("FL_foot", "FR_foot", "RL_foot", "RR_foot")) for stem in ("go2", "a1")}}
 """(URDF, SRDF, feet lf, rf, lh, rh) of example-robot-data's quadrupeds other than Solo-12
 (ANYmal C's base carries 24 links whose own inertias are not physical: a warning)."""
 

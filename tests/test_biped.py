@@ -147,6 +147,11 @@ def test_talos_given_explicitly_is_the_default_walk_and_a_robot_of_ones_own_is_c
         with pytest.raises(ValueError, match=match):
             make(steps=1, **{**kw, **bad})
     assert not make(steps=1, mu=None, **{**kw, "sole_half_lengths": None}).stage_constraints
+    rotors = make(steps=1, armature=0.1, **kw)  # Talos' SRDF's reflected rotor inertia on every leg joint
+    np.testing.assert_array_equal(rotors.model.armature, np.r_[np.zeros(6), np.full(12, 0.1)])
+    assert rotors.params["armature"] == 0.1 and not own.model.armature.any()
+    with pytest.raises(ValueError, match=r"^armature: expected None, a number or 12 numbers ≥ 0 \(kg·m²\)"):
+        make(steps=1, armature=np.full(18, 0.1), **kw)
 
 
 G1 = "g1_description/urdf/g1_29dof_rev_1_0.urdf"
