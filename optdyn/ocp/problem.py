@@ -734,7 +734,9 @@ class Problem:
         xs = _array(xs, (self.N + 1, self.nx), "xs", finite=False)
         us = _array(us, (self.N, self.nu), "us", finite=False)
         check_state(self.model, xs, "xs")
-        total = self._terminal_cost_terms(xs[-1])[0]
+        total = 0.0
+        if self.terminal_cost is not None and self.terminal_cost.depends_on_x:  # its value alone, not its expansion
+            total = float(self.terminal_cost.value(xs[-1:], np.zeros((1, self.nu)))[0])
         if self.running_cost is not None:
             total += self.dt * float(np.sum(self.running_cost.value(xs[:-1], us)))
         return float(total)
