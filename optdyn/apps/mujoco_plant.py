@@ -43,7 +43,8 @@ steps) critically damped and an impedance of 0.99 → 0.999 over 1 mm: Solo-12 s
 penetrates the floor by 0.05 mm (0.78 mm with MuJoCo's defaults), and its feet take the
 forces the controller plans (within 3 % at the first steps). "soft" keeps MuJoCo's defaults
 ((0.02, 1), (0.9, 0.95, 1 mm)), under which Solo-12's trot (one iLQR iteration per step)
-falls within 0.44 s; a pair (solref, solimp) sets them. With time constants of 2 or 5 ms
+falls within 0.44 s; a pair (solref, solimp) sets them (a solimp of three numbers, as MJCF takes it,
+with MuJoCo's default midpoint 0.5 and power 2). With time constants of 2 or 5 ms
 (harder still) that trot diverges after a 12 N side push that it survives at 10 ms, measured. Friction ``friction`` (μ, sliding) on elliptic cones,
 the implicit-in-velocity integrator ("implicitfast") at ``timestep``.
 
@@ -99,18 +100,23 @@ def mujoco_module():
     return mujoco
 
 
+SOLIMP_SHAPE = [0.5, 2.0]
+"""MuJoCo's default midpoint and power of ``solimp``'s sigmoid, for a ``solimp`` of three numbers
+(as MJCF accepts; MjSpec, which builds the plant, takes five)."""
+
+
 def _contact_parameters(contact, timestep: float) -> tuple[list[float], list[float]]:
     """(solref, solimp) of ``contact`` (module docstring)."""
     if isinstance(contact, str):
         if contact == "stiff":
-            return [max(0.01, 2.0 * timestep), 1.0], [0.99, 0.999, 0.001, 0.5, 2.0]
+            return [max(0.01, 2.0 * timestep), 1.0], [0.99, 0.999, 0.001, *SOLIMP_SHAPE]
         if contact == "soft":
-            return [0.02, 1.0], [0.9, 0.95, 0.001, 0.5, 2.0]
+            return [0.02, 1.0], [0.9, 0.95, 0.001, *SOLIMP_SHAPE]
     elif isinstance(contact, Sequence) and len(contact) == 2:
         solref, solimp = (np.asarray(c, dtype=float).ravel() for c in contact)
         if solref.size == 2 and solimp.size in (3, 5) and np.all(np.isfinite(solref)) \
                 and np.all(np.isfinite(solimp)):
-            return list(solref), list(solimp)
+            return list(solref), list(solimp) + SOLIMP_SHAPE[solimp.size - 3:]
     raise ValueError(f"contact: expected one of {', '.join(CONTACTS)} or a pair (solref (2,), solimp (3 or 5,)), "
                      f"got {contact!r}")
 
