@@ -235,18 +235,6 @@ def test_bad_input_raises_value_errors(solo):
         MujocoPlant(solo, contact="rubber")
     with pytest.raises(ValueError, match="contact: expected"):
         MujocoPlant(solo, contact=((0.004, 1.0), (0.99, 0.999)))
-
-
-def test_contact_parameters_given_as_a_pair_reach_every_contact_geometry(solo):
-    """``contact=(solref, solimp)``: on the floor and on each foot's sphere; a solimp of three
-    numbers (as MJCF takes it) gets MuJoCo's default midpoint and power (MjSpec refused it)."""
-    for solimp, full in (((0.95, 0.99, 0.002), (0.95, 0.99, 0.002, 0.5, 2.0)),
-                         ((0.9, 0.95, 0.001, 0.4, 3.0), (0.9, 0.95, 0.001, 0.4, 3.0))):
-        m = MujocoPlant(solo, contact=((0.004, 1.0), solimp), feet=["FL_FOOT", "HR_FOOT"]).mj_model
-        geoms = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, g)
-                 for g in ("floor", "FL_FOOT_contact", "HR_FOOT_contact")]
-        np.testing.assert_array_equal(m.geom_solref[geoms], np.tile([0.004, 1.0], (3, 1)))
-        np.testing.assert_array_equal(m.geom_solimp[geoms], np.tile(full, (3, 1)))
     with pytest.raises(ValueError, match="model_or_urdf: expected"):
         MujocoPlant(42)
     with pytest.raises(ValueError, match="model_or_urdf: joint 'root_joint' is spherical"):
@@ -261,6 +249,18 @@ def test_contact_parameters_given_as_a_pair_reach_every_contact_geometry(solo):
     prob = problems.get("quadruped", scenario="trot", cone="cost", cycles=1)
     with pytest.raises(ValueError, match="timestep 0.003 s must divide the control period"):
         optdyn.simulate(optdyn.MPC(prob, "ilqr", horizon=5), 0.1, plant=plant_for(prob, timestep=0.003))
+
+
+def test_contact_parameters_given_as_a_pair_reach_every_contact_geometry(solo):
+    """``contact=(solref, solimp)``: on the floor and on each foot's sphere; a solimp of three
+    numbers (as MJCF takes it) gets MuJoCo's default midpoint and power (MjSpec refused it)."""
+    for solimp, full in (((0.95, 0.99, 0.002), (0.95, 0.99, 0.002, 0.5, 2.0)),
+                         ((0.9, 0.95, 0.001, 0.4, 3.0), (0.9, 0.95, 0.001, 0.4, 3.0))):
+        m = MujocoPlant(solo, contact=((0.004, 1.0), solimp), feet=["FL_FOOT", "HR_FOOT"]).mj_model
+        geoms = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, g)
+                 for g in ("floor", "FL_FOOT_contact", "HR_FOOT_contact")]
+        np.testing.assert_array_equal(m.geom_solref[geoms], np.tile([0.004, 1.0], (3, 1)))
+        np.testing.assert_array_equal(m.geom_solimp[geoms], np.tile(full, (3, 1)))
 
 
 def test_a_body_mujoco_refuses_is_named_with_why():
