@@ -67,6 +67,7 @@ from optdyn.solvers.mpc import HORIZONS
 import dynamics as dyn
 import optdyn
 import problems
+from problems.legged import UNITREE_ARMATURE
 
 CASES = [  # (task, solver, iterations, warm start)
     ("ur5-reach", "ddp", 1, "policy"),
@@ -317,23 +318,34 @@ def mujoco_run(friction: float, force: float | None, start: float, duration: flo
             "motion": motion, "plant_ms": 1e3 * (wall - loop.solve_time[1:].sum()) / max(len(loop.us) - 1, 1)}
 
 
+def _weight(robot: str | None) -> float:
+    """m‖g‖ (N) of ``robot``'s trot (:func:`trot`)."""
+    model = trot(1.0, 1.0, robot).model
+    return -float(model.inertia[:, 0].sum()) * model.gravity[2]
+
+
+def _outcome(r: dict) -> list:
+    """The columns fell, stopped, lowest base, largest tilt, advanced / commanded, median and
+    worst step of one :func:`mujoco_run`'s figures ``r``."""
+    m = r["motion"]
+    return ["yes" if r["fell"] else "no", r["stopped"].split(";")[0] or "—", f"{m.lowest:.3f}",
+            f"{m.largest_tilt:.1f}", f"{m.advanced / m.commanded:.0%}", r["median"], r["worst"]]
+
+
 def other_quadrupeds() -> list[list]:
     """Rows of the trots of ``bench_constraints.QUADRUPEDS`` (and Solo-12) in MuJoCo at plant steps of
     1 and 0.5 ms, undisturbed and pushed sideways by a quarter of their weight at 1 s for 0.2 s,
     their URDFs' torque limits, joint damping and friction."""
     rows = []
     for robot in ("ANYmal", "HyQ", "Go1", None):
-        model = trot(1.0, 1.0, robot).model
-        weight = -float(model.inertia[:, 0].sum()) * model.gravity[2]
+        weight = _weight(robot)
         for timestep in (1e-3, 5e-4):
             for force in (None, 0.25 * weight):
                 r = mujoco_run(1.0, force, 1.0, MUJOCO_DURATION, effort=None if robot else 5.0, robot=robot,
                                timestep=timestep)
-                m = r["motion"]
                 print(robot, timestep, force, r, flush=True)
                 rows.append([robot or "Solo-12", f"{timestep * 1e3:g}", "none" if force is None else f"{force:.0f} N",
-                             "yes" if r["fell"] else "no", r["stopped"].split(";")[0] or "—", f"{m.lowest:.3f}",
-                             f"{m.largest_tilt:.1f}", f"{m.advanced / m.commanded:.0%}", r["median"], r["worst"]])
+                             *_outcome(r)])
     return rows
 
 
@@ -391,34 +403,26 @@ def mujoco_main() -> None:
     write_section("mpc-mujoco", body)
 
 
-MENAGERIE_ARMATURE = 0.01
-"""kg·m², every joint of MuJoCo Menagerie's Go2 and A1: their rotors' reflected inertia."""
-
-
 def rotors_main() -> None:
     """Go2 and A1 trotting in MuJoCo as :func:`other_quadrupeds` runs them, without and with
     their rotors' reflected inertia (``armature``, Menagerie's) in the task and the plant."""
     rows = []
     for robot in ("Go2", "A1"):
-        model = trot(1.0, 1.0, robot).model
-        weight = -float(model.inertia[:, 0].sum()) * model.gravity[2]
-        for armature, timestep, force in ((None, 5e-4, None), (None, 1e-4, None), (MENAGERIE_ARMATURE, 5e-4, None),
-                                          (MENAGERIE_ARMATURE, 5e-4, 0.25 * weight)):
+        pushed = 0.25 * _weight(robot)
+        for armature, timestep, force in ((None, 5e-4, None), (None, 1e-4, None), (UNITREE_ARMATURE, 5e-4, None),
+                                          (UNITREE_ARMATURE, 5e-4, pushed)):
             r = mujoco_run(1.0, force, 1.0, MUJOCO_DURATION, effort=None, robot=robot, armature=armature,
                            timestep=timestep)
-            m = r["motion"]
             print(robot, armature, timestep, force, r, flush=True)
             rows.append([robot, "none" if armature is None else f"{armature:g}", f"{timestep * 1e3:g}",
-                         "none" if force is None else f"{force:.0f} N", "yes" if r["fell"] else "no",
-                         r["stopped"].split(";")[0] or "—", f"{m.lowest:.3f}", f"{m.largest_tilt:.1f}",
-                         f"{m.advanced / m.commanded:.0%}", r["median"], r["worst"]])
+                         "none" if force is None else f"{force:.0f} N", *_outcome(r)])
     load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
     body = (f"## MPC in MuJoCo: Unitree's Go2 and A1 with their rotors\n\n{machine()}, load average at the end "
             f"{load}. `benchmarks/bench_mpc.py mujoco-rotors`: the trot of section \"MPC in MuJoCo\" (its "
             "quadrupeds the project does not ship: example-robot-data's URDF and SRDF, the URDF's torque limits "
             f"clamped by the plant, {MUJOCO_DURATION:g} s, a push of a quarter of the weight sideways at the base at "
             "1 s for 0.2 s) for Go2 and A1, without and with their rotors' reflected inertia on every joint "
-            f"(`problems.quadruped.make(..., armature={MENAGERIE_ARMATURE:g})`, MuJoCo Menagerie's value for both; "
+            f"(`problems.quadruped.make(..., armature={UNITREE_ARMATURE:g})`, MuJoCo Menagerie's value for both; "
             "the plant takes it from the task's model). Their URDFs have none (Go2's rotor links are fixed to the "
             "links before them: their mass, not the gear ratio's n²). Fell: the base below "
             f"{FALL_SHARE:g}× its standing height, tilt past {FALL_TILT:g}°, or MuJoCo diverged.\n\n"

@@ -88,14 +88,16 @@ def torque_box(model: Model, torque_limit) -> tuple[np.ndarray | None, np.ndarra
         return None, None
     nu = model.nv - 6
     urdf = isinstance(torque_limit, str) and torque_limit == "urdf"
-    try:
-        limit = np.array(model.effort_limit[6:] if urdf else np.broadcast_to(np.asarray(torque_limit, float), (nu,)))
-    except (TypeError, ValueError):
-        limit = None
-    if isinstance(torque_limit, bool) or limit is None or not np.all(limit > 0):
+    limit = np.array(model.effort_limit[6:]) if urdf else _per_joint(torque_limit, nu)
+    if limit is None or not np.all(limit > 0):
         raise ValueError(f"torque_limit: expected None, 'urdf', a number or {nu} numbers > 0 (N·m), "
                          f"got {torque_limit!r}")
     return -limit, limit
+
+
+UNITREE_ARMATURE = 0.01
+"""kg·m²: the reflected rotor inertia MuJoCo Menagerie gives every joint of Unitree's Go2 and A1,
+whose URDFs have none (:func:`with_rotors`)."""
 
 
 def with_rotors(robot: Stance, armature) -> Stance:
@@ -103,18 +105,25 @@ def with_rotors(robot: Stance, armature) -> Stance:
     unchanged for None, the same for every joint but the free-flyer root's for a number, one per
     joint for (nv − 6,) numbers (:meth:`dynamics.Model.with_armature`); ValueError naming
     ``armature`` otherwise. A URDF has no rotors: a geared motor's reflected inertia is often
-    most of a light shank's joint inertia (Unitree's Go2 and A1: MuJoCo Menagerie models them
-    with 0.01 kg·m² on every joint)."""
+    most of a light shank's joint inertia (Unitree's Go2 and A1: :data:`UNITREE_ARMATURE`)."""
     if armature is None:
         return robot
     nu = robot.model.nv - 6
-    try:
-        value = np.broadcast_to(np.asarray(armature, float), (nu,))
-    except (TypeError, ValueError):
-        value = None
-    if isinstance(armature, bool) or value is None or not np.all(np.isfinite(value)) or np.any(value < 0):
+    value = _per_joint(armature, nu)
+    if value is None or not np.all(value >= 0):
         raise ValueError(f"armature: expected None, a number or {nu} numbers ≥ 0 (kg·m²), got {armature!r}")
     return replace(robot, model=robot.model.with_armature(np.r_[np.zeros(6), value]))
+
+
+def _per_joint(value, n: int) -> np.ndarray | None:
+    """``value`` — a number for every joint, or ``n`` numbers — as (n,) floats; None if it is
+    neither (a bool, a string, another count). NaN stays, for the caller's bound to refuse."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return np.array(np.broadcast_to(np.asarray(value, float), (n,)))
+    except (TypeError, ValueError):
+        return None
 
 
 def _reference(model: Model, srdf: str | os.PathLike, name: str) -> np.ndarray:

@@ -15,6 +15,7 @@ import pytest
 import dynamics as dyn
 import optdyn
 import problems
+from problems.legged import UNITREE_ARMATURE
 
 mujoco = pytest.importorskip("mujoco")
 
@@ -336,10 +337,6 @@ def test_quadrupeds_the_project_does_not_ship_trot_in_mujoco(name):
     assert shank and shank[1] in prob.model.joint_names and float(shank[2]) > 1.0, coarse.stopped
 
 
-MENAGERIE_ARMATURE = 0.01
-"""kg·m², every joint of MuJoCo Menagerie's Go2 and A1: their rotors' reflected inertia."""
-
-
 @pytest.mark.parametrize("name", ["go2", "a1"])
 def test_unitree_robots_trot_in_mujoco_with_their_rotors(name):
     """Go2 and A1, trotting as a user builds them (example-robot-data's URDF and SRDF), their
@@ -353,9 +350,9 @@ def test_unitree_robots_trot_in_mujoco_with_their_rotors(name):
 
     model, feet, standing = robot(name)
     prob = problems.quadruped.make("trot", cycles=6, mu=0.7, cone="cost", model=model, feet=feet, standing=standing,
-                                   armature=MENAGERIE_ARMATURE)
+                                   armature=UNITREE_ARMATURE)
     plant = plant_for(prob)
-    np.testing.assert_array_equal(plant.mj_model.dof_armature[6:], MENAGERIE_ARMATURE)
+    np.testing.assert_array_equal(plant.mj_model.dof_armature[6:], UNITREE_ARMATURE)
     loop = optdyn.simulate(optdyn.MPC(prob, "ilqr", 1, horizon=25), 2.4, plant=plant)
     assert loop.stopped == ""
     motion = optdyn.report.base_motion(prob, loop.xs, loop.t)
