@@ -168,5 +168,5 @@ def in_newtons(problem: Problem) -> Problem:
         raise ValueError("problem: expected a legged task with contact-force rows (stage constraints), got none")
     rows = [ResidualConstraint(c.residual, upper=0.0) for c in problem.stage_constraints]
     return Problem(problem.model, problem.x0, problem.N, problem.dt, problem.running_cost, problem.terminal_cost,
-                   contacts=problem.contacts, path_constraints=rows, name=problem.name,
-                   solver_options=problem.solver_options)
+                   contacts=problem.contacts, contact_damping=problem.contact_damping, path_constraints=rows,
+                   name=problem.name, solver_options=problem.solver_options)

@@ -103,7 +103,8 @@ def solo12() -> Model:
 def make(scenario: str = "trot", cycles: int = 2, step_length: float = 0.15, step_height: float = 0.05,
          step_knots: int = 10, support_knots: int = 2, dt: float = 0.02, mu: float | None = 0.7,
          cone: str = "constraint", *, model: Model | str | os.PathLike | None = None,
-         feet: Sequence[str] | None = None, standing=None, torque_limit=None, armature=None) -> Problem:
+         feet: Sequence[str] | None = None, standing=None, torque_limit=None, armature=None,
+         contact_damping: float = 0.0) -> Problem:
     """The ``scenario`` ("walk", "trot" or "jump") of ``cycles`` gait cycles, each foot
     stepping ``step_length`` (m) forward with an apex ``step_height`` (m) in ``step_knots``
     intervals, ``support_knots`` on four feet between steps, the stance feet's forces in the
@@ -115,7 +116,9 @@ def make(scenario: str = "trot", cycles: int = 2, step_length: float = 0.15, ste
     SRDF's ``standing``; the joint torques within ``torque_limit`` (None: unbounded; "urdf": the
     URDF's effort limits; N·m, one or per joint: :func:`problems.legged.torque_box`), its joints'
     reflected rotor inertias ``armature`` (None: none; kg·m², one or per joint:
-    :func:`problems.legged.with_rotors`) (module docstring)."""
+    :func:`problems.legged.with_rotors`) (module docstring); ``contact_damping``: the damping of
+    the contact dynamics where four point feet are dependent, as on a robot without abduction
+    joints such as Solo-8 (:class:`optdyn.Problem`'s ``contact_damping``)."""
     positive(step_length, "step_length")
     positive(step_height, "step_height")
     positive(dt, "dt")
@@ -151,11 +154,11 @@ def make(scenario: str = "trot", cycles: int = 2, step_length: float = 0.15, ste
         running = running + ResidualCost(r, RelaxedLogBarrier(-np.inf, 0.0, w["cone_width"], size=r.size), w["cone"])
     params = {"scenario": scenario, "cycles": cycles, "step_length": step_length, "step_height": step_height,
               "step_knots": step_knots, "support_knots": support_knots, "dt": dt, "mu": mu, "cone": cone}
-    for key, value in (("torque_limit", torque_limit), ("armature", armature)):
-        if value is not None:
-            params[key] = value
+    optional = (("torque_limit", torque_limit), ("armature", armature), ("contact_damping", contact_damping or None))
+    params.update((key, value) for key, value in optional if value is not None)
     return Problem(model, x0, N, dt, running, terminal, substeps=1, integrator="rk4", contacts=contacts,
-                   path_constraints=cones, name=name, params=params, u_lower=lower, u_upper=upper)
+                   contact_damping=contact_damping, path_constraints=cones, name=name, params=params,
+                   u_lower=lower, u_upper=upper)
 
 
 def _robot(model: Model | None, feet: Sequence[str] | None, standing) -> Stance:

@@ -26,11 +26,19 @@ ROBOTS = {"hyq": ("hyq_description/robots/hyq_no_sensors.urdf", "hyq_description
 (ANYmal C's base carries 24 links whose own inertias are not physical: a warning)."""
 
 
+SOLO8 = ("solo_description/robots/solo.urdf", "solo_description/srdf/solo.srdf",
+         ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"))
+"""Solo-8: Solo-12 without its abduction joints, so that its four point feet are dependent
+contacts; its SRDF, which it shares with Solo-12, names the HAA joints it does not have."""
+
+
 def robot(name: str) -> tuple[dyn.Model, tuple[str, ...], np.ndarray]:
-    """(the model on a free-flyer, its feet, its SRDF's standing configuration), as a user loads them."""
-    urdf, srdf, feet = ROBOTS[name]
+    """(the model on a free-flyer, its feet, its SRDF's standing configuration), as a user loads
+    them (Solo-8: ``"solo8"``, its SRDF's unknown joints skipped)."""
+    urdf, srdf, feet = SOLO8 if name == "solo8" else ROBOTS[name]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # meshes, dummy inertias
         robots = erd.getModelPath(urdf)
         model = dyn.load_urdf(os.path.join(robots, urdf), root_joint="free-flyer")
-    return model, feet, dyn.load_srdf(model, os.path.join(robots, srdf)).reference_configurations["standing"]
+    srdf = dyn.load_srdf(model, os.path.join(robots, srdf), unknown="ignore" if name == "solo8" else "raise")
+    return model, feet, srdf.reference_configurations["standing"]

@@ -115,6 +115,27 @@ def test_values_are_the_forces_of_the_report():
     assert np.isnan(forces["foot2"][:3]).all() and np.isfinite(forces["foot2"][3]).all()
 
 
+def test_a_damped_problems_residuals_read_its_damped_forces():
+    """In a problem whose contact dynamics are damped (``contact_damping`` μ: J q̈ + γ = −μλ),
+    a contact-force residual gives the damped dynamics' forces, not the rigid ones (μ = 0.05
+    moves them by a few percent here), and its Jacobian is the differences of those values."""
+    mu, k = 0.05, 2
+    residual = ContactForceResidual(MODEL, SEQUENCE, "foot0")
+    xs, us = _knots(k)
+    rigid = residual.value(xs, us)[k]
+    Problem(MODEL, X0, N=len(SEQUENCE), dt=0.05, contacts=SEQUENCE, contact_damping=mu,
+            running_cost=ResidualCost(residual))
+    damped = residual.value(xs, us)[k]
+    q, v, tau = xs[k, :NQ], xs[k, NQ:], np.r_[np.zeros(6), us[k]]
+    for m, lam in ((0.0, rigid), (mu, damped)):
+        ref = dyn.contact_dynamics(MODEL, q, v, tau, SEQUENCE[k], damping=m)[1][:3]
+        np.testing.assert_allclose(lam, ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max())
+    assert np.max(np.abs(damped - rigid)) > 1e-3 * np.max(np.abs(rigid))
+    t = residual.evaluate(xs, us)
+    J = richardson(_at_knot(residual, xs, us, k), np.zeros(2 * NV + NU), 1e-3)
+    assert np.max(np.abs(np.hstack([t.rx[k], t.ru[k]]) - J)) < 1e-8 * np.max(np.abs(J))
+
+
 def test_the_touchdown_needs_the_chain_rule_through_the_impulse():
     """At a touchdown the force is λ(Γ(x), u): the same residual on a sequence that starts in
     that phase (no impulse) has other values and Jacobians at x, those of λ(x, u); at

@@ -100,6 +100,43 @@ def test_interval_derivatives_through_phases_and_impulses_match_finite_differenc
     assert np.array_equal(Hc, Hc.T)
 
 
+@pytest.mark.parametrize("k", [1, 2])
+def test_damped_contact_dynamics_and_their_derivatives_through_the_problem(k):
+    """``contact_damping`` μ reaches the intervals (J q̈ + γ = −μλ, and the impulse map's
+    damped counterpart at a touchdown, k = 1): the step differs from the rigid one, F_x, F_u
+    and the contracted Hessian λᵀF_zz match differences of the damped ``Problem.step``, and
+    the knot forces are the damped contact dynamics'."""
+    mu = 0.05
+    prob, rigid = _problem(contact_damping=mu), _problem()
+    assert prob.contact_damping == mu and rigid.contact_damping == 0.0
+    x, u = _state(k), np.random.default_rng(10 + k).normal(size=prob.nu)
+    y, y0 = prob.step(x[None], u[None], start=k)[0], rigid.step(x[None], u[None], start=k)[0]
+    assert np.max(np.abs(prob.state_difference(y0, y))) > 1e-4
+    ndx, nz = prob.ndx, prob.ndx + prob.nu
+    f = _knot_map(prob, k, x, u)
+    J = richardson(f, np.zeros(nz), 1e-3)
+    A, B, stages = prob.step_stages(x[None], u[None], start=k)
+    assert np.max(np.abs(np.hstack([A[0], B[0]]) - J)) < 1e-7 * np.max(np.abs(J))
+    lam = np.random.default_rng(20 + k).normal(size=ndx)
+    Hc = prob.step_hessians(x[None], u[None], lam[None], stages, start=k)[0]
+    H_fd = second_differences(lambda dz: lam @ f(dz), nz, 2e-3)
+    assert np.max(np.abs(Hc - H_fd)) < 1e-5 * np.max(np.abs(H_fd))
+    q, v, cs = x[:NQ], x[NQ:], prob.contacts_at(k)
+    if prob.impulses[k]:
+        v = dyn.impulse_dynamics(MODEL, q, v, cs, 0.0, mu)[0]
+    ref = dyn.contact_dynamics(MODEL, q, v, prob.actuation @ u, cs, damping=mu)[1]
+    forces = optdyn.report.contact_forces(prob, np.stack([x] * (prob.N + 1)), np.stack([u] * prob.N))
+    np.testing.assert_allclose(np.concatenate([forces[c.frame][k] for c in cs]), ref, rtol=1e-12, atol=1e-12)
+
+
+def test_bad_contact_damping_is_refused_naming_it():
+    for bad in (-1e-3, float("nan"), float("inf"), "1e-3", True, None):
+        with pytest.raises(ValueError, match=r"^contact_damping: expected a finite number ≥ 0, got "):
+            _problem(contact_damping=bad)
+    with pytest.raises(ValueError, match=r"^contact_damping: 0.001 regularises contacts, and the problem has none"):
+        Problem(MODEL, X0, N=2, dt=0.05, contact_damping=1e-3)
+
+
 def test_the_compiled_knot_forces_match_the_contact_dynamics_and_their_differences():
     """λ_k at every knot of a sequence with flight, impulses and stance (compiled, over the
     knots) equals the contact dynamics of the public functions after the impulse map, and its

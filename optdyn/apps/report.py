@@ -187,7 +187,8 @@ def contact_forces(prob: Problem, xs, us) -> dict[str, np.ndarray]:
     us = _array(us, (prob.N, prob.nu), "us")
     if prob.contacts is None:
         return {}
-    lams = contact_phases.knot_contact_forces(prob.model, prob.contacts, prob.impulses, prob.actuated, xs, us)
+    lams = contact_phases.knot_contact_forces(prob.model, prob.contacts, prob.impulses, prob.actuated, xs, us,
+                                              prob.contact_damping)
     dims: dict[str, int] = {}
     for cs in prob.contacts:
         for c in cs:

@@ -348,7 +348,7 @@ class _PlantIntervals(_Intervals):
         if self.phases is None or self.phases[0] != k:  # the last interval's only (_Intervals.constraints)
             f = self.free
             self.phases = k, contact_phases.phased_dynamics(self.model, t.actuated, self.ode.lie, f.a, f.b, f.dt, 1,
-                                                            forces, [t.contacts[k]])
+                                                            forces, [t.contacts[k]], t.contact_damping)
         return self.phases[1], known, contact_phases.step_batch
 
     def interval(self, i: int, x: np.ndarray, policy, pushes: tuple) -> tuple[np.ndarray, np.ndarray]:
@@ -380,7 +380,7 @@ class _PlantIntervals(_Intervals):
         if t.contacts is None or i == 0 or i >= t.N or not t.impulses[i]:
             return x
         nq = self.model.nq
-        v = dynamics.impulse_dynamics(self.model, x[:nq], x[nq:], t.contacts[i])[0]
+        v = dynamics.impulse_dynamics(self.model, x[:nq], x[nq:], t.contacts[i], 0.0, t.contact_damping)[0]
         return np.concatenate([x[:nq], v])
 
 

@@ -105,6 +105,10 @@ computed at, up to which ``order`` (0: λ_k, 1: and λ_z; −1: none), λ_k in `
 a rollout, a line search's forward pass, a linearisation) leave them here for the residuals
 on the forces (:class:`ContactKnots`), which then need not solve for them again."""
 
+DAMPING = "contact_damping"
+"""The key under which a problem tells its residuals (``check_problem``'s ``shared``) the
+damping μ of its contact dynamics (:class:`optdyn.Problem`'s ``contact_damping``)."""
+
 PhasedStages = namedtuple("PhasedStages", ["y", "rk", "xi", "P", "Rx"])
 """What the first-order pass keeps for :func:`transition_hessian`: ``rk`` the Runge–Kutta
 stage records (:func:`optdyn.ocp.integrators.stage_records`, m·s rows per knot) and ``y``
@@ -785,16 +789,18 @@ def _same_sequence(a: PhasedDynamics, b: PhasedDynamics) -> bool:
 
 # ---- from Python: the controls holding a pose, the forces at the knots ----------------------------
 
-def rest_controls(model: Model, actuated: np.ndarray, q0: np.ndarray, contacts: list[list[Contact]]) -> np.ndarray:
+def rest_controls(model: Model, actuated: np.ndarray, q0: np.ndarray, contacts: list[list[Contact]],
+                  damping: float = 0.0) -> np.ndarray:
     """(N, nu): for each interval the controls u of least norm minimising ‖q̈(q0, 0, B u)‖ under
-    its contacts (q̈ is affine in τ: q̈ = q̈(q0, 0, 0) + ∂q̈/∂τ B u; zero where some u holds q0
-    at rest). Computed once per distinct contact set."""
+    its contacts, the contact dynamics damped by ``damping`` (q̈ is affine in τ:
+    q̈ = q̈(q0, 0, 0) + ∂q̈/∂τ B u; zero where some u holds q0 at rest). Computed once per
+    distinct contact set."""
     zero, out, seen = np.zeros(model.nv), [], {}
     for cs in contacts:
         key = tuple((c.frame, c.kind, c.reference, c.baumgarte, c.target) for c in cs)
         if key not in seen:
-            a0 = dyn_pkg.contact_dynamics(model, q0, zero, zero, cs)[0]
-            D = dyn_pkg.contact_dynamics_derivatives(model, q0, zero, zero, cs)[2][:, actuated]
+            a0 = dyn_pkg.contact_dynamics(model, q0, zero, zero, cs, damping=damping)[0]
+            D = dyn_pkg.contact_dynamics_derivatives(model, q0, zero, zero, cs, damping=damping)[2][:, actuated]
             seen[key] = np.linalg.lstsq(D, -a0, rcond=None)[0]
         out.append(seen[key])
     return np.array(out).reshape(len(contacts), actuated.size)

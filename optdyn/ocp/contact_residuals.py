@@ -75,8 +75,8 @@ from dynamics._checks import check_frame
 from dynamics.contact import Contact
 from dynamics.model import Model
 
-from .contact_phases import (ContactKnots, PhasedDynamics, at_rows, check_contact_sequence, knot_force_hessians,
-                             phased_dynamics)
+from .contact_phases import (DAMPING, ContactKnots, PhasedDynamics, at_rows, check_contact_sequence,
+                             knot_force_hessians, phased_dynamics)
 from .activations import positive
 from .integrators import METHODS, robot_ode
 from .problem import NO_FORCES, actuated_dofs
@@ -84,13 +84,14 @@ from .pooled import Pooled
 from .residuals import Hessians, Residual, Terms, at_knots, kept_array, references
 
 
-def _sequence_dynamics(model: Model, actuated: np.ndarray, contacts: list) -> PhasedDynamics:
+def _sequence_dynamics(model: Model, actuated: np.ndarray, contacts: list, damping: float = 0.0) -> PhasedDynamics:
     """The robot, packed contacts, rows and impulses of the checked sequence ``contacts`` as the
-    knot kernels take them (:func:`~optdyn.ocp.contact_phases.knot_forces_batch`): a
-    :data:`~optdyn.ocp.contact_phases.PhasedDynamics` whose integrator fields (RK4's tableau,
-    dt = 0) are not used."""
+    knot kernels take them (:func:`~optdyn.ocp.contact_phases.knot_forces_batch`), the contact
+    dynamics damped by ``damping``: a :data:`~optdyn.ocp.contact_phases.PhasedDynamics` whose
+    integrator fields (RK4's tableau, dt = 0) are not used."""
     a, b = METHODS["rk4"]
-    return phased_dynamics(model, actuated, robot_ode(model, actuated).lie, a, b, 0.0, 1, NO_FORCES, contacts)
+    return phased_dynamics(model, actuated, robot_ode(model, actuated).lie, a, b, 0.0, 1, NO_FORCES, contacts,
+                           damping)
 
 
 def _frame_rows(contacts: list, frame: str) -> np.ndarray:
@@ -152,7 +153,7 @@ class _ContactForceFunction(Residual):
         self._stance = np.flatnonzero(self._row >= 0)
         self._rows = self._row[self._stance][:, None] + np.arange(self.dim)
         self.sequence_key = (tuple(tuple(cs) for cs in self.contacts), self.impulses.tobytes(),
-                             self.actuated.tobytes())
+                             self.actuated.tobytes(), self.dynamics.ode.damping)
 
     @property
     def N(self) -> int:
@@ -176,8 +177,9 @@ class _ContactForceFunction(Residual):
 
     def check_problem(self, contacts, actuated: np.ndarray, name: str, terminal: bool = False,
                       shared: dict | None = None) -> None:
-        """As :meth:`Residual.check_problem`; then the residual shares its knots with the
-        problem's other contact-force residuals (the :class:`ContactKnots` in ``shared``)."""
+        """As :meth:`Residual.check_problem`; then the residual takes the damping of the problem's
+        contact dynamics and shares its knots with the problem's other contact-force residuals
+        (both in ``shared``: :data:`~optdyn.ocp.contact_phases.DAMPING`, the :class:`ContactKnots`)."""
         if terminal:
             raise ValueError(f"{name}: {type(self).__name__} holds at the running knots 0 … N−1 (a running cost "
                              "or a path constraint), not at node N")
@@ -188,8 +190,13 @@ class _ContactForceFunction(Residual):
         if not np.array_equal(actuated, self.actuated):
             raise ValueError(f"{name}: {type(self).__name__} was built for actuated DoFs {self.actuated.tolist()}; "
                              f"the problem actuates {np.asarray(actuated).tolist()}")
-        if shared is not None:
-            self.shared = shared.setdefault(ContactKnots, ContactKnots())
+        if shared is None:
+            return
+        damping = shared.get(DAMPING, 0.0)
+        if damping != self.dynamics.ode.damping:
+            self.dynamics = _sequence_dynamics(self.model, self.actuated, self.contacts, damping)
+            self._sequence_changed()
+        self.shared = shared.setdefault(ContactKnots, ContactKnots())
 
     # ---- φ, of the subclasses ------------------------------------------------------------
     @abstractmethod

@@ -187,6 +187,17 @@ class Problem:
             dynamics of ``contacts[k]``; where it gains contacts over interval k−1, the impulse
             map comes first (module docstring, :mod:`optdyn.ocp.contact_phases`). Not
             together with ``f_ext``. Default: none (the free dynamics).
+        contact_damping: μ ≥ 0 of the contact dynamics, J q̈ + γ = −μλ (m/s² per N), for
+            contacts that are dependent somewhere — more constraint rows than independent
+            motions of the frames, as four point feet on a robot whose legs cannot move them
+            apart (Solo-8: no abduction joints) — where μ = 0 leaves the forces undetermined
+            and the problem raises ValueError naming the contacts. μ > 0 gives the forces of
+            least norm under a compliance: a stance foot sinks at μλ (m/s²), which its stance
+            integrates (the 2.2 kg Solo-8's trot and walk: 0.5–0.7 mm at 1e-3, 4–6 mm at
+            1e-2). A smaller μ conditions the problem worse: on those gaits at 1e-2 DDP, iLQR
+            and IPOPT reach one optimum, at 1e-3 IPOPT converges and DDP and iLQR may stop at
+            ``max_iter``. Pinocchio's ``ProximalSettings`` μ, without its proximal
+            iterations. Default 0.
         done_at_end: whether the task is to be done at its end T = N·dt (at a goal, at rest,
             at T: a swing-up, a reach through a target) rather than held from then on (a
             regulator, a gait that goes on): a controller's horizon then shrinks to T instead of
@@ -209,7 +220,7 @@ class Problem:
                  terminal_constraints: Sequence[Constraint] = (), xs_init=None, us_init=None,
                  name: str = "custom", params: dict | None = None, f_ext=None, actuated=None,
                  solver_options: dict | None = None, contacts: Sequence[Sequence[Contact]] | None = None,
-                 done_at_end: bool = False) -> None:
+                 contact_damping: float = 0.0, done_at_end: bool = False) -> None:
         if not isinstance(model, Model):
             raise ValueError(f"model: expected a dynamics.Model, got {type(model).__name__}")
         self.model = model
@@ -263,7 +274,8 @@ class Problem:
         self.contacts = None if contacts is None else contact_phases.check_contact_sequence(model, contacts, self.N)
         if self.contacts is not None and f_ext is not None:
             raise ValueError("f_ext: external forces are not supported together with contacts")
-        shared: dict = {}  # what the residuals share (the contact forces at the knots)
+        self.contact_damping = self._check_damping(contact_damping)
+        shared: dict = {contact_phases.DAMPING: self.contact_damping}  # what the residuals share
         for arg, terms, terminal in (("running_cost", [running_cost], False), ("terminal_cost", [terminal_cost], True),
                                      ("path_constraints", given, False),
                                      ("terminal_constraints", self.terminal_constraints, True)):
@@ -289,6 +301,7 @@ class Problem:
             self._contact_knots = shared.get(contact_phases.ContactKnots)
             self.dynamics = contact_phases.phased_dynamics(model, self.actuated, ode.lie, a, b, self.dt,
                                                            self.substeps, self.f_ext, self.contacts,
+                                                           self.contact_damping,
                                                            keep_forces=self._contact_knots is not None)
             self._watch_forces()
 
@@ -383,6 +396,16 @@ class Problem:
             raise ValueError("f_ext: expected finite values, got NaN or inf")
         return np.ascontiguousarray(F)
 
+    def _check_damping(self, damping) -> float:
+        """``contact_damping`` as a float; ValueError naming it unless a finite number ≥ 0 (0
+        without contacts)."""
+        if isinstance(damping, bool) or not isinstance(damping, (int, float, np.integer, np.floating)) \
+                or not np.isfinite(damping) or damping < 0:
+            raise ValueError(f"contact_damping: expected a finite number ≥ 0, got {damping!r}")
+        if damping and self.contacts is None:
+            raise ValueError(f"contact_damping: {damping!r} regularises contacts, and the problem has none")
+        return float(damping)
+
     def rest_controls(self) -> np.ndarray:
         """(N, nu): the actuated part of the torques holding q0 at rest in every interval,
         g(q0) − Σ Jᵀ f_ext (the gravity torques when no force acts), clipped to the bounds:
@@ -390,8 +413,13 @@ class Problem:
         norm that hold q0 at rest under each interval's contacts (q̈ = 0, in the least-squares
         sense where no control does: :func:`~optdyn.ocp.contact_phases.rest_controls`)."""
         if self.contacts is not None:
-            return np.clip(contact_phases.rest_controls(self.model, self.actuated, self.x0[: self.model.nq],
-                                                        self.contacts), self.u_lower, self.u_upper)
+            try:
+                u = contact_phases.rest_controls(self.model, self.actuated, self.x0[: self.model.nq], self.contacts,
+                                                 self.contact_damping)
+            except ValueError as e:  # dependent contacts: the dynamics' remedy is this problem's argument
+                raise ValueError(str(e).replace("pass damping > 0 (e.g. 1e-10)", "pass contact_damping > 0 "
+                                                "(optdyn.Problem's docstring)")) from None
+            return np.clip(u, self.u_lower, self.u_upper)
         q0, zero = self.x0[: self.model.nq], np.zeros(self.model.nv)
         f_exts = self.f_ext if self.f_ext.shape[1] else [None]  # one set, or one per interval
         tau = np.array([rnea(self.model, q0, zero, zero, f) for f in f_exts])[:, self.actuated]
