@@ -21,10 +21,19 @@ ROBOTS = {"hyq": ("hyq_description/robots/hyq_no_sensors.urdf", "hyq_description
           "anymal-c": ("anymal_c_simple_description/urdf/anymal.urdf", "anymal_c_simple_description/srdf/anymal.srdf",
                        ("LF_FOOT", "RF_FOOT", "LH_FOOT", "RH_FOOT")),
           **{stem: (f"{stem}_description/urdf/{stem}.urdf", f"{stem}_description/srdf/{stem}.srdf",
-                    ("FL_foot", "FR_foot", "RL_foot", "RR_foot")) for stem in ("go2", "a1")}}
+                    ("FL_foot", "FR_foot", "RL_foot", "RR_foot")) for stem in ("go2", "a1")},
+          "b1-z1": ("b1_description/urdf/b1-z1.urdf", "b1_description/srdf/b1-z1.srdf",
+                    ("FL_foot", "FR_foot", "RL_foot", "RR_foot")),
+          "anymal-kinova": ("anymal_b_simple_description/robots/anymal-kinova.urdf",
+                            "anymal_b_simple_description/srdf/anymal-kinova.srdf",
+                            ("LF_FOOT", "RF_FOOT", "LH_FOOT", "RH_FOOT"))}
 """(URDF, SRDF, feet lf, rf, lh, rh) of example-robot-data's quadrupeds other than Solo-12
-(ANYmal C's base carries 24 links whose own inertias are not physical: a warning)."""
+(ANYmal C's base carries 24 links whose own inertias are not physical: a warning), and two
+legged manipulators, Unitree's B1 with a Z1 arm and ANYmal B with a Kinova arm, whose arm
+joints are actuated with the legs' and which stand in their SRDF's "standing_with_arm_up"."""
 
+POSTURES = {"b1-z1": "standing_with_arm_up", "anymal-kinova": "standing_with_arm_up"}
+"""The SRDF posture a robot stands in where it is not "standing"."""
 
 SOLO8 = ("solo_description/robots/solo.urdf", "solo_description/srdf/solo.srdf",
          ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"))
@@ -41,4 +50,4 @@ def robot(name: str) -> tuple[dyn.Model, tuple[str, ...], np.ndarray]:
         robots = erd.getModelPath(urdf)
         model = dyn.load_urdf(os.path.join(robots, urdf), root_joint="free-flyer")
     srdf = dyn.load_srdf(model, os.path.join(robots, srdf), unknown="ignore" if name == "solo8" else "raise")
-    return model, feet, srdf.reference_configurations["standing"]
+    return model, feet, srdf.reference_configurations[POSTURES.get(name, "standing")]

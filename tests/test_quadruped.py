@@ -275,10 +275,12 @@ def test_the_trot_keeps_its_friction_pyramid_under_real_time_mpc():
 def test_other_robots_trot_from_their_srdf_posture_and_the_solvers_agree(name):
     """A short trot (one cycle, steps of four intervals: 11 in all) with the friction pyramid:
     DDP, iLQR and IPOPT converge to the same optimum — costs within 1e-6 relative (measured
-    1.3e-7 to 3.1e-7: IPOPT's barrier keeps the active pyramid rows inside), controls within
+    8e-9 to 3.1e-7: IPOPT's barrier keeps the active pyramid rows inside), controls within
     1e-3 of the largest; the feet step as Solo-12's do, landing within 2 cm (measured 7 to 16
     mm, 2 to 3 % of the base's height: four intervals make a coarse step, on which Solo-12
-    misses by 10 mm; with the default ten every robot lands within 5 mm)."""
+    misses by 10 mm; with the default ten every quadruped lands within 5 mm). The legged
+    manipulators (B1 with a Z1 arm, ANYmal B with a Kinova arm) trot with their arm up, its
+    joints actuated with the legs' (landing within 10 and 16 mm)."""
     model, feet, standing = robot(name)
     prob = make("trot", cycles=1, step_knots=4, support_knots=1, model=model, feet=feet, standing=standing)
     assert prob.name == f"quadruped:{model.name}" and np.array_equal(prob.x0[:model.nq], standing)
