@@ -20,13 +20,15 @@ as Pinocchio's SRDF parser reads them (``loadReferenceConfigurations``,
 
 Names the model does not have — a joint or link of another variant of the robot sharing
 the SRDF (Solo-8 with Solo's SRDF), a joint the model loaded as fixed or locked — raise a
-ValueError naming them, or, with ``unknown="ignore"``, are skipped as Pinocchio skips them.
+ValueError naming them, or, with ``unknown="ignore"``, are skipped as Pinocchio skips them
+(``unknown="warn"``: skipped, one warning naming them all).
 A malformed file, a value of the wrong size or a state defined twice raise ValueError
 (where Pinocchio prints a message and keeps the joint's neutral value, or the first state).
 """
 from __future__ import annotations
 
 import os
+import warnings
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
@@ -36,7 +38,7 @@ from ._xml import number, parse, required, vector
 from .joints import neutral
 from .model import Model
 
-UNKNOWN = ("raise", "ignore")
+UNKNOWN = ("raise", "ignore", "warn")
 """What :func:`load_srdf` does with names the model does not have."""
 
 
@@ -64,27 +66,33 @@ def load_srdf(model: Model, source: str | os.PathLike, unknown: str = "raise") -
     """What the SRDF ``source`` (a file path, or XML text starting with ``<``) says about
     ``model``: its reference configurations, disabled collision pairs and rotor parameters
     (module docstring). ``unknown``: "raise" (a ValueError naming a joint or link the model
-    does not have) or "ignore" (skip it, as Pinocchio does)."""
+    does not have), "ignore" (skip it, as Pinocchio does) or "warn" (skip it, with one
+    UserWarning naming every name skipped)."""
     if not isinstance(model, Model):
         raise ValueError(f"model: expected a dynamics.Model, got {type(model).__name__}")
     if unknown not in UNKNOWN:
         raise ValueError(f"unknown: expected one of {', '.join(UNKNOWN)}, got {unknown!r}")
     robot, _ = parse(source, "srdf")
-    known = _Names(model, unknown == "ignore")
+    known = _Names(model, unknown != "raise")
     inertia, ratio = _rotor_parameters(robot, known)
     armature = np.zeros(model.nv)
     for name, value in inertia.items():
         armature[model.idx_vs[model.joint_index(name)]] = value * ratio[name] ** 2
     armature.setflags(write=False)
-    return SRDF(_reference_configurations(robot, model, known), _disabled_collisions(robot, known),
+    srdf = SRDF(_reference_configurations(robot, model, known), _disabled_collisions(robot, known),
                 inertia, ratio, armature, robot)
+    if unknown == "warn" and known.skipped:
+        warnings.warn(f"srdf: skipped what model {model.name!r} does not have: {', '.join(known.skipped)}",
+                      stacklevel=2)
+    return srdf
 
 
 class _Names:
-    """The model's joint and frame names; whether a name the model lacks is skipped."""
+    """The model's joint and frame names; whether a name the model lacks is skipped, and
+    those skipped (``skipped``: "joint 'name'" or "link 'name'", once each)."""
 
     def __init__(self, model: Model, skip: bool) -> None:
-        self.model, self.skip = model, skip
+        self.model, self.skip, self.skipped = model, skip, []
         self.joints, self.frames = set(model.joint_names), set(model.frame_names)
 
     def joint(self, name: str, where: str) -> bool:
@@ -96,8 +104,12 @@ class _Names:
         return self._known(name, self.frames, "link", self.model.frame_names, where)
 
     def _known(self, name: str, names: set, what: str, listed: tuple, where: str) -> bool:
-        if name in names or self.skip:
-            return name in names
+        if name in names:
+            return True
+        if self.skip:
+            if f"{what} {name!r}" not in self.skipped:
+                self.skipped.append(f"{what} {name!r}")
+            return False
         raise ValueError(f"srdf: {where} names {what} {name!r}, which model {self.model.name!r} does not have "
                          f"(its {what}s: {', '.join(listed)}); unknown='ignore' skips it")
 

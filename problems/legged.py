@@ -128,8 +128,10 @@ def _per_joint(value, n: int) -> np.ndarray | None:
 
 def _reference(model: Model, srdf: str | os.PathLike, name: str) -> np.ndarray:
     """The reference configuration ``name`` of ``model`` in the SRDF file ``srdf``; ValueError
-    naming ``standing`` (with the file's configurations) if it has none of that name."""
-    found = load_srdf(model, srdf).reference_configurations
+    naming ``standing`` (with the file's configurations) if it has none of that name. Joints and
+    links the model does not have are skipped with a warning (an SRDF shared by variants of a
+    robot: Solo-8 with Solo's, which names Solo-12's abduction joints)."""
+    found = load_srdf(model, srdf, unknown="warn").reference_configurations
     if name not in found:
         raise ValueError(f"standing: the SRDF {os.fspath(srdf)!r} has no reference configuration {name!r} "
                          f"(it has {', '.join(map(repr, found)) or 'none'}); give q (nq,) instead")

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from agreement import assert_same_optimum
 from momentum import world_momentum
-from quadrupeds import ROBOTS, erd, robot
+from quadrupeds import ROBOTS, SOLO8, erd, robot
 
 import dynamics as dyn
 import optdyn
@@ -291,13 +291,18 @@ def test_other_robots_trot_from_their_srdf_posture_and_the_solvers_agree(name):
 
 def test_solo8s_dependent_feet_trot_with_damped_contacts():
     """Solo-8 (no abduction joints) on four point feet has dependent contacts: the problem is
-    refused, naming ``contact_damping``; with 1e-3 (feet drifting by μλ, 0.5–1 cm/s² at its
+    refused, naming ``contact_damping``; its URDF and SRDF files load as the command line passes
+    them (the SRDF, Solo-12's too, names abduction joints: skipped with a warning); with 1e-3 (feet drifting by μλ, 0.5–1 cm/s² at its
     5–10 N per foot) the short trot's three solvers reach one optimum (measured: costs within
     3e-8 relative, DDP 64, iLQR 78 and IPOPT 23 iterations) and the feet step."""
     model, feet, standing = robot("solo8")
     kw = dict(cycles=1, step_knots=4, support_knots=1, model=model, feet=feet, standing=standing)
     with pytest.raises(ValueError, match=r"^contacts: dependent contact constraints .* pass contact_damping > 0"):
         make("trot", **kw)
+    urdf, srdf = (os.path.join(erd.getModelPath(f), f) for f in SOLO8[:2])  # as the command line passes them
+    with pytest.warns(UserWarning, match=r"^srdf: skipped what model 'solo' does not have: joint 'FL_HAA', "):
+        files = make("trot", model=urdf, standing=srdf, feet=feet, contact_damping=1e-3)
+    np.testing.assert_array_equal(files.x0[:model.nq], standing)
     prob = make("trot", contact_damping=1e-3, **kw)
     assert prob.contact_damping == 1e-3 and prob.params["contact_damping"] == 1e-3
     res = {s: optdyn.solve(prob, solver=s) for s in ("ddp", "ilqr", "ipopt")}

@@ -162,17 +162,24 @@ def test_bad_srdfs_are_refused_naming_what_is_wrong(body, match):
 
 
 def test_unknown_names_are_skipped_on_request_and_bad_arguments_refused(tmp_path):
+    """``unknown="ignore"`` skips what the model lacks silently, ``"warn"`` with one warning
+    naming each name once; both read the same."""
     model = dyn.load_urdf(LEG)
-    got = dyn.load_srdf(model, srdf('<group_state name="s"><joint name="ankle" value="1"/><joint name="hip" '
-                                    'value="0.5"/></group_state><disable_collisions link1="thigh" link2="foot"/>'
-                                    '<rotor_params><joint name="ankle" mass="1" gear_ratio="2"/></rotor_params>'),
-                        unknown="ignore")
-    np.testing.assert_array_equal(got.reference_configurations["s"], [0.5, 0.0])
-    assert got.disabled_collisions == () and got.rotor_inertia == {} and not got.armature.any()
+    text = srdf('<group_state name="s"><joint name="ankle" value="1"/><joint name="hip" value="0.5"/></group_state>'
+                '<disable_collisions link1="thigh" link2="foot"/>'
+                '<rotor_params><joint name="ankle" mass="1" gear_ratio="2"/></rotor_params>')
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = dyn.load_srdf(model, text, unknown="ignore")
+    with pytest.warns(UserWarning, match=r"^srdf: skipped what model '\w+' does not have: joint 'ankle', link 'foot'$"):
+        warned = dyn.load_srdf(model, text, unknown="warn")
+    for srdf_read in (got, warned):
+        np.testing.assert_array_equal(srdf_read.reference_configurations["s"], [0.5, 0.0])
+        assert srdf_read.disabled_collisions == () and srdf_read.rotor_inertia == {} and not srdf_read.armature.any()
     free = dyn.load_urdf(LEG, root_joint="free-flyer")
     with pytest.raises(ValueError, match="rotor parameters apply to 1-DoF joints only"):
         dyn.load_srdf(free, srdf('<rotor_params><joint name="root_joint" mass="1" gear_ratio="2"/></rotor_params>'))
-    with pytest.raises(ValueError, match="^unknown: expected one of raise, ignore, got 'skip'"):
+    with pytest.raises(ValueError, match="^unknown: expected one of raise, ignore, warn, got 'skip'"):
         dyn.load_srdf(model, srdf(""), unknown="skip")
     with pytest.raises(ValueError, match="^model: expected a dynamics.Model, got str"):
         dyn.load_srdf("leg.urdf", srdf(""))
