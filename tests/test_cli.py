@@ -9,7 +9,7 @@ from matplotlib import image
 
 import dynamics as dyn
 import problems
-from optdyn.apps.cli import _progress_line, main
+from optdyn.apps.cli import _parse_param, _progress_line, main
 from optdyn.solvers.runtime import COMPILE_NOTICE
 from optdyn.apps.io import load_result, save_result
 from optdyn.solvers.result import Result
@@ -52,6 +52,21 @@ def test_list_names_problems_and_scenarios(capsys):
 def test_bad_requests_fail_with_one_line(capsys, argv, words):
     code, _, err = run(capsys, *argv)
     assert_one_line_error(code, err, *words)
+
+
+@pytest.mark.parametrize("text, value", [
+    ("target=0.4,0.3,0.4", [0.4, 0.3, 0.4]),
+    ("target=[0.4, 0.3, 0.4]", [0.4, 0.3, 0.4]),
+    ("feet=FL_foot,FR_foot, RL_foot,RR_foot", ["FL_foot", "FR_foot", "RL_foot", "RR_foot"]),
+    ('feet=["FL_foot", "FR_foot"]', ["FL_foot", "FR_foot"]),
+    ("model=/robots/a,b.urdf", "/robots/a,b.urdf"),  # a path is not a list of names
+    ("mixed=1,FL_foot", "1,FL_foot"),
+    ("dt=0.02", 0.02),
+    ("scenario=trot", "trot"),
+])
+def test_a_param_is_json_or_a_comma_list_of_numbers_or_names_or_else_text(text, value):
+    key, parsed = _parse_param(text)
+    assert key == text.partition("=")[0] and parsed == value and type(parsed) is type(value)
 
 
 def test_warmup_compiles_each_job_in_its_own_process(capsys):

@@ -162,16 +162,22 @@ def _json_or_text(value: str) -> object:
         return value
 
 
+NAME = re.compile(r"[A-Za-z_][\w.\-]*")
+"""A name a comma-separated ``--param`` value may list: a frame's or a joint's, not a path."""
+
+
 def _parse_param(text: str) -> tuple[str, object]:
     """``KEY=VALUE`` → (key, value); VALUE is read as JSON (numbers, lists, …), as a list if
-    it is comma-separated numbers (``0.4,0.3,0.4``), or else as a string."""
+    it is comma-separated numbers (``0.4,0.3,0.4``) or names (``FL_FOOT,FR_FOOT``), or else
+    as a string."""
     key, sep, value = text.partition("=")
     if not sep or not key:
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
     parsed = _json_or_text(value)
     if isinstance(parsed, str) and "," in value:
         items = [_json_or_text(v.strip()) for v in value.split(",")]
-        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in items):
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in items) or \
+                all(isinstance(v, str) and NAME.fullmatch(v) for v in items):
             return key, items
     return key, parsed
 
