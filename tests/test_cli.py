@@ -62,6 +62,7 @@ def test_bad_requests_fail_with_one_line(capsys, argv, words):
     ("model=/robots/a,b.urdf", "/robots/a,b.urdf"),  # a path is not a list of names
     ("mixed=1,FL_foot", "1,FL_foot"),
     ("dt=0.02", 0.02),
+    ("N=20", 20),
     ("scenario=trot", "trot"),
 ])
 def test_a_param_is_json_or_a_comma_list_of_numbers_or_names_or_else_text(text, value):

@@ -9,7 +9,7 @@ import optdyn
 import problems
 from dynamics.models import ur5
 from optdyn.ocp import task
-from optdyn.apps.cli import Progress, _parse_param, build_parser, main
+from optdyn.apps.cli import Progress, build_parser, main
 from optdyn.apps.clearance import clearances
 from optdyn.apps.compare import iterates
 from optdyn.ocp.constraints import FramePositionEquality, SphereClearance, StateEquality
@@ -199,14 +199,6 @@ def test_multiplier_updates_are_marked_not_counted(capsys):
     np.testing.assert_array_equal(iterates({"cost": np.zeros(5), "outer": np.array([1, 1, 2, 2, 3])}),
                                   [True, True, False, True, False])
     np.testing.assert_array_equal(iterates({"cost": np.zeros(3), "outer": np.zeros(3)}), [True] * 3)
-
-
-def test_param_accepts_comma_lists_and_json():
-    assert _parse_param("target=0.4,0.3,0.4") == ("target", [0.4, 0.3, 0.4])
-    assert _parse_param("target=[0.4, 0.3, 0.4]") == ("target", [0.4, 0.3, 0.4])
-    assert _parse_param("N=20") == ("N", 20)
-    assert _parse_param("scenario=bent") == ("scenario", "bent")
-    assert _parse_param("names=a,b") == ("names", "a,b")
 
 
 def test_version_and_every_option_states_its_default(capsys):
