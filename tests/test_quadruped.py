@@ -291,9 +291,10 @@ def test_other_robots_trot_from_their_srdf_posture_and_the_solvers_agree(name):
 def test_solo8s_dependent_feet_trot_with_damped_contacts():
     """Solo-8 (no abduction joints) on four point feet has dependent contacts: the problem is
     refused, naming ``contact_damping``; its URDF and SRDF files load as the command line passes
-    them (the SRDF, Solo-12's too, names abduction joints: skipped with a warning); with 1e-3 (feet drifting by μλ, 0.5–1 cm/s² at its
-    5–10 N per foot) the short trot's three solvers reach one optimum (measured: costs within
-    3e-8 relative, DDP 64, iLQR 78 and IPOPT 23 iterations) and the feet step."""
+    them (the SRDF, Solo-12's too, names abduction joints: skipped with a warning); with 1e-3
+    (feet drifting by μλ, 0.5–1 cm/s² at its 5–10 N per foot) the short trot's three solvers
+    reach one optimum (measured: costs within 3e-8 relative, DDP 64, iLQR 78 and IPOPT 23
+    iterations) and the feet step."""
     model, feet, standing = robot("solo8")
     kw = dict(cycles=1, step_knots=4, support_knots=1, model=model, feet=feet, standing=standing)
     with pytest.raises(ValueError, match=r"^contacts: dependent contact constraints .* pass contact_damping > 0"):
