@@ -310,6 +310,19 @@ def test_solo8s_dependent_feet_trot_with_damped_contacts():
     assert_feet_step(prob, res["ddp"].xs, feet, tol=0.02)
 
 
+def test_solo8_trots_under_mpc_on_the_librarys_plant_with_its_damped_contacts():
+    """The library's plant integrates the task's damped contact dynamics and touchdown impulses
+    (undamped, Solo-8's dependent feet would stop it at the first stance): one iLQR iteration
+    per step over the short trot and past its end, the base within 2 cm of the plan's height."""
+    model, feet, standing = robot("solo8")
+    prob = make("trot", cycles=1, step_knots=4, support_knots=1, model=model, feet=feet, standing=standing,
+                contact_damping=1e-2)
+    plan = optdyn.solve(prob, "ilqr")
+    loop = optdyn.simulate(optdyn.MPC(prob, "ilqr"), prob.T)
+    assert loop.stopped == "" and prob.impulses.any()
+    assert np.abs(loop.xs[:, 2] - plan.xs[: loop.xs.shape[0], 2]).max() < 0.02
+
+
 def test_a_trot_within_the_urdfs_torque_limits_converges_to_one_optimum():
     """Go1's one-cycle trot with its URDF's torque limits as the control box: the unbounded
     optimum asks 1.73× the limits at lift-off, so the box binds. DDP and iLQR (FDDP and FiLQR
