@@ -54,10 +54,14 @@ The multipliers move with the horizon too (``multipliers`` of :func:`optdyn.solv
 constraints, DDP and iLQR solve by the augmented Lagrangian, and each horizon starts from the
 previous one's multipliers and penalty, shifted as the controls are
 (:class:`optdyn.solvers.augmented_lagrangian.AugmentedLagrangian`), so that a real-time iteration sees the
-constraint forces of the last solution instead of zero multipliers, which one iteration never
-updates. IPOPT starts from its previous multipliers of every constraint and bound, shifted
-(:func:`shift_duals`), with its warm-start options (a small barrier
-parameter, the point kept close to its bounds).
+constraint forces of the last solution instead of zero multipliers, which its inner iteration
+does not update. The result of that iteration holds them updated once at its trajectory, and
+the next horizon starts from those: one first-order update per control step, an integral action
+on the rows' residuals — what brings arm-obstacle's terminal equality to its goal (its
+shrinking horizon, above), and what winds the friction pyramids' multipliers up in MuJoCo, where
+the plans never converge (BENCHMARKS.md, "MPC in MuJoCo": the task as it ships). IPOPT starts
+from its previous multipliers of every constraint and bound, shifted (:func:`shift_duals`), with
+its warm-start options (a small barrier parameter, the point kept close to its bounds).
 
 DDP and iLQR solve each horizon in the arrays of the one before (a
 :class:`~optdyn.solvers.workspace.Workspace`, kept while the horizon keeps its length: the gains,
