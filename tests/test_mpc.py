@@ -81,6 +81,25 @@ def test_tool_returns_to_the_target_after_a_push(reach, warm_start):
     np.testing.assert_array_equal(free.xs, loop.xs[: free.xs.shape[0]])  # the same until the push
 
 
+def test_a_stopped_solve_keeps_its_inequality_multipliers_and_updates_the_equalities():
+    """A real-time iteration's result (stopped at ``max_iter``) returns the clearance rows'
+    multipliers (inequalities) as it started from them and the terminal equalities' updated at
+    its trajectory, μ + ρh(x_N) — an update of the inequality rows per control step wound the
+    friction pyramids' multipliers up in MuJoCo (augmented_lagrangian's docstring)."""
+    prob = problems.get("arm-obstacle", scenario="bent")
+    for solver in ("ilqr", "al-ilqr"):
+        first = optdyn.solve(prob, solver)
+        assert first.converged and np.max(first.extra["lambda"]) > 0 and prob.nh > 0
+        warm = {k: first.extra[k] for k in ("lambda", "lambda_stage", "mu", "rho")}
+        us = first.us + 0.05 * np.random.default_rng(0).normal(size=first.us.shape)
+        stopped = optdyn.solve(prob, solver, max_iter=1, us_init=us, multipliers=warm)
+        assert stopped.status == "max_iter"
+        np.testing.assert_array_equal(stopped.extra["lambda"], warm["lambda"])
+        h = prob.terminal_constraint_values(stopped.xs[-1])
+        np.testing.assert_allclose(stopped.extra["mu"], warm["mu"] + stopped.extra["rho"] * h, rtol=1e-12, atol=1e-15)
+        assert np.max(np.abs(h)) > 1e-6  # the update moved them
+
+
 @pytest.mark.parametrize("iterations, tolerance", [(None, 1e-3), (1, 3e-3)])
 def test_the_obstacle_clearance_holds_in_closed_loop(iterations, tolerance):
     """arm-obstacle under iLQR MPC (its horizon shrinking to T, the task being done at its

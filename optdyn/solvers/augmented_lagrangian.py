@@ -36,6 +36,21 @@ the legged tasks by the geometric mean and 1 % fewer on the arms (0.05: 6 % and 
 their tolerance starts at ``inner_tol0`` and shrinks by ``inner_tol_factor`` per outer
 iteration down to the solver's ``tol``. It stops when an inner solve at full tolerance
 converged with the largest violation ≤ ``constraint_tol``.
+
+The multipliers a result returns are updated once more at its trajectory, so that a converged
+solve's last stationarity is the KKT condition with them; a solve stopped before — at
+``max_iter``, as each real-time iteration of :class:`optdyn.MPC` is, at a time limit or on a
+failure — updates its equality rows' and terminal multipliers so, and keeps its inequality
+rows' as its last step used them. MPC starts each horizon from the last one's multipliers: the
+update per control step is an integral action on the rows' residuals, which brings
+arm-obstacle's terminal equality to its goal, but which on inequality rows made infeasible for a
+while (a plant that is not the model, a push) winds up — in MuJoCo the friction pyramids'
+multipliers of Solo-12's trot (one iLQR iteration per step, a 25-interval horizon) grew from
+0.26 to 10⁵ within 0.36 s, until the policy's gains made the plant diverge. With the inequality
+rows' kept (measured 2026-12-02, 4 s runs): that trot unclamped diverges at 2.08 s instead of
+0.36 s, at the command line's 5 N·m clamp with a 12 N push at 1.02 s instead of 0.76 s, on the
+library's plant through a 10 N push it tilts 5.7° at most instead of 20.5°, and arm-obstacle's
+closed loop is the same to 1e-16.
 """
 from __future__ import annotations
 
@@ -293,15 +308,22 @@ class ALObjective(Objective):
         """The problem's :meth:`~optdyn.Problem.violation` at (xs, us) (:meth:`_evaluated`)."""
         return self._evaluated(xs, us)[4]
 
-    def update(self, xs, us) -> None:
-        """First-order multiplier update (ALTRO eq. 8–9) at the trajectory xs (N+1, nx), us (N, nu)."""
+    def update(self, xs, us, inequalities: bool = True) -> None:
+        """First-order multiplier update (ALTRO eq. 8–9) at the trajectory xs (N+1, nx), us (N, nu);
+        the inequality rows' kept unless ``inequalities`` (module docstring)."""
         _, c, g, h, _ = self._evaluated(xs, us)
         if c is not None:
-            self.lam = -_phr(c, self.lam, self.rho, self.path_eq)[1]
+            self.lam = self._updated(c, self.lam, self.path_eq, inequalities)
         if g is not None:
-            self.lam_stage = -_phr(g, self.lam_stage, self.rho, self.stage_eq)[1]
+            self.lam_stage = self._updated(g, self.lam_stage, self.stage_eq, inequalities)
         if h is not None:
             self.mu = self.mu + self.rho * h
+
+    def _updated(self, c, lam, equality, inequalities: bool) -> np.ndarray:
+        """λ ← Π(λ − ρc) of the rows c (ALTRO eq. 8), on the ``equality`` rows alone unless
+        ``inequalities``."""
+        new = -_phr(c, lam, self.rho, equality)[1]
+        return new if inequalities else np.where(equality, new, lam)
 
     def _evaluated(self, xs, us) -> tuple:
         """(J, c, g, h, violation) at (xs, us): the problem's cost, its path, stage and terminal
@@ -425,7 +447,8 @@ class AugmentedLagrangian:
         wall time; Ctrl-C stops with the last accepted iterate (:mod:`optdyn.solvers.runtime`).
         The result's cost is the true objective J; its extra holds the multipliers updated once
         more at the returned trajectory (the last inner solve's stationarity ∇J + Σ ψ'∇c = 0 is
-        then the KKT condition with them): ("lambda" (N, nc) of the path rows at nodes 1..N,
+        then the KKT condition with them; a stopped solve's inequality rows' kept: module
+        docstring): ("lambda" (N, nc) of the path rows at nodes 1..N,
         "lambda_stage" (N, ng) of the stage rows at knots 0..N−1, "mu" (nh,)), the final penalty
         "rho", "outer_iterations", "violation", the inner solves' "first_order_steps" (DDP:
         steps taken along iLQR's model, as :meth:`~optdyn.solvers.ddp.RiccatiSolver.solve`'s)
@@ -488,7 +511,7 @@ class AugmentedLagrangian:
                 status, message, converged = out.status, out.message, False
         cost, violation = _cost_and_violation(objective, out.xs, out.us)
         if np.isfinite(violation) and not updated:  # the multipliers of the returned trajectory (eq. 8–9)
-            objective.update(out.xs, out.us)
+            objective.update(out.xs, out.us, inequalities=converged)
         return Result(xs=out.xs, us=out.us, cost=cost, converged=converged,
                       iterations=steps, status=status, message=message, history=log.history(), solver=inner.name,
                       problem=problem.name, params=problem.params, wall_time=run.elapsed(),

@@ -128,9 +128,11 @@ class BCL:
         constrained result's extra, e.g. shifted by :class:`optdyn.MPC`) starting the
         multipliers and penalty there. The result's cost is the true objective J; its extra
         holds the multipliers updated once more at the returned trajectory, so that the
-        stationarity of L_A there is the KKT condition with them ("lambda" (N, nc) of the path
-        rows at nodes 1..N, "lambda_stage" (N, ng), "mu" (nh,)), the penalty "rho", the number
-        of "revisions", "violation" and the solver's usual entries."""
+        stationarity of L_A there is the KKT condition with them — a stopped solve's inequality
+        rows' kept as its last step used them (:mod:`~optdyn.solvers.augmented_lagrangian`) —
+        ("lambda" (N, nc) of the path rows at nodes 1..N, "lambda_stage" (N, ng), "mu" (nh,)),
+        the penalty "rho", the number of "revisions", "violation" and the solver's usual
+        entries."""
         if not _constrained(problem):
             return RiccatiSolver.solve(self, problem, us_init, xs_init, workspace=workspace)
         lam, lam_stage, mu, rho = initial_multipliers(problem, multipliers, self.rho_init)
@@ -150,8 +152,8 @@ class BCL:
         finite = bool(np.all(np.isfinite(out.xs)))
         cost = objective.cost(out.xs, out.us) if finite else np.nan
         violation = objective.violation(out.xs, out.us) if finite else np.nan
-        if finite:  # the multipliers of the returned trajectory (ALTRO eq. 8–9)
-            objective.update(out.xs, out.us)
+        if finite:  # the multipliers of the returned trajectory (ALTRO eq. 8–9), as AugmentedLagrangian's
+            objective.update(out.xs, out.us, inequalities=out.converged)
         return Result(xs=out.xs, us=out.us, cost=cost, converged=out.converged, iterations=out.iterations,
                       status=out.status, message=out.message, history=log.history(), solver=self.name,
                       problem=problem.name, params=problem.params, wall_time=run.elapsed(), gains=out.K,

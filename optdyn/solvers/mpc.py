@@ -55,11 +55,12 @@ constraints, DDP and iLQR solve by the augmented Lagrangian, and each horizon st
 previous one's multipliers and penalty, shifted as the controls are
 (:class:`optdyn.solvers.augmented_lagrangian.AugmentedLagrangian`), so that a real-time iteration sees the
 constraint forces of the last solution instead of zero multipliers, which its inner iteration
-does not update. The result of that iteration holds them updated once at its trajectory, and
-the next horizon starts from those: one first-order update per control step, an integral action
-on the rows' residuals — what brings arm-obstacle's terminal equality to its goal (its
-shrinking horizon, above), and what winds the friction pyramids' multipliers up in MuJoCo, where
-the plans never converge (BENCHMARKS.md, "MPC in MuJoCo": the task as it ships). IPOPT starts
+does not update. The result of that iteration holds its equality rows' and terminal
+multipliers updated once at its trajectory, and the next horizon starts from those: one
+first-order update per control step, an integral action on their residuals that brings
+arm-obstacle's terminal equality to its goal (its shrinking horizon, above). Its inequality
+rows' it returns as it used them: updated at every step's unconverged plan, the friction
+pyramids' wound up in MuJoCo (:mod:`~optdyn.solvers.augmented_lagrangian`). IPOPT starts
 from its previous multipliers of every constraint and bound, shifted (:func:`shift_duals`), with
 its warm-start options (a small barrier parameter, the point kept close to its bounds).
 
