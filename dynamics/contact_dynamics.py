@@ -122,16 +122,25 @@ def check_contacts(model: Model, contacts, damping) -> tuple[np.ndarray, np.ndar
     return ci, cf, damping
 
 
+class DependentContacts(ValueError):
+    """The ValueError of dependent contacts: ``which`` names them, the message adds the remedy
+    of these functions (``damping``); a caller whose own argument sets it names that instead."""
+
+    def __init__(self, which: str) -> None:
+        super().__init__(f"{which}; pass damping > 0 (e.g. 1e-10) to regularise them")
+        self.which = which
+
+
 def raise_if_dependent(contacts, ci: np.ndarray, status: int, where: str = "") -> None:
-    """ValueError naming the contacts if the kernel found Λ singular at row ``status``
-    (``where``: e.g. " at knot 3", for the batched functions)."""
+    """:class:`DependentContacts` naming the contacts if the kernel found Λ singular at row
+    ``status`` (``where``: e.g. " at knot 3", for the batched functions)."""
     if status == OK:
         return
     i = int(np.searchsorted(ci[:, 3], status, side="right")) - 1
     before = ", ".join(f"contacts[{k}] ({contacts[k].frame!r})" for k in range(i)) or "the other rows of it"
-    raise ValueError(f"contacts: dependent contact constraints (singular KKT system{where}): contacts[{i}] "
-                     f"({contacts[i].frame!r}, {contacts[i].kind}) constrains motions that {before} already "
-                     f"constrain; pass damping > 0 (e.g. 1e-10) to regularise them")
+    raise DependentContacts(f"contacts: dependent contact constraints (singular KKT system{where}): contacts[{i}] "
+                            f"({contacts[i].frame!r}, {contacts[i].kind}) constrains motions that {before} already "
+                            "constrain")
 
 
 def contact_dynamics(model: Model, q, v, tau, contacts, f_ext=None, damping: float = 0.0

@@ -290,8 +290,9 @@ def test_other_robots_trot_from_their_srdf_posture_and_the_solvers_agree(name):
 
 def test_solo8s_dependent_feet_trot_with_damped_contacts():
     """Solo-8 (no abduction joints) on four point feet has dependent contacts: the problem is
-    refused, naming ``contact_damping``; its URDF and SRDF files load as the command line passes
-    them (the SRDF, Solo-12's too, names abduction joints: skipped with a warning); with 1e-3
+    refused, naming ``contact_damping``, with a guess of one's own too (whose rollout failed
+    without saying why); its URDF and SRDF files load as the command line passes them (the
+    SRDF, Solo-12's too, names abduction joints: skipped with a warning); with 1e-3
     (feet drifting by μλ, 0.5–1 cm/s² at its 5–10 N per foot) the short trot's three solvers
     reach one optimum (measured: costs within 3e-8 relative, DDP 64, iLQR 78 and IPOPT 23
     iterations) and the feet step."""
@@ -305,6 +306,8 @@ def test_solo8s_dependent_feet_trot_with_damped_contacts():
     np.testing.assert_array_equal(files.x0[:model.nq], standing)
     prob = make("trot", contact_damping=1e-3, **kw)
     assert prob.contact_damping == 1e-3 and prob.params["contact_damping"] == 1e-3
+    with pytest.raises(ValueError, match=r"^contacts: dependent contact constraints .* pass contact_damping > 0"):
+        Problem(model, prob.x0, prob.N, prob.dt, contacts=prob.contacts, us_init=prob.us_init)  # a guess of one's own
     res = {s: optdyn.solve(prob, solver=s) for s in ("ddp", "ilqr", "ipopt")}
     assert_same_optimum(res)
     assert_feet_step(prob, res["ddp"].xs, feet, tol=0.02)

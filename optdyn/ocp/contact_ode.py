@@ -62,7 +62,7 @@ in ``lam[:nc]`` and, from order 1, their derivatives ∂λ/∂[q, v, τ] in ``Z[
 then clears it (R ≥ nc: the rows of the contacts the record was sized for)."""
 
 DEPENDENT = ("contacts: dependent contact constraints (singular KKT system) in a phase of the problem; "
-             "give fewer or independent contacts")
+             "give fewer or independent contacts, or pass contact_damping > 0 (optdyn.Problem)")
 
 
 @njit(cache=True, _nrt=True)

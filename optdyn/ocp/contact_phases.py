@@ -789,6 +789,19 @@ def _same_sequence(a: PhasedDynamics, b: PhasedDynamics) -> bool:
 
 # ---- from Python: the controls holding a pose, the forces at the knots ----------------------------
 
+def _set_key(cs: list[Contact]) -> tuple:
+    """What tells a contact set from another (the same set at two intervals has one key)."""
+    return tuple((c.frame, c.kind, c.reference, c.baumgarte, c.target) for c in cs)
+
+
+def check_independent(model: Model, q0: np.ndarray, contacts: list[list[Contact]], damping: float = 0.0) -> None:
+    """:class:`dynamics.contact_dynamics.DependentContacts` naming the contacts unless each
+    distinct contact set of ``contacts`` is independent at q0 under ``damping`` (once per set)."""
+    zero = np.zeros(model.nv)
+    for cs in {_set_key(cs): cs for cs in contacts}.values():
+        dyn_pkg.contact_dynamics(model, q0, zero, zero, cs, damping=damping)
+
+
 def rest_controls(model: Model, actuated: np.ndarray, q0: np.ndarray, contacts: list[list[Contact]],
                   damping: float = 0.0) -> np.ndarray:
     """(N, nu): for each interval the controls u of least norm minimising ‖q̈(q0, 0, B u)‖ under
@@ -797,7 +810,7 @@ def rest_controls(model: Model, actuated: np.ndarray, q0: np.ndarray, contacts: 
     distinct contact set."""
     zero, out, seen = np.zeros(model.nv), [], {}
     for cs in contacts:
-        key = tuple((c.frame, c.kind, c.reference, c.baumgarte, c.target) for c in cs)
+        key = _set_key(cs)
         if key not in seen:
             a0 = dyn_pkg.contact_dynamics(model, q0, zero, zero, cs, damping=damping)[0]
             D = dyn_pkg.contact_dynamics_derivatives(model, q0, zero, zero, cs, damping=damping)[2][:, actuated]

@@ -48,6 +48,7 @@ Writing one from a script::
 """
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from functools import cached_property
 
@@ -56,6 +57,7 @@ import numpy as np
 from dynamics._checks import as_vector
 from dynamics.batch import NO_FORCES
 from dynamics.contact import Contact
+from dynamics.contact_dynamics import DependentContacts
 from dynamics.forces import frame_force
 from dynamics.model import FREE_FLYER, JTYPE, Model
 from dynamics.rnea import rnea
@@ -275,6 +277,9 @@ class Problem:
         if self.contacts is not None and f_ext is not None:
             raise ValueError("f_ext: external forces are not supported together with contacts")
         self.contact_damping = self._check_damping(contact_damping)
+        if self.contacts is not None and us_init is not None:  # at x0 (without a guess rest_controls meets them)
+            with _damping_named():  # a rollout would only fail
+                contact_phases.check_independent(model, self.x0[: model.nq], self.contacts, self.contact_damping)
         shared: dict = {contact_phases.DAMPING: self.contact_damping}  # what the residuals share
         for arg, terms, terminal in (("running_cost", [running_cost], False), ("terminal_cost", [terminal_cost], True),
                                      ("path_constraints", given, False),
@@ -413,12 +418,9 @@ class Problem:
         norm that hold q0 at rest under each interval's contacts (q̈ = 0, in the least-squares
         sense where no control does: :func:`~optdyn.ocp.contact_phases.rest_controls`)."""
         if self.contacts is not None:
-            try:
+            with _damping_named():
                 u = contact_phases.rest_controls(self.model, self.actuated, self.x0[: self.model.nq], self.contacts,
                                                  self.contact_damping)
-            except ValueError as e:  # dependent contacts: the dynamics' remedy is this problem's argument
-                raise ValueError(str(e).replace("pass damping > 0 (e.g. 1e-10)", "pass contact_damping > 0 "
-                                                "(optdyn.Problem's docstring)")) from None
             return np.clip(u, self.u_lower, self.u_upper)
         q0, zero = self.x0[: self.model.nq], np.zeros(self.model.nv)
         f_exts = self.f_ext if self.f_ext.shape[1] else [None]  # one set, or one per interval
@@ -881,6 +883,17 @@ class Problem:
     def __repr__(self) -> str:
         return (f"Problem({self.name!r}, model={self.model.name!r}, N={self.N}, dt={self.dt}, "
                 f"substeps={self.substeps}, integrator={self.integrator!r}, nc={self.nc}, ng={self.ng}, nh={self.nh})")
+
+
+@contextlib.contextmanager
+def _damping_named():
+    """Dependent contacts reported with a problem's own remedy, ``contact_damping`` (the
+    dynamics' functions name their ``damping``)."""
+    try:
+        yield
+    except DependentContacts as e:
+        raise ValueError(f"{e.which}; pass contact_damping > 0 (optdyn.Problem's docstring) to regularise them"
+                         ) from None
 
 
 def row_violation(c: np.ndarray, equality: np.ndarray) -> float:
