@@ -1,7 +1,7 @@
 """Before/after of the interval kernels and the solvers on two source trees, interleaved.
 
     .venv/bin/python benchmarks/bench_before_after.py BEFORE_TREE AFTER_TREE ROUNDS [--kernels | --contacts [--cpu] |
-        --contact-batches [--cpu] | --costs [--cpu] | --mpc [--cpu] | --legged [--cpu] | --cones [--cpu]]
+        --contact-batches [--cpu] | --costs [--cpu] | --mpc [--cpu] | --legged [--cpu] | --cones [--cpu] | --family]
 
 Each round runs, in a new process per tree (its own numba cache, one thread), the rollout,
 the first-order sensitivities, the stage records and the contracted Hessians of the whole trajectory (fastest of 20
@@ -26,7 +26,10 @@ iLQR and DDP (the augmented Lagrangian) and IPOPT, the same clocks. With ``--con
 iteration of whole solves of the trots with the friction pyramid as a stage constraint: Solo-12's
 (two cycles) by iLQR, DDP (the outer augmented-Lagrangian loop) and al-ddp (the multipliers revised
 inside the iteration), HyQ's (one cycle, ``bench_constraints.trot``) by iLQR, DDP and al-ddp, the same
-clocks; each solve's iterations and final cost are printed per tree beside the table.
+clocks; each solve's iterations and final cost are printed per tree beside the table. With
+``--family``, the family of constrained tasks of ``bench_constraints.py --family`` (62 tasks) by DDP
+and iLQR with the defaults: per tree and solver, the iterations in all, the solves not converged
+and the CPU time in all, then the solves whose iterations differ between the trees.
 Each measurement also gets the median and range of its rounds per tree. A tree is a checkout, e.g. ``git worktree add --detach /tmp/before b49c2dc``.
 """
 from __future__ import annotations
@@ -186,6 +189,19 @@ for label, prob, solvers in CASES:
 print("RESULT" + json.dumps(out))
 '''
 
+FAMILY = r'''
+import json, time
+import optdyn
+from bench_constraints import family
+out = {}
+for label, kind, prob in family():
+    for solver in ("ddp", "ilqr"):
+        t0 = time.process_time()
+        r = optdyn.solve(prob, solver)
+        out[f"{label}|{solver}"] = (r.iterations, r.converged, time.process_time() - t0)
+print("RESULT" + json.dumps(out))
+'''
+
 OUTCOMES = (" iterations", " cost")
 """The suffixes of the keys that are a solve's outcome, not a time: printed per tree and round."""
 
@@ -204,7 +220,9 @@ def main(before: str, after: str, rounds: int, mode: str, cpu: bool = False) -> 
     runs = {side: [] for side in trees}
     for _ in range(rounds):
         for side, tree in trees.items():
-            runs[side].append(run_in_tree(tree, code, threads=1))
+            runs[side].append(run_in_tree(tree, FAMILY if mode == "--family" else code, threads=1))
+    if mode == "--family":
+        return family_table(runs)
     print(f"| measurement ({'µs' if mode in ('--contacts', '--contact-batches') else 'ms'}) | before (fastest) | after (fastest) "
           "| after ÷ before | per round | before median [range] | after median [range] |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
@@ -217,6 +235,22 @@ def main(before: str, after: str, rounds: int, mode: str, cpu: bool = False) -> 
         print(f"| {key} | {min(b):.3f} | {min(a):.3f} | {min(a) / min(b):.2f} | {per_round} | {spread[0]} | {spread[1]} |")
     for key in (k for k in runs["before"][0] if k.endswith(OUTCOMES)):
         print(key, *(f"{side}: {', '.join(f'{r[key]:.10g}' for r in runs[side])}" for side in trees), sep="; ")
+
+
+def family_table(runs: dict) -> None:
+    """``--family``'s tables from each tree's first round."""
+    first = {side: r[0] for side, r in runs.items()}
+    print("| solver | tree | iterations in all | not converged | CPU s in all |\n| --- | --- | --- | --- | --- |")
+    for solver in ("ddp", "ilqr"):
+        for side, out in first.items():
+            rows = [v for k, v in out.items() if k.endswith("|" + solver)]
+            print(f"| {solver} | {side} | {sum(r[0] for r in rows)} | {sum(not r[1] for r in rows)} "
+                  f"| {sum(r[2] for r in rows):.1f} |")
+    print("\n| task | solver | before | after |\n| --- | --- | --- | --- |")
+    for key, b in first["before"].items():
+        a = first["after"][key]
+        if a[0] != b[0]:
+            print(f"| {key.replace('|', ' | ')} | {b[0]} | {a[0]} |")
 
 
 if __name__ == "__main__":

@@ -207,6 +207,40 @@ def test_contracted_and_tensor_second_order_give_the_same_backward_pass(make):
         assert np.abs(x - y).max() <= 1e-10 * np.abs(y).max()
 
 
+def test_kept_curvature_is_the_contracted_pass_own():
+    """A contracted pass keeps each knot's V'_x·F_zz (at the last knot: the tensors contracted
+    with the terminal V_x), and a pass in mode "kept" on the same terms takes them: the same
+    k, K and ΔV; with other cost terms it keeps the first pass's curvature, not the new V'_x's."""
+    prob = ur5_reach.make(N=6)
+    rng = np.random.default_rng(4)
+    us = prob.us_init + 0.1 * rng.normal(size=(prob.N, prob.nu))
+    xs = prob.rollout(us)
+    costs = prob.running_cost_terms(xs[:-1], us)[1:]
+    terminal = Value(*prob.terminal_cost_terms(xs[-1])[1:])
+    A, B, second = linearize(prob, xs, us, SECOND_ORDER["contracted"])
+    Fzz = linearize(prob, xs, us, SECOND_ORDER["tensor"])[2].Fzz
+    nz = prob.ndx + prob.nu
+    second = second._replace(Hz=np.full((prob.N, nz, nz), np.nan))
+
+    def run(mode, end):
+        k, K = np.zeros((prob.N, prob.nu)), np.zeros((prob.N, prob.nu, prob.ndx))
+        res = backward_pass(Expansion(A, B, *costs), end, us, prob.u_lower, prob.u_upper, 10.0,
+                            second._replace(mode=SECOND_ORDER[mode]), k, K, np.zeros((0, prob.ndx)), False)
+        assert res[0] == -1
+        return k, K, np.array(res[1:])
+
+    contracted = run("contracted", terminal)
+    H_end = np.empty((nz, nz))
+    contracted_tensor(Fzz, prob.N - 1, terminal.Vx, H_end)
+    assert np.abs(H_end).max() > 0
+    assert np.abs(second.Hz[-1] - H_end).max() <= 1e-10 * np.abs(H_end).max()
+    for x, y in zip(run("kept", terminal), contracted):
+        assert np.array_equal(x, y)
+    moved = Value(2.0 * terminal.Vx, terminal.Vxx)
+    kept, again = run("kept", moved), run("contracted", moved)
+    assert np.abs(kept[1] - again[1]).max() > 1e-6 * np.abs(again[1]).max()
+
+
 def test_ddp_iterates_are_the_same_with_contracted_and_tensor_terms():
     prob = ur5_reach.make(N=10)
     a, b = solve(prob, "ddp", max_iter=4), solve(prob, "ddp", max_iter=4, second_order="tensor")

@@ -35,7 +35,15 @@ the legged tasks by the geometric mean and 1 % fewer on the arms (0.05: 6 % and 
 7 % and 1 %) (BENCHMARKS.md, "constraints-family"). As in ALTRO the early inner solves are loose:
 their tolerance starts at ``inner_tol0`` and shrinks by ``inner_tol_factor`` per outer
 iteration down to the solver's ``tol``. It stops when an inner solve at full tolerance
-converged with the largest violation ≤ ``constraint_tol``.
+converged with the largest violation ≤ ``constraint_tol``. An inner solve starts where the last
+one ended, whose dynamics' linearization it keeps; DDP's first pass there also keeps the
+dynamics' curvature V'_x·F_zz of the last one's final pass (:data:`~optdyn.solvers.riccati.SECOND_ORDER`
+"kept"), taken at the V'_x of the former multipliers: most of an exact pass's cost (0.9 of it
+on Solo-12's trot), once per outer iteration. Measured (BENCHMARKS.md, "cone-ratio"): with the
+steps on crossed rows taking it too (:meth:`~optdyn.solvers.ddp.RiccatiSolver.step_on`), 20
+contracted passes instead of 28 for the 19 iterations of Solo-12's trot with its pyramids, the
+same iterates' counts on the trots; 1708 iterations instead of 1715 on the family of 62 DDP
+solves of "constraints-family".
 
 The multipliers a result returns are updated once more at its trajectory, so that a converged
 solve's last stationarity is the KKT condition with them; a solve stopped before — at

@@ -75,8 +75,8 @@ from ..ocp.problem import Problem
 from ..ocp.shooting import state_error, state_retract, transition, transition_work
 from ..ocp.state import check_state
 from .result import Result
-from .riccati import (SECOND_ORDER, Expansion, SecondOrder, Value, backward_pass, linear_path, model_slope,
-                      projected_gradient)
+from .riccati import (NOT_KEPT, SECOND_ORDER, Expansion, SecondOrder, Value, backward_pass, linear_path,
+                      model_slope, projected_gradient)
 from .runtime import Run, check_count, check_max_time, check_number, is_interrupt, stop_message
 from .workspace import Workspace
 
@@ -588,7 +588,10 @@ class RiccatiSolver:
         cut such steps to α = 1/128 or less on the friction-pyramid trots.
 
         The rows are found on iLQR's model (DDP's exact pass costs several of its); DDP, if
-        its first step was its exact model's, then takes that model's step on them. Each
+        its first step was its exact model's, then takes that model's step on them, with the
+        dynamics' curvature V'_x·F_zz its first pass formed (:func:`curvature_kept`: most of
+        an exact pass's cost, 90 % on Solo-12's trot) instead of one at the V'_x of the rows
+        found — which differs from it by the curvature of the change of V'_x. Each
         step's ΔV is that of the iterate's own piecewise model along it
         (:meth:`Objective.brought_change`), for the line search; the stopping test keeps the
         first step's decrease. Of the first step and the last, the one with the lower ΔV is
@@ -610,7 +613,7 @@ class RiccatiSolver:
                     or not objective.activate(self._path(models, step, ws), models):
                 break
         if failed < 0 and len(models) > 1 and not plain.first_order:  # DDP's exact model, on the rows found
-            step, failed = self.direction(models, it, ws)
+            step, failed = self.direction(curvature_kept(models), it, ws)
         if failed < 0:
             a, b = objective.brought_change(self._path(models, step, ws))
             step = step._replace(dV1=step.dV1 - a, dV2=step.dV2 - b, decrease=plain.decrease)
@@ -826,6 +829,9 @@ class DDP(RiccatiSolver):
         """The exact model (exact cost Hessians and V'_x·F_zz) and iLQR's (no V'_x·F_zz, the
         costs' Gauss–Newton Hessians if this type's iLQR uses them)."""
         exact = self._model(problem, objective, it, ws, self.expansion_mode())
+        if objective.piecewise and exact.second.mode == SECOND_ORDER["contracted"]:
+            kept = SECOND_ORDER["kept"] if ws.curvature_current(problem.dynamics, it.xs, it.us) else exact.second.mode
+            exact = exact._replace(second=exact.second._replace(mode=kept, Hz=ws.curvatures()))
         first = exact._replace(second=exact.second._replace(mode=SECOND_ORDER["none"]))
         if self.gauss_newton_costs:
             first = gauss_newton_model(objective, first, it, ws)
@@ -847,6 +853,8 @@ class DDP(RiccatiSolver):
         if not it.rejected:
             step, failed = self._pass(models[0], it, ws, 0.0, False)
             if failed < 0:
+                if models[0].second.mode == SECOND_ORDER["contracted"] and models[0].second.Hz.shape[0]:
+                    ws.curvature_formed(models[0].second.dynamics, it.xs, it.us)
                 return step, failed
         return super().direction(models, it, ws)
 
@@ -892,6 +900,15 @@ class FILQR(FeasibilityDriven, ILQR):
 # ---------------------------------------------------------------------------------------
 # helpers of the iteration
 # ---------------------------------------------------------------------------------------
+
+
+def curvature_kept(models: tuple[Model, ...]) -> tuple[Model, ...]:
+    """``models`` with the exact model's V'_x·F_zz as its last contracted pass left it
+    (:data:`~optdyn.solvers.riccati.SECOND_ORDER` "kept"), where that pass kept it."""
+    exact = models[0]
+    if not exact.second.Hz.shape[0]:
+        return models
+    return (exact._replace(second=exact.second._replace(mode=SECOND_ORDER["kept"])), *models[1:])
 
 
 def gauss_newton_model(objective: Objective, model: Model, it: Iterate, ws: Workspace) -> Model:
@@ -974,7 +991,7 @@ def _second_order(problem: Problem, mode: int, stages, Fzz: np.ndarray | None = 
     """The :data:`~optdyn.solvers.riccati.SecondOrder` record of a linearisation in ``mode``
     (the records ``stages``, the tensors ``Fzz`` of mode 2; what a mode does not use empty)."""
     Fzz = np.empty((problem.N, 0, 0, 0)) if Fzz is None else Fzz
-    return SecondOrder(mode, Fzz, problem.dynamics, problem.no_stages if stages is None else stages)
+    return SecondOrder(mode, Fzz, problem.dynamics, problem.no_stages if stages is None else stages, NOT_KEPT)
 
 
 def linearized(problem: Problem, xs: np.ndarray, us: np.ndarray, mode: int, ws: Workspace

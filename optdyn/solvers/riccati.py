@@ -68,10 +68,13 @@ from ..ocp.problem import Problem
 from ..ocp.shooting import transition_hessian_close, transition_hessian_part, transition_work
 from .linalg import box_qp, cholesky_solve_rows, gemm_nn, gemm_tn, gemv_t
 
-SECOND_ORDER = {"none": 0, "contracted": 1, "tensor": 2}
+SECOND_ORDER = {"none": 0, "contracted": 1, "tensor": 2, "kept": 3}
 """How the backward pass gets V'_x·F_zz: not at all (iLQR), contracted through the
-integrator stages (:func:`optdyn.ocp.shooting.transition_hessian`, the default) or from the
-full second-order tensors (kept to validate the contracted path)."""
+integrator stages (:func:`optdyn.ocp.shooting.transition_hessian`, the default), from the
+full second-order tensors (kept to validate the contracted path), or as the last contracted
+pass along the same linearisation left it (:data:`SecondOrder`'s ``Hz``): a pass again on the
+same dynamics' model whose cost terms changed (:meth:`optdyn.solvers.ddp.RiccatiSolver.step_on`)
+then costs iLQR's, the curvature taken at the V'_x of that earlier pass."""
 
 Expansion = namedtuple("Expansion", ["A", "B", "lx", "lu", "lxx", "lux", "luu"])
 """The problem's first- and second-order model along a trajectory, one row per knot
@@ -84,10 +87,11 @@ Value = namedtuple("Value", ["Vx", "Vxx"])
 QTerms = namedtuple("QTerms", ["Qx", "Qu", "Qxx", "Qux", "Quu"])
 """The expansion of Q(δx, δu) at one knot (Tassa 2012 eq. 5)."""
 
-SecondOrder = namedtuple("SecondOrder", ["mode", "Fzz", "dynamics", "stages"])
+SecondOrder = namedtuple("SecondOrder", ["mode", "Fzz", "dynamics", "stages", "Hz"])
 """Where the backward pass gets V'_x·F_zz: ``mode`` (:data:`SECOND_ORDER`); mode 1 from the
-problem's interval ``dynamics`` and the ``stages`` it recorded along the trajectory; mode 2
-from the full tensors ``Fzz`` (N, ndx, nz, nz)."""
+problem's interval ``dynamics`` and the ``stages`` it recorded along the trajectory, each
+knot's V'_x·F_zz written into ``Hz`` (N, nz, nz) if that is not empty ((0, 0, 0)); mode 2
+from the full tensors ``Fzz`` (N, ndx, nz, nz); mode 3 from ``Hz``, as mode 1 wrote it."""
 
 
 @allocation_free
@@ -231,6 +235,9 @@ def shift_by_gap(V, f, Vp):
     return d
 
 
+NOT_KEPT = np.empty((0, 0, 0))
+"""The :data:`SecondOrder` ``Hz`` of a pass that keeps no V'_x·F_zz."""
+
 HESSIAN_PARTS = 2
 """The parts each knot's V'_x·F_zz is computed in by the contracted pass (mode 1,
 :func:`~optdyn.ocp.shooting.transition_hessian_part`): two threads then share a knot. On any
@@ -309,8 +316,12 @@ def _backward_relay(lq, us, bounds, mu, second, gains_out, gaps, on_controls, st
             for p in range(1, parts):
                 axpy(1.0, state.Hz[p], Hz)
             transition_hessian_close(second.dynamics, t, second.stages, state.Vp.Vx, Hz)
+            if second.Hz.shape[0]:
+                copy_into(second.Hz[t], Hz)
         elif second.mode == 2:
             contracted_tensor(second.Fzz, t, state.Vp.Vx, Hz)
+        elif second.mode == 3:
+            copy_into(Hz, second.Hz[t])
         if not _close_knot(lq, t, us, bounds, mu, second.mode > 0, gains_out, on_controls, state, scratch):
             state.failed[0] = t
             relay_stop(relay)
@@ -437,7 +448,7 @@ model's change ΔV(α) = α·dV1 + α²·dV2 along δu = α k + K δx."""
 def first_order(problem: Problem, N: int) -> SecondOrder:
     """The :data:`SecondOrder` record of a backward pass over N knots without the dynamics'
     second-order terms (iLQR, an LQR) along ``problem``'s interval dynamics."""
-    return SecondOrder(SECOND_ORDER["none"], np.empty((N, 0, 0, 0)), problem.dynamics, problem.no_stages)
+    return SecondOrder(SECOND_ORDER["none"], np.empty((N, 0, 0, 0)), problem.dynamics, problem.no_stages, NOT_KEPT)
 
 
 def lqr(problem: Problem, lq: Expansion, terminal: Value, lower=None, upper=None) -> Gains:

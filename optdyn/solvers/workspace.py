@@ -30,7 +30,8 @@ class Workspace:
     behind a line search's rollout writes, :meth:`follow`) and the last finite rollout of a problem's
     x0 (:meth:`rollout_of`), so that controls rolled out once — to check the initial guess, or
     by the caller (:class:`optdyn.MPC`'s feedback-policy warm start) — are not rolled out
-    again. A solve's result has arrays of its own. A controller solving one horizon after
+    again; on an augmented Lagrangian, the dynamics' curvature of DDP's last exact pass
+    (:meth:`curvatures`). A solve's result has arrays of its own. A controller solving one horizon after
     another of the same size keeps one (:class:`optdyn.MPC`); :meth:`fits` says whether it
     serves a problem."""
 
@@ -52,6 +53,30 @@ class Workspace:
         self._linearized = (None, -1, np.empty((N + 1, nx)), np.empty((N, nu)), None)  # problem, mode, xs, us, result
         self._spare = None  # (linearization arrays, stage records or None) a linearisation begun ahead writes into
         self._following: Following | None = None
+        self._curvatures: np.ndarray | None = None
+        self._curvature_at = (None, np.empty((N + 1, nx)), np.empty((N, nu)))  # dynamics, xs, us
+
+    def curvatures(self) -> np.ndarray:
+        """The dynamics' curvature V'_x·F_zz (N, nz, nz) of each knot as DDP's last exact pass
+        formed it (:data:`~optdyn.solvers.riccati.SecondOrder`'s ``Hz``), made on first use."""
+        if self._curvatures is None:
+            N, _, nu, ndx = self.size
+            self._curvatures = np.empty((N, ndx + nu, ndx + nu))
+        return self._curvatures
+
+    def curvature_formed(self, dynamics, xs: np.ndarray, us: np.ndarray) -> None:
+        """A pass formed :meth:`curvatures` on every knot of the interval ``dynamics``
+        linearised at (xs, us)."""
+        _, held_xs, held_us = self._curvature_at
+        held_xs[:], held_us[:] = xs, us
+        self._curvature_at = (dynamics, held_xs, held_us)
+
+    def curvature_current(self, dynamics, xs: np.ndarray, us: np.ndarray) -> bool:
+        """Whether :meth:`curvatures` were formed along ``dynamics`` at (xs, us) (the next pass
+        there may take them: only its cost terms changed, as when the augmented Lagrangian's
+        multipliers move at the iterate an inner solve ended at)."""
+        held, held_xs, held_us = self._curvature_at
+        return held is dynamics and np.array_equal(held_xs, xs) and np.array_equal(held_us, us)
 
     def settle(self) -> None:
         """Return once no rollout or linearisation begun ahead (:meth:`optdyn.solvers.ddp.RiccatiSolver.search`)
