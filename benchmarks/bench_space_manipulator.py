@@ -61,7 +61,8 @@ for task in ("space-manipulator", "ur5-reach"):
         no_gaps = [np.zeros((0, prob.ndx))] if "gaps" in ddp.Step._fields else []  # multiple shooting's argument
         passes = {mode: (lambda mode=mode: ddp.backward_pass(
             ddp.Expansion(A, B, *costs), ddp.Value(*terminal), us, prob.u_lower, prob.u_upper, 0.0,
-            second._replace(mode=mode, split=split), k, K, *no_gaps)) for mode in (0, 1)}
+            second._replace(mode=mode, **({"split": split} if "split" in second._fields else {})), k, K,
+            *no_gaps)) for mode in (0, 1)}
     else:  # the baseline's positional backward pass
         A, B, Fzz, stages = ddp.linearize(prob, xs, us, 1)
         passes = {mode: (lambda mode=mode: ddp.backward_pass(
