@@ -28,8 +28,9 @@ iteration of whole solves of the trots with the friction pyramid as a stage cons
 inside the iteration), HyQ's (one cycle, ``bench_constraints.trot``) by iLQR, DDP and al-ddp, the same
 clocks; each solve's iterations and final cost are printed per tree beside the table. With
 ``--family``, the family of constrained tasks of ``bench_constraints.py --family`` (62 tasks) by DDP
-and iLQR with the defaults: per tree and solver, the iterations in all, the solves not converged
-and the CPU time in all, then the solves whose iterations differ between the trees.
+and iLQR with the defaults, one run per tree whatever ROUNDS (iterations are deterministic): per
+tree and solver, the iterations in all, the solves not converged and the CPU time in all, then
+the solves whose iterations differ between the trees.
 Each measurement also gets the median and range of its rounds per tree. A tree is a checkout, e.g. ``git worktree add --detach /tmp/before b49c2dc``.
 """
 from __future__ import annotations
@@ -218,7 +219,7 @@ def main(before: str, after: str, rounds: int, mode: str, cpu: bool = False) -> 
         .replace("TIMER", "time.process_time" if cpu else "time.perf_counter").replace("USE_PROCESS_CLOCK", str(cpu)))
     trees = {"before": Path(before), "after": Path(after)}
     runs = {side: [] for side in trees}
-    for _ in range(rounds):
+    for _ in range(1 if mode == "--family" else rounds):
         for side, tree in trees.items():
             runs[side].append(run_in_tree(tree, FAMILY if mode == "--family" else code, threads=1))
     if mode == "--family":
@@ -238,7 +239,7 @@ def main(before: str, after: str, rounds: int, mode: str, cpu: bool = False) -> 
 
 
 def family_table(runs: dict) -> None:
-    """``--family``'s tables from each tree's first round."""
+    """``--family``'s tables from each tree's run."""
     first = {side: r[0] for side, r in runs.items()}
     print("| solver | tree | iterations in all | not converged | CPU s in all |\n| --- | --- | --- | --- | --- |")
     for solver in ("ddp", "ilqr"):

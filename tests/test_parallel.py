@@ -367,7 +367,8 @@ def _sweep_allocations(task: str, names=None) -> dict:
             "contracted Hessians": lambda: rk._interval_hessians_chunk(d, us, stages, lams, Hz, claims_for(N)),
             "DDP backward pass": functools.partial(
                 riccati.backward_pass, lq, terminal, us, prob.u_lower, prob.u_upper, 1.0,
-                riccati.SecondOrder(1, np.empty((N, 0, 0, 0)), d, stages, riccati.NOT_KEPT), k, K, np.zeros((0, prob.ndx))),
+                riccati.SecondOrder(1, np.empty((N, 0, 0, 0)), d, stages, riccati.NOT_KEPT), k, K,
+                np.zeros((0, prob.ndx))),
             "DDP forward pass": lambda: ddp.forward_pass(d, xs, us, np.zeros_like(k), np.zeros_like(K), 0.5,
                                                          prob.u_lower, prob.u_upper,
                                                          np.empty_like(xs), np.empty_like(us), np.zeros((0, prob.ndx)),

@@ -37,8 +37,8 @@ their tolerance starts at ``inner_tol0`` and shrinks by ``inner_tol_factor`` per
 iteration down to the solver's ``tol``. It stops when an inner solve at full tolerance
 converged with the largest violation ≤ ``constraint_tol``. An inner solve starts where the last
 one ended, whose dynamics' linearization it keeps; DDP's first pass there also keeps the
-dynamics' curvature V'_x·F_zz of the last one's final pass (:data:`~optdyn.solvers.riccati.SECOND_ORDER`
-"kept"), taken at the V'_x of the former multipliers: most of an exact pass's cost (0.9 of it
+dynamics' curvature V'_x·F_zz of the last one's final pass (:meth:`~optdyn.solvers.ddp.DDP.direction`),
+taken at the V'_x of the former multipliers: most of an exact pass's cost (0.9 of it
 on Solo-12's trot), once per outer iteration. Measured (BENCHMARKS.md, "cone-ratio"): with the
 steps on crossed rows taking it too (:meth:`~optdyn.solvers.ddp.RiccatiSolver.step_on`), 20
 contracted passes instead of 28 for the 19 iterations of Solo-12's trot with its pyramids, the

@@ -589,9 +589,7 @@ class RiccatiSolver:
 
         The rows are found on iLQR's model (DDP's exact pass costs several of its); DDP, if
         its first step was its exact model's, then takes that model's step on them, with the
-        dynamics' curvature V'_x·F_zz its first pass formed (:func:`curvature_kept`: most of
-        an exact pass's cost, 90 % on Solo-12's trot) instead of one at the V'_x of the rows
-        found — which differs from it by the curvature of the change of V'_x. Each
+        dynamics' curvature its first pass formed at this iterate (:meth:`DDP.direction`). Each
         step's ΔV is that of the iterate's own piecewise model along it
         (:meth:`Objective.brought_change`), for the line search; the stopping test keeps the
         first step's decrease. Of the first step and the last, the one with the lower ΔV is
@@ -613,7 +611,7 @@ class RiccatiSolver:
                     or not objective.activate(self._path(models, step, ws), models):
                 break
         if failed < 0 and len(models) > 1 and not plain.first_order:  # DDP's exact model, on the rows found
-            step, failed = self.direction(curvature_kept(models), it, ws)
+            step, failed = self.direction(models, it, ws)
         if failed < 0:
             a, b = objective.brought_change(self._path(models, step, ws))
             step = step._replace(dV1=step.dV1 - a, dV2=step.dV2 - b, decrease=plain.decrease)
@@ -829,9 +827,8 @@ class DDP(RiccatiSolver):
         """The exact model (exact cost Hessians and V'_x·F_zz) and iLQR's (no V'_x·F_zz, the
         costs' Gauss–Newton Hessians if this type's iLQR uses them)."""
         exact = self._model(problem, objective, it, ws, self.expansion_mode())
-        if objective.piecewise and exact.second.mode == SECOND_ORDER["contracted"]:
-            kept = SECOND_ORDER["kept"] if ws.curvature_current(problem.dynamics, it.xs, it.us) else exact.second.mode
-            exact = exact._replace(second=exact.second._replace(mode=kept, Hz=ws.curvatures()))
+        if objective.piecewise and exact.second.mode == SECOND_ORDER["contracted"]:  # its passes repeat at an iterate
+            exact = exact._replace(second=exact.second._replace(Hz=ws.curvatures()))
         first = exact._replace(second=exact.second._replace(mode=SECOND_ORDER["none"]))
         if self.gauss_newton_costs:
             first = gauss_newton_model(objective, first, it, ws)
@@ -849,14 +846,28 @@ class DDP(RiccatiSolver):
     def direction(self, models: tuple[Model, ...], it: Iterate, ws: Workspace) -> tuple[Step, int]:
         """The exact model's step at μ = 0 if its Q_uu is positive definite at every knot, else
         — or when the search rejected that step at this iterate — iLQR's
-        (:meth:`RiccatiSolver.direction`, μ raised as need be)."""
-        if not it.rejected:
-            step, failed = self._pass(models[0], it, ws, 0.0, False)
-            if failed < 0:
-                if models[0].second.mode == SECOND_ORDER["contracted"] and models[0].second.Hz.shape[0]:
-                    ws.curvature_formed(models[0].second.dynamics, it.xs, it.us)
-                return step, failed
-        return super().direction(models, it, ws)
+        (:meth:`RiccatiSolver.direction`, μ raised as need be).
+
+        A model that keeps the dynamics' curvature (its ``Hz``: on the augmented Lagrangian,
+        whose cost terms change at an iterate while its dynamics do not) takes V'_x·F_zz as the
+        last exact pass at this iterate formed it, if one did (:data:`~optdyn.solvers.riccati.SECOND_ORDER`
+        "kept": most of the pass's cost, 0.9 of it on Solo-12's trot) instead of at the new
+        V'_x — which differs from it by the curvature of the change of V'_x: the pass on the
+        rows a step crosses (:meth:`RiccatiSolver.step_on`), the first pass of an inner solve
+        that starts where the last one ended or after the multipliers moved
+        (:mod:`~optdyn.solvers.augmented_lagrangian`, :mod:`~optdyn.solvers.bcl`)."""
+        if it.rejected:
+            return super().direction(models, it, ws)
+        exact, keeps = models[0], models[0].second.Hz.shape[0] > 0
+        kept = keeps and ws.curvature_current(exact.second.dynamics, it.xs, it.us)
+        if kept:
+            exact = exact._replace(second=exact.second._replace(mode=SECOND_ORDER["kept"]))
+        step, failed = self._pass(exact, it, ws, 0.0, False)
+        if failed >= 0:
+            return super().direction(models, it, ws)
+        if keeps and not kept:
+            ws.curvature_formed(exact.second.dynamics, it.xs, it.us)
+        return step, failed
 
     def raises_mu(self, step: Step) -> bool:
         """Only iLQR's step, taken at μ, raises μ when its search fails: the exact model's,
@@ -900,15 +911,6 @@ class FILQR(FeasibilityDriven, ILQR):
 # ---------------------------------------------------------------------------------------
 # helpers of the iteration
 # ---------------------------------------------------------------------------------------
-
-
-def curvature_kept(models: tuple[Model, ...]) -> tuple[Model, ...]:
-    """``models`` with the exact model's V'_x·F_zz as its last contracted pass left it
-    (:data:`~optdyn.solvers.riccati.SECOND_ORDER` "kept"), where that pass kept it."""
-    exact = models[0]
-    if not exact.second.Hz.shape[0]:
-        return models
-    return (exact._replace(second=exact.second._replace(mode=SECOND_ORDER["kept"])), *models[1:])
 
 
 def gauss_newton_model(objective: Objective, model: Model, it: Iterate, ws: Workspace) -> Model:

@@ -73,8 +73,8 @@ SECOND_ORDER = {"none": 0, "contracted": 1, "tensor": 2, "kept": 3}
 integrator stages (:func:`optdyn.ocp.shooting.transition_hessian`, the default), from the
 full second-order tensors (kept to validate the contracted path), or as the last contracted
 pass along the same linearisation left it (:data:`SecondOrder`'s ``Hz``): a pass again on the
-same dynamics' model whose cost terms changed (:meth:`optdyn.solvers.ddp.RiccatiSolver.step_on`)
-then costs iLQR's, the curvature taken at the V'_x of that earlier pass."""
+same dynamics' model whose cost terms changed (:meth:`optdyn.solvers.ddp.DDP.direction`) then
+costs iLQR's, the curvature taken at the V'_x of that earlier pass."""
 
 Expansion = namedtuple("Expansion", ["A", "B", "lx", "lu", "lxx", "lux", "luu"])
 """The problem's first- and second-order model along a trajectory, one row per knot
@@ -448,7 +448,8 @@ model's change ΔV(α) = α·dV1 + α²·dV2 along δu = α k + K δx."""
 def first_order(problem: Problem, N: int) -> SecondOrder:
     """The :data:`SecondOrder` record of a backward pass over N knots without the dynamics'
     second-order terms (iLQR, an LQR) along ``problem``'s interval dynamics."""
-    return SecondOrder(SECOND_ORDER["none"], np.empty((N, 0, 0, 0)), problem.dynamics, problem.no_stages, NOT_KEPT)
+    return SecondOrder(SECOND_ORDER["none"], np.empty((N, 0, 0, 0)), problem.dynamics, problem.no_stages,
+                       NOT_KEPT)
 
 
 def lqr(problem: Problem, lq: Expansion, terminal: Value, lower=None, upper=None) -> Gains:
