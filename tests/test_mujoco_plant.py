@@ -198,6 +198,8 @@ def test_the_floor_holds_the_task_standing():
     share = -prob.model.inertia[:, 0].sum() * prob.model.gravity[2] / 4
     measured = plant.contact_forces()
     assert set(measured) == set(expected)
+    np.testing.assert_array_equal(plant.foot_forces(), np.stack(list(measured.values())))  # in the order of feet
+    assert list(measured) == [frame for frame, _ in plant.feet]
     for frame, f in measured.items():
         assert np.max(np.abs(f - expected[frame][0])) < 0.03 * share, frame
     assert np.linalg.norm(plant.state()[:3] - prob.x0[:3]) < 1e-4
@@ -227,6 +229,13 @@ def test_mujocos_warnings_stay_with_the_plant(tmp_path, monkeypatch):
     assert not (tmp_path / "MUJOCO_LOG.TXT").exists()
     plant.reset(prob.x0)
     assert plant.warnings == [] and not plant.diverged()
+    with plant.warnings_kept():  # around many steps (a closed loop's interval), nested: one handler, restored after
+        with plant.warnings_kept():
+            plant.mj_data.qvel[:] = 1e12
+            plant.step(prob.us_init[0])
+        inside = mujoco.get_mju_user_warning()
+    assert inside == plant.warnings.append and mujoco.get_mju_user_warning() == previous
+    assert plant.diverged() and len(plant.warnings) == 1, plant.warnings
 
 
 def test_bad_input_raises_value_errors(solo):

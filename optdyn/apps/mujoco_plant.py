@@ -67,6 +67,7 @@ another order still maps.
 """
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -217,7 +218,9 @@ class MujocoPlant:
             raise ValueError(f"model_or_urdf: MuJoCo refuses the plant's model: {' '.join(str(e).split())}") from None
         self.mj_data = mujoco.MjData(self.mj_model)
         self.warnings: list[str] = []
-        self._forces = np.zeros(6)
+        self._forces, self._world = np.zeros(6), np.zeros(3)  # a contact's force in its frame, in the world's
+        self._bad_state = [int(w) for w in (mujoco.mjtWarning.mjWARN_BADQACC, mujoco.mjtWarning.mjWARN_BADQPOS,
+                                            mujoco.mjtWarning.mjWARN_BADQVEL)]  # the warnings of a diverged state
         self.bind(model)
 
     # ---------------------------------------------------------------- the MuJoCo model
@@ -341,6 +344,7 @@ class MujocoPlant:
             q_map[iq: iq + nq], v_map[iv: iv + nv], joint_of_v[iv: iv + nv] = a + order, b + np.arange(nv), i
             if types[i] == FREE_FLYER:
                 self._free = (a, b)
+                self._linear = model.nq + iv  # where the base's linear velocity starts in x
         if actuated is None:
             actuated = [k for k in range(model.nv) if types[joint_of_v[k]] != FREE_FLYER]
         names = [model.joint_names[joint_of_v[k]] for k in np.asarray(actuated, dtype=np.int64)]
@@ -353,7 +357,10 @@ class MujocoPlant:
         self._sites = {f.name: mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_SITE, f.name) for f in self.model.frames}
         self._foot_geoms = {frame: mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, f"{frame}_contact")
                             for frame, _ in self.feet}
-        self._foot_of_geom = {g: frame for frame, g in self._foot_geoms.items()}
+        self._foot_of_geom = [-1] * m.ngeom  # geom → its foot's row in feet, or −1
+        for j, g in enumerate(self._foot_geoms.values()):
+            self._foot_of_geom[g] = j
+        self._floor_geom = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, "floor")
 
     def to_mujoco(self, x) -> tuple[np.ndarray, np.ndarray]:
         """(qpos, qvel) of the library's state x = [q; v] (module docstring)."""
@@ -371,20 +378,20 @@ class MujocoPlant:
 
     def from_mujoco(self, qpos, qvel) -> np.ndarray:
         """The library's state x = [q; v] of MuJoCo's (qpos, qvel)."""
-        qvel = np.array(qvel, dtype=float)
+        qpos, qvel = np.asarray(qpos, dtype=float), np.asarray(qvel, dtype=float)
+        x = np.concatenate([qpos[self._q_to_qpos], qvel[self._v_to_qvel]])
         if self._free is not None:
-            b = self._free[1]
-            qvel[b: b + 3] = self._rotation(qpos).T @ qvel[b: b + 3]  # world → local linear velocity
-        return np.concatenate([np.asarray(qpos, dtype=float)[self._q_to_qpos], qvel[self._v_to_qvel]])
+            b, i = self._free[1], self._linear
+            mujoco_module().mju_mulMatTVec(x[i: i + 3], self._rotation(qpos), qvel[b: b + 3])  # world → local
+        return x
 
     def _rotation(self, qpos: np.ndarray) -> np.ndarray:
         """The free-flyer's world rotation in ``qpos``."""
-        mujoco = mujoco_module()
-        R = np.empty(9)
+        R = np.empty((3, 3))
         a = self._free[0] + 3  # the quaternion (w, x, y, z)
         quat = np.asarray(qpos[a: a + 4], dtype=float)
-        mujoco.mju_quat2Mat(R, quat / np.linalg.norm(quat))
-        return R.reshape(3, 3)
+        mujoco_module().mju_quat2Mat(R.ravel(), quat / math.sqrt(quat.dot(quat)))  # quat / np.linalg.norm(quat)
+        return R
 
     def reset(self, x) -> None:
         """Put the plant at the library's state ``x``, no force applied, at time 0."""
@@ -392,7 +399,7 @@ class MujocoPlant:
         mujoco.mj_resetData(self.mj_model, self.mj_data)
         self.warnings.clear()
         self.mj_data.qpos[:], self.mj_data.qvel[:] = self.to_mujoco(x)
-        with self._warnings_kept():
+        with self.warnings_kept():
             mujoco.mj_forward(self.mj_model, self.mj_data)
 
     def state(self) -> np.ndarray:
@@ -437,44 +444,58 @@ class MujocoPlant:
 
     def step(self, u) -> None:
         """One MuJoCo step of ``timestep`` under the joint torques ``u`` (nu,) in the library's
-        order of the actuated joints."""
+        order of the actuated joints; MuJoCo's warnings go to :attr:`warnings` (inside
+        :meth:`warnings_kept`, as there; else around this step alone)."""
         self.mj_data.ctrl[self._u_to_ctrl] = u
-        with self._warnings_kept():
+        if self._keeping:
+            mujoco_module().mj_step(self.mj_model, self.mj_data)
+            return
+        with self.warnings_kept():
             mujoco_module().mj_step(self.mj_model, self.mj_data)
 
+    _keeping = False  # inside warnings_kept
+
     @contextmanager
-    def _warnings_kept(self) -> Iterator[None]:
+    def warnings_kept(self) -> Iterator[None]:
         """MuJoCo's warnings go to :attr:`warnings` meanwhile (its ``mju_user_warning``; the
-        process's own handler is restored after)."""
+        process's own handler is restored after): around many :meth:`step` calls, once for all."""
+        if self._keeping:
+            yield
+            return
         mujoco = mujoco_module()
         previous = mujoco.get_mju_user_warning()
         mujoco.set_mju_user_warning(self.warnings.append)
+        self._keeping = True
         try:
             yield
         finally:
+            self._keeping = False
             mujoco.set_mju_user_warning(previous)
 
     def diverged(self) -> bool:
         """Whether MuJoCo met a non-finite state or acceleration (its warnings)."""
-        mujoco = mujoco_module()
-        w = self.mj_data.warning
-        bad = (mujoco.mjtWarning.mjWARN_BADQACC, mujoco.mjtWarning.mjWARN_BADQPOS, mujoco.mjtWarning.mjWARN_BADQVEL)
-        return any(w[int(k)].number > 0 for k in bad) or not np.all(np.isfinite(self.mj_data.qpos))
+        number = self.mj_data.warning.number
+        return any(number[k] for k in self._bad_state) or not np.isfinite(self.mj_data.qpos).all()
 
     def contact_forces(self) -> dict[str, np.ndarray]:
         """{foot frame: the world-frame force (3,) N the floor exerts on it now}."""
-        mujoco = mujoco_module()
+        return dict(zip(self._foot_geoms, self.foot_forces()))
+
+    def foot_forces(self) -> np.ndarray:
+        """(feet, 3): the world-frame force N the floor exerts on each foot now, in the order of
+        :attr:`feet` (:meth:`contact_forces`)."""
         m, d = self.mj_model, self.mj_data
-        out = {frame: np.zeros(3) for frame in self._foot_geoms}
-        by_geom = self._foot_of_geom
-        for k in range(d.ncon):
-            c = d.contact[k]
-            frame = by_geom.get(int(c.geom1), by_geom.get(int(c.geom2)))
-            if frame is None:
-                continue
-            mujoco.mj_contactForce(m, d, k, self._forces)
-            f = c.frame.reshape(3, 3).T @ self._forces[:3]  # on geom2, from geom1
-            out[frame] += f if by_geom.get(int(c.geom2)) == frame else -f
+        out = np.zeros((len(self.feet), 3))
+        if not d.ncon:
+            return out
+        mujoco, foot, floor, local, world = mujoco_module(), self._foot_of_geom, self._floor_geom, self._forces, self._world
+        frames = d.contact.frame
+        for k, (g1, g2) in enumerate(d.contact.geom.tolist()):  # MuJoCo's force is on geom2, from geom1
+            j, sign = (foot[g2], 1.0) if g1 == floor else (foot[g1], -1.0) if g2 == floor else (-1, 0.0)
+            if j >= 0:
+                mujoco.mj_contactForce(m, d, k, local)
+                mujoco.mju_mulMatTVec(world, frames[k].reshape(3, 3), local[:3])
+                out[j] += sign * world
         return out
 
     def frame_position(self, frame: str) -> np.ndarray:
