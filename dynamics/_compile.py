@@ -60,6 +60,12 @@ included), only the tuning model changes. On an AMD EPYC (LLVM's ``znver5``) the
 kernels then compile in 10 % less CPU time and run as fast (0.95–1.04× over the solvers,
 interval kernels and contact functions; BENCHMARKS.md, "cold start"). The numba cache keys
 its entries by the CPU name, so a cache made before this choice is compiled again once.
+The name is also put in the environment (``NUMBA_CPU_NAME``, where unset): numba reads every
+``NUMBA_`` variable again whenever one of them changes (a script that sets
+``NUMBA_NUM_THREADS`` after importing the library, say), which dropped the name, so that every
+kernel compiled after that was keyed for the host's name and compiled again in each process
+(measured: a script that set ``NUMBA_NRT_STATS`` after the import compiled the forward pass of
+Solo-12's trot, 7.3 s, at every run).
 
 How a kernel calls another: numba copies each callee's code into its caller; a callee too
 large for LLVM to inline is called by symbol instead (:mod:`dynamics._link`), which the
@@ -111,6 +117,8 @@ def tune(machine: str | None = None, features: str | None = None) -> str | None:
 
 
 tune()
+if numba_config.CPU_NAME is not None:  # kept through numba's reading of its variables again (docstring)
+    os.environ.setdefault("NUMBA_CPU_NAME", numba_config.CPU_NAME)
 _link.install()
 
 

@@ -237,7 +237,8 @@ def test_read_only_types_a_writable_array_read_only_so_the_callee_compiles_once(
 def test_numba_tunes_for_the_x86_64_v3_level_where_the_host_has_it_unless_the_user_chose():
     """dynamics._compile.tune: on an x86-64 host with the level's features (and only there),
     numba's CPU name becomes x86-64-v3 — the tuning model, the host's instruction set kept —
-    unless a CPU name is set already (NUMBA_CPU_NAME); the kernels' cache key carries it."""
+    unless a CPU name is set already (NUMBA_CPU_NAME); the kernels' cache key carries it, also after
+    a NUMBA_ variable set later made numba read them all again."""
     from numba.core import config
     from numba.core.codegen import get_host_cpu_features
 
@@ -259,8 +260,10 @@ def test_numba_tunes_for_the_x86_64_v3_level_where_the_host_has_it_unless_the_us
     assert config.CPU_NAME == host
     if host is not None:
         assert _compile._KERNELS[0].targetctx.codegen().magic_tuple()[1] == host
-    code = "import dynamics, numba; print(numba.config.CPU_NAME)"
-    clean = {k: v for k, v in os.environ.items() if k != "NUMBA_CPU_NAME"}
+    # and it stays when numba reads its variables again, as it does at a compile after one of them changed
+    code = ("import os, dynamics, numba; os.environ['NUMBA_NRT_STATS'] = '1'; numba.core.config.reload_config(); "
+            "print(numba.config.CPU_NAME)")
+    clean = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CPU_NAME", "NUMBA_NRT_STATS")}
     for extra, expected in (({"NUMBA_CPU_NAME": "generic"}, "generic"), ({}, str(host))):
         out = subprocess.run([sys.executable, "-c", code], env={**clean, **extra}, capture_output=True, text=True,
                              check=True, cwd=ROOT)
