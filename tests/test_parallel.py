@@ -708,6 +708,40 @@ def test_the_trot_with_costs_on_its_forces_takes_the_same_steps_on_any_thread_co
     _same_steps_on_one_and_two_threads("ilqr", cone="cost")
 
 
+def test_the_mpc_warm_start_is_linearised_as_it_rolls_out_and_takes_the_same_steps(threads, monkeypatch):
+    """MPC on the trot (iLQR, one iteration per step, the feedback policy's warm start from
+    measured states off the plan): on two threads every step's solve after the first takes the
+    linearisation that followed the warm start's rollout (``Workspace.followed`` joins it), on
+    one none is begun; the controls, gains and plans are bitwise those of one thread."""
+    import problems
+    from optdyn.solvers.workspace import Workspace
+
+    joined = []
+    followed = Workspace.followed
+
+    def spy(self, *args):
+        out = followed(self, *args)
+        joined.append(out is not None)
+        return out
+    monkeypatch.setattr(Workspace, "followed", spy)
+    prob = problems.get("quadruped", scenario="trot", cone="cost")
+    runs = {}
+    for n in (1, 2):
+        dyn.set_num_threads(n)
+        mpc, x, steps = optdyn.MPC(prob, "ilqr", 1, horizon=12), prob.x0, []
+        for i in range(4):
+            u, K = mpc.step(x, i * prob.dt)
+            if i == 0:
+                joined.clear()  # the first solve's own searches
+            steps.append((u, K, mpc.result.xs))
+            x = mpc.result.xs[1].copy()
+            x[prob.model.nq:] += 0.01 * (i + 1)  # measured off the plan
+        runs[n] = steps, list(joined)
+    assert runs[1][1] == [False] * 3 and runs[2][1] == [True] * 3
+    for a, b in zip(runs[1][0], runs[2][0]):
+        assert all(np.array_equal(p, q) for p, q in zip(a, b))
+
+
 def _same_steps_on_one_and_two_threads(solver: str, iterations: int = 4, **params) -> None:
     """``iterations`` of ``solver`` on the trot (``params``) on one and on two threads: the
     same iterates, gains, costs, step lengths, regularisations and model decreases, bitwise."""

@@ -69,7 +69,7 @@ from typing import ClassVar
 import numpy as np
 
 from dynamics._compile import njit
-from dynamics.parallel import UNMARKED, Lookahead, get_num_threads, mark_ready, meanwhile
+from dynamics.parallel import UNMARKED, Lookahead, mark_ready, meanwhile
 
 from ..ocp.problem import Problem
 from ..ocp.shooting import state_error, state_retract, transition, transition_work
@@ -516,34 +516,34 @@ class RiccatiSolver:
 
     def start(self, problem: Problem, objective: Objective, us: np.ndarray, xs: np.ndarray | None,
               ws: Workspace, boxed: bool = False) -> Iterate | None:
-        """The first iterate in the workspace's arrays: the rollout of ``us`` (clipped to the
-        bounds) or, given ``xs``, those states and their gaps (none, without computing them,
-        where ``xs`` is the workspace's remembered rollout of ``us``: :meth:`Workspace.is_rollout`,
-        the feedback-policy warm start of :class:`optdyn.MPC`); None if it is not finite."""
-        ws.settle()
-        us = clipped_controls(problem, us, ws.us[0])
-        ws.K[:] = 0.0
-        out, gaps = ws.xs[0], ws.no_gaps
-        if xs is None:
-            rolled, finite = safe_rollout(problem, us, ws)
-            out[:] = rolled
+        """The first iterate in the workspace's arrays (:meth:`Workspace.iterate`): the rollout
+        of ``us`` (clipped to the bounds) or, given ``xs``, those states from x0 and their gaps
+        (none, without computing them, where ``xs`` is the workspace's remembered rollout of
+        ``us``: :meth:`Workspace.is_rollout`, the feedback-policy warm start of
+        :class:`optdyn.MPC`, which rolls out into those very arrays while their linearisation
+        follows — kept by :meth:`Workspace.settle` where they hold these values); None if it
+        is not finite."""
+        us, gaps, given = clipped_controls(problem, us), ws.no_gaps, xs is not None
+        if given:
+            xs, finite = np.concatenate([problem.x0[None], xs[1:]]), True
         else:
-            out[:] = xs
-            out[0] = problem.x0
-            if ws.is_rollout(problem, us, out):
-                finite = True
-            else:
-                try:
-                    found = gaps_of(problem, out, us)
-                except Exception:  # noqa: BLE001 — a node the model rejects cannot start the solve
-                    return None
-                finite = bool(np.all(np.isfinite(found)))
-                gaps = found if finite and np.any(found) else gaps
+            xs, finite = safe_rollout(problem, us, ws)
+        ws.settle((xs, us))
+        out, out_us = ws.iterate()
+        out[:], out_us[:] = xs, us
+        ws.K[:] = 0.0
+        if given and not ws.is_rollout(problem, out_us, out):
+            try:
+                found = gaps_of(problem, out, out_us)
+            except Exception:  # noqa: BLE001 — a node the model rejects cannot start the solve
+                return None
+            finite = bool(np.all(np.isfinite(found)))
+            gaps = found if finite and np.any(found) else gaps
         if not finite:
             return None
         bounds = (problem.u_lower, problem.u_upper)
         bounded = np.any(np.isfinite(bounds[0]) | np.isfinite(bounds[1]))
-        return Iterate(out, us, (ws.xs[1], ws.us[1]), (ws.xs[2], ws.us[2]), gaps, bounds, None, self.mu_init,
+        return Iterate(out, out_us, (ws.xs[1], ws.us[1]), (ws.xs[2], ws.us[2]), gaps, bounds, None, self.mu_init,
                        boxed=boxed or not (bounded and self.feasibility_driven))
 
     def expand(self, problem: Problem, objective: Objective, it: Iterate, ws: Workspace) -> tuple[Model, ...]:
@@ -704,9 +704,7 @@ class RiccatiSolver:
                 rolled = this.result()
                 problem.adopt_forces(this_kept)
             else:
-                mode = self.expansion_mode()
-                followed = i == 0 and follow and get_num_threads() > 1 and mode < SECOND_ORDER["tensor"]
-                ready = ws.follow(problem, *it.trial, mode) if followed else UNMARKED
+                ready = ws.follow(problem, *it.trial, self.expansion_mode()) if i == 0 and follow else UNMARKED
                 rolled = rollout(problem, (it.xs, it.us), step, alpha, it.trial, ready=ready)
             J_new = evaluate(objective, rolled, it.trial, log)
             if np.isnan(J_new):

@@ -171,7 +171,6 @@ class MPC:
         N, nx, nu, ndx = self.problem.N, problem.nx, problem.nu, problem.ndx
         self._xs, self._us = np.empty((N + 1, nx)), np.empty((N, nu))  # the shifted solution
         self._K = np.zeros((N, nu, ndx))
-        self._xs_new, self._us_new = np.empty((N + 1, nx)), np.empty((N, nu))
         self._k, self._no_gaps = np.zeros((N, nu)), np.zeros((0, ndx))
         self._duals: dict | None = None  # the last solve's AL multipliers and penalty (DDP/iLQR with constraints)
         self._workspace: Workspace | None = None  # DDP/iLQR's arrays, kept while the horizon keeps its length
@@ -309,7 +308,11 @@ class MPC:
 
     def _warm(self, x: np.ndarray, n: int) -> dict:
         """The warm-start options of :func:`optdyn.solve` for the shifted solution (its first
-        n intervals) from ``x``."""
+        n intervals) from ``x``. The feedback policy's rollout is written into the arrays the
+        solve starts from (:meth:`~optdyn.solvers.workspace.Workspace.iterate`) and linearised
+        on a pool thread as its knots come (:meth:`~optdyn.solvers.workspace.Workspace.follow`,
+        in the mode the last solve linearised in), as the line search's first trial is: the
+        solve's first expansion then finds that done."""
         p = self.problem
         xs, us, K = self._xs[: n + 1], self._us[:n], self._K[:n]
         if self.warm_start == "shift":
@@ -325,15 +328,20 @@ class MPC:
             return {"us_init": us}
         us[0] = np.clip(u0, p.u_lower, p.u_upper)
         xs[0] = x
-        xs_new, us_new = self._xs_new[: n + 1], self._us_new[:n]
+        ws = self._workspace
+        ws.settle()
+        xs_new, us_new = ws.iterate()  # rolled out where the solve starts, its knots linearised as they come
+        mode = ws.linearized_mode()  # the solver's, as the last solve linearised
+        ready = UNMARKED if mode is None else ws.follow(p, xs_new, us_new, mode)
         try:
             rolled = forward_pass(p.dynamics, xs, us, self._k[:n], K, 0.0, p.u_lower, p.u_upper, xs_new, us_new,
-                                  self._no_gaps, UNMARKED)
+                                  self._no_gaps, ready)
         except ValueError:  # the contact dynamics at a state the policy diverged to
             rolled = False
         if not rolled:
+            ws.unfollow()
             return {"us_init": us}  # diverged: the shifted controls (solve falls back to rest if need be)
-        self._workspace.remember(p, us_new, xs_new)  # the solve starts from this rollout, not another
+        ws.remember(p, us_new, xs_new)  # the solve starts from this rollout, not another
         return {"xs_init": xs_new, "us_init": us_new}
 
 

@@ -5,7 +5,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from dynamics.parallel import Ahead
+from dynamics.parallel import UNMARKED, Ahead, get_num_threads
 
 from ..ocp.problem import Problem
 from .riccati import SECOND_ORDER
@@ -27,7 +27,7 @@ class Workspace:
     long horizons, made by DDP's first expansion), the dynamics' and the cost's expansions
     (``linearization``, :meth:`expansion`; the last linearization is held with the trajectory
     it was made at, :meth:`linearization_at`, and a spare set that the linearisation begun
-    behind a line search's rollout writes, :meth:`follow`) and the last finite rollout of a problem's
+    behind a line search's rollout or :class:`optdyn.MPC`'s warm start writes, :meth:`follow`) and the last finite rollout of a problem's
     x0 (:meth:`rollout_of`), so that controls rolled out once — to check the initial guess, or
     by the caller (:class:`optdyn.MPC`'s feedback-policy warm start) — are not rolled out
     again; on an augmented Lagrangian, the dynamics' curvature of DDP's last exact pass
@@ -78,13 +78,25 @@ class Workspace:
         held, held_xs, held_us = self._curvature_at
         return held is dynamics and np.array_equal(held_xs, xs) and np.array_equal(held_us, us)
 
-    def settle(self) -> None:
+    def settle(self, start: tuple | None = None) -> None:
         """Return once no rollout or linearisation begun ahead (:meth:`optdyn.solvers.ddp.RiccatiSolver.search`)
-        writes into these arrays any more."""
+        writes into these arrays any more — but a linearisation that follows the arrays of
+        :meth:`iterate` while they hold ``start`` (xs, us), bit for bit: a solve starting where
+        :class:`optdyn.MPC`'s warm start rolled out into them, its linearisation following."""
         if self.ahead is not None:
             self.ahead.settle()
             self.ahead = None
-        self.unfollow()
+        f = self._following
+        if f is None:
+            return
+        if start is None or f.xs is not self.xs[0] or f.us is not self.us[0] \
+                or not (np.array_equal(f.xs, start[0]) and np.array_equal(f.us, start[1])):
+            self.unfollow()
+
+    def iterate(self) -> tuple[np.ndarray, np.ndarray]:
+        """The arrays (xs, us) a solve's first iterate is made in
+        (:meth:`optdyn.solvers.ddp.RiccatiSolver.start`)."""
+        return self.xs[0], self.us[0]
 
     def follow(self, problem: Problem, xs: np.ndarray, us: np.ndarray, mode: int) -> np.ndarray:
         """Begin the linearisation in ``mode`` (:data:`~optdyn.solvers.riccati.SECOND_ORDER`:
@@ -92,8 +104,11 @@ class Workspace:
         is about to write, following it on a pool thread
         (:meth:`optdyn.Problem.linearization_ahead`) into spare arrays, its contact forces kept
         apart until it is joined; returns the claims the forward pass marks its knots in. :meth:`followed`
-        takes it if the trial is the next iterate, :meth:`unfollow` drops it."""
+        takes it if the trial is the next iterate, :meth:`unfollow` drops it. On one thread, or
+        in the tensor mode, nothing is begun: the claims returned are unmarked."""
         self.unfollow()
+        if get_num_threads() < 2 or mode >= SECOND_ORDER["tensor"]:
+            return UNMARKED
         if self._spare is None:
             self._spare = (problem.linearization_arrays(problem.N), None)
         out, stages = self._spare
@@ -158,6 +173,12 @@ class Workspace:
         if held is problem and held_mode == mode and np.array_equal(held_xs, xs) and np.array_equal(held_us, us):
             return result
         return None
+
+    def linearized_mode(self) -> int | None:
+        """The mode the last linearisation held was made in (:meth:`hold_linearization`; the
+        solver's, :meth:`~optdyn.solvers.ddp.RiccatiSolver.expansion_mode`), None before any."""
+        mode = self._linearized[1]
+        return None if mode < 0 else mode
 
     def hold_linearization(self, problem: Problem, xs: np.ndarray, us: np.ndarray, mode: int, result: tuple) -> None:
         """Note that ``result`` (in this workspace's arrays) is the linearization of ``problem``
